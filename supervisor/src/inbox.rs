@@ -1,0 +1,144 @@
+//! The receiving side of a mailbox. The supervisor keeps it across restarts and attaches each
+//! new actor instance to it; a fence (the generation allowed to receive) keeps an instance the
+//! supervisor has given up on, such as a hung one, from taking messages meant for its successor.
+
+use std::{
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    task::{Context as TaskContext, Poll},
+};
+
+use actix::{Actor, ActorContext, AsyncContext, Context, fut::ActorFuture};
+use futures::Stream;
+
+use crate::{envelope::Envelope, stats::MailboxStats};
+
+/// Messages handled in one poll before the driver yields to the actor's other work.
+const BATCH: usize = 16;
+
+/// The generation of the instance allowed to receive; [`Fence::CLOSED`] while none is.
+#[derive(Clone, Default)]
+pub(crate) struct Fence(Arc<AtomicU64>);
+
+impl Fence {
+    pub(crate) const CLOSED: u64 = u64::MAX;
+
+    pub(crate) fn admit(&self, generation: u64) {
+        self.0.store(generation, Ordering::SeqCst);
+    }
+
+    pub(crate) fn close(&self) {
+        self.0.store(Self::CLOSED, Ordering::SeqCst);
+    }
+
+    pub(crate) fn admits(&self, generation: u64) -> bool {
+        self.0.load(Ordering::SeqCst) == generation
+    }
+}
+
+/// The queue of one supervised actor, as held by its child slot.
+pub struct Inbox<A: Actor> {
+    receiver: async_channel::Receiver<Envelope<A>>,
+    stats: Arc<MailboxStats>,
+    pub(crate) fence: Fence,
+}
+
+impl<A: Actor> Clone for Inbox<A> {
+    fn clone(&self) -> Self {
+        Self {
+            receiver: self.receiver.clone(),
+            stats: Arc::clone(&self.stats),
+            fence: self.fence.clone(),
+        }
+    }
+}
+
+impl<A: Actor> Inbox<A> {
+    pub(crate) fn new(
+        receiver: async_channel::Receiver<Envelope<A>>,
+        stats: Arc<MailboxStats>,
+    ) -> Self {
+        let fence = Fence::default();
+        fence.close();
+        Self {
+            receiver,
+            stats,
+            fence,
+        }
+    }
+
+    pub(crate) fn depth(&self) -> usize {
+        self.receiver.len()
+    }
+
+    pub(crate) fn stats(&self) -> &Arc<MailboxStats> {
+        &self.stats
+    }
+
+    /// Refuses further sends; what is queued is still delivered to a running instance.
+    pub(crate) fn close(&self) {
+        self.receiver.close();
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> Inbox<A> {
+    /// Makes instance `generation` consume this inbox for as long as the fence admits it.
+    pub(crate) fn attach(&self, ctx: &mut Context<A>, generation: u64, span: tracing::Span) {
+        ctx.spawn(InboxDriver {
+            receiver: Box::pin(self.receiver.clone()),
+            stats: Arc::clone(&self.stats),
+            fence: self.fence.clone(),
+            generation,
+            span,
+        });
+    }
+}
+
+/// Feeds queued envelopes to one actor instance, as actix's own stream handling does:
+/// it pauses while the actor waits on a future and yields after a batch.
+struct InboxDriver<A: Actor> {
+    receiver: Pin<Box<async_channel::Receiver<Envelope<A>>>>,
+    stats: Arc<MailboxStats>,
+    fence: Fence,
+    generation: u64,
+    span: tracing::Span,
+}
+
+impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
+    type Output = ();
+
+    fn poll(
+        self: Pin<&mut Self>,
+        actor: &mut A,
+        ctx: &mut Context<A>,
+        task: &mut TaskContext<'_>,
+    ) -> Poll<()> {
+        let this = self.get_mut();
+        let _entered = this.span.enter();
+        for _ in 0..BATCH {
+            if !this.fence.admits(this.generation) {
+                ctx.stop();
+                return Poll::Ready(());
+            }
+            match this.receiver.as_mut().poll_next(task) {
+                Poll::Ready(Some(envelope)) => {
+                    envelope.handle(actor, ctx, &this.stats);
+                    if ctx.waiting() {
+                        return Poll::Pending;
+                    }
+                }
+                Poll::Ready(None) => {
+                    tracing::debug!("mailbox closed; stopping the instance");
+                    ctx.stop();
+                    return Poll::Ready(());
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        task.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

@@ -1,0 +1,150 @@
+//! The address peers use to reach a supervised actor. It belongs to the child's slot, not to
+//! an actor instance: it stays valid across restarts, and what is sent while the actor is
+//! down waits in the queue for the next instance. A full or closed mailbox fails the send
+//! with an error; nothing is dropped silently.
+
+use std::sync::Arc;
+
+use actix::{Actor, Handler, Message};
+use tokio::sync::oneshot;
+
+use crate::{envelope::Envelope, inbox::Inbox, stats::MailboxStats};
+
+/// Creates the bounded, counted queue of one actor: the sender side for peers and the
+/// inbox the supervisor hands to each new instance.
+pub fn mailbox<A: Actor>(capacity: usize) -> (Mailbox<A>, Inbox<A>) {
+    let capacity = capacity.max(1);
+    let (sender, receiver) = async_channel::bounded(capacity);
+    let stats = Arc::new(MailboxStats::new(capacity));
+    let mailbox = Mailbox {
+        sender,
+        stats: Arc::clone(&stats),
+    };
+    (mailbox, Inbox::new(receiver, stats))
+}
+
+/// A restart-surviving, instrumented address of actor `A`. Cheap to clone.
+pub struct Mailbox<A: Actor> {
+    sender: async_channel::Sender<Envelope<A>>,
+    stats: Arc<MailboxStats>,
+}
+
+impl<A: Actor> Clone for Mailbox<A> {
+    fn clone(&self) -> Self {
+        Self {
+            sender: self.sender.clone(),
+            stats: Arc::clone(&self.stats),
+        }
+    }
+}
+
+/// Why a message could not be queued. The message is handed back so the caller can retry,
+/// buffer or report it.
+#[derive(thiserror::Error)]
+pub enum SendError<M> {
+    /// The queue is at capacity: the actor is slow or down. Retrying later may help.
+    #[error("mailbox is full")]
+    Full(M),
+    /// The actor will never run again (not restarted, or its supervisor escalated).
+    #[error("mailbox is closed: the actor is not running and will not be restarted")]
+    Closed(M),
+}
+
+impl<M> std::fmt::Debug for SendError<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("Full(..)"),
+            Self::Closed(_) => f.write_str("Closed(..)"),
+        }
+    }
+}
+
+/// Why a request got no reply.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RequestError {
+    #[error("mailbox is full")]
+    Full,
+    #[error("mailbox is closed: the actor is not running and will not be restarted")]
+    Closed,
+    /// The instance handling the request stopped (it failed, or was killed) before replying.
+    #[error("the actor stopped before replying")]
+    NoReply,
+}
+
+impl<A: Actor> Mailbox<A> {
+    /// Queues `message` without waiting; fails at once when the queue is full or closed.
+    pub fn try_send<M>(&self, message: M) -> Result<(), SendError<M>>
+    where
+        A: Handler<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        match self.sender.try_send(Envelope::new(message, None)) {
+            Ok(()) => {
+                self.stats.observe_depth(self.sender.len());
+                Ok(())
+            }
+            Err(async_channel::TrySendError::Full(envelope)) => {
+                Err(SendError::Full(unwrap_returned(envelope)))
+            }
+            Err(async_channel::TrySendError::Closed(envelope)) => {
+                Err(SendError::Closed(unwrap_returned(envelope)))
+            }
+        }
+    }
+
+    /// Queues `message`, waiting while the queue is full.
+    pub async fn send<M>(&self, message: M) -> Result<(), SendError<M>>
+    where
+        A: Handler<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        match self.sender.send(Envelope::new(message, None)).await {
+            Ok(()) => {
+                self.stats.observe_depth(self.sender.len());
+                Ok(())
+            }
+            Err(async_channel::SendError(envelope)) => {
+                Err(SendError::Closed(unwrap_returned(envelope)))
+            }
+        }
+    }
+
+    /// Queues `message` (waiting while full) and waits for the handler's reply.
+    pub async fn request<M>(&self, message: M) -> Result<M::Result, RequestError>
+    where
+        A: Handler<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        let (reply_to, reply) = oneshot::channel();
+        if self
+            .sender
+            .send(Envelope::new(message, Some(reply_to)))
+            .await
+            .is_err()
+        {
+            return Err(RequestError::Closed);
+        }
+        self.stats.observe_depth(self.sender.len());
+        reply.await.map_err(|_| RequestError::NoReply)
+    }
+
+    /// Messages waiting now.
+    pub fn depth(&self) -> usize {
+        self.sender.len()
+    }
+
+    pub fn stats(&self) -> &MailboxStats {
+        &self.stats
+    }
+}
+
+/// An envelope refused by the channel is the one just built from an `M`, so the downcast
+/// cannot fail; the panic documents that invariant rather than guarding input.
+fn unwrap_returned<A: Actor, M: Message + 'static>(envelope: Envelope<A>) -> M {
+    envelope
+        .into_message::<M>()
+        .expect("a refused envelope holds the message it was built from")
+}

@@ -1,0 +1,36 @@
+//! Remembers the message of the last panic on each thread, so the exit guard of an actor whose
+//! task unwound can say why it died. The hook chains to the one installed before it.
+
+use std::{cell::RefCell, panic, sync::Once};
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+static INSTALL: Once = Once::new();
+
+/// Installs the capturing hook once per process.
+pub(crate) fn install() {
+    INSTALL.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            let location = info
+                .location()
+                .map(|at| format!(" at {}:{}", at.file(), at.line()))
+                .unwrap_or_default();
+            LAST_PANIC.with(|last| *last.borrow_mut() = Some(format!("{message}{location}")));
+            previous(info);
+        }));
+    });
+}
+
+/// The last panic message seen on this thread, cleared by reading it.
+pub(crate) fn take() -> Option<String> {
+    LAST_PANIC.with(|last| last.borrow_mut().take())
+}

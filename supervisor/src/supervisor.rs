@@ -1,0 +1,511 @@
+//! The supervisor of one node's actors. It starts each child from its spec, learns of every
+//! instance's end from the exit guards, finds hung instances by unanswered liveness pings, and
+//! restarts with backoff until a child exceeds its restart intensity; then it escalates: every
+//! child is stopped and the escalation is published for the daemon to exit on.
+
+use std::{
+    sync::{Arc, atomic::Ordering::Relaxed, mpsc as blocking},
+    time::{Duration, Instant, SystemTime},
+};
+
+use actix::{Actor, AsyncContext, Context, Handler, Message, SpawnHandle, StreamHandler};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::{
+    arbiters::ArbiterPool,
+    backoff::{BackoffPolicy, RestartBackoff},
+    child::{ChildRuntime, ChildState, ChildStatus, Failure, InstanceStart, RestartPolicy},
+    control::{Control, KillMode},
+    guard::{ChildExit, ExitCause},
+    intensity::{IntensityPolicy, RestartIntensity},
+    snapshot::format_time,
+};
+
+/// How a supervisor watches and restarts its children. Mirrors `supervision` in the config.
+#[derive(Debug, Clone)]
+pub struct SupervisorConfig {
+    /// The node these actors work for; shown in logs and the debug endpoint.
+    pub node: String,
+    pub backoff: BackoffPolicy,
+    pub intensity: IntensityPolicy,
+    /// An instance that leaves a liveness ping unanswered this long is declared hung.
+    pub liveness_timeout: Duration,
+    /// How often instances are pinged.
+    pub liveness_interval: Duration,
+    /// Threads the children run on; `None` gives each child its own.
+    pub arbiters: Option<usize>,
+}
+
+impl SupervisorConfig {
+    pub fn new(node: impl Into<String>) -> Self {
+        Self {
+            node: node.into(),
+            backoff: BackoffPolicy::default(),
+            intensity: IntensityPolicy::default(),
+            liveness_timeout: Duration::from_secs(5),
+            liveness_interval: Duration::from_secs(1),
+            arbiters: None,
+        }
+    }
+}
+
+/// Why the supervisor gave up: the child that exceeded its restart intensity and its last failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    pub node: String,
+    pub child: String,
+    pub restarts: u64,
+    pub last_failure: String,
+    pub max_restarts: u32,
+    pub window: Duration,
+}
+
+impl std::fmt::Display for Escalation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "actor {:?} on node {:?} exceeded its restart intensity ({} restarts within {:?}) after {} restarts; last failure: {}",
+            self.child, self.node, self.max_restarts, self.window, self.restarts, self.last_failure
+        )
+    }
+}
+
+/// The instance of a child that is (or is about to be) running.
+struct Instance {
+    generation: u64,
+    arbiter: u64,
+    started: Instant,
+    control: mpsc::UnboundedSender<Control>,
+    ping: Option<(Instant, oneshot::Receiver<()>)>,
+    kill_requested: Option<KillMode>,
+    /// Lets go of a thread blocked by an injected hang once the instance is fenced off.
+    hang_release: Option<blocking::Sender<()>>,
+}
+
+struct Slot {
+    runtime: Box<dyn ChildRuntime>,
+    backoff: RestartBackoff,
+    intensity: RestartIntensity,
+    generation: u64,
+    instance: Option<Instance>,
+    pending_restart: Option<SpawnHandle>,
+}
+
+/// The supervisor actor. Build it with [`Supervisor::builder`].
+pub struct Supervisor {
+    config: SupervisorConfig,
+    slots: Vec<Slot>,
+    pool: ArbiterPool,
+    exits: mpsc::UnboundedSender<ChildExit>,
+    exit_stream: Option<mpsc::UnboundedReceiver<ChildExit>>,
+    escalation: watch::Sender<Option<Escalation>>,
+    shutdown_waiters: Vec<oneshot::Sender<()>>,
+    shutting_down: bool,
+}
+
+/// Collects children, then starts the supervisor.
+pub struct SupervisorBuilder {
+    config: SupervisorConfig,
+    children: Vec<Box<dyn ChildRuntime>>,
+}
+
+impl Supervisor {
+    pub fn builder(config: SupervisorConfig) -> SupervisorBuilder {
+        SupervisorBuilder {
+            config,
+            children: Vec::new(),
+        }
+    }
+}
+
+impl SupervisorBuilder {
+    /// Adds a child; children start in the order they are added.
+    #[must_use]
+    pub fn child<A: crate::SupervisedActor>(mut self, spec: crate::ChildSpec<A>) -> Self {
+        self.children
+            .push(Box::new(crate::child::TypedChild::new(spec)));
+        self
+    }
+
+    /// Starts the supervisor and its children. Must be called inside a running actix `System`.
+    pub fn start(self) -> crate::SupervisorHandle {
+        crate::panic_capture::install();
+        let statuses: Vec<Arc<ChildStatus>> = self
+            .children
+            .iter()
+            .map(|child| Arc::clone(child.status()))
+            .collect();
+        let (exits, exit_stream) = mpsc::unbounded_channel();
+        let (escalation, escalation_watch) = watch::channel(None);
+        let pool = ArbiterPool::new(self.config.arbiters.unwrap_or(self.children.len()));
+        let intensity = self.config.intensity;
+        let slots = self
+            .children
+            .into_iter()
+            .map(|runtime| Slot {
+                runtime,
+                backoff: RestartBackoff::default(),
+                intensity: RestartIntensity::new(intensity),
+                generation: 0,
+                instance: None,
+                pending_restart: None,
+            })
+            .collect();
+        let node = self.config.node.clone();
+        let restart_limit = self.config.backoff.max + self.config.liveness_timeout;
+        let supervisor = Supervisor {
+            config: self.config,
+            slots,
+            pool,
+            exits,
+            exit_stream: Some(exit_stream),
+            escalation,
+            shutdown_waiters: Vec::new(),
+            shutting_down: false,
+        };
+        crate::SupervisorHandle::new(
+            supervisor.start(),
+            node,
+            statuses,
+            escalation_watch,
+            restart_limit,
+        )
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(mut exits) = self.exit_stream.take() {
+            ctx.add_stream(futures::stream::poll_fn(move |task| exits.poll_recv(task)));
+        }
+        for index in 0..self.slots.len() {
+            self.start_child(index);
+        }
+        ctx.run_interval(self.config.liveness_interval, |supervisor, ctx| {
+            supervisor.check_liveness(ctx);
+        });
+    }
+}
+
+impl Supervisor {
+    fn start_child(&mut self, index: usize) {
+        let node = self.config.node.clone();
+        let (arbiter_id, arbiter) = self.pool.place();
+        let slot = &mut self.slots[index];
+        slot.pending_restart = None;
+        slot.generation += 1;
+        let (control, control_receiver) = mpsc::unbounded_channel();
+        slot.instance = Some(Instance {
+            generation: slot.generation,
+            arbiter: arbiter_id,
+            started: Instant::now(),
+            control,
+            ping: None,
+            kill_requested: None,
+            hang_release: None,
+        });
+        let status = slot.runtime.status();
+        status.set_state(ChildState::Starting);
+        status.detail().backoff_until = None;
+        tracing::info!(node = %node, actor = %status.name, generation = slot.generation, "starting actor");
+        slot.runtime.start(InstanceStart {
+            child: index,
+            generation: slot.generation,
+            arbiter_id,
+            arbiter,
+            control: control_receiver,
+            exits: self.exits.clone(),
+            node,
+        });
+    }
+
+    fn check_liveness(&mut self, ctx: &mut Context<Self>) {
+        let timeout = self.config.liveness_timeout;
+        let mut hung = Vec::new();
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            let Some(instance) = slot.instance.as_mut() else {
+                continue;
+            };
+            match instance.ping.as_mut() {
+                Some((sent, reply)) => match reply.try_recv() {
+                    Ok(()) | Err(oneshot::error::TryRecvError::Closed) => instance.ping = None,
+                    Err(oneshot::error::TryRecvError::Empty) if sent.elapsed() > timeout => {
+                        hung.push((index, sent.elapsed()));
+                    }
+                    Err(oneshot::error::TryRecvError::Empty) => {}
+                },
+                None => {
+                    let (reply_to, reply) = oneshot::channel();
+                    if instance.control.send(Control::Ping(reply_to)).is_ok() {
+                        instance.ping = Some((Instant::now(), reply));
+                    }
+                }
+            }
+        }
+        for (index, silent_for) in hung {
+            let Some(instance) = self.slots[index].instance.take() else {
+                continue;
+            };
+            self.pool.retire(instance.arbiter);
+            let reason = format!("hung: liveness ping unanswered for {silent_for:.1?}");
+            self.slots[index].runtime.fence_off();
+            // Dropping the release (and the control line) lets an injected hang return and
+            // the fenced instance stop; a truly stuck thread stays on its retired arbiter.
+            drop(instance.hang_release);
+            self.after_instance_ended(index, instance.started, reason, true, ctx);
+        }
+    }
+
+    /// Decides what follows the end of a child's current instance.
+    fn after_instance_ended(
+        &mut self,
+        index: usize,
+        started: Instant,
+        reason: String,
+        failed: bool,
+        ctx: &mut Context<Self>,
+    ) {
+        let node = self.config.node.clone();
+        let slot = &mut self.slots[index];
+        let status = Arc::clone(slot.runtime.status());
+        {
+            let mut detail = status.detail();
+            detail.last_failure = Some(Failure {
+                at: format_time(SystemTime::now()),
+                reason: reason.clone(),
+                restart_delay_seconds: None,
+            });
+            detail.down_since = Some(Instant::now());
+        }
+        if self.shutting_down || status.state() == ChildState::Escalated {
+            status.set_state(ChildState::Stopped);
+            self.answer_shutdown_if_done();
+            return;
+        }
+        let restart = match slot.runtime.restart_policy() {
+            RestartPolicy::Permanent => true,
+            RestartPolicy::Transient => failed,
+            RestartPolicy::Temporary => false,
+        };
+        if !restart {
+            tracing::info!(node = %node, actor = %status.name, %reason, "actor ended and is not restarted");
+            status.set_state(ChildState::Stopped);
+            slot.runtime.close_mailbox();
+            return;
+        }
+        if !slot.intensity.admit_restart() {
+            let escalation = Escalation {
+                node,
+                child: status.name.clone(),
+                restarts: status.restarts.load(Relaxed),
+                last_failure: reason,
+                max_restarts: self.config.intensity.max_restarts.get(),
+                window: self.config.intensity.window,
+            };
+            self.escalate(&escalation, index);
+            return;
+        }
+        let delay = slot.backoff.next_delay(
+            &self.config.backoff,
+            started.elapsed(),
+            rand::random::<f64>(),
+        );
+        status.restarts.fetch_add(1, Relaxed);
+        status.set_state(ChildState::Backoff);
+        {
+            let mut detail = status.detail();
+            detail.backoff_until = Some(SystemTime::now() + delay);
+            if let Some(failure) = detail.last_failure.as_mut() {
+                failure.restart_delay_seconds = Some(delay.as_secs_f64());
+            }
+        }
+        tracing::warn!(node = %node, actor = %status.name, %reason, delay = ?delay, "actor ended; restarting after backoff");
+        let generation = slot.generation;
+        slot.pending_restart = Some(ctx.run_later(delay, move |supervisor, _| {
+            let still_waiting = supervisor.slots[index].generation == generation
+                && supervisor.slots[index].instance.is_none()
+                && !supervisor.shutting_down;
+            if still_waiting {
+                supervisor.start_child(index);
+            }
+        }));
+    }
+
+    fn escalate(&mut self, escalation: &Escalation, culprit: usize) {
+        tracing::error!(node = %escalation.node, actor = %escalation.child, "{escalation}; stopping every actor of the node");
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            let status = slot.runtime.status();
+            status.set_state(if index == culprit {
+                ChildState::Escalated
+            } else {
+                ChildState::Stopped
+            });
+            slot.runtime.fence_off();
+            slot.runtime.close_mailbox();
+            // Dropping the instance drops its control line, which stops it.
+            slot.instance = None;
+        }
+        let _ = self.escalation.send(Some(escalation.clone()));
+    }
+
+    fn answer_shutdown_if_done(&mut self) {
+        if self.slots.iter().all(|slot| slot.instance.is_none()) {
+            for waiter in self.shutdown_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+            self.pool.stop_all();
+        }
+    }
+}
+
+impl StreamHandler<ChildExit> for Supervisor {
+    fn handle(&mut self, exit: ChildExit, ctx: &mut Context<Self>) {
+        self.pool.release(exit.arbiter);
+        let slot = &mut self.slots[exit.child];
+        let current = slot
+            .instance
+            .as_ref()
+            .is_some_and(|instance| instance.generation == exit.generation);
+        if !current {
+            return; // An instance already given up on (hung, or replaced): nothing to decide.
+        }
+        let Some(instance) = slot.instance.take() else {
+            return;
+        };
+        slot.runtime.fence_off();
+        let (reason, failed) = match (exit.cause, instance.kill_requested) {
+            (ExitCause::Panicked(message), _) => (format!("panicked: {message}"), true),
+            (ExitCause::Stopped, Some(mode)) => (format!("killed on request (mode {mode})"), true),
+            (ExitCause::Stopped, None) => ("stopped".to_owned(), false),
+        };
+        self.after_instance_ended(exit.child, instance.started, reason, failed, ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+/// Asks the supervisor to kill a child's running instance.
+pub(crate) struct Kill {
+    pub name: String,
+    pub mode: KillMode,
+}
+
+impl Message for Kill {
+    type Result = Result<KillAccepted, crate::KillError>;
+}
+
+/// A kill that was delivered to the instance.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KillAccepted {
+    pub actor: String,
+    pub mode: KillMode,
+    pub generation: u64,
+}
+
+impl Handler<Kill> for Supervisor {
+    type Result = Result<KillAccepted, crate::KillError>;
+
+    fn handle(&mut self, kill: Kill, _ctx: &mut Context<Self>) -> Self::Result {
+        let slot = self
+            .slots
+            .iter_mut()
+            .find(|slot| slot.runtime.status().name == kill.name)
+            .ok_or_else(|| crate::KillError::UnknownActor(kill.name.clone()))?;
+        let state = slot.runtime.status().state();
+        let instance = match (&mut slot.instance, state) {
+            (Some(instance), ChildState::Running) => instance,
+            _ => {
+                return Err(crate::KillError::NotRunning {
+                    name: kill.name,
+                    state,
+                });
+            }
+        };
+        let (release, hold) = blocking::channel();
+        if kill.mode == KillMode::Hang {
+            instance.hang_release = Some(release);
+        }
+        instance.kill_requested = Some(kill.mode);
+        instance
+            .control
+            .send(Control::Kill(kill.mode, hold))
+            .map_err(|_| crate::KillError::NotRunning {
+                name: kill.name.clone(),
+                state,
+            })?;
+        Ok(KillAccepted {
+            actor: kill.name,
+            mode: kill.mode,
+            generation: instance.generation,
+        })
+    }
+}
+
+/// Asks a running instance for its own view of its state.
+pub(crate) struct DebugState {
+    pub name: String,
+}
+
+impl Message for DebugState {
+    type Result = Result<oneshot::Receiver<serde_json::Value>, crate::KillError>;
+}
+
+impl Handler<DebugState> for Supervisor {
+    type Result = Result<oneshot::Receiver<serde_json::Value>, crate::KillError>;
+
+    fn handle(&mut self, request: DebugState, _ctx: &mut Context<Self>) -> Self::Result {
+        let slot = self
+            .slots
+            .iter()
+            .find(|slot| slot.runtime.status().name == request.name)
+            .ok_or_else(|| crate::KillError::UnknownActor(request.name.clone()))?;
+        let state = slot.runtime.status().state();
+        let (reply_to, reply) = oneshot::channel();
+        slot.instance
+            .as_ref()
+            .and_then(|instance| instance.control.send(Control::Snapshot(reply_to)).ok())
+            .ok_or(crate::KillError::NotRunning {
+                name: request.name,
+                state,
+            })?;
+        Ok(reply)
+    }
+}
+
+/// Stops every child for good; answered once every instance has ended.
+pub(crate) struct Shutdown;
+
+impl Message for Shutdown {
+    type Result = ();
+}
+
+impl Handler<Shutdown> for Supervisor {
+    type Result = actix::ResponseFuture<()>;
+
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
+        self.shutting_down = true;
+        let (done, waiter) = oneshot::channel();
+        self.shutdown_waiters.push(done);
+        for slot in self.slots.iter_mut().rev() {
+            if let Some(handle) = slot.pending_restart.take() {
+                ctx.cancel_future(handle);
+            }
+            slot.runtime.close_mailbox();
+            if slot.instance.is_none() {
+                slot.runtime.status().set_state(ChildState::Stopped);
+            }
+            // Dropping the control line stops the instance; its guard then reports the end.
+            if let Some(instance) = slot.instance.as_mut() {
+                let (closed, _) = mpsc::unbounded_channel();
+                instance.control = closed;
+                instance.hang_release = None;
+            }
+        }
+        self.answer_shutdown_if_done();
+        Box::pin(async move {
+            let _ = waiter.await;
+        })
+    }
+}

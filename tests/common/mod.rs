@@ -1,0 +1,40 @@
+//! Shared pieces of the black-box tests: actors written for the tests, and polling helpers.
+#![allow(dead_code)] // Each test binary uses its own subset.
+
+pub mod actors;
+
+use std::{
+    future::Future,
+    time::{Duration, Instant},
+};
+
+/// How long any condition may take before a test fails; generous, since CI machines are slow.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Polls `condition` until it holds, failing the test with `what` after [`PATIENCE`].
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {PATIENCE:?} waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Like [`eventually`], for conditions that must be awaited.
+pub async fn eventually_async<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + PATIENCE;
+    while !condition().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {PATIENCE:?} waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
