@@ -1,0 +1,196 @@
+//! The resources the emulator serves and how each is named on the wire.
+//!
+//! One [`ApiResource`] per (group, version, plural). Storage is keyed by [`StoredKind`]: core
+//! `v1/events` and `events.k8s.io/v1/events` are two views of the same stored objects, as in
+//! kube-apiserver. Nothing here touches objects; it is a static table plus name helpers.
+
+/// What the store keeps objects under. Two API views can share one stored kind (events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StoredKind {
+    Namespace,
+    Node,
+    Pod,
+    Lease,
+    Event,
+}
+
+/// One served resource: its names, scope, verbs and whether it has a `/status` subresource.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ApiResource {
+    pub stored: StoredKind,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub has_status: bool,
+    pub short_names: &'static [&'static str],
+}
+
+const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+pub static NAMESPACES: ApiResource = ApiResource {
+    stored: StoredKind::Namespace,
+    group: "",
+    version: "v1",
+    plural: "namespaces",
+    singular: "namespace",
+    kind: "Namespace",
+    namespaced: false,
+    has_status: true,
+    short_names: &["ns"],
+};
+pub static NODES: ApiResource = ApiResource {
+    stored: StoredKind::Node,
+    group: "",
+    version: "v1",
+    plural: "nodes",
+    singular: "node",
+    kind: "Node",
+    namespaced: false,
+    has_status: true,
+    short_names: &["no"],
+};
+pub static PODS: ApiResource = ApiResource {
+    stored: StoredKind::Pod,
+    group: "",
+    version: "v1",
+    plural: "pods",
+    singular: "pod",
+    kind: "Pod",
+    namespaced: true,
+    has_status: true,
+    short_names: &["po"],
+};
+pub static CORE_EVENTS: ApiResource = ApiResource {
+    stored: StoredKind::Event,
+    group: "",
+    version: "v1",
+    plural: "events",
+    singular: "event",
+    kind: "Event",
+    namespaced: true,
+    has_status: false,
+    short_names: &["ev"],
+};
+pub static LEASES: ApiResource = ApiResource {
+    stored: StoredKind::Lease,
+    group: "coordination.k8s.io",
+    version: "v1",
+    plural: "leases",
+    singular: "lease",
+    kind: "Lease",
+    namespaced: true,
+    has_status: false,
+    short_names: &[],
+};
+pub static EVENTS_V1: ApiResource = ApiResource {
+    stored: StoredKind::Event,
+    group: "events.k8s.io",
+    version: "v1",
+    plural: "events",
+    singular: "event",
+    kind: "Event",
+    namespaced: true,
+    has_status: false,
+    short_names: &["ev"],
+};
+
+/// Every served resource, in discovery order.
+pub static ALL: [&ApiResource; 6] = [&NAMESPACES, &NODES, &PODS, &CORE_EVENTS, &LEASES, &EVENTS_V1];
+
+/// The API groups besides the core group, with their single served version.
+pub static GROUPS: [(&str, &str); 2] = [("coordination.k8s.io", "v1"), ("events.k8s.io", "v1")];
+
+impl ApiResource {
+    /// Finds the resource served at `group/version/plural`.
+    pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ApiResource> {
+        ALL.iter()
+            .copied()
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+    }
+
+    /// The canonical API view of a stored kind (the one watch events and the controller use).
+    pub fn canonical(stored: StoredKind) -> &'static ApiResource {
+        match stored {
+            StoredKind::Namespace => &NAMESPACES,
+            StoredKind::Node => &NODES,
+            StoredKind::Pod => &PODS,
+            StoredKind::Lease => &LEASES,
+            StoredKind::Event => &CORE_EVENTS,
+        }
+    }
+
+    /// `v1` or `group/v1`, as written in an object's `apiVersion`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The group-qualified resource as errors name it: `nodes`, `leases.coordination.k8s.io`.
+    pub fn qualified_resource(&self) -> String {
+        qualify(self.plural, self.group)
+    }
+
+    /// The group-qualified kind as validation errors name it: `Node`, `Lease.coordination.k8s.io`.
+    pub fn qualified_kind(&self) -> String {
+        qualify(self.kind, self.group)
+    }
+
+    /// The verbs advertised in discovery.
+    pub fn verbs(&self) -> &'static [&'static str] {
+        VERBS
+    }
+
+    /// The collection path below the server root, for `namespace` when namespaced.
+    pub fn collection_path(&self, namespace: Option<&str>) -> String {
+        let prefix = if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        };
+        match namespace {
+            Some(ns) if self.namespaced => format!("{prefix}/namespaces/{ns}/{}", self.plural),
+            _ => format!("{prefix}/{}", self.plural),
+        }
+    }
+}
+
+/// `name` or `name.group` when the group is not the core group.
+pub fn qualify(name: &str, group: &str) -> String {
+    if group.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}.{group}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_qualified_like_kube_apiserver() {
+        assert_eq!(NODES.qualified_resource(), "nodes");
+        assert_eq!(LEASES.qualified_resource(), "leases.coordination.k8s.io");
+        assert_eq!(LEASES.qualified_kind(), "Lease.coordination.k8s.io");
+        assert_eq!(LEASES.api_version(), "coordination.k8s.io/v1");
+        assert_eq!(
+            LEASES.collection_path(Some("kube-node-lease")),
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+        );
+    }
+
+    #[test]
+    fn both_event_apis_share_one_stored_kind() {
+        let core = ApiResource::lookup("", "v1", "events").map(|r| r.stored);
+        let v1 = ApiResource::lookup("events.k8s.io", "v1", "events").map(|r| r.stored);
+        assert_eq!(core, Some(StoredKind::Event));
+        assert_eq!(core, v1);
+        assert!(ApiResource::lookup("", "v1", "secrets").is_none());
+    }
+}

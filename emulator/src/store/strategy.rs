@@ -1,0 +1,242 @@
+//! Per-kind create and update rules: what kube-apiserver's registry strategies and the admission
+//! plugins nodepulse depends on do to an object before it is stored.
+//!
+//! Pure functions over JSON objects; `now` and the new UID are arguments. The store calls them
+//! under its lock and never lets a request bypass them.
+
+use std::time::SystemTime;
+
+use serde_json::{Map, Value, json};
+
+use crate::api::{ApiResource, FieldError, StoredKind};
+use crate::time::format_time;
+
+/// The taint the `TaintNodesByCondition` admission plugin puts on every new Node.
+pub const NOT_READY_TAINT_KEY: &str = "node.kubernetes.io/not-ready";
+
+/// Fills system fields and kind defaults on a new object (`BeforeCreate` + `PrepareForCreate` +
+/// defaulting + mutating admission).
+pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str, now: SystemTime) {
+    let Some(map) = object.as_object_mut() else { return };
+    let canonical = ApiResource::canonical(resource.stored);
+    map.insert("kind".into(), canonical.kind.into());
+    map.insert("apiVersion".into(), canonical.api_version().into());
+    let meta = object_entry(map, "metadata");
+    meta.insert("uid".into(), uid.into());
+    meta.insert("creationTimestamp".into(), format_time(now).into());
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
+    meta.remove("generation");
+    match resource.stored {
+        StoredKind::Node => add_not_ready_taint(map),
+        StoredKind::Pod => prepare_pod(map),
+        StoredKind::Namespace => prepare_namespace(map),
+        StoredKind::Lease | StoredKind::Event => {}
+    }
+}
+
+/// Carries system fields over from `old` and applies the status-subresource rule: the main
+/// resource never changes `status`, `/status` never changes `spec` (`BeforeUpdate` +
+/// `PrepareForUpdate`).
+pub fn prepare_for_update(resource: &ApiResource, subresource: Option<&str>, old: &Value, new: &mut Value) {
+    let canonical = ApiResource::canonical(resource.stored);
+    let Some(map) = new.as_object_mut() else { return };
+    map.insert("kind".into(), canonical.kind.into());
+    map.insert("apiVersion".into(), canonical.api_version().into());
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let meta = object_entry(map, "metadata");
+    if meta.get("uid").and_then(Value::as_str).unwrap_or("").is_empty() {
+        copy_field(&old_meta, meta, "uid");
+    }
+    for field in ["creationTimestamp", "generation"] {
+        copy_field(&old_meta, meta, field);
+        if old_meta.get(field).is_none() {
+            meta.remove(field);
+        }
+    }
+    if old_meta.get("deletionTimestamp").is_some() {
+        copy_field(&old_meta, meta, "deletionTimestamp");
+    }
+    if old_meta.get("deletionGracePeriodSeconds").is_some() && meta.get("deletionGracePeriodSeconds").is_none() {
+        copy_field(&old_meta, meta, "deletionGracePeriodSeconds");
+    }
+    if resource.has_status {
+        let from_old = if subresource == Some("status") { "spec" } else { "status" };
+        match old.get(from_old) {
+            Some(v) => {
+                map.insert(from_old.into(), v.clone());
+            }
+            None => {
+                map.remove(from_old);
+            }
+        }
+        if subresource == Some("status") && resource.stored == StoredKind::Pod {
+            // pods/status may not touch owner references or the deletion timestamp.
+            let meta = object_entry(map, "metadata");
+            meta.remove("ownerReferences");
+            copy_field(&old_meta, meta, "ownerReferences");
+            meta.remove("deletionTimestamp");
+            copy_field(&old_meta, meta, "deletionTimestamp");
+        }
+    }
+    if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
+        let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+        object_entry(map, "metadata").insert("generation".into(), (generation + 1).into());
+    }
+}
+
+/// Validation shared by every kind on create: the name and a few kind-specific required fields.
+pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    if name.is_empty() {
+        errors.push(FieldError::required("metadata.name", "name or generateName is required"));
+    } else if let Some(detail) = name_problem(resource, name) {
+        errors.push(FieldError::invalid("metadata.name", &json!(name), &detail));
+    }
+    match resource.stored {
+        StoredKind::Pod => validate_pod_spec(object, &mut errors),
+        StoredKind::Lease => {
+            if let Some(d) = object.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64).filter(|d| *d <= 0) {
+                errors.push(FieldError::invalid("spec.leaseDurationSeconds", &json!(d), "must be greater than 0"));
+            }
+        }
+        _ => {}
+    }
+    errors
+}
+
+/// Immutable metadata on update (`ValidateObjectMetaUpdate`).
+pub fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for field in ["name", "namespace", "uid"] {
+        let old_value = old.pointer(&format!("/metadata/{field}")).cloned().unwrap_or(json!(""));
+        let new_value = new.pointer(&format!("/metadata/{field}")).cloned().unwrap_or(json!(""));
+        if old_value != new_value {
+            errors.push(FieldError::invalid(&format!("metadata.{field}"), &new_value, "field is immutable"));
+        }
+    }
+    errors
+}
+
+fn name_problem(resource: &ApiResource, name: &str) -> Option<String> {
+    if resource.stored == StoredKind::Namespace {
+        let ok = name.len() <= 63 && is_label(name);
+        return (!ok).then(|| "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
+    }
+    let ok = name.len() <= 253 && name.split('.').all(is_label);
+    (!ok).then(|| "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string())
+}
+
+fn is_label(part: &str) -> bool {
+    let bytes = part.as_bytes();
+    !bytes.is_empty()
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+fn validate_pod_spec(pod: &Value, errors: &mut Vec<FieldError>) {
+    let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
+    match containers {
+        None => errors.push(FieldError::required("spec.containers", "")),
+        Some(list) if list.is_empty() => errors.push(FieldError::required("spec.containers", "")),
+        Some(list) => {
+            for (i, c) in list.iter().enumerate() {
+                for field in ["name", "image"] {
+                    if c.get(field).and_then(Value::as_str).unwrap_or("").is_empty() {
+                        errors.push(FieldError::required(&format!("spec.containers[{i}].{field}"), ""));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn add_not_ready_taint(node: &mut Map<String, Value>) {
+    let spec = object_entry(node, "spec");
+    let taints = spec.entry("taints").or_insert_with(|| json!([]));
+    let Some(list) = taints.as_array_mut() else { return };
+    let present = list
+        .iter()
+        .any(|t| t.get("key").and_then(Value::as_str) == Some(NOT_READY_TAINT_KEY) && t.get("effect").and_then(Value::as_str) == Some("NoSchedule"));
+    if !present {
+        list.push(json!({"key": NOT_READY_TAINT_KEY, "effect": "NoSchedule"}));
+    }
+}
+
+fn prepare_pod(pod: &mut Map<String, Value>) {
+    object_entry(pod, "metadata").insert("generation".into(), 1.into());
+    let spec = object_entry(pod, "spec");
+    for (field, default) in [
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+    ] {
+        spec.entry(field).or_insert(default);
+    }
+    let qos = qos_class(spec);
+    if let Some(Value::Array(containers)) = spec.get_mut("containers") {
+        for container in containers.iter_mut().filter_map(Value::as_object_mut) {
+            let latest = container.get("image").and_then(Value::as_str).is_some_and(|i| !i.contains(':') || i.ends_with(":latest"));
+            container.entry("imagePullPolicy").or_insert_with(|| json!(if latest { "Always" } else { "IfNotPresent" }));
+            container.entry("terminationMessagePath").or_insert_with(|| json!("/dev/termination-log"));
+            container.entry("terminationMessagePolicy").or_insert_with(|| json!("File"));
+            container.entry("resources").or_insert_with(|| json!({}));
+        }
+    }
+    // PrepareForCreate resets status: clients cannot create a pod with a status.
+    pod.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
+}
+
+/// The pod QoS class (`qos.GetPodQOS`), from the containers' cpu/memory requests and limits.
+fn qos_class(spec: &Map<String, Value>) -> &'static str {
+    let containers: Vec<&Value> = spec.get("containers").and_then(Value::as_array).map(|c| c.iter().collect()).unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        for resource in ["cpu", "memory"] {
+            let request = c.pointer(&format!("/resources/requests/{resource}"));
+            let limit = c.pointer(&format!("/resources/limits/{resource}"));
+            any |= request.is_some() || limit.is_some();
+            guaranteed &= limit.is_some() && (request.is_none() || request == limit);
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+fn prepare_namespace(namespace: &mut Map<String, Value>) {
+    let name = namespace.get("metadata").and_then(|m| m.get("name")).cloned().unwrap_or(json!(""));
+    object_entry(object_entry(namespace, "metadata"), "labels").insert("kubernetes.io/metadata.name".into(), name);
+    object_entry(namespace, "spec").insert("finalizers".into(), json!(["kubernetes"]));
+    namespace.insert("status".into(), json!({"phase": "Active"}));
+}
+
+/// The JSON object at `map[key]`, created (or replacing a non-object) when needed.
+pub fn object_entry<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let entry = map.entry(key).or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    match entry {
+        Value::Object(m) => m,
+        _ => unreachable!("entry was just made an object"),
+    }
+}
+
+fn copy_field(from: &Value, to: &mut Map<String, Value>, field: &str) {
+    if let Some(v) = from.get(field) {
+        to.insert(field.into(), v.clone());
+    }
+}
+
+#[cfg(test)]
+#[path = "strategy_tests.rs"]
+mod tests;
