@@ -16,3 +16,14 @@ pub mod patch;
 pub mod select;
 pub mod store;
 pub mod time;
+
+pub mod config;
+pub mod faults;
+mod http;
+pub mod kubeconfig;
+mod lifecycle;
+mod server;
+
+pub use config::{AuthConfig, EmulatorConfig, LifecycleConfig, User, WatchConfig};
+pub use faults::{FaultAction, FaultCounters, FaultHandle, FaultRule};
+pub use server::{BUILTIN_NAMESPACES, Emulator, EmulatorError, EmulatorHandle};

@@ -31,7 +31,12 @@ pub fn parse_time(text: &str) -> Option<SystemTime> {
     let number = |range: std::ops::Range<usize>| -> Option<i64> { text.get(range)?.parse().ok() };
     let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
     let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
     let mut rest = &text[19..];
@@ -47,7 +52,10 @@ pub fn parse_time(text: &str) -> Option<SystemTime> {
     }
     let offset_secs = match rest {
         "Z" | "z" => 0,
-        _ if rest.len() == 6 && matches!(rest.as_bytes()[0], b'+' | b'-') && rest.as_bytes()[3] == b':' => {
+        _ if rest.len() == 6
+            && matches!(rest.as_bytes()[0], b'+' | b'-')
+            && rest.as_bytes()[3] == b':' =>
+        {
             let sign = if rest.starts_with('-') { -1 } else { 1 };
             let hours: i64 = rest[1..3].parse().ok()?;
             let minutes: i64 = rest[4..6].parse().ok()?;
@@ -63,7 +71,10 @@ pub fn parse_time(text: &str) -> Option<SystemTime> {
 
 fn split(t: SystemTime) -> (i64, u32) {
     match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_nanos()),
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        ),
         Err(_) => (0, 0),
     }
 }
@@ -74,7 +85,12 @@ fn civil(secs: i64) -> (String, String) {
     let (y, m, d) = civil_from_days(days);
     (
         format!("{y:04}-{m:02}-{d:02}"),
-        format!("{:02}:{:02}:{:02}", of_day / 3600, (of_day % 3600) / 60, of_day % 60),
+        format!(
+            "{:02}:{:02}:{:02}",
+            of_day / 3600,
+            (of_day % 3600) / 60,
+            of_day % 60
+        ),
     )
 }
 
@@ -122,7 +138,12 @@ mod tests {
             parse_time("2024-05-01T14:00:00+02:00"),
             Some(UNIX_EPOCH + Duration::from_secs(1_714_564_800))
         );
-        assert_eq!(parse_time("2024-02-29T00:00:00Z").map(format_time).as_deref(), Some("2024-02-29T00:00:00Z"));
+        assert_eq!(
+            parse_time("2024-02-29T00:00:00Z")
+                .map(format_time)
+                .as_deref(),
+            Some("2024-02-29T00:00:00Z")
+        );
         assert_eq!(parse_time("yesterday"), None);
         assert_eq!(parse_time("2024-13-01T00:00:00Z"), None);
     }

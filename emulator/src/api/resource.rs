@@ -28,7 +28,16 @@ pub struct ApiResource {
     pub short_names: &'static [&'static str],
 }
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 pub static NAMESPACES: ApiResource = ApiResource {
     stored: StoredKind::Namespace,
@@ -98,7 +107,14 @@ pub static EVENTS_V1: ApiResource = ApiResource {
 };
 
 /// Every served resource, in discovery order.
-pub static ALL: [&ApiResource; 6] = [&NAMESPACES, &NODES, &PODS, &CORE_EVENTS, &LEASES, &EVENTS_V1];
+pub static ALL: [&ApiResource; 6] = [
+    &NAMESPACES,
+    &NODES,
+    &PODS,
+    &CORE_EVENTS,
+    &LEASES,
+    &EVENTS_V1,
+];
 
 /// The API groups besides the core group, with their single served version.
 pub static GROUPS: [(&str, &str); 2] = [("coordination.k8s.io", "v1"), ("events.k8s.io", "v1")];

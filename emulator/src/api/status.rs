@@ -40,7 +40,11 @@ impl FieldError {
         } else {
             format!("Required value: {detail}")
         };
-        FieldError { reason: "FieldValueRequired", field: field.to_string(), message }
+        FieldError {
+            reason: "FieldValueRequired",
+            field: field.to_string(),
+            message,
+        }
     }
 
     fn render(&self) -> String {
@@ -60,13 +64,23 @@ pub struct ApiError {
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: String, details: Option<Value>) -> Self {
-        ApiError { code, reason, message, details }
+        ApiError {
+            code,
+            reason,
+            message,
+            details,
+        }
     }
 
     /// `errors.NewNotFound`: `nodes "n1" not found`.
     pub fn not_found(resource: &ApiResource, name: &str) -> Self {
         let message = format!("{} {name:?} not found", resource.qualified_resource());
-        Self::new(404, "NotFound", message, Some(details(name, resource.group, resource.plural)))
+        Self::new(
+            404,
+            "NotFound",
+            message,
+            Some(details(name, resource.group, resource.plural)),
+        )
     }
 
     /// NotFound for a namespace that a namespaced request names (NamespaceLifecycle admission).
@@ -82,7 +96,12 @@ impl ApiError {
     /// `errors.NewAlreadyExists`: `nodes "n1" already exists`.
     pub fn already_exists(resource: &ApiResource, name: &str) -> Self {
         let message = format!("{} {name:?} already exists", resource.qualified_resource());
-        Self::new(409, "AlreadyExists", message, Some(details(name, resource.group, resource.plural)))
+        Self::new(
+            409,
+            "AlreadyExists",
+            message,
+            Some(details(name, resource.group, resource.plural)),
+        )
     }
 
     /// `errors.NewConflict` on a resource: `Operation cannot be fulfilled on nodes "n1": <cause>`.
@@ -104,7 +123,12 @@ impl ApiError {
     pub fn conflict_named(group: &str, resource: &str, name: &str, cause: &str) -> Self {
         let qualified = super::resource::qualify(resource, group);
         let message = format!("Operation cannot be fulfilled on {qualified} {name:?}: {cause}");
-        Self::new(409, "Conflict", message, Some(details(name, group, resource)))
+        Self::new(
+            409,
+            "Conflict",
+            message,
+            Some(details(name, group, resource)),
+        )
     }
 
     /// `errors.NewInvalid`: `Node "n1" is invalid: metadata.uid: Invalid value: ...`.
@@ -114,7 +138,10 @@ impl ApiError {
             [one] => one.clone(),
             many => format!("[{}]", many.join(", ")),
         };
-        let message = format!("{} {name:?} is invalid: {summary}", resource.qualified_kind());
+        let message = format!(
+            "{} {name:?} is invalid: {summary}",
+            resource.qualified_kind()
+        );
         let mut d = details(name, resource.group, resource.kind);
         let causes: Vec<Value> = errors
             .iter()
@@ -139,7 +166,12 @@ impl ApiError {
         } else {
             format!("{qualified} {name:?} is forbidden: {cause}")
         };
-        Self::new(403, "Forbidden", message, Some(details(name, resource.group, resource.plural)))
+        Self::new(
+            403,
+            "Forbidden",
+            message,
+            Some(details(name, resource.group, resource.plural)),
+        )
     }
 
     /// The authentication failure body: `Unauthorized`.
@@ -149,9 +181,16 @@ impl ApiError {
 
     /// `errors.NewMethodNotSupported`.
     pub fn method_not_supported(resource: &ApiResource, action: &str) -> Self {
-        let message =
-            format!("{action} is not supported on resources of kind {:?}", resource.qualified_resource());
-        Self::new(405, "MethodNotAllowed", message, Some(details("", resource.group, resource.plural)))
+        let message = format!(
+            "{action} is not supported on resources of kind {:?}",
+            resource.qualified_resource()
+        );
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            message,
+            Some(details("", resource.group, resource.plural)),
+        )
     }
 
     /// `errors.NewResourceExpired` (410 with reason `Expired`), used for too-old watch versions.
@@ -159,14 +198,38 @@ impl ApiError {
         Self::new(410, "Expired", message.into(), None)
     }
 
+    /// The 422 kube-apiserver answers for invalid watch list options.
+    pub fn invalid_watch(message: &str) -> Self {
+        Self::new(
+            422,
+            "Invalid",
+            format!(
+                "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: {message}"
+            ),
+            None,
+        )
+    }
+
     /// The generic 404 for a path that names no served resource.
     pub fn no_such_path() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource".into(), Some(json!({})))
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+            Some(json!({})),
+        )
     }
 
     /// `errors.NewUnsupportedMediaType` for a PATCH with an unknown content type.
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"), None)
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
+            None,
+        )
     }
 
     /// `errors.NewRequestEntityTooLargeError`.
@@ -183,28 +246,69 @@ impl ApiError {
     pub fn internal(message: impl Into<String>) -> Self {
         let cause = message.into();
         let details = json!({"causes": [{"message": cause}]});
-        Self::new(500, "InternalError", format!("Internal error occurred: {cause}"), Some(details))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {cause}"),
+            Some(details),
+        )
     }
 
     /// An error for an arbitrary HTTP code, as fault injection asks for; reason and message follow
     /// `errors.NewGenericServerResponse` for that code.
     pub fn for_code(code: u16, message: Option<&str>) -> Self {
         let (reason, default_message) = match code {
-            400 => ("BadRequest", "the server rejected our request for an unknown reason"),
-            401 => ("Unauthorized", "the server has asked for the client to provide credentials"),
-            403 => ("Forbidden", "the server does not allow access to the requested resource"),
-            404 => ("NotFound", "the server could not find the requested resource"),
+            400 => (
+                "BadRequest",
+                "the server rejected our request for an unknown reason",
+            ),
+            401 => (
+                "Unauthorized",
+                "the server has asked for the client to provide credentials",
+            ),
+            403 => (
+                "Forbidden",
+                "the server does not allow access to the requested resource",
+            ),
+            404 => (
+                "NotFound",
+                "the server could not find the requested resource",
+            ),
             409 => ("Conflict", "the server reported a conflict"),
             410 => ("Gone", "the server has asked for the client to retry"),
-            422 => ("Invalid", "the server rejected our request due to an error in our request"),
-            429 => ("TooManyRequests", "the server has received too many requests and has asked us to try again later"),
-            500 => ("InternalError", "an error on the server (\"unknown\") has prevented the request from succeeding"),
-            503 => ("ServiceUnavailable", "the server is currently unable to handle the request"),
-            504 => ("Timeout", "the server was unable to return a response in the time allotted, but may still be processing the request"),
-            _ => ("Unknown", "an error on the server has prevented the request from succeeding"),
+            422 => (
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            ),
+            429 => (
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later",
+            ),
+            500 => (
+                "InternalError",
+                "an error on the server (\"unknown\") has prevented the request from succeeding",
+            ),
+            503 => (
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request",
+            ),
+            504 => (
+                "Timeout",
+                "the server was unable to return a response in the time allotted, but may still be processing the request",
+            ),
+            _ => (
+                "Unknown",
+                "an error on the server has prevented the request from succeeding",
+            ),
         };
-        let details = matches!(code, 429 | 500 | 503 | 504).then(|| json!({"retryAfterSeconds": 1}));
-        Self::new(code, reason, message.unwrap_or(default_message).to_string(), details)
+        let details =
+            matches!(code, 429 | 500 | 503 | 504).then(|| json!({"retryAfterSeconds": 1}));
+        Self::new(
+            code,
+            reason,
+            message.unwrap_or(default_message).to_string(),
+            details,
+        )
     }
 
     /// The `metav1.Status` body for this error.
@@ -276,13 +380,22 @@ mod tests {
         let err = ApiError::invalid(
             &NODES,
             "n1",
-            &[FieldError::invalid("metadata.uid", &json!("abc"), "field is immutable")],
+            &[FieldError::invalid(
+                "metadata.uid",
+                &json!("abc"),
+                "field is immutable",
+            )],
         );
-        assert_eq!(err.message, "Node \"n1\" is invalid: metadata.uid: Invalid value: \"abc\": field is immutable");
+        assert_eq!(
+            err.message,
+            "Node \"n1\" is invalid: metadata.uid: Invalid value: \"abc\": field is immutable"
+        );
         assert_eq!(
             err.details,
-            Some(json!({"name": "n1", "kind": "Node", "causes": [{"reason": "FieldValueInvalid",
-                "message": "Invalid value: \"abc\": field is immutable", "field": "metadata.uid"}]}))
+            Some(
+                json!({"name": "n1", "kind": "Node", "causes": [{"reason": "FieldValueInvalid",
+                "message": "Invalid value: \"abc\": field is immutable", "field": "metadata.uid"}]})
+            )
         );
     }
 

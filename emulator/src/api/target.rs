@@ -69,23 +69,29 @@ impl Target {
         };
         let owned = |s: &str| Some(s.to_string());
         let (namespace, plural, name, subresource) = match rest {
-            ["namespaces", ns, plural, tail @ ..] => {
-                match tail {
-                    [] => (owned(ns), *plural, None, None),
-                    [name] => (owned(ns), *plural, owned(name), None),
-                    [name, sub] => (owned(ns), *plural, owned(name), owned(sub)),
-                    _ => return Err(TargetError::Unknown),
-                }
-            }
+            ["namespaces", ns, plural, tail @ ..] => match tail {
+                [] => (owned(ns), *plural, None, None),
+                [name] => (owned(ns), *plural, owned(name), None),
+                [name, sub] => (owned(ns), *plural, owned(name), owned(sub)),
+                _ => return Err(TargetError::Unknown),
+            },
             [plural] => (None, *plural, None, None),
             [plural, name] => (None, *plural, owned(name), None),
             [plural, name, sub] => (None, *plural, owned(name), owned(sub)),
             _ => return Err(TargetError::Unknown),
         };
         // `/api/v1/namespaces/{name}/status` names the Namespace object itself, not a collection.
-        let (namespace, plural, name, subresource) = match (&namespace, plural, &name, &subresource) {
-            (Some(ns), "status", None, None) | (Some(ns), "finalize", None, None) if group.is_empty() => {
-                (None, "namespaces", Some(ns.clone()), Some(plural.to_string()))
+        let (namespace, plural, name, subresource) = match (&namespace, plural, &name, &subresource)
+        {
+            (Some(ns), "status", None, None) | (Some(ns), "finalize", None, None)
+                if group.is_empty() =>
+            {
+                (
+                    None,
+                    "namespaces",
+                    Some(ns.clone()),
+                    Some(plural.to_string()),
+                )
             }
             _ => (namespace, plural, name, subresource),
         };
@@ -93,12 +99,17 @@ impl Target {
         if namespace.is_some() && !resource.namespaced {
             return Err(TargetError::Unknown);
         }
-        if let Some(sub) = &subresource {
-            if sub != "status" || !resource.has_status {
-                return Err(TargetError::Unknown);
-            }
+        if let Some(sub) = &subresource
+            && (sub != "status" || !resource.has_status)
+        {
+            return Err(TargetError::Unknown);
         }
-        Ok(Target { resource, namespace, name, subresource })
+        Ok(Target {
+            resource,
+            namespace,
+            name,
+            subresource,
+        })
     }
 
     /// The verb for `method` on this target; `watch` is the `?watch=true` query flag.
@@ -131,10 +142,20 @@ mod tests {
     #[test]
     fn parses_core_group_and_named_group_paths() {
         let t = Target::parse("/api/v1/nodes/n1/status").expect("node status path");
-        assert_eq!((t.resource.plural, t.name.as_deref(), t.subresource.as_deref()), ("nodes", Some("n1"), Some("status")));
+        assert_eq!(
+            (
+                t.resource.plural,
+                t.name.as_deref(),
+                t.subresource.as_deref()
+            ),
+            ("nodes", Some("n1"), Some("status"))
+        );
         let t = Target::parse("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1")
             .expect("lease path");
-        assert_eq!((t.resource.plural, t.namespace.as_deref(), t.name.as_deref()), ("leases", Some("kube-node-lease"), Some("n1")));
+        assert_eq!(
+            (t.resource.plural, t.namespace.as_deref(), t.name.as_deref()),
+            ("leases", Some("kube-node-lease"), Some("n1"))
+        );
         let t = Target::parse("/apis/coordination.k8s.io/v1/leases").expect("all leases");
         assert_eq!((t.namespace, t.name), (None, None));
     }
@@ -142,18 +163,33 @@ mod tests {
     #[test]
     fn namespaces_are_objects_not_collections() {
         let t = Target::parse("/api/v1/namespaces/default").expect("namespace path");
-        assert_eq!((t.resource.plural, t.name.as_deref()), ("namespaces", Some("default")));
+        assert_eq!(
+            (t.resource.plural, t.name.as_deref()),
+            ("namespaces", Some("default"))
+        );
         let t = Target::parse("/api/v1/namespaces/default/status").expect("namespace status");
-        assert_eq!((t.name.as_deref(), t.subresource.as_deref()), (Some("default"), Some("status")));
+        assert_eq!(
+            (t.name.as_deref(), t.subresource.as_deref()),
+            (Some("default"), Some("status"))
+        );
         let t = Target::parse("/api/v1/namespaces/default/pods").expect("pods in namespace");
-        assert_eq!((t.resource.plural, t.namespace.as_deref()), ("pods", Some("default")));
+        assert_eq!(
+            (t.resource.plural, t.namespace.as_deref()),
+            ("pods", Some("default"))
+        );
     }
 
     #[test]
     fn rejects_unknown_resources_and_subresources() {
         assert_eq!(Target::parse("/api/v1/secrets"), Err(TargetError::Unknown));
-        assert_eq!(Target::parse("/apis/coordination.k8s.io/v1/namespaces/x/leases/n/status"), Err(TargetError::Unknown));
-        assert_eq!(Target::parse("/api/v1/namespaces/x/nodes"), Err(TargetError::Unknown));
+        assert_eq!(
+            Target::parse("/apis/coordination.k8s.io/v1/namespaces/x/leases/n/status"),
+            Err(TargetError::Unknown)
+        );
+        assert_eq!(
+            Target::parse("/api/v1/namespaces/x/nodes"),
+            Err(TargetError::Unknown)
+        );
         assert_eq!(Target::parse("/healthz"), Err(TargetError::NotAnApiPath));
     }
 

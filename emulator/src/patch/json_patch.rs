@@ -8,11 +8,16 @@ use super::PatchError;
 /// Applies the operations in `patch` (a JSON array) to a copy of `original`.
 pub fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
     let Value::Array(ops) = patch else {
-        return Err(PatchError::BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch".into()));
+        return Err(PatchError::BadRequest(
+            "json: cannot unmarshal object into Go value of type jsonpatch.Patch".into(),
+        ));
     };
     let mut doc = original.clone();
     for op in ops {
-        let name = op.get("op").and_then(Value::as_str).ok_or_else(|| PatchError::BadRequest("Unexpected kind: unknown".into()))?;
+        let name = op
+            .get("op")
+            .and_then(Value::as_str)
+            .ok_or_else(|| PatchError::BadRequest("Unexpected kind: unknown".into()))?;
         let path = pointer_field(op, "path")?;
         match name {
             "add" => add(&mut doc, &path, value_field(op)?)?,
@@ -20,7 +25,9 @@ pub fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
                 remove(&mut doc, &path)?;
             }
             "replace" => {
-                let target = doc.pointer_mut(&path).ok_or_else(|| missing("replace", &path))?;
+                let target = doc
+                    .pointer_mut(&path)
+                    .ok_or_else(|| missing("replace", &path))?;
                 *target = value_field(op)?;
             }
             "move" => {
@@ -30,13 +37,18 @@ pub fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
             }
             "copy" => {
                 let from = pointer_field(op, "from")?;
-                let value = doc.pointer(&from).cloned().ok_or_else(|| missing("copy", &from))?;
+                let value = doc
+                    .pointer(&from)
+                    .cloned()
+                    .ok_or_else(|| missing("copy", &from))?;
                 add(&mut doc, &path, value)?;
             }
             "test" => {
                 let expected = value_field(op)?;
                 if doc.pointer(&path) != Some(&expected) {
-                    return Err(PatchError::Unprocessable(format!("testing value {path} failed: test failed")));
+                    return Err(PatchError::Unprocessable(format!(
+                        "testing value {path} failed: test failed"
+                    )));
                 }
             }
             other => return Err(PatchError::BadRequest(format!("Unexpected kind: {other}"))),
@@ -53,16 +65,24 @@ fn pointer_field(op: &Value, field: &str) -> Result<String, PatchError> {
 }
 
 fn value_field(op: &Value) -> Result<Value, PatchError> {
-    op.get("value").cloned().ok_or_else(|| PatchError::BadRequest("operation missing value field".into()))
+    op.get("value")
+        .cloned()
+        .ok_or_else(|| PatchError::BadRequest("operation missing value field".into()))
 }
 
 fn missing(op: &str, path: &str) -> PatchError {
-    PatchError::Unprocessable(format!("{op} operation does not apply: doc is missing path: {path:?}"))
+    PatchError::Unprocessable(format!(
+        "{op} operation does not apply: doc is missing path: {path:?}"
+    ))
 }
 
 /// Splits `/a/b~1c` into the parent pointer `/a` and the unescaped last token `b/c`.
 fn split_last(path: &str) -> Result<(&str, String), PatchError> {
-    let slash = path.rfind('/').ok_or_else(|| PatchError::BadRequest(format!("JSON pointer must be empty or start with a \"/\": {path:?}")))?;
+    let slash = path.rfind('/').ok_or_else(|| {
+        PatchError::BadRequest(format!(
+            "JSON pointer must be empty or start with a \"/\": {path:?}"
+        ))
+    })?;
     let token = path[slash + 1..].replace("~1", "/").replace("~0", "~");
     Ok((&path[..slash], token))
 }
@@ -79,9 +99,15 @@ fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), PatchError> {
             Ok(())
         }
         Some(Value::Array(items)) => {
-            let index = if token == "-" { items.len() } else { token.parse::<usize>().map_err(|_| missing("add", path))? };
+            let index = if token == "-" {
+                items.len()
+            } else {
+                token.parse::<usize>().map_err(|_| missing("add", path))?
+            };
             if index > items.len() {
-                return Err(PatchError::Unprocessable(format!("add operation does not apply: index out of bounds: {path:?}")));
+                return Err(PatchError::Unprocessable(format!(
+                    "add operation does not apply: index out of bounds: {path:?}"
+                )));
             }
             items.insert(index, value);
             Ok(())
@@ -95,7 +121,9 @@ fn remove(doc: &mut Value, path: &str) -> Result<Value, PatchError> {
     match doc.pointer_mut(parent) {
         Some(Value::Object(map)) => map.remove(&token).ok_or_else(|| missing("remove", path)),
         Some(Value::Array(items)) => {
-            let index = token.parse::<usize>().map_err(|_| missing("remove", path))?;
+            let index = token
+                .parse::<usize>()
+                .map_err(|_| missing("remove", path))?;
             if index >= items.len() {
                 return Err(missing("remove", path));
             }
@@ -123,14 +151,26 @@ mod tests {
             {"op": "test", "path": "/metadata/labels/e", "value": "9"}
         ]);
         let out = apply(&doc, &patch).expect("patch applies");
-        assert_eq!(out, json!({"metadata": {"labels": {"a": "9", "b/c": "2", "e": "9"}}, "spec": {"taints": [{"key": "y"}]}}));
+        assert_eq!(
+            out,
+            json!({"metadata": {"labels": {"a": "9", "b/c": "2", "e": "9"}}, "spec": {"taints": [{"key": "y"}]}})
+        );
     }
 
     #[test]
     fn failed_test_and_missing_paths_are_unprocessable() {
         let doc = json!({"a": 1});
-        assert!(matches!(apply(&doc, &json!([{"op": "test", "path": "/a", "value": 2}])), Err(PatchError::Unprocessable(_))));
-        assert!(matches!(apply(&doc, &json!([{"op": "replace", "path": "/b", "value": 2}])), Err(PatchError::Unprocessable(_))));
-        assert!(matches!(apply(&doc, &json!({"op": "add"})), Err(PatchError::BadRequest(_))));
+        assert!(matches!(
+            apply(&doc, &json!([{"op": "test", "path": "/a", "value": 2}])),
+            Err(PatchError::Unprocessable(_))
+        ));
+        assert!(matches!(
+            apply(&doc, &json!([{"op": "replace", "path": "/b", "value": 2}])),
+            Err(PatchError::Unprocessable(_))
+        ));
+        assert!(matches!(
+            apply(&doc, &json!({"op": "add"})),
+            Err(PatchError::BadRequest(_))
+        ));
     }
 }

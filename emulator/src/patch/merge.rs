@@ -32,8 +32,14 @@ mod tests {
     fn rfc7386_examples() {
         let original = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]});
         let patch = json!({"a": "z", "c": {"f": null}, "l": [3]});
-        assert_eq!(apply(&original, &patch), json!({"a": "z", "c": {"d": "e"}, "l": [3]}));
+        assert_eq!(
+            apply(&original, &patch),
+            json!({"a": "z", "c": {"d": "e"}, "l": [3]})
+        );
         assert_eq!(apply(&json!({"a": "b"}), &json!(["c"])), json!(["c"]));
-        assert_eq!(apply(&json!({"e": null}), &json!({"a": 1})), json!({"e": null, "a": 1}));
+        assert_eq!(
+            apply(&json!({"e": null}), &json!({"a": 1})),
+            json!({"e": null, "a": 1})
+        );
     }
 }

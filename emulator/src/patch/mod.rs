@@ -62,8 +62,14 @@ impl From<PatchError> for ApiError {
 }
 
 /// Applies a patch body of `patch_type` to `current`.
-pub fn apply(patch_type: PatchType, current: &Value, body: &[u8], schema: Schema) -> Result<Value, ApiError> {
-    let patch: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+pub fn apply(
+    patch_type: PatchType,
+    current: &Value,
+    body: &[u8],
+    schema: Schema,
+) -> Result<Value, ApiError> {
+    let patch: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     let patched = match patch_type {
         PatchType::Strategic => strategic::apply(current, &patch, schema)?,
         PatchType::Merge => merge::apply(current, &patch),

@@ -39,19 +39,31 @@ pub struct FieldMeta {
 }
 
 const fn opaque() -> FieldMeta {
-    FieldMeta { schema: Schema::Opaque, list: ListStrategy::Replace }
+    FieldMeta {
+        schema: Schema::Opaque,
+        list: ListStrategy::Replace,
+    }
 }
 
 const fn child(schema: Schema) -> FieldMeta {
-    FieldMeta { schema, list: ListStrategy::Replace }
+    FieldMeta {
+        schema,
+        list: ListStrategy::Replace,
+    }
 }
 
 const fn merge_by(key: &'static str, schema: Schema) -> FieldMeta {
-    FieldMeta { schema, list: ListStrategy::Merge { key: Some(key) } }
+    FieldMeta {
+        schema,
+        list: ListStrategy::Merge { key: Some(key) },
+    }
 }
 
 const fn merge_set() -> FieldMeta {
-    FieldMeta { schema: Schema::Opaque, list: ListStrategy::Merge { key: None } }
+    FieldMeta {
+        schema: Schema::Opaque,
+        list: ListStrategy::Merge { key: None },
+    }
 }
 
 impl Schema {
@@ -68,7 +80,9 @@ impl Schema {
             (ObjectMeta, "ownerReferences") => merge_by("uid", Opaque),
             (NodeSpec, "podCIDRs") => merge_set(),
             (NodeStatus, "conditions" | "addresses") => merge_by("type", Opaque),
-            (PodSpec, "containers" | "initContainers" | "ephemeralContainers") => merge_by("name", Container),
+            (PodSpec, "containers" | "initContainers" | "ephemeralContainers") => {
+                merge_by("name", Container)
+            }
             (PodSpec, "volumes" | "imagePullSecrets" | "resourceClaims" | "schedulingGates") => {
                 merge_by("name", Opaque)
             }
@@ -102,7 +116,10 @@ mod tests {
     #[test]
     fn node_conditions_merge_by_type_and_taints_are_replaced() {
         let status = Schema::Node.field("status").schema;
-        assert_eq!(status.field("conditions").list, ListStrategy::Merge { key: Some("type") });
+        assert_eq!(
+            status.field("conditions").list,
+            ListStrategy::Merge { key: Some("type") }
+        );
         let spec = Schema::Node.field("spec").schema;
         assert_eq!(spec.field("taints").list, ListStrategy::Replace);
     }
@@ -110,7 +127,13 @@ mod tests {
     #[test]
     fn pod_container_statuses_are_atomic_like_the_go_types() {
         let status = Schema::Pod.field("status").schema;
-        assert_eq!(status.field("containerStatuses").list, ListStrategy::Replace);
-        assert_eq!(status.field("conditions").list, ListStrategy::Merge { key: Some("type") });
+        assert_eq!(
+            status.field("containerStatuses").list,
+            ListStrategy::Replace
+        );
+        assert_eq!(
+            status.field("conditions").list,
+            ListStrategy::Merge { key: Some("type") }
+        );
     }
 }

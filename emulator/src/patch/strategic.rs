@@ -19,7 +19,9 @@ const DELETE_FROM_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
 /// Applies `patch` (a JSON object) to `original`.
 pub fn apply(original: &Value, patch: &Value, schema: Schema) -> Result<Value, PatchError> {
     let Value::Object(patch) = patch else {
-        return Err(PatchError::BadRequest("strategic merge patch must be a JSON object".into()));
+        return Err(PatchError::BadRequest(
+            "strategic merge patch must be a JSON object".into(),
+        ));
     };
     let original = match original {
         Value::Object(map) => map.clone(),
@@ -28,12 +30,19 @@ pub fn apply(original: &Value, patch: &Value, schema: Schema) -> Result<Value, P
     merge_map(original, patch.clone(), schema).map(Value::Object)
 }
 
-fn merge_map(mut original: Map<String, Value>, mut patch: Map<String, Value>, schema: Schema) -> Result<Map<String, Value>, PatchError> {
+fn merge_map(
+    mut original: Map<String, Value>,
+    mut patch: Map<String, Value>,
+    schema: Schema,
+) -> Result<Map<String, Value>, PatchError> {
     if let Some(directive) = patch.remove(DIRECTIVE) {
         return match directive.as_str() {
             Some("replace") => Ok(strip_map(patch)),
             Some("delete") => Ok(Map::new()),
-            _ => Err(PatchError::BadRequest(format!("Unknown patch type: {directive} in map: {}", Value::Object(patch)))),
+            _ => Err(PatchError::BadRequest(format!(
+                "Unknown patch type: {directive} in map: {}",
+                Value::Object(patch)
+            ))),
         };
     }
     apply_retain_keys(&mut original, &mut patch)?;
@@ -54,11 +63,17 @@ fn merge_map(mut original: Map<String, Value>, mut patch: Map<String, Value>, sc
         };
         let meta = schema.field(&key);
         let merged = match (current, patch_value) {
-            (Value::Object(current), Value::Object(patch_map)) => Value::Object(merge_map(current, patch_map, meta.schema)?),
+            (Value::Object(current), Value::Object(patch_map)) => {
+                Value::Object(merge_map(current, patch_map, meta.schema)?)
+            }
             (Value::Array(current), Value::Array(patch_list)) => match meta.list {
-                ListStrategy::Merge { key: merge_key } => {
-                    Value::Array(merge_list(current, patch_list, merge_key, meta.schema, is_delete_list)?)
-                }
+                ListStrategy::Merge { key: merge_key } => Value::Array(merge_list(
+                    current,
+                    patch_list,
+                    merge_key,
+                    meta.schema,
+                    is_delete_list,
+                )?),
                 ListStrategy::Replace => strip(Value::Array(patch_list)),
             },
             (_, replacement) => strip(replacement),
@@ -69,15 +84,28 @@ fn merge_map(mut original: Map<String, Value>, mut patch: Map<String, Value>, sc
 }
 
 /// `$retainKeys`: keys of the live map not listed are cleared; every patched key must be listed.
-fn apply_retain_keys(original: &mut Map<String, Value>, patch: &mut Map<String, Value>) -> Result<(), PatchError> {
-    let Some(retain) = patch.remove(RETAIN_KEYS) else { return Ok(()) };
+fn apply_retain_keys(
+    original: &mut Map<String, Value>,
+    patch: &mut Map<String, Value>,
+) -> Result<(), PatchError> {
+    let Some(retain) = patch.remove(RETAIN_KEYS) else {
+        return Ok(());
+    };
     let Value::Array(retain) = retain else {
-        return Err(PatchError::BadRequest("invalid patch format of retainKeys".into()));
+        return Err(PatchError::BadRequest(
+            "invalid patch format of retainKeys".into(),
+        ));
     };
     let listed = |k: &str| retain.iter().any(|v| v.as_str() == Some(k));
     for (k, v) in patch.iter() {
-        if !v.is_null() && !k.starts_with(DELETE_FROM_PRIMITIVE) && !k.starts_with(SET_ORDER) && !listed(k) {
-            return Err(PatchError::BadRequest("invalid patch format of retainKeys".into()));
+        if !v.is_null()
+            && !k.starts_with(DELETE_FROM_PRIMITIVE)
+            && !k.starts_with(SET_ORDER)
+            && !listed(k)
+        {
+            return Err(PatchError::BadRequest(
+                "invalid patch format of retainKeys".into(),
+            ));
         }
     }
     original.retain(|k, _| listed(k));
@@ -85,11 +113,21 @@ fn apply_retain_keys(original: &mut Map<String, Value>, patch: &mut Map<String, 
 }
 
 /// `$setElementOrder/<list>`: merges the named list (if patched) and orders the result.
-fn merge_ordered_lists(original: &mut Map<String, Value>, patch: &mut Map<String, Value>, schema: Schema) -> Result<(), PatchError> {
-    let order_keys: Vec<String> = patch.keys().filter(|k| k.starts_with(SET_ORDER)).cloned().collect();
+fn merge_ordered_lists(
+    original: &mut Map<String, Value>,
+    patch: &mut Map<String, Value>,
+    schema: Schema,
+) -> Result<(), PatchError> {
+    let order_keys: Vec<String> = patch
+        .keys()
+        .filter(|k| k.starts_with(SET_ORDER))
+        .cloned()
+        .collect();
     for order_key in order_keys {
         let Some(Value::Array(order)) = patch.remove(&order_key) else {
-            return Err(PatchError::BadRequest("invalid patch format of setElementOrder list".into()));
+            return Err(PatchError::BadRequest(
+                "invalid patch format of setElementOrder list".into(),
+            ));
         };
         let list_key = &order_key[SET_ORDER.len()..];
         let meta = schema.field(list_key);
@@ -116,22 +154,45 @@ fn merge_ordered_lists(original: &mut Map<String, Value>, patch: &mut Map<String
                 ListStrategy::Replace => strip_list(patched),
             },
         };
-        let (in_order, server_only): (Vec<Value>, Vec<Value>) =
-            merged.into_iter().partition(|item| index_of(&order, item, merge_key).is_some());
+        let (in_order, server_only): (Vec<Value>, Vec<Value>) = merged
+            .into_iter()
+            .partition(|item| index_of(&order, item, merge_key).is_some());
         let live = live.unwrap_or_default();
-        original.insert(list_key.to_string(), Value::Array(normalize_order(in_order, server_only, &order, &live, merge_key)));
+        original.insert(
+            list_key.to_string(),
+            Value::Array(normalize_order(
+                in_order,
+                server_only,
+                &order,
+                &live,
+                merge_key,
+            )),
+        );
     }
     Ok(())
 }
 
-fn merge_list(original: Vec<Value>, patch: Vec<Value>, merge_key: Option<&str>, schema: Schema, is_delete_list: bool) -> Result<Vec<Value>, PatchError> {
+fn merge_list(
+    original: Vec<Value>,
+    patch: Vec<Value>,
+    merge_key: Option<&str>,
+    schema: Schema,
+    is_delete_list: bool,
+) -> Result<Vec<Value>, PatchError> {
     if original.is_empty() && patch.is_empty() {
         return Ok(original);
     }
-    let of_maps = original.iter().chain(&patch).next().is_some_and(Value::is_object);
+    let of_maps = original
+        .iter()
+        .chain(&patch)
+        .next()
+        .is_some_and(Value::is_object);
     if !of_maps {
         if is_delete_list {
-            return Ok(original.into_iter().filter(|v| !patch.contains(v)).collect());
+            return Ok(original
+                .into_iter()
+                .filter(|v| !patch.contains(v))
+                .collect());
         }
         let mut merged: Vec<Value> = Vec::with_capacity(original.len() + patch.len());
         for item in original.iter().chain(&patch) {
@@ -139,20 +200,33 @@ fn merge_list(original: Vec<Value>, patch: Vec<Value>, merge_key: Option<&str>, 
                 merged.push(item.clone());
             }
         }
-        let (in_patch, server_only): (Vec<Value>, Vec<Value>) = merged.into_iter().partition(|v| patch.contains(v));
-        return Ok(normalize_order(in_patch, server_only, &patch, &original, None));
+        let (in_patch, server_only): (Vec<Value>, Vec<Value>) =
+            merged.into_iter().partition(|v| patch.contains(v));
+        return Ok(normalize_order(
+            in_patch,
+            server_only,
+            &patch,
+            &original,
+            None,
+        ));
     }
     let Some(key) = merge_key else {
-        return Err(PatchError::Internal("cannot merge lists without merge key for type map".into()));
+        return Err(PatchError::Internal(
+            "cannot merge lists without merge key for type map".into(),
+        ));
     };
     let (original, patch) = apply_list_directives(original, patch, key)?;
     let mut merged = original.clone();
     for item in &patch {
         let Value::Object(item_map) = item else {
-            return Err(PatchError::BadRequest(format!("list item {item} is not a map")));
+            return Err(PatchError::BadRequest(format!(
+                "list item {item} is not a map"
+            )));
         };
         let Some(key_value) = item_map.get(key) else {
-            return Err(PatchError::Internal(format!("map: {item} does not contain declared merge key: {key}")));
+            return Err(PatchError::Internal(format!(
+                "map: {item} does not contain declared merge key: {key}"
+            )));
         };
         match merged.iter().position(|m| m.get(key) == Some(key_value)) {
             Some(i) => {
@@ -165,14 +239,25 @@ fn merge_list(original: Vec<Value>, patch: Vec<Value>, merge_key: Option<&str>, 
             None => merged.push(strip(item.clone())),
         }
     }
-    let (in_patch, server_only): (Vec<Value>, Vec<Value>) =
-        merged.into_iter().partition(|v| index_of(&patch, v, Some(key)).is_some());
-    Ok(normalize_order(in_patch, server_only, &patch, &original, Some(key)))
+    let (in_patch, server_only): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|v| index_of(&patch, v, Some(key)).is_some());
+    Ok(normalize_order(
+        in_patch,
+        server_only,
+        &patch,
+        &original,
+        Some(key),
+    ))
 }
 
 /// Handles list items carrying `$patch`: `delete` removes matching live items, `replace` makes the
 /// rest of the patch list the whole list.
-fn apply_list_directives(mut original: Vec<Value>, patch: Vec<Value>, key: &str) -> Result<(Vec<Value>, Vec<Value>), PatchError> {
+fn apply_list_directives(
+    mut original: Vec<Value>,
+    patch: Vec<Value>,
+    key: &str,
+) -> Result<(Vec<Value>, Vec<Value>), PatchError> {
     let mut plain = Vec::with_capacity(patch.len());
     let mut replace = false;
     for item in patch {
@@ -180,13 +265,23 @@ fn apply_list_directives(mut original: Vec<Value>, patch: Vec<Value>, key: &str)
             None => plain.push(item),
             Some(Some("delete")) => {
                 let Some(key_value) = item.get(key) else {
-                    return Err(PatchError::Internal(format!("map: {item} does not contain declared merge key: {key}")));
+                    return Err(PatchError::Internal(format!(
+                        "map: {item} does not contain declared merge key: {key}"
+                    )));
                 };
                 original.retain(|live| live.get(key) != Some(key_value));
             }
             Some(Some("replace")) => replace = true,
-            Some(Some("merge")) => return Err(PatchError::BadRequest("merging lists cannot yet be specified in the patch".into())),
-            Some(other) => return Err(PatchError::BadRequest(format!("Unknown patch type: {other:?} in map: {item}"))),
+            Some(Some("merge")) => {
+                return Err(PatchError::BadRequest(
+                    "merging lists cannot yet be specified in the patch".into(),
+                ));
+            }
+            Some(other) => {
+                return Err(PatchError::BadRequest(format!(
+                    "Unknown patch type: {other:?} in map: {item}"
+                )));
+            }
         }
     }
     if replace {
@@ -197,7 +292,13 @@ fn apply_list_directives(mut original: Vec<Value>, patch: Vec<Value>, key: &str)
 
 /// Sorts patch items by `patch_order` and server-only items by `server_order`, then interleaves
 /// them (apimachinery's `normalizeElementOrder` + `mergeSortedSlice`).
-fn normalize_order(mut patch_items: Vec<Value>, mut server_only: Vec<Value>, patch_order: &[Value], server_order: &[Value], key: Option<&str>) -> Vec<Value> {
+fn normalize_order(
+    mut patch_items: Vec<Value>,
+    mut server_only: Vec<Value>,
+    patch_order: &[Value],
+    server_order: &[Value],
+    key: Option<&str>,
+) -> Vec<Value> {
     patch_items.sort_by_key(|v| index_of(patch_order, v, key).unwrap_or(usize::MAX));
     server_only.sort_by_key(|v| index_of(server_order, v, key).unwrap_or(usize::MAX));
     let mut result = Vec::with_capacity(patch_items.len() + server_only.len());
@@ -251,7 +352,10 @@ fn strip_list(items: Vec<Value>) -> Vec<Value> {
 }
 
 fn is_directive(key: &str) -> bool {
-    key == DIRECTIVE || key == RETAIN_KEYS || key.starts_with(SET_ORDER) || key.starts_with(DELETE_FROM_PRIMITIVE)
+    key == DIRECTIVE
+        || key == RETAIN_KEYS
+        || key.starts_with(SET_ORDER)
+        || key.starts_with(DELETE_FROM_PRIMITIVE)
 }
 
 #[cfg(test)]

@@ -26,7 +26,10 @@ fn conditions_merge_by_type_keeping_other_fields() {
     let patch = node_status(json!([{"type": "Ready", "status": "False"}]));
     let out = apply(&live, &patch, Schema::Node).expect("patch applies");
     assert_eq!(types_of(&out), ["MemoryPressure", "Ready"]);
-    assert_eq!(out["status"]["conditions"][1], json!({"type": "Ready", "status": "False", "reason": "KubeletReady"}));
+    assert_eq!(
+        out["status"]["conditions"][1],
+        json!({"type": "Ready", "status": "False", "reason": "KubeletReady"})
+    );
     assert_eq!(out["status"]["conditions"][0]["reason"], "Fine");
 }
 
@@ -64,15 +67,22 @@ fn patch_delete_directive_removes_list_item_by_key() {
     ]}});
     let patch = json!({"status": {"addresses": [{"type": "InternalIP", "$patch": "delete"}]}});
     let out = apply(&live, &patch, Schema::Node).expect("patch applies");
-    assert_eq!(out["status"]["addresses"], json!([{"type": "Hostname", "address": "n1"}]));
+    assert_eq!(
+        out["status"]["addresses"],
+        json!([{"type": "Hostname", "address": "n1"}])
+    );
 }
 
 #[test]
 fn patch_replace_directive_replaces_a_list_or_a_map() {
-    let live = node_status(json!([{"type": "Ready", "status": "True"}, {"type": "X", "status": "True"}]));
+    let live =
+        node_status(json!([{"type": "Ready", "status": "True"}, {"type": "X", "status": "True"}]));
     let patch = node_status(json!([{"$patch": "replace"}, {"type": "Y", "status": "False"}]));
     let out = apply(&live, &patch, Schema::Node).expect("patch applies");
-    assert_eq!(out["status"]["conditions"], json!([{"type": "Y", "status": "False"}]));
+    assert_eq!(
+        out["status"]["conditions"],
+        json!([{"type": "Y", "status": "False"}])
+    );
 
     let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
     let patch = json!({"metadata": {"labels": {"$patch": "replace", "c": "3"}}});
@@ -100,10 +110,14 @@ fn null_deletes_a_map_key_and_absent_keys_are_kept() {
 
 #[test]
 fn retain_keys_clears_unlisted_live_keys() {
-    let live = json!({"spec": {"volumes": [{"name": "v", "emptyDir": {}, "hostPath": {"path": "/x"}}]}});
+    let live =
+        json!({"spec": {"volumes": [{"name": "v", "emptyDir": {}, "hostPath": {"path": "/x"}}]}});
     let patch = json!({"spec": {"volumes": [{"name": "v", "$retainKeys": ["name", "hostPath"], "hostPath": {"path": "/y"}}]}});
     let out = apply(&live, &patch, Schema::Pod).expect("patch applies");
-    assert_eq!(out["spec"]["volumes"], json!([{"name": "v", "hostPath": {"path": "/y"}}]));
+    assert_eq!(
+        out["spec"]["volumes"],
+        json!([{"name": "v", "hostPath": {"path": "/y"}}])
+    );
 }
 
 #[test]
@@ -118,12 +132,18 @@ fn lists_without_merge_strategy_are_replaced() {
     let live = json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
     let patch = json!({"spec": {"taints": [{"key": "b", "effect": "NoExecute"}]}});
     let out = apply(&live, &patch, Schema::Node).expect("patch applies");
-    assert_eq!(out["spec"]["taints"], json!([{"key": "b", "effect": "NoExecute"}]));
+    assert_eq!(
+        out["spec"]["taints"],
+        json!([{"key": "b", "effect": "NoExecute"}])
+    );
 
     let live = json!({"status": {"containerStatuses": [{"name": "a", "ready": true}, {"name": "b", "ready": true}]}});
     let patch = json!({"status": {"containerStatuses": [{"name": "a", "ready": false}]}});
     let out = apply(&live, &patch, Schema::Pod).expect("patch applies");
-    assert_eq!(out["status"]["containerStatuses"], json!([{"name": "a", "ready": false}]));
+    assert_eq!(
+        out["status"]["containerStatuses"],
+        json!([{"name": "a", "ready": false}])
+    );
 }
 
 #[test]
@@ -143,7 +163,10 @@ fn directives_inside_new_subtrees_do_not_leak_into_the_object() {
     let live = json!({"metadata": {"name": "n"}});
     let patch = json!({"status": {"$setElementOrder/conditions": [{"type": "Ready"}], "conditions": [{"type": "Ready", "status": "True"}]}});
     let out = apply(&live, &patch, Schema::Node).expect("patch applies");
-    assert_eq!(out["status"], json!({"conditions": [{"type": "Ready", "status": "True"}]}));
+    assert_eq!(
+        out["status"],
+        json!({"conditions": [{"type": "Ready", "status": "True"}]})
+    );
 }
 
 #[test]

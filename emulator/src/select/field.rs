@@ -25,7 +25,9 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (f, true, v)
             } else {
-                return Err(format!("invalid selector: '{text}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{text}'; can't understand '{part}'"
+                ));
             };
             let field = canonical_field(field.trim(), resource)
                 .ok_or_else(|| format!("field label not supported: {}", field.trim()))?;
@@ -36,27 +38,49 @@ impl FieldSelector {
 
     /// Whether `object` (stored form) satisfies every requirement.
     pub fn matches(&self, object: &Value) -> bool {
-        self.requirements.iter().all(|(field, equal, value)| (field_value(object, field) == *value) == *equal)
+        self.requirements
+            .iter()
+            .all(|(field, equal, value)| (field_value(object, field) == *value) == *equal)
     }
 
     /// The value required by an `=` requirement on `field`, if any (lets callers use indexes).
     pub fn required(&self, field: &str) -> Option<&str> {
-        self.requirements.iter().find(|(f, eq, _)| f == field && *eq).map(|(_, _, v)| v.as_str())
+        self.requirements
+            .iter()
+            .find(|(f, eq, _)| f == field && *eq)
+            .map(|(_, _, v)| v.as_str())
     }
 }
 
 /// Maps a field label to the stored-form path it selects on, or `None` if unsupported.
 fn canonical_field(field: &str, resource: &ApiResource) -> Option<&'static str> {
     const POD: &[&str] = &[
-        "metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-        "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs",
+        "metadata.name",
+        "metadata.namespace",
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.podIPs",
         "status.nominatedNodeName",
     ];
     const EVENT: &[&str] = &[
-        "metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace",
-        "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion",
-        "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent",
-        "source", "type",
+        "metadata.name",
+        "metadata.namespace",
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
     ];
     let allowed: &[&'static str] = match resource.stored {
         StoredKind::Node => &["metadata.name", "spec.unschedulable"],
@@ -70,16 +94,18 @@ fn canonical_field(field: &str, resource: &ApiResource) -> Option<&'static str> 
         match field {
             "reportingController" => "reportingComponent",
             "deprecatedSource" => "source",
-            other => other.strip_prefix("regarding.").map_or(other, |rest| match rest {
-                "kind" => "involvedObject.kind",
-                "namespace" => "involvedObject.namespace",
-                "name" => "involvedObject.name",
-                "uid" => "involvedObject.uid",
-                "apiVersion" => "involvedObject.apiVersion",
-                "resourceVersion" => "involvedObject.resourceVersion",
-                "fieldPath" => "involvedObject.fieldPath",
-                _ => other,
-            }),
+            other => other
+                .strip_prefix("regarding.")
+                .map_or(other, |rest| match rest {
+                    "kind" => "involvedObject.kind",
+                    "namespace" => "involvedObject.namespace",
+                    "name" => "involvedObject.name",
+                    "uid" => "involvedObject.uid",
+                    "apiVersion" => "involvedObject.apiVersion",
+                    "resourceVersion" => "involvedObject.resourceVersion",
+                    "fieldPath" => "involvedObject.fieldPath",
+                    _ => other,
+                }),
         }
     } else {
         field
@@ -148,7 +174,8 @@ mod tests {
     #[test]
     fn pods_select_on_node_name_and_phase() {
         let pod = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
-        let s = FieldSelector::parse("spec.nodeName=n1,status.phase!=Succeeded", &PODS).expect("valid");
+        let s =
+            FieldSelector::parse("spec.nodeName=n1,status.phase!=Succeeded", &PODS).expect("valid");
         assert!(s.matches(&pod));
         let s = FieldSelector::parse("spec.nodeName=n2", &PODS).expect("valid");
         assert!(!s.matches(&pod));
@@ -158,13 +185,17 @@ mod tests {
 
     #[test]
     fn unsupported_fields_are_rejected_with_the_server_message() {
-        assert_eq!(FieldSelector::parse("spec.nodeName=x", &NODES), Err("field label not supported: spec.nodeName".into()));
+        assert_eq!(
+            FieldSelector::parse("spec.nodeName=x", &NODES),
+            Err("field label not supported: spec.nodeName".into())
+        );
     }
 
     #[test]
     fn events_v1_field_names_map_onto_stored_fields() {
         let event = json!({"involvedObject": {"kind": "Node", "name": "n1"}});
-        let s = FieldSelector::parse("regarding.kind=Node,regarding.name=n1", &EVENTS_V1).expect("valid");
+        let s = FieldSelector::parse("regarding.kind=Node,regarding.name=n1", &EVENTS_V1)
+            .expect("valid");
         assert!(s.matches(&event));
     }
 }

@@ -83,16 +83,32 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
             let inner = set
                 .strip_prefix('(')
                 .and_then(|s| s.strip_suffix(')'))
-                .ok_or_else(|| format!("unable to parse requirement: found '{set}', expected: '('"))?;
-            let values = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
-            return Ok(if is_in { Requirement::In(key, values) } else { Requirement::NotIn(key, values) });
+                .ok_or_else(|| {
+                    format!("unable to parse requirement: found '{set}', expected: '('")
+                })?;
+            let values = inner
+                .split(',')
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .collect();
+            return Ok(if is_in {
+                Requirement::In(key, values)
+            } else {
+                Requirement::NotIn(key, values)
+            });
         }
     }
     if let Some((key, value)) = part.split_once("!=") {
-        return Ok(Requirement::NotEquals(valid_key(key.trim())?, value.trim().to_string()));
+        return Ok(Requirement::NotEquals(
+            valid_key(key.trim())?,
+            value.trim().to_string(),
+        ));
     }
     if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
-        return Ok(Requirement::Equals(valid_key(key.trim())?, value.trim().to_string()));
+        return Ok(Requirement::Equals(
+            valid_key(key.trim())?,
+            value.trim().to_string(),
+        ));
     }
     Ok(Requirement::Exists(valid_key(part)?))
 }
@@ -100,11 +116,15 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
 fn valid_key(key: &str) -> Result<String, String> {
     let ok = !key.is_empty()
         && key.len() <= 317
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
     if ok {
         Ok(key.to_string())
     } else {
-        Err(format!("unable to parse requirement: invalid label key {key:?}"))
+        Err(format!(
+            "unable to parse requirement: invalid label key {key:?}"
+        ))
     }
 }
 
@@ -116,7 +136,11 @@ mod tests {
     #[test]
     fn every_operator_matches_like_kubernetes() {
         let labels = json!({"app": "web", "tier": "front"});
-        let m = |s: &str| LabelSelector::parse(s).expect("valid selector").matches(Some(&labels));
+        let m = |s: &str| {
+            LabelSelector::parse(s)
+                .expect("valid selector")
+                .matches(Some(&labels))
+        };
         assert!(m("app=web"));
         assert!(m("app==web,tier"));
         assert!(!m("app!=web"));

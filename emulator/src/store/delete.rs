@@ -45,7 +45,13 @@ pub enum Deletion {
 
 impl Store {
     /// Deletes an object per `options`.
-    pub fn delete(&self, resource: &ApiResource, key: &ObjectKey, options: &DeleteOptions, now: SystemTime) -> Result<Deletion, ApiError> {
+    pub fn delete(
+        &self,
+        resource: &ApiResource,
+        key: &ObjectKey,
+        options: &DeleteOptions,
+        now: SystemTime,
+    ) -> Result<Deletion, ApiError> {
         let mut inner = self.lock();
         let current = inner
             .objects
@@ -56,12 +62,19 @@ impl Store {
         check_preconditions(resource, &key.name, &current, options)?;
 
         let mut object = (*current).clone();
-        let already_deleting = current.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
-        let existing_grace = current.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64);
+        let already_deleting = current
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null());
+        let existing_grace = current
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64);
         let mut changed = false;
         if already_deleting {
             // Only a shorter grace period may be given once deletion started.
-            if let (Some(existing), Some(requested)) = (existing_grace.filter(|g| *g > 0), options.grace_period_seconds) {
+            if let (Some(existing), Some(requested)) = (
+                existing_grace.filter(|g| *g > 0),
+                options.grace_period_seconds,
+            ) {
                 if requested < existing {
                     set_deletion(&mut object, now, requested);
                     changed = true;
@@ -73,15 +86,23 @@ impl Store {
             }
         } else if let Some(period) = graceful_period(resource, &current, options) {
             set_deletion(&mut object, now, period);
-            let generation = current.pointer("/metadata/generation").and_then(Value::as_i64);
+            let generation = current
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64);
             if let Some(generation) = generation.filter(|g| *g > 0) {
                 set_meta(&mut object, "generation", (generation + 1).into());
             }
             changed = true;
         }
 
-        let grace = object.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
-        let has_finalizers = object.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        let grace = object
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let has_finalizers = object
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
         if grace > 0 || has_finalizers {
             if has_finalizers && !already_deleting && !changed {
                 set_deletion(&mut object, now, 0);
@@ -90,7 +111,14 @@ impl Store {
             if !changed {
                 return Ok(Deletion::Pending(current));
             }
-            let pending = self.commit(&mut inner, resource.stored, key.clone(), EventType::Modified, object, Some(current));
+            let pending = self.commit(
+                &mut inner,
+                resource.stored,
+                key.clone(),
+                EventType::Modified,
+                object,
+                Some(current),
+            );
             return Ok(Deletion::Pending(pending));
         }
 
@@ -100,7 +128,10 @@ impl Store {
                 .objects
                 .iter()
                 .flat_map(|(kind, objects)| {
-                    objects.iter().filter(|(k, _)| k.namespace == key.name).map(|(k, o)| (*kind, k.clone(), (**o).clone()))
+                    objects
+                        .iter()
+                        .filter(|(k, _)| k.namespace == key.name)
+                        .map(|(k, o)| (*kind, k.clone(), (**o).clone()))
                 })
                 .collect();
             for (kind, k, o) in contained {
@@ -108,26 +139,54 @@ impl Store {
                 self.commit(&mut inner, kind, k, EventType::Deleted, o, previous);
             }
         }
-        let removed = self.commit(&mut inner, resource.stored, key.clone(), EventType::Deleted, object, Some(current));
+        let removed = self.commit(
+            &mut inner,
+            resource.stored,
+            key.clone(),
+            EventType::Deleted,
+            object,
+            Some(current),
+        );
         Ok(Deletion::Removed(removed))
     }
 }
 
 /// The delete preconditions; the Conflict names the Kind, as `rest.BeforeDelete` does.
-fn check_preconditions(resource: &ApiResource, name: &str, current: &Value, options: &DeleteOptions) -> Result<(), ApiError> {
-    let Some(pre) = &options.preconditions else { return Ok(()) };
+fn check_preconditions(
+    resource: &ApiResource,
+    name: &str,
+    current: &Value,
+    options: &DeleteOptions,
+) -> Result<(), ApiError> {
+    let Some(pre) = &options.preconditions else {
+        return Ok(());
+    };
     if let Some(uid) = &pre.uid {
         let actual = meta_str(current, "uid");
         if uid != actual {
-            let cause = format!("the UID in the precondition ({uid}) does not match the UID in record ({actual}). The object might have been deleted and then recreated");
-            return Err(ApiError::conflict_named(resource.group, resource.kind, name, &cause));
+            let cause = format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
+            );
+            return Err(ApiError::conflict_named(
+                resource.group,
+                resource.kind,
+                name,
+                &cause,
+            ));
         }
     }
     if let Some(rv) = &pre.resource_version {
         let actual = meta_str(current, "resourceVersion");
         if rv != actual {
-            let cause = format!("the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({actual}). The object might have been modified");
-            return Err(ApiError::conflict_named(resource.group, resource.kind, name, &cause));
+            let cause = format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({actual}). The object might have been modified"
+            );
+            return Err(ApiError::conflict_named(
+                resource.group,
+                resource.kind,
+                name,
+                &cause,
+            ));
         }
     }
     Ok(())
@@ -139,10 +198,20 @@ fn graceful_period(resource: &ApiResource, pod: &Value, options: &DeleteOptions)
     if resource.stored != StoredKind::Pod {
         return None;
     }
-    let default = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
+    let default = pod
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let mut period = options.grace_period_seconds.unwrap_or(default).max(0);
-    let unscheduled = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").is_empty();
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let unscheduled = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty();
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if unscheduled || matches!(phase, "Failed" | "Succeeded") {
         period = 0;
     }

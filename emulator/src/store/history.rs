@@ -51,14 +51,18 @@ pub struct History {
 
 impl History {
     pub fn new(capacity: usize) -> Self {
-        History { changes: VecDeque::with_capacity(capacity.min(4096)), capacity: capacity.max(1), compacted: 0 }
+        History {
+            changes: VecDeque::with_capacity(capacity.min(4096)),
+            capacity: capacity.max(1),
+            compacted: 0,
+        }
     }
 
     pub fn push(&mut self, change: Arc<Change>) {
-        if self.changes.len() == self.capacity {
-            if let Some(dropped) = self.changes.pop_front() {
-                self.compacted = dropped.revision;
-            }
+        if self.changes.len() == self.capacity
+            && let Some(dropped) = self.changes.pop_front()
+        {
+            self.compacted = dropped.revision;
         }
         self.changes.push_back(change);
     }
@@ -67,10 +71,19 @@ impl History {
     /// (`too old resource version: <since> (<oldest-1>)`, as the watch cache words it).
     pub fn since(&self, kind: StoredKind, since: u64) -> Result<Vec<Arc<Change>>, ApiError> {
         if since < self.compacted {
-            return Err(ApiError::expired(format!("too old resource version: {since} ({})", self.compacted)));
+            return Err(ApiError::expired(format!(
+                "too old resource version: {since} ({})",
+                self.compacted
+            )));
         }
         let start = self.changes.partition_point(|c| c.revision <= since);
-        Ok(self.changes.iter().skip(start).filter(|c| c.kind == kind).cloned().collect())
+        Ok(self
+            .changes
+            .iter()
+            .skip(start)
+            .filter(|c| c.kind == kind)
+            .cloned()
+            .collect())
     }
 }
 
@@ -96,10 +109,21 @@ mod tests {
             history.push(change(rv));
         }
         let revisions = |v: Vec<Arc<Change>>| v.iter().map(|c| c.revision).collect::<Vec<_>>();
-        assert_eq!(history.since(StoredKind::Node, 3).map(revisions), Ok(vec![4, 5]));
-        assert_eq!(history.since(StoredKind::Node, 2).map(revisions), Ok(vec![3, 4, 5]));
-        let err = history.since(StoredKind::Node, 1).expect_err("revision 1 fell out of the window");
-        assert_eq!((err.code, err.reason, err.message.as_str()), (410, "Expired", "too old resource version: 1 (2)"));
+        assert_eq!(
+            history.since(StoredKind::Node, 3).map(revisions),
+            Ok(vec![4, 5])
+        );
+        assert_eq!(
+            history.since(StoredKind::Node, 2).map(revisions),
+            Ok(vec![3, 4, 5])
+        );
+        let err = history
+            .since(StoredKind::Node, 1)
+            .expect_err("revision 1 fell out of the window");
+        assert_eq!(
+            (err.code, err.reason, err.message.as_str()),
+            (410, "Expired", "too old resource version: 1 (2)")
+        );
         assert_eq!(history.since(StoredKind::Pod, 2).map(revisions), Ok(vec![]));
     }
 }

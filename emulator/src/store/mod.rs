@@ -18,8 +18,8 @@ use tokio::sync::broadcast;
 
 use crate::api::{ApiError, ApiResource, StoredKind};
 pub use delete::{DeleteOptions, Deletion};
-pub use history::{Change, EventType};
 use history::History;
+pub use history::{Change, EventType};
 
 /// Where an object lives: namespace ("" for cluster-scoped kinds) and name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,7 +30,10 @@ pub struct ObjectKey {
 
 impl ObjectKey {
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        ObjectKey { namespace: namespace.into(), name: name.into() }
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
     }
 }
 
@@ -61,7 +64,11 @@ impl Store {
     pub fn new(history: usize, broadcast: usize) -> Self {
         let (changes, _) = broadcast::channel(broadcast.max(16));
         Store {
-            inner: Mutex::new(Inner { revision: 0, objects: HashMap::new(), history: History::new(history) }),
+            inner: Mutex::new(Inner {
+                revision: 0,
+                objects: HashMap::new(),
+                history: History::new(history),
+            }),
             changes,
         }
     }
@@ -84,7 +91,12 @@ impl Store {
 
     /// Objects of `kind` (in `namespace` if given) passing `filter`, in key order, with the
     /// revision the list is consistent at.
-    pub fn list(&self, kind: StoredKind, namespace: Option<&str>, filter: impl Fn(&Value) -> bool) -> (Vec<Arc<Value>>, u64) {
+    pub fn list(
+        &self,
+        kind: StoredKind,
+        namespace: Option<&str>,
+        filter: impl Fn(&Value) -> bool,
+    ) -> (Vec<Arc<Value>>, u64) {
         let inner = self.lock();
         let items = match inner.objects.get(&kind) {
             Some(objects) => match namespace {
@@ -107,19 +119,36 @@ impl Store {
     }
 
     /// Creates `object` (whose `metadata.namespace` the caller has set for namespaced kinds).
-    pub fn create(&self, resource: &ApiResource, mut object: Value, now: SystemTime) -> Result<Arc<Value>, ApiError> {
-        let namespace = if resource.namespaced { meta_str(&object, "namespace").to_string() } else { String::new() };
+    pub fn create(
+        &self,
+        resource: &ApiResource,
+        mut object: Value,
+        now: SystemTime,
+    ) -> Result<Arc<Value>, ApiError> {
+        let namespace = if resource.namespaced {
+            meta_str(&object, "namespace").to_string()
+        } else {
+            String::new()
+        };
         if !object.is_object() {
-            return Err(ApiError::bad_request("the object provided is not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the object provided is not a JSON object",
+            ));
         }
         if !meta_str(&object, "resourceVersion").is_empty() {
-            return Err(ApiError::unclassified("resourceVersion should not be set on objects to be created"));
+            return Err(ApiError::unclassified(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
         let mut inner = self.lock();
         if meta_str(&object, "name").is_empty() {
             let prefix = meta_str(&object, "generateName").to_string();
             if !prefix.is_empty() {
-                set_meta(&mut object, "name", Value::String(format!("{prefix}{}", random_suffix())));
+                set_meta(
+                    &mut object,
+                    "name",
+                    Value::String(format!("{prefix}{}", random_suffix())),
+                );
             }
         }
         let errors = strategy::validate_create(resource, &object);
@@ -129,16 +158,32 @@ impl Store {
         }
         if resource.namespaced {
             let ns_key = ObjectKey::new("", namespace.as_str());
-            if inner.objects.get(&StoredKind::Namespace).and_then(|m| m.get(&ns_key)).is_none() {
+            if inner
+                .objects
+                .get(&StoredKind::Namespace)
+                .and_then(|m| m.get(&ns_key))
+                .is_none()
+            {
                 return Err(ApiError::namespace_not_found(&namespace));
             }
         }
         let key = ObjectKey::new(namespace, name.as_str());
-        if inner.objects.get(&resource.stored).is_some_and(|m| m.contains_key(&key)) {
+        if inner
+            .objects
+            .get(&resource.stored)
+            .is_some_and(|m| m.contains_key(&key))
+        {
             return Err(ApiError::already_exists(resource, &name));
         }
         strategy::prepare_for_create(resource, &mut object, &new_uid(), now);
-        Ok(self.commit(&mut inner, resource.stored, key, EventType::Added, object, None))
+        Ok(self.commit(
+            &mut inner,
+            resource.stored,
+            key,
+            EventType::Added,
+            object,
+            None,
+        ))
     }
 
     /// Replaces an object with what `mutate` makes of the current one (PUT, PATCH, controller
@@ -161,7 +206,9 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(resource, &key.name))?;
         let mut updated = mutate(&current)?;
         if !updated.is_object() {
-            return Err(ApiError::bad_request("the object provided is not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the object provided is not a JSON object",
+            ));
         }
         let current_rv = meta_str(&current, "resourceVersion");
         let wanted_rv = meta_str(&updated, "resourceVersion");
@@ -173,19 +220,41 @@ impl Store {
         if !errors.is_empty() {
             return Err(ApiError::invalid(resource, &key.name, &errors));
         }
-        set_meta(&mut updated, "resourceVersion", Value::String(current_rv.to_string()));
+        set_meta(
+            &mut updated,
+            "resourceVersion",
+            Value::String(current_rv.to_string()),
+        );
         if updated == *current {
             return Ok(current);
         }
         if finalized(&updated) {
-            return Ok(self.commit(&mut inner, resource.stored, key.clone(), EventType::Deleted, updated, Some(current)));
+            return Ok(self.commit(
+                &mut inner,
+                resource.stored,
+                key.clone(),
+                EventType::Deleted,
+                updated,
+                Some(current),
+            ));
         }
-        Ok(self.commit(&mut inner, resource.stored, key.clone(), EventType::Modified, updated, Some(current)))
+        Ok(self.commit(
+            &mut inner,
+            resource.stored,
+            key.clone(),
+            EventType::Modified,
+            updated,
+            Some(current),
+        ))
     }
 
     /// Starts a watch of `kind`: from `since` (replaying retained history, 410 if too old) or,
     /// with `None`, from the current state as synthetic ADDED changes.
-    pub fn subscribe(&self, kind: StoredKind, since: Option<u64>) -> Result<Subscription, ApiError> {
+    pub fn subscribe(
+        &self,
+        kind: StoredKind,
+        since: Option<u64>,
+    ) -> Result<Subscription, ApiError> {
         let inner = self.lock();
         let initial = match since {
             Some(rv) => inner.history.since(kind, rv)?,
@@ -208,7 +277,11 @@ impl Store {
                 })
                 .unwrap_or_default(),
         };
-        Ok(Subscription { initial, receiver: self.changes.subscribe(), revision: inner.revision })
+        Ok(Subscription {
+            initial,
+            receiver: self.changes.subscribe(),
+            revision: inner.revision,
+        })
     }
 
     /// Records a change: bumps the revision, stamps it on the object, updates the map, appends
@@ -224,7 +297,11 @@ impl Store {
     ) -> Arc<Value> {
         inner.revision += 1;
         let revision = inner.revision;
-        set_meta(&mut object, "resourceVersion", Value::String(revision.to_string()));
+        set_meta(
+            &mut object,
+            "resourceVersion",
+            Value::String(revision.to_string()),
+        );
         let object = Arc::new(object);
         let objects = inner.objects.entry(kind).or_default();
         if event_type == EventType::Deleted {
@@ -232,7 +309,13 @@ impl Store {
         } else {
             objects.insert(key, object.clone());
         }
-        let change = Arc::new(Change { kind, event_type, object: object.clone(), previous, revision });
+        let change = Arc::new(Change {
+            kind,
+            event_type,
+            object: object.clone(),
+            previous,
+            revision,
+        });
         inner.history.push(change.clone());
         // No receivers is not an error: nobody is watching.
         let _ = self.changes.send(change);
@@ -243,15 +326,27 @@ impl Store {
 /// Whether an object being deleted has no finalizers left and no grace period to wait out.
 fn finalized(object: &Value) -> bool {
     let meta = object.get("metadata");
-    let deleting = meta.and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null());
-    let finalizers = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array).is_some_and(|f| !f.is_empty());
-    let grace = meta.and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64).unwrap_or(0);
+    let deleting = meta
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null());
+    let finalizers = meta
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
+    let grace = meta
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     deleting && !finalizers && grace == 0
 }
 
 /// `metadata.<field>` as a string, "" when absent.
 pub fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {
-    object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")
+    object
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// Sets `metadata.<field>`, creating `metadata` when needed.
@@ -265,13 +360,22 @@ pub fn set_meta(object: &mut Value, field: &str, value: Value) {
 fn new_uid() -> String {
     let bits = rand::random::<u128>() & !(0xf << 76) & !(0x3 << 62) | (0x4 << 76) | (0x2 << 62);
     let hex = format!("{bits:032x}");
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 /// The five-character suffix `generateName` gets (apiserver's `SimpleNameGenerator` alphabet).
 fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5).map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char).collect()
+    (0..5)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@ pub const NOT_READY_TAINT_KEY: &str = "node.kubernetes.io/not-ready";
 /// Fills system fields and kind defaults on a new object (`BeforeCreate` + `PrepareForCreate` +
 /// defaulting + mutating admission).
 pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str, now: SystemTime) {
-    let Some(map) = object.as_object_mut() else { return };
+    let Some(map) = object.as_object_mut() else {
+        return;
+    };
     let canonical = ApiResource::canonical(resource.stored);
     map.insert("kind".into(), canonical.kind.into());
     map.insert("apiVersion".into(), canonical.api_version().into());
@@ -38,14 +40,26 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
 /// Carries system fields over from `old` and applies the status-subresource rule: the main
 /// resource never changes `status`, `/status` never changes `spec` (`BeforeUpdate` +
 /// `PrepareForUpdate`).
-pub fn prepare_for_update(resource: &ApiResource, subresource: Option<&str>, old: &Value, new: &mut Value) {
+pub fn prepare_for_update(
+    resource: &ApiResource,
+    subresource: Option<&str>,
+    old: &Value,
+    new: &mut Value,
+) {
     let canonical = ApiResource::canonical(resource.stored);
-    let Some(map) = new.as_object_mut() else { return };
+    let Some(map) = new.as_object_mut() else {
+        return;
+    };
     map.insert("kind".into(), canonical.kind.into());
     map.insert("apiVersion".into(), canonical.api_version().into());
     let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let meta = object_entry(map, "metadata");
-    if meta.get("uid").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if meta
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         copy_field(&old_meta, meta, "uid");
     }
     for field in ["creationTimestamp", "generation"] {
@@ -57,11 +71,17 @@ pub fn prepare_for_update(resource: &ApiResource, subresource: Option<&str>, old
     if old_meta.get("deletionTimestamp").is_some() {
         copy_field(&old_meta, meta, "deletionTimestamp");
     }
-    if old_meta.get("deletionGracePeriodSeconds").is_some() && meta.get("deletionGracePeriodSeconds").is_none() {
+    if old_meta.get("deletionGracePeriodSeconds").is_some()
+        && meta.get("deletionGracePeriodSeconds").is_none()
+    {
         copy_field(&old_meta, meta, "deletionGracePeriodSeconds");
     }
     if resource.has_status {
-        let from_old = if subresource == Some("status") { "spec" } else { "status" };
+        let from_old = if subresource == Some("status") {
+            "spec"
+        } else {
+            "status"
+        };
         match old.get(from_old) {
             Some(v) => {
                 map.insert(from_old.into(), v.clone());
@@ -80,7 +100,10 @@ pub fn prepare_for_update(resource: &ApiResource, subresource: Option<&str>, old
         }
     }
     if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
-        let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+        let generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         object_entry(map, "metadata").insert("generation".into(), (generation + 1).into());
     }
 }
@@ -88,17 +111,31 @@ pub fn prepare_for_update(resource: &ApiResource, subresource: Option<&str>, old
 /// Validation shared by every kind on create: the name and a few kind-specific required fields.
 pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if name.is_empty() {
-        errors.push(FieldError::required("metadata.name", "name or generateName is required"));
+        errors.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
     } else if let Some(detail) = name_problem(resource, name) {
         errors.push(FieldError::invalid("metadata.name", &json!(name), &detail));
     }
     match resource.stored {
         StoredKind::Pod => validate_pod_spec(object, &mut errors),
         StoredKind::Lease => {
-            if let Some(d) = object.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64).filter(|d| *d <= 0) {
-                errors.push(FieldError::invalid("spec.leaseDurationSeconds", &json!(d), "must be greater than 0"));
+            if let Some(d) = object
+                .pointer("/spec/leaseDurationSeconds")
+                .and_then(Value::as_i64)
+                .filter(|d| *d <= 0)
+            {
+                errors.push(FieldError::invalid(
+                    "spec.leaseDurationSeconds",
+                    &json!(d),
+                    "must be greater than 0",
+                ));
             }
         }
         _ => {}
@@ -110,10 +147,20 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
 pub fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for field in ["name", "namespace", "uid"] {
-        let old_value = old.pointer(&format!("/metadata/{field}")).cloned().unwrap_or(json!(""));
-        let new_value = new.pointer(&format!("/metadata/{field}")).cloned().unwrap_or(json!(""));
+        let old_value = old
+            .pointer(&format!("/metadata/{field}"))
+            .cloned()
+            .unwrap_or(json!(""));
+        let new_value = new
+            .pointer(&format!("/metadata/{field}"))
+            .cloned()
+            .unwrap_or(json!(""));
         if old_value != new_value {
-            errors.push(FieldError::invalid(&format!("metadata.{field}"), &new_value, "field is immutable"));
+            errors.push(FieldError::invalid(
+                &format!("metadata.{field}"),
+                &new_value,
+                "field is immutable",
+            ));
         }
     }
     errors
@@ -131,7 +178,9 @@ fn name_problem(resource: &ApiResource, name: &str) -> Option<String> {
 fn is_label(part: &str) -> bool {
     let bytes = part.as_bytes();
     !bytes.is_empty()
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
@@ -144,8 +193,15 @@ fn validate_pod_spec(pod: &Value, errors: &mut Vec<FieldError>) {
         Some(list) => {
             for (i, c) in list.iter().enumerate() {
                 for field in ["name", "image"] {
-                    if c.get(field).and_then(Value::as_str).unwrap_or("").is_empty() {
-                        errors.push(FieldError::required(&format!("spec.containers[{i}].{field}"), ""));
+                    if c.get(field)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .is_empty()
+                    {
+                        errors.push(FieldError::required(
+                            &format!("spec.containers[{i}].{field}"),
+                            "",
+                        ));
                     }
                 }
             }
@@ -156,10 +212,13 @@ fn validate_pod_spec(pod: &Value, errors: &mut Vec<FieldError>) {
 fn add_not_ready_taint(node: &mut Map<String, Value>) {
     let spec = object_entry(node, "spec");
     let taints = spec.entry("taints").or_insert_with(|| json!([]));
-    let Some(list) = taints.as_array_mut() else { return };
-    let present = list
-        .iter()
-        .any(|t| t.get("key").and_then(Value::as_str) == Some(NOT_READY_TAINT_KEY) && t.get("effect").and_then(Value::as_str) == Some("NoSchedule"));
+    let Some(list) = taints.as_array_mut() else {
+        return;
+    };
+    let present = list.iter().any(|t| {
+        t.get("key").and_then(Value::as_str) == Some(NOT_READY_TAINT_KEY)
+            && t.get("effect").and_then(Value::as_str) == Some("NoSchedule")
+    });
     if !present {
         list.push(json!({"key": NOT_READY_TAINT_KEY, "effect": "NoSchedule"}));
     }
@@ -181,20 +240,36 @@ fn prepare_pod(pod: &mut Map<String, Value>) {
     let qos = qos_class(spec);
     if let Some(Value::Array(containers)) = spec.get_mut("containers") {
         for container in containers.iter_mut().filter_map(Value::as_object_mut) {
-            let latest = container.get("image").and_then(Value::as_str).is_some_and(|i| !i.contains(':') || i.ends_with(":latest"));
-            container.entry("imagePullPolicy").or_insert_with(|| json!(if latest { "Always" } else { "IfNotPresent" }));
-            container.entry("terminationMessagePath").or_insert_with(|| json!("/dev/termination-log"));
-            container.entry("terminationMessagePolicy").or_insert_with(|| json!("File"));
+            let latest = container
+                .get("image")
+                .and_then(Value::as_str)
+                .is_some_and(|i| !i.contains(':') || i.ends_with(":latest"));
+            container
+                .entry("imagePullPolicy")
+                .or_insert_with(|| json!(if latest { "Always" } else { "IfNotPresent" }));
+            container
+                .entry("terminationMessagePath")
+                .or_insert_with(|| json!("/dev/termination-log"));
+            container
+                .entry("terminationMessagePolicy")
+                .or_insert_with(|| json!("File"));
             container.entry("resources").or_insert_with(|| json!({}));
         }
     }
     // PrepareForCreate resets status: clients cannot create a pod with a status.
-    pod.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
+    pod.insert(
+        "status".into(),
+        json!({"phase": "Pending", "qosClass": qos}),
+    );
 }
 
 /// The pod QoS class (`qos.GetPodQOS`), from the containers' cpu/memory requests and limits.
 fn qos_class(spec: &Map<String, Value>) -> &'static str {
-    let containers: Vec<&Value> = spec.get("containers").and_then(Value::as_array).map(|c| c.iter().collect()).unwrap_or_default();
+    let containers: Vec<&Value> = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
     let mut any = false;
     let mut guaranteed = !containers.is_empty();
     for c in &containers {
@@ -213,8 +288,13 @@ fn qos_class(spec: &Map<String, Value>) -> &'static str {
 }
 
 fn prepare_namespace(namespace: &mut Map<String, Value>) {
-    let name = namespace.get("metadata").and_then(|m| m.get("name")).cloned().unwrap_or(json!(""));
-    object_entry(object_entry(namespace, "metadata"), "labels").insert("kubernetes.io/metadata.name".into(), name);
+    let name = namespace
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .cloned()
+        .unwrap_or(json!(""));
+    object_entry(object_entry(namespace, "metadata"), "labels")
+        .insert("kubernetes.io/metadata.name".into(), name);
     object_entry(namespace, "spec").insert("finalizers".into(), json!(["kubernetes"]));
     namespace.insert("status".into(), json!({"phase": "Active"}));
 }

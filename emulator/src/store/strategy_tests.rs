@@ -15,10 +15,19 @@ fn now() -> SystemTime {
 fn new_nodes_get_the_not_ready_no_schedule_taint_once() {
     let mut node = json!({"metadata": {"name": "n1"}, "spec": {"taints": [{"key": "x", "effect": "NoExecute"}]}});
     prepare_for_create(&NODES, &mut node, "uid-1", now());
-    assert_eq!(node["spec"]["taints"], json!([{"key": "x", "effect": "NoExecute"}, {"key": NOT_READY_TAINT_KEY, "effect": "NoSchedule"}]));
+    assert_eq!(
+        node["spec"]["taints"],
+        json!([{"key": "x", "effect": "NoExecute"}, {"key": NOT_READY_TAINT_KEY, "effect": "NoSchedule"}])
+    );
     assert_eq!(node["metadata"]["uid"], "uid-1");
-    assert_eq!(node["metadata"]["creationTimestamp"], "2024-05-01T12:00:00Z");
-    assert_eq!((node["kind"].as_str(), node["apiVersion"].as_str()), (Some("Node"), Some("v1")));
+    assert_eq!(
+        node["metadata"]["creationTimestamp"],
+        "2024-05-01T12:00:00Z"
+    );
+    assert_eq!(
+        (node["kind"].as_str(), node["apiVersion"].as_str()),
+        (Some("Node"), Some("v1"))
+    );
 
     let mut tainted = json!({"metadata": {"name": "n2"}, "spec": {"taints": [{"key": NOT_READY_TAINT_KEY, "effect": "NoSchedule"}]}});
     prepare_for_create(&NODES, &mut tainted, "uid-2", now());
@@ -29,7 +38,10 @@ fn new_nodes_get_the_not_ready_no_schedule_taint_once() {
 fn new_pods_start_pending_with_generation_one_and_defaults() {
     let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}, "status": {"phase": "Running"}});
     prepare_for_create(&PODS, &mut pod, "u", now());
-    assert_eq!(pod["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
+    assert_eq!(
+        pod["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
     assert_eq!(pod["metadata"]["generation"], 1);
     assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 30);
     assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
@@ -40,12 +52,24 @@ fn main_resource_updates_keep_status_and_status_updates_keep_spec() {
     let old = json!({"metadata": {"name": "n", "uid": "u", "creationTimestamp": "t"}, "spec": {"unschedulable": false}, "status": {"phase": "A"}});
     let mut main = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}, "status": {"phase": "B"}});
     prepare_for_update(&NODES, None, &old, &mut main);
-    assert_eq!((main["spec"]["unschedulable"].as_bool(), main["status"]["phase"].as_str()), (Some(true), Some("A")));
+    assert_eq!(
+        (
+            main["spec"]["unschedulable"].as_bool(),
+            main["status"]["phase"].as_str()
+        ),
+        (Some(true), Some("A"))
+    );
     assert_eq!(main["metadata"]["uid"], "u");
 
     let mut status = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}, "status": {"phase": "B"}});
     prepare_for_update(&NODES, Some("status"), &old, &mut status);
-    assert_eq!((status["spec"]["unschedulable"].as_bool(), status["status"]["phase"].as_str()), (Some(false), Some("B")));
+    assert_eq!(
+        (
+            status["spec"]["unschedulable"].as_bool(),
+            status["status"]["phase"].as_str()
+        ),
+        (Some(false), Some("B"))
+    );
 }
 
 #[test]
@@ -63,13 +87,29 @@ fn pod_generation_moves_only_with_spec_changes() {
 fn create_validation_reports_names_and_required_fields() {
     assert_eq!(
         validate_create(&NODES, &json!({"metadata": {}})),
-        vec![FieldError::required("metadata.name", "name or generateName is required")]
+        vec![FieldError::required(
+            "metadata.name",
+            "name or generateName is required"
+        )]
     );
     let bad = validate_create(&NODES, &json!({"metadata": {"name": "Bad_Name"}}));
-    assert!(bad[0].message.starts_with("Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"));
+    assert!(
+        bad[0]
+            .message
+            .starts_with("Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain")
+    );
     assert!(!validate_create(&NAMESPACES, &json!({"metadata": {"name": "a.b"}})).is_empty());
-    assert_eq!(validate_create(&PODS, &json!({"metadata": {"name": "p"}, "spec": {}}))[0].field, "spec.containers");
-    assert!(!validate_create(&LEASES, &json!({"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": 0}})).is_empty());
+    assert_eq!(
+        validate_create(&PODS, &json!({"metadata": {"name": "p"}, "spec": {}}))[0].field,
+        "spec.containers"
+    );
+    assert!(
+        !validate_create(
+            &LEASES,
+            &json!({"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": 0}})
+        )
+        .is_empty()
+    );
 }
 
 #[test]
@@ -77,5 +117,12 @@ fn uid_is_immutable() {
     let old = json!({"metadata": {"name": "n", "uid": "a"}});
     let new = json!({"metadata": {"name": "n", "uid": "b"}});
     let errors = validate_update(&old, &new);
-    assert_eq!(errors, vec![FieldError::invalid("metadata.uid", &json!("b"), "field is immutable")]);
+    assert_eq!(
+        errors,
+        vec![FieldError::invalid(
+            "metadata.uid",
+            &json!("b"),
+            "field is immutable"
+        )]
+    );
 }

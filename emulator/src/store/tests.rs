@@ -13,20 +13,30 @@ fn now() -> SystemTime {
 
 fn store_with_default_namespace() -> Store {
     let store = Store::new(100, 100);
-    store.create(&NAMESPACES, json!({"metadata": {"name": "default"}}), now()).expect("namespace");
+    store
+        .create(&NAMESPACES, json!({"metadata": {"name": "default"}}), now())
+        .expect("namespace");
     store
 }
 
 fn rv(object: &Value) -> u64 {
-    meta_str(object, "resourceVersion").parse().expect("numeric resourceVersion")
+    meta_str(object, "resourceVersion")
+        .parse()
+        .expect("numeric resourceVersion")
 }
 
 #[test]
 fn every_write_advances_one_global_resource_version() {
     let store = store_with_default_namespace();
-    let node = store.create(&NODES, json!({"metadata": {"name": "n1"}}), now()).expect("create");
+    let node = store
+        .create(&NODES, json!({"metadata": {"name": "n1"}}), now())
+        .expect("create");
     let lease = store
-        .create(&LEASES, json!({"metadata": {"name": "n1", "namespace": "default"}}), now())
+        .create(
+            &LEASES,
+            json!({"metadata": {"name": "n1", "namespace": "default"}}),
+            now(),
+        )
         .expect("create");
     assert_eq!(rv(&lease), rv(&node) + 1);
     assert_eq!(store.revision(), rv(&lease));
@@ -35,19 +45,28 @@ fn every_write_advances_one_global_resource_version() {
 #[test]
 fn duplicate_names_and_missing_namespaces_are_rejected() {
     let store = store_with_default_namespace();
-    store.create(&NODES, json!({"metadata": {"name": "n1"}}), now()).expect("create");
-    let err = store.create(&NODES, json!({"metadata": {"name": "n1"}}), now()).expect_err("duplicate");
+    store
+        .create(&NODES, json!({"metadata": {"name": "n1"}}), now())
+        .expect("create");
+    let err = store
+        .create(&NODES, json!({"metadata": {"name": "n1"}}), now())
+        .expect_err("duplicate");
     assert_eq!((err.code, err.reason), (409, "AlreadyExists"));
     let err = store
         .create(&PODS, json!({"metadata": {"name": "p", "namespace": "nope"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}), now())
         .expect_err("no namespace");
-    assert_eq!((err.code, err.message.as_str()), (404, "namespaces \"nope\" not found"));
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (404, "namespaces \"nope\" not found")
+    );
 }
 
 #[test]
 fn stale_resource_version_conflicts_and_noop_update_keeps_version() {
     let store = store_with_default_namespace();
-    let node = store.create(&NODES, json!({"metadata": {"name": "n1"}}), now()).expect("create");
+    let node = store
+        .create(&NODES, json!({"metadata": {"name": "n1"}}), now())
+        .expect("create");
     let key = ObjectKey::new("", "n1");
     let updated = store
         .update(&NODES, &key, None, |cur| {
@@ -57,9 +76,13 @@ fn stale_resource_version_conflicts_and_noop_update_keeps_version() {
         })
         .expect("update");
     assert!(rv(&updated) > rv(&node));
-    let err = store.update(&NODES, &key, None, |_| Ok((*node).clone())).expect_err("stale");
+    let err = store
+        .update(&NODES, &key, None, |_| Ok((*node).clone()))
+        .expect_err("stale");
     assert_eq!(err.reason, "Conflict");
-    let same = store.update(&NODES, &key, None, |cur| Ok(cur.clone())).expect("no-op");
+    let same = store
+        .update(&NODES, &key, None, |cur| Ok(cur.clone()))
+        .expect("no-op");
     assert_eq!(rv(&same), rv(&updated));
 }
 
@@ -69,37 +92,69 @@ fn scheduled_pods_are_deleted_gracefully_and_removed_with_grace_zero() {
     let pod = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}});
     store.create(&PODS, pod, now()).expect("create");
     let key = ObjectKey::new("default", "p");
-    let first = store.delete(&PODS, &key, &DeleteOptions::default(), now()).expect("delete");
-    let Deletion::Pending(pending) = first else { panic!("a scheduled pod must be deleted gracefully") };
+    let first = store
+        .delete(&PODS, &key, &DeleteOptions::default(), now())
+        .expect("delete");
+    let Deletion::Pending(pending) = first else {
+        panic!("a scheduled pod must be deleted gracefully")
+    };
     assert_eq!(pending["metadata"]["deletionGracePeriodSeconds"], 30);
-    assert_eq!(pending["metadata"]["deletionTimestamp"], "2024-05-01T12:00:30Z");
+    assert_eq!(
+        pending["metadata"]["deletionTimestamp"],
+        "2024-05-01T12:00:30Z"
+    );
     assert_eq!(pending["metadata"]["generation"], 2);
-    let zero = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
-    assert!(matches!(store.delete(&PODS, &key, &zero, now()), Ok(Deletion::Removed(_))));
+    let zero = DeleteOptions {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    assert!(matches!(
+        store.delete(&PODS, &key, &zero, now()),
+        Ok(Deletion::Removed(_))
+    ));
     assert!(store.get(StoredKind::Pod, &key).is_none());
 }
 
 #[test]
 fn uid_precondition_mismatch_is_a_conflict_naming_the_kind() {
     let store = store_with_default_namespace();
-    let node = store.create(&NODES, json!({"metadata": {"name": "n1"}}), now()).expect("create");
+    let node = store
+        .create(&NODES, json!({"metadata": {"name": "n1"}}), now())
+        .expect("create");
     let options = DeleteOptions {
-        preconditions: Some(delete::Preconditions { uid: Some("other".into()), resource_version: None }),
+        preconditions: Some(delete::Preconditions {
+            uid: Some("other".into()),
+            resource_version: None,
+        }),
         ..Default::default()
     };
-    let err = store.delete(&NODES, &ObjectKey::new("", "n1"), &options, now()).expect_err("precondition");
+    let err = store
+        .delete(&NODES, &ObjectKey::new("", "n1"), &options, now())
+        .expect_err("precondition");
     assert_eq!(
         err.message,
-        format!("Operation cannot be fulfilled on Node \"n1\": the UID in the precondition (other) does not match the UID in record ({}). The object might have been deleted and then recreated", meta_str(&node, "uid"))
+        format!(
+            "Operation cannot be fulfilled on Node \"n1\": the UID in the precondition (other) does not match the UID in record ({}). The object might have been deleted and then recreated",
+            meta_str(&node, "uid")
+        )
     );
 }
 
 #[test]
 fn finalizers_hold_deletion_until_removed() {
     let store = store_with_default_namespace();
-    store.create(&NODES, json!({"metadata": {"name": "n1", "finalizers": ["x"]}}), now()).expect("create");
+    store
+        .create(
+            &NODES,
+            json!({"metadata": {"name": "n1", "finalizers": ["x"]}}),
+            now(),
+        )
+        .expect("create");
     let key = ObjectKey::new("", "n1");
-    assert!(matches!(store.delete(&NODES, &key, &DeleteOptions::default(), now()), Ok(Deletion::Pending(_))));
+    assert!(matches!(
+        store.delete(&NODES, &key, &DeleteOptions::default(), now()),
+        Ok(Deletion::Pending(_))
+    ));
     store
         .update(&NODES, &key, None, |cur| {
             let mut next = cur.clone();
@@ -113,10 +168,20 @@ fn finalizers_hold_deletion_until_removed() {
 #[test]
 fn subscriptions_replay_history_after_a_version() {
     let store = store_with_default_namespace();
-    let first = store.create(&NODES, json!({"metadata": {"name": "a"}}), now()).expect("create");
-    store.create(&NODES, json!({"metadata": {"name": "b"}}), now()).expect("create");
-    let sub = store.subscribe(StoredKind::Node, Some(rv(&first))).expect("subscribe");
-    let names: Vec<&str> = sub.initial.iter().map(|c| meta_str(&c.object, "name")).collect();
+    let first = store
+        .create(&NODES, json!({"metadata": {"name": "a"}}), now())
+        .expect("create");
+    store
+        .create(&NODES, json!({"metadata": {"name": "b"}}), now())
+        .expect("create");
+    let sub = store
+        .subscribe(StoredKind::Node, Some(rv(&first)))
+        .expect("subscribe");
+    let names: Vec<&str> = sub
+        .initial
+        .iter()
+        .map(|c| meta_str(&c.object, "name"))
+        .collect();
     assert_eq!(names, ["b"]);
     let fresh = store.subscribe(StoredKind::Node, None).expect("subscribe");
     assert_eq!(fresh.initial.len(), 2);

@@ -1,0 +1,62 @@
+//! The HTTP front end (actix-web). Routes:
+//!
+//! - discovery and health (`discovery`): `/version`, `/healthz`, `/readyz`, `/livez`, `/api`,
+//!   `/api/v1`, `/apis`, `/apis/{group}[/{version}]`;
+//! - fault-injection admin API: `/emulator/v1/faults[/{id}]`;
+//! - every other `/api/...` and `/apis/...` path: the resource API (`dispatch`), which
+//!   authenticates, applies injected faults, authorizes and calls a verb handler.
+
+mod auth;
+mod discovery;
+mod dispatch;
+mod events_view;
+mod handlers;
+mod query;
+mod watch;
+
+use std::sync::Arc;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use serde_json::Value;
+
+use crate::api::ApiError;
+use crate::config::{AuthConfig, WatchConfig};
+use crate::faults::FaultHandle;
+use crate::store::Store;
+
+/// Shared state of every worker.
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub faults: FaultHandle,
+    pub auth: AuthConfig,
+    pub watch: WatchConfig,
+    /// Flips to true on shutdown so long-running watches end.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Registers every route on an actix-web app.
+pub fn configure(config: &mut web::ServiceConfig) {
+    discovery::configure(config);
+    crate::faults::admin::configure(config);
+    config.default_service(web::to(dispatch::dispatch));
+}
+
+/// A JSON response with `status`.
+pub fn json_response(status: StatusCode, body: &Value) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("application/json")
+        .body(body.to_string())
+}
+
+/// The `Status` response for an error, with `Retry-After` when the error carries one.
+pub fn error_response(error: &ApiError) -> HttpResponse {
+    let status = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    if let Some(seconds) = error.retry_after() {
+        response.insert_header(("Retry-After", seconds.to_string()));
+    }
+    response
+        .content_type("application/json")
+        .body(error.to_status().to_string())
+}

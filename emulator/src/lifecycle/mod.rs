@@ -1,0 +1,177 @@
+//! The node-lifecycle controller, like kube-controller-manager's: every monitor period it marks
+//! silent nodes' conditions Unknown (recording `NodeNotReady` and marking their pods not ready),
+//! and on every Node change it reconciles the condition taints. It writes through the store
+//! with the same rules as API clients, so watchers see its writes.
+
+mod health;
+mod taints;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+use crate::api::StoredKind;
+use crate::api::resource::{CORE_EVENTS, NODES, PODS};
+use crate::config::LifecycleConfig;
+use crate::store::{EventType, ObjectKey, Store, meta_str};
+use health::NodeHealth;
+
+/// Runs the controller until `shutdown` flips.
+pub async fn run(
+    store: Arc<Store>,
+    config: LifecycleConfig,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut controller = Controller {
+        store,
+        config,
+        health: HashMap::new(),
+    };
+    let mut changes = match controller.store.subscribe(StoredKind::Node, None) {
+        Ok(subscription) => subscription.receiver,
+        Err(e) => {
+            tracing::error!(error = %e, "node-lifecycle controller could not watch nodes");
+            return;
+        }
+    };
+    let mut ticker = tokio::time::interval(controller.config.monitor_period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tracing::info!(monitor_period = ?controller.config.monitor_period, grace_period = ?controller.config.grace_period, "node-lifecycle controller started");
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => controller.monitor(Instant::now(), SystemTime::now()),
+            change = changes.recv() => match change {
+                Ok(change) if change.kind == StoredKind::Node && change.event_type != EventType::Deleted => {
+                    controller.reconcile_taints(meta_str(&change.object, "name"), SystemTime::now());
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+struct Controller {
+    store: Arc<Store>,
+    config: LifecycleConfig,
+    health: HashMap<String, NodeHealth>,
+}
+
+impl Controller {
+    /// One `monitorNodeHealth` pass over every node.
+    fn monitor(&mut self, now: Instant, wall: SystemTime) {
+        let (nodes, _) = self.store.list(StoredKind::Node, None, |_| true);
+        self.health
+            .retain(|name, _| nodes.iter().any(|n| meta_str(n, "name") == name));
+        for node in nodes {
+            let name = meta_str(&node, "name").to_string();
+            let lease = self.store.get(
+                StoredKind::Lease,
+                &ObjectKey::new("kube-node-lease", name.as_str()),
+            );
+            let health = NodeHealth::observe(self.health.get(&name), &node, lease.as_deref(), now);
+            let stale = health.is_stale(
+                &node,
+                now,
+                self.config.grace_period,
+                self.config.startup_grace_period,
+            );
+            self.health.insert(name.clone(), health);
+            if stale {
+                self.mark_unknown(&name, wall);
+            }
+            self.reconcile_taints(&name, wall);
+        }
+    }
+
+    fn mark_unknown(&self, name: &str, wall: SystemTime) {
+        let key = ObjectKey::new("", name);
+        let mut ready_changed = false;
+        let was_ready = self
+            .store
+            .get(StoredKind::Node, &key)
+            .is_some_and(|n| taints::condition_status(&n, "Ready") == Some("True"));
+        let result = self.store.update(&NODES, &key, Some("status"), |current| {
+            let mut node = current.clone();
+            ready_changed = health::mark_unknown(&mut node, wall);
+            Ok(if ready_changed { node } else { current.clone() })
+        });
+        match result {
+            Ok(_) if ready_changed => {
+                tracing::info!(
+                    node = name,
+                    "node stopped posting status; conditions set to Unknown"
+                );
+                if was_ready {
+                    self.record_not_ready(name, wall);
+                    self.mark_pods_not_ready(name, wall);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(node = name, error = %e, "could not mark node Unknown"),
+        }
+    }
+
+    fn reconcile_taints(&self, name: &str, wall: SystemTime) {
+        let key = ObjectKey::new("", name);
+        let result = self.store.update(&NODES, &key, None, |current| {
+            let mut node = current.clone();
+            taints::reconcile(&mut node, wall);
+            Ok(node)
+        });
+        match result {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => tracing::warn!(node = name, error = %e, "could not reconcile node taints"),
+        }
+    }
+
+    /// The `NodeNotReady` event (`Node <name> status is now: NodeNotReady`).
+    fn record_not_ready(&self, name: &str, wall: SystemTime) {
+        let at = crate::time::format_time(wall);
+        let event = json!({
+            "metadata": {"generateName": format!("{name}."), "namespace": "default"},
+            "involvedObject": {"kind": "Node", "apiVersion": "v1", "name": name, "uid": name},
+            "reason": "NodeNotReady", "message": format!("Node {name} status is now: NodeNotReady"),
+            "type": "Normal", "source": {"component": "node-controller"},
+            "firstTimestamp": at, "lastTimestamp": at, "count": 1, "reportingComponent": "node-controller",
+        });
+        if let Err(e) = self.store.create(&CORE_EVENTS, event, wall) {
+            tracing::warn!(node = name, error = %e, "could not record NodeNotReady event");
+        }
+    }
+
+    /// `MarkPodsNotReady`: the Ready condition of every pod bound to the node becomes False.
+    fn mark_pods_not_ready(&self, name: &str, wall: SystemTime) {
+        let (pods, _) = self.store.list(StoredKind::Pod, None, |p| {
+            p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name)
+        });
+        for pod in pods {
+            let key = ObjectKey::new(meta_str(&pod, "namespace"), meta_str(&pod, "name"));
+            let result = self.store.update(&PODS, &key, Some("status"), |current| {
+                let mut next = current.clone();
+                if let Some(conditions) = next
+                    .pointer_mut("/status/conditions")
+                    .and_then(Value::as_array_mut)
+                {
+                    for c in conditions
+                        .iter_mut()
+                        .filter(|c| c["type"] == "Ready" && c["status"] != "False")
+                    {
+                        c["status"] = "False".into();
+                        c["lastTransitionTime"] = crate::time::format_time(wall).into();
+                    }
+                }
+                Ok(next)
+            });
+            if let Err(e) = result {
+                tracing::warn!(node = name, pod = key.name, error = %e, "could not mark pod not ready");
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Starting and stopping the emulator: [`Emulator::start`] binds the address, seeds the built-in
+//! namespaces, starts the HTTP workers and (if enabled) the node-lifecycle controller, and
+//! returns an [`EmulatorHandle`]. Works inside an existing tokio or actix runtime.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use actix_web::dev::ServerHandle;
+use actix_web::{App, HttpServer, web};
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use crate::api::resource::NAMESPACES;
+use crate::config::EmulatorConfig;
+use crate::faults::FaultHandle;
+use crate::http::{self, AppState};
+use crate::store::Store;
+
+/// Namespaces that exist from the start, as in a fresh cluster.
+pub const BUILTIN_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Why the emulator could not start or stop.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulatorError {
+    /// The address could not be bound (in use, not local, ...). Retrying with another address helps.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The built-in namespaces could not be created (a bug, not retryable).
+    #[error("cannot seed namespace {namespace}: {message}")]
+    Seed { namespace: String, message: String },
+    /// Writing a kubeconfig failed.
+    #[error("cannot write kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The emulator entry point.
+pub struct Emulator;
+
+impl Emulator {
+    /// Starts an emulator per `config`; it runs until [`EmulatorHandle::shutdown`] or until the
+    /// handle is dropped.
+    pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorError> {
+        let listener = TcpListener::bind(config.address).map_err(|source| EmulatorError::Bind {
+            address: config.address,
+            source,
+        })?;
+        let address = listener
+            .local_addr()
+            .map_err(|source| EmulatorError::Bind {
+                address: config.address,
+                source,
+            })?;
+        let store = Arc::new(Store::new(config.watch.history, 4096));
+        for namespace in BUILTIN_NAMESPACES {
+            store
+                .create(
+                    &NAMESPACES,
+                    json!({"metadata": {"name": namespace}}),
+                    SystemTime::now(),
+                )
+                .map_err(|e| EmulatorError::Seed {
+                    namespace: namespace.into(),
+                    message: e.message,
+                })?;
+        }
+        let faults = FaultHandle::default();
+        let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+        let state = web::Data::new(AppState {
+            store: store.clone(),
+            faults: faults.clone(),
+            auth: config.auth.clone(),
+            watch: config.watch.clone(),
+            shutdown: shutdown_rx.clone(),
+        });
+        let fault_data = web::Data::new(faults.clone());
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .app_data(fault_data.clone())
+                // kube-apiserver accepts request bodies up to 3 MiB.
+                .app_data(web::PayloadConfig::new(3 * 1024 * 1024))
+                .configure(http::configure)
+        })
+        .workers(config.workers.max(1))
+        .disable_signals()
+        .shutdown_timeout(1)
+        .listen(listener)
+        .map_err(|source| EmulatorError::Bind { address, source })?
+        .run();
+        let server_handle = server.handle();
+        let server_task = tokio::spawn(async move {
+            if let Err(e) = server.await {
+                tracing::error!(error = %e, "emulator HTTP server failed");
+            }
+        });
+        let lifecycle_task = config.lifecycle.enabled.then(|| {
+            tokio::spawn(crate::lifecycle::run(
+                store.clone(),
+                config.lifecycle.clone(),
+                shutdown_rx,
+            ))
+        });
+        tracing::info!(%address, lifecycle = config.lifecycle.enabled, "emulator listening");
+        Ok(EmulatorHandle {
+            address,
+            store,
+            faults,
+            server: server_handle,
+            server_task: Some(server_task),
+            lifecycle_task,
+            shutdown: shutdown_tx,
+        })
+    }
+}
+
+/// A running emulator. Dropping it stops the emulator without waiting.
+pub struct EmulatorHandle {
+    address: SocketAddr,
+    store: Arc<Store>,
+    faults: FaultHandle,
+    server: ServerHandle,
+    server_task: Option<JoinHandle<()>>,
+    lifecycle_task: Option<JoinHandle<()>>,
+    shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+impl EmulatorHandle {
+    /// The bound address (the real port when configured with port 0).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// `http://<address>`, the API server URL.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> &FaultHandle {
+        &self.faults
+    }
+
+    /// Number of stored objects of a kind (for measurements and tests).
+    pub fn object_count(&self, kind: crate::api::StoredKind) -> usize {
+        self.store.count(kind)
+    }
+
+    /// A kubeconfig for this emulator, with `token` as bearer token when given.
+    pub fn kubeconfig(&self, token: Option<&str>) -> String {
+        crate::kubeconfig::render(&self.base_url(), token)
+    }
+
+    /// Writes an anonymous kubeconfig to `path` (parent directories are created).
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<(), EmulatorError> {
+        self.write_kubeconfig_with_token(path, None)
+    }
+
+    /// Writes a kubeconfig authenticating with `token` to `path`.
+    pub fn write_kubeconfig_with_token(
+        &self,
+        path: &Path,
+        token: Option<&str>,
+    ) -> Result<(), EmulatorError> {
+        let error = |source| EmulatorError::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(error)?;
+        }
+        std::fs::write(path, self.kubeconfig(token)).map_err(error)
+    }
+
+    /// Stops accepting requests, ends watches and the controller, and waits for the workers.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        self.server.stop(true).await;
+        if let Some(task) = self.server_task.take() {
+            let _ = task.await;
+        }
+        if let Some(task) = self.lifecycle_task.take() {
+            let _ = task.await;
+        }
+        tracing::info!(address = %self.address, "emulator stopped");
+    }
+}
+
+impl Drop for EmulatorHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        // `stop` sends the command eagerly; the returned future only waits for completion.
+        drop(self.server.stop(false));
+        if let Some(task) = &self.lifecycle_task {
+            task.abort();
+        }
+    }
+}
