@@ -443,3 +443,22 @@ async fn shutdown_stops_every_child_and_closes_mailboxes() {
         Err(SendError::Closed(_))
     ));
 }
+
+#[actix_rt::test]
+async fn an_actor_nobody_can_write_to_keeps_running() {
+    let store = RecorderStore::default();
+    let (address, inbox) = mailbox(8);
+    drop(address); // a timer-driven actor may have no peers at all
+    let handle = Supervisor::builder(fast_config())
+        .child(ChildSpec::new("recorder", inbox, store.factory()))
+        .start();
+    running_again(&handle, "recorder", 0).await;
+    // Several liveness rounds: the instance must answer them and never be replaced.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let state = handle
+        .actor_state("recorder", PATIENCE)
+        .await
+        .expect("the instance is alive");
+    assert_eq!(state["instance"], 1);
+    assert_eq!(state_of(&handle, "recorder"), (ChildState::Running, 0));
+}

@@ -42,6 +42,9 @@ impl Fence {
 /// The queue of one supervised actor, as held by its child slot.
 pub struct Inbox<A: Actor> {
     receiver: async_channel::Receiver<Envelope<A>>,
+    /// Held so the queue stays open when no peer holds a `Mailbox`: an actor driven only by
+    /// timers must not stop because nobody can write to it. Closing is always explicit.
+    keep_open: async_channel::Sender<Envelope<A>>,
     stats: Arc<MailboxStats>,
     pub(crate) fence: Fence,
 }
@@ -50,6 +53,7 @@ impl<A: Actor> Clone for Inbox<A> {
     fn clone(&self) -> Self {
         Self {
             receiver: self.receiver.clone(),
+            keep_open: self.keep_open.clone(),
             stats: Arc::clone(&self.stats),
             fence: self.fence.clone(),
         }
@@ -59,12 +63,14 @@ impl<A: Actor> Clone for Inbox<A> {
 impl<A: Actor> Inbox<A> {
     pub(crate) fn new(
         receiver: async_channel::Receiver<Envelope<A>>,
+        keep_open: async_channel::Sender<Envelope<A>>,
         stats: Arc<MailboxStats>,
     ) -> Self {
         let fence = Fence::default();
         fence.close();
         Self {
             receiver,
+            keep_open,
             stats,
             fence,
         }

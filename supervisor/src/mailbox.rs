@@ -16,11 +16,8 @@ pub fn mailbox<A: Actor>(capacity: usize) -> (Mailbox<A>, Inbox<A>) {
     let capacity = capacity.max(1);
     let (sender, receiver) = async_channel::bounded(capacity);
     let stats = Arc::new(MailboxStats::new(capacity));
-    let mailbox = Mailbox {
-        sender,
-        stats: Arc::clone(&stats),
-    };
-    (mailbox, Inbox::new(receiver, stats))
+    let inbox = Inbox::new(receiver, sender.clone(), Arc::clone(&stats));
+    (Mailbox { sender, stats }, inbox)
 }
 
 /// A restart-surviving, instrumented address of actor `A`. Cheap to clone.
