@@ -1,1 +1,30 @@
-fn main() {}
+//! `nodepulse`: parse, build, run until a signal or an escalation, exit with a code that says how
+//! it ended (0 stopped, 1 could not run, 2 bad configuration, 3 escalated).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use nodepulse::{
+    cli::Cli,
+    daemon::{self, EXIT_CONFIG},
+    logging,
+};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match cli.settings() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("nodepulse: {error}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    logging::init(cli.log_format);
+    // The node actors join the supervisor as they are built (NodeStatus, Lease, ...).
+    let outcome = actix_rt::System::new().block_on(daemon::run(
+        settings,
+        |children| children,
+        daemon::shutdown_signal(),
+    ));
+    ExitCode::from(daemon::report(&outcome))
+}

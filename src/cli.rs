@@ -1,0 +1,85 @@
+//! The command line, and how it combines with the configuration file into the settings the
+//! daemon runs on. Flags override the file.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::{
+    config::{Config, ConfigError, check_node_name},
+    logging::LogFormat,
+};
+
+/// nodepulse: a Kubernetes node agent that registers the Node, renews its Lease and reports its
+/// conditions, as a tree of supervised actors.
+#[derive(Debug, Parser)]
+#[command(name = "nodepulse", version, about)]
+pub struct Cli {
+    /// Configuration file (YAML); the embedded default when omitted.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// kubeconfig of the cluster to join.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The Node's name; overrides `nodeName` in the file and the host name.
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+    /// Run against an API emulator started in this process (nothing else needed).
+    #[arg(long)]
+    pub standalone: bool,
+    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+}
+
+/// Everything the daemon needs, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config: Config,
+    pub node_name: String,
+    pub kubeconfig: Option<PathBuf>,
+    pub standalone: bool,
+}
+
+/// Why the settings could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("--node-name: invalid value {0}")]
+    NodeName(String),
+    #[error("cannot determine the node name from the host name ({0}); set nodeName or --node-name")]
+    Hostname(String),
+}
+
+impl Cli {
+    pub fn settings(&self) -> Result<Settings, SettingsError> {
+        let config = match &self.config {
+            Some(path) => Config::load(path)?,
+            None => Config::embedded_default()?,
+        };
+        let node_name = match (&self.node_name, &config.node_name) {
+            (Some(name), _) => {
+                check_node_name(name).map_err(SettingsError::NodeName)?;
+                name.clone()
+            }
+            (None, Some(name)) => name.clone(),
+            (None, None) => host_node_name()?,
+        };
+        Ok(Settings {
+            config,
+            node_name,
+            kubeconfig: self.kubeconfig.clone(),
+            standalone: self.standalone,
+        })
+    }
+}
+
+/// The host name, lower-cased, as the kubelet names its Node by default.
+fn host_node_name() -> Result<String, SettingsError> {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map_err(|error| SettingsError::Hostname(error.to_string()))?;
+    let name = hostname.trim().to_lowercase();
+    check_node_name(&name).map_err(SettingsError::Hostname)?;
+    Ok(name)
+}

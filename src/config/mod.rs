@@ -1,0 +1,127 @@
+//! nodepulse's configuration: one YAML file, read and validated completely before anything
+//! starts. An invalid file is refused with the file, the field, the value and the reason; the
+//! daemon never runs on half a configuration. With no file given, the embedded default
+//! (`config/nodepulse.yaml`) is used.
+
+mod duration;
+mod model;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+pub use duration::{DurationError, GoDuration};
+pub use model::{
+    BackoffConfig, Config, DebugConfig, FaultInjectionConfig, StandaloneConfig, SupervisionConfig,
+};
+pub use validate::check_node_name;
+
+/// The default configuration, compiled in so `nodepulse --standalone` needs no file at all.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../config/nodepulse.yaml");
+
+/// Where the configuration came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    Embedded,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Embedded => f.write_str("<embedded default configuration>"),
+        }
+    }
+}
+
+/// A configuration that was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{source_name}: cannot read the configuration file: {error}")]
+    Unreadable {
+        source_name: Source,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error(
+        "{source_name}: the file is empty; write at least one setting (see config/nodepulse.yaml)"
+    )]
+    Empty { source_name: Source },
+    /// Not YAML, a wrong type, an unknown field or a value that does not parse.
+    #[error("{source_name}: {field}: {reason}")]
+    Syntax {
+        source_name: Source,
+        field: String,
+        reason: String,
+    },
+    /// Well-formed but not acceptable. The value is quoted so a blank one is still visible.
+    #[error("{source_name}: {field}: invalid value {value:?}: {reason}")]
+    Invalid {
+        source_name: Source,
+        field: String,
+        value: String,
+        reason: String,
+    },
+}
+
+impl Config {
+    /// Reads and validates `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let source = Source::File(path.to_owned());
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Unreadable {
+            source_name: source.clone(),
+            error,
+        })?;
+        Self::parse(&text, source)
+    }
+
+    /// The embedded default, validated like any file.
+    pub fn embedded_default() -> Result<Self, ConfigError> {
+        Self::parse(EMBEDDED_DEFAULT, Source::Embedded)
+    }
+
+    /// Parses and validates YAML text that came from `source`.
+    pub fn parse(text: &str, source: Source) -> Result<Self, ConfigError> {
+        let has_content = text
+            .lines()
+            .map(str::trim)
+            .any(|line| !line.is_empty() && !line.starts_with('#') && line != "---");
+        if !has_content {
+            return Err(ConfigError::Empty {
+                source_name: source,
+            });
+        }
+        let deserializer = serde_yaml_ng::Deserializer::from_str(text);
+        let config: Self = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+            // A YAML syntax error ends the path in `?`: the field it was reading is unknown.
+            let path = error.path().to_string();
+            let field = match path.trim_end_matches(".?").trim_end_matches('?') {
+                "" | "." => "(top level)".to_owned(),
+                known => known.to_owned(),
+            };
+            let reason = without_path_prefix(&error.into_inner().to_string(), &field);
+            ConfigError::Syntax {
+                source_name: source.clone(),
+                field,
+                reason,
+            }
+        })?;
+        validate::validate(&config).map_err(|invalid| ConfigError::Invalid {
+            source_name: source,
+            field: invalid.field,
+            value: invalid.value,
+            reason: invalid.reason,
+        })?;
+        Ok(config)
+    }
+}
+
+/// The YAML library may start its message with (part of) the path already shown; say it once.
+fn without_path_prefix(reason: &str, field: &str) -> String {
+    match reason.split_once(": ") {
+        Some((prefix, rest)) if field.starts_with(prefix) && !prefix.contains(' ') => {
+            rest.to_owned()
+        }
+        _ => reason.to_owned(),
+    }
+}

@@ -1,0 +1,132 @@
+//! The configuration file's shape. Field names follow the kubelet's `KubeletConfiguration`
+//! where the concept is the same; nodepulse's own sections (`supervision`, `debug`,
+//! `standalone`) follow the same camelCase style. Unknown fields are errors, never ignored.
+
+use std::{num::NonZeroU32, path::PathBuf, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+use super::duration::GoDuration;
+
+fn seconds(value: u64) -> GoDuration {
+    GoDuration(Duration::from_secs(value))
+}
+
+/// The whole file. Every section may be omitted and then takes its defaults.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Config {
+    /// The Node's name; the host name (lower-cased) when empty, as the kubelet does.
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub supervision: SupervisionConfig,
+    #[serde(default)]
+    pub debug: DebugConfig,
+    #[serde(default)]
+    pub standalone: StandaloneConfig,
+}
+
+/// How actors are watched and restarted.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SupervisionConfig {
+    /// An actor that leaves a liveness ping unanswered this long is declared hung and replaced.
+    pub liveness_timeout: GoDuration,
+    /// How often every actor is pinged.
+    pub liveness_interval: GoDuration,
+    /// Restarts allowed per actor within `restartWindow` before the node's supervisor escalates.
+    pub max_restarts: u32,
+    pub restart_window: GoDuration,
+    pub backoff: BackoffConfig,
+    /// Messages that may wait in one actor's mailbox.
+    pub mailbox_capacity: usize,
+}
+
+impl Default for SupervisionConfig {
+    fn default() -> Self {
+        Self {
+            liveness_timeout: seconds(5),
+            liveness_interval: seconds(1),
+            max_restarts: 10,
+            restart_window: seconds(60),
+            backoff: BackoffConfig::default(),
+            mailbox_capacity: 1024,
+        }
+    }
+}
+
+/// Delay before restarting an actor: `initial × multiplier^n`, capped at `max`, plus up to
+/// `jitter` of itself; `n` starts over after `resetAfter` of stable running.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct BackoffConfig {
+    pub initial: GoDuration,
+    pub max: GoDuration,
+    pub multiplier: f64,
+    pub jitter: f64,
+    pub reset_after: GoDuration,
+}
+
+impl Default for BackoffConfig {
+    fn default() -> Self {
+        Self {
+            initial: GoDuration(Duration::from_millis(100)),
+            max: seconds(30),
+            multiplier: 2.0,
+            jitter: 0.2,
+            reset_after: seconds(60),
+        }
+    }
+}
+
+/// The debug endpoint.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DebugConfig {
+    /// `host:port` to listen on; loopback by default because the endpoint shows internals.
+    pub address: String,
+    pub fault_injection: FaultInjectionConfig,
+}
+
+impl Default for DebugConfig {
+    fn default() -> Self {
+        Self {
+            address: "127.0.0.1:10280".to_owned(),
+            fault_injection: FaultInjectionConfig::default(),
+        }
+    }
+}
+
+/// `POST /debug/actors/{name}/kill`: off unless enabled, and then only with the bearer token.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct FaultInjectionConfig {
+    pub enabled: bool,
+    pub token: Option<String>,
+}
+
+/// `--standalone`: the in-process API emulator and the kubeconfig written for it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct StandaloneConfig {
+    pub api_address: String,
+    /// Where to write the kubeconfig; a file under the system's temporary directory when unset.
+    pub kubeconfig_path: Option<PathBuf>,
+}
+
+impl Default for StandaloneConfig {
+    fn default() -> Self {
+        Self {
+            api_address: "127.0.0.1:16443".to_owned(),
+            kubeconfig_path: None,
+        }
+    }
+}
+
+impl SupervisionConfig {
+    /// The restart intensity bound; validation guarantees `maxRestarts ≥ 1`.
+    pub fn max_restarts(&self) -> NonZeroU32 {
+        NonZeroU32::new(self.max_restarts).unwrap_or(NonZeroU32::MIN)
+    }
+}

@@ -1,0 +1,150 @@
+//! Checks that go beyond types: ranges, relations between fields, and addresses that parse.
+
+use std::net::SocketAddr;
+
+use super::model::Config;
+
+pub(super) struct Invalid {
+    pub field: String,
+    pub value: String,
+    pub reason: String,
+}
+
+fn invalid(field: &str, value: impl std::fmt::Display, reason: &str) -> Invalid {
+    Invalid {
+        field: field.to_owned(),
+        value: value.to_string(),
+        reason: reason.to_owned(),
+    }
+}
+
+pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
+    if let Some(name) = &config.node_name {
+        validate_node_name(name)?;
+    }
+    let supervision = &config.supervision;
+    if supervision.liveness_timeout.0.is_zero() {
+        return Err(invalid(
+            "supervision.livenessTimeout",
+            supervision.liveness_timeout,
+            "must be greater than zero",
+        ));
+    }
+    if supervision.liveness_interval.0.is_zero() {
+        return Err(invalid(
+            "supervision.livenessInterval",
+            supervision.liveness_interval,
+            "must be greater than zero",
+        ));
+    }
+    if supervision.liveness_interval > supervision.liveness_timeout {
+        return Err(invalid(
+            "supervision.livenessInterval",
+            supervision.liveness_interval,
+            "must not exceed supervision.livenessTimeout, or a hang could go unnoticed for longer than the timeout",
+        ));
+    }
+    if supervision.max_restarts == 0 {
+        return Err(invalid(
+            "supervision.maxRestarts",
+            supervision.max_restarts,
+            "must be at least 1",
+        ));
+    }
+    if supervision.restart_window.0.is_zero() {
+        return Err(invalid(
+            "supervision.restartWindow",
+            supervision.restart_window,
+            "must be greater than zero",
+        ));
+    }
+    if supervision.mailbox_capacity == 0 {
+        return Err(invalid(
+            "supervision.mailboxCapacity",
+            supervision.mailbox_capacity,
+            "must be at least 1",
+        ));
+    }
+    let backoff = &supervision.backoff;
+    if backoff.initial.0.is_zero() {
+        return Err(invalid(
+            "supervision.backoff.initial",
+            backoff.initial,
+            "must be greater than zero",
+        ));
+    }
+    if backoff.max < backoff.initial {
+        return Err(invalid(
+            "supervision.backoff.max",
+            backoff.max,
+            "must be at least supervision.backoff.initial",
+        ));
+    }
+    if !(backoff.multiplier.is_finite() && backoff.multiplier >= 1.0) {
+        return Err(invalid(
+            "supervision.backoff.multiplier",
+            backoff.multiplier,
+            "must be a number of at least 1",
+        ));
+    }
+    if !(0.0..=1.0).contains(&backoff.jitter) {
+        return Err(invalid(
+            "supervision.backoff.jitter",
+            backoff.jitter,
+            "must be between 0 and 1",
+        ));
+    }
+    validate_address("debug.address", &config.debug.address)?;
+    let fault_injection = &config.debug.fault_injection;
+    if fault_injection.enabled {
+        let token = fault_injection.token.as_deref().unwrap_or("");
+        if token.trim().len() < 16 {
+            return Err(Invalid {
+                field: "debug.faultInjection.token".to_owned(),
+                // Never echo a secret, even a bad one.
+                value: "(hidden)".to_owned(),
+                reason: "fault injection is enabled, so a bearer token of at least 16 characters is required".to_owned(),
+            });
+        }
+    }
+    validate_address("standalone.apiAddress", &config.standalone.api_address)?;
+    Ok(())
+}
+
+fn validate_address(field: &str, address: &str) -> Result<(), Invalid> {
+    address.parse::<SocketAddr>().map(|_| ()).map_err(|_| {
+        invalid(
+            field,
+            address,
+            "expected an IP address and port, such as 127.0.0.1:10280",
+        )
+    })
+}
+
+/// A Node name is a DNS subdomain (RFC 1123): lower-case alphanumerics, `-` and `.`,
+/// starting and ending alphanumeric, at most 253 characters.
+fn validate_node_name(name: &str) -> Result<(), Invalid> {
+    let alphanumeric = |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit();
+    let bytes = name.as_bytes();
+    let valid = !bytes.is_empty()
+        && bytes.len() <= 253
+        && bytes
+            .iter()
+            .all(|&byte| alphanumeric(byte) || byte == b'-' || byte == b'.')
+        && bytes.first().copied().is_some_and(alphanumeric)
+        && bytes.last().copied().is_some_and(alphanumeric);
+    if valid {
+        Ok(())
+    } else {
+        Err(invalid(
+            "nodeName",
+            name,
+            "a Node name must be a lower-case RFC 1123 subdomain: letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters",
+        ))
+    }
+}
+
+/// Validates a node name given outside the file (`--node-name` or the host name).
+pub fn check_node_name(name: &str) -> Result<(), String> {
+    validate_node_name(name).map_err(|invalid| format!("{:?}: {}", invalid.value, invalid.reason))
+}

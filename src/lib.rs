@@ -1,0 +1,12 @@
+//! The nodepulse daemon: command line, configuration, the node's supervisor and the debug
+//! endpoint. The actors live in `nodepulse-actors`, the supervision runtime in
+//! `nodepulse-supervisor`; this crate wires them to the outside world.
+//!
+//! Layout: `cli` (flags → settings), `config` (the YAML file), `daemon` (one run, exit codes),
+//! `debug` (the HTTP endpoint), `logging`.
+
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod debug;
+pub mod logging;

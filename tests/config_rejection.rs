@@ -1,0 +1,180 @@
+//! A configuration is either accepted whole or refused before anything starts, with the file,
+//! the field, the value and the reason in the message.
+
+use std::io::Write;
+
+use nodepulse::{
+    cli::Cli,
+    config::{Config, ConfigError, Source},
+};
+
+fn parse(yaml: &str) -> Result<Config, ConfigError> {
+    Config::parse(yaml, Source::File("test.yaml".into()))
+}
+
+#[test]
+fn the_embedded_default_is_valid_and_matches_the_documented_defaults() {
+    let config = Config::embedded_default().expect("the shipped default parses");
+    assert_eq!(config.supervision.liveness_timeout.to_string(), "5s");
+    assert_eq!(config.supervision.backoff.initial.to_string(), "100ms");
+    assert_eq!(config.supervision.max_restarts, 10);
+    assert_eq!(config.debug.address, "127.0.0.1:10280");
+    assert!(!config.debug.fault_injection.enabled);
+    assert_eq!(config.standalone.api_address, "127.0.0.1:16443");
+}
+
+#[test]
+fn kubelet_duration_syntax_is_accepted() {
+    let config = parse(
+        "supervision:\n  restartWindow: 1m30s\n  backoff:\n    initial: 250ms\n    max: 1.5m\n",
+    )
+    .expect("valid durations");
+    assert_eq!(config.supervision.restart_window.0.as_secs(), 90);
+    assert_eq!(config.supervision.backoff.initial.0.as_millis(), 250);
+    assert_eq!(config.supervision.backoff.max.0.as_secs(), 90);
+}
+
+#[test]
+fn broken_files_are_refused_with_field_value_and_reason() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "supervison: {}\n",
+            &["test.yaml", "unknown field `supervison`", "expected one of"],
+        ),
+        (
+            "supervision:\n  livenesTimeout: 5s\n",
+            &["supervision", "unknown field `livenesTimeout`"],
+        ),
+        (
+            "supervision:\n  backoff:\n    initial: 10x\n",
+            &[
+                "supervision.backoff.initial",
+                "unknown unit \"x\"",
+                "\"10x\"",
+            ],
+        ),
+        (
+            "supervision:\n  livenessTimeout: -5s\n",
+            &["supervision.livenessTimeout", "negative duration \"-5s\""],
+        ),
+        (
+            "supervision:\n  restartWindow: 60\n",
+            &["supervision.restartWindow", "missing unit"],
+        ),
+        (
+            "supervision:\n  maxRestarts: many\n",
+            &["supervision.maxRestarts", "invalid type"],
+        ),
+        (
+            "supervision:\n  maxRestarts: 0\n",
+            &[
+                "supervision.maxRestarts",
+                "invalid value \"0\"",
+                "at least 1",
+            ],
+        ),
+        (
+            "supervision:\n  backoff:\n    jitter: 1.5\n",
+            &["supervision.backoff.jitter", "\"1.5\"", "between 0 and 1"],
+        ),
+        (
+            "supervision:\n  backoff:\n    multiplier: 0.5\n",
+            &["supervision.backoff.multiplier", "at least 1"],
+        ),
+        (
+            "supervision:\n  backoff:\n    initial: 2s\n    max: 1s\n",
+            &[
+                "supervision.backoff.max",
+                "\"1s\"",
+                "at least supervision.backoff.initial",
+            ],
+        ),
+        (
+            "supervision:\n  livenessInterval: 10s\n  livenessTimeout: 5s\n",
+            &["supervision.livenessInterval", "must not exceed"],
+        ),
+        (
+            "supervision:\n  mailboxCapacity: 0\n",
+            &["supervision.mailboxCapacity", "at least 1"],
+        ),
+        (
+            "debug:\n  address: localhost\n",
+            &["debug.address", "\"localhost\"", "IP address and port"],
+        ),
+        (
+            "debug:\n  faultInjection:\n    enabled: true\n",
+            &["debug.faultInjection.token", "at least 16 characters"],
+        ),
+        (
+            "nodeName: Worker_1\n",
+            &["nodeName", "\"Worker_1\"", "RFC 1123"],
+        ),
+        (
+            "standalone:\n  apiAddress: 127.0.0.1\n",
+            &["standalone.apiAddress", "IP address and port"],
+        ),
+        ("supervision: [1, 2]\n", &["supervision", "invalid type"]),
+        ("- just\n- a list\n", &["invalid type"]),
+        ("\n# only a comment\n", &["test.yaml", "the file is empty"]),
+        ("", &["the file is empty"]),
+        ("supervision:\n  backoff: {initial: 1s\n", &["test.yaml"]),
+    ];
+    for (yaml, expected) in cases {
+        let message = match parse(yaml) {
+            Ok(config) => panic!("accepted {yaml:?} as {config:?}"),
+            Err(error) => error.to_string(),
+        };
+        for fragment in *expected {
+            assert!(
+                message.contains(fragment),
+                "the error for {yaml:?} is {message:?}; expected it to mention {fragment:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bad_token_is_never_echoed() {
+    let message = parse("debug:\n  faultInjection:\n    enabled: true\n    token: short-secret\n")
+        .expect_err("a short token is refused")
+        .to_string();
+    assert!(!message.contains("short-secret"), "{message}");
+}
+
+#[test]
+fn an_unreadable_file_names_the_file() {
+    let missing = std::env::temp_dir().join("nodepulse-no-such-config.yaml");
+    let message = Config::load(&missing)
+        .expect_err("missing file")
+        .to_string();
+    assert!(
+        message.contains("nodepulse-no-such-config.yaml") && message.contains("cannot read"),
+        "{message}"
+    );
+}
+
+#[test]
+fn command_line_flags_override_the_file() {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    writeln!(file, "nodeName: from-file").expect("write");
+    let parse_cli = |arguments: &[&str]| {
+        let mut all = vec![
+            "nodepulse",
+            "--config",
+            file.path().to_str().expect("utf-8 path"),
+        ];
+        all.extend_from_slice(arguments);
+        <Cli as clap::Parser>::try_parse_from(all)
+            .expect("valid flags")
+            .settings()
+    };
+    assert_eq!(parse_cli(&[]).expect("valid").node_name, "from-file");
+    assert_eq!(
+        parse_cli(&["--node-name", "from-flag"])
+            .expect("valid")
+            .node_name,
+        "from-flag"
+    );
+    let refused = parse_cli(&["--node-name", "Not Valid"]).expect_err("invalid name");
+    assert!(refused.to_string().contains("--node-name"), "{refused}");
+}
