@@ -129,6 +129,8 @@ impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
                 ctx.stop();
                 return Poll::Ready(());
             }
+            // Depth before the take: the high-water mark is kept on this side only.
+            this.stats.observe_depth(this.receiver.len());
             match this.receiver.as_mut().poll_next(task) {
                 Poll::Ready(Some(envelope)) => {
                     envelope.handle(actor, ctx, &this.stats);

@@ -77,10 +77,7 @@ impl<A: Actor> Mailbox<A> {
         M::Result: Send,
     {
         match self.sender.try_send(Envelope::new(message, None)) {
-            Ok(()) => {
-                self.stats.observe_depth(self.sender.len());
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(async_channel::TrySendError::Full(envelope)) => {
                 Err(SendError::Full(unwrap_returned(envelope)))
             }
@@ -98,10 +95,7 @@ impl<A: Actor> Mailbox<A> {
         M::Result: Send,
     {
         match self.sender.send(Envelope::new(message, None)).await {
-            Ok(()) => {
-                self.stats.observe_depth(self.sender.len());
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(async_channel::SendError(envelope)) => {
                 Err(SendError::Closed(unwrap_returned(envelope)))
             }
@@ -124,7 +118,6 @@ impl<A: Actor> Mailbox<A> {
         {
             return Err(RequestError::Closed);
         }
-        self.stats.observe_depth(self.sender.len());
         reply.await.map_err(|_| RequestError::NoReply)
     }
 

@@ -33,10 +33,12 @@ struct TypeCounter {
 }
 
 /// The counters of one actor's mailbox. Shared by every instance the actor ever had.
+///
+/// Only the receiving side writes here, so senders never contend with the actor's thread
+/// for these cache lines; the total handled is the sum of the per-type counters.
 pub struct MailboxStats {
     capacity: usize,
     high_water: AtomicUsize,
-    handled: AtomicU64,
     handling_nanos: AtomicU64,
     /// Slot index + 1 of the last handled type; 0 before the first message, `TYPE_SLOTS + 1`
     /// for a type that found no slot.
@@ -52,7 +54,6 @@ impl MailboxStats {
         Self {
             capacity,
             high_water: AtomicUsize::new(0),
-            handled: AtomicU64::new(0),
             handling_nanos: AtomicU64::new(0),
             last_type: AtomicUsize::new(0),
             last_at_nanos: AtomicU64::new(0),
@@ -61,14 +62,18 @@ impl MailboxStats {
         }
     }
 
-    /// Notes the queue depth seen right after an enqueue.
+    /// Notes the queue depth seen just before a message is taken. Only taking a message
+    /// shrinks the queue, so the deepest it ever got is always seen here (or, while nothing
+    /// takes messages, in the current depth that snapshots include).
     pub(crate) fn observe_depth(&self, depth: usize) {
-        self.high_water.fetch_max(depth, Relaxed);
+        // A plain load first: the mark rarely moves, and a read keeps the cache line shared.
+        if depth > self.high_water.load(Relaxed) {
+            self.high_water.fetch_max(depth, Relaxed);
+        }
     }
 
     /// Records one handled message of type `type_name` that took `started..finished`.
     pub(crate) fn record(&self, type_name: &'static str, started: Instant, finished: Instant) {
-        self.handled.fetch_add(1, Relaxed);
         let spent = u64::try_from(finished.saturating_duration_since(started).as_nanos());
         self.handling_nanos
             .fetch_add(spent.unwrap_or(u64::MAX), Relaxed);
@@ -102,7 +107,12 @@ impl MailboxStats {
     }
 
     pub fn handled(&self) -> u64 {
-        self.handled.load(Relaxed)
+        let typed: u64 = self
+            .by_type
+            .iter()
+            .map(|counter| counter.count.load(Relaxed))
+            .sum();
+        typed + self.other.load(Relaxed)
     }
 
     /// A consistent-enough copy for the debug endpoint and metrics (each counter is exact;
@@ -139,7 +149,7 @@ impl MailboxStats {
                 capacity: self.capacity,
                 high_water: self.high_water.load(Relaxed).max(depth),
             },
-            handled: self.handled.load(Relaxed),
+            handled: self.handled(),
             handled_by_type,
             last_message,
             handling_seconds: Duration::from_nanos(self.handling_nanos.load(Relaxed)).as_secs_f64(),
