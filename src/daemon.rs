@@ -5,7 +5,7 @@ use std::{future::Future, net::SocketAddr, time::Duration};
 
 use nodepulse_supervisor::{Escalation, Supervisor, SupervisorBuilder, SupervisorConfig};
 
-use crate::{cli::Settings, config::Config, debug};
+use crate::{cli::Settings, config::Config, debug, standalone};
 
 /// Exit code for a configuration or command-line error (clap uses 2 for usage errors too).
 pub const EXIT_CONFIG: u8 = 2;
@@ -78,10 +78,21 @@ pub fn supervisor_config(config: &Config, node: &str) -> SupervisorConfig {
 /// Runs the node agent until `shutdown` resolves or the supervisor escalates. `children` adds
 /// the node's actors to the supervisor. Must run inside an actix `System`.
 pub async fn run(
-    settings: Settings,
+    mut settings: Settings,
     children: impl FnOnce(SupervisorBuilder) -> SupervisorBuilder,
     shutdown: impl Future<Output = ()>,
 ) -> Outcome {
+    let standalone = if settings.standalone {
+        match standalone::start(&settings.config.standalone).await {
+            Ok(standalone) => {
+                settings.kubeconfig = Some(standalone.kubeconfig.clone());
+                Some(standalone)
+            }
+            Err(reason) => return Outcome::Failed(reason),
+        }
+    } else {
+        None
+    };
     let config = &settings.config;
     let Ok(debug_address) = config.debug.address.parse::<SocketAddr>() else {
         return Outcome::Failed(format!(
@@ -123,6 +134,9 @@ pub async fn run(
         tracing::warn!(deadline = ?SHUTDOWN_DEADLINE, "some actors did not stop before the deadline");
     }
     debug_server.stop(true).await;
+    if let Some(standalone) = standalone {
+        standalone.emulator.shutdown().await;
+    }
     outcome
 }
 

@@ -3,10 +3,11 @@
 //! `nodepulse-supervisor`; this crate wires them to the outside world.
 //!
 //! Layout: `cli` (flags → settings), `config` (the YAML file), `daemon` (one run, exit codes),
-//! `debug` (the HTTP endpoint), `logging`.
+//! `debug` (the HTTP endpoint), `logging`, `standalone` (the in-process API emulator).
 
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod debug;
 pub mod logging;
+pub mod standalone;

@@ -51,8 +51,8 @@ impl Running {
         }
     }
 
-    /// Waits for the JSON log line announcing the daemon and returns its debug address.
-    fn debug_address(&mut self) -> String {
+    /// Waits for the JSON log event whose message is `message` and returns it.
+    fn event(&mut self, message: &str) -> serde_json::Value {
         let deadline = Instant::now() + PATIENCE;
         while Instant::now() < deadline {
             let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) else {
@@ -62,17 +62,31 @@ impl Running {
             let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
                 continue;
             };
-            if event["message"] == "nodepulse is running" {
-                return event["debug"]
-                    .as_str()
-                    .expect("the debug address is logged")
-                    .to_owned();
+            if event["message"] == message {
+                return event;
             }
         }
         panic!(
-            "the daemon never announced itself; stderr so far:\n{}",
+            "no log event {message:?}; stderr so far:\n{}",
             self.seen.join("\n")
         );
+    }
+
+    /// Waits for the daemon to announce itself and returns its debug address.
+    fn debug_address(&mut self) -> String {
+        let event = self.event("nodepulse is running");
+        event["debug"]
+            .as_str()
+            .expect("the debug address is logged")
+            .to_owned()
+    }
+
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
     }
 
     /// Waits for the exit and returns the code with everything it wrote to stderr.
@@ -128,6 +142,46 @@ fn sigterm_stops_the_daemon_cleanly_with_exit_code_zero() {
     let (code, stderr) = daemon.wait();
     assert_eq!(code, 0, "stderr:\n{stderr}");
     assert!(stderr.contains("shutting down"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn standalone_mode_serves_an_api_and_writes_a_kubeconfig_for_it() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = directory.path().join("standalone.kubeconfig");
+    let config = config_file(&format!(
+        "debug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n  kubeconfigPath: {}\n",
+        kubeconfig.display()
+    ));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
+    command.args([
+        "--standalone",
+        "--config",
+        config.path().to_str().expect("utf-8"),
+        "--node-name",
+        "standalone-node",
+        "--log-format",
+        "json",
+    ]);
+    let mut daemon = Running::start(command);
+    let api = daemon.event("standalone API server running")["api"]
+        .as_str()
+        .expect("api logged")
+        .to_owned();
+    daemon.debug_address();
+
+    let written = std::fs::read_to_string(&kubeconfig).expect("the kubeconfig was written");
+    let parsed: serde_json::Value =
+        serde_yaml_ng::from_str(&written).expect("the kubeconfig is YAML");
+    assert_eq!(
+        parsed["clusters"][0]["cluster"]["server"].as_str(),
+        Some(api.as_str()),
+        "{written}"
+    );
+    let namespaces = http::get(&format!("{api}/api/v1/namespaces")).expect("the API answers");
+    assert!(namespaces.contains("\"kube-node-lease\""), "{namespaces}");
+    daemon.terminate();
+    let (code, stderr) = daemon.wait();
+    assert_eq!(code, 0, "stderr:\n{stderr}");
 }
 
 #[test]
