@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs nodepulse's whole test suite: installs what the tests need that cargo cannot (kubectl,
+# for the emulator's kubectl test), then `cargo test --workspace`. Safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -f emulator/ci-setup.sh ]; then
+  bash emulator/ci-setup.sh
+fi
+
+cargo test --workspace --all-targets "$@"
