@@ -118,6 +118,15 @@ fn error_reason(body: &Value) -> &str {
         .unwrap_or("<no JSON error body>")
 }
 
+/// Asserts a documented error: the status code and the JSON body's reason.
+fn expect_error((status, body): (StatusCode, Value), expected: StatusCode, reason: &str) {
+    assert_eq!(
+        (status, error_reason(&body)),
+        (expected, reason),
+        "body: {body}"
+    );
+}
+
 #[actix_rt::test]
 async fn actors_route_lists_every_actor_with_stable_fields() {
     let fixture = serve(false, 10).await;
@@ -160,10 +169,10 @@ async fn actors_route_lists_every_actor_with_stable_fields() {
         (status, body["actors"].as_array().map(Vec::len)),
         (StatusCode::OK, Some(2))
     );
-    let (status, body) = fixture.get("/debug/actors?node=elsewhere").await;
-    assert_eq!(
-        (status, error_reason(&body)),
-        (StatusCode::NOT_FOUND, "NotFound")
+    expect_error(
+        fixture.get("/debug/actors?node=elsewhere").await,
+        StatusCode::NOT_FOUND,
+        "NotFound",
     );
 }
 
@@ -177,22 +186,22 @@ async fn one_actor_route_adds_the_actors_own_state() {
         body["actorState"]["value"],
         serde_json::json!({ "instance": 1, "recorded": 0 })
     );
-    let (status, body) = fixture.get("/debug/actors/nobody").await;
-    assert_eq!(
-        (status, error_reason(&body)),
-        (StatusCode::NOT_FOUND, "NotFound")
+    expect_error(
+        fixture.get("/debug/actors/nobody").await,
+        StatusCode::NOT_FOUND,
+        "NotFound",
     );
 }
 
 #[actix_rt::test]
 async fn kill_is_forbidden_while_fault_injection_is_disabled() {
     let fixture = serve(false, 10).await;
-    let (status, body) = fixture
-        .kill("/debug/actors/recorder/kill?mode=stop", Some(TOKEN))
-        .await;
-    assert_eq!(
-        (status, error_reason(&body)),
-        (StatusCode::FORBIDDEN, "Forbidden")
+    expect_error(
+        fixture
+            .kill("/debug/actors/recorder/kill?mode=stop", Some(TOKEN))
+            .await,
+        StatusCode::FORBIDDEN,
+        "Forbidden",
     );
     assert_eq!(
         fixture
@@ -283,12 +292,12 @@ async fn killing_an_actor_that_is_not_running_is_a_conflict() {
         .await;
     assert_eq!(status, StatusCode::ACCEPTED);
     fixture.wait_for_actor("finished", "stopped", 0).await;
-    let (status, body) = fixture
-        .kill("/debug/actors/finished/kill?mode=stop", Some(TOKEN))
-        .await;
-    assert_eq!(
-        (status, error_reason(&body)),
-        (StatusCode::CONFLICT, "Conflict")
+    expect_error(
+        fixture
+            .kill("/debug/actors/finished/kill?mode=stop", Some(TOKEN))
+            .await,
+        StatusCode::CONFLICT,
+        "Conflict",
     );
     let (status, body) = fixture.get("/debug/actors/finished").await;
     assert_eq!(
@@ -402,10 +411,10 @@ async fn the_page_unknown_routes_and_wrong_methods() {
     );
     assert!(page.text().await.is_ok_and(|html| html.contains("nodepulse actors") && html.contains("fetch('actors')")));
 
-    let (status, body) = fixture.get("/debug/nothing/here").await;
-    assert_eq!(
-        (status, error_reason(&body)),
-        (StatusCode::NOT_FOUND, "NotFound")
+    expect_error(
+        fixture.get("/debug/nothing/here").await,
+        StatusCode::NOT_FOUND,
+        "NotFound",
     );
     let response = fixture
         .client

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::model::Config;
+use super::{duration::GoDuration, model::Config};
 
 pub(super) struct Invalid {
     pub field: String,
@@ -23,20 +23,11 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
         validate_node_name(name)?;
     }
     let supervision = &config.supervision;
-    if supervision.liveness_timeout.0.is_zero() {
-        return Err(invalid(
-            "supervision.livenessTimeout",
-            supervision.liveness_timeout,
-            "must be greater than zero",
-        ));
-    }
-    if supervision.liveness_interval.0.is_zero() {
-        return Err(invalid(
-            "supervision.livenessInterval",
-            supervision.liveness_interval,
-            "must be greater than zero",
-        ));
-    }
+    positive("supervision.livenessTimeout", supervision.liveness_timeout)?;
+    positive(
+        "supervision.livenessInterval",
+        supervision.liveness_interval,
+    )?;
     if supervision.liveness_interval > supervision.liveness_timeout {
         return Err(invalid(
             "supervision.livenessInterval",
@@ -44,35 +35,11 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             "must not exceed supervision.livenessTimeout, or a hang could go unnoticed for longer than the timeout",
         ));
     }
-    if supervision.max_restarts == 0 {
-        return Err(invalid(
-            "supervision.maxRestarts",
-            supervision.max_restarts,
-            "must be at least 1",
-        ));
-    }
-    if supervision.restart_window.0.is_zero() {
-        return Err(invalid(
-            "supervision.restartWindow",
-            supervision.restart_window,
-            "must be greater than zero",
-        ));
-    }
-    if supervision.mailbox_capacity == 0 {
-        return Err(invalid(
-            "supervision.mailboxCapacity",
-            supervision.mailbox_capacity,
-            "must be at least 1",
-        ));
-    }
+    at_least_one("supervision.maxRestarts", supervision.max_restarts as usize)?;
+    positive("supervision.restartWindow", supervision.restart_window)?;
+    at_least_one("supervision.mailboxCapacity", supervision.mailbox_capacity)?;
     let backoff = &supervision.backoff;
-    if backoff.initial.0.is_zero() {
-        return Err(invalid(
-            "supervision.backoff.initial",
-            backoff.initial,
-            "must be greater than zero",
-        ));
-    }
+    positive("supervision.backoff.initial", backoff.initial)?;
     if backoff.max < backoff.initial {
         return Err(invalid(
             "supervision.backoff.max",
@@ -108,6 +75,20 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
         }
     }
     validate_address("standalone.apiAddress", &config.standalone.api_address)?;
+    Ok(())
+}
+
+fn positive(field: &str, duration: GoDuration) -> Result<(), Invalid> {
+    if duration.0.is_zero() {
+        return Err(invalid(field, duration, "must be greater than zero"));
+    }
+    Ok(())
+}
+
+fn at_least_one(field: &str, value: usize) -> Result<(), Invalid> {
+    if value == 0 {
+        return Err(invalid(field, value, "must be at least 1"));
+    }
     Ok(())
 }
 
