@@ -1,0 +1,206 @@
+//! Fault injection through the Rust handle and the admin API (emulator only).
+
+use std::time::{Duration, Instant};
+
+use nodepulse_emulator::api::Verb;
+use nodepulse_emulator::{FaultAction, FaultRule};
+use serde_json::{Value, json};
+
+use crate::common::{Cluster, test_config, unique};
+
+/// A GET straight over HTTP: kube-rs retries 429/503 by itself, which would hide the faults.
+async fn raw_get(cluster: &Cluster, path: &str) -> (u16, Value) {
+    let response = reqwest::get(format!("{}{path}", cluster.emulator().base_url()))
+        .await
+        .expect("request sent");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+async fn lease_cluster(test: &str) -> Option<(Cluster, String, String)> {
+    let cluster = Cluster::emulator_only(test, test_config()).await?;
+    let name = unique("fault");
+    let created = cluster
+        .post(
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+            &json!({"metadata": {"name": name}}),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}");
+    Some((cluster, name, path))
+}
+
+#[tokio::test]
+async fn next_n_error_responses_then_normal_service_and_counted() {
+    let Some((cluster, name, path)) =
+        lease_cluster("next_n_error_responses_then_normal_service_and_counted").await
+    else {
+        return;
+    };
+    let faults = cluster.emulator().faults();
+    faults.inject(
+        FaultRule::new(FaultAction::Error {
+            code: 503,
+            message: None,
+        })
+        .verb(Verb::Get)
+        .resource("leases")
+        .name(&name)
+        .times(2),
+    );
+    let replies = [
+        raw_get(&cluster, &path).await,
+        raw_get(&cluster, &path).await,
+        raw_get(&cluster, &path).await,
+    ];
+    assert_eq!(
+        replies.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [503, 503, 200]
+    );
+    assert_eq!(replies[0].1["reason"], "ServiceUnavailable");
+    assert_eq!(faults.counters().errors, 2);
+}
+
+#[tokio::test]
+async fn forced_conflicts_answer_409_on_writes() {
+    let Some((cluster, name, path)) = lease_cluster("forced_conflicts_answer_409_on_writes").await
+    else {
+        return;
+    };
+    cluster.emulator().faults().inject(
+        FaultRule::new(FaultAction::Conflict)
+            .verb(Verb::Update)
+            .resource("leases")
+            .times(1),
+    );
+    let current = cluster.get(&path).await.body;
+    let reply = cluster.put(&path, &current).await;
+    assert_eq!(
+        (reply.status, reply.body["reason"].as_str()),
+        (409, Some("Conflict"))
+    );
+    assert!(
+        reply.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&name))
+    );
+    assert_eq!(
+        cluster.put(&path, &current).await.status,
+        200,
+        "only the next write conflicts"
+    );
+    assert_eq!(cluster.emulator().faults().counters().conflicts, 1);
+}
+
+#[tokio::test]
+async fn added_latency_delays_the_answer() {
+    let Some((cluster, _, path)) = lease_cluster("added_latency_delays_the_answer").await else {
+        return;
+    };
+    cluster
+        .emulator()
+        .faults()
+        .inject(FaultRule::new(FaultAction::Latency { millis: 400 }).resource("leases"));
+    let started = Instant::now();
+    assert_eq!(cluster.get(&path).await.status, 200);
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "answered after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(cluster.emulator().faults().counters().latencies, 1);
+}
+
+#[tokio::test]
+async fn hung_requests_never_answer() {
+    let Some((cluster, _, path)) = lease_cluster("hung_requests_never_answer").await else {
+        return;
+    };
+    cluster.emulator().faults().inject(
+        FaultRule::new(FaultAction::Hang)
+            .resource("leases")
+            .times(1),
+    );
+    let outcome = tokio::time::timeout(Duration::from_millis(800), cluster.get(&path)).await;
+    assert!(
+        outcome.is_err(),
+        "a hung request must not answer: {outcome:?}"
+    );
+    assert_eq!(
+        cluster.get(&path).await.status,
+        200,
+        "the next request is served"
+    );
+    assert_eq!(cluster.emulator().faults().counters().hangs, 1);
+}
+
+#[tokio::test]
+async fn dropped_connections_fail_mid_response() {
+    let Some((cluster, _, path)) = lease_cluster("dropped_connections_fail_mid_response").await
+    else {
+        return;
+    };
+    cluster.emulator().faults().inject(
+        FaultRule::new(FaultAction::DropConnection)
+            .resource("leases")
+            .times(1),
+    );
+    let url = format!("{}{path}", cluster.emulator().base_url());
+    let result = async { reqwest::get(&url).await?.bytes().await }.await;
+    assert!(result.is_err(), "the body must break off: {result:?}");
+    assert_eq!(
+        cluster.emulator().faults().counters().dropped_connections,
+        1
+    );
+}
+
+#[tokio::test]
+async fn admin_api_injects_lists_and_clears_rules() {
+    let Some((cluster, _, path)) = lease_cluster("admin_api_injects_lists_and_clears_rules").await
+    else {
+        return;
+    };
+    let base = format!("{}/emulator/v1/faults", cluster.emulator().base_url());
+    let http = reqwest::Client::new();
+    let rule = json!({"verb": "get", "resource": "leases", "action": {"type": "error", "code": 429}, "probability": 1.0});
+    let created = http
+        .post(&base)
+        .json(&rule)
+        .send()
+        .await
+        .expect("admin reachable");
+    assert_eq!(created.status().as_u16(), 201);
+    let (status, body) = raw_get(&cluster, &path).await;
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (429, Some("TooManyRequests"))
+    );
+    let listed: Value = http
+        .get(&base)
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(listed["rules"][0]["injected"], 1);
+    assert_eq!(listed["counters"]["errors"], 1);
+    assert_eq!(
+        http.delete(&base)
+            .send()
+            .await
+            .expect("clear")
+            .status()
+            .as_u16(),
+        204
+    );
+    assert_eq!(cluster.get(&path).await.status, 200);
+    let bad = http
+        .post(&base)
+        .json(&json!({"action": {"type": "explode"}}))
+        .send()
+        .await
+        .expect("reachable");
+    assert_eq!(bad.status().as_u16(), 400);
+}

@@ -1,0 +1,17 @@
+//! The emulator's conformance suite: every behaviour nodepulse relies on, checked over real
+//! HTTP. Runs against the in-process emulator, or against a real cluster when
+//! `NODEPULSE_TEST_KUBECONFIG` names a kubeconfig (emulator-only tests then print SKIPPED).
+
+mod auth;
+mod common;
+mod crud;
+mod deletion;
+mod events;
+mod faults;
+mod kube_client;
+mod kubectl;
+mod lifecycle;
+mod patches;
+mod selectors;
+mod subresources;
+mod watch;
