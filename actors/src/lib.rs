@@ -1,3 +1,12 @@
-//! nodepulse's node actors: NodeStatus, Lease, RuntimeProbe, EvictionSignal and StatusManager,
-//! the typed messages they exchange and the ports (traits) through which they reach the API
-//! server and the host. The actors arrive one issue at a time; this crate holds nothing else.
+//! nodepulse's node actors, the typed messages they exchange and the ports (traits) through
+//! which they reach the API server and the host.
+//!
+//! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
+//! - [`messages`]: one type per fact the actors tell each other.
+//! - [`ports`]: the API interfaces the daemon implements with kube-rs and tests with fakes.
+//!
+//! NodeStatus, RuntimeProbe, EvictionSignal and StatusManager join as they are built.
+
+pub mod lease;
+pub mod messages;
+pub mod ports;

@@ -1,0 +1,143 @@
+//! LeaseActor: renews the Node's Lease in `kube-node-lease` every quarter of its duration,
+//! with the kubelet's jitter, conflict handling and backoff. It owns only its cache of the
+//! latest Lease; after a restart it re-reads the Lease from the API server, whose renewTime
+//! keeps the next one moving forward. Renewal is independent of status computation.
+
+mod renewal;
+mod round;
+#[cfg(test)]
+mod round_tests;
+
+use std::{sync::Arc, time::Instant};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::Lease;
+use nodepulse_supervisor::SupervisedActor;
+use serde_json::json;
+
+pub use renewal::{jittered, new_lease, next_renew_time, renew_interval, renewal_of};
+pub use round::{RoundContext, RoundOutcome};
+
+use crate::{messages::NodeRegistered, ports::LeaseApi};
+
+/// What the LeaseActor is configured with.
+#[derive(Clone)]
+pub struct LeaseSettings {
+    pub node: String,
+    /// `nodeLeaseDurationSeconds` (40).
+    pub lease_duration_seconds: i32,
+}
+
+pub struct LeaseActor {
+    settings: LeaseSettings,
+    api: Arc<dyn LeaseApi>,
+    latest: Option<Lease>,
+    node_uid: Option<String>,
+    round_started: Option<Instant>,
+    rounds: u64,
+    failed_rounds_in_a_row: u64,
+    last_result: Option<(Timestamp, Result<(), String>)>,
+}
+
+impl LeaseActor {
+    pub fn new(settings: LeaseSettings, api: Arc<dyn LeaseApi>) -> Self {
+        Self {
+            settings,
+            api,
+            latest: None,
+            node_uid: None,
+            round_started: None,
+            rounds: 0,
+            failed_rounds_in_a_row: 0,
+            last_result: None,
+        }
+    }
+
+    fn start_round(&mut self, ctx: &mut Context<Self>) {
+        if self.round_started.is_some() {
+            return;
+        }
+        self.round_started = Some(Instant::now());
+        let context = RoundContext {
+            api: Arc::clone(&self.api),
+            node: self.settings.node.clone(),
+            lease_duration_seconds: self.settings.lease_duration_seconds,
+            now: Timestamp::now,
+        };
+        let round = round::renew(context, self.latest.clone(), self.node_uid.clone());
+        // Spawned, not awaited: the mailbox and liveness pings stay served while a round waits.
+        ctx.spawn(round.into_actor(self).map(|outcome, actor, ctx| {
+            actor.finish_round(outcome);
+            // Sliding: the next wait starts once this round is over, as the kubelet's loop does.
+            let wait = jittered(
+                renew_interval(actor.settings.lease_duration_seconds),
+                rand::random::<f64>(),
+            );
+            ctx.run_later(wait, |actor, ctx| actor.start_round(ctx));
+        }));
+    }
+
+    fn finish_round(&mut self, outcome: RoundOutcome) {
+        self.round_started = None;
+        self.rounds += 1;
+        if outcome.latest.is_some() {
+            self.latest = outcome.latest;
+        }
+        if outcome.node_uid.is_some() {
+            self.node_uid = outcome.node_uid;
+        }
+        match &outcome.result {
+            Ok(()) => self.failed_rounds_in_a_row = 0,
+            Err(error) => {
+                self.failed_rounds_in_a_row += 1;
+                tracing::warn!(%error, failed_rounds_in_a_row = self.failed_rounds_in_a_row, "lease renewal failed");
+            }
+        }
+        self.last_result = Some((Timestamp::now(), outcome.result));
+    }
+}
+
+impl Actor for LeaseActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.start_round(ctx);
+    }
+}
+
+impl Handler<NodeRegistered> for LeaseActor {
+    type Result = ();
+
+    fn handle(&mut self, registered: NodeRegistered, _: &mut Context<Self>) {
+        self.node_uid = Some(registered.uid);
+    }
+}
+
+impl SupervisedActor for LeaseActor {
+    fn debug_state(&self) -> serde_json::Value {
+        let latest = self.latest.as_ref().map(|lease| {
+            let spec = lease.spec.as_ref();
+            json!({
+                "resourceVersion": lease.metadata.resource_version,
+                "holderIdentity": spec.and_then(|spec| spec.holder_identity.clone()),
+                "renewTime": spec.and_then(|spec| spec.renew_time.as_ref()).map(|time| time.0.to_string()),
+                "leaseDurationSeconds": spec.and_then(|spec| spec.lease_duration_seconds),
+                "owned": lease.metadata.owner_references.as_ref().is_some_and(|owners| !owners.is_empty()),
+            })
+        });
+        json!({
+            "node": self.settings.node,
+            "latestLease": latest,
+            "nodeUid": self.node_uid,
+            "rounds": self.rounds,
+            "roundInProgressSeconds": self.round_started.map(|started| started.elapsed().as_secs_f64()),
+            "failedRoundsInARow": self.failed_rounds_in_a_row,
+            "lastResult": self.last_result.as_ref().map(|(at, result)| json!({
+                "at": at.to_string(),
+                "ok": result.is_ok(),
+                "error": result.as_ref().err(),
+            })),
+        })
+    }
+}

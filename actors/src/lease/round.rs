@@ -1,0 +1,176 @@
+//! One renewal round, as the kubelet's lease controller runs it: update from the cached Lease;
+//! on failure fall back to `ensure` (GET, or create when missing, retrying with backoff until
+//! it succeeds) and update from that. Conflicts refresh the base and retry without counting as
+//! heartbeat failures; other failures from the second attempt on reset the heartbeat
+//! connections. Deviation, on purpose: a renewal is never skipped because the Node's UID is
+//! unknown (the owner reference is added later); only a create waits for it.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::Lease;
+
+use super::renewal::{
+    MAX_UPDATE_ATTEMPTS, ensure_backoff, has_owner, new_lease, next_renew_time, renewal_of,
+};
+use crate::ports::{ApiError, LeaseApi};
+
+/// What a round works with.
+#[derive(Clone)]
+pub struct RoundContext {
+    pub api: Arc<dyn LeaseApi>,
+    pub node: String,
+    pub lease_duration_seconds: i32,
+    /// The wall clock; an argument so tests can step it.
+    pub now: fn() -> Timestamp,
+}
+
+/// How a round ended.
+#[derive(Debug, Clone)]
+pub struct RoundOutcome {
+    /// The newest Lease the server returned, to base the next round on.
+    pub latest: Option<Lease>,
+    pub node_uid: Option<String>,
+    /// Requests that wrote (or tried to write) the Lease.
+    pub writes: u32,
+    pub result: Result<(), String>,
+}
+
+pub async fn renew(
+    context: RoundContext,
+    cached: Option<Lease>,
+    node_uid: Option<String>,
+) -> RoundOutcome {
+    let mut round = Round {
+        context,
+        node_uid,
+        writes: 0,
+    };
+    if let Some(base) = cached {
+        match round.update(base).await {
+            Ok(lease) => return round.finish(Some(lease), Ok(())),
+            Err(error) => {
+                tracing::warn!(%error, "failed to update lease using latest lease, fallback to ensure lease")
+            }
+        }
+    }
+    let (lease, created) = round.ensure().await;
+    if created {
+        return round.finish(Some(lease), Ok(()));
+    }
+    match round.update(lease.clone()).await {
+        Ok(renewed) => round.finish(Some(renewed), Ok(())),
+        Err(error) => round.finish(Some(lease), Err(error)),
+    }
+}
+
+struct Round {
+    context: RoundContext,
+    node_uid: Option<String>,
+    writes: u32,
+}
+
+impl Round {
+    fn finish(self, latest: Option<Lease>, result: Result<(), String>) -> RoundOutcome {
+        RoundOutcome {
+            latest,
+            node_uid: self.node_uid,
+            writes: self.writes,
+            result,
+        }
+    }
+
+    /// `retryUpdateLease`: at most five writes based on `base`.
+    async fn update(&mut self, mut base: Lease) -> Result<Lease, String> {
+        let mut last_error = String::new();
+        for attempt in 0..MAX_UPDATE_ATTEMPTS {
+            if !has_owner(&base) {
+                self.learn_node_uid().await;
+            }
+            let now = (self.context.now)();
+            let Some(renewal) = renewal_of(
+                &base,
+                self.context.lease_duration_seconds,
+                now,
+                self.node_uid.as_deref(),
+            ) else {
+                return Err("the cached lease has no name or resourceVersion".to_owned());
+            };
+            self.writes += 1;
+            match self.context.api.renew_lease(renewal).await {
+                Ok(lease) => return Ok(lease),
+                Err(ApiError::Conflict(message)) => {
+                    // Someone else wrote the Lease: re-read it and try again at once. Not a
+                    // heartbeat failure, so the connections stay.
+                    tracing::debug!(%message, "lease conflict; refreshing");
+                    base = self.ensure().await.0;
+                    last_error = format!("conflict: {message}");
+                }
+                Err(error) => {
+                    if attempt > 0 {
+                        self.context.api.reset_heartbeat_connections();
+                    }
+                    last_error = error.to_string();
+                }
+            }
+        }
+        Err(format!(
+            "failed {MAX_UPDATE_ATTEMPTS} attempts to update lease: {last_error}"
+        ))
+    }
+
+    /// `backoffEnsureLease`: the Lease from the server, created if missing; retries with
+    /// backoff until it has one. The flag says whether it was just created.
+    async fn ensure(&mut self) -> (Lease, bool) {
+        let mut failures = 0;
+        loop {
+            match self.try_ensure().await {
+                Ok(found) => return found,
+                Err(error) => {
+                    let wait = ensure_backoff(failures);
+                    tracing::warn!(%error, ?wait, "failed to ensure the node lease exists; will retry");
+                    tokio::time::sleep(wait).await;
+                    failures += 1;
+                }
+            }
+        }
+    }
+
+    async fn try_ensure(&mut self) -> Result<(Lease, bool), String> {
+        match self.context.api.get_lease(&self.context.node).await {
+            Ok(lease) => Ok((lease, false)),
+            Err(ApiError::NotFound(_)) => {
+                self.learn_node_uid().await;
+                let uid = self
+                    .node_uid
+                    .clone()
+                    .ok_or("the Node's UID is not known yet, and a lease is never created without its owner")?;
+                let renew_time = next_renew_time(None, (self.context.now)());
+                let lease = new_lease(
+                    &self.context.node,
+                    self.context.lease_duration_seconds,
+                    renew_time,
+                    &uid,
+                );
+                self.writes += 1;
+                self.context
+                    .api
+                    .create_lease(lease)
+                    .await
+                    .map(|created| (created, true))
+                    .map_err(|error| format!("create lease: {error}"))
+            }
+            Err(error) => Err(format!("get lease: {error}")),
+        }
+    }
+
+    async fn learn_node_uid(&mut self) {
+        if self.node_uid.is_some() {
+            return;
+        }
+        match self.context.api.node_uid(&self.context.node).await {
+            Ok(uid) => self.node_uid = Some(uid),
+            Err(error) => tracing::debug!(%error, "the Node's UID is not known yet"),
+        }
+    }
+}

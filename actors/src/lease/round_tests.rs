@@ -1,0 +1,265 @@
+//! The renewal round against an in-memory Lease API with scripted failures.
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+};
+
+use futures::future::BoxFuture;
+use jiff::Timestamp;
+use k8s_openapi::{api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::MicroTime};
+
+use super::round::{RoundContext, renew};
+use crate::ports::{ApiError, ApiResult, LeaseApi, LeaseRenewal};
+
+#[derive(Default)]
+struct FakeState {
+    lease: Option<Lease>,
+    resource_version: u64,
+    node_uid: Option<String>,
+    /// Failures returned by the next calls of each kind, front first.
+    renew_failures: VecDeque<ApiError>,
+    get_failures: VecDeque<ApiError>,
+    renewals: Vec<LeaseRenewal>,
+    creates: u32,
+    resets: u32,
+}
+
+#[derive(Clone, Default)]
+struct FakeLeaseApi(Arc<Mutex<FakeState>>);
+
+impl FakeLeaseApi {
+    fn with_node(uid: &str) -> Self {
+        let fake = Self::default();
+        fake.state().node_uid = Some(uid.to_owned());
+        fake
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, FakeState> {
+        self.0.lock().expect("fake state")
+    }
+
+    fn stored(&self) -> Lease {
+        self.state().lease.clone().expect("a stored lease")
+    }
+}
+
+fn bump(state: &mut FakeState, lease: &mut Lease) {
+    state.resource_version += 1;
+    lease.metadata.resource_version = Some(state.resource_version.to_string());
+}
+
+impl LeaseApi for FakeLeaseApi {
+    fn get_lease(&self, name: &str) -> BoxFuture<'static, ApiResult<Lease>> {
+        let mut state = self.state();
+        let result = match state.get_failures.pop_front() {
+            Some(error) => Err(error),
+            None => state
+                .lease
+                .clone()
+                .ok_or_else(|| ApiError::NotFound(name.to_owned())),
+        };
+        Box::pin(async move { result })
+    }
+
+    fn create_lease(&self, mut lease: Lease) -> BoxFuture<'static, ApiResult<Lease>> {
+        let mut state = self.state();
+        state.creates += 1;
+        let result = if state.lease.is_some() {
+            Err(ApiError::AlreadyExists("lease".to_owned()))
+        } else {
+            bump(&mut state, &mut lease);
+            state.lease = Some(lease.clone());
+            Ok(lease)
+        };
+        Box::pin(async move { result })
+    }
+
+    fn renew_lease(&self, renewal: LeaseRenewal) -> BoxFuture<'static, ApiResult<Lease>> {
+        let mut state = self.state();
+        state.renewals.push(renewal.clone());
+        let result = match state.renew_failures.pop_front() {
+            Some(error) => Err(error),
+            None => match state.lease.clone() {
+                None => Err(ApiError::NotFound(renewal.name.clone())),
+                Some(current)
+                    if current.metadata.resource_version.as_deref()
+                        != Some(renewal.resource_version.as_str()) =>
+                {
+                    Err(ApiError::Conflict(
+                        "the object has been modified".to_owned(),
+                    ))
+                }
+                Some(mut current) => {
+                    let spec = current.spec.get_or_insert_with(Default::default);
+                    spec.renew_time = Some(MicroTime(renewal.renew_time));
+                    spec.lease_duration_seconds = Some(renewal.lease_duration_seconds);
+                    if let Some(uid) = &renewal.owner_node_uid {
+                        current.metadata.owner_references =
+                            Some(vec![super::renewal::node_owner(&renewal.name, uid)]);
+                    }
+                    bump(&mut state, &mut current);
+                    state.lease = Some(current.clone());
+                    Ok(current)
+                }
+            },
+        };
+        Box::pin(async move { result })
+    }
+
+    fn node_uid(&self, node: &str) -> BoxFuture<'static, ApiResult<String>> {
+        let result = self
+            .state()
+            .node_uid
+            .clone()
+            .ok_or_else(|| ApiError::NotFound(node.to_owned()));
+        Box::pin(async move { result })
+    }
+
+    fn reset_heartbeat_connections(&self) {
+        self.state().resets += 1;
+    }
+}
+
+fn context(api: &FakeLeaseApi) -> RoundContext {
+    RoundContext {
+        api: Arc::new(api.clone()),
+        node: "worker-1".to_owned(),
+        lease_duration_seconds: 40,
+        now: Timestamp::now,
+    }
+}
+
+fn renew_time(lease: &Lease) -> Timestamp {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.renew_time.as_ref())
+        .map(|time| time.0)
+        .expect("renewTime")
+}
+
+#[tokio::test]
+async fn the_first_round_creates_an_owned_lease_and_the_next_renews_it() {
+    let api = FakeLeaseApi::with_node("uid-1");
+    let first = renew(context(&api), None, None).await;
+    assert_eq!(
+        (first.result.clone(), first.writes, api.state().creates),
+        (Ok(()), 1, 1)
+    );
+    let created = api.stored();
+    assert_eq!(
+        created
+            .metadata
+            .owner_references
+            .as_ref()
+            .map(|owners| owners[0].uid.clone()),
+        Some("uid-1".to_owned())
+    );
+
+    let second = renew(context(&api), first.latest, first.node_uid).await;
+    assert_eq!((second.result, second.writes), (Ok(()), 1));
+    let renewed = api.stored();
+    assert!(
+        renew_time(&renewed) > renew_time(&created),
+        "renewTime moved forward"
+    );
+    assert_eq!(
+        api.state().renewals[0].resource_version,
+        "1",
+        "the renewal was based on what was read"
+    );
+}
+
+#[tokio::test]
+async fn a_conflict_refreshes_the_base_and_retries_without_resetting_connections() {
+    let api = FakeLeaseApi::with_node("uid-1");
+    let first = renew(context(&api), None, None).await;
+    let stale = first.latest.clone();
+    // Someone else writes the lease: the cached copy is now stale.
+    renew(context(&api), first.latest, first.node_uid).await;
+
+    let outcome = renew(context(&api), stale, Some("uid-1".to_owned())).await;
+    assert_eq!(outcome.result, Ok(()));
+    assert_eq!(
+        outcome.writes, 2,
+        "one conflicting write, one that succeeded"
+    );
+    assert_eq!(api.state().resets, 0);
+}
+
+#[tokio::test]
+async fn repeated_failures_reset_the_heartbeat_connections_from_the_second_attempt() {
+    let api = FakeLeaseApi::with_node("uid-1");
+    let first = renew(context(&api), None, None).await;
+    api.state()
+        .renew_failures
+        .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
+    let outcome = renew(context(&api), first.latest, first.node_uid).await;
+    assert_eq!((outcome.result, outcome.writes), (Ok(()), 3));
+    assert_eq!(
+        api.state().resets,
+        1,
+        "the 2nd consecutive failure resets, the 1st does not"
+    );
+}
+
+#[tokio::test]
+async fn five_failed_writes_end_the_round_with_an_error_and_fall_back_to_ensure() {
+    let api = FakeLeaseApi::with_node("uid-1");
+    let first = renew(context(&api), None, None).await;
+    api.state()
+        .renew_failures
+        .extend((0..10).map(|_| ApiError::Timeout(std::time::Duration::from_secs(10))));
+    let outcome = renew(context(&api), first.latest, first.node_uid).await;
+    let error = outcome
+        .result
+        .expect_err("ten failures exceed both update loops");
+    assert!(
+        error.starts_with("failed 5 attempts to update lease"),
+        "{error}"
+    );
+    assert_eq!(
+        outcome.writes, 10,
+        "five from the cached lease, five after ensure"
+    );
+    assert_eq!(api.state().resets, 8);
+    assert!(
+        outcome.latest.is_some(),
+        "the lease read by ensure is kept for the next round"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn ensure_backs_off_200ms_doubling_while_the_lease_cannot_be_read() {
+    let api = FakeLeaseApi::with_node("uid-1");
+    api.state()
+        .get_failures
+        .extend((0..3).map(|_| ApiError::Other("connection refused".into())));
+    let started = tokio::time::Instant::now();
+    let outcome = renew(context(&api), None, None).await;
+    assert_eq!(outcome.result, Ok(()));
+    assert_eq!(
+        started.elapsed(),
+        std::time::Duration::from_millis(200 + 400 + 800)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_is_never_created_before_the_node_uid_is_known() {
+    let api = FakeLeaseApi::default();
+    let pending = tokio::spawn(renew(context(&api), None, None));
+    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    assert_eq!(api.state().creates, 0, "no owner, no lease");
+    api.state().node_uid = Some("uid-late".to_owned());
+    let outcome = pending.await.expect("round");
+    assert_eq!(outcome.result, Ok(()));
+    assert_eq!(outcome.node_uid.as_deref(), Some("uid-late"));
+    assert_eq!(
+        api.stored()
+            .metadata
+            .owner_references
+            .map(|owners| owners[0].uid.clone()),
+        Some("uid-late".to_owned())
+    );
+}

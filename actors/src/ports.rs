@@ -1,0 +1,57 @@
+//! The narrow interfaces through which the actors reach the API server. The daemon wires the
+//! kube-rs adapter; actor tests use in-memory fakes. Every call returns a boxed future so the
+//! actors can run it without blocking their mailbox.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+
+/// Why an API call failed, in the terms the actors decide on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 404: the object does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// 409 `AlreadyExists`: a create found the name taken.
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    /// 409 `Conflict`: a write carried a stale resourceVersion; re-read and retry.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// No answer within the request timeout.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// Anything else: transport errors, 5xx, 429, unexpected answers. Retrying may help.
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// A renewal of the node's Lease: the fields the kubelet re-asserts on every write, plus the
+/// resourceVersion it was based on, which keeps the write optimistic (a stale one is a 409).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseRenewal {
+    pub name: String,
+    pub resource_version: String,
+    pub lease_duration_seconds: i32,
+    pub renew_time: k8s_openapi::jiff::Timestamp,
+    /// Set only when the cached Lease has no owner yet and the Node's UID became known.
+    pub owner_node_uid: Option<String>,
+}
+
+/// The Lease in `kube-node-lease` and the Node UID its owner reference needs. All calls go
+/// through the heartbeat client: bounded by its timeout, never rate limited.
+pub trait LeaseApi: Send + Sync + 'static {
+    fn get_lease(&self, name: &str) -> BoxFuture<'static, ApiResult<Lease>>;
+    fn create_lease(&self, lease: Lease) -> BoxFuture<'static, ApiResult<Lease>>;
+    fn renew_lease(&self, renewal: LeaseRenewal) -> BoxFuture<'static, ApiResult<Lease>>;
+    fn node_uid(&self, node: &str) -> BoxFuture<'static, ApiResult<String>>;
+    /// Drops the heartbeat client's connections so the next request dials afresh (the
+    /// kubelet's onRepeatedHeartbeatFailure).
+    fn reset_heartbeat_connections(&self);
+}
+
+/// The namespace node leases live in.
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
