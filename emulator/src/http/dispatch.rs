@@ -3,12 +3,13 @@
 
 use std::time::SystemTime;
 
-use actix_web::http::header::CONTENT_TYPE;
+use actix_web::http::header::{ACCEPT, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use super::auth::authenticate;
 use super::handlers::{self, Request};
 use super::query::Query;
+use super::table::wants_table;
 use super::{AppState, error_response, watch};
 use crate::api::target::TargetError;
 use crate::api::{ApiError, Target, Verb};
@@ -92,6 +93,12 @@ async fn serve(req: &HttpRequest, body: &[u8], state: &AppState) -> Result<HttpR
         body,
         content_type,
         identity,
+        table: wants_table(
+            req.headers()
+                .get(ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(""),
+        ) && matches!(verb, Verb::Get | Verb::List | Verb::Watch),
     };
     let now = SystemTime::now();
     match verb {

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use super::auth::{Identity, authorize};
 use super::events_view::{accept, present};
 use super::query::{Query, decode_continue, encode_continue};
+use super::table::table;
 use super::{AppState, json_response};
 use crate::api::status::delete_success;
 use crate::api::{ApiError, ApiResource, StoredKind, Target, Verb};
@@ -28,6 +29,8 @@ pub struct Request<'a> {
     pub body: &'a [u8],
     pub content_type: &'a str,
     pub identity: Identity,
+    /// The client asked for a `Table` (kubectl's human-readable output).
+    pub table: bool,
 }
 
 impl Request<'_> {
@@ -60,6 +63,11 @@ pub fn get(req: &Request<'_>) -> Result<HttpResponse, ApiError> {
         .store
         .get(req.resource().stored, &req.key())
         .ok_or_else(|| ApiError::not_found(req.resource(), &req.key().name))?;
+    if req.table {
+        let rv = meta_str(&object, "resourceVersion");
+        let body = table(req.resource(), &[&object], rv, SystemTime::now());
+        return Ok(json_response(StatusCode::OK, &body));
+    }
     Ok(json_response(
         StatusCode::OK,
         &present(req.resource(), &object),
@@ -104,6 +112,12 @@ pub fn list(req: &Request<'_>) -> Result<HttpResponse, ApiError> {
         }
         _ => &objects[..],
     };
+    if req.table {
+        let objects: Vec<&Value> = page.iter().map(|o| o.as_ref()).collect();
+        let mut body = table(resource, &objects, &revision.to_string(), SystemTime::now());
+        body["metadata"] = Value::Object(metadata);
+        return Ok(json_response(StatusCode::OK, &body));
+    }
     let items: Vec<Value> = page.iter().map(|o| list_item(resource, o)).collect();
     let list = json!({"kind": format!("{}List", resource.kind), "apiVersion": resource.api_version(), "metadata": metadata, "items": items});
     Ok(json_response(StatusCode::OK, &list))

@@ -12,6 +12,7 @@ mod dispatch;
 mod events_view;
 mod handlers;
 mod query;
+mod table;
 mod watch;
 
 use std::sync::Arc;

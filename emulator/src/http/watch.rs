@@ -28,6 +28,8 @@ struct Filter {
     namespace: Option<String>,
     name: Option<String>,
     selector: Selector,
+    /// Send each object as a one-row `Table` (kubectl `get -w`).
+    table: bool,
 }
 
 impl Filter {
@@ -67,6 +69,7 @@ pub fn serve(req: &Request<'_>) -> Result<HttpResponse, ApiError> {
         namespace: req.target.namespace.clone(),
         name: req.target.name.clone(),
         selector: req.query.selector(resource)?,
+        table: req.table,
     };
     let send_initial = req.query.flag("sendInitialEvents");
     let bookmarks = req.query.flag("allowWatchBookmarks");
@@ -165,7 +168,18 @@ impl WatchStream {
             return;
         }
         if let Some(event_type) = self.filter.event_for(change) {
-            let line = encode(event_type, &present(self.filter.resource, &change.object));
+            let object = if self.filter.table {
+                let rv = change.revision.to_string();
+                super::table::table(
+                    self.filter.resource,
+                    &[&change.object],
+                    &rv,
+                    std::time::SystemTime::now(),
+                )
+            } else {
+                present(self.filter.resource, &change.object)
+            };
+            let line = encode(event_type, &object);
             self.pending.push_back(line);
         }
     }

@@ -76,7 +76,17 @@ impl Store {
                 options.grace_period_seconds,
             ) {
                 if requested < existing {
-                    set_deletion(&mut object, now, requested);
+                    // The new deadline counts from when deletion started: old deadline - old
+                    // grace + new grace, as rest.BeforeDelete computes it.
+                    let started = current
+                        .pointer("/metadata/deletionTimestamp")
+                        .and_then(Value::as_str)
+                        .and_then(crate::time::parse_time)
+                        .and_then(|t| {
+                            t.checked_sub(Duration::from_secs(u64::try_from(existing).unwrap_or(0)))
+                        })
+                        .unwrap_or(now);
+                    set_deletion(&mut object, started, requested);
                     changed = true;
                 } else {
                     return Ok(Deletion::Pending(current));

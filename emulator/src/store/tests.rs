@@ -186,3 +186,35 @@ fn subscriptions_replay_history_after_a_version() {
     let fresh = store.subscribe(StoredKind::Node, None).expect("subscribe");
     assert_eq!(fresh.initial.len(), 2);
 }
+
+#[test]
+fn a_shorter_grace_period_moves_the_deadline_back() {
+    let store = store_with_default_namespace();
+    let pod = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}});
+    store.create(&PODS, pod, now()).expect("create");
+    let key = ObjectKey::new("default", "p");
+    store
+        .delete(&PODS, &key, &DeleteOptions::default(), now())
+        .expect("graceful");
+    let later = now() + Duration::from_secs(5);
+    let shorter = DeleteOptions {
+        grace_period_seconds: Some(10),
+        ..Default::default()
+    };
+    let Ok(Deletion::Pending(pod)) = store.delete(&PODS, &key, &shorter, later) else {
+        panic!("still pending")
+    };
+    assert_eq!(pod["metadata"]["deletionTimestamp"], "2024-05-01T12:00:10Z");
+    assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 10);
+    let longer = DeleteOptions {
+        grace_period_seconds: Some(60),
+        ..Default::default()
+    };
+    let Ok(Deletion::Pending(same)) = store.delete(&PODS, &key, &longer, later) else {
+        panic!("still pending")
+    };
+    assert_eq!(
+        same["metadata"]["deletionGracePeriodSeconds"], 10,
+        "a longer grace period is ignored"
+    );
+}

@@ -75,7 +75,16 @@ async fn kubectl_gets_and_describes_nodes_and_leases() {
     );
 
     let nodes = kubectl(&cluster, &["get", "nodes"]);
-    assert!(nodes.contains(&name), "{nodes}");
+    let row = nodes
+        .lines()
+        .find(|l| l.starts_with(&name))
+        .unwrap_or_default();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        (cells.get(1), cells.last()),
+        (Some(&"Ready"), Some(&"v1.36.0-nodepulse")),
+        "server-side table columns: {nodes}"
+    );
     let described = kubectl(&cluster, &["describe", "node", &name]);
     assert!(
         described.contains(&format!("Name:               {name}")),

@@ -6,6 +6,7 @@ mod auth;
 mod common;
 mod crud;
 mod deletion;
+mod embedding;
 mod events;
 mod faults;
 mod kube_client;

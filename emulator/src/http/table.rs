@@ -1,0 +1,270 @@
+//! Server-side printing: the `meta.k8s.io/v1` `Table` kubectl asks for with
+//! `Accept: application/json;as=Table;...`, with the columns kube-apiserver's printers give
+//! Nodes, Pods, Leases, Namespaces and Events (so `kubectl get nodes` shows STATUS and VERSION).
+
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use crate::api::{ApiResource, StoredKind};
+use crate::time::parse_time;
+
+/// Whether the `Accept` header asks for a Table.
+pub fn wants_table(accept: &str) -> bool {
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
+}
+
+/// A Table of `objects` (stored form), consistent at `resource_version`.
+pub fn table(
+    resource: &ApiResource,
+    objects: &[&Value],
+    resource_version: &str,
+    now: SystemTime,
+) -> Value {
+    let columns: Vec<Value> = columns(resource.stored)
+        .iter()
+        .map(|(name, kind, priority)| {
+            let format = if *name == "Name" { "name" } else { "" };
+            json!({"name": name, "type": kind, "format": format, "description": "", "priority": priority})
+        })
+        .collect();
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let metadata = o.get("metadata").cloned().unwrap_or_else(|| json!({}));
+            json!({"cells": cells(resource.stored, o, now),
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata}})
+        })
+        .collect();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": columns, "rows": rows})
+}
+
+fn columns(kind: StoredKind) -> &'static [(&'static str, &'static str, u8)] {
+    match kind {
+        StoredKind::Node => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Roles", "string", 0),
+            ("Age", "string", 0),
+            ("Version", "string", 0),
+            ("Internal-IP", "string", 1),
+            ("OS-Image", "string", 1),
+            ("Kernel-Version", "string", 1),
+            ("Container-Runtime", "string", 1),
+        ],
+        StoredKind::Pod => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Status", "string", 0),
+            ("Restarts", "string", 0),
+            ("Age", "string", 0),
+            ("Node", "string", 1),
+        ],
+        StoredKind::Lease => &[
+            ("Name", "string", 0),
+            ("Holder", "string", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::Namespace => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::Event => &[
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Message", "string", 0),
+        ],
+    }
+}
+
+fn cells(kind: StoredKind, o: &Value, now: SystemTime) -> Vec<Value> {
+    let s = |pointer: &str| {
+        o.pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let name = s("/metadata/name");
+    let age = age(
+        o.pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str),
+        now,
+    );
+    let strings: Vec<String> = match kind {
+        StoredKind::Node => {
+            let ready = condition(o, "Ready");
+            let mut status = match ready.as_deref() {
+                Some("True") => "Ready".to_string(),
+                Some("Unknown") | None => "Unknown".to_string(),
+                Some(_) => "NotReady".to_string(),
+            };
+            if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+                status.push_str(",SchedulingDisabled");
+            }
+            let mut roles: Vec<&str> = o
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|l| {
+                    l.keys()
+                        .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            roles.sort_unstable();
+            let roles = if roles.is_empty() {
+                "<none>".to_string()
+            } else {
+                roles.join(",")
+            };
+            let internal_ip = o
+                .pointer("/status/addresses")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
+                .and_then(|x| x["address"].as_str())
+                .unwrap_or("<none>")
+                .to_string();
+            vec![
+                name,
+                status,
+                roles,
+                age,
+                s("/status/nodeInfo/kubeletVersion"),
+                internal_ip,
+                s("/status/nodeInfo/osImage"),
+                s("/status/nodeInfo/kernelVersion"),
+                s("/status/nodeInfo/containerRuntimeVersion"),
+            ]
+        }
+        StoredKind::Pod => {
+            let statuses = o
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let total = o
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses.iter().filter(|c| c["ready"] == true).count();
+            let restarts: i64 = statuses
+                .iter()
+                .filter_map(|c| c["restartCount"].as_i64())
+                .sum();
+            let status = if o.pointer("/metadata/deletionTimestamp").is_some() {
+                "Terminating".to_string()
+            } else {
+                s("/status/phase")
+            };
+            vec![
+                name,
+                format!("{ready}/{total}"),
+                status,
+                restarts.to_string(),
+                age,
+                s("/spec/nodeName"),
+            ]
+        }
+        StoredKind::Lease => vec![name, s("/spec/holderIdentity"), age],
+        StoredKind::Namespace => vec![name, s("/status/phase"), age],
+        StoredKind::Event => {
+            let last = o
+                .pointer("/lastTimestamp")
+                .or_else(|| o.pointer("/eventTime"))
+                .and_then(Value::as_str);
+            let object = format!(
+                "{}/{}",
+                s("/involvedObject/kind").to_lowercase(),
+                s("/involvedObject/name")
+            );
+            vec![
+                self::age(last, now),
+                s("/type"),
+                s("/reason"),
+                object,
+                s("/message"),
+            ]
+        }
+    };
+    strings.into_iter().map(Value::String).collect()
+}
+
+fn condition(o: &Value, kind: &str) -> Option<String> {
+    o.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)?
+        .get("status")?
+        .as_str()
+        .map(str::to_string)
+}
+
+fn age(timestamp: Option<&str>, now: SystemTime) -> String {
+    match timestamp
+        .and_then(parse_time)
+        .and_then(|t| now.duration_since(t).ok())
+    {
+        Some(d) => human_duration(d.as_secs()),
+        None => "<unknown>".to_string(),
+    }
+}
+
+/// apimachinery's `duration.HumanDuration`.
+pub fn human_duration(seconds: u64) -> String {
+    let (minutes, hours) = (seconds / 60, seconds / 3600);
+    match () {
+        () if seconds < 120 => format!("{seconds}s"),
+        () if minutes < 10 && seconds.is_multiple_of(60) => format!("{minutes}m"),
+        () if minutes < 10 => format!("{minutes}m{}s", seconds % 60),
+        () if minutes < 180 => format!("{minutes}m"),
+        () if hours < 8 && minutes.is_multiple_of(60) => format!("{hours}h"),
+        () if hours < 8 => format!("{hours}h{}m", minutes % 60),
+        () if hours < 48 => format!("{hours}h"),
+        () if hours < 192 && hours.is_multiple_of(24) => format!("{}d", hours / 24),
+        () if hours < 192 => format!("{}d{}h", hours / 24, hours % 24),
+        () if hours < 24 * 365 * 2 => format!("{}d", hours / 24),
+        () if hours < 24 * 365 * 8 && (hours / 24).is_multiple_of(365) => {
+            format!("{}y", hours / 24 / 365)
+        }
+        () if hours < 24 * 365 * 8 => format!("{}y{}d", hours / 24 / 365, (hours / 24) % 365),
+        () => format!("{}y", hours / 24 / 365),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::resource::NODES;
+
+    #[test]
+    fn human_durations_match_kubectl() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(150), "2m30s");
+        assert_eq!(human_duration(600), "10m");
+        assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
+        assert_eq!(human_duration(30 * 3600), "30h");
+        assert_eq!(human_duration(3 * 86_400 + 3600), "3d1h");
+    }
+
+    #[test]
+    fn node_rows_show_status_roles_and_version() {
+        let node = json!({"metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/worker": ""}},
+            "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1.36.0"}}});
+        let t = table(&NODES, &[&node], "7", SystemTime::now());
+        assert_eq!(t["rows"][0]["cells"][1], "Ready,SchedulingDisabled");
+        assert_eq!(t["rows"][0]["cells"][2], "worker");
+        assert_eq!(t["rows"][0]["cells"][4], "v1.36.0");
+        assert_eq!(t["columnDefinitions"][1]["name"], "Status");
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        ));
+        assert!(!wants_table("application/json"));
+    }
+}
