@@ -2,28 +2,32 @@
 //! nodepulse's standalone mode.
 //!
 //! Layout:
-//! - [`api`]: the served resources, request targets and `Status` errors (pure data).
-//! - [`store`]: objects as JSON, the global resourceVersion, strategies, deletion, watch history.
-//! - [`patch`]: strategic merge, JSON merge and JSON patches.
-//! - [`select`]: label and field selectors.
-//! - `http`: the actix-web front end (CRUD, watch, discovery, auth, admin API).
-//! - [`faults`]: fault injection rules, their handle and counters.
+//! - `api`: the served resources, request targets and `Status` errors (pure data).
+//! - `store`: objects as JSON, the global resourceVersion, strategies, deletion, watch history.
+//! - `patch`: strategic merge, JSON merge and JSON patches.
+//! - `select`: label and field selectors.
+//! - `http`: the actix-web front end (CRUD, watch, tables, discovery, auth, admin API).
 //! - `lifecycle`: the node-lifecycle controller loop.
-//! - [`Emulator`]: starting it, and the [`EmulatorHandle`] tests and the daemon hold.
+//! - `kubeconfig`: kubeconfig files for the emulator.
+//!
+//! Public API: [`Emulator::start`] with an [`EmulatorConfig`] returns an [`EmulatorHandle`]
+//! (base URL, kubeconfig, [`FaultHandle`], shutdown); [`faults`] holds the fault-injection
+//! vocabulary; [`time`] formats Kubernetes timestamps.
 
-pub mod api;
-pub mod patch;
-pub mod select;
-pub mod store;
-pub mod time;
+mod api;
+mod http;
+mod kubeconfig;
+mod lifecycle;
+mod patch;
+mod select;
+mod server;
+mod store;
 
 pub mod config;
 pub mod faults;
-mod http;
-pub mod kubeconfig;
-mod lifecycle;
-mod server;
+pub mod time;
 
+pub use api::{StoredKind, Verb};
 pub use config::{AuthConfig, EmulatorConfig, LifecycleConfig, User, WatchConfig};
 pub use faults::{FaultAction, FaultCounters, FaultHandle, FaultRule};
 pub use server::{BUILTIN_NAMESPACES, Emulator, EmulatorError, EmulatorHandle};

@@ -161,19 +161,6 @@ impl ApiResource {
     pub fn verbs(&self) -> &'static [&'static str] {
         VERBS
     }
-
-    /// The collection path below the server root, for `namespace` when namespaced.
-    pub fn collection_path(&self, namespace: Option<&str>) -> String {
-        let prefix = if self.group.is_empty() {
-            format!("/api/{}", self.version)
-        } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        };
-        match namespace {
-            Some(ns) if self.namespaced => format!("{prefix}/namespaces/{ns}/{}", self.plural),
-            _ => format!("{prefix}/{}", self.plural),
-        }
-    }
 }
 
 /// `name` or `name.group` when the group is not the core group.
@@ -195,10 +182,6 @@ mod tests {
         assert_eq!(LEASES.qualified_resource(), "leases.coordination.k8s.io");
         assert_eq!(LEASES.qualified_kind(), "Lease.coordination.k8s.io");
         assert_eq!(LEASES.api_version(), "coordination.k8s.io/v1");
-        assert_eq!(
-            LEASES.collection_path(Some("kube-node-lease")),
-            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
-        );
     }
 
     #[test]

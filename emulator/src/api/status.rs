@@ -232,11 +232,6 @@ impl ApiError {
         )
     }
 
-    /// `errors.NewRequestEntityTooLargeError`.
-    pub fn too_large(message: impl Into<String>) -> Self {
-        Self::new(413, "RequestEntityTooLarge", message.into(), None)
-    }
-
     /// What kube-apiserver answers for an error no layer classified: 500 with an empty reason.
     pub fn unclassified(message: impl Into<String>) -> Self {
         Self::new(500, "", message.into(), None)

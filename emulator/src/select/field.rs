@@ -42,14 +42,6 @@ impl FieldSelector {
             .iter()
             .all(|(field, equal, value)| (field_value(object, field) == *value) == *equal)
     }
-
-    /// The value required by an `=` requirement on `field`, if any (lets callers use indexes).
-    pub fn required(&self, field: &str) -> Option<&str> {
-        self.requirements
-            .iter()
-            .find(|(f, eq, _)| f == field && *eq)
-            .map(|(_, _, v)| v.as_str())
-    }
 }
 
 /// Maps a field label to the stored-form path it selects on, or `None` if unsupported.

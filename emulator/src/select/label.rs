@@ -46,11 +46,6 @@ impl LabelSelector {
             Requirement::DoesNotExist(k) => get(k).is_none(),
         })
     }
-
-    /// Whether the selector has no requirements.
-    pub fn is_empty(&self) -> bool {
-        self.requirements.is_empty()
-    }
 }
 
 /// Splits on commas that are not inside a parenthesised value set.

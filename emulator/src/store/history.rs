@@ -17,17 +17,6 @@ pub enum EventType {
     Deleted,
 }
 
-impl EventType {
-    /// The watch event `type` string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
 /// One change to one stored object. `revision` is the global resourceVersion the change created.
 #[derive(Debug)]
 pub struct Change {

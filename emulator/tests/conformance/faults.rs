@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use nodepulse_emulator::api::Verb;
+use nodepulse_emulator::Verb;
 use nodepulse_emulator::{FaultAction, FaultRule};
 use serde_json::{Value, json};
 
