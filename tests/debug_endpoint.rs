@@ -27,7 +27,7 @@ fn test_supervisor(max_restarts: u32) -> SupervisorHandle {
     config.backoff.initial = Duration::from_millis(20);
     config.backoff.jitter = 0.0;
     config.liveness_interval = Duration::from_millis(20);
-    config.liveness_timeout = Duration::from_millis(300);
+    config.liveness_timeout = Duration::from_secs(2);
     config.intensity = IntensityPolicy {
         max_restarts: NonZeroU32::new(max_restarts).unwrap_or(NonZeroU32::MIN),
         window: Duration::from_secs(60),

@@ -32,7 +32,7 @@ fn fast_config() -> SupervisorConfig {
         window: Duration::from_secs(60),
     };
     config.liveness_interval = Duration::from_millis(20);
-    config.liveness_timeout = Duration::from_millis(300);
+    config.liveness_timeout = Duration::from_secs(2);
     config
 }
 
