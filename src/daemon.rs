@@ -5,7 +5,7 @@ use std::{future::Future, net::SocketAddr, time::Duration};
 
 use nodepulse_supervisor::{Escalation, Supervisor, SupervisorBuilder, SupervisorConfig};
 
-use crate::{cli::Settings, config::Config, debug, standalone};
+use crate::{cli::Settings, config::Config, debug, kube_api::KubeApi, node, standalone};
 
 /// Exit code for a configuration or command-line error (clap uses 2 for usage errors too).
 pub const EXIT_CONFIG: u8 = 2;
@@ -75,24 +75,13 @@ pub fn supervisor_config(config: &Config, node: &str) -> SupervisorConfig {
     supervisor
 }
 
-/// Runs the node agent until `shutdown` resolves or the supervisor escalates. `children` adds
-/// the node's actors to the supervisor. Must run inside an actix `System`.
+/// Runs a supervisor with `children` and the debug endpoint until `shutdown` resolves or the
+/// supervisor escalates. Must run inside an actix `System`.
 pub async fn run(
-    mut settings: Settings,
+    settings: &Settings,
     children: impl FnOnce(SupervisorBuilder) -> SupervisorBuilder,
     shutdown: impl Future<Output = ()>,
 ) -> Outcome {
-    let standalone = if settings.standalone {
-        match standalone::start(&settings.config.standalone).await {
-            Ok(standalone) => {
-                settings.kubeconfig = Some(standalone.kubeconfig.clone());
-                Some(standalone)
-            }
-            Err(reason) => return Outcome::Failed(reason),
-        }
-    } else {
-        None
-    };
     let config = &settings.config;
     let Ok(debug_address) = config.debug.address.parse::<SocketAddr>() else {
         return Outcome::Failed(format!(
@@ -134,6 +123,34 @@ pub async fn run(
         tracing::warn!(deadline = ?SHUTDOWN_DEADLINE, "some actors did not stop before the deadline");
     }
     debug_server.stop(true).await;
+    outcome
+}
+
+/// The node agent: the standalone API server when asked for, the API clients, and the node's
+/// actors under their supervisor until `shutdown` or an escalation.
+pub async fn run_node(mut settings: Settings, shutdown: impl Future<Output = ()>) -> Outcome {
+    let standalone = if settings.standalone {
+        match standalone::start(&settings.config.standalone).await {
+            Ok(standalone) => {
+                settings.kubeconfig = Some(standalone.kubeconfig.clone());
+                Some(standalone)
+            }
+            Err(reason) => return Outcome::Failed(reason),
+        }
+    } else {
+        None
+    };
+    let outcome = match KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await {
+        Ok(api) => {
+            run(
+                &settings,
+                |builder| node::actors(builder, &settings, &api),
+                shutdown,
+            )
+            .await
+        }
+        Err(error) => Outcome::Failed(error.to_string()),
+    };
     if let Some(standalone) = standalone {
         standalone.emulator.shutdown().await;
     }

@@ -3,11 +3,13 @@
 //! `nodepulse-supervisor`; this crate wires them to the outside world.
 //!
 //! Layout: `cli` (flags → settings), `config` (the YAML file), `daemon` (one run, exit codes),
-//! `debug` (the HTTP endpoint), `logging`, `standalone` (the in-process API emulator).
+//! `debug` (the HTTP endpoint), `kube_api` (the API port's kube-rs adapter), `logging`, `node` (one node's actors), `standalone` (the in-process API emulator).
 
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod debug;
+pub mod kube_api;
 pub mod logging;
+pub mod node;
 pub mod standalone;

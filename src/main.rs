@@ -20,11 +20,7 @@ fn main() -> ExitCode {
         }
     };
     logging::init(cli.log_format);
-    // The node actors join the supervisor as they are built (NodeStatus, Lease, ...).
-    let outcome = actix_rt::System::new().block_on(daemon::run(
-        settings,
-        |children| children,
-        daemon::shutdown_signal(),
-    ));
+    let outcome =
+        actix_rt::System::new().block_on(daemon::run_node(settings, daemon::shutdown_signal()));
     ExitCode::from(daemon::report(&outcome))
 }

@@ -119,9 +119,11 @@ fn config_file(yaml: &str) -> tempfile::NamedTempFile {
 
 #[test]
 fn sigterm_stops_the_daemon_cleanly_with_exit_code_zero() {
-    let config = config_file("debug:\n  address: 127.0.0.1:0\n");
+    let config =
+        config_file("debug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n");
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
     command.args([
+        "--standalone",
         "--config",
         config.path().to_str().expect("utf-8"),
         "--node-name",
@@ -182,6 +184,30 @@ fn standalone_mode_serves_an_api_and_writes_a_kubeconfig_for_it() {
     daemon.terminate();
     let (code, stderr) = daemon.wait();
     assert_eq!(code, 0, "stderr:\n{stderr}");
+}
+
+#[test]
+fn without_any_cluster_it_exits_with_code_1_and_says_how_to_give_one() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let config = config_file("debug:\n  address: 127.0.0.1:0\n");
+    let output = Command::new(env!("CARGO_BIN_EXE_nodepulse"))
+        .args([
+            "--config",
+            config.path().to_str().expect("utf-8"),
+            "--node-name",
+            "lonely",
+        ])
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("HOME", directory.path())
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no cluster to talk to") && stderr.contains("--standalone"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -274,7 +300,7 @@ fn escalation_child_process() {
     logging::init(LogFormat::Json);
     let store = RecorderStore::default();
     let outcome = actix_rt::System::new().block_on(daemon::run(
-        settings,
+        &settings,
         |children| {
             let (_address, inbox) = mailbox(8);
             children.child(ChildSpec::new("recorder", inbox, store.factory()))

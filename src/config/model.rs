@@ -19,12 +19,40 @@ pub struct Config {
     /// The Node's name; the host name (lower-cased) when empty, as the kubelet does.
     #[serde(default)]
     pub node_name: Option<String>,
+    /// How often the node status is computed (kubelet default 10s); also bounds heartbeat
+    /// request timeouts.
+    #[serde(default = "default_update_frequency")]
+    pub node_status_update_frequency: GoDuration,
+    /// `spec.leaseDurationSeconds` of the node Lease (40); renewals every quarter of it.
+    #[serde(default = "default_lease_duration")]
+    pub node_lease_duration_seconds: i32,
+    /// Main API client rate limit (the heartbeat client is never limited).
+    #[serde(default = "default_qps", rename = "kubeAPIQPS")]
+    pub kube_api_qps: u32,
+    #[serde(default = "default_burst", rename = "kubeAPIBurst")]
+    pub kube_api_burst: u32,
     #[serde(default)]
     pub supervision: SupervisionConfig,
     #[serde(default)]
     pub debug: DebugConfig,
     #[serde(default)]
     pub standalone: StandaloneConfig,
+}
+
+fn default_update_frequency() -> GoDuration {
+    seconds(10)
+}
+
+fn default_lease_duration() -> i32 {
+    40
+}
+
+fn default_qps() -> u32 {
+    50
+}
+
+fn default_burst() -> u32 {
+    100
 }
 
 /// How actors are watched and restarted.
@@ -121,6 +149,16 @@ impl Default for StandaloneConfig {
             api_address: "127.0.0.1:16443".to_owned(),
             kubeconfig_path: None,
         }
+    }
+}
+
+impl Config {
+    /// The heartbeat client's per-request timeout, as the kubelet sets it:
+    /// min(`nodeStatusUpdateFrequency`, `nodeLeaseDurationSeconds`).
+    pub fn heartbeat_timeout(&self) -> Duration {
+        let lease =
+            Duration::from_secs(u64::try_from(self.node_lease_duration_seconds).unwrap_or(40));
+        self.node_status_update_frequency.0.min(lease)
     }
 }
 

@@ -22,6 +22,25 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
     if let Some(name) = &config.node_name {
         validate_node_name(name)?;
     }
+    positive(
+        "nodeStatusUpdateFrequency",
+        config.node_status_update_frequency,
+    )?;
+    if config.node_lease_duration_seconds <= 0 {
+        return Err(invalid(
+            "nodeLeaseDurationSeconds",
+            config.node_lease_duration_seconds,
+            "must be greater than zero",
+        ));
+    }
+    at_least_one("kubeAPIQPS", config.kube_api_qps as usize)?;
+    if config.kube_api_burst < config.kube_api_qps {
+        return Err(invalid(
+            "kubeAPIBurst",
+            config.kube_api_burst,
+            "must be at least kubeAPIQPS",
+        ));
+    }
     let supervision = &config.supervision;
     positive("supervision.livenessTimeout", supervision.liveness_timeout)?;
     positive(

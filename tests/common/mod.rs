@@ -2,6 +2,7 @@
 #![allow(dead_code)] // Each test binary uses its own subset.
 
 pub mod actors;
+pub mod cluster;
 
 use std::{
     future::Future,

@@ -16,7 +16,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use nodepulse_supervisor::SupervisedActor;
 use serde_json::json;
 
-pub use renewal::{jittered, new_lease, next_renew_time, renew_interval, renewal_of};
+pub use renewal::{jittered, new_lease, next_renew_time, node_owner, renew_interval, renewal_of};
 pub use round::{RoundContext, RoundOutcome};
 
 use crate::{messages::NodeRegistered, ports::LeaseApi};
