@@ -262,6 +262,20 @@ fn exceeding_the_restart_intensity_exits_with_code_3_naming_the_actor() {
 
     let (code, stderr) = daemon.wait();
     assert_eq!(code, i32::from(EXIT_ESCALATED), "stderr:\n{stderr}");
+    // Everything an actor logs carries its node and name: here, the kill it was dealt.
+    let kill_event = stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["message"] == "killing actor instance on request (fault injection)")
+        .expect("the kill was logged");
+    assert_eq!(
+        (
+            kill_event["span"]["node"].as_str(),
+            kill_event["span"]["actor"].as_str()
+        ),
+        (Some("escalating-node"), Some("recorder")),
+        "{kill_event}"
+    );
     let last_line = stderr.lines().last().unwrap_or_default();
     assert!(
         last_line.starts_with(

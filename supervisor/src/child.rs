@@ -9,8 +9,9 @@ use std::{
     time::{Instant, SystemTime},
 };
 
-use actix::{Actor, dev::ArbiterHandle};
+use actix::{Actor, Context, dev::ArbiterHandle};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::{
     SupervisedActor,
@@ -206,7 +207,12 @@ impl<A: SupervisedActor> ChildRuntime for TypedChild<A> {
         let status = Arc::clone(&self.status);
         let name = self.spec.name.clone();
         inbox.fence.admit(start.generation);
-        A::start_in_arbiter(&start.arbiter, move |ctx| {
+        let arbiter = start.arbiter.clone();
+        // actix's own start_in_arbiter, but with the whole context future inside the actor's
+        // span: handlers, spawned futures and timers all log with `node` and `actor`.
+        arbiter.spawn_fn(move || {
+            let span = tracing::info_span!("actor", node = %start.node, actor = %name, generation = start.generation);
+            let mut ctx = Context::new();
             // Armed before the factory runs, so a panicking factory is reported like any panic.
             let guard = ExitGuard {
                 child: start.child,
@@ -214,21 +220,14 @@ impl<A: SupervisedActor> ChildRuntime for TypedChild<A> {
                 arbiter: start.arbiter_id,
                 exits: start.exits,
             };
-            let span = tracing::info_span!("actor", node = %start.node, actor = %name, generation = start.generation);
             let actor = span.in_scope(|| factory());
-            control::attach(
-                ctx,
-                start.control,
-                guard,
-                inbox.fence.clone(),
-                start.generation,
-            );
-            inbox.attach(ctx, start.generation, span);
+            control::attach(&mut ctx, start.control, guard, inbox.fence.clone(), start.generation);
+            inbox.attach(&mut ctx, start.generation);
             if inbox.fence.admits(start.generation) {
                 status.set_state(ChildState::Running);
                 status.detail().down_since = None;
             }
-            actor
+            actix_rt::spawn(ctx.into_future(actor).instrument(span));
         });
     }
 

@@ -92,13 +92,12 @@ impl<A: Actor> Inbox<A> {
 
 impl<A: Actor<Context = Context<A>>> Inbox<A> {
     /// Makes instance `generation` consume this inbox for as long as the fence admits it.
-    pub(crate) fn attach(&self, ctx: &mut Context<A>, generation: u64, span: tracing::Span) {
+    pub(crate) fn attach(&self, ctx: &mut Context<A>, generation: u64) {
         ctx.spawn(InboxDriver {
             receiver: Box::pin(self.receiver.clone()),
             stats: Arc::clone(&self.stats),
             fence: self.fence.clone(),
             generation,
-            span,
         });
     }
 }
@@ -110,7 +109,6 @@ struct InboxDriver<A: Actor> {
     stats: Arc<MailboxStats>,
     fence: Fence,
     generation: u64,
-    span: tracing::Span,
 }
 
 impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
@@ -123,7 +121,6 @@ impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
         task: &mut TaskContext<'_>,
     ) -> Poll<()> {
         let this = self.get_mut();
-        let _entered = this.span.enter();
         for _ in 0..BATCH {
             if !this.fence.admits(this.generation) {
                 ctx.stop();
