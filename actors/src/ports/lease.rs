@@ -1,33 +1,9 @@
-//! The narrow interfaces through which the actors reach the API server. The daemon wires the
-//! kube-rs adapter; actor tests use in-memory fakes. Every call returns a boxed future so the
-//! actors can run it without blocking their mailbox.
-
-use std::time::Duration;
+//! The Lease in `kube-node-lease`, as LeaseActor reaches it.
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 
-/// Why an API call failed, in the terms the actors decide on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApiError {
-    /// 404: the object does not exist.
-    #[error("not found: {0}")]
-    NotFound(String),
-    /// 409 `AlreadyExists`: a create found the name taken.
-    #[error("already exists: {0}")]
-    AlreadyExists(String),
-    /// 409 `Conflict`: a write carried a stale resourceVersion; re-read and retry.
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// No answer within the request timeout.
-    #[error("timed out after {0:?}")]
-    Timeout(Duration),
-    /// Anything else: transport errors, 5xx, 429, unexpected answers. Retrying may help.
-    #[error("{0}")]
-    Other(String),
-}
-
-pub type ApiResult<T> = Result<T, ApiError>;
+use super::ApiResult;
 
 /// A renewal of the node's Lease: the fields the kubelet re-asserts on every write, plus the
 /// resourceVersion it was based on, which keeps the write optimistic (a stale one is a 409).

@@ -1,0 +1,9 @@
+//! The narrow interfaces through which the actors reach the API server and the host. The daemon
+//! wires the real adapters (kube-rs, CRI, procfs); actor tests use in-memory fakes. API calls
+//! return boxed futures so the actors can run them without blocking their mailbox.
+
+mod api;
+mod lease;
+
+pub use api::{ApiError, ApiResult};
+pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
