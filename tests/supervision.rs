@@ -462,3 +462,25 @@ async fn an_actor_nobody_can_write_to_keeps_running() {
     assert_eq!(state["instance"], 1);
     assert_eq!(state_of(&handle, "recorder"), (ChildState::Running, 0));
 }
+
+#[actix_rt::test]
+async fn a_recipient_reaches_the_actor_across_a_restart() {
+    let store = RecorderStore::default();
+    let (address, inbox) = mailbox(8);
+    let recipient = address.recipient::<Record>();
+    let handle = Supervisor::builder(fast_config())
+        .child(ChildSpec::new("recorder", inbox, store.factory()))
+        .start();
+    running_again(&handle, "recorder", 0).await;
+    recipient.try_send(Record(1)).expect("queued");
+    handle
+        .kill("recorder", KillMode::Stop)
+        .await
+        .expect("killed");
+    recipient
+        .try_send(Record(2))
+        .expect("queued while restarting");
+    running_again(&handle, "recorder", 1).await;
+    assert_eq!(address.request(Count).await, Ok(2));
+    assert_eq!(store.received(), vec![1, 2]);
+}

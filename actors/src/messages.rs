@@ -1,6 +1,9 @@
 //! The facts the actors tell each other, one type per fact.
 
+use std::time::Instant;
+
 use actix::Message;
+use jiff::Timestamp;
 
 /// NodeStatusActor → LeaseActor: the Node exists and has this UID, so the Lease can name it
 /// as its owner (and be garbage-collected with it).
@@ -8,4 +11,50 @@ use actix::Message;
 #[rtype(result = "()")]
 pub struct NodeRegistered {
     pub uid: String,
+}
+
+/// RuntimeProbeActor → NodeStatusActor: the container runtime as last probed (the kubelet's
+/// `runtimeState`). Sent on every change and at least every probe period, so NodeStatusActor
+/// can judge staleness itself ("container runtime is down" after 30 s without a full success).
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct RuntimeHealth {
+    /// When a probe last fully succeeded (runtime reachable and RuntimeReady=true); `None`
+    /// until the first success ("container runtime status check may not have completed yet").
+    pub last_successful_probe: Option<Instant>,
+    /// "container runtime not ready: RuntimeReady=false reason:… message:…", when so.
+    pub runtime_error: Option<String>,
+    /// "container runtime network not ready: NetworkReady=false reason:… message:…", when so;
+    /// "network state unknown" before the first answer.
+    pub network_error: Option<String>,
+    /// `<runtimeName>://<version>` from CRI Version, for `nodeInfo.containerRuntimeVersion`.
+    pub runtime_version: Option<String>,
+    /// When this observation was made.
+    pub observed_at: Timestamp,
+    /// A simulated runtime (for simulated nodes), labelled as such in `/debug/node`.
+    pub simulated: bool,
+}
+
+/// One eviction signal as last observed, for `/debug/node` and the pressure events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalObservation {
+    /// The kubelet's signal name, e.g. `memory.available`.
+    pub signal: String,
+    /// Available amount (bytes, inodes or PIDs).
+    pub available: u64,
+    pub capacity: u64,
+    /// The threshold it is compared with, as configured (`100Mi`, `10%`).
+    pub threshold: Option<String>,
+    pub observed_at: Timestamp,
+}
+
+/// EvictionSignalActor → NodeStatusActor: the pressure conditions after thresholds and the
+/// transition period. Sent as soon as one of them changes, and periodically as freshness.
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct PressureChanged {
+    pub memory_pressure: bool,
+    pub disk_pressure: bool,
+    pub pid_pressure: bool,
+    pub signals: Vec<SignalObservation>,
 }

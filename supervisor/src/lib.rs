@@ -34,7 +34,7 @@ pub use control::KillMode;
 pub use handle::{KillError, SupervisorHandle};
 pub use inbox::Inbox;
 pub use intensity::{IntensityPolicy, RestartIntensity};
-pub use mailbox::{Mailbox, RequestError, SendError, mailbox};
+pub use mailbox::{Mailbox, Recipient, RequestError, SendError, mailbox};
 pub use snapshot::ActorSnapshot;
 pub use stats::{LastMessage, MailboxSnapshot, QueueGauge};
 pub use supervisor::{Escalation, KillAccepted, Supervisor, SupervisorBuilder, SupervisorConfig};

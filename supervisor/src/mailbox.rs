@@ -138,3 +138,42 @@ fn unwrap_returned<A: Actor, M: Message + 'static>(envelope: Envelope<A>) -> M {
         .into_message::<M>()
         .expect("a refused envelope holds the message it was built from")
 }
+
+/// A restart-surviving address for one message type, whatever actor handles it: what a
+/// producer holds when it should not know its consumer's type.
+pub struct Recipient<M: Message> {
+    send: Arc<dyn Fn(M) -> Result<(), SendError<M>> + Send + Sync>,
+}
+
+impl<M: Message> Clone for Recipient<M> {
+    fn clone(&self) -> Self {
+        Self {
+            send: Arc::clone(&self.send),
+        }
+    }
+}
+
+impl<M: Message + Send + 'static> Recipient<M>
+where
+    M::Result: Send,
+{
+    /// Queues `message` without waiting, like [`Mailbox::try_send`].
+    pub fn try_send(&self, message: M) -> Result<(), SendError<M>> {
+        (self.send)(message)
+    }
+}
+
+impl<A: Actor> Mailbox<A> {
+    /// This mailbox as a [`Recipient`] of `M`.
+    pub fn recipient<M>(&self) -> Recipient<M>
+    where
+        A: Handler<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        let mailbox = self.clone();
+        Recipient {
+            send: Arc::new(move |message| mailbox.try_send(message)),
+        }
+    }
+}
