@@ -24,6 +24,27 @@ fn the_embedded_default_is_valid_and_matches_the_documented_defaults() {
 }
 
 #[test]
+fn the_report_frequency_follows_the_update_frequency_when_only_that_is_set() {
+    assert_eq!(
+        parse("maxPods: 110\n")
+            .expect("valid")
+            .report_frequency()
+            .as_secs(),
+        300
+    );
+    assert_eq!(
+        parse("nodeStatusUpdateFrequency: 20s\n")
+            .expect("valid")
+            .report_frequency()
+            .as_secs(),
+        20
+    );
+    let both =
+        parse("nodeStatusUpdateFrequency: 20s\nnodeStatusReportFrequency: 1m\n").expect("valid");
+    assert_eq!(both.report_frequency().as_secs(), 60);
+}
+
+#[test]
 fn kubelet_duration_syntax_is_accepted() {
     let config = parse(
         "supervision:\n  restartWindow: 1m30s\n  backoff:\n    initial: 250ms\n    max: 1.5m\n",

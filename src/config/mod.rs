@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 pub use duration::{DurationError, GoDuration};
 pub use model::{
     BackoffConfig, Config, DebugConfig, FaultInjectionConfig, StandaloneConfig, SupervisionConfig,
+    TaintConfig,
 };
 pub use validate::check_node_name;
 

@@ -2,7 +2,7 @@
 //! where the concept is the same; nodepulse's own sections (`supervision`, `debug`,
 //! `standalone`) follow the same camelCase style. Unknown fields are errors, never ignored.
 
-use std::{num::NonZeroU32, path::PathBuf, time::Duration};
+use std::{collections::BTreeMap, num::NonZeroU32, path::PathBuf, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
@@ -31,12 +31,86 @@ pub struct Config {
     pub kube_api_qps: u32,
     #[serde(default = "default_burst", rename = "kubeAPIBurst")]
     pub kube_api_burst: u32,
+    /// The longest a status may go unposted when nothing changed (kubelet default 5m; when
+    /// unset and `nodeStatusUpdateFrequency` is set, the update frequency, as the kubelet does).
+    #[serde(default)]
+    pub node_status_report_frequency: Option<GoDuration>,
+    /// Capacity `pods` (110).
+    #[serde(default = "default_max_pods")]
+    pub max_pods: u32,
+    /// When above 0, capacity `pods` is min(cores × podsPerCore, maxPods).
+    #[serde(default)]
+    pub pods_per_core: u32,
+    /// Resources held back from pods for the OS and for nodepulse/the kubelet (`cpu: 500m`,
+    /// `memory: 1Gi`, `ephemeral-storage: 1Gi`, `pid: 1000`).
+    #[serde(default)]
+    pub system_reserved: BTreeMap<String, String>,
+    #[serde(default)]
+    pub kube_reserved: BTreeMap<String, String>,
+    /// Whether to register the Node (create it, or adopt the existing one).
+    #[serde(default = "default_true")]
+    pub register_node: bool,
+    /// Taints the Node is created with.
+    #[serde(default)]
+    pub register_with_taints: Vec<TaintConfig>,
+    /// Labels added to the Node at registration (after the default ones, overriding them).
+    #[serde(default)]
+    pub node_labels: BTreeMap<String, String>,
+    /// `spec.providerID` of the Node.
+    #[serde(default, rename = "providerID")]
+    pub provider_id: Option<String>,
+    /// The Node's IP addresses (the kubelet's `--node-ip`): up to two, one per family.
+    /// Empty: the host's default-route address.
+    #[serde(default, rename = "nodeIP")]
+    pub node_ip: Vec<String>,
+    /// The kubelet port reported in `daemonEndpoints` (10250).
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// The directory whose filesystem gives `ephemeral-storage` capacity (the kubelet's root
+    /// dir); its nearest existing ancestor is measured when it does not exist.
+    #[serde(default = "default_root_dir")]
+    pub root_dir: PathBuf,
+    /// Events per second (and burst) nodepulse may record.
+    #[serde(default = "default_qps", rename = "eventRecordQPS")]
+    pub event_record_qps: u32,
+    #[serde(default = "default_burst")]
+    pub event_burst: u32,
+    /// Adds the `volumes.kubernetes.io/controller-managed-attach-detach` annotation.
+    #[serde(default = "default_true")]
+    pub enable_controller_attach_detach: bool,
     #[serde(default)]
     pub supervision: SupervisionConfig,
     #[serde(default)]
     pub debug: DebugConfig,
     #[serde(default)]
     pub standalone: StandaloneConfig,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_max_pods() -> u32 {
+    110
+}
+
+fn default_port() -> u16 {
+    10250
+}
+
+fn default_root_dir() -> PathBuf {
+    PathBuf::from("/var/lib/kubelet")
+}
+
+/// A taint for `registerWithTaints`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaintConfig {
+    pub key: String,
+    #[serde(default)]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
 }
 
 fn default_update_frequency() -> GoDuration {
@@ -153,6 +227,17 @@ impl Default for StandaloneConfig {
 }
 
 impl Config {
+    /// `nodeStatusReportFrequency` as the kubelet resolves it.
+    pub fn report_frequency(&self) -> Duration {
+        match self.node_status_report_frequency {
+            Some(frequency) => frequency.0,
+            None if self.node_status_update_frequency != default_update_frequency() => {
+                self.node_status_update_frequency.0
+            }
+            None => Duration::from_secs(300),
+        }
+    }
+
     /// The heartbeat client's per-request timeout, as the kubelet sets it:
     /// min(`nodeStatusUpdateFrequency`, `nodeLeaseDurationSeconds`).
     pub fn heartbeat_timeout(&self) -> Duration {

@@ -41,6 +41,76 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             "must be at least kubeAPIQPS",
         ));
     }
+    if let Some(report) = config.node_status_report_frequency {
+        positive("nodeStatusReportFrequency", report)?;
+    }
+    at_least_one("maxPods", config.max_pods as usize)?;
+    for (section, reserved) in [
+        ("systemReserved", &config.system_reserved),
+        ("kubeReserved", &config.kube_reserved),
+    ] {
+        for (resource, quantity) in reserved {
+            let field = format!("{section}.{resource}");
+            if !matches!(
+                resource.as_str(),
+                "cpu" | "memory" | "ephemeral-storage" | "pid"
+            ) {
+                return Err(invalid(
+                    &field,
+                    quantity,
+                    "reservable resources are cpu, memory, ephemeral-storage and pid",
+                ));
+            }
+            match nodepulse_actors::quantity::parse_quantity(quantity) {
+                Ok(value) if value >= 0.0 => {}
+                Ok(_) => return Err(invalid(&field, quantity, "must not be negative")),
+                Err(error) => return Err(invalid(&field, quantity, error.reason)),
+            }
+        }
+    }
+    for (index, taint) in config.register_with_taints.iter().enumerate() {
+        if !matches!(
+            taint.effect.as_str(),
+            "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+        ) {
+            return Err(invalid(
+                &format!("registerWithTaints[{index}].effect"),
+                &taint.effect,
+                "must be NoSchedule, PreferNoSchedule or NoExecute",
+            ));
+        }
+        if taint.key.is_empty() {
+            return Err(invalid(
+                &format!("registerWithTaints[{index}].key"),
+                &taint.key,
+                "must not be empty",
+            ));
+        }
+    }
+    if config.node_ip.len() > 2 {
+        return Err(invalid(
+            "nodeIP",
+            config.node_ip.join(","),
+            "at most two addresses, one per IP family",
+        ));
+    }
+    for (index, address) in config.node_ip.iter().enumerate() {
+        if address.parse::<std::net::IpAddr>().is_err() {
+            return Err(invalid(
+                &format!("nodeIP[{index}]"),
+                address,
+                "expected an IP address",
+            ));
+        }
+    }
+    at_least_one("eventRecordQPS", config.event_record_qps as usize)?;
+    if config.event_burst < config.event_record_qps {
+        return Err(invalid(
+            "eventBurst",
+            config.event_burst,
+            "must be at least eventRecordQPS",
+        ));
+    }
     let supervision = &config.supervision;
     positive("supervision.livenessTimeout", supervision.liveness_timeout)?;
     positive(
