@@ -10,5 +10,6 @@
 
 pub mod lease;
 pub mod messages;
+pub mod node_status;
 pub mod ports;
 pub mod quantity;

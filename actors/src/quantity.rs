@@ -64,9 +64,50 @@ pub fn parse_quantity(text: &str) -> Result<f64, QuantityError> {
     }
 }
 
+/// Formats a byte count as the API server would a BinarySI quantity: the largest binary suffix
+/// that divides it exactly (`16393248Ki`, `100Mi`), plain bytes otherwise.
+pub fn format_binary(bytes: u64) -> String {
+    const SUFFIXES: [(&str, u64); 6] = [
+        ("Ei", 1 << 60),
+        ("Pi", 1 << 50),
+        ("Ti", 1 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+    ];
+    if bytes == 0 {
+        return "0".to_owned();
+    }
+    for (suffix, unit) in SUFFIXES {
+        if bytes % unit == 0 {
+            return format!("{}{suffix}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
+
+/// Formats cores as a DecimalSI cpu quantity: `2`, or millicores `1500m` when fractional.
+pub fn format_cpu(millicores: u64) -> String {
+    if millicores % 1000 == 0 {
+        (millicores / 1000).to_string()
+    } else {
+        format!("{millicores}m")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_like_the_api_server() {
+        assert_eq!(format_binary(16_786_685_952), "16393248Ki");
+        assert_eq!(format_binary(104_857_600), "100Mi");
+        assert_eq!(format_binary(1_073_741_824), "1Gi");
+        assert_eq!(format_binary(1000), "1000");
+        assert_eq!(format_cpu(2000), "2");
+        assert_eq!(format_cpu(1500), "1500m");
+    }
 
     #[test]
     fn parses_binary_decimal_and_exponent_suffixes() {

@@ -4,6 +4,8 @@
 
 mod api;
 mod lease;
+mod machine;
 
 pub use api::{ApiError, ApiResult};
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
+pub use machine::{MachineFacts, MachineInfo};

@@ -1,0 +1,3 @@
+//! NodeStatusActor: registers the Node and keeps its status true.
+
+pub mod setters;

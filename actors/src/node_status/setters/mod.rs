@@ -1,0 +1,123 @@
+//! The status setters, in the kubelet's order: addresses, machine info, version info, daemon
+//! endpoints, then the conditions MemoryPressure, DiskPressure, PIDPressure and Ready. Ready is
+//! last on purpose: the pressure setters append new conditions, so a fresh Node lists Ready
+//! last, which old control planes relied on (kubernetes#16961). Every setter runs even when an
+//! earlier one failed; errors are collected, and setters return the events they want recorded
+//! instead of recording them.
+
+mod addresses;
+mod conditions;
+mod machine;
+#[cfg(test)]
+mod tests;
+mod version;
+
+use std::{collections::BTreeMap, net::IpAddr, time::Instant};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Node;
+
+pub use conditions::{RUNTIME_DOWN_AFTER, ready_errors};
+
+use crate::{
+    messages::{PressureChanged, RuntimeHealth},
+    ports::MachineInfo,
+};
+
+/// Settings the setters apply, resolved from the configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusSettings {
+    pub max_pods: u32,
+    pub pods_per_core: u32,
+    /// systemReserved + kubeReserved, per resource (bytes, cores or PIDs).
+    pub reserved: BTreeMap<String, f64>,
+    /// The hard eviction thresholds that allocatable holds back.
+    pub hard_eviction_memory: Reservation,
+    pub hard_eviction_nodefs: Reservation,
+    /// Configured node IPs (`nodeIP`); empty to pick the default-route address.
+    pub node_ips: Vec<IpAddr>,
+    pub port: i32,
+    /// `nodeInfo.kubeletVersion`: nodepulse's version.
+    pub agent_version: String,
+}
+
+/// An amount held back from capacity: absolute, or a fraction of capacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reservation {
+    Absolute(f64),
+    Fraction(f64),
+}
+
+impl Reservation {
+    pub fn of(self, capacity: f64) -> f64 {
+        match self {
+            Self::Absolute(amount) => amount,
+            Self::Fraction(fraction) => capacity * fraction,
+        }
+    }
+}
+
+/// Everything a status computation looks at.
+pub struct StatusInputs<'a> {
+    pub node_name: &'a str,
+    pub machine: &'a MachineInfo,
+    pub settings: &'a StatusSettings,
+    /// `None` until RuntimeProbeActor has said anything.
+    pub runtime: Option<&'a RuntimeHealth>,
+    /// `None` until EvictionSignalActor has said anything: no pressure is assumed.
+    pub pressure: Option<&'a PressureChanged>,
+    /// The boot ID last reported, to notice a reboot.
+    pub previous_boot_id: Option<&'a str>,
+    /// For judging the runtime's staleness.
+    pub now_instant: Instant,
+}
+
+/// An event a setter wants recorded on the Node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEvent {
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl NodeEvent {
+    pub fn normal(reason: &str, message: String) -> Self {
+        Self {
+            warning: false,
+            reason: reason.to_owned(),
+            message,
+        }
+    }
+
+    pub fn warning(reason: &str, message: String) -> Self {
+        Self {
+            warning: true,
+            reason: reason.to_owned(),
+            message,
+        }
+    }
+}
+
+/// What running the setters produced besides the Node itself.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SetterReport {
+    pub events: Vec<NodeEvent>,
+    pub errors: Vec<String>,
+}
+
+/// Runs every setter on `node` in order.
+pub fn run_setters(inputs: &StatusInputs<'_>, now: Timestamp, node: &mut Node) -> SetterReport {
+    let mut report = SetterReport::default();
+    let mut record = |result: Result<Vec<NodeEvent>, String>| match result {
+        Ok(events) => report.events.extend(events),
+        Err(error) => report.errors.push(error),
+    };
+    record(addresses::set(inputs, node));
+    record(machine::set(inputs, node));
+    record(version::set(inputs, node));
+    for pressure in &conditions::PRESSURES {
+        record(Ok(conditions::set_pressure(pressure, inputs, now, node)));
+    }
+    record(Ok(conditions::set_ready(inputs, now, node)));
+    report
+}

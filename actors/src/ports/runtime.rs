@@ -1,0 +1,78 @@
+//! The container runtime, as RuntimeProbeActor and EvictionSignalActor reach it: the few CRI
+//! calls nodepulse makes. The daemon implements it over the runtime's unix socket; tests use
+//! a real containerd or a fake. Every call is bounded by the adapter's request timeout.
+
+use std::{path::PathBuf, time::Duration};
+
+use futures::future::BoxFuture;
+
+/// One condition of CRI `RuntimeStatus` (`RuntimeReady`, `NetworkReady`, or informative ones).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuntimeCondition {
+    pub kind: String,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+/// The conditions CRI `Status` reported.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuntimeStatus {
+    pub conditions: Vec<RuntimeCondition>,
+}
+
+/// CRI `Version`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuntimeVersion {
+    pub runtime_name: String,
+    pub runtime_version: String,
+    pub runtime_api_version: String,
+}
+
+/// One filesystem of CRI `ImageFsInfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImageFsUsage {
+    /// Where the runtime keeps its images; statvfs of it gives the image fs' free space.
+    pub mountpoint: PathBuf,
+    pub used_bytes: Option<u64>,
+    pub inodes_used: Option<u64>,
+}
+
+/// Why a runtime call failed. Every variant may clear up by itself, so callers retry on their
+/// next period rather than at once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// Nothing listens at the endpoint: the socket file does not exist.
+    #[error("no container runtime socket at {path}")]
+    SocketMissing { path: PathBuf },
+    /// The socket exists but the runtime did not accept a connection or the stream broke.
+    #[error("cannot reach the container runtime at {path}: {message}")]
+    Unreachable { path: PathBuf, message: String },
+    /// No answer within the request timeout.
+    #[error("{method} timed out after {timeout:?}")]
+    Timeout {
+        method: &'static str,
+        timeout: Duration,
+    },
+    /// The runtime answered with an error status, or with an empty answer.
+    #[error("{method} failed: {message}")]
+    Call {
+        method: &'static str,
+        message: String,
+    },
+}
+
+pub type RuntimeResult<T> = Result<T, RuntimeError>;
+
+/// The CRI calls nodepulse makes. Futures are `'static` so the actors can spawn them beside
+/// their mailbox.
+pub trait RuntimeService: Send + Sync + 'static {
+    /// `RuntimeService/Status` (verbose=false).
+    fn status(&self) -> BoxFuture<'static, RuntimeResult<RuntimeStatus>>;
+    /// `RuntimeService/Version`.
+    fn version(&self) -> BoxFuture<'static, RuntimeResult<RuntimeVersion>>;
+    /// `ImageService/ImageFsInfo`: the image filesystems.
+    fn image_fs_info(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageFsUsage>>>;
+    /// `RuntimeService/UpdateRuntimeConfig` with `network_config.pod_cidr`.
+    fn update_pod_cidr(&self, pod_cidr: String) -> BoxFuture<'static, RuntimeResult<()>>;
+}
