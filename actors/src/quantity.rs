@@ -79,7 +79,7 @@ pub fn format_binary(bytes: u64) -> String {
         return "0".to_owned();
     }
     for (suffix, unit) in SUFFIXES {
-        if bytes % unit == 0 {
+        if bytes.is_multiple_of(unit) {
             return format!("{}{suffix}", bytes / unit);
         }
     }
@@ -88,7 +88,7 @@ pub fn format_binary(bytes: u64) -> String {
 
 /// Formats cores as a DecimalSI cpu quantity: `2`, or millicores `1500m` when fractional.
 pub fn format_cpu(millicores: u64) -> String {
-    if millicores % 1000 == 0 {
+    if millicores.is_multiple_of(1000) {
         (millicores / 1000).to_string()
     } else {
         format!("{millicores}m")

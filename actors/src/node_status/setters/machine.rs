@@ -21,16 +21,15 @@ pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<Node
     if let Some(previous) = inputs
         .previous_boot_id
         .filter(|previous| !previous.is_empty())
+        && previous != machine.boot_id
     {
-        if previous != machine.boot_id {
-            events.push(NodeEvent::warning(
-                "Rebooted",
-                format!(
-                    "Node {} has been rebooted, boot id: {}",
-                    inputs.node_name, machine.boot_id
-                ),
-            ));
-        }
+        events.push(NodeEvent::warning(
+            "Rebooted",
+            format!(
+                "Node {} has been rebooted, boot id: {}",
+                inputs.node_name, machine.boot_id
+            ),
+        ));
     }
     info.boot_id = machine.boot_id.clone();
 
