@@ -7,5 +7,6 @@ pub mod change;
 pub mod patch;
 #[cfg(test)]
 mod patch_tests;
+pub mod registration;
 pub mod report;
 pub mod setters;

@@ -5,7 +5,9 @@
 mod api;
 mod lease;
 mod machine;
+mod node;
 
 pub use api::{ApiError, ApiResult};
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
+pub use node::{NodeApi, NodeEvent};

@@ -18,7 +18,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 
 pub use conditions::{RUNTIME_DOWN_AFTER, ready_errors};
+pub use version::platform;
 
+pub use crate::ports::NodeEvent;
 use crate::{
     messages::{PressureChanged, RuntimeHealth},
     ports::MachineInfo,
@@ -70,32 +72,6 @@ pub struct StatusInputs<'a> {
     pub previous_boot_id: Option<&'a str>,
     /// For judging the runtime's staleness.
     pub now_instant: Instant,
-}
-
-/// An event a setter wants recorded on the Node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeEvent {
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
-}
-
-impl NodeEvent {
-    pub fn normal(reason: &str, message: String) -> Self {
-        Self {
-            warning: false,
-            reason: reason.to_owned(),
-            message,
-        }
-    }
-
-    pub fn warning(reason: &str, message: String) -> Self {
-        Self {
-            warning: true,
-            reason: reason.to_owned(),
-            message,
-        }
-    }
 }
 
 /// What running the setters produced besides the Node itself.

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{DaemonEndpoint, Node, NodeDaemonEndpoints, Node
 use super::{NodeEvent, StatusInputs};
 
 /// The platform names Kubernetes uses (`GOOS`/`GOARCH`).
-pub(super) fn platform() -> (&'static str, &'static str) {
+pub fn platform() -> (&'static str, &'static str) {
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",

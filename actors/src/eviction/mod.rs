@@ -1,0 +1,264 @@
+//! EvictionSignalActor: every `housekeepingInterval` it measures the host (memory, nodefs,
+//! imagefs, PIDs), compares with the eviction thresholds and tells NodeStatusActor the
+//! pressure conditions at once. It owns the thresholds' first/last-observed times (kept across
+//! its restarts); it never evicts pods itself — ranking and `EvictPod` come with StatusManager.
+
+mod observe;
+mod pressure;
+mod signals;
+#[cfg(test)]
+mod tests;
+mod thresholds;
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, WrapFuture};
+use jiff::Timestamp;
+use nodepulse_supervisor::{Recipient, SendError, SupervisedActor};
+use serde_json::json;
+
+pub use observe::{dedicated_image_fs, observations};
+pub use pressure::{PassOutcome, PressureState, housekeeping_pass};
+pub use signals::{Condition, Observation, Observations, Signal};
+pub use thresholds::{
+    Threshold, ThresholdConfig, ThresholdError, ThresholdValue, default_eviction_hard,
+    parse_thresholds,
+};
+
+use crate::{
+    messages::{PressureChanged, SignalObservation},
+    ports::{HostObservation, HostSignals, RuntimeService},
+};
+
+/// What the EvictionSignalActor is configured with.
+#[derive(Debug, Clone)]
+pub struct EvictionSettings {
+    pub thresholds: Vec<Threshold>,
+    /// `housekeepingInterval` (10 s).
+    pub housekeeping_interval: Duration,
+    /// `evictionPressureTransitionPeriod` (5 m).
+    pub pressure_transition_period: Duration,
+    /// Bound on the `ImageFsInfo` call.
+    pub runtime_request_timeout: Duration,
+}
+
+/// The last pass, for the debug view.
+#[derive(Debug, Clone)]
+struct LastPass {
+    at: Timestamp,
+    took: Duration,
+    observations: Observations,
+    outcome: PassOutcome,
+    errors: Vec<String>,
+    dedicated_image_fs: bool,
+}
+
+pub struct EvictionSignalActor {
+    settings: EvictionSettings,
+    host: Arc<dyn HostSignals>,
+    /// Asked for the image filesystem; `None` for a simulated runtime.
+    runtime: Option<Arc<dyn RuntimeService>>,
+    pressure: Recipient<PressureChanged>,
+    state: Arc<Mutex<PressureState>>,
+    pass_started: Option<Instant>,
+    passes: u64,
+    last: Option<LastPass>,
+}
+
+impl EvictionSignalActor {
+    /// `state` outlives the instance: the factory hands every instance the same one.
+    pub fn new(
+        settings: EvictionSettings,
+        host: Arc<dyn HostSignals>,
+        runtime: Option<Arc<dyn RuntimeService>>,
+        pressure: Recipient<PressureChanged>,
+        state: Arc<Mutex<PressureState>>,
+    ) -> Self {
+        Self {
+            settings,
+            host,
+            runtime,
+            pressure,
+            state,
+            pass_started: None,
+            passes: 0,
+            last: None,
+        }
+    }
+
+    fn start_pass(&mut self, ctx: &mut Context<Self>) {
+        if self.pass_started.is_some() {
+            return; // a slow pass is never stacked on; the next tick finds it finished
+        }
+        self.pass_started = Some(Instant::now());
+        let host = Arc::clone(&self.host);
+        let runtime = self.runtime.clone();
+        let timeout = self.settings.runtime_request_timeout;
+        let measure = async move {
+            let image_fs = match runtime {
+                Some(runtime) => match tokio::time::timeout(timeout, runtime.image_fs_info()).await {
+                    Ok(Ok(filesystems)) => filesystems.into_iter().next().map(|fs| fs.mountpoint),
+                    Ok(Err(error)) => {
+                        tracing::debug!(%error, "ImageFsInfo failed; imagefs is taken as nodefs");
+                        None
+                    }
+                    Err(_) => None,
+                },
+                None => None,
+            };
+            host.observe(image_fs).await
+        };
+        // Spawned, not awaited: the mailbox and liveness pings stay served while the host is read.
+        ctx.spawn(measure.into_actor(self).map(|host, actor, _| actor.finish_pass(&host)));
+    }
+
+    fn finish_pass(&mut self, host: &HostObservation) {
+        let took = self.pass_started.take().map_or(Duration::ZERO, |started| started.elapsed());
+        self.passes += 1;
+        let (observed, errors) = observations(host);
+        for error in &errors {
+            tracing::warn!(%error, "a host signal could not be read this pass");
+        }
+        let now = tokio::time::Instant::now().into_std();
+        let outcome = match self.state.lock() {
+            Ok(mut state) => housekeeping_pass(
+                &self.settings.thresholds,
+                &observed,
+                &mut state,
+                self.settings.pressure_transition_period,
+                now,
+            ),
+            Err(poisoned) => housekeeping_pass(
+                &self.settings.thresholds,
+                &observed,
+                &mut poisoned.into_inner(),
+                self.settings.pressure_transition_period,
+                now,
+            ),
+        };
+        let previous = self.last.as_ref().map(|last| last.outcome.conditions.clone());
+        if previous.as_ref() != Some(&outcome.conditions) {
+            tracing::info!(conditions = ?outcome.conditions, "pressure conditions changed");
+        }
+        let at = Timestamp::now();
+        let message = self.message(&observed, &outcome, at);
+        if let Err(error) = self.pressure.try_send(message) {
+            // The next pass sends the whole picture again, so nothing is lost for good.
+            let reason = match error {
+                SendError::Full(_) => "full",
+                SendError::Closed(_) => "closed",
+            };
+            tracing::warn!(reason, "PressureChanged not delivered; the next pass sends it again");
+        }
+        self.last = Some(LastPass {
+            at,
+            took,
+            observations: observed,
+            outcome,
+            errors,
+            dedicated_image_fs: dedicated_image_fs(host),
+        });
+    }
+
+    fn message(&self, observed: &Observations, outcome: &PassOutcome, at: Timestamp) -> PressureChanged {
+        let signals = observed
+            .iter()
+            .map(|(signal, observation)| SignalObservation {
+                signal: signal.name().to_owned(),
+                available: observation.available,
+                capacity: observation.capacity,
+                threshold: self.threshold_text(*signal),
+                observed_at: at,
+            })
+            .collect();
+        PressureChanged {
+            memory_pressure: outcome.has(Condition::MemoryPressure),
+            disk_pressure: outcome.has(Condition::DiskPressure),
+            pid_pressure: outcome.has(Condition::PidPressure),
+            signals,
+        }
+    }
+
+    /// The thresholds of `signal` as configured: `100Mi`, or `100Mi, soft 200Mi` when both.
+    fn threshold_text(&self, signal: Signal) -> Option<String> {
+        let texts: Vec<String> = self
+            .settings
+            .thresholds
+            .iter()
+            .filter(|threshold| threshold.signal == signal)
+            .map(|threshold| {
+                if threshold.hard {
+                    threshold.text.clone()
+                } else {
+                    format!("soft {}", threshold.text)
+                }
+            })
+            .collect();
+        (!texts.is_empty()).then(|| texts.join(", "))
+    }
+}
+
+impl Actor for EvictionSignalActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.start_pass(ctx);
+        ctx.run_interval(self.settings.housekeeping_interval, |actor, ctx| {
+            actor.start_pass(ctx);
+        });
+    }
+}
+
+impl SupervisedActor for EvictionSignalActor {
+    fn debug_state(&self) -> serde_json::Value {
+        let state = self.state.lock().map(|state| state.clone()).unwrap_or_default();
+        let now = tokio::time::Instant::now().into_std();
+        let since = |instant: Instant| now.saturating_duration_since(instant).as_secs_f64();
+        let signals: Vec<_> = Signal::ALL
+            .into_iter()
+            .map(|signal| {
+                let observation = self.last.as_ref().and_then(|last| last.observations.get(&signal));
+                let thresholds: Vec<_> = self
+                    .settings
+                    .thresholds
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, threshold)| threshold.signal == signal)
+                    .map(|(index, threshold)| json!({
+                        "value": threshold.text,
+                        "hard": threshold.hard,
+                        "gracePeriodSeconds": threshold.grace_period.as_secs_f64(),
+                        "met": self.last.as_ref().is_some_and(|last| last.outcome.met.contains(&index)),
+                        "firstObservedSecondsAgo": state.first_observed.get(&index).map(|first| since(*first)),
+                    }))
+                    .collect();
+                json!({
+                    "signal": signal.name(),
+                    "available": observation.map(|observation| observation.available),
+                    "capacity": observation.map(|observation| observation.capacity),
+                    "thresholds": thresholds,
+                })
+            })
+            .collect();
+        json!({
+            "passes": self.passes,
+            "passInProgressSeconds": self.pass_started.map(|started| started.elapsed().as_secs_f64()),
+            "lastPass": self.last.as_ref().map(|last| json!({
+                "at": last.at.to_string(),
+                "tookSeconds": last.took.as_secs_f64(),
+                "errors": last.errors,
+                "dedicatedImageFs": last.dedicated_image_fs,
+            })),
+            "memoryPressure": self.last.as_ref().is_some_and(|last| last.outcome.has(Condition::MemoryPressure)),
+            "diskPressure": self.last.as_ref().is_some_and(|last| last.outcome.has(Condition::DiskPressure)),
+            "pidPressure": self.last.as_ref().is_some_and(|last| last.outcome.has(Condition::PidPressure)),
+            "conditionsLastObservedSecondsAgo": state.last_observed.iter()
+                .map(|(condition, last)| (format!("{condition:?}"), since(*last)))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+            "signals": signals,
+        })
+    }
+}
