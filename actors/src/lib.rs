@@ -1,15 +1,19 @@
 //! nodepulse's node actors, the typed messages they exchange and the ports (traits) through
 //! which they reach the API server and the host.
 //!
+//! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`messages`]: one type per fact the actors tell each other.
 //! - [`ports`]: the API interfaces the daemon implements with kube-rs and tests with fakes.
 //! - [`quantity`]: Kubernetes resource quantities as numbers.
+//! - [`runtime_probe`]: RuntimeProbeActor, the container runtime's health over CRI.
 //!
 //! NodeStatus, RuntimeProbe, EvictionSignal and StatusManager join as they are built.
 
+pub mod eviction;
 pub mod lease;
 pub mod messages;
 pub mod node_status;
 pub mod ports;
 pub mod quantity;
+pub mod runtime_probe;

@@ -99,7 +99,8 @@ impl EvictionSignalActor {
         let timeout = self.settings.runtime_request_timeout;
         let measure = async move {
             let image_fs = match runtime {
-                Some(runtime) => match tokio::time::timeout(timeout, runtime.image_fs_info()).await {
+                Some(runtime) => match tokio::time::timeout(timeout, runtime.image_fs_info()).await
+                {
                     Ok(Ok(filesystems)) => filesystems.into_iter().next().map(|fs| fs.mountpoint),
                     Ok(Err(error)) => {
                         tracing::debug!(%error, "ImageFsInfo failed; imagefs is taken as nodefs");
@@ -112,11 +113,18 @@ impl EvictionSignalActor {
             host.observe(image_fs).await
         };
         // Spawned, not awaited: the mailbox and liveness pings stay served while the host is read.
-        ctx.spawn(measure.into_actor(self).map(|host, actor, _| actor.finish_pass(&host)));
+        ctx.spawn(
+            measure
+                .into_actor(self)
+                .map(|host, actor, _| actor.finish_pass(&host)),
+        );
     }
 
     fn finish_pass(&mut self, host: &HostObservation) {
-        let took = self.pass_started.take().map_or(Duration::ZERO, |started| started.elapsed());
+        let took = self
+            .pass_started
+            .take()
+            .map_or(Duration::ZERO, |started| started.elapsed());
         self.passes += 1;
         let (observed, errors) = observations(host);
         for error in &errors {
@@ -139,7 +147,10 @@ impl EvictionSignalActor {
                 now,
             ),
         };
-        let previous = self.last.as_ref().map(|last| last.outcome.conditions.clone());
+        let previous = self
+            .last
+            .as_ref()
+            .map(|last| last.outcome.conditions.clone());
         if previous.as_ref() != Some(&outcome.conditions) {
             tracing::info!(conditions = ?outcome.conditions, "pressure conditions changed");
         }
@@ -151,7 +162,10 @@ impl EvictionSignalActor {
                 SendError::Full(_) => "full",
                 SendError::Closed(_) => "closed",
             };
-            tracing::warn!(reason, "PressureChanged not delivered; the next pass sends it again");
+            tracing::warn!(
+                reason,
+                "PressureChanged not delivered; the next pass sends it again"
+            );
         }
         self.last = Some(LastPass {
             at,
@@ -163,7 +177,12 @@ impl EvictionSignalActor {
         });
     }
 
-    fn message(&self, observed: &Observations, outcome: &PassOutcome, at: Timestamp) -> PressureChanged {
+    fn message(
+        &self,
+        observed: &Observations,
+        outcome: &PassOutcome,
+        at: Timestamp,
+    ) -> PressureChanged {
         let signals = observed
             .iter()
             .map(|(signal, observation)| SignalObservation {
@@ -214,7 +233,11 @@ impl Actor for EvictionSignalActor {
 
 impl SupervisedActor for EvictionSignalActor {
     fn debug_state(&self) -> serde_json::Value {
-        let state = self.state.lock().map(|state| state.clone()).unwrap_or_default();
+        let state = self
+            .state
+            .lock()
+            .map(|state| state.clone())
+            .unwrap_or_default();
         let now = tokio::time::Instant::now().into_std();
         let since = |instant: Instant| now.saturating_duration_since(instant).as_secs_f64();
         let signals: Vec<_> = Signal::ALL

@@ -33,7 +33,12 @@ pub fn observations(host: &HostObservation) -> (Observations, Vec<String>) {
     }
     let nodefs = match &host.nodefs {
         Ok(nodefs) => {
-            insert_fs(&mut observed, nodefs, Signal::NodefsAvailable, Signal::NodefsInodesFree);
+            insert_fs(
+                &mut observed,
+                nodefs,
+                Signal::NodefsAvailable,
+                Signal::NodefsInodesFree,
+            );
             Some(nodefs)
         }
         Err(error) => {
@@ -52,7 +57,12 @@ pub fn observations(host: &HostObservation) -> (Observations, Vec<String>) {
     // Without a dedicated image filesystem (or without an answer from the runtime), the images
     // live on the node's filesystem, so imagefs is nodefs.
     if let Some(fs) = imagefs.or(nodefs) {
-        insert_fs(&mut observed, fs, Signal::ImagefsAvailable, Signal::ImagefsInodesFree);
+        insert_fs(
+            &mut observed,
+            fs,
+            Signal::ImagefsAvailable,
+            Signal::ImagefsInodesFree,
+        );
     }
     match &host.pids {
         Ok(pids) => {

@@ -54,10 +54,12 @@ pub fn housekeeping_pass(
         .iter()
         .enumerate()
         .filter(|(index, threshold)| {
-            observations.get(&threshold.signal).is_some_and(|observation| {
-                threshold.is_met(*observation, false)
-                    || (state.met.contains(index) && threshold.is_met(*observation, true))
-            })
+            observations
+                .get(&threshold.signal)
+                .is_some_and(|observation| {
+                    threshold.is_met(*observation, false)
+                        || (state.met.contains(index) && threshold.is_met(*observation, true))
+                })
         })
         .map(|(index, _)| index)
         .collect();
@@ -69,7 +71,9 @@ pub fn housekeeping_pass(
 
     // Soft thresholds count for conditions at once, before their grace period (as upstream).
     for index in &met {
-        state.last_observed.insert(thresholds[*index].signal.condition(), now);
+        state
+            .last_observed
+            .insert(thresholds[*index].signal.condition(), now);
     }
     let conditions = state
         .last_observed

@@ -37,7 +37,10 @@ fn the_default_hard_thresholds_parse_and_allocatable_memory_follows_memory() {
         minimum_reclaim: &empty,
     };
     let thresholds = parse_thresholds(&config, true).expect("defaults are valid");
-    let signals: Vec<_> = thresholds.iter().map(|threshold| threshold.signal).collect();
+    let signals: Vec<_> = thresholds
+        .iter()
+        .map(|threshold| threshold.signal)
+        .collect();
     assert!(signals.contains(&Signal::AllocatableMemoryAvailable));
     assert_eq!(thresholds.len(), 5);
     let memory = thresholds
@@ -48,20 +51,98 @@ fn the_default_hard_thresholds_parse_and_allocatable_memory_follows_memory() {
     assert!(memory.hard && memory.grace_period.is_zero());
 }
 
+/// (evictionHard, evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim, error).
+type RejectionCase = (
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, u64)],
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
+/// (seconds, available, memory pressure, met, eligible).
+type PassStep<'a> = (u64, u64, bool, &'a [usize], &'a [usize]);
+
 #[test]
 fn invalid_thresholds_are_refused_with_the_kubelets_reasons() {
-    let cases: &[(&[(&str, &str)], &[(&str, &str)], &[(&str, u64)], &[(&str, &str)], &str)] = &[
-        (&[("memory.free", "1Gi")], &[], &[], &[], "unsupported eviction signal memory.free"),
-        (&[("allocatableMemory.available", "1Gi")], &[], &[], &[], "unsupported eviction signal"),
-        (&[("nodefs.available", "110%")], &[], &[], &[], "must be <= 100%"),
-        (&[("nodefs.available", "-1%")], &[], &[], &[], "must be >= 0%"),
-        (&[("memory.available", "0")], &[], &[], &[], "must be positive"),
-        (&[("memory.available", "lots")], &[], &[], &[], "invalid quantity"),
-        (&[], &[("memory.available", "1Gi")], &[], &[], "no grace period specified for soft eviction threshold memory.available"),
-        (&[], &[], &[("memory.available", 30)], &[], "without a soft eviction threshold"),
-        (&[], &[], &[], &[("memory.available", "0%")], "minimum reclaim memory.available must be positive"),
-        (&[], &[], &[], &[("memory.available", "-1Mi")], "negative eviction minimum reclaim"),
-        (&[], &[], &[], &[("disk.available", "1Gi")], "unsupported eviction signal disk.available"),
+    let cases: &[RejectionCase] = &[
+        (
+            &[("memory.free", "1Gi")],
+            &[],
+            &[],
+            &[],
+            "unsupported eviction signal memory.free",
+        ),
+        (
+            &[("allocatableMemory.available", "1Gi")],
+            &[],
+            &[],
+            &[],
+            "unsupported eviction signal",
+        ),
+        (
+            &[("nodefs.available", "110%")],
+            &[],
+            &[],
+            &[],
+            "must be <= 100%",
+        ),
+        (
+            &[("nodefs.available", "-1%")],
+            &[],
+            &[],
+            &[],
+            "must be >= 0%",
+        ),
+        (
+            &[("memory.available", "0")],
+            &[],
+            &[],
+            &[],
+            "must be positive",
+        ),
+        (
+            &[("memory.available", "lots")],
+            &[],
+            &[],
+            &[],
+            "invalid quantity",
+        ),
+        (
+            &[],
+            &[("memory.available", "1Gi")],
+            &[],
+            &[],
+            "no grace period specified for soft eviction threshold memory.available",
+        ),
+        (
+            &[],
+            &[],
+            &[("memory.available", 30)],
+            &[],
+            "without a soft eviction threshold",
+        ),
+        (
+            &[],
+            &[],
+            &[],
+            &[("memory.available", "0%")],
+            "minimum reclaim memory.available must be positive",
+        ),
+        (
+            &[],
+            &[],
+            &[],
+            &[("memory.available", "-1Mi")],
+            "negative eviction minimum reclaim",
+        ),
+        (
+            &[],
+            &[],
+            &[],
+            &[("disk.available", "1Gi")],
+            "unsupported eviction signal disk.available",
+        ),
     ];
     for (hard, soft, grace, reclaim, expected) in cases {
         let (hard, soft, grace, reclaim) = (map(hard), map(soft), graces(grace), map(reclaim));
@@ -93,7 +174,15 @@ fn zero_and_hundred_percent_are_dropped_silently() {
 }
 
 fn observed(signal: Signal, available: u64, capacity: u64) -> Observations {
-    [(signal, Observation { available, capacity })].into_iter().collect()
+    [(
+        signal,
+        Observation {
+            available,
+            capacity,
+        },
+    )]
+    .into_iter()
+    .collect()
 }
 
 /// memory.available < 100 hard, < 200 soft with 30 s grace; min reclaim 50; 5 min transition.
@@ -110,21 +199,22 @@ fn conditions_turn_on_at_once_and_off_only_after_the_transition_period() {
         minimum_reclaim: &reclaim,
     };
     let thresholds = parse_thresholds(&config, false).expect("valid");
-    let (hard_index, soft_index) = (0, 1);
+    const HARD: usize = 0;
+    const SOFT: usize = 1;
     let transition = Duration::from_secs(300);
     let start = Instant::now();
     let at = |seconds: u64| start + Duration::from_secs(seconds);
     // (seconds, available, memory pressure, met, eligible)
-    let steps: &[(u64, u64, bool, &[usize], &[usize])] = &[
+    let steps: &[PassStep] = &[
         (0, 1000, false, &[], &[]),
-        (10, 150, true, &[soft_index], &[]),          // soft met: condition at once, grace running
-        (40, 150, true, &[soft_index], &[soft_index]), // 30 s later: eligible for eviction
-        (50, 90, true, &[hard_index, soft_index], &[hard_index, soft_index]),
-        (60, 120, true, &[hard_index, soft_index], &[hard_index, soft_index]), // 120 < 100 + 50: not resolved
-        (70, 160, true, &[soft_index], &[soft_index]), // hard resolved (160 ≥ 150); soft still met
-        (80, 400, true, &[], &[]),                    // recovered; the condition is held
-        (70 + 299, 400, true, &[], &[]),              // still inside the transition period
-        (70 + 300, 400, false, &[], &[]),             // transition period over
+        (10, 150, true, &[SOFT], &[]), // soft met: condition at once, grace running
+        (40, 150, true, &[SOFT], &[SOFT]), // 30 s later: eligible for eviction
+        (50, 90, true, &[HARD, SOFT], &[HARD, SOFT]),
+        (60, 120, true, &[HARD, SOFT], &[HARD, SOFT]), // 120 < 100 + 50: not resolved
+        (70, 160, true, &[SOFT], &[SOFT]),             // hard resolved (160 ≥ 150); soft still met
+        (80, 400, true, &[], &[]),                     // recovered; the condition is held
+        (70 + 299, 400, true, &[], &[]),               // still inside the transition period
+        (70 + 300, 400, false, &[], &[]),              // transition period over
     ];
     let mut state = PressureState::default();
     for (seconds, available, pressure, met, eligible) in steps {
@@ -135,8 +225,16 @@ fn conditions_turn_on_at_once_and_off_only_after_the_transition_period() {
             transition,
             at(*seconds),
         );
-        assert_eq!(outcome.has(Condition::MemoryPressure), *pressure, "at {seconds}s");
-        assert_eq!(outcome.met.iter().copied().collect::<Vec<_>>(), *met, "met at {seconds}s");
+        assert_eq!(
+            outcome.has(Condition::MemoryPressure),
+            *pressure,
+            "at {seconds}s"
+        );
+        assert_eq!(
+            outcome.met.iter().copied().collect::<Vec<_>>(),
+            *met,
+            "met at {seconds}s"
+        );
         assert_eq!(
             outcome.eligible.iter().copied().collect::<Vec<_>>(),
             *eligible,
@@ -158,7 +256,12 @@ fn percentage_thresholds_are_taken_of_capacity() {
     let thresholds = parse_thresholds(&config, false).expect("valid");
     // (signal, available, capacity, condition expected)
     let cases = [
-        (Signal::NodefsAvailable, 99, 1000, Some(Condition::DiskPressure)),
+        (
+            Signal::NodefsAvailable,
+            99,
+            1000,
+            Some(Condition::DiskPressure),
+        ),
         (Signal::NodefsAvailable, 100, 1000, None),
         (Signal::PidAvailable, 49, 1000, Some(Condition::PidPressure)),
         (Signal::PidAvailable, 50, 1000, None),

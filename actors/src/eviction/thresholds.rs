@@ -20,7 +20,11 @@ impl ThresholdValue {
         match self {
             Self::Quantity(quantity) => quantity,
             // Rounded as the kubelet's int64(float64(capacity) * percentage).
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
             Self::Percentage(percent) => (capacity as f64 * percent / 100.0) as u64,
         }
     }
@@ -64,7 +68,7 @@ pub struct ThresholdError {
 }
 
 /// The thresholds as written in the configuration.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ThresholdConfig<'a> {
     pub hard: &'a BTreeMap<String, String>,
     pub soft: &'a BTreeMap<String, String>,
@@ -99,17 +103,26 @@ pub fn parse_thresholds(
     }
     for (name, grace) in config.soft_grace_period {
         let signal = known_signal("evictionSoftGracePeriod", name, &format!("{grace:?}"))?;
-        if !config.soft.keys().any(|soft| Signal::from_name(soft) == Some(signal)) {
+        if !config
+            .soft
+            .keys()
+            .any(|soft| Signal::from_name(soft) == Some(signal))
+        {
             return Err(ThresholdError {
                 setting: "evictionSoftGracePeriod",
                 signal: name.clone(),
                 value: format!("{grace:?}"),
-                reason: format!("grace period specified for {name} without a soft eviction threshold"),
+                reason: format!(
+                    "grace period specified for {name} without a soft eviction threshold"
+                ),
             });
         }
     }
     let mut thresholds = Vec::new();
-    for (setting, map, hard) in [("evictionHard", config.hard, true), ("evictionSoft", config.soft, false)] {
+    for (setting, map, hard) in [
+        ("evictionHard", config.hard, true),
+        ("evictionSoft", config.soft, false),
+    ] {
         for (name, text) in map {
             let signal = known_signal(setting, name, text)?;
             let Some(value) = parse_value(setting, name, text)? else {
@@ -118,12 +131,17 @@ pub fn parse_thresholds(
             let grace_period = if hard {
                 Duration::ZERO
             } else {
-                *config.soft_grace_period.get(name).ok_or_else(|| ThresholdError {
-                    setting: "evictionSoftGracePeriod",
-                    signal: name.clone(),
-                    value: String::new(),
-                    reason: format!("no grace period specified for soft eviction threshold {name}"),
-                })?
+                *config
+                    .soft_grace_period
+                    .get(name)
+                    .ok_or_else(|| ThresholdError {
+                        setting: "evictionSoftGracePeriod",
+                        signal: name.clone(),
+                        value: String::new(),
+                        reason: format!(
+                            "no grace period specified for soft eviction threshold {name}"
+                        ),
+                    })?
             };
             let threshold = Threshold {
                 signal,
@@ -158,7 +176,11 @@ fn known_signal(setting: &'static str, name: &str, value: &str) -> Result<Signal
 }
 
 /// A threshold value; `None` for the silently dropped `0%` and `100%`.
-fn parse_value(setting: &'static str, name: &str, text: &str) -> Result<Option<ThresholdValue>, ThresholdError> {
+fn parse_value(
+    setting: &'static str,
+    name: &str,
+    text: &str,
+) -> Result<Option<ThresholdValue>, ThresholdError> {
     let error = |reason: String| ThresholdError {
         setting,
         signal: name.to_owned(),
@@ -166,13 +188,16 @@ fn parse_value(setting: &'static str, name: &str, text: &str) -> Result<Option<T
         reason,
     };
     if let Some(percent) = text.trim().strip_suffix('%') {
-        let value: f64 = percent
-            .trim()
-            .parse()
-            .map_err(|_| error(format!("invalid percentage {text:?} for eviction signal {name}")))?;
+        let value: f64 = percent.trim().parse().map_err(|_| {
+            error(format!(
+                "invalid percentage {text:?} for eviction signal {name}"
+            ))
+        })?;
         if !(0.0..=100.0).contains(&value) {
             let bound = if value < 0.0 { ">= 0%" } else { "<= 100%" };
-            return Err(error(format!("eviction percentage threshold {name} must be {bound}: {text}")));
+            return Err(error(format!(
+                "eviction percentage threshold {name} must be {bound}: {text}"
+            )));
         }
         if value == 0.0 || value == 100.0 {
             return Ok(None);
@@ -181,7 +206,9 @@ fn parse_value(setting: &'static str, name: &str, text: &str) -> Result<Option<T
     }
     let quantity = parse_quantity(text).map_err(|quantity| error(quantity.to_string()))?;
     if quantity <= 0.0 {
-        return Err(error(format!("eviction threshold {name} must be positive: {text}")));
+        return Err(error(format!(
+            "eviction threshold {name} must be positive: {text}"
+        )));
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     Ok(Some(ThresholdValue::Quantity(quantity.ceil() as u64)))
@@ -195,18 +222,23 @@ fn parse_min_reclaim(name: &str, text: &str) -> Result<ThresholdValue, Threshold
         reason,
     };
     if let Some(percent) = text.trim().strip_suffix('%') {
-        let value: f64 = percent
-            .trim()
-            .parse()
-            .map_err(|_| error(format!("invalid percentage {text:?} for eviction signal {name}")))?;
+        let value: f64 = percent.trim().parse().map_err(|_| {
+            error(format!(
+                "invalid percentage {text:?} for eviction signal {name}"
+            ))
+        })?;
         if !(value > 0.0 && value <= 100.0) {
-            return Err(error(format!("eviction percentage minimum reclaim {name} must be positive: {text}")));
+            return Err(error(format!(
+                "eviction percentage minimum reclaim {name} must be positive: {text}"
+            )));
         }
         return Ok(ThresholdValue::Percentage(value));
     }
     let quantity = parse_quantity(text).map_err(|quantity| error(quantity.to_string()))?;
     if quantity < 0.0 {
-        return Err(error(format!("negative eviction minimum reclaim specified for {name}")));
+        return Err(error(format!(
+            "negative eviction minimum reclaim specified for {name}"
+        )));
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     Ok(ThresholdValue::Quantity(quantity.ceil() as u64))

@@ -3,11 +3,20 @@
 //! return boxed futures so the actors can run them without blocking their mailbox.
 
 mod api;
+mod host;
 mod lease;
+mod runtime;
 mod machine;
 mod node;
 
 pub use api::{ApiError, ApiResult};
+pub use host::{
+    FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,
+};
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
+pub use runtime::{
+    ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
+    RuntimeVersion,
+};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent};

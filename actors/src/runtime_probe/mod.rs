@@ -1,0 +1,259 @@
+//! RuntimeProbeActor: every runtime probe period it asks the container runtime for its status
+//! over CRI (the kubelet's updateRuntimeUp) and tells NodeStatusActor the result as
+//! `RuntimeHealth`: at once when anything changed, and every period regardless, so staleness
+//! is judged on fresh news. It owns the runtime state (kept across its restarts) and the pod
+//! CIDR last pushed to the runtime; it never blocks: each probe runs beside its mailbox.
+
+mod state;
+
+use std::{
+    sync::{Arc, Mutex, MutexGuard},
+    time::{Duration, Instant},
+};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
+use jiff::Timestamp;
+use nodepulse_supervisor::{Recipient, SupervisedActor};
+use serde_json::json;
+
+pub use state::{NETWORK_STATE_UNKNOWN, RuntimeState, render_condition};
+
+use crate::{
+    messages::RuntimeHealth,
+    ports::{RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion},
+};
+
+/// What the RuntimeProbeActor is configured with.
+#[derive(Debug, Clone)]
+pub struct RuntimeProbeSettings {
+    /// How often the runtime is probed and health is sent (5 s, as the kubelet's).
+    pub probe_period: Duration,
+    /// `runtimeRequestTimeout`: bound on each CRI call.
+    pub request_timeout: Duration,
+}
+
+/// What outlives one actor instance: the runtime state and the pod CIDR pushed last.
+#[derive(Debug, Default)]
+pub struct ProbeStore {
+    pub state: RuntimeState,
+    pub pod_cidr: Option<String>,
+}
+
+/// NodeStatusActor → RuntimeProbeActor: the Node's `spec.podCIDRs`, joined with ",". A new
+/// value is pushed to the runtime once with CRI `UpdateRuntimeConfig` (the kubelet's
+/// updatePodCIDR); the reply says whether it changed, which forces a status PATCH.
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "bool")]
+pub struct UpdatePodCidr(pub String);
+
+type ProbeResult = (
+    RuntimeResult<RuntimeStatus>,
+    Option<RuntimeResult<RuntimeVersion>>,
+);
+
+pub struct RuntimeProbeActor {
+    settings: RuntimeProbeSettings,
+    /// `None`: a simulated runtime, always healthy.
+    runtime: Option<Arc<dyn RuntimeService>>,
+    health: Recipient<RuntimeHealth>,
+    store: Arc<Mutex<ProbeStore>>,
+    probe_started: Option<Instant>,
+    probes: u64,
+    failures_in_a_row: u64,
+    last_failure: Option<(Timestamp, String)>,
+    last_sent: Option<RuntimeHealth>,
+}
+
+impl RuntimeProbeActor {
+    /// `store` outlives the instance: the factory hands every instance the same one.
+    pub fn new(
+        settings: RuntimeProbeSettings,
+        runtime: Option<Arc<dyn RuntimeService>>,
+        health: Recipient<RuntimeHealth>,
+        store: Arc<Mutex<ProbeStore>>,
+    ) -> Self {
+        Self {
+            settings,
+            runtime,
+            health,
+            store,
+            probe_started: None,
+            probes: 0,
+            failures_in_a_row: 0,
+            last_failure: None,
+            last_sent: None,
+        }
+    }
+
+    fn store(&self) -> MutexGuard<'_, ProbeStore> {
+        self.store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        self.send_health(true);
+        self.start_probe(ctx);
+    }
+
+    fn start_probe(&mut self, ctx: &mut Context<Self>) {
+        let Some(runtime) = self.runtime.clone() else {
+            self.store().state = RuntimeState::simulated(now());
+            self.send_health(false);
+            return;
+        };
+        if self.probe_started.is_some() {
+            return; // a slow probe is never stacked on (the kubelet serialises them too)
+        }
+        self.probe_started = Some(Instant::now());
+        let timeout = self.settings.request_timeout;
+        let need_version =
+            self.store().state.runtime_version.is_none() || self.failures_in_a_row > 0;
+        let probe = async move {
+            let status = bounded(timeout, "Status", runtime.status()).await;
+            let version = if status.is_ok() && need_version {
+                Some(bounded(timeout, "Version", runtime.version()).await)
+            } else {
+                None
+            };
+            (status, version)
+        };
+        // Spawned, not awaited: the mailbox and liveness pings stay served while a call waits.
+        ctx.spawn(
+            probe
+                .into_actor(self)
+                .map(|result, actor, _| actor.finish_probe(result)),
+        );
+    }
+
+    fn finish_probe(&mut self, (status, version): ProbeResult) {
+        self.probe_started = None;
+        self.probes += 1;
+        let now = now();
+        match status {
+            Ok(status) => {
+                self.failures_in_a_row = 0;
+                self.store().state.apply_status(&status, now);
+            }
+            Err(error) => {
+                self.failures_in_a_row += 1;
+                tracing::warn!(%error, failures_in_a_row = self.failures_in_a_row, "container runtime status check failed");
+                self.store().state.apply_failure(&error);
+                self.last_failure = Some((Timestamp::now(), error.to_string()));
+            }
+        }
+        match version {
+            Some(Ok(version)) => self.store().state.apply_version(&version),
+            Some(Err(error)) => tracing::warn!(%error, "container runtime version check failed"),
+            None => {}
+        }
+        self.send_health(false);
+    }
+
+    /// Sends the current health when it changed, or always when `periodic`.
+    fn send_health(&mut self, periodic: bool) {
+        let state = self.store().state.clone();
+        let health = RuntimeHealth {
+            last_successful_probe: state.last_successful_probe,
+            runtime_error: state.runtime_error,
+            network_error: state.network_error,
+            runtime_version: state.runtime_version,
+            observed_at: Timestamp::now(),
+            simulated: self.runtime.is_none(),
+        };
+        let unchanged = self.last_sent.as_ref().is_some_and(|last| {
+            RuntimeHealth {
+                observed_at: health.observed_at,
+                ..last.clone()
+            } == health
+        });
+        if unchanged && !periodic {
+            return;
+        }
+        if !unchanged {
+            tracing::info!(runtime_error = ?health.runtime_error, network_error = ?health.network_error, "runtime health changed");
+        }
+        match self.health.try_send(health.clone()) {
+            Ok(()) => self.last_sent = Some(health),
+            // Not recorded as sent: the next probe or tick sends it again.
+            Err(error) => {
+                tracing::warn!(%error, "RuntimeHealth not delivered; sent again next period")
+            }
+        }
+    }
+}
+
+/// Now on tokio's clock, so tests that pause time see the probe's timestamps move with it.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+async fn bounded<T>(
+    timeout: Duration,
+    method: &'static str,
+    call: futures::future::BoxFuture<'static, RuntimeResult<T>>,
+) -> RuntimeResult<T> {
+    tokio::time::timeout(timeout, call)
+        .await
+        .unwrap_or(Err(RuntimeError::Timeout { method, timeout }))
+}
+
+impl Actor for RuntimeProbeActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Probe once at once (the kubelet runs updateRuntimeUp before its first status sync).
+        self.start_probe(ctx);
+        ctx.run_interval(self.settings.probe_period, Self::tick);
+    }
+}
+
+impl Handler<UpdatePodCidr> for RuntimeProbeActor {
+    type Result = bool;
+
+    fn handle(&mut self, UpdatePodCidr(cidr): UpdatePodCidr, ctx: &mut Context<Self>) -> bool {
+        if self.store().pod_cidr.as_deref() == Some(cidr.as_str()) {
+            return false;
+        }
+        let Some(runtime) = self.runtime.clone() else {
+            self.store().pod_cidr = Some(cidr);
+            return true;
+        };
+        let timeout = self.settings.request_timeout;
+        let push = bounded(
+            timeout,
+            "UpdateRuntimeConfig",
+            runtime.update_pod_cidr(cidr.clone()),
+        );
+        ctx.spawn(
+            push.into_actor(self)
+                .map(move |result, actor, _| match result {
+                    Ok(()) => actor.store().pod_cidr = Some(cidr),
+                    // As the kubelet: reported as changed anyway, and tried again on the next change.
+                    Err(error) => {
+                        tracing::warn!(%error, %cidr, "pushing the pod CIDR to the runtime failed")
+                    }
+                }),
+        );
+        true
+    }
+}
+
+impl SupervisedActor for RuntimeProbeActor {
+    fn debug_state(&self) -> serde_json::Value {
+        let store = self.store();
+        let state = &store.state;
+        json!({
+            "simulated": self.runtime.is_none(),
+            "probes": self.probes,
+            "probeInProgressSeconds": self.probe_started.map(|started| started.elapsed().as_secs_f64()),
+            "failuresInARow": self.failures_in_a_row,
+            "lastFailure": self.last_failure.as_ref().map(|(at, error)| json!({"at": at.to_string(), "error": error})),
+            "lastSuccessfulProbeSecondsAgo": state.last_successful_probe.map(|at| now().saturating_duration_since(at).as_secs_f64()),
+            "runtimeError": state.runtime_error,
+            "networkError": state.network_error,
+            "runtimeVersion": state.runtime_version,
+            "podCIDR": store.pod_cidr,
+        })
+    }
+}
