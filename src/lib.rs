@@ -3,13 +3,17 @@
 //! `nodepulse-supervisor`; this crate wires them to the outside world.
 //!
 //! Layout: `cli` (flags → settings), `config` (the YAML file), `daemon` (one run, exit codes),
-//! `debug` (the HTTP endpoint), `kube_api` (the API port's kube-rs adapter), `logging`, `node` (one node's actors), `standalone` (the in-process API emulator).
+//! `debug` (the HTTP endpoint), `kube_api` (the API port's kube-rs adapter), `logging`, `node` (one node's actors), `standalone` (the in-process API emulator),
+//! `cri` and `host` (the runtime and host-signal adapters), `node_signals` (their two actors).
 
 pub mod cli;
 pub mod config;
+pub mod cri;
 pub mod daemon;
 pub mod debug;
+pub mod host;
 pub mod kube_api;
 pub mod logging;
 pub mod node;
+pub mod node_signals;
 pub mod standalone;

@@ -21,6 +21,27 @@ fn the_embedded_default_is_valid_and_matches_the_documented_defaults() {
     assert_eq!(config.debug.address, "127.0.0.1:10280");
     assert!(!config.debug.fault_injection.enabled);
     assert_eq!(config.standalone.api_address, "127.0.0.1:16443");
+    assert_eq!(
+        config.container_runtime_endpoint,
+        "unix:///run/containerd/containerd.sock"
+    );
+    assert_eq!(config.runtime_request_timeout.to_string(), "2m0s");
+    assert_eq!(config.runtime_probe_period.to_string(), "5s");
+    assert_eq!(
+        config.eviction_pressure_transition_period.to_string(),
+        "5m0s"
+    );
+    assert_eq!(config.housekeeping_interval.to_string(), "10s");
+    assert_eq!(
+        config.eviction_hard,
+        nodepulse_actors::eviction::default_eviction_hard(),
+        "the file's evictionHard is the kubelet's Linux default"
+    );
+    assert_eq!(
+        parse("maxPods: 110\n").expect("valid").eviction_hard,
+        config.eviction_hard,
+        "an omitted evictionHard takes the same defaults"
+    );
 }
 
 #[test]
@@ -135,6 +156,71 @@ fn broken_files_are_refused_with_field_value_and_reason() {
             &["standalone.apiAddress", "IP address and port"],
         ),
         ("supervision: [1, 2]\n", &["supervision", "invalid type"]),
+        (
+            "containerRuntimeEndpoint: /run/containerd/containerd.sock\n",
+            &[
+                "containerRuntimeEndpoint",
+                "\"/run/containerd/containerd.sock\"",
+                "unix://",
+            ],
+        ),
+        (
+            "runtime: docker\n",
+            &["runtime", "unknown variant `docker`", "cri", "simulated"],
+        ),
+        (
+            "runtimeRequestTimeout: 0s\n",
+            &["runtimeRequestTimeout", "greater than zero"],
+        ),
+        (
+            "housekeepingInterval: 500ms\n",
+            &["housekeepingInterval", "\"500ms\"", "at least 1s"],
+        ),
+        (
+            "evictionHard:\n  memory.free: 1Gi\n",
+            &[
+                "evictionHard.memory.free",
+                "\"1Gi\"",
+                "unsupported eviction signal memory.free",
+            ],
+        ),
+        (
+            "evictionHard:\n  nodefs.available: 110%\n",
+            &[
+                "evictionHard.nodefs.available",
+                "\"110%\"",
+                "must be <= 100%",
+            ],
+        ),
+        (
+            "evictionHard:\n  memory.available: 0Mi\n",
+            &["evictionHard.memory.available", "must be positive"],
+        ),
+        (
+            "evictionSoft:\n  memory.available: 1Gi\n",
+            &[
+                "evictionSoftGracePeriod.memory.available",
+                "no grace period specified for soft eviction threshold",
+            ],
+        ),
+        (
+            "evictionSoftGracePeriod:\n  memory.available: -1m\n",
+            &[
+                "evictionSoftGracePeriod.memory.available",
+                "negative duration",
+            ],
+        ),
+        (
+            "evictionMinimumReclaim:\n  nodefs.available: 0%\n",
+            &[
+                "evictionMinimumReclaim.nodefs.available",
+                "must be positive",
+            ],
+        ),
+        (
+            "evictionPressureTransitionPeriod: 0s\n",
+            &["evictionPressureTransitionPeriod", "greater than zero"],
+        ),
         ("- just\n- a list\n", &["invalid type"]),
         ("\n# only a comment\n", &["test.yaml", "the file is empty"]),
         ("", &["the file is empty"]),

@@ -78,6 +78,37 @@ pub struct Config {
     /// Adds the `volumes.kubernetes.io/controller-managed-attach-detach` annotation.
     #[serde(default = "default_true")]
     pub enable_controller_attach_detach: bool,
+    /// The CRI socket, `unix:///run/containerd/containerd.sock` by default.
+    #[serde(default = "default_runtime_endpoint")]
+    pub container_runtime_endpoint: String,
+    /// Bound on each CRI call (2m).
+    #[serde(default = "default_runtime_request_timeout")]
+    pub runtime_request_timeout: GoDuration,
+    /// How often the runtime's status is probed (5s; hard-coded in the kubelet).
+    #[serde(default = "default_runtime_probe_period")]
+    pub runtime_probe_period: GoDuration,
+    /// `cri`: probe the runtime at `containerRuntimeEndpoint`; `simulated`: report a healthy
+    /// runtime without one (for simulated nodes), labelled as simulated.
+    #[serde(default)]
+    pub runtime: RuntimeKind,
+    /// Hard eviction thresholds by signal (`memory.available: 100Mi`, `nodefs.available: 10%`);
+    /// the kubelet's Linux defaults when omitted.
+    #[serde(default = "default_eviction_hard")]
+    pub eviction_hard: BTreeMap<String, String>,
+    /// Soft eviction thresholds; each needs a grace period in `evictionSoftGracePeriod`.
+    #[serde(default)]
+    pub eviction_soft: BTreeMap<String, String>,
+    #[serde(default)]
+    pub eviction_soft_grace_period: BTreeMap<String, GoDuration>,
+    /// How much beyond a threshold must be free again before it counts as resolved.
+    #[serde(default)]
+    pub eviction_minimum_reclaim: BTreeMap<String, String>,
+    /// How long a pressure condition stays on after its signal recovered (5m).
+    #[serde(default = "default_pressure_transition_period")]
+    pub eviction_pressure_transition_period: GoDuration,
+    /// How often the eviction signals are measured (10s; at least 1s).
+    #[serde(default = "default_housekeeping_interval")]
+    pub housekeeping_interval: GoDuration,
     #[serde(default)]
     pub supervision: SupervisionConfig,
     #[serde(default)]
@@ -88,6 +119,41 @@ pub struct Config {
 
 fn default_true() -> bool {
     true
+}
+
+/// Where the node's container runtime comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// A real runtime over CRI at `containerRuntimeEndpoint`.
+    #[default]
+    Cri,
+    /// No runtime: always healthy, labelled as simulated.
+    Simulated,
+}
+
+fn default_runtime_endpoint() -> String {
+    "unix:///run/containerd/containerd.sock".to_owned()
+}
+
+fn default_runtime_request_timeout() -> GoDuration {
+    seconds(120)
+}
+
+fn default_runtime_probe_period() -> GoDuration {
+    seconds(5)
+}
+
+fn default_eviction_hard() -> BTreeMap<String, String> {
+    nodepulse_actors::eviction::default_eviction_hard()
+}
+
+fn default_pressure_transition_period() -> GoDuration {
+    seconds(300)
+}
+
+fn default_housekeeping_interval() -> GoDuration {
+    seconds(10)
 }
 
 fn default_max_pods() -> u32 {

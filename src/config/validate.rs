@@ -2,7 +2,12 @@
 
 use std::net::SocketAddr;
 
-use super::{duration::GoDuration, model::Config};
+use nodepulse_actors::eviction::{ThresholdConfig, parse_thresholds};
+
+use super::{
+    duration::GoDuration,
+    model::{Config, RuntimeKind},
+};
 
 pub(super) struct Invalid {
     pub field: String,
@@ -111,6 +116,8 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             "must be at least eventRecordQPS",
         ));
     }
+    validate_runtime(config)?;
+    validate_eviction(config)?;
     let supervision = &config.supervision;
     positive("supervision.livenessTimeout", supervision.liveness_timeout)?;
     positive(
@@ -164,6 +171,55 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
         }
     }
     validate_address("standalone.apiAddress", &config.standalone.api_address)?;
+    Ok(())
+}
+
+fn validate_runtime(config: &Config) -> Result<(), Invalid> {
+    if config.runtime == RuntimeKind::Cri
+        && let Err(error) = crate::cri::socket_path(&config.container_runtime_endpoint)
+    {
+        return Err(invalid(
+            "containerRuntimeEndpoint",
+            &error.0,
+            "only unix sockets are supported: write unix:///absolute/path.sock",
+        ));
+    }
+    positive("runtimeRequestTimeout", config.runtime_request_timeout)?;
+    positive("runtimeProbePeriod", config.runtime_probe_period)?;
+    Ok(())
+}
+
+/// The eviction thresholds, with the kubelet's reasons; and the housekeeping cadence.
+fn validate_eviction(config: &Config) -> Result<(), Invalid> {
+    let grace: std::collections::BTreeMap<String, std::time::Duration> = config
+        .eviction_soft_grace_period
+        .iter()
+        .map(|(signal, duration)| (signal.clone(), duration.0))
+        .collect();
+    let thresholds = ThresholdConfig {
+        hard: &config.eviction_hard,
+        soft: &config.eviction_soft,
+        soft_grace_period: &grace,
+        minimum_reclaim: &config.eviction_minimum_reclaim,
+    };
+    parse_thresholds(&thresholds, true).map_err(|error| {
+        invalid(
+            &format!("{}.{}", error.setting, error.signal),
+            &error.value,
+            &error.reason,
+        )
+    })?;
+    positive(
+        "evictionPressureTransitionPeriod",
+        config.eviction_pressure_transition_period,
+    )?;
+    if config.housekeeping_interval.0 < std::time::Duration::from_secs(1) {
+        return Err(invalid(
+            "housekeepingInterval",
+            config.housekeeping_interval,
+            "must be at least 1s",
+        ));
+    }
     Ok(())
 }
 

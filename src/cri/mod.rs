@@ -1,0 +1,239 @@
+//! The CRI adapter: [`RuntimeService`] over the container runtime's unix socket with tonic,
+//! using the hand-written messages in [`proto`]. Every call is bounded by
+//! `runtimeRequestTimeout`; a broken or timed-out connection is dropped so the next call dials
+//! afresh (a runtime that restarted is found again without restarting nodepulse).
+
+pub mod proto;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::{FutureExt, future::BoxFuture};
+use hyper_util::rt::TokioIo;
+use nodepulse_actors::ports::{
+    ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
+    RuntimeVersion,
+};
+use tonic::{
+    codegen::http::{Uri, uri::PathAndQuery},
+    transport::{Channel, Endpoint},
+};
+
+/// Why an endpoint was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported container runtime endpoint {0:?}: expected unix:///absolute/path.sock")]
+pub struct EndpointError(pub String);
+
+/// The socket path of a `unix://` endpoint.
+pub fn socket_path(endpoint: &str) -> Result<PathBuf, EndpointError> {
+    match endpoint.strip_prefix("unix://") {
+        Some(path) if path.starts_with('/') && path.len() > 1 => Ok(PathBuf::from(path)),
+        _ => Err(EndpointError(endpoint.to_owned())),
+    }
+}
+
+/// A CRI client on one unix socket. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct CriClient {
+    socket: Arc<PathBuf>,
+    timeout: Duration,
+    /// The current connection; `None` after a failure, until the next call dials again.
+    channel: Arc<Mutex<Option<Channel>>>,
+}
+
+impl CriClient {
+    /// A client for `endpoint` (`unix:///run/containerd/containerd.sock`). Nothing is dialled
+    /// until the first call.
+    pub fn new(endpoint: &str, timeout: Duration) -> Result<Self, EndpointError> {
+        Ok(Self {
+            socket: Arc::new(socket_path(endpoint)?),
+            timeout,
+            channel: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    fn channel(&self) -> Channel {
+        let mut slot = self
+            .channel
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.get_or_insert_with(|| {
+            let socket = Arc::clone(&self.socket);
+            let connector = tower::service_fn(move |_: Uri| {
+                let socket = Arc::clone(&socket);
+                async move {
+                    let stream = tokio::net::UnixStream::connect(socket.as_path()).await?;
+                    Ok::<_, std::io::Error>(TokioIo::new(stream))
+                }
+            });
+            // The URI only names the authority for HTTP/2; the connector ignores it.
+            Endpoint::from_static("http://runtime.cri")
+                .connect_timeout(self.timeout)
+                .connect_with_connector_lazy(connector)
+        })
+        .clone()
+    }
+
+    fn forget_connection(&self) {
+        if let Ok(mut slot) = self.channel.lock() {
+            *slot = None;
+        }
+    }
+
+    /// One unary call, bounded by the request timeout.
+    fn call<Request, Response>(
+        &self,
+        method: &'static str,
+        path: &'static str,
+        request: Request,
+    ) -> BoxFuture<'static, RuntimeResult<Response>>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+    {
+        let client = self.clone();
+        async move {
+            if !client.socket.exists() {
+                client.forget_connection();
+                return Err(RuntimeError::SocketMissing {
+                    path: client.socket.to_path_buf(),
+                });
+            }
+            let unreachable = |message: String| RuntimeError::Unreachable {
+                path: client.socket.to_path_buf(),
+                message,
+            };
+            let exchange = async {
+                let mut grpc = tonic::client::Grpc::new(client.channel());
+                grpc.ready()
+                    .await
+                    .map_err(|error| unreachable(error.to_string()))?;
+                grpc.unary(
+                    tonic::Request::new(request),
+                    PathAndQuery::from_static(path),
+                    tonic_prost::ProstCodec::<Request, Response>::new(),
+                )
+                .await
+                .map(tonic::Response::into_inner)
+                .map_err(|status| match status.code() {
+                    // Connection refused, reset or closed: the runtime is gone or restarting.
+                    tonic::Code::Unavailable => unreachable(status.message().to_owned()),
+                    code => RuntimeError::Call {
+                        method,
+                        message: format!("{code}: {}", status.message()),
+                    },
+                })
+            };
+            let result = match tokio::time::timeout(client.timeout, exchange).await {
+                Ok(result) => result,
+                Err(_) => Err(RuntimeError::Timeout {
+                    method,
+                    timeout: client.timeout,
+                }),
+            };
+            if matches!(
+                result,
+                Err(RuntimeError::Unreachable { .. } | RuntimeError::Timeout { .. })
+            ) {
+                client.forget_connection();
+            }
+            result
+        }
+        .boxed()
+    }
+}
+
+impl RuntimeService for CriClient {
+    fn status(&self) -> BoxFuture<'static, RuntimeResult<RuntimeStatus>> {
+        let call = self.call::<_, proto::StatusResponse>(
+            "Status",
+            proto::paths::STATUS,
+            proto::StatusRequest { verbose: false },
+        );
+        async move {
+            // The kubelet treats an answer without a status like a failed call.
+            let status = call.await?.status.ok_or(RuntimeError::Call {
+                method: "Status",
+                message: "the runtime answered without a status".to_owned(),
+            })?;
+            Ok(RuntimeStatus {
+                conditions: status
+                    .conditions
+                    .into_iter()
+                    .map(|condition| RuntimeCondition {
+                        kind: condition.r#type,
+                        status: condition.status,
+                        reason: condition.reason,
+                        message: condition.message,
+                    })
+                    .collect(),
+            })
+        }
+        .boxed()
+    }
+
+    fn version(&self) -> BoxFuture<'static, RuntimeResult<RuntimeVersion>> {
+        let call = self.call::<_, proto::VersionResponse>(
+            "Version",
+            proto::paths::VERSION,
+            proto::VersionRequest {
+                version: "v1".to_owned(),
+            },
+        );
+        async move {
+            let version = call.await?;
+            Ok(RuntimeVersion {
+                runtime_name: version.runtime_name,
+                runtime_version: version.runtime_version,
+                runtime_api_version: version.runtime_api_version,
+            })
+        }
+        .boxed()
+    }
+
+    fn image_fs_info(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageFsUsage>>> {
+        let call = self.call::<_, proto::ImageFsInfoResponse>(
+            "ImageFsInfo",
+            proto::paths::IMAGE_FS_INFO,
+            proto::ImageFsInfoRequest {},
+        );
+        async move {
+            Ok(call
+                .await?
+                .image_filesystems
+                .into_iter()
+                .filter_map(|fs| {
+                    let mountpoint = fs.fs_id?.mountpoint;
+                    Some(ImageFsUsage {
+                        mountpoint: PathBuf::from(mountpoint),
+                        used_bytes: fs.used_bytes.map(|used| used.value),
+                        inodes_used: fs.inodes_used.map(|used| used.value),
+                    })
+                })
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn update_pod_cidr(&self, pod_cidr: String) -> BoxFuture<'static, RuntimeResult<()>> {
+        let request = proto::UpdateRuntimeConfigRequest {
+            runtime_config: Some(proto::RuntimeConfig {
+                network_config: Some(proto::NetworkConfig { pod_cidr }),
+            }),
+        };
+        self.call::<_, proto::UpdateRuntimeConfigResponse>(
+            "UpdateRuntimeConfig",
+            proto::paths::UPDATE_RUNTIME_CONFIG,
+            request,
+        )
+        .map(|result| result.map(|_| ()))
+        .boxed()
+    }
+}

@@ -1,0 +1,159 @@
+//! Node memory as the kubelet's summary stats give it: the root cgroup's working set (usage −
+//! inactive file pages, floored at zero) against the machine's memory. cgroup v2's root has no
+//! `memory.current`, so usage is emulated from `/proc/meminfo` as runc does; with no cgroup
+//! data at all, `/proc/meminfo` alone gives the same figures.
+
+use std::path::Path;
+
+use nodepulse_actors::ports::{HostError, MemorySource, MemoryStats};
+
+use super::read;
+
+/// Above this a cgroup v1 limit means "unlimited" (the kernel writes 2^63 − page size).
+const UNLIMITED: u64 = 1 << 62;
+
+/// `MemTotal`, `MemFree` and `Inactive(file)` of `/proc/meminfo`, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meminfo {
+    pub total: u64,
+    pub free: u64,
+    pub inactive_file: Option<u64>,
+}
+
+/// Parses `/proc/meminfo`; `MemTotal` and `MemFree` are required.
+pub fn parse_meminfo(path: &Path, text: &str) -> Result<Meminfo, HostError> {
+    let field = |name: &str| -> Option<u64> {
+        text.lines().find_map(|line| {
+            let (key, rest) = line.split_once(':')?;
+            if key.trim() != name {
+                return None;
+            }
+            let mut parts = rest.split_whitespace();
+            let value: u64 = parts.next()?.parse().ok()?;
+            match parts.next() {
+                Some("kB") => value.checked_mul(1024),
+                None => Some(value),
+                Some(_) => None,
+            }
+        })
+    };
+    let missing = |name: &str| HostError::Parse {
+        path: path.to_owned(),
+        message: format!("no readable {name} line"),
+    };
+    Ok(Meminfo {
+        total: field("MemTotal").ok_or_else(|| missing("MemTotal"))?,
+        free: field("MemFree").ok_or_else(|| missing("MemFree"))?,
+        inactive_file: field("Inactive(file)"),
+    })
+}
+
+/// A `key value` line of a cgroup `memory.stat`.
+pub fn stat_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(' ')?;
+        (key == name).then(|| value.trim().parse().ok()).flatten()
+    })
+}
+
+/// The root cgroup's memory under `root` (`/` on a real host).
+pub fn node_memory(root: &Path) -> Result<MemoryStats, HostError> {
+    let meminfo_path = root.join("proc/meminfo");
+    let meminfo = parse_meminfo(&meminfo_path, &read(&meminfo_path)?)?;
+    let cgroup = root.join("sys/fs/cgroup");
+    let v1 = cgroup.join("memory/memory.usage_in_bytes");
+    let (usage, inactive_file, source) = if cgroup.join("cgroup.controllers").exists() {
+        // The root has memory.stat but no memory.current; a cgroup namespace's root has both.
+        let current = cgroup.join("memory.current");
+        let usage = if current.exists() {
+            parse_number(&current, &read(&current)?)?
+        } else {
+            meminfo.total.saturating_sub(meminfo.free)
+        };
+        let stat = std::fs::read_to_string(cgroup.join("memory.stat")).ok();
+        let inactive = stat
+            .as_deref()
+            .and_then(|stat| stat_field(stat, "inactive_file"))
+            .or(meminfo.inactive_file);
+        (usage, inactive, MemorySource::CgroupV2)
+    } else if v1.exists() {
+        let usage = parse_number(&v1, &read(&v1)?)?;
+        let stat = std::fs::read_to_string(cgroup.join("memory/memory.stat")).ok();
+        let inactive = stat
+            .as_deref()
+            .and_then(|stat| stat_field(stat, "total_inactive_file"));
+        (usage, inactive, MemorySource::CgroupV1)
+    } else {
+        (
+            meminfo.total.saturating_sub(meminfo.free),
+            meminfo.inactive_file,
+            MemorySource::Meminfo,
+        )
+    };
+    Ok(MemoryStats {
+        capacity_bytes: meminfo.total,
+        working_set_bytes: usage.saturating_sub(inactive_file.unwrap_or(0)),
+        source,
+    })
+}
+
+/// The pods cgroup (`kubepods`), when it exists with a finite limit: the figures behind
+/// `allocatableMemory.available`.
+pub fn pods_memory(root: &Path) -> Option<MemoryStats> {
+    let cgroup = root.join("sys/fs/cgroup");
+    for (dir, limit, usage, inactive, source) in [
+        (
+            "kubepods.slice",
+            "memory.max",
+            "memory.current",
+            "inactive_file",
+            MemorySource::CgroupV2,
+        ),
+        (
+            "kubepods",
+            "memory.max",
+            "memory.current",
+            "inactive_file",
+            MemorySource::CgroupV2,
+        ),
+        (
+            "memory/kubepods",
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+            "total_inactive_file",
+            MemorySource::CgroupV1,
+        ),
+    ] {
+        let dir = cgroup.join(dir);
+        let Ok(limit) = std::fs::read_to_string(dir.join(limit)) else {
+            continue;
+        };
+        let limit: u64 = limit
+            .trim()
+            .parse()
+            .ok()
+            .filter(|limit| *limit < UNLIMITED)?;
+        let usage: u64 = std::fs::read_to_string(dir.join(usage))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let inactive = std::fs::read_to_string(dir.join("memory.stat"))
+            .ok()
+            .and_then(|stat| stat_field(&stat, inactive))
+            .unwrap_or(0);
+        return Some(MemoryStats {
+            capacity_bytes: limit,
+            working_set_bytes: usage.saturating_sub(inactive),
+            source,
+        });
+    }
+    None
+}
+
+fn parse_number(path: &Path, text: &str) -> Result<u64, HostError> {
+    text.trim().parse().map_err(|_| HostError::Parse {
+        path: path.to_owned(),
+        message: format!("expected a number, found {:?}", text.trim()),
+    })
+}

@@ -1,0 +1,127 @@
+//! The host adapter: [`HostSignals`] over a root path — `/` on a real host, a fixture tree in
+//! tests (cgroup v1, v2, odd `/proc` files). Memory from the root cgroup or `/proc/meminfo`,
+//! filesystems from `statvfs`, PIDs from `/proc`. Reads run on tokio's blocking pool, so a
+//! slow filesystem never stalls an actor.
+
+pub mod memory;
+pub mod pids;
+
+use std::{
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use futures::{FutureExt, future::BoxFuture};
+use nodepulse_actors::ports::{FsStats, HostError, HostObservation, HostSignals};
+
+/// Reads the host's figures under `root`.
+#[derive(Debug, Clone)]
+pub struct HostProbe {
+    inner: Arc<Paths>,
+}
+
+#[derive(Debug)]
+struct Paths {
+    root: PathBuf,
+    /// `rootDir` (the kubelet's root directory), as seen from `root`.
+    root_dir: PathBuf,
+}
+
+impl HostProbe {
+    /// `root_dir` is the configured `rootDir` (`/var/lib/kubelet`); it is looked up under
+    /// `root`, like every other path.
+    pub fn new(root: impl Into<PathBuf>, root_dir: &Path) -> Self {
+        let root = root.into();
+        let root_dir = under(&root, root_dir);
+        Self {
+            inner: Arc::new(Paths { root, root_dir }),
+        }
+    }
+
+    /// The real host: `/`.
+    pub fn host(root_dir: &Path) -> Self {
+        Self::new("/", root_dir)
+    }
+
+    /// Everything at once, blocking: what [`HostSignals::observe`] runs off the async threads.
+    pub fn observe_blocking(&self, image_fs: Option<&Path>) -> HostObservation {
+        let root = &self.inner.root;
+        HostObservation {
+            memory: memory::node_memory(root),
+            allocatable_memory: memory::pods_memory(root),
+            nodefs: filesystem(&self.inner.root_dir),
+            imagefs: image_fs.map(|mountpoint| filesystem(&under(root, mountpoint))),
+            pids: pids::node_pids(root),
+        }
+    }
+}
+
+impl HostSignals for HostProbe {
+    fn observe(&self, image_fs: Option<PathBuf>) -> BoxFuture<'static, HostObservation> {
+        let probe = self.clone();
+        async move {
+            let reading =
+                tokio::task::spawn_blocking(move || probe.observe_blocking(image_fs.as_deref()));
+            reading.await.unwrap_or_else(|error| {
+                let failed = |what: &str| HostError::Read {
+                    path: PathBuf::from(what),
+                    message: format!("the reading task failed: {error}"),
+                };
+                HostObservation {
+                    memory: Err(failed("memory")),
+                    allocatable_memory: None,
+                    nodefs: Err(failed("nodefs")),
+                    imagefs: None,
+                    pids: Err(failed("pids")),
+                }
+            })
+        }
+        .boxed()
+    }
+}
+
+/// `path` as seen from `root`.
+fn under(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// `statvfs` of `path`, or of its nearest existing ancestor when it does not exist (a fresh
+/// node has no `/var/lib/kubelet` yet, but its filesystem is the one that will hold it).
+pub fn filesystem(path: &Path) -> Result<FsStats, HostError> {
+    let measured = path
+        .ancestors()
+        .find(|candidate| candidate.exists())
+        .unwrap_or(Path::new("/"))
+        .to_owned();
+    let failed = |message: String| HostError::Statvfs {
+        path: measured.clone(),
+        message,
+    };
+    let stats = rustix::fs::statvfs(&measured).map_err(|error| failed(error.to_string()))?;
+    let device = std::fs::metadata(&measured)
+        .map_err(|error| failed(error.to_string()))?
+        .dev();
+    // f_frsize is the unit of the block counts (f_bsize is only the preferred I/O size).
+    let block = if stats.f_frsize > 0 {
+        stats.f_frsize
+    } else {
+        stats.f_bsize
+    };
+    Ok(FsStats {
+        measured,
+        device,
+        available_bytes: stats.f_bavail.saturating_mul(block),
+        capacity_bytes: stats.f_blocks.saturating_mul(block),
+        inodes_free: stats.f_ffree,
+        inodes: stats.f_files,
+    })
+}
+
+/// Reads a whole (small) file, naming it on failure.
+pub(crate) fn read(path: &Path) -> Result<String, HostError> {
+    std::fs::read_to_string(path).map_err(|error| HostError::Read {
+        path: path.to_owned(),
+        message: error.to_string(),
+    })
+}

@@ -1,0 +1,143 @@
+//! The node's two signal actors, RuntimeProbe and EvictionSignal, wired to the real CRI and
+//! host adapters (or to a simulated runtime) and added to the node's supervisor. Their state
+//! lives in stores created here, so it outlives every instance the supervisor starts.
+
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+};
+
+use nodepulse_actors::{
+    eviction::{
+        EvictionSettings, EvictionSignalActor, PressureState, ThresholdConfig, parse_thresholds,
+    },
+    messages::{PressureChanged, RuntimeHealth},
+    ports::{HostSignals, RuntimeService},
+    runtime_probe::{ProbeStore, RuntimeProbeActor, RuntimeProbeSettings},
+};
+use nodepulse_supervisor::{ChildSpec, Recipient, SupervisorBuilder, mailbox};
+
+use crate::{
+    cli::Settings,
+    config::{Config, RuntimeKind},
+    cri::CriClient,
+    host::HostProbe,
+};
+
+/// Adds RuntimeProbeActor (`runtime-probe`) and EvictionSignalActor (`eviction-signal`),
+/// reporting to `runtime_health` and `pressure`.
+pub fn signal_actors(
+    builder: SupervisorBuilder,
+    settings: &Settings,
+    runtime_health: Recipient<RuntimeHealth>,
+    pressure: Recipient<PressureChanged>,
+) -> SupervisorBuilder {
+    let config = &settings.config;
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(&config.root_dir));
+    signal_actors_with(
+        builder,
+        config,
+        runtime(config),
+        host,
+        runtime_health,
+        pressure,
+    )
+}
+
+/// The runtime `config` names: a CRI client, or `None` for a simulated one. Validation has
+/// checked the endpoint; a bad one here still only means "no runtime", never a panic.
+pub fn runtime(config: &Config) -> Option<Arc<dyn RuntimeService>> {
+    match config.runtime {
+        RuntimeKind::Simulated => None,
+        RuntimeKind::Cri => {
+            match CriClient::new(
+                &config.container_runtime_endpoint,
+                config.runtime_request_timeout.0,
+            ) {
+                Ok(client) => Some(Arc::new(client)),
+                Err(error) => {
+                    tracing::error!(%error, "no CRI client; the runtime is reported as simulated");
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// [`signal_actors`] with the adapters given: tests pass fixture trees and private runtimes.
+pub fn signal_actors_with(
+    builder: SupervisorBuilder,
+    config: &Config,
+    runtime: Option<Arc<dyn RuntimeService>>,
+    host: Arc<dyn HostSignals>,
+    runtime_health: Recipient<RuntimeHealth>,
+    pressure: Recipient<PressureChanged>,
+) -> SupervisorBuilder {
+    let capacity = config.supervision.mailbox_capacity;
+    let probe_settings = RuntimeProbeSettings {
+        probe_period: config.runtime_probe_period.0,
+        request_timeout: config.runtime_request_timeout.0,
+    };
+    let probe_store = Arc::new(Mutex::new(ProbeStore::default()));
+    let probe_runtime = runtime.clone();
+    let (_probe_address, probe_inbox) = mailbox(capacity);
+    let builder = builder.child(ChildSpec::new("runtime-probe", probe_inbox, move || {
+        RuntimeProbeActor::new(
+            probe_settings.clone(),
+            probe_runtime.clone(),
+            runtime_health.clone(),
+            Arc::clone(&probe_store),
+        )
+    }));
+
+    let eviction_settings = eviction_settings(config);
+    let pressure_state = Arc::new(Mutex::new(PressureState::default()));
+    let (_eviction_address, eviction_inbox) = mailbox(capacity);
+    builder.child(ChildSpec::new(
+        "eviction-signal",
+        eviction_inbox,
+        move || {
+            EvictionSignalActor::new(
+                eviction_settings.clone(),
+                Arc::clone(&host),
+                runtime.clone(),
+                pressure.clone(),
+                Arc::clone(&pressure_state),
+            )
+        },
+    ))
+}
+
+/// The eviction settings of a validated configuration.
+pub fn eviction_settings(config: &Config) -> EvictionSettings {
+    let grace = config
+        .eviction_soft_grace_period
+        .iter()
+        .map(|(signal, duration)| (signal.clone(), duration.0))
+        .collect();
+    let thresholds = parse_thresholds(
+        &ThresholdConfig {
+            hard: &config.eviction_hard,
+            soft: &config.eviction_soft,
+            soft_grace_period: &grace,
+            minimum_reclaim: &config.eviction_minimum_reclaim,
+        },
+        true,
+    )
+    .unwrap_or_else(|error| {
+        // Validation refused this before anything started; reaching here is a bug, not input.
+        tracing::error!(%error, "eviction thresholds invalid after validation; none applied");
+        Vec::new()
+    });
+    EvictionSettings {
+        thresholds,
+        housekeeping_interval: config.housekeeping_interval.0,
+        pressure_transition_period: config.eviction_pressure_transition_period.0,
+        runtime_request_timeout: config.runtime_request_timeout.0,
+    }
+}
+
+/// The host probe for `config`'s `rootDir` under `root` (`/` for the real host).
+pub fn host_probe(root: &Path, config: &Config) -> HostProbe {
+    HostProbe::new(root, &config.root_dir)
+}
