@@ -137,7 +137,7 @@ pub fn parse_thresholds(
                     .ok_or_else(|| ThresholdError {
                         setting: "evictionSoftGracePeriod",
                         signal: name.clone(),
-                        value: String::new(),
+                        value: text.clone(),
                         reason: format!(
                             "no grace period specified for soft eviction threshold {name}"
                         ),
