@@ -144,7 +144,7 @@ pub async fn run_node(mut settings: Settings, shutdown: impl Future<Output = ()>
         Ok(api) => {
             run(
                 &settings,
-                |builder| node::actors(builder, &settings, &api),
+                |builder| node::actors(builder, &settings, &api).0,
                 shutdown,
             )
             .await

@@ -14,6 +14,7 @@ pub mod debug;
 pub mod host;
 pub mod kube_api;
 pub mod logging;
+pub mod machine;
 pub mod node;
 pub mod node_signals;
 pub mod standalone;

@@ -1,30 +1,126 @@
-//! One node's actors, wired to the API port and added to the node's supervisor in start order.
+//! One node's actors, wired to the API port and the host and added to the node's supervisor
+//! in start order: NodeStatus first (it registers the Node), then Lease.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, net::IpAddr, sync::Arc};
 
+use k8s_openapi::api::core::v1::Taint;
 use nodepulse_actors::{
     lease::{LeaseActor, LeaseSettings},
-    ports::LeaseApi,
+    node_status::{
+        NodeStatusActor, NodeStatusMemory, NodeStatusSettings,
+        registration::RegistrationSettings,
+        setters::{Reservation, StatusSettings},
+    },
+    ports::{LeaseApi, MachineFacts, NodeApi},
+    quantity::parse_quantity,
 };
-use nodepulse_supervisor::{ChildSpec, SupervisorBuilder, mailbox};
+use nodepulse_supervisor::{ChildSpec, Mailbox, SupervisorBuilder, mailbox};
 
-use crate::{cli::Settings, kube_api::KubeApi};
+use crate::{cli::Settings, config::Config, kube_api::KubeApi, machine::ProcMachine};
 
-/// Adds the node's actors to `builder`. Each actor's mailbox is created here, so peers can be
+/// The name NodeStatusActor has in the supervisor and the debug endpoint.
+pub const NODE_STATUS_ACTOR: &str = "node-status";
+
+/// The kubelet's default hard eviction thresholds that allocatable holds back
+/// (`memory.available<100Mi`, `nodefs.available<10%`).
+const DEFAULT_HARD_EVICTION_MEMORY: Reservation = Reservation::Absolute(100.0 * 1024.0 * 1024.0);
+const DEFAULT_HARD_EVICTION_NODEFS: Reservation = Reservation::Fraction(0.10);
+
+fn reserved(config: &Config) -> BTreeMap<String, f64> {
+    let mut total = BTreeMap::new();
+    for (resource, quantity) in config.system_reserved.iter().chain(&config.kube_reserved) {
+        // Validated at load time; an unparsable value cannot reach here.
+        let amount = parse_quantity(quantity).unwrap_or(0.0);
+        *total.entry(resource.clone()).or_insert(0.0) += amount;
+    }
+    total
+}
+
+pub fn node_status_settings(settings: &Settings) -> NodeStatusSettings {
+    let config = &settings.config;
+    NodeStatusSettings {
+        node_name: settings.node_name.clone(),
+        register_node: config.register_node,
+        registration: Arc::new(RegistrationSettings {
+            node_labels: config.node_labels.clone(),
+            taints: config
+                .register_with_taints
+                .iter()
+                .map(|taint| Taint {
+                    key: taint.key.clone(),
+                    value: taint.value.clone(),
+                    effect: taint.effect.clone(),
+                    time_added: None,
+                })
+                .collect(),
+            provider_id: config.provider_id.clone(),
+            controller_attach_detach: config.enable_controller_attach_detach,
+        }),
+        status: Arc::new(StatusSettings {
+            max_pods: config.max_pods,
+            pods_per_core: config.pods_per_core,
+            reserved: reserved(config),
+            hard_eviction_memory: DEFAULT_HARD_EVICTION_MEMORY,
+            hard_eviction_nodefs: DEFAULT_HARD_EVICTION_NODEFS,
+            node_ips: config
+                .node_ip
+                .iter()
+                .filter_map(|ip| ip.parse::<IpAddr>().ok())
+                .collect(),
+            port: i32::from(config.port),
+            agent_version: format!("v{}", env!("CARGO_PKG_VERSION")),
+        }),
+        update_frequency: config.node_status_update_frequency.into(),
+        report_frequency: config.report_frequency(),
+    }
+}
+
+/// The addresses of one node's actors, for whoever feeds them (signal actors, tests).
+pub struct NodeAddresses {
+    pub node_status: Mailbox<NodeStatusActor>,
+    pub lease: Mailbox<LeaseActor>,
+}
+
+/// Adds the node's actors to `builder`. Each actor's mailbox is created first, so peers can be
 /// handed each other's addresses before any of them starts.
 pub fn actors(
     builder: SupervisorBuilder,
     settings: &Settings,
     api: &Arc<KubeApi>,
-) -> SupervisorBuilder {
+) -> (SupervisorBuilder, NodeAddresses) {
     let capacity = settings.config.supervision.mailbox_capacity;
+    let (node_status_address, node_status_inbox) = mailbox::<NodeStatusActor>(capacity);
+    let (lease_address, lease_inbox) = mailbox::<LeaseActor>(capacity);
+
+    let status_settings = node_status_settings(settings);
+    let node_api: Arc<dyn NodeApi> = Arc::clone(api) as Arc<dyn NodeApi>;
+    let machine: Arc<dyn MachineFacts> =
+        Arc::new(ProcMachine::new("/", settings.config.root_dir.clone()));
+    // Outlives NodeStatusActor's instances: a restart keeps the latest runtime and pressure.
+    let memory = Arc::new(NodeStatusMemory::default());
+    let lease_recipient = lease_address.recipient();
+    let node_status = ChildSpec::new(NODE_STATUS_ACTOR, node_status_inbox, move || {
+        NodeStatusActor::new(
+            status_settings.clone(),
+            Arc::clone(&node_api),
+            Arc::clone(&machine),
+            Arc::clone(&memory),
+            Some(lease_recipient.clone()),
+        )
+    });
+
     let lease_api: Arc<dyn LeaseApi> = Arc::clone(api) as Arc<dyn LeaseApi>;
     let lease_settings = LeaseSettings {
         node: settings.node_name.clone(),
         lease_duration_seconds: settings.config.node_lease_duration_seconds,
     };
-    let (_lease_address, lease_inbox) = mailbox(capacity);
-    builder.child(ChildSpec::new("lease", lease_inbox, move || {
+    let lease = ChildSpec::new("lease", lease_inbox, move || {
         LeaseActor::new(lease_settings.clone(), Arc::clone(&lease_api))
-    }))
+    });
+
+    let addresses = NodeAddresses {
+        node_status: node_status_address,
+        lease: lease_address,
+    };
+    (builder.child(node_status).child(lease), addresses)
 }

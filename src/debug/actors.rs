@@ -42,6 +42,22 @@ pub async fn one(
     Ok(HttpResponse::Ok().json(body))
 }
 
+/// `GET /debug/node`: NodeStatusActor's own view of the Node.
+pub async fn node(
+    context: web::Data<DebugContext>,
+    query: web::Query<NodeQuery>,
+) -> Result<HttpResponse, DebugError> {
+    let name = crate::node::NODE_STATUS_ACTOR;
+    let handle = context.nodes.owner_of(name, query.node.as_deref())?;
+    handle
+        .actor_state(name, STATE_TIMEOUT)
+        .await
+        .map(|state| HttpResponse::Ok().json(state))
+        .map_err(|error| {
+            DebugError::Unavailable(format!("the node status actor cannot answer now: {error}"))
+        })
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KillQuery {

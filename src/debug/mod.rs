@@ -6,6 +6,7 @@
 //! - `GET /debug/actors/{name}[?node=]` — one actor, plus its own state snapshot
 //! - `POST /debug/actors/{name}/kill?mode=stop|panic|hang[&node=]` — fault injection, when
 //!   enabled in the configuration, with `Authorization: Bearer <token>`
+//! - `GET /debug/node[?node=]` — the Node status as last computed and sent, and why
 //! - `GET /healthz` — "ok", or 503 with the reasons
 //! - `GET /metrics` — Prometheus text format
 //!
@@ -104,6 +105,7 @@ fn routes(config: &mut web::ServiceConfig) {
                     .body(PAGE)
             }),
         )
+        .route("/debug/node", web::get().to(actors::node))
         .service(
             web::resource("/debug/actors")
                 .get(actors::list)

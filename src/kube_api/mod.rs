@@ -8,6 +8,7 @@
 
 mod errors;
 mod lease;
+mod node;
 
 use std::{
     num::NonZeroU32,
@@ -21,6 +22,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub use errors::timed;
 pub use lease::renewal_patch;
+pub use node::node_event;
 
 use crate::config::Config;
 
@@ -44,8 +46,10 @@ pub enum ConnectError {
 /// Both clients and the limits around them. Cheap to share behind an `Arc`.
 pub struct KubeApi {
     config: kube::Config,
+    /// Also carries the watches, which the rate limit does not apply to (one long request).
     main: kube::Client,
-    main_limiter: DefaultDirectRateLimiter,
+    main_limiter: Arc<DefaultDirectRateLimiter>,
+    event_limiter: DefaultDirectRateLimiter,
     heartbeat: RwLock<kube::Client>,
     heartbeat_timeout: Duration,
 }
@@ -77,12 +81,18 @@ impl KubeApi {
         let main = kube::Client::try_from(client_config.clone()).map_err(ConnectError::Client)?;
         let heartbeat =
             kube::Client::try_from(client_config.clone()).map_err(ConnectError::Client)?;
-        let qps = NonZeroU32::new(config.kube_api_qps).unwrap_or(NonZeroU32::MIN);
-        let burst = NonZeroU32::new(config.kube_api_burst).unwrap_or(qps);
+        let quota = |qps: u32, burst: u32| {
+            let qps = NonZeroU32::new(qps).unwrap_or(NonZeroU32::MIN);
+            Quota::per_second(qps).allow_burst(NonZeroU32::new(burst).unwrap_or(qps))
+        };
         Ok(Arc::new(Self {
             config: client_config,
             main,
-            main_limiter: RateLimiter::direct(Quota::per_second(qps).allow_burst(burst)),
+            main_limiter: Arc::new(RateLimiter::direct(quota(
+                config.kube_api_qps,
+                config.kube_api_burst,
+            ))),
+            event_limiter: RateLimiter::direct(quota(config.event_record_qps, config.event_burst)),
             heartbeat: RwLock::new(heartbeat),
             heartbeat_timeout,
         }))
@@ -92,6 +102,18 @@ impl KubeApi {
     pub async fn main_client(&self) -> kube::Client {
         self.main_limiter.until_ready().await;
         self.main.clone()
+    }
+
+    /// A future of the main client that waits for the rate limiter, owning what it needs so
+    /// a `'static` request future can await it.
+    pub fn main_client_handle(
+        &self,
+    ) -> impl std::future::Future<Output = kube::Client> + Send + 'static {
+        let (limiter, client) = (Arc::clone(&self.main_limiter), self.main.clone());
+        async move {
+            limiter.until_ready().await;
+            client
+        }
     }
 
     /// The heartbeat client as it is now (a reset replaces it).

@@ -5,18 +5,18 @@
 mod api;
 mod host;
 mod lease;
-mod runtime;
 mod machine;
 mod node;
+mod runtime;
 
 pub use api::{ApiError, ApiResult};
 pub use host::{
     FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,
 };
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
+pub use machine::{MachineFacts, MachineInfo};
+pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
-pub use machine::{MachineFacts, MachineInfo};
-pub use node::{NodeApi, NodeEvent};

@@ -2,7 +2,7 @@
 //! client; status reads and patches through the heartbeat client; events through the main
 //! client under the event rate limit.
 
-use futures::future::BoxFuture;
+use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::Node;
 
 use super::ApiResult;
@@ -33,7 +33,19 @@ impl NodeEvent {
     }
 }
 
+/// What a watch on the Node says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeWatchEvent {
+    /// The Node as it is now on the server.
+    Present(Box<Node>),
+    /// The Node is gone.
+    Deleted,
+}
+
 pub trait NodeApi: Send + Sync + 'static {
+    /// A never-ending watch of the Node named `name` (the kubelet's informer on its own Node):
+    /// reconnects and relists by itself; a relist without the Node reports it deleted.
+    fn watch_node(&self, name: &str) -> BoxStream<'static, NodeWatchEvent>;
     fn create_node(&self, node: Node) -> BoxFuture<'static, ApiResult<Node>>;
     fn get_node(&self, name: &str) -> BoxFuture<'static, ApiResult<Node>>;
     /// `PATCH nodes/{name}/status` with a strategic merge patch.

@@ -3,7 +3,7 @@
 //! aggregates them into its message. Heartbeat times always move; transition times only on a
 //! change of status, and only then are events returned.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::{
@@ -12,6 +12,7 @@ use k8s_openapi::{
 };
 
 use super::{NodeEvent, StatusInputs};
+use crate::messages::RuntimeHealth;
 
 /// A runtime with no full success for this long is "down" (`maxWaitForContainerRuntime`).
 pub const RUNTIME_DOWN_AFTER: Duration = Duration::from_secs(30);
@@ -120,9 +121,9 @@ pub(super) fn set_pressure(
 }
 
 /// Why the node is not ready, in the kubelet's order; empty when it is.
-pub fn ready_errors(inputs: &StatusInputs<'_>, node: &Node) -> Vec<String> {
+pub fn ready_errors(runtime: Option<&RuntimeHealth>, now: Instant, node: &Node) -> Vec<String> {
     let mut errors = Vec::new();
-    match inputs.runtime {
+    match runtime {
         None => {
             errors.push("container runtime status check may not have completed yet".to_owned());
             errors.push("network state unknown".to_owned());
@@ -131,9 +132,7 @@ pub fn ready_errors(inputs: &StatusInputs<'_>, node: &Node) -> Vec<String> {
             match runtime.last_successful_probe {
                 None => errors
                     .push("container runtime status check may not have completed yet".to_owned()),
-                Some(at)
-                    if inputs.now_instant.saturating_duration_since(at) >= RUNTIME_DOWN_AFTER =>
-                {
+                Some(at) if now.saturating_duration_since(at) >= RUNTIME_DOWN_AFTER => {
                     errors.push("container runtime is down".to_owned());
                 }
                 Some(_) => {}
@@ -170,7 +169,7 @@ pub(super) fn set_ready(
     now: Timestamp,
     node: &mut Node,
 ) -> Vec<NodeEvent> {
-    let errors = ready_errors(inputs, node);
+    let errors = ready_errors(inputs.runtime, inputs.now_instant, node);
     let (status, reason, message) = match errors.as_slice() {
         [] => (
             "True",

@@ -1,0 +1,395 @@
+//! NodeStatusActor: registers the Node, then computes its status on every input change and
+//! every `nodeStatusUpdateFrequency` (jitter 0.04), and PATCHes it when it changed or a report
+//! is due. Its inputs (the latest RuntimeHealth and PressureChanged) live in a store the
+//! factory hands to every instance, so a restarted instance does not forget that the runtime
+//! was healthy and post a NotReady blip. A Node deleted under it is registered again.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, StreamHandler, WrapFuture};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Node;
+use nodepulse_supervisor::{Recipient, SupervisedActor};
+use serde_json::Value;
+
+use super::{
+    registration::RegistrationSettings,
+    report::ReportClock,
+    setters::StatusSettings,
+    sync::{Registered, StatusJob, SyncOutcome, register, sync_status},
+};
+use crate::{
+    messages::{NodeRegistered, PressureChanged, RuntimeHealth},
+    ports::{MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
+};
+
+/// Jitter of the status loop: the wait is `frequency × (1 + U[0, 0.04))`.
+const UPDATE_JITTER: f64 = 0.04;
+
+/// How NodeStatusActor is configured.
+#[derive(Debug, Clone)]
+pub struct NodeStatusSettings {
+    pub node_name: String,
+    pub register_node: bool,
+    pub registration: Arc<RegistrationSettings>,
+    pub status: Arc<StatusSettings>,
+    pub update_frequency: Duration,
+    pub report_frequency: Duration,
+}
+
+/// What outlives an instance: the latest inputs, the boot ID last reported and whether the
+/// process has announced itself.
+#[derive(Debug, Default)]
+pub struct NodeStatusMemory {
+    inner: Mutex<Remembered>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Remembered {
+    runtime: Option<RuntimeHealth>,
+    pressure: Option<PressureChanged>,
+    boot_id: Option<String>,
+    announced: bool,
+}
+
+impl NodeStatusMemory {
+    fn get(&self) -> Remembered {
+        self.inner
+            .lock()
+            .map(|inner| inner.clone())
+            .unwrap_or_default()
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Remembered)) {
+        if let Ok(mut inner) = self.inner.lock() {
+            change(&mut inner);
+        }
+    }
+}
+
+pub struct NodeStatusActor {
+    settings: NodeStatusSettings,
+    api: Arc<dyn NodeApi>,
+    machine: Arc<dyn MachineFacts>,
+    memory: Arc<NodeStatusMemory>,
+    lease: Option<Recipient<NodeRegistered>>,
+    /// The Node as the API server last returned it; `None` until registered.
+    node: Option<Node>,
+    report: ReportClock,
+    busy: bool,
+    again: bool,
+    last_computed: Option<Node>,
+    last_sent: Option<(Timestamp, Value)>,
+    last_sync: Option<(Timestamp, String)>,
+    field_changed_at: BTreeMap<String, Timestamp>,
+}
+
+impl NodeStatusActor {
+    pub fn new(
+        settings: NodeStatusSettings,
+        api: Arc<dyn NodeApi>,
+        machine: Arc<dyn MachineFacts>,
+        memory: Arc<NodeStatusMemory>,
+        lease: Option<Recipient<NodeRegistered>>,
+    ) -> Self {
+        Self {
+            settings,
+            api,
+            machine,
+            memory,
+            lease,
+            node: None,
+            report: ReportClock::default(),
+            busy: false,
+            again: false,
+            last_computed: None,
+            last_sent: None,
+            last_sync: None,
+            field_changed_at: BTreeMap::new(),
+        }
+    }
+
+    fn job(&self) -> StatusJob {
+        let remembered = self.memory.get();
+        StatusJob {
+            node_name: self.settings.node_name.clone(),
+            machine: self.machine.read(),
+            status: Arc::clone(&self.settings.status),
+            registration: Arc::clone(&self.settings.registration),
+            runtime: remembered.runtime,
+            pressure: remembered.pressure,
+            previous_boot_id: remembered.boot_id,
+            now: Timestamp::now(),
+            now_instant: Instant::now(),
+        }
+    }
+
+    /// Starts a sync unless one is running; then it runs once more when this one ends.
+    fn sync(&mut self, ctx: &mut Context<Self>) {
+        if self.busy {
+            self.again = true;
+            return;
+        }
+        self.busy = true;
+        let api = Arc::clone(&self.api);
+        match self.node.clone() {
+            None => {
+                ctx.spawn(register(api, self.job()).into_actor(self).map(
+                    |registered, actor, ctx| {
+                        actor.registered(registered);
+                        actor.finish(ctx, true);
+                    },
+                ));
+            }
+            Some(cached) => {
+                let outcome = sync_status(
+                    api,
+                    self.job(),
+                    cached,
+                    self.report.clone(),
+                    self.settings.report_frequency,
+                );
+                ctx.spawn(outcome.into_actor(self).map(|outcome, actor, ctx| {
+                    actor.synced(outcome);
+                    actor.finish(ctx, false);
+                }));
+            }
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut Context<Self>, run_again: bool) {
+        self.busy = false;
+        if run_again || std::mem::take(&mut self.again) {
+            self.sync(ctx);
+        }
+    }
+
+    fn registered(&mut self, registered: Registered) {
+        let uid = registered.node.metadata.uid.clone().unwrap_or_default();
+        let mut events = registered.events;
+        let remembered = self.memory.get();
+        if !remembered.announced {
+            events.insert(
+                0,
+                NodeEvent::normal("Starting", "Starting nodepulse.".to_owned()),
+            );
+        } else if !registered.adopted {
+            tracing::warn!(node = %self.settings.node_name, "the Node had been deleted; registered it again");
+            events.push(NodeEvent::warning(
+                "NodeReregistered",
+                format!(
+                    "Node {} was deleted from the API server; nodepulse registered it again",
+                    self.settings.node_name
+                ),
+            ));
+        }
+        self.memory.update(|memory| memory.announced = true);
+        self.node = Some(registered.node);
+        self.record(events);
+        if let Some(lease) = &self.lease
+            && let Err(error) = lease.try_send(NodeRegistered { uid })
+        {
+            tracing::warn!(%error, "cannot tell the lease actor the Node's UID");
+        }
+    }
+
+    fn synced(&mut self, outcome: SyncOutcome) {
+        let now = Timestamp::now();
+        match outcome {
+            SyncOutcome::Patched {
+                node,
+                computed,
+                patch,
+                changed,
+                events,
+            } => {
+                self.report.reported(
+                    changed,
+                    Instant::now(),
+                    self.settings.report_frequency,
+                    rand::random::<f64>(),
+                );
+                let boot_id = node
+                    .status
+                    .as_ref()
+                    .and_then(|status| status.node_info.as_ref())
+                    .map(|info| info.boot_id.clone());
+                self.memory.update(|memory| memory.boot_id = boot_id);
+                self.note_computed(*computed, now);
+                self.node = Some(*node);
+                self.last_sent = Some((now, patch));
+                self.last_sync = Some((
+                    now,
+                    if changed {
+                        "patched: status changed"
+                    } else {
+                        "patched: report due"
+                    }
+                    .to_owned(),
+                ));
+                self.record(events);
+            }
+            SyncOutcome::NotDue { computed } => {
+                self.note_computed(*computed, now);
+                self.last_sync = Some((now, "unchanged: nothing sent".to_owned()));
+            }
+            SyncOutcome::NodeMissing => {
+                tracing::warn!(node = %self.settings.node_name, "the Node is gone from the API server; registering it again");
+                self.node = None;
+                self.last_sync = Some((now, "node missing: registering again".to_owned()));
+                self.again = true;
+            }
+            SyncOutcome::Failed(error) => {
+                tracing::warn!(%error, "node status sync failed");
+                self.last_sync = Some((now, format!("failed: {error}")));
+            }
+        }
+    }
+
+    fn note_computed(&mut self, computed: Node, now: Timestamp) {
+        let fields = |node: &Node| serde_json::to_value(&node.status).unwrap_or(Value::Null);
+        let new = fields(&computed);
+        let old = self
+            .last_computed
+            .as_ref()
+            .map(fields)
+            .unwrap_or(Value::Null);
+        if let Some(new_fields) = new.as_object() {
+            for (field, value) in new_fields {
+                if field != "conditions" && old.get(field) != Some(value) {
+                    self.field_changed_at.insert(field.clone(), now);
+                }
+            }
+        }
+        self.last_computed = Some(computed);
+    }
+
+    fn record(&self, events: Vec<NodeEvent>) {
+        for event in events {
+            let request = self
+                .api
+                .record_event(&self.settings.node_name, event.clone());
+            actix::spawn(async move {
+                if let Err(error) = request.await {
+                    tracing::warn!(%error, reason = %event.reason, "cannot record node event");
+                }
+            });
+        }
+    }
+
+    fn schedule_tick(&self, ctx: &mut Context<Self>) {
+        let wait = self
+            .settings
+            .update_frequency
+            .mul_f64(1.0 + UPDATE_JITTER * rand::random::<f64>());
+        ctx.run_later(wait, |actor, ctx| {
+            actor.sync(ctx);
+            actor.schedule_tick(ctx);
+        });
+    }
+}
+
+impl Actor for NodeStatusActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.add_stream(self.api.watch_node(&self.settings.node_name));
+        if self.settings.register_node {
+            self.sync(ctx);
+        }
+        self.schedule_tick(ctx);
+    }
+}
+
+/// The watch on the Node keeps the cached copy fresh (the base of the next status diff) and
+/// notices a deletion, which the status loop alone would not while nothing changes.
+impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
+    fn handle(&mut self, event: NodeWatchEvent, ctx: &mut Context<Self>) {
+        match event {
+            NodeWatchEvent::Present(node) => {
+                if self.node.is_some() {
+                    self.node = Some(*node);
+                }
+            }
+            NodeWatchEvent::Deleted => {
+                if self.node.take().is_some() && self.settings.register_node {
+                    tracing::warn!(node = %self.settings.node_name, "the Node was deleted from the API server; registering it again");
+                    self.sync(ctx);
+                }
+            }
+        }
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {
+        tracing::warn!(
+            "the watch on the Node ended; deletions are noticed by the status loop only"
+        );
+    }
+}
+
+/// The parts of a runtime observation the status depends on (the probe time moves on every
+/// probe; only whether there ever was one matters here, staleness is judged on the tick).
+fn runtime_view(
+    health: &RuntimeHealth,
+) -> (bool, Option<&String>, Option<&String>, Option<&String>) {
+    (
+        health.last_successful_probe.is_some(),
+        health.runtime_error.as_ref(),
+        health.network_error.as_ref(),
+        health.runtime_version.as_ref(),
+    )
+}
+
+impl Handler<RuntimeHealth> for NodeStatusActor {
+    type Result = ();
+
+    fn handle(&mut self, health: RuntimeHealth, ctx: &mut Context<Self>) {
+        let previous = self.memory.get().runtime;
+        let changed = previous.as_ref().map(runtime_view) != Some(runtime_view(&health));
+        self.memory.update(|memory| memory.runtime = Some(health));
+        if changed && self.settings.register_node {
+            self.sync(ctx);
+        }
+    }
+}
+
+impl Handler<PressureChanged> for NodeStatusActor {
+    type Result = ();
+
+    fn handle(&mut self, pressure: PressureChanged, ctx: &mut Context<Self>) {
+        let flags = |p: &PressureChanged| (p.memory_pressure, p.disk_pressure, p.pid_pressure);
+        let changed = self.memory.get().pressure.as_ref().map(flags) != Some(flags(&pressure));
+        self.memory
+            .update(|memory| memory.pressure = Some(pressure));
+        if changed && self.settings.register_node {
+            self.sync(ctx);
+        }
+    }
+}
+
+impl SupervisedActor for NodeStatusActor {
+    fn debug_state(&self) -> Value {
+        super::debug::describe(self.debug_view())
+    }
+}
+
+impl NodeStatusActor {
+    fn debug_view(&self) -> super::debug::DebugView<'_> {
+        super::debug::DebugView {
+            node_name: &self.settings.node_name,
+            registered: self.node.as_ref(),
+            last_computed: self.last_computed.as_ref(),
+            last_sent: self.last_sent.as_ref(),
+            last_sync: self.last_sync.as_ref(),
+            field_changed_at: &self.field_changed_at,
+            remembered_runtime: self.memory.get().runtime,
+            remembered_pressure: self.memory.get().pressure,
+            last_report: self.report.last_report(),
+            status: &self.settings.status,
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! [`NodeApi`] over kube-rs: registration through the rate-limited main client, status reads
+//! and patches through the heartbeat client, events through the main client under the event
+//! rate limit (an event over the limit is dropped with a log line, like the kubelet's spam
+//! filter, rather than queued without bound).
+
+use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Event, Node};
+use kube::{
+    api::{Api, Patch, PatchParams, PostParams},
+    runtime::{WatchStreamExt, watcher},
+};
+use nodepulse_actors::ports::{ApiError, ApiResult, NodeApi, NodeEvent, NodeWatchEvent};
+use serde_json::json;
+
+use super::{KubeApi, timed};
+
+/// The Event the kubelet would record about its Node: the involved object's UID is the node
+/// name, as the kubelet sets it.
+pub fn node_event(node: &str, event: &NodeEvent, now: Timestamp) -> serde_json::Value {
+    let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now);
+    json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": { "name": format!("{node}.{:x}", now.as_nanosecond()), "namespace": "default" },
+        "involvedObject": { "apiVersion": "v1", "kind": "Node", "name": node, "uid": node },
+        "reason": event.reason,
+        "message": event.message,
+        "type": if event.warning { "Warning" } else { "Normal" },
+        "source": { "component": "nodepulse", "host": node },
+        "reportingComponent": "nodepulse",
+        "reportingInstance": node,
+        "firstTimestamp": time,
+        "lastTimestamp": time,
+        "count": 1,
+    })
+}
+
+impl NodeApi for KubeApi {
+    fn watch_node(&self, name: &str) -> BoxStream<'static, NodeWatchEvent> {
+        let api = Api::<Node>::all(self.main.clone());
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut seen_in_relist = false;
+        watcher(api, config)
+            .default_backoff()
+            .filter_map(move |event| {
+                let mapped = match event {
+                    Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
+                        seen_in_relist = true;
+                        Some(NodeWatchEvent::Present(Box::new(node)))
+                    }
+                    Ok(watcher::Event::Delete(_)) => Some(NodeWatchEvent::Deleted),
+                    Ok(watcher::Event::Init) => {
+                        seen_in_relist = false;
+                        None
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        (!seen_in_relist).then_some(NodeWatchEvent::Deleted)
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "node watch error; the watcher retries");
+                        None
+                    }
+                };
+                futures::future::ready(mapped)
+            })
+            .boxed()
+    }
+
+    fn create_node(&self, node: Node) -> BoxFuture<'static, ApiResult<Node>> {
+        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
+        Box::pin(async move {
+            let api = Api::<Node>::all(main.await);
+            timed(timeout, api.create(&PostParams::default(), &node)).await
+        })
+    }
+
+    fn get_node(&self, name: &str) -> BoxFuture<'static, ApiResult<Node>> {
+        let (api, name, timeout) = (
+            Api::<Node>::all(self.heartbeat_client()),
+            name.to_owned(),
+            self.heartbeat_timeout(),
+        );
+        Box::pin(async move { timed(timeout, api.get(&name)).await })
+    }
+
+    fn patch_node_status(
+        &self,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, ApiResult<Node>> {
+        let (api, name, timeout) = (
+            Api::<Node>::all(self.heartbeat_client()),
+            name.to_owned(),
+            self.heartbeat_timeout(),
+        );
+        Box::pin(async move {
+            timed(
+                timeout,
+                api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch)),
+            )
+            .await
+        })
+    }
+
+    fn record_event(&self, node: &str, event: NodeEvent) -> BoxFuture<'static, ApiResult<()>> {
+        if self.event_limiter.check().is_err() {
+            tracing::warn!(reason = %event.reason, "event rate limit reached; the event is dropped");
+            return Box::pin(async { Ok(()) });
+        }
+        let body = node_event(node, &event, Timestamp::now());
+        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
+        Box::pin(async move {
+            let event: Event =
+                serde_json::from_value(body).map_err(|error| ApiError::Other(error.to_string()))?;
+            let api = Api::<Event>::namespaced(main.await, "default");
+            timed(timeout, api.create(&PostParams::default(), &event))
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn reset_heartbeat_connections(&self) {
+        KubeApi::reset_heartbeat_connections(self);
+    }
+}

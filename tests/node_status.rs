@@ -1,0 +1,374 @@
+//! NodeStatusActor with LeaseActor, through the real kube-rs adapter and the real host, against
+//! an API server (the emulator, or a real cluster with NODEPULSE_TEST_KUBECONFIG): registration,
+//! every setter's output on this host, Ready following the runtime, adoption and
+//! re-registration, no PATCH without a change, and the report-frequency PATCH.
+
+mod common;
+
+use std::time::Instant;
+
+use common::{
+    PATIENCE,
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
+};
+use futures::StreamExt;
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
+use kube::{
+    Api,
+    api::{DeleteParams, PostParams, WatchEvent, WatchParams},
+};
+use nodepulse::{
+    cli::Settings,
+    config::{Config, Source},
+    daemon::supervisor_config,
+    kube_api::KubeApi,
+    node::{self, NodeAddresses},
+};
+use nodepulse_actors::messages::RuntimeHealth;
+use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+
+struct Running {
+    _supervisor: SupervisorHandle,
+    addresses: NodeAddresses,
+}
+
+/// Status computed every second; reports forced only every `report` (5m: never in a test).
+async fn start_node(cluster: &TestCluster, name: &str, report: &str, extra_yaml: &str) -> Running {
+    let yaml = format!(
+        "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: {report}\nnodeLeaseDurationSeconds: 4\nrootDir: /\n{extra_yaml}"
+    );
+    let config = Config::parse(&yaml, Source::Embedded).expect("valid test configuration");
+    let settings = Settings {
+        config,
+        node_name: name.to_owned(),
+        kubeconfig: Some(cluster.kubeconfig.clone()),
+        standalone: false,
+    };
+    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
+        .await
+        .expect("connects");
+    let (builder, addresses) = node::actors(
+        Supervisor::builder(supervisor_config(&settings.config, name)),
+        &settings,
+        &api,
+    );
+    Running {
+        _supervisor: builder.start(),
+        addresses,
+    }
+}
+
+fn healthy_runtime() -> RuntimeHealth {
+    RuntimeHealth {
+        last_successful_probe: Some(Instant::now()),
+        runtime_error: None,
+        network_error: None,
+        runtime_version: Some("containerd://1.6.20".into()),
+        observed_at: jiff::Timestamp::now(),
+        simulated: true,
+    }
+}
+
+async fn get_node(cluster: &TestCluster, name: &str) -> Option<Node> {
+    Api::<Node>::all(cluster.client.clone())
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+}
+
+fn condition(node: &Node, kind: &str) -> Option<(String, String, String)> {
+    node.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+async fn wait_for_node(
+    cluster: &TestCluster,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Node) -> bool,
+) -> Node {
+    eventually_async(what, || async {
+        get_node(cluster, name)
+            .await
+            .is_some_and(|node| check(&node))
+    })
+    .await;
+    get_node(cluster, name).await.expect("node")
+}
+
+#[actix_rt::test]
+async fn registers_the_node_with_this_hosts_facts_and_owns_its_lease() {
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("status-register");
+    let _node = start_node(&cluster, &name, "5m", "nodeLabels: {team: infra}\n").await;
+    let node = wait_for_node(
+        &cluster,
+        &name,
+        "the node is registered with its conditions",
+        |node| condition(node, "Ready").is_some(),
+    )
+    .await;
+
+    let labels = node.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("kubernetes.io/os").map(String::as_str),
+        Some("linux")
+    );
+    assert_eq!(labels.get("team").map(String::as_str), Some("infra"));
+    let status = node.status.clone().expect("status");
+    let capacity = status.capacity.clone().expect("capacity");
+    let nproc = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    assert_eq!(capacity["cpu"].0, nproc.to_string(), "cpu = nproc");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let mem_kib: u64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .expect("MemTotal");
+    assert_eq!(
+        nodepulse_actors::quantity::parse_quantity(&capacity["memory"].0).ok(),
+        Some((mem_kib * 1024) as f64),
+        "memory = MemTotal"
+    );
+    assert_eq!(capacity["pods"].0, "110");
+    assert!(capacity.contains_key("ephemeral-storage"));
+    let kinds: Vec<String> = status
+        .conditions
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.type_)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+    );
+    assert_eq!(
+        condition(&node, "Ready"),
+        Some((
+            "False".into(),
+            "KubeletNotReady".into(),
+            "[container runtime status check may not have completed yet, network state unknown]"
+                .into()
+        ))
+    );
+    let info = status.node_info.expect("nodeInfo");
+    assert_eq!(
+        info.kernel_version,
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .expect("osrelease")
+            .trim()
+    );
+    assert_eq!(
+        info.boot_id,
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .expect("boot_id")
+            .trim()
+    );
+
+    let uid = node.metadata.uid.clone().expect("uid");
+    let leases = Api::<Lease>::namespaced(cluster.client.clone(), "kube-node-lease");
+    eventually_async("the lease is created owned by the node", || async {
+        leases
+            .get_opt(&name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|lease| lease.metadata.owner_references)
+            .is_some_and(|owners| owners[0].uid == uid)
+    })
+    .await;
+    cluster.delete_node(&name).await;
+}
+
+#[actix_rt::test]
+async fn ready_follows_the_runtime_within_a_second_of_the_input() {
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("status-ready");
+    let node = start_node(&cluster, &name, "5m", "").await;
+    wait_for_node(&cluster, &name, "registered", |node| {
+        condition(node, "Ready").is_some()
+    })
+    .await;
+
+    let sent = Instant::now();
+    node.addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
+    let ready = wait_for_node(&cluster, &name, "Ready=True", |node| {
+        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
+    })
+    .await;
+    eprintln!("input change → Ready=True in the API: {:?}", sent.elapsed());
+    assert_eq!(
+        condition(&ready, "Ready"),
+        Some((
+            "True".into(),
+            "KubeletReady".into(),
+            "kubelet is posting ready status".into()
+        ))
+    );
+    assert_eq!(
+        ready
+            .status
+            .and_then(|s| s.node_info)
+            .map(|i| i.container_runtime_version)
+            .as_deref(),
+        Some("containerd://1.6.20")
+    );
+
+    let broken = RuntimeHealth {
+        network_error: Some("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized".into()),
+        ..healthy_runtime()
+    };
+    node.addresses.node_status.try_send(broken).expect("queued");
+    let not_ready = wait_for_node(&cluster, &name, "Ready=False again", |node| {
+        condition(node, "Ready").is_some_and(|(status, ..)| status == "False")
+    })
+    .await;
+    assert!(
+        condition(&not_ready, "Ready").is_some_and(
+            |(_, _, message)| message.starts_with("container runtime network not ready")
+        )
+    );
+    cluster.delete_node(&name).await;
+}
+
+#[actix_rt::test]
+async fn an_existing_node_is_adopted_and_a_deleted_one_registered_again() {
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("status-adopt");
+    let existing: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows", "keep": "me"}}
+    }))
+    .expect("node");
+    let created = Api::<Node>::all(cluster.client.clone())
+        .create(&PostParams::default(), &existing)
+        .await
+        .expect("created");
+    let _node = start_node(&cluster, &name, "5m", "").await;
+    let adopted = wait_for_node(
+        &cluster,
+        &name,
+        "adopted with its default labels fixed",
+        |node| {
+            node.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("kubernetes.io/os"))
+                .map(String::as_str)
+                == Some("linux")
+        },
+    )
+    .await;
+    assert_eq!(
+        adopted.metadata.uid, created.metadata.uid,
+        "the existing node was adopted, not replaced"
+    );
+    assert_eq!(
+        adopted
+            .metadata
+            .labels
+            .and_then(|l| l.get("keep").cloned())
+            .as_deref(),
+        Some("me")
+    );
+
+    Api::<Node>::all(cluster.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("deleted");
+    let again = wait_for_node(&cluster, &name, "registered again after deletion", |node| {
+        node.metadata.uid != created.metadata.uid
+    })
+    .await;
+    assert!(condition(&again, "Ready").is_some());
+    cluster.delete_node(&name).await;
+}
+
+#[actix_rt::test]
+async fn nothing_is_patched_while_nothing_changes_until_a_report_is_due() {
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("status-quiet");
+    let node = start_node(&cluster, &name, "5m", "").await;
+    node.addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
+    let ready = wait_for_node(&cluster, &name, "Ready=True", |node| {
+        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
+    })
+    .await;
+    let version = ready
+        .metadata
+        .resource_version
+        .clone()
+        .expect("resourceVersion");
+
+    // Three status computations (1 s apart) with no change and no report due: no write.
+    let api = Api::<Node>::all(cluster.client.clone());
+    let params = WatchParams::default()
+        .fields(&format!("metadata.name={name}"))
+        .timeout(4);
+    let mut events = api.watch(&params, &version).await.expect("watch").boxed();
+    let mut modified = 0;
+    while let Ok(Some(event)) = tokio::time::timeout(PATIENCE, events.next()).await {
+        match event {
+            Ok(WatchEvent::Modified(_)) => modified += 1,
+            Ok(_) => {}
+            Err(error) => panic!("watch failed: {error}"),
+        }
+    }
+    assert_eq!(modified, 0, "no PATCH while nothing changed");
+    cluster.delete_node(&name).await;
+}
+
+#[actix_rt::test]
+async fn a_report_is_sent_when_the_report_frequency_has_passed() {
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("status-report");
+    let node = start_node(&cluster, &name, "2s", "").await;
+    node.addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
+    let ready = wait_for_node(&cluster, &name, "Ready=True", |node| {
+        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
+    })
+    .await;
+    let heartbeat = |node: &Node| {
+        node.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .and_then(|c| c.last_heartbeat_time.clone())
+            .map(|t| t.0)
+    };
+    let first = heartbeat(&ready);
+    let reported = wait_for_node(&cluster, &name, "a heartbeat-only report", |node| {
+        heartbeat(node) > first
+    })
+    .await;
+    assert_eq!(
+        condition(&reported, "Ready").map(|c| c.0).as_deref(),
+        Some("True")
+    );
+    cluster.delete_node(&name).await;
+}
