@@ -7,5 +7,6 @@ cd "$(dirname "$0")/.."
 if [ -f emulator/ci-setup.sh ]; then
   bash emulator/ci-setup.sh
 fi
+bash scripts/ci-setup-containerd.sh  # containerd, runc and CNI plugins for tests/runtime_probe.rs
 
 cargo test --workspace --all-targets "$@"
