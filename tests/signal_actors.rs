@@ -1,0 +1,126 @@
+//! The two signal actors as the daemon wires them (`node_signals::signal_actors`): on the real
+//! host, and with a NodeStatus mailbox that nobody drains (a flood must not stall them).
+
+#[path = "common/collector.rs"]
+mod collector;
+mod common;
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use collector::{Collector, collector, test_supervisor};
+use common::{eventually, eventually_async};
+use nodepulse::{
+    cli::Settings,
+    config::{Config, Source},
+    host::HostProbe,
+    node_signals,
+};
+use nodepulse_actors::messages::{PressureChanged, RuntimeHealth};
+use nodepulse_supervisor::{ChildState, mailbox};
+
+fn settings(yaml: &str) -> Settings {
+    Settings {
+        config: Config::parse(yaml, Source::File("test.yaml".into())).expect("valid test config"),
+        node_name: "signals".to_owned(),
+        kubeconfig: None,
+        standalone: false,
+    }
+}
+
+/// The real host, through the daemon's wiring: thresholds above anything this machine has
+/// raise all three conditions; the same actors report a simulated runtime as healthy.
+#[actix_rt::test]
+async fn thresholds_above_the_real_hosts_free_memory_disk_and_pids_raise_every_condition() {
+    let root_dir: PathBuf = std::env::temp_dir().join("nodepulse-no-such-root-dir");
+    let settings = settings(&format!(
+        "runtime: simulated\nrootDir: {}\nhousekeepingInterval: 1s\nevictionHard:\n  memory.available: 1Ei\n  nodefs.available: 1Ei\n  pid.available: 1e15\n",
+        root_dir.display()
+    ));
+    let builder = test_supervisor("eviction-host");
+    let (builder, health, runtime) = collector::<RuntimeHealth>(builder, "node-status-runtime");
+    let (builder, pressure, received) = collector::<PressureChanged>(builder, "node-status");
+    let pass = Instant::now();
+    let _ = HostProbe::host(&settings.config.root_dir).observe_blocking(None);
+    eprintln!(
+        "one housekeeping read of the real host: {:?}",
+        pass.elapsed()
+    );
+    let _supervisor = node_signals::signal_actors(builder, &settings, health, pressure).start();
+    eventually("the first pass is reported", || received.last().is_some()).await;
+    let message = received.last().expect("a message");
+    assert!(
+        message.memory_pressure && message.disk_pressure && message.pid_pressure,
+        "{message:?}"
+    );
+    for name in [
+        "memory.available",
+        "nodefs.available",
+        "imagefs.available",
+        "pid.available",
+    ] {
+        assert!(
+            message
+                .signals
+                .iter()
+                .any(|signal| signal.signal == name && signal.capacity > 0),
+            "{name} observed in {message:?}"
+        );
+    }
+    eventually("the simulated runtime reports healthy", || {
+        runtime.last().is_some()
+    })
+    .await;
+    let health = runtime.last().expect("health");
+    assert!(health.simulated && health.runtime_error.is_none() && health.network_error.is_none());
+    assert!(health.last_successful_probe.is_some());
+}
+
+/// NodeStatus never drains its mailbox (capacity 1): both actors keep running, answer their
+/// liveness pings and keep measuring; what could not be delivered is simply sent again later.
+#[actix_rt::test]
+async fn a_full_node_status_mailbox_stalls_neither_signal_actor() {
+    let settings =
+        settings("runtime: simulated\nruntimeProbePeriod: 100ms\nhousekeepingInterval: 1s\n");
+    let (health, _health_inbox) = mailbox::<Collector<RuntimeHealth>>(1);
+    let (pressure, _pressure_inbox) = mailbox::<Collector<PressureChanged>>(1);
+    let supervisor = node_signals::signal_actors(
+        test_supervisor("signals-flood"),
+        &settings,
+        health.recipient(),
+        pressure.recipient(),
+    )
+    .start();
+    eventually_async(
+        "three housekeeping passes with the consumer full",
+        || async {
+            supervisor
+                .actor_state("eviction-signal", Duration::from_secs(5))
+                .await
+                .is_ok_and(|state| state["passes"].as_u64() >= Some(3))
+        },
+    )
+    .await;
+    assert_eq!(
+        (health.depth(), pressure.depth()),
+        (1, 1),
+        "both consumer mailboxes are full"
+    );
+    for name in ["runtime-probe", "eviction-signal"] {
+        let actor = supervisor.actor(name).expect("supervised");
+        assert_eq!(
+            (actor.state, actor.restarts),
+            (ChildState::Running, 0),
+            "{name}"
+        );
+        assert!(
+            supervisor
+                .actor_state(name, Duration::from_secs(5))
+                .await
+                .is_ok(),
+            "{name} answers"
+        );
+    }
+}
