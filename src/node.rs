@@ -1,5 +1,6 @@
 //! One node's actors, wired to the API port and the host and added to the node's supervisor
-//! in start order: NodeStatus first (it registers the Node), then Lease.
+//! in start order: NodeStatus (it registers the Node), Lease, then the signal actors that feed
+//! NodeStatus (RuntimeProbe, EvictionSignal).
 
 use std::{collections::BTreeMap, net::IpAddr, sync::Arc};
 
@@ -16,7 +17,13 @@ use nodepulse_actors::{
 };
 use nodepulse_supervisor::{ChildSpec, Mailbox, SupervisorBuilder, mailbox};
 
-use crate::{cli::Settings, config::Config, kube_api::KubeApi, machine::ProcMachine};
+use crate::{
+    cli::Settings, config::Config, kube_api::KubeApi, machine::ProcMachine,
+    node_signals::signal_actors,
+};
+
+/// The longest the first status sync waits for the runtime probe's first answer.
+const FIRST_RUNTIME_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The name NodeStatusActor has in the supervisor and the debug endpoint.
 pub const NODE_STATUS_ACTOR: &str = "node-status";
@@ -72,6 +79,7 @@ pub fn node_status_settings(settings: &Settings) -> NodeStatusSettings {
         }),
         update_frequency: config.node_status_update_frequency.into(),
         report_frequency: config.report_frequency(),
+        first_runtime_wait: Some(FIRST_RUNTIME_WAIT),
     }
 }
 
@@ -81,9 +89,26 @@ pub struct NodeAddresses {
     pub lease: Mailbox<LeaseActor>,
 }
 
-/// Adds the node's actors to `builder`. Each actor's mailbox is created first, so peers can be
-/// handed each other's addresses before any of them starts.
+/// Adds all of the node's actors to `builder`: the API-facing pair and the signal actors that
+/// feed NodeStatus.
 pub fn actors(
+    builder: SupervisorBuilder,
+    settings: &Settings,
+    api: &Arc<KubeApi>,
+) -> (SupervisorBuilder, NodeAddresses) {
+    let (builder, addresses) = api_actors(builder, settings, api);
+    let health = addresses.node_status.recipient();
+    let pressure = addresses.node_status.recipient();
+    (
+        signal_actors(builder, settings, health, pressure),
+        addresses,
+    )
+}
+
+/// Adds NodeStatus and Lease only; whoever calls this feeds NodeStatus its inputs (tests do).
+/// Each mailbox is created first, so peers can be handed each other's addresses before any of
+/// them starts.
+pub fn api_actors(
     builder: SupervisorBuilder,
     settings: &Settings,
     api: &Arc<KubeApi>,

@@ -39,6 +39,10 @@ pub struct NodeStatusSettings {
     pub status: Arc<StatusSettings>,
     pub update_frequency: Duration,
     pub report_frequency: Duration,
+    /// How long the first sync waits for the first RuntimeHealth, as the kubelet probes the
+    /// runtime once before its first status sync (so a restart does not post NotReady first).
+    /// `None` when no runtime probe feeds this actor.
+    pub first_runtime_wait: Option<Duration>,
 }
 
 /// What outlives an instance: the latest inputs, the boot ID last reported and whether the
@@ -233,6 +237,19 @@ impl NodeStatusActor {
                 ));
                 self.record(events);
             }
+            SyncOutcome::UpToDate { computed } => {
+                self.report.reported(
+                    false,
+                    Instant::now(),
+                    self.settings.report_frequency,
+                    rand::random::<f64>(),
+                );
+                self.note_computed(*computed, now);
+                self.last_sync = Some((
+                    now,
+                    "unchanged: the server already has this status".to_owned(),
+                ));
+            }
             SyncOutcome::NotDue { computed } => {
                 self.note_computed(*computed, now);
                 self.last_sync = Some((now, "unchanged: nothing sent".to_owned()));
@@ -299,7 +316,21 @@ impl Actor for NodeStatusActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.add_stream(self.api.watch_node(&self.settings.node_name));
         if self.settings.register_node {
-            self.sync(ctx);
+            match self
+                .settings
+                .first_runtime_wait
+                .filter(|_| self.memory.get().runtime.is_none())
+            {
+                // The first RuntimeHealth starts the sync; this is the fallback.
+                Some(wait) => {
+                    ctx.run_later(wait, |actor, ctx| {
+                        if actor.node.is_none() {
+                            actor.sync(ctx);
+                        }
+                    });
+                }
+                None => self.sync(ctx),
+            }
         }
         self.schedule_tick(ctx);
     }

@@ -133,6 +133,11 @@ pub enum SyncOutcome {
         changed: bool,
         events: Vec<NodeEvent>,
     },
+    /// A report was due but the server already holds exactly this status: nothing to send,
+    /// and it counts as reported.
+    UpToDate {
+        computed: Box<Node>,
+    },
     /// Nothing changed and no report was due: nothing was sent.
     NotDue {
         computed: Box<Node>,
@@ -174,10 +179,14 @@ pub async fn sync_status(
                 computed.status.as_ref().unwrap_or(&Default::default()),
             );
         if !clock.due(changed, job.now_instant, frequency) {
-            return SyncOutcome::NotDue { computed: Box::new(computed) };
+            return SyncOutcome::NotDue {
+                computed: Box::new(computed),
+            };
         }
         let Some(patch) = status_patch(&original, &computed) else {
-            return SyncOutcome::NotDue { computed: Box::new(computed) };
+            return SyncOutcome::UpToDate {
+                computed: Box::new(computed),
+            };
         };
         match api.patch_node_status(&job.node_name, patch.clone()).await {
             Ok(node) => {
