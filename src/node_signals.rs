@@ -2,10 +2,7 @@
 //! host adapters (or to a simulated runtime) and added to the node's supervisor. Their state
 //! lives in stores created here, so it outlives every instance the supervisor starts.
 
-use std::{
-    path::Path,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use nodepulse_actors::{
     eviction::{
@@ -15,7 +12,7 @@ use nodepulse_actors::{
     ports::{HostSignals, RuntimeService},
     runtime_probe::{ProbeStore, RuntimeProbeActor, RuntimeProbeSettings},
 };
-use nodepulse_supervisor::{ChildSpec, Recipient, SupervisorBuilder, mailbox};
+use nodepulse_supervisor::{ChildSpec, Mailbox, Recipient, SupervisorBuilder, mailbox};
 
 use crate::{
     cli::Settings,
@@ -42,6 +39,7 @@ pub fn signal_actors(
         runtime_health,
         pressure,
     )
+    .0
 }
 
 /// The runtime `config` names: a CRI client, or `None` for a simulated one. Validation has
@@ -64,7 +62,9 @@ pub fn runtime(config: &Config) -> Option<Arc<dyn RuntimeService>> {
     }
 }
 
-/// [`signal_actors`] with the adapters given: tests pass fixture trees and private runtimes.
+/// [`signal_actors`] with the adapters given (tests pass fixture trees and private runtimes),
+/// also returning RuntimeProbeActor's address: NodeStatus sends it
+/// [`UpdatePodCidr`](nodepulse_actors::runtime_probe::UpdatePodCidr) when `spec.podCIDRs` changes.
 pub fn signal_actors_with(
     builder: SupervisorBuilder,
     config: &Config,
@@ -72,7 +72,7 @@ pub fn signal_actors_with(
     host: Arc<dyn HostSignals>,
     runtime_health: Recipient<RuntimeHealth>,
     pressure: Recipient<PressureChanged>,
-) -> SupervisorBuilder {
+) -> (SupervisorBuilder, Mailbox<RuntimeProbeActor>) {
     let capacity = config.supervision.mailbox_capacity;
     let probe_settings = RuntimeProbeSettings {
         probe_period: config.runtime_probe_period.0,
@@ -80,7 +80,7 @@ pub fn signal_actors_with(
     };
     let probe_store = Arc::new(Mutex::new(ProbeStore::default()));
     let probe_runtime = runtime.clone();
-    let (_probe_address, probe_inbox) = mailbox(capacity);
+    let (probe_address, probe_inbox) = mailbox(capacity);
     let builder = builder.child(ChildSpec::new("runtime-probe", probe_inbox, move || {
         RuntimeProbeActor::new(
             probe_settings.clone(),
@@ -93,7 +93,7 @@ pub fn signal_actors_with(
     let eviction_settings = eviction_settings(config);
     let pressure_state = Arc::new(Mutex::new(PressureState::default()));
     let (_eviction_address, eviction_inbox) = mailbox(capacity);
-    builder.child(ChildSpec::new(
+    let builder = builder.child(ChildSpec::new(
         "eviction-signal",
         eviction_inbox,
         move || {
@@ -105,7 +105,8 @@ pub fn signal_actors_with(
                 Arc::clone(&pressure_state),
             )
         },
-    ))
+    ));
+    (builder, probe_address)
 }
 
 /// The eviction settings of a validated configuration.
@@ -135,9 +136,4 @@ pub fn eviction_settings(config: &Config) -> EvictionSettings {
         pressure_transition_period: config.eviction_pressure_transition_period.0,
         runtime_request_timeout: config.runtime_request_timeout.0,
     }
-}
-
-/// The host probe for `config`'s `rootDir` under `root` (`/` for the real host).
-pub fn host_probe(root: &Path, config: &Config) -> HostProbe {
-    HostProbe::new(root, &config.root_dir)
 }

@@ -74,11 +74,11 @@ fn invalid_thresholds_are_refused_with_the_kubelets_reasons() {
             "unsupported eviction signal memory.free",
         ),
         (
-            &[("allocatableMemory.available", "1Gi")],
             &[],
             &[],
+            &[("memory.free", 30)],
             &[],
-            "unsupported eviction signal",
+            "unsupported eviction signal memory.free",
         ),
         (
             &[("nodefs.available", "110%")],
@@ -118,13 +118,6 @@ fn invalid_thresholds_are_refused_with_the_kubelets_reasons() {
         (
             &[],
             &[],
-            &[("memory.available", 30)],
-            &[],
-            "without a soft eviction threshold",
-        ),
-        (
-            &[],
-            &[],
             &[],
             &[("memory.available", "0%")],
             "minimum reclaim memory.available must be positive",
@@ -158,6 +151,23 @@ fn invalid_thresholds_are_refused_with_the_kubelets_reasons() {
             "expected {expected:?} in {error}"
         );
     }
+}
+
+#[test]
+fn what_the_kubelet_accepts_is_accepted() {
+    // An explicit allocatableMemory.available, and a grace period with no soft threshold.
+    let hard = map(&[("allocatableMemory.available", "1Gi")]);
+    let grace = graces(&[("memory.available", 30)]);
+    let empty = BTreeMap::new();
+    let config = ThresholdConfig {
+        hard: &hard,
+        soft: &empty,
+        soft_grace_period: &grace,
+        minimum_reclaim: &empty,
+    };
+    let thresholds = parse_thresholds(&config, true).expect("valid for the kubelet");
+    assert_eq!(thresholds.len(), 1);
+    assert_eq!(thresholds[0].signal, Signal::AllocatableMemoryAvailable);
 }
 
 #[test]

@@ -102,21 +102,9 @@ pub fn parse_thresholds(
         min_reclaims.insert(signal, parse_min_reclaim(name, text)?);
     }
     for (name, grace) in config.soft_grace_period {
-        let signal = known_signal("evictionSoftGracePeriod", name, &format!("{grace:?}"))?;
-        if !config
-            .soft
-            .keys()
-            .any(|soft| Signal::from_name(soft) == Some(signal))
-        {
-            return Err(ThresholdError {
-                setting: "evictionSoftGracePeriod",
-                signal: name.clone(),
-                value: format!("{grace:?}"),
-                reason: format!(
-                    "grace period specified for {name} without a soft eviction threshold"
-                ),
-            });
-        }
+        // Only the signal is checked: a grace period without a soft threshold is ignored, as
+        // by the kubelet.
+        known_signal("evictionSoftGracePeriod", name, &format!("{grace:?}"))?;
     }
     let mut thresholds = Vec::new();
     for (setting, map, hard) in [
@@ -165,7 +153,7 @@ pub fn parse_thresholds(
 
 fn known_signal(setting: &'static str, name: &str, value: &str) -> Result<Signal, ThresholdError> {
     match Signal::from_name(name) {
-        Some(Signal::AllocatableMemoryAvailable) | None => Err(ThresholdError {
+        None => Err(ThresholdError {
             setting,
             signal: name.to_owned(),
             value: value.to_owned(),
