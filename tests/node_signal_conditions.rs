@@ -1,0 +1,178 @@
+//! The Node's conditions in the API, driven end to end by the real signal actors: Ready follows
+//! a real containerd's CNI config, and MemoryPressure follows a host (a fixture tree) within one
+//! housekeeping pass plus one PATCH. Prints the measured latencies.
+
+mod common;
+#[path = "common/containerd.rs"]
+mod containerd;
+
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use common::{
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
+};
+use containerd::Containerd;
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use nodepulse::{
+    cli::Settings,
+    config::{Config, Source},
+    cri::CriClient,
+    daemon::supervisor_config,
+    host::HostProbe,
+    kube_api::KubeApi,
+    node, node_signals,
+};
+use nodepulse_actors::ports::{HostSignals, RuntimeService};
+use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+
+/// NodeStatus and Lease from the daemon's wiring, fed by the signal actors on the given runtime
+/// and host. Status is computed every second; reports are forced only every 5m.
+async fn start_node(
+    cluster: &TestCluster,
+    name: &str,
+    extra_yaml: &str,
+    runtime: Option<Arc<dyn RuntimeService>>,
+    host: Arc<dyn HostSignals>,
+) -> SupervisorHandle {
+    let yaml = format!(
+        "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\nnodeLeaseDurationSeconds: 4\nrootDir: /\nruntimeProbePeriod: 200ms\nhousekeepingInterval: 1s\n{extra_yaml}"
+    );
+    let settings = Settings {
+        config: Config::parse(&yaml, Source::Embedded).expect("valid test configuration"),
+        node_name: name.to_owned(),
+        kubeconfig: Some(cluster.kubeconfig.clone()),
+        standalone: false,
+    };
+    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
+        .await
+        .expect("connects");
+    let (builder, addresses) = node::api_actors(
+        Supervisor::builder(supervisor_config(&settings.config, name)),
+        &settings,
+        &api,
+    );
+    let (builder, _probe) = node_signals::signal_actors_with(
+        builder,
+        &settings.config,
+        runtime,
+        host,
+        addresses.node_status.recipient(),
+        addresses.node_status.recipient(),
+    );
+    builder.start()
+}
+
+/// The condition `kind` of the Node as the API server has it: (status, message).
+async fn condition(cluster: &TestCluster, name: &str, kind: &str) -> Option<(String, String)> {
+    let node = Api::<Node>::all(cluster.client.clone())
+        .get_opt(name)
+        .await
+        .ok()??;
+    node.status?
+        .conditions?
+        .into_iter()
+        .find(|condition| condition.type_ == kind)
+        .map(|condition| (condition.status, condition.message.unwrap_or_default()))
+}
+
+async fn wait_for(
+    cluster: &TestCluster,
+    name: &str,
+    kind: &str,
+    check: impl Fn(&str, &str) -> bool,
+) {
+    eventually_async(&format!("{kind} on {name} as expected"), || async {
+        condition(cluster, name, kind)
+            .await
+            .is_some_and(|(status, message)| check(&status, &message))
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn node_ready_follows_the_cni_config_of_a_real_containerd() {
+    let Some(()) = Containerd::required("node_ready_follows_the_cni_config") else {
+        return;
+    };
+    let containerd = Containerd::start();
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("signals-cni");
+    let runtime: Arc<dyn RuntimeService> = Arc::new(
+        CriClient::new(&containerd.endpoint(), Duration::from_secs(2)).expect("unix endpoint"),
+    );
+    // Only a 1-byte memory threshold: this host's disk must not decide the test.
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(Path::new("/")));
+    let _node = start_node(
+        &cluster,
+        &name,
+        "evictionHard: {memory.available: \"1\"}\n",
+        Some(runtime),
+        host,
+    )
+    .await;
+    wait_for(&cluster, &name, "Ready", |status, message| {
+        status == "False"
+            && message.contains("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady")
+    })
+    .await;
+
+    containerd.write_cni_config();
+    let written = Instant::now();
+    wait_for(&cluster, &name, "Ready", |status, _| status == "True").await;
+    eprintln!(
+        "CNI conflist written → Node Ready=True in the API: {:?}",
+        written.elapsed()
+    );
+}
+
+#[actix_rt::test]
+async fn memory_pressure_reaches_the_node_within_a_housekeeping_pass_and_a_patch() {
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("signals-pressure");
+    let root = tempfile::tempdir().expect("temp dir");
+    let write = |path: &str, content: &str| {
+        let path = root.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write");
+    };
+    write(
+        "proc/meminfo",
+        "MemTotal: 8388608 kB\nMemFree: 4194304 kB\n",
+    );
+    write("proc/sys/kernel/pid_max", "32768\n");
+    write("proc/sys/kernel/threads-max", "63000\n");
+    write("proc/loadavg", "0.1 0.1 0.1 2/300 99\n");
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::new(root.path(), Path::new("/")));
+    let _node = start_node(
+        &cluster,
+        &name,
+        "runtime: simulated\nevictionHard: {memory.available: 100Mi}\n",
+        None,
+        host,
+    )
+    .await;
+    wait_for(&cluster, &name, "MemoryPressure", |status, _| {
+        status == "False"
+    })
+    .await;
+    wait_for(&cluster, &name, "Ready", |status, _| status == "True").await;
+
+    write("proc/meminfo", "MemTotal: 8388608 kB\nMemFree: 51200 kB\n");
+    let crossed = Instant::now();
+    wait_for(&cluster, &name, "MemoryPressure", |status, _| {
+        status == "True"
+    })
+    .await;
+    let latency = crossed.elapsed();
+    eprintln!("memory threshold crossed → MemoryPressure=True in the API: {latency:?}");
+    assert!(
+        latency < Duration::from_secs(5),
+        "one 1s housekeeping pass plus one PATCH took {latency:?}"
+    );
+}
