@@ -26,11 +26,16 @@ pub struct TestCluster {
 
 impl TestCluster {
     pub async fn start() -> Self {
+        Self::start_with(EmulatorConfig::for_tests()).await
+    }
+
+    /// Like [`TestCluster::start`], with this emulator configuration when no real cluster is named.
+    pub async fn start_with(emulator_config: EmulatorConfig) -> Self {
         let directory = tempfile::tempdir().expect("temp dir");
         let (kubeconfig, emulator) = match std::env::var_os("NODEPULSE_TEST_KUBECONFIG") {
             Some(path) => (PathBuf::from(path), None),
             None => {
-                let emulator = Emulator::start(EmulatorConfig::for_tests())
+                let emulator = Emulator::start(emulator_config)
                     .await
                     .expect("the emulator starts");
                 let path = directory.path().join("kubeconfig");
