@@ -211,6 +211,66 @@ fn without_any_cluster_it_exits_with_code_1_and_says_how_to_give_one() {
 }
 
 #[test]
+fn standalone_with_a_simulated_runtime_brings_the_node_ready_and_renews_its_lease() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = directory.path().join("standalone.kubeconfig");
+    let config = config_file(&format!(
+        "runtime: simulated\nrootDir: /\ndebug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n  kubeconfigPath: {}\n",
+        kubeconfig.display()
+    ));
+    let started = Instant::now();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
+    command.args([
+        "--standalone",
+        "--config",
+        config.path().to_str().expect("utf-8"),
+        "--node-name",
+        "e2e-node",
+        "--log-format",
+        "json",
+    ]);
+    let mut daemon = Running::start(command);
+    let api = daemon.event("standalone API server running")["api"]
+        .as_str()
+        .expect("api logged")
+        .to_owned();
+
+    let ready = |body: &str| {
+        serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .is_some_and(|node| {
+                node["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|conditions| {
+                        conditions
+                            .iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+            })
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while !http::get(&format!("{api}/api/v1/nodes/e2e-node")).is_ok_and(|body| ready(&body)) {
+        assert!(Instant::now() < deadline, "the node never became Ready");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!(
+        "process start → Ready=True in the API: {:?}",
+        started.elapsed()
+    );
+    let lease = http::get(&format!(
+        "{api}/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/e2e-node"
+    ))
+    .expect("lease");
+    assert!(lease.contains("\"holderIdentity\":\"e2e-node\""), "{lease}");
+    let node = http::get(&format!("{api}/api/v1/nodes/e2e-node")).expect("node");
+    assert!(node.contains("\"containerRuntimeVersion\""), "{node}");
+
+    daemon.terminate();
+    let (code, stderr) = daemon.wait();
+    assert_eq!(code, 0, "stderr:\n{stderr}");
+}
+
+#[test]
 fn an_invalid_configuration_exits_with_code_2_before_starting() {
     let config = config_file("supervision:\n  backoff:\n    initial: soon\n");
     let output = Command::new(env!("CARGO_BIN_EXE_nodepulse"))
