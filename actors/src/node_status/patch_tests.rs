@@ -130,3 +130,78 @@ fn label_changes_travel_in_the_status_patch() {
         )
     );
 }
+
+#[test]
+fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
+    use std::time::Instant;
+
+    use jiff::Timestamp;
+
+    use crate::{
+        messages::RuntimeHealth,
+        node_status::setters::{Reservation, StatusInputs, StatusSettings, run_setters},
+        ports::MachineInfo,
+    };
+
+    let machine = MachineInfo {
+        hostname: "ip-10-0-113-214.eu-west-1.compute.internal".into(),
+        cpu_cores: 4,
+        memory_bytes: 16 << 30,
+        boot_id: "b4b42049-2765-4039-8999-d201942bc082".into(),
+        ephemeral_storage_bytes: Some(100 << 30),
+        default_route_address: Some("10.0.113.214".parse().expect("ip")),
+        ..MachineInfo::default()
+    };
+    let settings = StatusSettings {
+        max_pods: 110,
+        pods_per_core: 0,
+        reserved: Default::default(),
+        hard_eviction_memory: Reservation::Absolute(100.0 * 1024.0 * 1024.0),
+        hard_eviction_nodefs: Reservation::Fraction(0.1),
+        node_ips: Vec::new(),
+        port: 10250,
+        agent_version: "v0.1.0".into(),
+    };
+    let runtime = RuntimeHealth {
+        last_successful_probe: Some(Instant::now()),
+        runtime_error: None,
+        network_error: None,
+        runtime_version: Some("containerd://1.7.13".into()),
+        observed_at: Timestamp::UNIX_EPOCH,
+        simulated: false,
+    };
+    let inputs = StatusInputs {
+        node_name: "ip-10-0-113-214.eu-west-1.compute.internal",
+        machine: &machine,
+        settings: &settings,
+        runtime: Some(&runtime),
+        pressure: None,
+        previous_boot_id: None,
+        now_instant: Instant::now(),
+    };
+    let mut before = Node::default();
+    run_setters(
+        &inputs,
+        Timestamp::from_second(1_800_000_000).expect("time"),
+        &mut before,
+    );
+    let mut after = before.clone();
+    run_setters(
+        &inputs,
+        Timestamp::from_second(1_800_000_300).expect("time"),
+        &mut after,
+    );
+    assert!(!status_changed(
+        before.status.as_ref(),
+        after.status.as_ref().expect("status")
+    ));
+    let body = serde_json::to_vec(&status_patch(&before, &after).expect("heartbeats differ"))
+        .expect("json");
+    eprintln!(
+        "heartbeat-only status patch: {} bytes: {}",
+        body.len(),
+        String::from_utf8_lossy(&body)
+    );
+    // The kubelet 1.36 sends 411 B for the same heartbeat-only PATCH.
+    assert!(body.len() <= 411, "{} bytes", body.len());
+}
