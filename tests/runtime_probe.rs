@@ -1,7 +1,8 @@
 //! RuntimeProbeActor against a real containerd (its own, on a private socket): RuntimeReady
 //! and NetworkReady=false (NetworkPluginNotReady) without a CNI config, NetworkReady once one
 //! is written, with no restart; a killed containerd leaves the last success to age and a
-//! restarted one is found again; no socket at all is said plainly; the pod CIDR is pushed once.
+//! restarted one is found again; no socket at all is said plainly; the pod CIDR is pushed once;
+//! and a runtime call that never returns stops neither the health updates nor the actor.
 
 #[path = "common/collector.rs"]
 mod collector;
@@ -17,10 +18,11 @@ use std::{
 use collector::{Received, collector, test_supervisor};
 use common::{eventually, eventually_async};
 use containerd::Containerd;
+use futures::{FutureExt, future::BoxFuture};
 use nodepulse::cri::CriClient;
 use nodepulse_actors::{
     messages::RuntimeHealth,
-    ports::RuntimeService,
+    ports::{ImageFsUsage, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion},
     runtime_probe::{
         NETWORK_STATE_UNKNOWN, ProbeStore, RuntimeProbeActor, RuntimeProbeSettings, UpdatePodCidr,
     },
@@ -32,6 +34,7 @@ const PERIOD: Duration = Duration::from_millis(200);
 fn start_probe(
     node: &str,
     runtime: Arc<dyn RuntimeService>,
+    request_timeout: Duration,
 ) -> (
     SupervisorHandle,
     Received<RuntimeHealth>,
@@ -41,7 +44,7 @@ fn start_probe(
         collector::<RuntimeHealth>(test_supervisor(node), "node-status");
     let settings = RuntimeProbeSettings {
         probe_period: PERIOD,
-        request_timeout: Duration::from_secs(2),
+        request_timeout,
     };
     let store = Arc::new(Mutex::new(ProbeStore::default()));
     let (address, inbox) = mailbox(16);
@@ -73,7 +76,8 @@ async fn network_ready_follows_the_cni_config_without_a_runtime_restart() {
     };
     let containerd = Containerd::start();
     let cri = client(&containerd.endpoint());
-    let (_supervisor, received, probe) = start_probe("runtime-cni", Arc::new(cri.clone()));
+    let (_supervisor, received, probe) =
+        start_probe("runtime-cni", Arc::new(cri.clone()), Duration::from_secs(2));
     eventually("containerd reports RuntimeReady", || {
         received.last().as_ref().is_some_and(runtime_ready)
     })
@@ -149,8 +153,11 @@ async fn a_killed_runtime_is_left_to_age_and_found_again_after_a_restart() {
         return;
     };
     let mut containerd = Containerd::start();
-    let (supervisor, received, _probe) =
-        start_probe("runtime-kill", Arc::new(client(&containerd.endpoint())));
+    let (supervisor, received, _probe) = start_probe(
+        "runtime-kill",
+        Arc::new(client(&containerd.endpoint())),
+        Duration::from_secs(2),
+    );
     eventually("containerd reports RuntimeReady", || {
         received.last().as_ref().is_some_and(runtime_ready)
     })
@@ -231,6 +238,7 @@ async fn no_runtime_socket_is_said_plainly() {
     let (_supervisor, received, _probe) = start_probe(
         "runtime-absent",
         Arc::new(client(&format!("unix://{}", socket.display()))),
+        Duration::from_secs(2),
     );
     eventually("the probe reports", || received.last().is_some()).await;
     let health = received.last().expect("health");
@@ -243,4 +251,57 @@ async fn no_runtime_socket_is_said_plainly() {
     );
     assert_eq!(health.network_error.as_deref(), Some(NETWORK_STATE_UNKNOWN));
     assert_eq!(health.last_successful_probe, None);
+}
+
+/// A runtime whose every call hangs, as a CRI call stuck behind a hung CNI plugin does.
+struct HangingRuntime;
+
+impl RuntimeService for HangingRuntime {
+    fn status(&self) -> BoxFuture<'static, RuntimeResult<RuntimeStatus>> {
+        futures::future::pending().boxed()
+    }
+
+    fn version(&self) -> BoxFuture<'static, RuntimeResult<RuntimeVersion>> {
+        futures::future::pending().boxed()
+    }
+
+    fn image_fs_info(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageFsUsage>>> {
+        futures::future::pending().boxed()
+    }
+
+    fn update_pod_cidr(&self, _: String) -> BoxFuture<'static, RuntimeResult<()>> {
+        futures::future::pending().boxed()
+    }
+}
+
+#[actix_rt::test]
+async fn a_hanging_runtime_call_stops_neither_the_health_updates_nor_the_actor() {
+    let (supervisor, received, _probe) = start_probe(
+        "runtime-hang",
+        Arc::new(HangingRuntime),
+        Duration::from_secs(60),
+    );
+    eventually("five periods of health while the first probe hangs", || {
+        received.all().len() >= 5
+    })
+    .await;
+    let health = received.last().expect("health");
+    assert_eq!(
+        health.last_successful_probe, None,
+        "status check not completed yet"
+    );
+    let state = supervisor
+        .actor_state("runtime-probe", Duration::from_secs(5))
+        .await
+        .expect("the actor answers while its probe hangs");
+    assert!(
+        state["probeInProgressSeconds"].as_f64() > Some(0.0),
+        "{state}"
+    );
+    assert_eq!(
+        supervisor
+            .actor("runtime-probe")
+            .map(|actor| actor.restarts),
+        Some(0)
+    );
 }

@@ -92,14 +92,16 @@ impl RuntimeProbeActor {
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {
-        self.send_health(true);
+        if self.probe_started.is_some() {
+            self.send_health(); // a probe hangs: freshness goes out regardless
+        }
         self.start_probe(ctx);
     }
 
     fn start_probe(&mut self, ctx: &mut Context<Self>) {
         let Some(runtime) = self.runtime.clone() else {
             self.store().state = RuntimeState::simulated(now());
-            self.send_health(false);
+            self.send_health();
             return;
         };
         if self.probe_started.is_some() {
@@ -147,11 +149,12 @@ impl RuntimeProbeActor {
             Some(Err(error)) => tracing::warn!(%error, "container runtime version check failed"),
             None => {}
         }
-        self.send_health(false);
+        self.send_health();
     }
 
-    /// Sends the current health when it changed, or always when `periodic`.
-    fn send_health(&mut self, periodic: bool) {
+    /// Sends the current health: after every probe (so once a period) and on every tick while a
+    /// probe hangs, so NodeStatus always has fresh news to judge staleness by.
+    fn send_health(&mut self) {
         let state = self.store().state.clone();
         let health = RuntimeHealth {
             last_successful_probe: state.last_successful_probe,
@@ -161,23 +164,25 @@ impl RuntimeProbeActor {
             observed_at: Timestamp::now(),
             simulated: self.runtime.is_none(),
         };
-        let unchanged = self.last_sent.as_ref().is_some_and(|last| {
-            RuntimeHealth {
-                observed_at: health.observed_at,
-                ..last.clone()
-            } == health
+        let changed = self.last_sent.as_ref().is_none_or(|last| {
+            (
+                &last.runtime_error,
+                &last.network_error,
+                &last.runtime_version,
+            ) != (
+                &health.runtime_error,
+                &health.network_error,
+                &health.runtime_version,
+            )
         });
-        if unchanged && !periodic {
-            return;
-        }
-        if !unchanged {
+        if changed {
             tracing::info!(runtime_error = ?health.runtime_error, network_error = ?health.network_error, "runtime health changed");
         }
         match self.health.try_send(health.clone()) {
             Ok(()) => self.last_sent = Some(health),
-            // Not recorded as sent: the next probe or tick sends it again.
+            // The next probe or tick sends the whole picture again.
             Err(error) => {
-                tracing::warn!(%error, "RuntimeHealth not delivered; sent again next period")
+                tracing::warn!(%error, "RuntimeHealth not delivered; sent again next period");
             }
         }
     }
