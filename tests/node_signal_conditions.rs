@@ -108,7 +108,7 @@ async fn node_ready_follows_the_cni_config_of_a_real_containerd() {
     );
     // Only a 1-byte memory threshold: this host's disk must not decide the test.
     let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(Path::new("/")));
-    let _node = start_node(
+    let node = start_node(
         &cluster,
         &name,
         "evictionHard: {memory.available: \"1\"}\n",
@@ -128,6 +128,24 @@ async fn node_ready_follows_the_cni_config_of_a_real_containerd() {
     eprintln!(
         "CNI conflist written → Node Ready=True in the API: {:?}",
         written.elapsed()
+    );
+    // A housekeeping pass on this host with a real runtime: ImageFsInfo, then the host's reads.
+    let state = node
+        .actor_state("eviction-signal", Duration::from_secs(5))
+        .await
+        .expect("debug state");
+    let took = state["lastPass"]["tookSeconds"]
+        .as_f64()
+        .expect("a pass ran");
+    eprintln!(
+        "one housekeeping pass (ImageFsInfo + host reads): {:.2} ms",
+        took * 1e3
+    );
+    assert!(
+        state["lastPass"]["errors"]
+            .as_array()
+            .is_some_and(Vec::is_empty),
+        "{state}"
     );
 }
 
