@@ -1,6 +1,8 @@
 //! The Node's conditions in the API, driven end to end by the real signal actors: Ready follows
-//! a real containerd's CNI config, and MemoryPressure follows a host (a fixture tree) within one
-//! housekeeping pass plus one PATCH. Prints the measured latencies.
+//! a real containerd's CNI config; a killed containerd makes the Node NotReady with "container
+//! runtime is down" once its last success is 30 s old, and Ready again after a restart; and
+//! MemoryPressure follows a host (a fixture tree) within one housekeeping pass plus one PATCH.
+//! Prints the measured latencies.
 
 mod common;
 #[path = "common/containerd.rs"]
@@ -146,6 +148,63 @@ async fn node_ready_follows_the_cni_config_of_a_real_containerd() {
             .as_array()
             .is_some_and(Vec::is_empty),
         "{state}"
+    );
+}
+
+/// The kubelet's staleness threshold is a constant (30 s), so this test takes that long; it
+/// runs beside the others.
+#[actix_rt::test]
+async fn a_killed_containerd_makes_the_node_not_ready_as_down_and_a_restart_ready_again() {
+    let Some(()) = Containerd::required("a_killed_containerd_makes_the_node_not_ready") else {
+        return;
+    };
+    let mut containerd = Containerd::start();
+    containerd.write_cni_config();
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("signals-down");
+    let runtime: Arc<dyn RuntimeService> = Arc::new(
+        CriClient::new(&containerd.endpoint(), Duration::from_secs(2)).expect("unix endpoint"),
+    );
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(Path::new("/")));
+    let _node = start_node(
+        &cluster,
+        &name,
+        "evictionHard: {memory.available: \"1\"}\n",
+        Some(runtime),
+        host,
+    )
+    .await;
+    wait_for(&cluster, &name, "Ready", |status, _| status == "True").await;
+
+    containerd.kill();
+    let killed = Instant::now();
+    let deadline = killed + Duration::from_secs(60);
+    loop {
+        let ready = condition(&cluster, &name, "Ready").await;
+        if ready.as_ref().is_some_and(|(status, message)| {
+            status == "False" && message.contains("container runtime is down")
+        }) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no \"container runtime is down\" 60 s after the kill: {ready:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let down = killed.elapsed();
+    eprintln!("containerd killed → Ready=False \"container runtime is down\" in the API: {down:?}");
+    assert!(
+        down >= Duration::from_secs(29),
+        "NotReady before the 30 s staleness: {down:?}"
+    );
+
+    containerd.restart();
+    let restarted = Instant::now();
+    wait_for(&cluster, &name, "Ready", |status, _| status == "True").await;
+    eprintln!(
+        "containerd restarted → Ready=True in the API: {:?}",
+        restarted.elapsed()
     );
 }
 
