@@ -1,5 +1,6 @@
 //! The two signal actors as the daemon wires them (`node_signals::signal_actors`): on the real
-//! host, and with a NodeStatus mailbox that nobody drains (a flood must not stall them).
+//! host, with a NodeStatus mailbox that nobody drains (a flood must not stall them), and with a
+//! runtime whose calls hang (the host's signals must not wait for it).
 
 #[path = "common/collector.rs"]
 mod collector;
@@ -7,18 +8,25 @@ mod common;
 
 use std::{
     path::PathBuf,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use collector::{Collector, collector, test_supervisor};
 use common::{eventually, eventually_async};
+use futures::{FutureExt, future::BoxFuture};
 use nodepulse::{
     cli::Settings,
     config::{Config, Source},
     host::HostProbe,
     node_signals,
 };
-use nodepulse_actors::messages::{PressureChanged, RuntimeHealth};
+use nodepulse_actors::{
+    messages::{PressureChanged, RuntimeHealth},
+    ports::{
+        HostSignals, ImageFsUsage, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion,
+    },
+};
 use nodepulse_supervisor::{ChildState, mailbox};
 
 fn settings(yaml: &str) -> Settings {
@@ -123,4 +131,57 @@ async fn a_full_node_status_mailbox_stalls_neither_signal_actor() {
             "{name} answers"
         );
     }
+}
+
+/// A runtime whose every call hangs, as one stuck behind a hung CNI plugin.
+struct HangingRuntime;
+
+impl RuntimeService for HangingRuntime {
+    fn status(&self) -> BoxFuture<'static, RuntimeResult<RuntimeStatus>> {
+        futures::future::pending().boxed()
+    }
+
+    fn version(&self) -> BoxFuture<'static, RuntimeResult<RuntimeVersion>> {
+        futures::future::pending().boxed()
+    }
+
+    fn image_fs_info(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageFsUsage>>> {
+        futures::future::pending().boxed()
+    }
+
+    fn update_pod_cidr(&self, _: String) -> BoxFuture<'static, RuntimeResult<()>> {
+        futures::future::pending().boxed()
+    }
+}
+
+/// With `runtimeRequestTimeout` at its 2m default, a hung ImageFsInfo still gets only half a
+/// housekeeping interval: passes go on every second, imagefs taken as nodefs.
+#[actix_rt::test]
+async fn a_hung_runtime_does_not_hold_the_host_signals_back() {
+    let settings = settings("housekeepingInterval: 1s\nrootDir: /\n");
+    let builder = test_supervisor("signals-hung-runtime");
+    let (builder, health, _runtime) = collector::<RuntimeHealth>(builder, "node-status-runtime");
+    let (builder, pressure, received) = collector::<PressureChanged>(builder, "node-status");
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(&settings.config.root_dir));
+    let (builder, _probe) = node_signals::signal_actors_with(
+        builder,
+        &settings.config,
+        Some(Arc::new(HangingRuntime)),
+        host,
+        health,
+        pressure,
+    );
+    let _supervisor = builder.start();
+    eventually("three passes while ImageFsInfo hangs", || {
+        received.all().len() >= 3
+    })
+    .await;
+    let message = received.last().expect("a pass");
+    assert!(
+        message
+            .signals
+            .iter()
+            .any(|signal| signal.signal == "imagefs.available"),
+        "imagefs is measured as nodefs: {message:?}"
+    );
 }

@@ -11,7 +11,8 @@ mod tests;
 mod thresholds;
 
 use std::{
-    sync::{Arc, Mutex},
+    path::PathBuf,
+    sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
 
@@ -63,6 +64,8 @@ pub struct EvictionSignalActor {
     runtime: Option<Arc<dyn RuntimeService>>,
     pressure: Recipient<PressureChanged>,
     state: Arc<Mutex<PressureState>>,
+    /// The runtime's image filesystem as last answered by `ImageFsInfo`.
+    image_fs: Option<PathBuf>,
     pass_started: Option<Instant>,
     passes: u64,
     last: Option<LastPass>,
@@ -83,6 +86,7 @@ impl EvictionSignalActor {
             runtime,
             pressure,
             state,
+            image_fs: None,
             pass_started: None,
             passes: 0,
             last: None,
@@ -96,28 +100,38 @@ impl EvictionSignalActor {
         self.pass_started = Some(Instant::now());
         let host = Arc::clone(&self.host);
         let runtime = self.runtime.clone();
-        let timeout = self.settings.runtime_request_timeout;
+        let known = self.image_fs.clone();
+        // A hung runtime must not hold the memory and PID signals back: ImageFsInfo gets at
+        // most half an interval, and the last known image filesystem stands in meanwhile.
+        let timeout = self
+            .settings
+            .runtime_request_timeout
+            .min(self.settings.housekeeping_interval / 2);
         let measure = async move {
             let image_fs = match runtime {
                 Some(runtime) => match tokio::time::timeout(timeout, runtime.image_fs_info()).await
                 {
-                    Ok(Ok(filesystems)) => filesystems.into_iter().next().map(|fs| fs.mountpoint),
+                    Ok(Ok(filesystems)) => filesystems
+                        .into_iter()
+                        .next()
+                        .map(|fs| fs.mountpoint)
+                        .or(known),
                     Ok(Err(error)) => {
-                        tracing::debug!(%error, "ImageFsInfo failed; imagefs is taken as nodefs");
-                        None
+                        tracing::debug!(%error, "ImageFsInfo failed; the last known image fs is used");
+                        known
                     }
-                    Err(_) => None,
+                    Err(_) => known,
                 },
                 None => None,
             };
-            host.observe(image_fs).await
+            let observation = host.observe(image_fs.clone()).await;
+            (image_fs, observation)
         };
         // Spawned, not awaited: the mailbox and liveness pings stay served while the host is read.
-        ctx.spawn(
-            measure
-                .into_actor(self)
-                .map(|host, actor, _| actor.finish_pass(&host)),
-        );
+        ctx.spawn(measure.into_actor(self).map(|(image_fs, host), actor, _| {
+            actor.image_fs = image_fs;
+            actor.finish_pass(&host);
+        }));
     }
 
     fn finish_pass(&mut self, host: &HostObservation) {
@@ -131,22 +145,13 @@ impl EvictionSignalActor {
             tracing::warn!(%error, "a host signal could not be read this pass");
         }
         let now = tokio::time::Instant::now().into_std();
-        let outcome = match self.state.lock() {
-            Ok(mut state) => housekeeping_pass(
-                &self.settings.thresholds,
-                &observed,
-                &mut state,
-                self.settings.pressure_transition_period,
-                now,
-            ),
-            Err(poisoned) => housekeeping_pass(
-                &self.settings.thresholds,
-                &observed,
-                &mut poisoned.into_inner(),
-                self.settings.pressure_transition_period,
-                now,
-            ),
-        };
+        let outcome = housekeeping_pass(
+            &self.settings.thresholds,
+            &observed,
+            &mut self.state.lock().unwrap_or_else(PoisonError::into_inner),
+            self.settings.pressure_transition_period,
+            now,
+        );
         let previous = self
             .last
             .as_ref()
@@ -268,6 +273,7 @@ impl SupervisedActor for EvictionSignalActor {
             .collect();
         json!({
             "passes": self.passes,
+            "imageFs": self.image_fs,
             "passInProgressSeconds": self.pass_started.map(|started| started.elapsed().as_secs_f64()),
             "lastPass": self.last.as_ref().map(|last| json!({
                 "at": last.at.to_string(),
