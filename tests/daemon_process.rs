@@ -234,6 +234,7 @@ fn standalone_with_a_simulated_runtime_brings_the_node_ready_and_renews_its_leas
         .as_str()
         .expect("api logged")
         .to_owned();
+    let debug = daemon.debug_address();
 
     let ready = |body: &str| {
         serde_json::from_str::<serde_json::Value>(body)
@@ -264,6 +265,29 @@ fn standalone_with_a_simulated_runtime_brings_the_node_ready_and_renews_its_leas
     assert!(lease.contains("\"holderIdentity\":\"e2e-node\""), "{lease}");
     let node = http::get(&format!("{api}/api/v1/nodes/e2e-node")).expect("node");
     assert!(node.contains("\"containerRuntimeVersion\""), "{node}");
+
+    // /debug/node explains the status: Ready decided by a healthy (simulated) runtime.
+    let explained: serde_json::Value = serde_json::from_str(
+        &http::get(&format!("http://{debug}/debug/node")).expect("/debug/node"),
+    )
+    .expect("json");
+    let ready_condition = explained["conditions"]
+        .as_array()
+        .and_then(|conditions| conditions.iter().find(|c| c["type"] == "Ready"))
+        .expect("Ready explained");
+    assert_eq!(
+        ready_condition["decidedBy"]["errors"],
+        serde_json::json!([]),
+        "{explained}"
+    );
+    assert_eq!(
+        ready_condition["decidedBy"]["runtime"]["simulated"], true,
+        "{explained}"
+    );
+    assert!(
+        explained["lastSent"]["patch"].is_object() || explained["lastSync"]["result"].is_string(),
+        "{explained}"
+    );
 
     daemon.terminate();
     let (code, stderr) = daemon.wait();
