@@ -1,0 +1,131 @@
+//! nodepulse needs no more than a node's own identity: under the emulator's node-restriction
+//! mode (the Node authorizer and NodeRestriction admission), with a `system:node:<name>` token,
+//! it registers its Node, keeps its status and renews its Lease — and the same identity is
+//! refused another node's objects, so the test would notice nodepulse reaching beyond its own.
+
+mod common;
+
+use std::time::Instant;
+
+use common::eventually_async;
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
+use kube::{
+    Api,
+    api::PostParams,
+    config::{KubeConfigOptions, Kubeconfig},
+};
+use nodepulse::{
+    cli::Settings,
+    config::{Config, Source},
+    daemon::supervisor_config,
+    kube_api::KubeApi,
+    node,
+};
+use nodepulse_actors::messages::RuntimeHealth;
+use nodepulse_emulator::{AuthConfig, Emulator, EmulatorConfig, User};
+use nodepulse_supervisor::Supervisor;
+
+#[actix_rt::test]
+async fn a_node_identity_is_enough_and_reaches_only_its_own_objects() {
+    let name = "identity-node";
+    let token = "node-token-identity-0123456789";
+    let emulator = Emulator::start(EmulatorConfig {
+        auth: AuthConfig {
+            tokens: [(token.to_owned(), User::node(name))].into(),
+            allow_anonymous: true,
+            node_restriction: true,
+        },
+        ..EmulatorConfig::for_tests()
+    })
+    .await
+    .expect("the emulator starts");
+    let directory = tempfile::tempdir().expect("temp dir");
+    let node_kubeconfig = directory.path().join("node.kubeconfig");
+    emulator
+        .write_kubeconfig_with_token(&node_kubeconfig, Some(token))
+        .expect("kubeconfig");
+    let admin_kubeconfig = directory.path().join("admin.kubeconfig");
+    emulator
+        .write_kubeconfig(&admin_kubeconfig)
+        .expect("kubeconfig");
+    let admin = client(&admin_kubeconfig).await;
+
+    let config = Config::parse(
+        "nodeStatusUpdateFrequency: 1s\nnodeLeaseDurationSeconds: 4\nrootDir: /\n",
+        Source::Embedded,
+    )
+    .expect("valid");
+    let settings = Settings {
+        config,
+        node_name: name.to_owned(),
+        kubeconfig: Some(node_kubeconfig.clone()),
+        standalone: false,
+    };
+    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
+        .await
+        .expect("connects");
+    let (builder, addresses) = node::api_actors(
+        Supervisor::builder(supervisor_config(&settings.config, name)),
+        &settings,
+        &api,
+    );
+    let _supervisor = builder.start();
+    addresses
+        .node_status
+        .try_send(RuntimeHealth {
+            last_successful_probe: Some(Instant::now()),
+            runtime_error: None,
+            network_error: None,
+            runtime_version: Some("containerd://1.6.20".into()),
+            observed_at: jiff::Timestamp::now(),
+            simulated: true,
+        })
+        .expect("queued");
+
+    let nodes = Api::<Node>::all(admin.clone());
+    eventually_async("Ready=True under the node identity", || async {
+        nodes
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|node| node.status?.conditions)
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+    })
+    .await;
+    let leases = Api::<Lease>::namespaced(admin.clone(), "kube-node-lease");
+    eventually_async("the lease renewed under the node identity", || async {
+        leases
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|lease| lease.metadata.owner_references.is_some())
+    })
+    .await;
+
+    // The same credentials cannot touch another node: the restriction is real.
+    let as_node = Api::<Node>::all(client(&node_kubeconfig).await);
+    let other: Node =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "someone-else"}}))
+            .expect("node");
+    assert!(
+        as_node
+            .create(&PostParams::default(), &other)
+            .await
+            .is_err(),
+        "a node identity may not create another Node"
+    );
+}
+
+async fn client(path: &std::path::Path) -> kube::Client {
+    let file = Kubeconfig::read_from(path).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+        .await
+        .expect("config");
+    kube::Client::try_from(config).expect("client")
+}
