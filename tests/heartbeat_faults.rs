@@ -11,53 +11,22 @@ use common::{
     PATIENCE,
     cluster::{TestCluster, unique_node_name},
     eventually_async,
+    node::{healthy_runtime, start_api_actors},
 };
 use jiff::Timestamp;
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::Api;
-use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
-    daemon::supervisor_config,
-    kube_api::KubeApi,
-    node::{self, NodeAddresses},
-};
+use nodepulse::node::NodeAddresses;
 use nodepulse_actors::messages::RuntimeHealth;
 use nodepulse_emulator::{EmulatorConfig, FaultAction, FaultRule, LifecycleConfig, Verb};
-use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+use nodepulse_supervisor::SupervisorHandle;
 
 /// Renewals every second (a 4 s lease); status computed every second; heartbeat requests time
 /// out after min(1 s, 4 s) = 1 s.
 const YAML: &str = "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
 
 async fn start(cluster: &TestCluster, name: &str) -> (SupervisorHandle, NodeAddresses) {
-    let config = Config::parse(YAML, Source::Embedded).expect("valid");
-    let settings = Settings {
-        config,
-        node_name: name.to_owned(),
-        kubeconfig: Some(cluster.kubeconfig.clone()),
-        standalone: false,
-    };
-    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
-        .await
-        .expect("connects");
-    let (builder, addresses) = node::api_actors(
-        Supervisor::builder(supervisor_config(&settings.config, name)),
-        &settings,
-        &api,
-    );
-    (builder.start(), addresses)
-}
-
-fn healthy() -> RuntimeHealth {
-    RuntimeHealth {
-        last_successful_probe: Some(Instant::now()),
-        runtime_error: None,
-        network_error: None,
-        runtime_version: Some("containerd://1.6.20".into()),
-        observed_at: Timestamp::now(),
-        simulated: true,
-    }
+    start_api_actors(&cluster.kubeconfig, name, YAML).await
 }
 
 async fn renew_time(cluster: &TestCluster, name: &str) -> Option<Timestamp> {
@@ -134,7 +103,10 @@ async fn registration_retries_with_backoff_while_the_api_refuses() {
     );
     let name = unique_node_name("faults-register");
     let (_supervisor, addresses) = start(&cluster, &name).await;
-    addresses.node_status.try_send(healthy()).expect("queued");
+    addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
     eventually_async("the node is registered after the refusals", || async {
         ready_status(&cluster, &name).await.is_some()
     })
@@ -150,7 +122,10 @@ async fn renewals_go_on_while_status_patches_hang() {
     }
     let name = unique_node_name("faults-status-hang");
     let (_supervisor, addresses) = start(&cluster, &name).await;
-    addresses.node_status.try_send(healthy()).expect("queued");
+    addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
     eventually_async("Ready", || async {
         ready_status(&cluster, &name).await.as_deref() == Some("True")
     })
@@ -172,7 +147,7 @@ async fn renewals_go_on_while_status_patches_hang() {
         .node_status
         .try_send(RuntimeHealth {
             network_error: Some("network state unknown".into()),
-            ..healthy()
+            ..healthy_runtime()
         })
         .expect("queued");
     let longest = renewals(&cluster, &name, 5).await;
@@ -198,7 +173,10 @@ async fn a_hung_lease_request_is_abandoned_and_renewals_resume() {
     }
     let name = unique_node_name("faults-lease-hang");
     let (_supervisor, addresses) = start(&cluster, &name).await;
-    addresses.node_status.try_send(healthy()).expect("queued");
+    addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
     eventually_async("the lease exists", || async {
         renew_time(&cluster, &name).await.is_some()
     })
@@ -244,7 +222,10 @@ async fn the_node_lifecycle_controller_never_marks_the_node_unknown() {
     }
     let name = unique_node_name("faults-soak");
     let (_supervisor, addresses) = start(&cluster, &name).await;
-    addresses.node_status.try_send(healthy()).expect("queued");
+    addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
     eventually_async("Ready", || async {
         ready_status(&cluster, &name).await.as_deref() == Some("True")
     })
@@ -255,7 +236,10 @@ async fn the_node_lifecycle_controller_never_marks_the_node_unknown() {
     while Instant::now() < until {
         // The runtime keeps reporting, as RuntimeProbe would every 5 s.
         if checks % 10 == 0 {
-            addresses.node_status.try_send(healthy()).expect("queued");
+            addresses
+                .node_status
+                .try_send(healthy_runtime())
+                .expect("queued");
         }
         let node = Api::<Node>::all(cluster.client.clone())
             .get(&name)

@@ -5,25 +5,17 @@
 
 mod common;
 
-use std::time::Instant;
-
-use common::eventually_async;
+use common::{
+    eventually_async,
+    node::{healthy_runtime, start_api_actors},
+};
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::{
     Api,
     api::PostParams,
     config::{KubeConfigOptions, Kubeconfig},
 };
-use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
-    daemon::supervisor_config,
-    kube_api::KubeApi,
-    node,
-};
-use nodepulse_actors::messages::RuntimeHealth;
 use nodepulse_emulator::{AuthConfig, Emulator, EmulatorConfig, User};
-use nodepulse_supervisor::Supervisor;
 
 #[actix_rt::test]
 async fn a_node_identity_is_enough_and_reaches_only_its_own_objects() {
@@ -50,36 +42,11 @@ async fn a_node_identity_is_enough_and_reaches_only_its_own_objects() {
         .expect("kubeconfig");
     let admin = client(&admin_kubeconfig).await;
 
-    let config = Config::parse(
-        "nodeStatusUpdateFrequency: 1s\nnodeLeaseDurationSeconds: 4\nrootDir: /\n",
-        Source::Embedded,
-    )
-    .expect("valid");
-    let settings = Settings {
-        config,
-        node_name: name.to_owned(),
-        kubeconfig: Some(node_kubeconfig.clone()),
-        standalone: false,
-    };
-    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
-        .await
-        .expect("connects");
-    let (builder, addresses) = node::api_actors(
-        Supervisor::builder(supervisor_config(&settings.config, name)),
-        &settings,
-        &api,
-    );
-    let _supervisor = builder.start();
+    let yaml = "nodeStatusUpdateFrequency: 1s\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
+    let (_supervisor, addresses) = start_api_actors(&node_kubeconfig, name, yaml).await;
     addresses
         .node_status
-        .try_send(RuntimeHealth {
-            last_successful_probe: Some(Instant::now()),
-            runtime_error: None,
-            network_error: None,
-            runtime_version: Some("containerd://1.6.20".into()),
-            observed_at: jiff::Timestamp::now(),
-            simulated: true,
-        })
+        .try_send(healthy_runtime())
         .expect("queued");
 
     let nodes = Api::<Node>::all(admin.clone());

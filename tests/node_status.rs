@@ -11,6 +11,7 @@ use common::{
     PATIENCE,
     cluster::{TestCluster, unique_node_name},
     eventually_async,
+    node::{healthy_runtime, start_api_actors},
 };
 use futures::StreamExt;
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
@@ -18,15 +19,9 @@ use kube::{
     Api,
     api::{DeleteParams, PostParams, WatchEvent, WatchParams},
 };
-use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
-    daemon::supervisor_config,
-    kube_api::KubeApi,
-    node::{self, NodeAddresses},
-};
+use nodepulse::node::NodeAddresses;
 use nodepulse_actors::messages::RuntimeHealth;
-use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+use nodepulse_supervisor::SupervisorHandle;
 
 struct Running {
     supervisor: SupervisorHandle,
@@ -55,36 +50,10 @@ async fn start_node(cluster: &TestCluster, name: &str, report: &str, extra_yaml:
     let yaml = format!(
         "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: {report}\nnodeLeaseDurationSeconds: 4\nrootDir: /\n{extra_yaml}"
     );
-    let config = Config::parse(&yaml, Source::Embedded).expect("valid test configuration");
-    let settings = Settings {
-        config,
-        node_name: name.to_owned(),
-        kubeconfig: Some(cluster.kubeconfig.clone()),
-        standalone: false,
-    };
-    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
-        .await
-        .expect("connects");
-    // NodeStatus and Lease alone: the test plays the runtime probe and the eviction signal.
-    let (builder, addresses) = node::api_actors(
-        Supervisor::builder(supervisor_config(&settings.config, name)),
-        &settings,
-        &api,
-    );
+    let (supervisor, addresses) = start_api_actors(&cluster.kubeconfig, name, &yaml).await;
     Running {
-        supervisor: builder.start(),
+        supervisor,
         addresses,
-    }
-}
-
-fn healthy_runtime() -> RuntimeHealth {
-    RuntimeHealth {
-        last_successful_probe: Some(Instant::now()),
-        runtime_error: None,
-        network_error: None,
-        runtime_version: Some("containerd://1.6.20".into()),
-        observed_at: jiff::Timestamp::now(),
-        simulated: true,
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod actors;
 pub mod cluster;
+pub mod node;
 
 use std::{
     future::Future,

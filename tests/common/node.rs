@@ -1,0 +1,51 @@
+//! Starting one node's API-facing actors (NodeStatus + Lease) against a test cluster, with the
+//! test playing the runtime probe and the eviction signal.
+
+use std::{path::Path, time::Instant};
+
+use nodepulse::{
+    cli::Settings,
+    config::{Config, Source},
+    daemon::supervisor_config,
+    kube_api::KubeApi,
+    node::{self, NodeAddresses},
+};
+use nodepulse_actors::messages::RuntimeHealth;
+use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+
+/// Starts NodeStatus and Lease for node `name` with the configuration `yaml`, through
+/// `kubeconfig`; the returned addresses are how the test feeds NodeStatus.
+pub async fn start_api_actors(
+    kubeconfig: &Path,
+    name: &str,
+    yaml: &str,
+) -> (SupervisorHandle, NodeAddresses) {
+    let config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
+    let settings = Settings {
+        config,
+        node_name: name.to_owned(),
+        kubeconfig: Some(kubeconfig.to_owned()),
+        standalone: false,
+    };
+    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
+        .await
+        .expect("connects");
+    let (builder, addresses) = node::api_actors(
+        Supervisor::builder(supervisor_config(&settings.config, name)),
+        &settings,
+        &api,
+    );
+    (builder.start(), addresses)
+}
+
+/// What RuntimeProbe says of a healthy runtime that just answered.
+pub fn healthy_runtime() -> RuntimeHealth {
+    RuntimeHealth {
+        last_successful_probe: Some(Instant::now()),
+        runtime_error: None,
+        network_error: None,
+        runtime_version: Some("containerd://1.6.20".into()),
+        observed_at: jiff::Timestamp::now(),
+        simulated: true,
+    }
+}
