@@ -17,3 +17,4 @@ pub mod node_status;
 pub mod ports;
 pub mod quantity;
 pub mod runtime_probe;
+pub mod status_manager;

@@ -1,0 +1,238 @@
+//! The versioned pod-status cache (§7.1, §7.3): per pod UID the latest status nodepulse decided,
+//! a version that grows with every accepted change, and the version last sent to the API. An
+//! update is rejected if it revives a terminated container, ignored if nothing the kubelet owns
+//! changed, and otherwise normalised, versioned and stored. Pure: time is an argument.
+
+use std::collections::HashMap;
+
+use jiff::Timestamp;
+use k8s_openapi::{
+    api::core::v1::{ContainerStatus, Pod, PodStatus},
+    apimachinery::pkg::apis::meta::v1::Time,
+};
+
+use super::conditions::{carry_transition_times, comparable, is_kubelet_owned, is_shared};
+
+/// One pod's cached status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionedStatus {
+    pub version: u64,
+    pub name: String,
+    pub namespace: String,
+    /// When the oldest change not yet sent was recorded.
+    pub pending_since: Option<Timestamp>,
+    /// Produced by the final termination step: the pod may be deleted once the API agrees.
+    pub finished: bool,
+    pub status: PodStatus,
+}
+
+/// What an update did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpdateOutcome {
+    Stored { version: u64 },
+    Unchanged,
+    Rejected(String),
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct PodStatusCache {
+    statuses: HashMap<String, VersionedStatus>,
+    api_versions: HashMap<String, u64>,
+}
+
+impl PodStatusCache {
+    pub fn get(&self, uid: &str) -> Option<&VersionedStatus> {
+        self.statuses.get(uid)
+    }
+
+    /// The internal update every entry point ends in.
+    pub fn update(
+        &mut self,
+        pod: &Pod,
+        new: PodStatus,
+        force: bool,
+        finished: bool,
+        now: Timestamp,
+    ) -> UpdateOutcome {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return UpdateOutcome::Rejected("the pod has no UID".to_owned());
+        };
+        let now = whole_seconds(now);
+        let cached = self.statuses.get(&uid);
+        let old = cached
+            .map(|entry| entry.status.clone())
+            .or_else(|| pod.status.clone())
+            .unwrap_or_default();
+        let finished = finished || cached.is_some_and(|entry| entry.finished);
+        let restart_policy = pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.restart_policy.clone())
+            .unwrap_or_else(|| "Always".to_owned());
+        if let Err(reason) = check_terminated_stay_terminated(&old, &new, &restart_policy) {
+            return UpdateOutcome::Rejected(reason);
+        }
+        let mut new = new;
+        if let Some(conditions) = new.conditions.as_mut() {
+            carry_transition_times(
+                old.conditions.as_deref().unwrap_or_default(),
+                conditions,
+                now,
+            );
+        }
+        if new.start_time.is_none() {
+            new.start_time = old.start_time.clone().or(Some(Time(now)));
+        }
+        normalize(&mut new);
+        if let Some(entry) = cached
+            && !force
+            && same_for_the_kubelet(&entry.status, &new)
+        {
+            return UpdateOutcome::Unchanged;
+        }
+        let version = cached.map_or(1, |entry| entry.version + 1);
+        let pending_since = cached
+            .and_then(|entry| entry.pending_since)
+            .filter(|_| self.unsent(&uid))
+            .or(Some(now));
+        self.statuses.insert(
+            uid,
+            VersionedStatus {
+                version,
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+                pending_since,
+                finished,
+                status: new,
+            },
+        );
+        UpdateOutcome::Stored { version }
+    }
+
+    fn unsent(&self, uid: &str) -> bool {
+        let sent = self.api_versions.get(uid).copied().unwrap_or(0);
+        self.statuses
+            .get(uid)
+            .is_some_and(|entry| entry.version > sent)
+    }
+
+    /// Pods whose cached version is newer than what the API was last sent (`syncBatch(all=false)`).
+    pub fn unsent_pods(&self) -> Vec<String> {
+        let mut uids: Vec<String> = self
+            .statuses
+            .keys()
+            .filter(|uid| self.unsent(uid))
+            .cloned()
+            .collect();
+        uids.sort();
+        uids
+    }
+
+    /// Records that `version` of pod `uid` reached the API.
+    pub fn mark_sent(&mut self, uid: &str, version: u64) {
+        self.api_versions.insert(uid.to_owned(), version);
+        if let Some(entry) = self.statuses.get_mut(uid)
+            && entry.version <= version
+        {
+            entry.pending_since = None;
+        }
+    }
+
+    /// Forces the next sync of `uid` (the API's status differs from the cache).
+    pub fn forget_sent(&mut self, uid: &str) {
+        self.api_versions.remove(uid);
+    }
+
+    /// Drops a pod's cached status (it was deleted or re-created).
+    pub fn remove(&mut self, uid: &str) {
+        self.statuses.remove(uid);
+        self.api_versions.remove(uid);
+    }
+}
+
+/// Terminated containers stay terminated, unless the restart policy brings them back.
+fn check_terminated_stay_terminated(
+    old: &PodStatus,
+    new: &PodStatus,
+    restart_policy: &str,
+) -> Result<(), String> {
+    if restart_policy == "Always" {
+        return Ok(());
+    }
+    for previous in old.container_statuses.iter().flatten() {
+        let Some(terminated) = previous
+            .state
+            .as_ref()
+            .and_then(|state| state.terminated.as_ref())
+        else {
+            continue;
+        };
+        if restart_policy == "OnFailure" && terminated.exit_code != 0 {
+            continue;
+        }
+        let revived = new
+            .container_statuses
+            .iter()
+            .flatten()
+            .find(|status| status.name == previous.name)
+            .is_some_and(|status| {
+                status
+                    .state
+                    .as_ref()
+                    .is_none_or(|state| state.terminated.is_none())
+            });
+        if revived {
+            return Err(format!(
+                "attempted illegal transition for container {:?}: terminated to non-terminated with restartPolicy {restart_policy}",
+                previous.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The API keeps RFC 3339 seconds; container statuses are kept sorted by name.
+fn normalize(status: &mut PodStatus) {
+    let truncate = |time: &mut Option<Time>| {
+        if let Some(Time(at)) = time {
+            *at = whole_seconds(*at);
+        }
+    };
+    truncate(&mut status.start_time);
+    for condition in status.conditions.iter_mut().flatten() {
+        truncate(&mut condition.last_probe_time);
+        truncate(&mut condition.last_transition_time);
+    }
+    let sort = |statuses: &mut Option<Vec<ContainerStatus>>| {
+        if let Some(list) = statuses {
+            list.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+    };
+    sort(&mut status.container_statuses);
+    sort(&mut status.ephemeral_container_statuses);
+}
+
+fn whole_seconds(at: Timestamp) -> Timestamp {
+    Timestamp::from_second(at.as_second()).unwrap_or(at)
+}
+
+/// Equal for the kubelet: kubelet-owned and shared conditions compared without times, others'
+/// conditions ignored, everything else compared whole.
+fn same_for_the_kubelet(a: &PodStatus, b: &PodStatus) -> bool {
+    let ours = |status: &PodStatus| {
+        let mut list: Vec<_> = status
+            .conditions
+            .iter()
+            .flatten()
+            .filter(|c| is_kubelet_owned(&c.type_) || is_shared(&c.type_))
+            .map(comparable)
+            .collect();
+        list.sort();
+        list
+    };
+    let rest = |status: &PodStatus| PodStatus {
+        conditions: None,
+        ..status.clone()
+    };
+    ours(a) == ours(b) && rest(a) == rest(b)
+}
