@@ -215,7 +215,7 @@ fn standalone_with_a_simulated_runtime_brings_the_node_ready_and_renews_its_leas
     let directory = tempfile::tempdir().expect("temp dir");
     let kubeconfig = directory.path().join("standalone.kubeconfig");
     let config = config_file(&format!(
-        "runtime: simulated\nrootDir: /\ndebug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n  kubeconfigPath: {}\n",
+        "runtime: simulated\nrootDir: /\nnodeLeaseDurationSeconds: 4\ndebug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n  kubeconfigPath: {}\n",
         kubeconfig.display()
     ));
     let started = Instant::now();
@@ -258,11 +258,31 @@ fn standalone_with_a_simulated_runtime_brings_the_node_ready_and_renews_its_leas
         "process start → Ready=True in the API: {:?}",
         started.elapsed()
     );
-    let lease = http::get(&format!(
-        "{api}/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/e2e-node"
-    ))
-    .expect("lease");
-    assert!(lease.contains("\"holderIdentity\":\"e2e-node\""), "{lease}");
+    // The Lease follows registration (it needs the Node's UID) and is renewed every second.
+    let lease_url =
+        format!("{api}/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/e2e-node");
+    let renew_time = || {
+        http::get(&lease_url)
+            .ok()
+            .and_then(|body| serde_json::from_str::<serde_json::Value>(&body).ok())
+            .filter(|lease| lease["spec"]["holderIdentity"] == "e2e-node")
+            .and_then(|lease| lease["spec"]["renewTime"].as_str().map(str::to_owned))
+    };
+    let deadline = Instant::now() + PATIENCE;
+    let first = loop {
+        if let Some(time) = renew_time() {
+            break time;
+        }
+        assert!(Instant::now() < deadline, "the lease never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    while renew_time().is_none_or(|time| time == first) {
+        assert!(
+            Instant::now() < deadline,
+            "the lease was never renewed after {first}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let node = http::get(&format!("{api}/api/v1/nodes/e2e-node")).expect("node");
     assert!(node.contains("\"containerRuntimeVersion\""), "{node}");
 
@@ -284,8 +304,9 @@ fn standalone_with_a_simulated_runtime_brings_the_node_ready_and_renews_its_leas
         ready_condition["decidedBy"]["runtime"]["simulated"], true,
         "{explained}"
     );
-    assert!(
-        explained["lastSent"]["patch"].is_object() || explained["lastSync"]["result"].is_string(),
+    assert!(explained["registered"]["uid"].is_string(), "{explained}");
+    assert_eq!(
+        explained["lastComputed"]["capacity"]["pods"], "110",
         "{explained}"
     );
 
