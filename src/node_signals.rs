@@ -9,7 +9,10 @@ use nodepulse_actors::{
         EvictionSettings, EvictionSignalActor, PressureState, ThresholdConfig, parse_thresholds,
     },
     messages::{PressureChanged, RuntimeHealth},
-    ports::{HostSignals, RuntimeService},
+    ports::{
+        HostSignals, ImageFsUsage, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
+        RuntimeVersion,
+    },
     runtime_probe::{ProbeStore, RuntimeProbeActor, RuntimeProbeSettings},
 };
 use nodepulse_supervisor::{ChildSpec, Mailbox, Recipient, SupervisorBuilder, mailbox};
@@ -43,22 +46,57 @@ pub fn signal_actors(
 }
 
 /// The runtime `config` names: a CRI client, or `None` for a simulated one. Validation has
-/// checked the endpoint; a bad one here still only means "no runtime", never a panic.
+/// checked the endpoint; should it still not parse, the runtime is reported unreachable (the
+/// node stays NotReady and says why) — never pretended healthy.
 pub fn runtime(config: &Config) -> Option<Arc<dyn RuntimeService>> {
     match config.runtime {
         RuntimeKind::Simulated => None,
-        RuntimeKind::Cri => {
-            match CriClient::new(
-                &config.container_runtime_endpoint,
-                config.runtime_request_timeout.0,
-            ) {
-                Ok(client) => Some(Arc::new(client)),
-                Err(error) => {
-                    tracing::error!(%error, "no CRI client; the runtime is reported as simulated");
-                    None
-                }
+        RuntimeKind::Cri => match CriClient::new(
+            &config.container_runtime_endpoint,
+            config.runtime_request_timeout.0,
+        ) {
+            Ok(client) => Some(Arc::new(client)),
+            Err(error) => {
+                tracing::error!(%error, "no usable containerRuntimeEndpoint; the runtime is reported unreachable");
+                Some(Arc::new(UnusableEndpoint(error.to_string())))
             }
-        }
+        },
+    }
+}
+
+/// A runtime behind an endpoint that cannot be used: every call fails, saying why.
+struct UnusableEndpoint(String);
+
+impl UnusableEndpoint {
+    fn fail<T: Send + 'static>(&self) -> futures::future::BoxFuture<'static, RuntimeResult<T>> {
+        let error = RuntimeError::Unreachable {
+            path: std::path::PathBuf::new(),
+            message: self.0.clone(),
+        };
+        Box::pin(async move { Err(error) })
+    }
+}
+
+impl RuntimeService for UnusableEndpoint {
+    fn status(&self) -> futures::future::BoxFuture<'static, RuntimeResult<RuntimeStatus>> {
+        self.fail()
+    }
+
+    fn version(&self) -> futures::future::BoxFuture<'static, RuntimeResult<RuntimeVersion>> {
+        self.fail()
+    }
+
+    fn image_fs_info(
+        &self,
+    ) -> futures::future::BoxFuture<'static, RuntimeResult<Vec<ImageFsUsage>>> {
+        self.fail()
+    }
+
+    fn update_pod_cidr(
+        &self,
+        _pod_cidr: String,
+    ) -> futures::future::BoxFuture<'static, RuntimeResult<()>> {
+        self.fail()
     }
 }
 
