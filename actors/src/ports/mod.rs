@@ -7,6 +7,7 @@ mod host;
 mod lease;
 mod machine;
 mod node;
+mod pods;
 mod runtime;
 
 pub use api::{ApiError, ApiResult};
@@ -16,6 +17,7 @@ pub use host::{
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
+pub use pods::{PodApi, PodWatchEvent};
 pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,

@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod conditions;
 pub mod merge;
+pub mod patch;
 pub mod terminate;
 #[cfg(test)]
 mod tests;
