@@ -8,18 +8,22 @@ use k8s_openapi::api::core::v1::Taint;
 use nodepulse_actors::{
     lease::{LeaseActor, LeaseSettings},
     node_status::{
-        NodeStatusActor, NodeStatusMemory, NodeStatusSettings,
+        NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink,
         registration::RegistrationSettings,
         setters::{Reservation, StatusSettings},
     },
-    ports::{LeaseApi, MachineFacts, NodeApi},
+    ports::{HostSignals, LeaseApi, MachineFacts, NodeApi},
     quantity::parse_quantity,
 };
 use nodepulse_supervisor::{ChildSpec, Mailbox, SupervisorBuilder, mailbox};
 
 use crate::{
-    cli::Settings, config::Config, kube_api::KubeApi, machine::ProcMachine,
-    node_signals::signal_actors,
+    cli::Settings,
+    config::Config,
+    host::HostProbe,
+    kube_api::KubeApi,
+    machine::ProcMachine,
+    node_signals::{runtime, signal_actors_with},
 };
 
 /// The longest the first status sync waits for the runtime probe's first answer.
@@ -96,13 +100,17 @@ pub fn actors(
     settings: &Settings,
     api: &Arc<KubeApi>,
 ) -> (SupervisorBuilder, NodeAddresses) {
-    let (builder, addresses) = api_actors(builder, settings, api);
+    let pod_cidr: PodCidrSink = Arc::default();
+    let (builder, addresses) = api_actors(builder, settings, api, Some(Arc::clone(&pod_cidr)));
     let health = addresses.node_status.recipient();
     let pressure = addresses.node_status.recipient();
-    (
-        signal_actors(builder, settings, health, pressure),
-        addresses,
-    )
+    let config = &settings.config;
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(&config.root_dir));
+    let (builder, probe) =
+        signal_actors_with(builder, config, runtime(config), host, health, pressure);
+    // Filled before any actor starts: the supervisor starts them only once built.
+    let _ = pod_cidr.set(probe.recipient());
+    (builder, addresses)
 }
 
 /// Adds NodeStatus and Lease only; whoever calls this feeds NodeStatus its inputs (tests do).
@@ -112,6 +120,7 @@ pub fn api_actors(
     builder: SupervisorBuilder,
     settings: &Settings,
     api: &Arc<KubeApi>,
+    pod_cidr: Option<PodCidrSink>,
 ) -> (SupervisorBuilder, NodeAddresses) {
     let capacity = settings.config.supervision.mailbox_capacity;
     let (node_status_address, node_status_inbox) = mailbox::<NodeStatusActor>(capacity);
@@ -131,6 +140,7 @@ pub fn api_actors(
             Arc::clone(&machine),
             Arc::clone(&memory),
             Some(lease_recipient.clone()),
+            pod_cidr.clone(),
         )
     });
 

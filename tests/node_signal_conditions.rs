@@ -58,6 +58,7 @@ async fn start_node(
         Supervisor::builder(supervisor_config(&settings.config, name)),
         &settings,
         &api,
+        None,
     );
     let (builder, _probe) = node_signals::signal_actors_with(
         builder,

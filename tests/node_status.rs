@@ -360,3 +360,107 @@ async fn a_report_is_sent_when_the_report_frequency_has_passed() {
     );
     cluster.delete_node(&name).await;
 }
+
+/// Stands in for RuntimeProbeActor: records the pod CIDRs it is asked to push.
+struct CidrRecorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl actix::Actor for CidrRecorder {
+    type Context = actix::Context<Self>;
+}
+
+impl nodepulse_supervisor::SupervisedActor for CidrRecorder {}
+
+impl actix::Handler<nodepulse_actors::runtime_probe::UpdatePodCidr> for CidrRecorder {
+    type Result = bool;
+
+    fn handle(
+        &mut self,
+        update: nodepulse_actors::runtime_probe::UpdatePodCidr,
+        _: &mut actix::Context<Self>,
+    ) -> bool {
+        self.0
+            .lock()
+            .map(|mut pushed| pushed.push(update.0))
+            .is_ok()
+    }
+}
+
+#[actix_rt::test]
+async fn a_new_pod_cidr_is_pushed_to_the_runtime_once_and_forces_a_status_patch() {
+    use std::sync::{Arc, Mutex};
+
+    use kube::api::{Patch, PatchParams};
+    use nodepulse_supervisor::{ChildSpec, Supervisor, SupervisorConfig, mailbox};
+
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("status-podcidr");
+    let pushed = Arc::new(Mutex::new(Vec::new()));
+    let (recorder, recorder_inbox) = mailbox::<CidrRecorder>(8);
+    let recorded = Arc::clone(&pushed);
+    let _recorder = Supervisor::builder(SupervisorConfig::new("recorder"))
+        .child(ChildSpec::new("cidr-recorder", recorder_inbox, move || {
+            CidrRecorder(Arc::clone(&recorded))
+        }))
+        .start();
+    let sink: nodepulse_actors::node_status::PodCidrSink = Arc::default();
+    let _ = sink.set(recorder.recipient());
+    let yaml = "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
+    let (supervisor, addresses) =
+        common::node::start_api_actors_with(&cluster.kubeconfig, &name, yaml, Some(sink)).await;
+    let node = Running {
+        supervisor,
+        addresses,
+    };
+    node.addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
+    wait_for_node(&cluster, &name, "Ready=True", |node| {
+        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
+    })
+    .await;
+    node.steady().await;
+    let heartbeat = |node: &Node| {
+        node.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "Ready")?
+            .last_heartbeat_time
+            .clone()
+            .map(|t| t.0)
+    };
+    let before = heartbeat(&get_node(&cluster, &name).await.expect("node"));
+
+    // The node-IPAM controller's part: it sets the Node's pod CIDRs.
+    let cidr =
+        serde_json::json!({"spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"]}});
+    Api::<Node>::all(cluster.client.clone())
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&cidr))
+        .await
+        .expect("spec patched");
+
+    eventually_async("the pod CIDR reached the runtime", || async {
+        pushed.lock().is_ok_and(|pushed| !pushed.is_empty())
+    })
+    .await;
+    let forced = wait_for_node(&cluster, &name, "a forced status PATCH", |node| {
+        heartbeat(node) > before
+    })
+    .await;
+    assert_eq!(
+        condition(&forced, "Ready").map(|c| c.0).as_deref(),
+        Some("True")
+    );
+    node.steady().await;
+    assert_eq!(
+        pushed
+            .lock()
+            .map(|pushed| pushed.clone())
+            .unwrap_or_default(),
+        ["10.244.1.0/24"],
+        "pushed once"
+    );
+    cluster.delete_node(&name).await;
+}

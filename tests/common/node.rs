@@ -10,7 +10,7 @@ use nodepulse::{
     kube_api::KubeApi,
     node::{self, NodeAddresses},
 };
-use nodepulse_actors::messages::RuntimeHealth;
+use nodepulse_actors::{messages::RuntimeHealth, node_status::PodCidrSink};
 use nodepulse_supervisor::{Supervisor, SupervisorHandle};
 
 /// Starts NodeStatus and Lease for node `name` with the configuration `yaml`, through
@@ -19,6 +19,16 @@ pub async fn start_api_actors(
     kubeconfig: &Path,
     name: &str,
     yaml: &str,
+) -> (SupervisorHandle, NodeAddresses) {
+    start_api_actors_with(kubeconfig, name, yaml, None).await
+}
+
+/// [`start_api_actors`], with somewhere for NodeStatus to push pod CIDRs.
+pub async fn start_api_actors_with(
+    kubeconfig: &Path,
+    name: &str,
+    yaml: &str,
+    pod_cidr: Option<PodCidrSink>,
 ) -> (SupervisorHandle, NodeAddresses) {
     let config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
     let settings = Settings {
@@ -30,11 +40,8 @@ pub async fn start_api_actors(
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await
         .expect("connects");
-    let (builder, addresses) = node::api_actors(
-        Supervisor::builder(supervisor_config(&settings.config, name)),
-        &settings,
-        &api,
-    );
+    let builder = Supervisor::builder(supervisor_config(&settings.config, name));
+    let (builder, addresses) = node::api_actors(builder, &settings, &api, pod_cidr);
     (builder.start(), addresses)
 }
 

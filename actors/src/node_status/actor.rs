@@ -6,7 +6,7 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
     time::{Duration, Instant},
 };
 
@@ -25,7 +25,12 @@ use super::{
 use crate::{
     messages::{NodeRegistered, PressureChanged, RuntimeHealth},
     ports::{MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
+    runtime_probe::UpdatePodCidr,
 };
+
+/// Where a changed `spec.podCIDRs` is pushed (RuntimeProbeActor, which hands it to the runtime
+/// with CRI UpdateRuntimeConfig). Filled once, before the node's actors start.
+pub type PodCidrSink = Arc<OnceLock<Recipient<UpdatePodCidr>>>;
 
 /// Jitter of the status loop: the wait is `frequency × (1 + U[0, 0.04))`.
 const UPDATE_JITTER: f64 = 0.04;
@@ -81,6 +86,11 @@ pub struct NodeStatusActor {
     machine: Arc<dyn MachineFacts>,
     memory: Arc<NodeStatusMemory>,
     lease: Option<Recipient<NodeRegistered>>,
+    pod_cidr: Option<PodCidrSink>,
+    /// The pod CIDRs last pushed to the runtime, as the kubelet's `runtimeState.cidr`.
+    last_pod_cidr: Option<String>,
+    /// A pod CIDR change forces the next status PATCH.
+    force_report: bool,
     /// The Node as the API server last returned it; `None` until registered.
     node: Option<Node>,
     report: ReportClock,
@@ -99,6 +109,7 @@ impl NodeStatusActor {
         machine: Arc<dyn MachineFacts>,
         memory: Arc<NodeStatusMemory>,
         lease: Option<Recipient<NodeRegistered>>,
+        pod_cidr: Option<PodCidrSink>,
     ) -> Self {
         Self {
             settings,
@@ -106,6 +117,9 @@ impl NodeStatusActor {
             machine,
             memory,
             lease,
+            pod_cidr,
+            last_pod_cidr: None,
+            force_report: false,
             node: None,
             report: ReportClock::default(),
             busy: false,
@@ -144,18 +158,23 @@ impl NodeStatusActor {
             None => {
                 ctx.spawn(register(api, self.job()).into_actor(self).map(
                     |registered, actor, ctx| {
+                        let node = registered.node.clone();
                         actor.registered(registered);
                         actor.finish(ctx, true);
+                        actor.observe_pod_cidr(&node, ctx);
                     },
                 ));
             }
             Some(cached) => {
+                // Cleared only once a report lands, so a failed sync keeps forcing.
+                let force = self.force_report;
                 let outcome = sync_status(
                     api,
                     self.job(),
                     cached,
                     self.report.clone(),
                     self.settings.report_frequency,
+                    force,
                 );
                 ctx.spawn(outcome.into_actor(self).map(|outcome, actor, ctx| {
                     actor.synced(outcome);
@@ -170,6 +189,32 @@ impl NodeStatusActor {
         if run_again || std::mem::take(&mut self.again) {
             self.sync(ctx);
         }
+    }
+
+    /// Pushes a changed `spec.podCIDRs` to the runtime once and forces the next status PATCH,
+    /// as the kubelet's updatePodCIDR does (a failed push still forces it).
+    fn observe_pod_cidr(&mut self, node: &Node, ctx: &mut Context<Self>) {
+        let spec = node.spec.as_ref();
+        let cidrs = spec
+            .and_then(|spec| spec.pod_cidrs.clone())
+            .filter(|cidrs| !cidrs.is_empty())
+            .or_else(|| {
+                spec.and_then(|spec| spec.pod_cidr.clone())
+                    .map(|cidr| vec![cidr])
+            })
+            .map(|cidrs| cidrs.join(","));
+        let Some(cidrs) = cidrs.filter(|cidrs| self.last_pod_cidr.as_ref() != Some(cidrs)) else {
+            return;
+        };
+        tracing::info!(pod_cidr = %cidrs, "the Node's pod CIDR changed; pushing it to the runtime");
+        if let Some(sink) = self.pod_cidr.as_ref().and_then(|sink| sink.get())
+            && let Err(error) = sink.try_send(UpdatePodCidr(cidrs.clone()))
+        {
+            tracing::warn!(%error, "cannot hand the pod CIDR to the runtime probe");
+        }
+        self.last_pod_cidr = Some(cidrs);
+        self.force_report = true;
+        self.sync(ctx);
     }
 
     fn registered(&mut self, registered: Registered) {
@@ -211,6 +256,7 @@ impl NodeStatusActor {
                 changed,
                 events,
             } => {
+                self.force_report = false;
                 self.report.reported(
                     changed,
                     Instant::now(),
@@ -238,6 +284,7 @@ impl NodeStatusActor {
                 self.record(events);
             }
             SyncOutcome::UpToDate { computed } => {
+                self.force_report = false;
                 self.report.reported(
                     false,
                     Instant::now(),
@@ -343,6 +390,7 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
         match event {
             NodeWatchEvent::Present(node) => {
                 if self.node.is_some() {
+                    self.observe_pod_cidr(&node, ctx);
                     self.node = Some(*node);
                 }
             }

@@ -16,4 +16,4 @@ pub mod report;
 pub mod setters;
 pub mod sync;
 
-pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings};
+pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink};

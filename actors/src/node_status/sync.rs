@@ -147,12 +147,14 @@ pub enum SyncOutcome {
     Failed(String),
 }
 
+/// One status sync. `force` (a changed pod CIDR) makes it report as if the status had changed.
 pub async fn sync_status(
     api: Arc<dyn NodeApi>,
     job: StatusJob,
     cached: Node,
     clock: ReportClock,
     frequency: std::time::Duration,
+    force: bool,
 ) -> SyncOutcome {
     let mut last_error = String::new();
     for attempt in 0..STATUS_ATTEMPTS {
@@ -173,7 +175,8 @@ pub async fn sync_status(
         for error in &report.errors {
             tracing::warn!(%error, "a node status setter failed");
         }
-        let changed = labels_fixed
+        let changed = force
+            || labels_fixed
             || status_changed(
                 original.status.as_ref(),
                 computed.status.as_ref().unwrap_or(&Default::default()),
