@@ -46,6 +46,9 @@ pub struct SignalObservation {
     /// The threshold it is compared with, as configured (`100Mi`, `10%`).
     pub threshold: Option<String>,
     pub observed_at: Timestamp,
+    /// Since when one of the signal's thresholds has been met without a break (the kubelet's
+    /// "first observed" time); `None` while none is met.
+    pub threshold_met_since: Option<Timestamp>,
 }
 
 /// EvictionSignalActor → NodeStatusActor: the pressure conditions after thresholds and the

@@ -188,6 +188,24 @@ impl EvictionSignalActor {
         outcome: &PassOutcome,
         at: Timestamp,
     ) -> PressureChanged {
+        let first_observed = self
+            .state
+            .lock()
+            .map(|state| state.first_observed.clone())
+            .unwrap_or_default();
+        let now = tokio::time::Instant::now().into_std();
+        let met_since = |signal: Signal| {
+            let first = self
+                .settings
+                .thresholds
+                .iter()
+                .enumerate()
+                .filter(|(_, threshold)| threshold.signal == signal)
+                .filter_map(|(index, _)| first_observed.get(&index).copied())
+                .min()?;
+            let ago = jiff::SignedDuration::try_from(now.saturating_duration_since(first)).ok()?;
+            at.checked_sub(ago).ok()
+        };
         let signals = observed
             .iter()
             .map(|(signal, observation)| SignalObservation {
@@ -196,6 +214,7 @@ impl EvictionSignalActor {
                 capacity: observation.capacity,
                 threshold: self.threshold_text(*signal),
                 observed_at: at,
+                threshold_met_since: met_since(*signal),
             })
             .collect();
         PressureChanged {

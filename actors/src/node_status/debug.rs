@@ -55,6 +55,7 @@ fn pressure_json(pressure: Option<&PressureChanged>) -> Value {
                 "capacity": signal.capacity,
                 "threshold": signal.threshold,
                 "observedAt": signal.observed_at.to_string(),
+                "thresholdMetSince": signal.threshold_met_since.map(|at| at.to_string()),
             })).collect::<Vec<_>>(),
         }),
     }
