@@ -77,6 +77,20 @@ async fn thresholds_above_the_real_hosts_free_memory_disk_and_pids_raise_every_c
             "{name} observed in {message:?}"
         );
     }
+    // Each met threshold says since when it has been met, no later than the observation.
+    for name in ["memory.available", "nodefs.available", "pid.available"] {
+        let signal = message
+            .signals
+            .iter()
+            .find(|signal| signal.signal == name)
+            .expect("observed");
+        assert!(
+            signal
+                .threshold_met_since
+                .is_some_and(|since| since <= signal.observed_at),
+            "{name}: {signal:?}"
+        );
+    }
     eventually("the simulated runtime reports healthy", || {
         runtime.last().is_some()
     })
