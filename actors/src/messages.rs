@@ -61,3 +61,32 @@ pub struct PressureChanged {
     pub pid_pressure: bool,
     pub signals: Vec<SignalObservation>,
 }
+
+/// Pod lifecycle provider → StatusManagerActor: the status the pod's containers show now.
+/// Carries the pod as the provider last saw it (UID, name, spec, deletionTimestamp).
+#[derive(Debug, Clone, PartialEq, Message)]
+#[rtype(result = "()")]
+pub struct SetPodStatus {
+    pub pod: Box<k8s_openapi::api::core::v1::Pod>,
+    pub status: k8s_openapi::api::core::v1::PodStatus,
+}
+
+/// Pod lifecycle provider → StatusManagerActor: a readiness probe of one container flipped.
+/// Ignored unless the pod's status is already cached and has that container.
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct SetContainerReadiness {
+    pub pod_uid: String,
+    /// `containerStatuses[].containerID`, e.g. `containerd://…`.
+    pub container_id: String,
+    pub ready: bool,
+}
+
+/// Pod lifecycle provider → StatusManagerActor: the pod's containers are gone for good; its
+/// final status is written and, once the API has it and the pod is being deleted, the pod is
+/// deleted (grace 0, UID precondition).
+#[derive(Debug, Clone, PartialEq, Message)]
+#[rtype(result = "()")]
+pub struct TerminatePod {
+    pub pod: Box<k8s_openapi::api::core::v1::Pod>,
+}

@@ -1,11 +1,18 @@
-//! StatusManager's pure core (§7 of the reference): the versioned pod-status cache, condition
-//! ownership, `mergePodStatus` and `TerminatePod`'s final status. The actor, the pod watch and
-//! the API sync build on these.
+//! StatusManagerActor (§7 of the reference) and its pure core: the versioned pod-status cache,
+//! condition ownership, `mergePodStatus`, `TerminatePod`'s final status, readiness flips and the
+//! PATCH body. `sync` holds one pod's API work as an owned future; `actor` decides when to run it.
 
+mod actor;
+#[cfg(test)]
+mod actor_tests;
 pub mod cache;
 pub mod conditions;
 pub mod merge;
 pub mod patch;
+pub mod readiness;
+pub mod sync;
 pub mod terminate;
 #[cfg(test)]
 mod tests;
+
+pub use actor::{PodStatusStore, StatusManagerActor, StatusManagerSettings};

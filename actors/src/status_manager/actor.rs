@@ -1,0 +1,333 @@
+//! StatusManagerActor: the only writer of pod statuses. Its entry points (SetPodStatus,
+//! SetContainerReadiness, TerminatePod) update the versioned cache, which lives in a store the
+//! factory hands to every instance, so a status accepted once is never lost to a crash. A
+//! change starts that pod's sync at once; every `sync_period` a batch pass resends every
+//! version the API lacks and retries the deletion of finished pods. A new instance takes the
+//! store over (its generation), sends what is unsent, and fences off an older, hung one.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use nodepulse_supervisor::SupervisedActor;
+use serde_json::json;
+
+use super::{
+    cache::{PodStatusCache, UpdateOutcome},
+    readiness::with_container_readiness,
+    sync::{PodSyncJob, PodSyncOutcome, sync_pod},
+    terminate::terminated_status,
+};
+use crate::{
+    messages::{SetContainerReadiness, SetPodStatus, TerminatePod},
+    ports::PodApi,
+};
+
+/// How StatusManagerActor is configured.
+#[derive(Debug, Clone)]
+pub struct StatusManagerSettings {
+    pub node_name: String,
+    /// The batch pass period (the kubelet's 10 s `syncPeriod`).
+    pub sync_period: Duration,
+    /// Pod syncs in flight at once; the rest wait for a free slot.
+    pub max_in_flight: usize,
+}
+
+impl StatusManagerSettings {
+    pub fn new(node_name: impl Into<String>) -> Self {
+        Self {
+            node_name: node_name.into(),
+            sync_period: Duration::from_secs(10),
+            max_in_flight: 16,
+        }
+    }
+}
+
+/// What outlives an instance: the versioned cache, the pods it was told about (by UID), and
+/// which instance is in charge.
+#[derive(Debug, Default)]
+pub struct PodStatusStore {
+    inner: Mutex<Stored>,
+    generation: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Stored {
+    cache: PodStatusCache,
+    pods: HashMap<String, Pod>,
+}
+
+impl PodStatusStore {
+    fn lock(&self) -> MutexGuard<'_, Stored> {
+        // A panic while holding the lock leaves a cache that is still consistent (every
+        // change is one insert), so a poisoned lock is taken over.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A copy of the cache, for tests and the debug view.
+    pub fn cache(&self) -> PodStatusCache {
+        self.lock().cache.clone()
+    }
+
+    /// Makes the caller the instance in charge; returns its generation.
+    fn take_over(&self) -> u64 {
+        self.generation.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn is_current(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::SeqCst) == generation
+    }
+}
+
+/// Counters for the debug view.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Counters {
+    patches: u64,
+    skipped: u64,
+    deleted: u64,
+    recreated: u64,
+    failures: u64,
+    rejected: u64,
+}
+
+pub struct StatusManagerActor {
+    settings: StatusManagerSettings,
+    api: Arc<dyn PodApi>,
+    store: Arc<PodStatusStore>,
+    generation: u64,
+    in_flight: HashSet<String>,
+    counters: Counters,
+    last_error: Option<(Timestamp, String)>,
+}
+
+impl StatusManagerActor {
+    pub fn new(
+        settings: StatusManagerSettings,
+        api: Arc<dyn PodApi>,
+        store: Arc<PodStatusStore>,
+    ) -> Self {
+        Self {
+            settings,
+            api,
+            store,
+            generation: 0,
+            in_flight: HashSet::new(),
+            counters: Counters::default(),
+            last_error: None,
+        }
+    }
+
+    /// The internal update every entry point ends in; a stored change is synced at once.
+    fn update(
+        &mut self,
+        ctx: &mut Context<Self>,
+        pod: &Pod,
+        status: k8s_openapi::api::core::v1::PodStatus,
+        force: bool,
+        finished: bool,
+    ) {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            tracing::warn!(pod = ?pod.metadata.name, "a pod without a UID has no status to sync");
+            return;
+        };
+        let outcome = {
+            let mut stored = self.store.lock();
+            stored.pods.insert(uid.clone(), pod.clone());
+            stored
+                .cache
+                .update(pod, status, force, finished, Timestamp::now())
+        };
+        match outcome {
+            UpdateOutcome::Stored { .. } => self.start(ctx, &uid),
+            UpdateOutcome::Unchanged => {}
+            UpdateOutcome::Rejected(reason) => {
+                self.counters.rejected += 1;
+                tracing::warn!(%uid, %reason, "pod status update rejected");
+            }
+        }
+    }
+
+    /// Starts the sync of `uid` unless it is already running (then its end starts it again)
+    /// or every slot is taken (then a slot freeing up picks it).
+    fn start(&mut self, ctx: &mut Context<Self>, uid: &str) {
+        if self.in_flight.contains(uid) || self.in_flight.len() >= self.settings.max_in_flight {
+            return;
+        }
+        let Some(job) = self.store.lock().cache.get(uid).map(|entry| PodSyncJob {
+            uid: uid.to_owned(),
+            namespace: entry.namespace.clone(),
+            name: entry.name.clone(),
+            version: entry.version,
+            finished: entry.finished,
+            status: entry.status.clone(),
+        }) else {
+            return;
+        };
+        self.in_flight.insert(uid.to_owned());
+        let (store, generation) = (Arc::clone(&self.store), self.generation);
+        let sync = sync_pod(
+            Arc::clone(&self.api),
+            job,
+            move || store.is_current(generation),
+            Timestamp::now(),
+        );
+        let uid = uid.to_owned();
+        // Spawned, not awaited: the mailbox and liveness pings stay served while it runs.
+        ctx.spawn(sync.into_actor(self).map(move |outcome, actor, ctx| {
+            actor.in_flight.remove(&uid);
+            actor.finish(&uid, outcome);
+            actor.start_unsent(ctx);
+        }));
+    }
+
+    fn finish(&mut self, uid: &str, outcome: PodSyncOutcome) {
+        if !self.store.is_current(self.generation) {
+            return;
+        }
+        let mut stored = self.store.lock();
+        match outcome {
+            PodSyncOutcome::Synced {
+                version,
+                patched,
+                deleted,
+            } => {
+                stored.cache.mark_sent(uid, version);
+                if patched {
+                    self.counters.patches += 1;
+                } else {
+                    self.counters.skipped += 1;
+                }
+                if deleted {
+                    self.counters.deleted += 1;
+                    stored.cache.remove(uid);
+                    stored.pods.remove(uid);
+                }
+            }
+            PodSyncOutcome::NotFound => {
+                // Nothing to write to; a pod that comes back has a new UID.
+                stored.cache.remove(uid);
+                stored.pods.remove(uid);
+            }
+            PodSyncOutcome::Recreated { api_uid } => {
+                self.counters.recreated += 1;
+                tracing::info!(%uid, %api_uid, "the pod was re-created; its old status is dropped");
+                stored.cache.remove(uid);
+                stored.pods.remove(uid);
+            }
+            PodSyncOutcome::Superseded => {}
+            PodSyncOutcome::Failed(error) => {
+                self.counters.failures += 1;
+                tracing::warn!(%uid, %error, "pod status sync failed; the batch pass retries");
+                self.last_error = Some((Timestamp::now(), error));
+            }
+        }
+    }
+
+    /// `syncBatch(all=false)`: every pod whose cached version the API lacks.
+    fn start_unsent(&mut self, ctx: &mut Context<Self>) {
+        let unsent = self.store.lock().cache.unsent_pods();
+        for uid in unsent {
+            if self.in_flight.len() >= self.settings.max_in_flight {
+                break;
+            }
+            self.start(ctx, &uid);
+        }
+    }
+
+    /// The periodic pass: what is unsent, and finished pods whose deletion may now be due.
+    fn batch(&mut self, ctx: &mut Context<Self>) {
+        self.start_unsent(ctx);
+        let finished: Vec<String> = {
+            let stored = self.store.lock();
+            stored
+                .pods
+                .keys()
+                .filter(|uid| stored.cache.get(uid).is_some_and(|entry| entry.finished))
+                .cloned()
+                .collect()
+        };
+        for uid in finished {
+            self.start(ctx, &uid);
+        }
+    }
+}
+
+impl Actor for StatusManagerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.generation = self.store.take_over();
+        // A restarted instance first sends whatever its predecessor had not.
+        self.start_unsent(ctx);
+        ctx.run_interval(self.settings.sync_period, |actor, ctx| actor.batch(ctx));
+    }
+}
+
+impl Handler<SetPodStatus> for StatusManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, message: SetPodStatus, ctx: &mut Context<Self>) {
+        let force = message.pod.metadata.deletion_timestamp.is_some();
+        self.update(ctx, &message.pod, message.status, force, false);
+    }
+}
+
+impl Handler<SetContainerReadiness> for StatusManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, message: SetContainerReadiness, ctx: &mut Context<Self>) {
+        let found = {
+            let stored = self.store.lock();
+            stored.pods.get(&message.pod_uid).and_then(|pod| {
+                let cached = stored.cache.get(&message.pod_uid)?;
+                with_container_readiness(pod, &cached.status, &message.container_id, message.ready)
+                    .map(|status| (pod.clone(), status))
+            })
+        };
+        if let Some((pod, status)) = found {
+            self.update(ctx, &pod, status, false, false);
+        }
+    }
+}
+
+impl Handler<TerminatePod> for StatusManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, message: TerminatePod, ctx: &mut Context<Self>) {
+        let pod = *message.pod;
+        let base = pod
+            .metadata
+            .uid
+            .as_ref()
+            .and_then(|uid| self.store.lock().cache.get(uid).map(|c| c.status.clone()))
+            .or_else(|| pod.status.clone())
+            .unwrap_or_default();
+        let status = terminated_status(&pod, &base);
+        self.update(ctx, &pod, status, true, true);
+    }
+}
+
+impl SupervisedActor for StatusManagerActor {
+    fn debug_state(&self) -> serde_json::Value {
+        let cache = self.store.cache();
+        json!({
+            "node": self.settings.node_name,
+            "generation": self.generation,
+            "unsent": cache.unsent_pods().len(),
+            "inFlight": self.in_flight.len(),
+            "counters": self.counters,
+            "lastError": self.last_error.as_ref().map(|(at, error)| json!({"at": at.to_string(), "error": error})),
+        })
+    }
+}

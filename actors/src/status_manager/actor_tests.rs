@@ -1,0 +1,430 @@
+//! StatusManagerActor against an in-memory pod API that applies the patches it gets (with the
+//! UID precondition) and records every call.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use actix::{Actor, Addr};
+use futures::{future::BoxFuture, stream::BoxStream};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use serde_json::{Value, json};
+
+use super::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
+use crate::{
+    messages::{SetContainerReadiness, SetPodStatus, TerminatePod},
+    ports::{ApiError, ApiResult, PodApi, PodWatchEvent},
+};
+
+#[derive(Default)]
+struct FakeState {
+    pods: HashMap<String, Value>,
+    gets: u32,
+    patches: Vec<Value>,
+    deletes: Vec<(String, String)>,
+    patch_failures: VecDeque<ApiError>,
+}
+
+#[derive(Clone, Default)]
+struct FakePodApi(Arc<Mutex<FakeState>>);
+
+impl FakePodApi {
+    fn state(&self) -> std::sync::MutexGuard<'_, FakeState> {
+        self.0.lock().expect("fake state")
+    }
+
+    fn put(&self, pod: &Pod) {
+        let name = pod.metadata.name.clone().expect("name");
+        self.state()
+            .pods
+            .insert(name, serde_json::to_value(pod).expect("pod"));
+    }
+
+    fn status(&self, name: &str) -> Value {
+        self.state().pods[name]["status"].clone()
+    }
+}
+
+/// The little of strategic merge the status patches use: keyed lists, atomic lists, nulls.
+fn apply(status: &mut Value, patch: &Value) {
+    let Some(fields) = patch.as_object() else {
+        return;
+    };
+    if !status.is_object() {
+        *status = json!({});
+    }
+    for (field, value) in fields {
+        if field.starts_with("$setElementOrder/") {
+            continue;
+        }
+        let key = match field.as_str() {
+            "conditions" => Some("type"),
+            "podIPs" | "hostIPs" => Some("ip"),
+            _ => None,
+        };
+        match (key, value) {
+            (_, Value::Null) => {
+                status.as_object_mut().map(|s| s.remove(field));
+            }
+            (Some(key), Value::Array(entries)) => {
+                let list = status[field.as_str()]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let mut list: Vec<Value> = list;
+                for entry in entries {
+                    let position = list.iter().position(|item| item[key] == entry[key]);
+                    match (entry.get("$patch"), position) {
+                        (Some(_), Some(at)) => {
+                            list.remove(at);
+                        }
+                        (Some(_), None) => {}
+                        (None, Some(at)) => apply(&mut list[at], entry),
+                        (None, None) => list.push(entry.clone()),
+                    }
+                }
+                if let Some(order) = fields[&format!("$setElementOrder/{field}")].as_array() {
+                    list.sort_by_key(|item| order.iter().position(|o| o[key] == item[key]));
+                }
+                status[field.as_str()] = Value::Array(list);
+            }
+            _ => status[field.as_str()] = value.clone(),
+        }
+    }
+}
+
+impl PodApi for FakePodApi {
+    fn get_pod(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<Pod>> {
+        let mut state = self.state();
+        state.gets += 1;
+        let result = state
+            .pods
+            .get(name)
+            .map(|pod| serde_json::from_value(pod.clone()).expect("pod"))
+            .ok_or_else(|| ApiError::NotFound(name.to_owned()));
+        Box::pin(async move { result })
+    }
+
+    fn patch_pod_status(
+        &self,
+        _: &str,
+        name: &str,
+        patch: Value,
+    ) -> BoxFuture<'static, ApiResult<Pod>> {
+        let mut state = self.state();
+        state.patches.push(patch.clone());
+        let result = if let Some(error) = state.patch_failures.pop_front() {
+            Err(error)
+        } else {
+            match state.pods.get_mut(name) {
+                None => Err(ApiError::NotFound(name.to_owned())),
+                Some(pod) if pod["metadata"]["uid"] != patch["metadata"]["uid"] => Err(
+                    ApiError::Other("422 Invalid: the UID precondition failed".to_owned()),
+                ),
+                Some(pod) => {
+                    apply(&mut pod["status"], &patch["status"]);
+                    Ok(serde_json::from_value(pod.clone()).expect("pod"))
+                }
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn delete_pod(&self, _: &str, name: &str, uid: &str) -> BoxFuture<'static, ApiResult<()>> {
+        let mut state = self.state();
+        state.deletes.push((name.to_owned(), uid.to_owned()));
+        let result = match state.pods.get(name) {
+            None => Err(ApiError::NotFound(name.to_owned())),
+            Some(pod) if pod["metadata"]["uid"] != uid => {
+                Err(ApiError::Conflict("precondition failed: UID".to_owned()))
+            }
+            Some(_) => {
+                state.pods.remove(name);
+                Ok(())
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn watch_pods(&self, _: &str) -> BoxStream<'static, PodWatchEvent> {
+        Box::pin(futures::stream::pending())
+    }
+}
+
+fn pod(name: &str, uid: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default", "uid": uid},
+        "spec": {"nodeName": "worker-1", "restartPolicy": "Always", "containers": [{"name": "app", "image": "nginx"}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "example.com/gate", "status": "True"}]},
+    }))
+    .expect("pod")
+}
+
+fn running(ready: bool) -> PodStatus {
+    serde_json::from_value(json!({
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+        "containerStatuses": [{"name": "app", "image": "nginx", "imageID": "", "containerID": "containerd://app-1",
+            "ready": ready, "restartCount": 0, "state": {"running": {}}}]
+    }))
+    .expect("status")
+}
+
+fn start(api: &FakePodApi, store: &Arc<PodStatusStore>) -> Addr<StatusManagerActor> {
+    let mut settings = StatusManagerSettings::new("worker-1");
+    settings.sync_period = Duration::from_millis(50);
+    StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(store)).start()
+}
+
+async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    for _ in 0..400 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+fn condition(status: &Value, kind: &str) -> Option<String> {
+    status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .map(|c| c["status"].as_str().unwrap_or_default().to_owned())
+}
+
+#[actix_rt::test]
+async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-1")),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the status is patched", || {
+        api.status("web")["phase"] == "Running"
+    })
+    .await;
+    {
+        let state = api.state();
+        assert_eq!(state.patches.len(), 1);
+        assert_eq!(state.patches[0]["metadata"]["uid"], "uid-1");
+        let status = &state.pods["web"]["status"];
+        assert_eq!(condition(status, "Ready").as_deref(), Some("True"));
+        assert_eq!(
+            condition(status, "example.com/gate").as_deref(),
+            Some("True"),
+            "a condition the kubelet does not own is kept"
+        );
+    }
+    eventually("the version is recorded as sent", || {
+        store.cache().unsent_pods().is_empty()
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_status_the_api_already_has_sends_no_patch() {
+    let api = FakePodApi::default();
+    let mut already = pod("web", "uid-1");
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    // Let a first sync write it, then restart from a fresh cache: the API has it all.
+    api.put(&already);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(already.clone()),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the first sync is done", || {
+        store.cache().unsent_pods().is_empty()
+    })
+    .await;
+    already.status = serde_json::from_value(api.status("web")).ok();
+    let fresh = Arc::new(PodStatusStore::default());
+    let second = start(&api, &fresh);
+    let patches_before = api.state().patches.len();
+    second
+        .send(SetPodStatus {
+            pod: Box::new(already),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the second sync is done", || {
+        fresh.cache().unsent_pods().is_empty()
+    })
+    .await;
+    assert_eq!(api.state().patches.len(), patches_before, "nothing to send");
+}
+
+#[actix_rt::test]
+async fn a_recreated_pod_is_not_touched_by_the_old_status() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-new"));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-old")),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the old status is dropped", || {
+        store.cache().get("uid-old").is_none()
+    })
+    .await;
+    assert!(api.state().patches.is_empty());
+    assert_eq!(api.status("web")["phase"], "Pending");
+}
+
+#[actix_rt::test]
+async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
+    let api = FakePodApi::default();
+    let mut deleting = pod("web", "uid-1");
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+    );
+    api.put(&deleting);
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(deleting.clone()),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    manager
+        .send(TerminatePod {
+            pod: Box::new(deleting),
+        })
+        .await
+        .expect("delivered");
+    eventually("the pod is deleted", || api.state().pods.is_empty()).await;
+    {
+        let state = api.state();
+        assert_eq!(state.deletes, [("web".to_owned(), "uid-1".to_owned())]);
+        let last = state.patches.last().expect("the final status was patched");
+        assert_eq!(last["status"]["phase"], "Failed");
+    }
+    eventually("the cache forgets the pod", || {
+        store.cache().get("uid-1").is_none()
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_failed_patch_is_resent_by_the_batch_pass() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    api.state()
+        .patch_failures
+        .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-1")),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the status is patched after two failures", || {
+        api.status("web")["phase"] == "Running"
+    })
+    .await;
+    assert_eq!(api.state().patches.len(), 3);
+}
+
+#[actix_rt::test]
+async fn a_new_instance_sends_what_the_stopped_one_had_not() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    api.state()
+        .patch_failures
+        .extend((0..1000).map(|_| ApiError::Other("503".into())));
+    let store = Arc::new(PodStatusStore::default());
+    let mut settings = StatusManagerSettings::new("worker-1");
+    settings.sync_period = Duration::from_secs(3600);
+    let first =
+        StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(&store)).start();
+    first
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-1")),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the first attempt failed", || {
+        !api.state().patches.is_empty()
+    })
+    .await;
+    drop(first);
+    api.state().patch_failures.clear();
+    let _second = start(&api, &store);
+    eventually("the new instance sent it", || {
+        api.status("web")["phase"] == "Running"
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-1")),
+            status: running(false),
+        })
+        .await
+        .expect("delivered");
+    manager
+        .send(SetContainerReadiness {
+            pod_uid: "uid-1".into(),
+            container_id: "containerd://app-1".into(),
+            ready: true,
+        })
+        .await
+        .expect("delivered");
+    eventually("the pod is Ready in the API", || {
+        let status = api.status("web");
+        condition(&status, "Ready").as_deref() == Some("True")
+            && condition(&status, "ContainersReady").as_deref() == Some("True")
+            && status["containerStatuses"][0]["ready"] == true
+    })
+    .await;
+    manager
+        .send(SetContainerReadiness {
+            pod_uid: "uid-1".into(),
+            container_id: "containerd://app-1".into(),
+            ready: false,
+        })
+        .await
+        .expect("delivered");
+    eventually("the pod is unready in the API", || {
+        let status = api.status("web");
+        status["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .is_some_and(|ready| {
+                ready["status"] == "False"
+                    && ready["message"] == "containers with unready status: [app]"
+            })
+    })
+    .await;
+}
