@@ -9,6 +9,7 @@
 mod errors;
 mod lease;
 mod node;
+mod pods;
 
 use std::{
     num::NonZeroU32,

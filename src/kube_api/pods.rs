@@ -1,0 +1,136 @@
+//! [`PodApi`] over kube-rs: pod reads and status patches through the heartbeat client (a pod
+//! status change must not wait behind the rate limit, and every request is bounded by the
+//! heartbeat timeout); the final delete through the rate-limited main client; the watch of the
+//! node's pods (`spec.nodeName=<node>`) through the main client, reconnecting with backoff.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    api::{Api, DeleteParams, Patch, PatchParams, Preconditions},
+    runtime::{WatchStreamExt, watcher},
+};
+use nodepulse_actors::ports::{ApiResult, PodApi, PodWatchEvent};
+
+use super::{KubeApi, timed};
+
+/// The DELETE of a finished pod: at once, and only the pod with this UID.
+pub fn final_delete(uid: &str) -> DeleteParams {
+    DeleteParams::default()
+        .grace_period(0)
+        .preconditions(Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        })
+}
+
+impl PodApi for KubeApi {
+    fn get_pod(&self, namespace: &str, name: &str) -> BoxFuture<'static, ApiResult<Pod>> {
+        let (api, name, timeout) = (
+            Api::<Pod>::namespaced(self.heartbeat_client(), namespace),
+            name.to_owned(),
+            self.heartbeat_timeout(),
+        );
+        Box::pin(async move { timed(timeout, api.get(&name)).await })
+    }
+
+    fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'static, ApiResult<Pod>> {
+        let (api, name, timeout) = (
+            Api::<Pod>::namespaced(self.heartbeat_client(), namespace),
+            name.to_owned(),
+            self.heartbeat_timeout(),
+        );
+        Box::pin(async move {
+            timed(
+                timeout,
+                api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch)),
+            )
+            .await
+        })
+    }
+
+    fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> BoxFuture<'static, ApiResult<()>> {
+        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
+        let (namespace, name, params) = (namespace.to_owned(), name.to_owned(), final_delete(uid));
+        Box::pin(async move {
+            let api = Api::<Pod>::namespaced(main.await, &namespace);
+            timed(timeout, api.delete(&name, &params)).await.map(|_| ())
+        })
+    }
+
+    fn watch_pods(&self, node: &str) -> BoxStream<'static, PodWatchEvent> {
+        let api = Api::<Pod>::all(self.main.clone());
+        let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
+        let mut relist = Relist::default();
+        watcher(api, config)
+            .default_backoff()
+            .flat_map(move |event| futures::stream::iter(relist.step(event)))
+            .boxed()
+    }
+}
+
+/// The pods the watch has reported, so that a relist (after a reconnect) reports the ones that
+/// went away meanwhile as deleted.
+#[derive(Default)]
+struct Relist {
+    known: HashMap<String, Pod>,
+    seen: Option<HashSet<String>>,
+}
+
+fn key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl Relist {
+    fn step(&mut self, event: Result<watcher::Event<Pod>, watcher::Error>) -> Vec<PodWatchEvent> {
+        match event {
+            Ok(watcher::Event::Init) => {
+                self.seen = Some(HashSet::new());
+                Vec::new()
+            }
+            Ok(watcher::Event::InitApply(pod) | watcher::Event::Apply(pod)) => {
+                if let Some(seen) = self.seen.as_mut() {
+                    seen.insert(key(&pod));
+                }
+                self.known.insert(key(&pod), pod.clone());
+                vec![PodWatchEvent::Applied(Box::new(pod))]
+            }
+            Ok(watcher::Event::Delete(pod)) => {
+                self.known.remove(&key(&pod));
+                vec![PodWatchEvent::Deleted(Box::new(pod))]
+            }
+            Ok(watcher::Event::InitDone) => {
+                let seen = self.seen.take().unwrap_or_default();
+                let gone: Vec<String> = self
+                    .known
+                    .keys()
+                    .filter(|name| !seen.contains(*name))
+                    .cloned()
+                    .collect();
+                gone.into_iter()
+                    .filter_map(|name| self.known.remove(&name))
+                    .map(|pod| PodWatchEvent::Deleted(Box::new(pod)))
+                    .collect()
+            }
+            Err(error) => {
+                tracing::debug!(%error, "pod watch error; the watcher retries");
+                Vec::new()
+            }
+        }
+    }
+}
