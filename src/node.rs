@@ -80,6 +80,7 @@ pub fn node_status_settings(settings: &Settings) -> NodeStatusSettings {
                 .collect(),
             port: i32::from(config.port),
             agent_version: format!("v{}", env!("CARGO_PKG_VERSION")),
+            runtime_down_after: config.container_runtime_down_after.into(),
         }),
         update_frequency: config.node_status_update_frequency.into(),
         report_frequency: config.report_frequency(),

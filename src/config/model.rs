@@ -75,6 +75,10 @@ pub struct Config {
     pub event_record_qps: u32,
     #[serde(default = "default_burst")]
     pub event_burst: u32,
+    /// No full success of the runtime probe for this long makes the node NotReady with
+    /// "container runtime is down" (the kubelet's `maxWaitForContainerRuntime`, 30 s).
+    #[serde(default = "default_runtime_down_after")]
+    pub container_runtime_down_after: GoDuration,
     /// Adds the `volumes.kubernetes.io/controller-managed-attach-detach` annotation.
     #[serde(default = "default_true")]
     pub enable_controller_attach_detach: bool,
@@ -115,6 +119,10 @@ pub struct Config {
     pub debug: DebugConfig,
     #[serde(default)]
     pub standalone: StandaloneConfig,
+}
+
+fn default_runtime_down_after() -> GoDuration {
+    seconds(30)
 }
 
 fn default_true() -> bool {

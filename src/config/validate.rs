@@ -50,6 +50,10 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
         positive("nodeStatusReportFrequency", report)?;
     }
     at_least_one("maxPods", config.max_pods as usize)?;
+    positive(
+        "containerRuntimeDownAfter",
+        config.container_runtime_down_after,
+    )?;
     for (section, reserved) in [
         ("systemReserved", &config.system_reserved),
         ("kubeReserved", &config.kube_reserved),

@@ -74,7 +74,7 @@ pub fn describe(view: DebugView<'_>) -> Value {
                 .map(|condition| {
                     let decided_by = match condition.type_.as_str() {
                         "Ready" => json!({
-                            "errors": view.last_computed.map(|node| ready_errors(runtime, Instant::now(), node)).unwrap_or_default(),
+                            "errors": view.last_computed.map(|node| ready_errors(runtime, Instant::now(), view.status.runtime_down_after, node)).unwrap_or_default(),
                             "runtime": runtime_json(runtime),
                         }),
                         "MemoryPressure" => json!({ "memoryPressure": pressure.map(|p| p.memory_pressure), "from": "EvictionSignalActor" }),

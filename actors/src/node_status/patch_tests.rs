@@ -161,6 +161,7 @@ fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
         node_ips: Vec::new(),
         port: 10250,
         agent_version: "v0.1.0".into(),
+        runtime_down_after: std::time::Duration::from_secs(30),
     };
     let runtime = RuntimeHealth {
         last_successful_probe: Some(Instant::now()),

@@ -14,7 +14,8 @@ use k8s_openapi::{
 use super::{NodeEvent, StatusInputs};
 use crate::messages::RuntimeHealth;
 
-/// A runtime with no full success for this long is "down" (`maxWaitForContainerRuntime`).
+/// A runtime with no full success for this long is "down": the kubelet's constant
+/// `maxWaitForContainerRuntime`, the default of `containerRuntimeDownAfter`.
 pub const RUNTIME_DOWN_AFTER: Duration = Duration::from_secs(30);
 
 /// One pressure condition: its type and the kubelet's reasons, messages and event reasons
@@ -121,7 +122,12 @@ pub(super) fn set_pressure(
 }
 
 /// Why the node is not ready, in the kubelet's order; empty when it is.
-pub fn ready_errors(runtime: Option<&RuntimeHealth>, now: Instant, node: &Node) -> Vec<String> {
+pub fn ready_errors(
+    runtime: Option<&RuntimeHealth>,
+    now: Instant,
+    down_after: Duration,
+    node: &Node,
+) -> Vec<String> {
     let mut errors = Vec::new();
     match runtime {
         None => {
@@ -132,7 +138,7 @@ pub fn ready_errors(runtime: Option<&RuntimeHealth>, now: Instant, node: &Node) 
             match runtime.last_successful_probe {
                 None => errors
                     .push("container runtime status check may not have completed yet".to_owned()),
-                Some(at) if now.saturating_duration_since(at) >= RUNTIME_DOWN_AFTER => {
+                Some(at) if now.saturating_duration_since(at) >= down_after => {
                     errors.push("container runtime is down".to_owned());
                 }
                 Some(_) => {}
@@ -169,7 +175,12 @@ pub(super) fn set_ready(
     now: Timestamp,
     node: &mut Node,
 ) -> Vec<NodeEvent> {
-    let errors = ready_errors(inputs.runtime, inputs.now_instant, node);
+    let errors = ready_errors(
+        inputs.runtime,
+        inputs.now_instant,
+        inputs.settings.runtime_down_after,
+        node,
+    );
     let (status, reason, message) = match errors.as_slice() {
         [] => (
             "True",

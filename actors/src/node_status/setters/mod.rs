@@ -41,6 +41,8 @@ pub struct StatusSettings {
     pub port: i32,
     /// `nodeInfo.kubeletVersion`: nodepulse's version.
     pub agent_version: String,
+    /// No full runtime success for this long: "container runtime is down".
+    pub runtime_down_after: std::time::Duration,
 }
 
 /// An amount held back from capacity: absolute, or a fraction of capacity.

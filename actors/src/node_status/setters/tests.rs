@@ -43,6 +43,7 @@ fn settings() -> StatusSettings {
         node_ips: Vec::new(),
         port: 10250,
         agent_version: "v0.1.0".into(),
+        runtime_down_after: std::time::Duration::from_secs(30),
     }
 }
 
