@@ -245,16 +245,21 @@ impl StatusManagerActor {
         }
     }
 
-    /// The periodic pass: what is unsent, and finished pods whose deletion may now be due.
+    /// The periodic pass: what is unsent, and finished pods being deleted whose final delete
+    /// has not happened yet (it failed, or the API's phase was not terminal yet). A finished
+    /// pod nobody deletes costs nothing here.
     fn batch(&mut self, ctx: &mut Context<Self>) {
         self.start_unsent(ctx);
         let finished: Vec<String> = {
             let stored = self.store.lock();
             stored
                 .pods
-                .keys()
-                .filter(|uid| stored.cache.get(uid).is_some_and(|entry| entry.finished))
-                .cloned()
+                .iter()
+                .filter(|(uid, pod)| {
+                    pod.metadata.deletion_timestamp.is_some()
+                        && stored.cache.get(uid).is_some_and(|entry| entry.finished)
+                })
+                .map(|(uid, _)| uid.clone())
                 .collect()
         };
         for uid in finished {

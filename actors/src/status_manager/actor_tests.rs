@@ -428,3 +428,29 @@ async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
     })
     .await;
 }
+
+#[actix_rt::test]
+async fn a_finished_pod_nobody_deletes_is_not_polled() {
+    let api = FakePodApi::default();
+    api.put(&pod("job", "uid-1"));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(TerminatePod {
+            pod: Box::new(pod("job", "uid-1")),
+        })
+        .await
+        .expect("delivered");
+    eventually("the final status is sent", || {
+        store.cache().unsent_pods().is_empty() && api.status("job")["phase"] == "Failed"
+    })
+    .await;
+    let gets = api.state().gets;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        api.state().gets,
+        gets,
+        "six batch passes read nothing: the pod is not being deleted"
+    );
+    assert!(api.state().deletes.is_empty());
+}
