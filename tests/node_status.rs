@@ -10,7 +10,7 @@ use std::time::Instant;
 use common::{
     PATIENCE,
     cluster::{TestCluster, unique_node_name},
-    eventually_async,
+    eventually, eventually_async,
     node::{healthy_runtime, start_api_actors},
 };
 use futures::StreamExt;
@@ -432,6 +432,14 @@ async fn a_new_pod_cidr_is_pushed_to_the_runtime_once_and_forces_a_status_patch(
             .map(|t| t.0)
     };
     let before = heartbeat(&get_node(&cluster, &name).await.expect("node"));
+
+    // Heartbeats have whole seconds: let the clock pass the last one, so that a forced report
+    // shows (without the force, nothing would be sent: no change and no report due for 5m).
+    let last = before.expect("a heartbeat");
+    eventually("the clock passed the last heartbeat's second", || {
+        jiff::Timestamp::now().as_second() > last.as_second()
+    })
+    .await;
 
     // The node-IPAM controller's part: it sets the Node's pod CIDRs.
     let cidr =
