@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs nodepulse's whole test suite: installs what the tests need that cargo cannot (kubectl,
-# for the emulator's kubectl test), then `cargo test --workspace`. Safe to run repeatedly.
+# Runs nodepulse's whole test suite: installs what the tests need that cargo cannot (kubectl for
+# the emulator's kubectl test; containerd, runc and the CNI plugins for the runtime tests), then
+# `cargo test --workspace --all-targets`. Safe to run repeatedly; installs need root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
