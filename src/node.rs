@@ -6,11 +6,11 @@ use std::{collections::BTreeMap, net::IpAddr, sync::Arc};
 
 use k8s_openapi::api::core::v1::Taint;
 use nodepulse_actors::{
+    eviction::{Signal, Threshold, ThresholdValue},
     lease::{LeaseActor, LeaseSettings},
     node_status::{
         NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink,
-        registration::RegistrationSettings,
-        setters::{Reservation, StatusSettings},
+        registration::RegistrationSettings, setters::StatusSettings,
     },
     ports::{HostSignals, LeaseApi, MachineFacts, NodeApi},
     quantity::parse_quantity,
@@ -23,7 +23,7 @@ use crate::{
     host::HostProbe,
     kube_api::KubeApi,
     machine::ProcMachine,
-    node_signals::{runtime, signal_actors_with},
+    node_signals::{eviction_settings, runtime, signal_actors_with},
 };
 
 /// The longest the first status sync waits for the runtime probe's first answer.
@@ -32,10 +32,13 @@ const FIRST_RUNTIME_WAIT: std::time::Duration = std::time::Duration::from_secs(5
 /// The name NodeStatusActor has in the supervisor and the debug endpoint.
 pub const NODE_STATUS_ACTOR: &str = "node-status";
 
-/// The kubelet's default hard eviction thresholds that allocatable holds back
-/// (`memory.available<100Mi`, `nodefs.available<10%`).
-const DEFAULT_HARD_EVICTION_MEMORY: Reservation = Reservation::Absolute(100.0 * 1024.0 * 1024.0);
-const DEFAULT_HARD_EVICTION_NODEFS: Reservation = Reservation::Fraction(0.10);
+/// The configured hard threshold of `signal`, which allocatable holds back.
+fn hard_threshold(thresholds: &[Threshold], signal: Signal) -> Option<ThresholdValue> {
+    thresholds
+        .iter()
+        .find(|threshold| threshold.hard && threshold.signal == signal)
+        .map(|threshold| threshold.value)
+}
 
 fn reserved(config: &Config) -> BTreeMap<String, f64> {
     let mut total = BTreeMap::new();
@@ -49,6 +52,7 @@ fn reserved(config: &Config) -> BTreeMap<String, f64> {
 
 pub fn node_status_settings(settings: &Settings) -> NodeStatusSettings {
     let config = &settings.config;
+    let thresholds = eviction_settings(config).thresholds;
     NodeStatusSettings {
         node_name: settings.node_name.clone(),
         register_node: config.register_node,
@@ -71,8 +75,8 @@ pub fn node_status_settings(settings: &Settings) -> NodeStatusSettings {
             max_pods: config.max_pods,
             pods_per_core: config.pods_per_core,
             reserved: reserved(config),
-            hard_eviction_memory: DEFAULT_HARD_EVICTION_MEMORY,
-            hard_eviction_nodefs: DEFAULT_HARD_EVICTION_NODEFS,
+            hard_eviction_memory: hard_threshold(&thresholds, Signal::MemoryAvailable),
+            hard_eviction_nodefs: hard_threshold(&thresholds, Signal::NodefsAvailable),
             node_ips: config
                 .node_ip
                 .iter()
@@ -159,4 +163,43 @@ pub fn api_actors(
         lease: lease_address,
     };
     (builder.child(node_status).child(lease), addresses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Source;
+
+    fn resolved(yaml: &str) -> StatusSettings {
+        let config = Config::parse(yaml, Source::Embedded).expect("valid");
+        let settings = Settings {
+            config,
+            node_name: "n".into(),
+            kubeconfig: None,
+            standalone: false,
+        };
+        Arc::unwrap_or_clone(node_status_settings(&settings).status)
+    }
+
+    #[test]
+    fn allocatable_holds_back_the_configured_hard_thresholds() {
+        let defaults = resolved("maxPods: 110\n");
+        assert_eq!(
+            defaults.hard_eviction_memory,
+            Some(ThresholdValue::Quantity(100 << 20))
+        );
+        assert_eq!(
+            defaults.hard_eviction_nodefs,
+            Some(ThresholdValue::Percentage(10.0))
+        );
+        let configured = resolved("evictionHard:\n  memory.available: 1Gi\n");
+        assert_eq!(
+            configured.hard_eviction_memory,
+            Some(ThresholdValue::Quantity(1 << 30))
+        );
+        assert_eq!(
+            configured.hard_eviction_nodefs, None,
+            "a partial evictionHard replaces the defaults"
+        );
+    }
 }

@@ -138,8 +138,9 @@ fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
     use jiff::Timestamp;
 
     use crate::{
+        eviction::ThresholdValue,
         messages::RuntimeHealth,
-        node_status::setters::{Reservation, StatusInputs, StatusSettings, run_setters},
+        node_status::setters::{StatusInputs, StatusSettings, run_setters},
         ports::MachineInfo,
     };
 
@@ -156,8 +157,8 @@ fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
         max_pods: 110,
         pods_per_core: 0,
         reserved: Default::default(),
-        hard_eviction_memory: Reservation::Absolute(100.0 * 1024.0 * 1024.0),
-        hard_eviction_nodefs: Reservation::Fraction(0.1),
+        hard_eviction_memory: Some(ThresholdValue::Quantity(100 << 20)),
+        hard_eviction_nodefs: Some(ThresholdValue::Percentage(10.0)),
         node_ips: Vec::new(),
         port: 10250,
         agent_version: "v0.1.0".into(),

@@ -59,11 +59,12 @@ pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<Node
     let allocatable = status.allocatable.get_or_insert_with(BTreeMap::new);
     for (name, amount, rendered) in resources {
         capacity.insert(name.to_owned(), Quantity(rendered));
-        let eviction = match name {
-            "memory" => settings.hard_eviction_memory.of(amount),
-            "ephemeral-storage" => settings.hard_eviction_nodefs.of(amount),
-            _ => 0.0,
+        let threshold = match name {
+            "memory" => settings.hard_eviction_memory,
+            "ephemeral-storage" => settings.hard_eviction_nodefs,
+            _ => None,
         };
+        let eviction = threshold.map_or(0.0, |value| value.amount(amount as u64) as f64);
         let reserved = settings.reserved.get(name).copied().unwrap_or(0.0) + eviction;
         let left = (amount - reserved).max(0.0);
         let rendered = match name {

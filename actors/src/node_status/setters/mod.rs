@@ -22,6 +22,7 @@ pub use version::platform;
 
 pub use crate::ports::NodeEvent;
 use crate::{
+    eviction::ThresholdValue,
     messages::{PressureChanged, RuntimeHealth},
     ports::MachineInfo,
 };
@@ -33,9 +34,10 @@ pub struct StatusSettings {
     pub pods_per_core: u32,
     /// systemReserved + kubeReserved, per resource (bytes, cores or PIDs).
     pub reserved: BTreeMap<String, f64>,
-    /// The hard eviction thresholds that allocatable holds back.
-    pub hard_eviction_memory: Reservation,
-    pub hard_eviction_nodefs: Reservation,
+    /// The hard eviction thresholds that allocatable holds back (`memory.available`,
+    /// `nodefs.available`), as configured in `evictionHard`.
+    pub hard_eviction_memory: Option<ThresholdValue>,
+    pub hard_eviction_nodefs: Option<ThresholdValue>,
     /// Configured node IPs (`nodeIP`); empty to pick the default-route address.
     pub node_ips: Vec<IpAddr>,
     pub port: i32,
@@ -43,22 +45,6 @@ pub struct StatusSettings {
     pub agent_version: String,
     /// No full runtime success for this long: "container runtime is down".
     pub runtime_down_after: std::time::Duration,
-}
-
-/// An amount held back from capacity: absolute, or a fraction of capacity.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Reservation {
-    Absolute(f64),
-    Fraction(f64),
-}
-
-impl Reservation {
-    pub fn of(self, capacity: f64) -> f64 {
-        match self {
-            Self::Absolute(amount) => amount,
-            Self::Fraction(fraction) => capacity * fraction,
-        }
-    }
 }
 
 /// Everything a status computation looks at.

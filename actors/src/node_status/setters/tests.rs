@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 
 use super::*;
-use crate::{messages::RuntimeHealth, ports::MachineInfo};
+use crate::{eviction::ThresholdValue, messages::RuntimeHealth, ports::MachineInfo};
 
 const GIB: u64 = 1 << 30;
 
@@ -38,8 +38,8 @@ fn settings() -> StatusSettings {
         max_pods: 110,
         pods_per_core: 0,
         reserved: [("cpu".to_owned(), 0.5), ("memory".to_owned(), GIB as f64)].into(),
-        hard_eviction_memory: Reservation::Absolute(100.0 * 1024.0 * 1024.0),
-        hard_eviction_nodefs: Reservation::Fraction(0.1),
+        hard_eviction_memory: Some(ThresholdValue::Quantity(100 << 20)),
+        hard_eviction_nodefs: Some(ThresholdValue::Percentage(10.0)),
         node_ips: Vec::new(),
         port: 10250,
         agent_version: "v0.1.0".into(),
