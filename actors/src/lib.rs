@@ -16,5 +16,6 @@ pub mod messages;
 pub mod node_status;
 pub mod ports;
 pub mod quantity;
+pub mod retry;
 pub mod runtime_probe;
 pub mod status_manager;

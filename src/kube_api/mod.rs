@@ -99,12 +99,6 @@ impl KubeApi {
         }))
     }
 
-    /// The main client, after waiting for the rate limiter.
-    pub async fn main_client(&self) -> kube::Client {
-        self.main_limiter.until_ready().await;
-        self.main.clone()
-    }
-
     /// A future of the main client that waits for the rate limiter, owning what it needs so
     /// a `'static` request future can await it.
     pub fn main_client_handle(

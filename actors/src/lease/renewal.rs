@@ -30,8 +30,7 @@ pub fn jittered(interval: Duration, unit_sample: f64) -> Duration {
 
 /// `backoffEnsureLease`'s waits: 200 ms, 400 ms, … doubling, capped at 7 s.
 pub fn ensure_backoff(failures: u32) -> Duration {
-    let doubled = ENSURE_BACKOFF_START.saturating_mul(1u32 << failures.min(16));
-    doubled.min(ENSURE_BACKOFF_CAP)
+    crate::retry::doubling_backoff(ENSURE_BACKOFF_START, ENSURE_BACKOFF_CAP, failures)
 }
 
 /// A renewTime the node-lifecycle controller will count: the wall clock, truncated to the

@@ -40,9 +40,7 @@ pub struct RegistrationSettings {
 
 /// The waits between registration attempts: 100 ms doubling, pinned at 7 s, forever.
 pub fn registration_backoff(failures: u32) -> Duration {
-    Duration::from_millis(100)
-        .saturating_mul(1u32 << failures.min(16))
-        .min(Duration::from_secs(7))
+    crate::retry::doubling_backoff(Duration::from_millis(100), Duration::from_secs(7), failures)
 }
 
 /// The Node to POST, before the status setters run on it.
