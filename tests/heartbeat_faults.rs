@@ -11,7 +11,7 @@ use common::{
     PATIENCE,
     cluster::{TestCluster, unique_node_name},
     eventually_async,
-    node::{healthy_runtime, start_api_actors},
+    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
 };
 use jiff::Timestamp;
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
@@ -122,14 +122,7 @@ async fn renewals_go_on_while_status_patches_hang() {
     }
     let name = unique_node_name("faults-status-hang");
     let (_supervisor, addresses) = start(&cluster, &name).await;
-    addresses
-        .node_status
-        .try_send(healthy_runtime())
-        .expect("queued");
-    eventually_async("Ready", || async {
-        ready_status(&cluster, &name).await.as_deref() == Some("True")
-    })
-    .await;
+    report_healthy_and_wait_ready(&cluster.client, &name, &addresses).await;
     eventually_async("the lease exists", || async {
         renew_time(&cluster, &name).await.is_some()
     })
@@ -222,14 +215,7 @@ async fn the_node_lifecycle_controller_never_marks_the_node_unknown() {
     }
     let name = unique_node_name("faults-soak");
     let (_supervisor, addresses) = start(&cluster, &name).await;
-    addresses
-        .node_status
-        .try_send(healthy_runtime())
-        .expect("queued");
-    eventually_async("Ready", || async {
-        ready_status(&cluster, &name).await.as_deref() == Some("True")
-    })
-    .await;
+    report_healthy_and_wait_ready(&cluster.client, &name, &addresses).await;
 
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut checks = 0;

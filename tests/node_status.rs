@@ -11,7 +11,7 @@ use common::{
     PATIENCE,
     cluster::{TestCluster, unique_node_name},
     eventually, eventually_async,
-    node::{healthy_runtime, start_api_actors},
+    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
 };
 use futures::StreamExt;
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
@@ -195,14 +195,7 @@ async fn ready_follows_the_runtime_within_a_second_of_the_input() {
     .await;
 
     let sent = Instant::now();
-    node.addresses
-        .node_status
-        .try_send(healthy_runtime())
-        .expect("queued");
-    let ready = wait_for_node(&cluster, &name, "Ready=True", |node| {
-        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
-    })
-    .await;
+    let ready = report_healthy_and_wait_ready(&cluster.client, &name, &node.addresses).await;
     eprintln!("input change → Ready=True in the API: {:?}", sent.elapsed());
     assert_eq!(
         condition(&ready, "Ready"),
@@ -295,14 +288,7 @@ async fn nothing_is_patched_while_nothing_changes_until_a_report_is_due() {
     let cluster = TestCluster::start().await;
     let name = unique_node_name("status-quiet");
     let node = start_node(&cluster, &name, "5m", "").await;
-    node.addresses
-        .node_status
-        .try_send(healthy_runtime())
-        .expect("queued");
-    wait_for_node(&cluster, &name, "Ready=True", |node| {
-        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
-    })
-    .await;
+    report_healthy_and_wait_ready(&cluster.client, &name, &node.addresses).await;
     // The first report after registration always goes out; what follows must not.
     node.steady().await;
     let version = get_node(&cluster, &name)
@@ -333,14 +319,7 @@ async fn a_report_is_sent_when_the_report_frequency_has_passed() {
     let cluster = TestCluster::start().await;
     let name = unique_node_name("status-report");
     let node = start_node(&cluster, &name, "2s", "").await;
-    node.addresses
-        .node_status
-        .try_send(healthy_runtime())
-        .expect("queued");
-    let ready = wait_for_node(&cluster, &name, "Ready=True", |node| {
-        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
-    })
-    .await;
+    let ready = report_healthy_and_wait_ready(&cluster.client, &name, &node.addresses).await;
     let heartbeat = |node: &Node| {
         node.status
             .as_ref()
@@ -411,14 +390,7 @@ async fn a_new_pod_cidr_is_pushed_to_the_runtime_once_and_forces_a_status_patch(
         supervisor,
         addresses,
     };
-    node.addresses
-        .node_status
-        .try_send(healthy_runtime())
-        .expect("queued");
-    wait_for_node(&cluster, &name, "Ready=True", |node| {
-        condition(node, "Ready").is_some_and(|(status, ..)| status == "True")
-    })
-    .await;
+    report_healthy_and_wait_ready(&cluster.client, &name, &node.addresses).await;
     node.steady().await;
     let heartbeat = |node: &Node| {
         node.status

@@ -3,6 +3,8 @@
 
 use std::{path::Path, time::Instant};
 
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
 use nodepulse::{
     cli::Settings,
     config::{Config, Source},
@@ -11,6 +13,8 @@ use nodepulse::{
     node::{self, NodeAddresses},
 };
 use nodepulse_actors::{messages::RuntimeHealth, node_status::PodCidrSink};
+
+use super::eventually_async;
 use nodepulse_supervisor::{Supervisor, SupervisorHandle};
 
 /// Starts NodeStatus and Lease for node `name` with the configuration `yaml`, through
@@ -55,4 +59,38 @@ pub fn healthy_runtime() -> RuntimeHealth {
         observed_at: jiff::Timestamp::now(),
         simulated: true,
     }
+}
+
+/// Reports a healthy runtime to NodeStatus and waits until the API shows the Node Ready=True;
+/// returns the Node as the API has it then.
+pub async fn report_healthy_and_wait_ready(
+    client: &kube::Client,
+    name: &str,
+    addresses: &NodeAddresses,
+) -> Node {
+    addresses
+        .node_status
+        .try_send(healthy_runtime())
+        .expect("queued");
+    let nodes = Api::<Node>::all(client.clone());
+    let ready = |node: &Node| {
+        node.status
+            .as_ref()
+            .and_then(|status| status.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+    };
+    eventually_async("the Node is Ready=True", || async {
+        nodes
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|node| ready(&node))
+    })
+    .await;
+    nodes.get(name).await.expect("the Node")
 }
