@@ -57,6 +57,8 @@ impl StatusManagerSettings {
 pub struct PodStatusStore {
     inner: Mutex<Stored>,
     generation: AtomicU64,
+    /// Batch passes run so far, by every instance.
+    batch_passes: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -75,6 +77,11 @@ impl PodStatusStore {
     }
 
     /// A copy of the cache, for tests and the debug view.
+    /// How many periodic batch passes have run.
+    pub fn batch_passes(&self) -> u64 {
+        self.batch_passes.load(Ordering::Relaxed)
+    }
+
     pub fn cache(&self) -> PodStatusCache {
         self.lock().cache.clone()
     }
@@ -249,6 +256,7 @@ impl StatusManagerActor {
     /// has not happened yet (it failed, or the API's phase was not terminal yet). A finished
     /// pod nobody deletes costs nothing here.
     fn batch(&mut self, ctx: &mut Context<Self>) {
+        self.store.batch_passes.fetch_add(1, Ordering::Relaxed);
         self.start_unsent(ctx);
         let finished: Vec<String> = {
             let stored = self.store.lock();

@@ -446,7 +446,11 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
     })
     .await;
     let gets = api.state().gets;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let passes = store.batch_passes();
+    eventually("six more batch passes ran", || {
+        store.batch_passes() >= passes + 6
+    })
+    .await;
     assert_eq!(
         api.state().gets,
         gets,
