@@ -14,8 +14,8 @@ use common::{
     eventually,
 };
 use nodepulse_supervisor::{
-    BackoffPolicy, ChildSpec, ChildState, IntensityPolicy, KillError, KillMode, RestartPolicy,
-    SendError, Supervisor, SupervisorConfig, SupervisorHandle, mailbox,
+    ActorRequestError, BackoffPolicy, ChildSpec, ChildState, IntensityPolicy, KillMode,
+    RestartPolicy, SendError, Supervisor, SupervisorConfig, SupervisorHandle, mailbox,
 };
 
 fn fast_config() -> SupervisorConfig {
@@ -412,7 +412,7 @@ async fn debug_state_and_errors_for_unknown_or_stopped_actors() {
 
     assert_eq!(
         handle.kill("nobody", KillMode::Stop).await.map(|_| ()),
-        Err(KillError::UnknownActor("nobody".to_owned()))
+        Err(ActorRequestError::UnknownActor("nobody".to_owned()))
     );
     address.try_send(StopYourself).expect("queued");
     eventually("the recorder stopped", || {
@@ -421,7 +421,7 @@ async fn debug_state_and_errors_for_unknown_or_stopped_actors() {
     .await;
     assert!(matches!(
         handle.kill("recorder", KillMode::Panic).await,
-        Err(KillError::NotRunning {
+        Err(ActorRequestError::NotRunning {
             state: ChildState::Stopped,
             ..
         })

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use nodepulse_supervisor::{KillError, KillMode};
+use nodepulse_supervisor::{ActorRequestError, KillMode};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -96,9 +96,15 @@ pub async fn kill(
             "mode": accepted.mode,
             "generation": accepted.generation,
         }))),
-        Err(error @ KillError::UnknownActor(_)) => Err(DebugError::NotFound(error.to_string())),
-        Err(error @ KillError::NotRunning { .. }) => Err(DebugError::Conflict(error.to_string())),
-        Err(error @ KillError::Timeout(_)) => Err(DebugError::Timeout(error.to_string())),
-        Err(error @ KillError::SupervisorGone) => Err(DebugError::Unavailable(error.to_string())),
+        Err(error @ ActorRequestError::UnknownActor(_)) => {
+            Err(DebugError::NotFound(error.to_string()))
+        }
+        Err(error @ ActorRequestError::NotRunning { .. }) => {
+            Err(DebugError::Conflict(error.to_string()))
+        }
+        Err(error @ ActorRequestError::Timeout(_)) => Err(DebugError::Timeout(error.to_string())),
+        Err(error @ ActorRequestError::SupervisorGone) => {
+            Err(DebugError::Unavailable(error.to_string()))
+        }
     }
 }

@@ -14,9 +14,9 @@ use crate::{
     supervisor::{DebugState, Kill, KillAccepted, Shutdown, Supervisor},
 };
 
-/// Why a request about one actor could not be served.
+/// Why a request about one actor (kill it, describe its state) could not be served.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum KillError {
+pub enum ActorRequestError {
     #[error("no actor named {0:?}")]
     UnknownActor(String),
     #[error("actor {name:?} has no running instance (state {})", state.as_str())]
@@ -77,35 +77,39 @@ impl SupervisorHandle {
         &self,
         name: &str,
         timeout: Duration,
-    ) -> Result<serde_json::Value, KillError> {
+    ) -> Result<serde_json::Value, ActorRequestError> {
         let reply = self
             .address
             .send(DebugState {
                 name: name.to_owned(),
             })
             .await
-            .map_err(|_| KillError::SupervisorGone)??;
+            .map_err(|_| ActorRequestError::SupervisorGone)??;
         match tokio::time::timeout(timeout, reply).await {
             Ok(Ok(state)) => Ok(state),
-            Ok(Err(_)) => Err(KillError::NotRunning {
+            Ok(Err(_)) => Err(ActorRequestError::NotRunning {
                 name: name.to_owned(),
                 state: self
                     .actor(name)
                     .map_or(ChildState::Stopped, |actor| actor.state),
             }),
-            Err(_) => Err(KillError::Timeout(timeout)),
+            Err(_) => Err(ActorRequestError::Timeout(timeout)),
         }
     }
 
     /// Fault injection: kills the running instance of `name` in the given way.
-    pub async fn kill(&self, name: &str, mode: KillMode) -> Result<KillAccepted, KillError> {
+    pub async fn kill(
+        &self,
+        name: &str,
+        mode: KillMode,
+    ) -> Result<KillAccepted, ActorRequestError> {
         self.address
             .send(Kill {
                 name: name.to_owned(),
                 mode,
             })
             .await
-            .map_err(|_| KillError::SupervisorGone)?
+            .map_err(|_| ActorRequestError::SupervisorGone)?
     }
 
     /// The escalation, if the supervisor has given up.

@@ -31,7 +31,7 @@ mod supervisor;
 pub use backoff::{BackoffPolicy, RestartBackoff};
 pub use child::{ChildSpec, ChildState, Failure, RestartPolicy};
 pub use control::KillMode;
-pub use handle::{KillError, SupervisorHandle};
+pub use handle::{ActorRequestError, SupervisorHandle};
 pub use inbox::Inbox;
 pub use intensity::{IntensityPolicy, RestartIntensity};
 pub use mailbox::{Mailbox, Recipient, RequestError, SendError, mailbox};

@@ -19,7 +19,7 @@ pub(crate) struct Kill {
 }
 
 impl Message for Kill {
-    type Result = Result<KillAccepted, crate::KillError>;
+    type Result = Result<KillAccepted, crate::ActorRequestError>;
 }
 
 /// A kill that was delivered to the instance.
@@ -31,19 +31,19 @@ pub struct KillAccepted {
 }
 
 impl Handler<Kill> for Supervisor {
-    type Result = Result<KillAccepted, crate::KillError>;
+    type Result = Result<KillAccepted, crate::ActorRequestError>;
 
     fn handle(&mut self, kill: Kill, _ctx: &mut Context<Self>) -> Self::Result {
         let slot = self
             .slots
             .iter_mut()
             .find(|slot| slot.runtime.status().name == kill.name)
-            .ok_or_else(|| crate::KillError::UnknownActor(kill.name.clone()))?;
+            .ok_or_else(|| crate::ActorRequestError::UnknownActor(kill.name.clone()))?;
         let state = slot.runtime.status().state();
         let instance = match (&mut slot.instance, state) {
             (Some(instance), ChildState::Running) => instance,
             _ => {
-                return Err(crate::KillError::NotRunning {
+                return Err(crate::ActorRequestError::NotRunning {
                     name: kill.name,
                     state,
                 });
@@ -57,7 +57,7 @@ impl Handler<Kill> for Supervisor {
         instance
             .control
             .send(Control::Kill(kill.mode, hold))
-            .map_err(|_| crate::KillError::NotRunning {
+            .map_err(|_| crate::ActorRequestError::NotRunning {
                 name: kill.name.clone(),
                 state,
             })?;
@@ -75,24 +75,24 @@ pub(crate) struct DebugState {
 }
 
 impl Message for DebugState {
-    type Result = Result<oneshot::Receiver<serde_json::Value>, crate::KillError>;
+    type Result = Result<oneshot::Receiver<serde_json::Value>, crate::ActorRequestError>;
 }
 
 impl Handler<DebugState> for Supervisor {
-    type Result = Result<oneshot::Receiver<serde_json::Value>, crate::KillError>;
+    type Result = Result<oneshot::Receiver<serde_json::Value>, crate::ActorRequestError>;
 
     fn handle(&mut self, request: DebugState, _ctx: &mut Context<Self>) -> Self::Result {
         let slot = self
             .slots
             .iter()
             .find(|slot| slot.runtime.status().name == request.name)
-            .ok_or_else(|| crate::KillError::UnknownActor(request.name.clone()))?;
+            .ok_or_else(|| crate::ActorRequestError::UnknownActor(request.name.clone()))?;
         let state = slot.runtime.status().state();
         let (reply_to, reply) = oneshot::channel();
         slot.instance
             .as_ref()
             .and_then(|instance| instance.control.send(Control::Snapshot(reply_to)).ok())
-            .ok_or(crate::KillError::NotRunning {
+            .ok_or(crate::ActorRequestError::NotRunning {
                 name: request.name,
                 state,
             })?;
