@@ -2,8 +2,11 @@
 #![allow(dead_code)] // Each test binary uses its own subset.
 
 pub mod actors;
+pub mod attack;
 pub mod cluster;
+pub mod daemon;
 pub mod node;
+pub mod observer;
 
 use std::{
     future::Future,

@@ -1,0 +1,171 @@
+//! Every actor of a running daemon killed in every mode through the debug endpoint, with the
+//! emulator's node-lifecycle loop watching: each kill is followed by a restart that the debug
+//! endpoint counts and the log records, the Lease never lags by more than one renew interval
+//! plus the restart time, the node never goes Unknown or looks different, and a fresh status
+//! with the right conditions is posted within one status period of the restart.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{
+    attack::{
+        RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator, needs_emulator, ready_heartbeat,
+        shortened_intervals, wait_ready_with_lease,
+    },
+    cluster::{TestCluster, unique_node_name},
+    daemon::{DaemonProcess, attack_config},
+    eventually_async,
+    observer::{NodeObserver, conditions},
+};
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+
+/// The node's supervised actors, as the debug endpoint names them. Adding an actor to the
+/// attack is adding its name here.
+const ACTORS: &[&str] = &["node-status", "lease", "runtime-probe", "eviction-signal"];
+const MODES: &[&str] = &["stop", "panic", "hang"];
+
+/// Room for a loaded CI machine on top of each timing bound (polling, scheduling, API latency).
+const SLACK: Duration = Duration::from_secs(3);
+
+/// One kill and what it cost.
+struct Attack {
+    actor: &'static str,
+    mode: &'static str,
+    restart: Duration,
+    worst_lag: Duration,
+    status_after_restart: Duration,
+}
+
+#[actix_rt::test]
+async fn every_actor_killed_in_every_mode_restarts_and_the_node_stays_ready() {
+    let cluster = TestCluster::start_with(lifecycle_emulator()).await;
+    if !needs_emulator(
+        &cluster,
+        "every_actor_killed_in_every_mode_restarts_and_the_node_stays_ready",
+    ) {
+        return;
+    }
+    let name = unique_node_name("actor-faults");
+    let kills_per_actor = MODES.len();
+    let daemon = DaemonProcess::start(
+        &cluster.kubeconfig,
+        &name,
+        &attack_config(&shortened_intervals(
+            u32::try_from(kills_per_actor + 2).expect("small"),
+        )),
+    )
+    .await;
+    wait_ready_with_lease(&cluster.client, &name).await;
+    let observer = NodeObserver::start(&cluster.client, &name).await;
+    let watching_since = Instant::now();
+
+    let mut attacks = Vec::new();
+    for &actor in ACTORS {
+        for &mode in MODES {
+            attacks.push(attack(&cluster, &daemon, &observer, &name, actor, mode).await);
+        }
+    }
+
+    for attack in &attacks {
+        eprintln!(
+            "FAULT kill {:<16} {:<5} restart {:>6.2}s  worst lease lag {:>5.2}s  fresh status {:>5.2}s after restart",
+            attack.actor,
+            attack.mode,
+            attack.restart.as_secs_f64(),
+            attack.worst_lag.as_secs_f64(),
+            attack.status_after_restart.as_secs_f64(),
+        );
+    }
+    let wrong = observer.wrong_since(watching_since);
+    assert!(
+        wrong.is_empty(),
+        "the node looked wrong during the attack: {wrong:#?}"
+    );
+    let (polls, failed) = observer.polls();
+    assert!(
+        polls > 50 && failed * 10 < polls,
+        "the node was watched: {polls} polls, {failed} failed"
+    );
+
+    // Every restart is counted by the endpoint and was logged with its actor and reason.
+    for &actor in ACTORS {
+        let restarts = daemon.actor(actor).await["restarts"].as_u64();
+        assert_eq!(restarts, Some(kills_per_actor as u64), "{actor}");
+        let logged: Vec<_> = daemon
+            .events("actor ended; restarting after backoff")
+            .into_iter()
+            .filter(|event| event["actor"] == actor)
+            .collect();
+        assert_eq!(logged.len(), kills_per_actor, "{actor}: {logged:#?}");
+        let kills = daemon
+            .events("killing actor instance on request (fault injection)")
+            .into_iter()
+            .filter(|event| event["span"]["actor"] == actor)
+            .count();
+        assert_eq!(kills, kills_per_actor, "{actor}: every kill was logged");
+    }
+    assert_eq!(
+        conditions(
+            &Api::<Node>::all(cluster.client.clone())
+                .get(&name)
+                .await
+                .expect("node")
+        ),
+        observer.baseline
+    );
+}
+
+/// Kills `actor` in `mode`, waits for its restart and a fresh status, and checks the Lease lag.
+async fn attack(
+    cluster: &TestCluster,
+    daemon: &DaemonProcess,
+    observer: &NodeObserver,
+    name: &str,
+    actor: &'static str,
+    mode: &'static str,
+) -> Attack {
+    let killed_at = Instant::now();
+    let restart = daemon.kill_and_wait_restart(actor, mode).await;
+    let restarted_at = Instant::now();
+    // A fresh status (a Ready heartbeat later than the one there at the restart) with the
+    // conditions the node had all along.
+    let heartbeat_before = ready_heartbeat(&cluster.client, name).await;
+    let nodes = Api::<Node>::all(cluster.client.clone());
+    eventually_async(
+        &format!("a fresh status after {actor} was killed ({mode})"),
+        || async {
+            let Some(node) = nodes.get_opt(name).await.ok().flatten() else {
+                return false;
+            };
+            let fresh = ready_heartbeat(&cluster.client, name).await > heartbeat_before;
+            fresh && conditions(&node) == observer.baseline
+        },
+    )
+    .await;
+    let status_after_restart = restarted_at.elapsed();
+    // Heartbeats are whole seconds: one period, plus a second of rounding, plus slack.
+    assert!(
+        status_after_restart <= STATUS_PERIOD + Duration::from_secs(1) + SLACK,
+        "{actor} ({mode}): the first fresh status came {status_after_restart:?} after the restart"
+    );
+    // Let one more renewal land, so the lag recorded covers the whole disturbance.
+    tokio::time::sleep(RENEW_INTERVAL).await;
+    let worst_lag = observer.worst_lag_since(killed_at);
+    assert!(
+        observer.lease_polls_since(killed_at) > 0,
+        "the Lease was watched"
+    );
+    assert!(
+        worst_lag <= RENEW_INTERVAL + restart + SLACK,
+        "{actor} ({mode}): the Lease lagged {worst_lag:?} (renew interval {RENEW_INTERVAL:?}, restart {restart:?})"
+    );
+    Attack {
+        actor,
+        mode,
+        restart,
+        worst_lag,
+        status_after_restart,
+    }
+}

@@ -1,0 +1,91 @@
+//! What the attack tests share: the emulator with a node-lifecycle loop as fast as the daemon's
+//! shortened intervals, the daemon configuration that shortens them (configuration only, no
+//! special code paths), and waiting for a node to be Ready under both.
+
+use std::time::Duration;
+
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
+use kube::Api;
+use nodepulse_emulator::{EmulatorConfig, LifecycleConfig};
+
+use super::{cluster::TestCluster, eventually_async, observer::conditions};
+
+/// `nodeLeaseDurationSeconds` of the attacked daemons: renewals every 2 s.
+pub const LEASE_SECONDS: u64 = 8;
+/// The Lease renew interval that follows (a quarter of the duration, as the kubelet does).
+pub const RENEW_INTERVAL: Duration = Duration::from_secs(LEASE_SECONDS / 4);
+/// `nodeStatusUpdateFrequency` (and report frequency): the status period.
+pub const STATUS_PERIOD: Duration = Duration::from_secs(2);
+/// The supervisor's liveness timeout: how long a hung actor goes unnoticed at most.
+pub const LIVENESS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The daemon settings for attacks, beside [`super::daemon::attack_config`]'s.
+pub fn shortened_intervals(max_restarts: u32) -> String {
+    format!(
+        "nodeStatusUpdateFrequency: {status}s\nnodeStatusReportFrequency: {status}s\nnodeLeaseDurationSeconds: {LEASE_SECONDS}\nsupervision:\n  livenessTimeout: {liveness}s\n  livenessInterval: 250ms\n  maxRestarts: {max_restarts}\n  restartWindow: 60s\n  backoff: {{initial: 100ms, max: 1s, jitter: 0.1}}\n",
+        status = STATUS_PERIOD.as_secs(),
+        liveness = LIVENESS_TIMEOUT.as_secs(),
+    )
+}
+
+/// An emulator whose node-lifecycle controller gives up on a node after one lease duration of
+/// silence (the kubelet's defaults keep grace ≈ lease duration, 40–50 s against 40 s).
+pub fn lifecycle_emulator() -> EmulatorConfig {
+    EmulatorConfig {
+        address: "127.0.0.1:0".parse().expect("address"),
+        lifecycle: LifecycleConfig {
+            enabled: true,
+            monitor_period: Duration::from_millis(500),
+            grace_period: Duration::from_secs(LEASE_SECONDS),
+            startup_grace_period: Duration::from_secs(60),
+        },
+        ..EmulatorConfig::default()
+    }
+}
+
+/// Whether the test can run here; says SKIPPED otherwise (the emulator's fault injection or
+/// lifecycle loop is needed, and a real cluster has neither at test speed).
+pub fn needs_emulator(cluster: &TestCluster, test: &str) -> bool {
+    if cluster.is_emulator() {
+        return true;
+    }
+    eprintln!("SKIPPED {test}: it needs the emulator's fault injection and lifecycle loop");
+    false
+}
+
+/// Waits until `name` is Ready=True and its Lease has been renewed.
+pub async fn wait_ready_with_lease(client: &kube::Client, name: &str) {
+    let nodes = Api::<Node>::all(client.clone());
+    let leases = Api::<Lease>::namespaced(client.clone(), "kube-node-lease");
+    eventually_async("the Node is Ready=True and has a Lease", || async {
+        let ready = nodes
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|node| conditions(&node).get("Ready").map(String::as_str) == Some("True"));
+        let lease = leases
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|lease| lease.spec.and_then(|spec| spec.renew_time).is_some());
+        ready && lease
+    })
+    .await;
+}
+
+/// The Node's Ready heartbeat (lastHeartbeatTime), when it has one.
+pub async fn ready_heartbeat(client: &kube::Client, name: &str) -> Option<jiff::Timestamp> {
+    let node = Api::<Node>::all(client.clone())
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()?;
+    node.status?
+        .conditions?
+        .into_iter()
+        .find(|c| c.type_ == "Ready")?
+        .last_heartbeat_time
+        .map(|time| time.0)
+}

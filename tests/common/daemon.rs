@@ -1,0 +1,238 @@
+//! The nodepulse binary as a child process against a test cluster: its configuration file, its
+//! JSON log lines collected in the background (so async tests can poll them without blocking
+//! the runtime that serves the emulator), its debug endpoint, and the signals tests send it.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::Path,
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use super::{PATIENCE, eventually};
+
+/// The fault-injection token tests give the daemon; never expected in its logs.
+pub const DEBUG_TOKEN: &str = "reliability-token-6f1c9a27d3";
+
+/// A configuration for a daemon under attack: a simulated runtime, fault injection on, the
+/// debug endpoint on an ephemeral loopback port, then `extra` (which must not repeat those
+/// keys: duplicate keys are refused).
+pub fn attack_config(extra: &str) -> String {
+    format!(
+        "runtime: simulated\nrootDir: /\ndebug:\n  address: 127.0.0.1:0\n  faultInjection: {{enabled: true, token: {DEBUG_TOKEN}}}\n{extra}"
+    )
+}
+
+/// A running nodepulse process. Killed (SIGKILL) when dropped, so a failing test leaves nothing.
+pub struct DaemonProcess {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    /// `http://127.0.0.1:port` of its debug endpoint.
+    pub debug: String,
+    pub node: String,
+    http: reqwest::Client,
+    _config: tempfile::NamedTempFile,
+}
+
+impl DaemonProcess {
+    /// Starts `nodepulse --kubeconfig … --node-name node` with `yaml` as its configuration
+    /// file and waits until it says it is running.
+    pub async fn start(kubeconfig: &Path, node: &str, yaml: &str) -> Self {
+        Self::start_with_env(kubeconfig, node, yaml, &[]).await
+    }
+
+    /// [`DaemonProcess::start`] with extra environment variables (`RUST_LOG`, say).
+    pub async fn start_with_env(
+        kubeconfig: &Path,
+        node: &str,
+        yaml: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let mut config = tempfile::NamedTempFile::new().expect("temp file");
+        config.write_all(yaml.as_bytes()).expect("write config");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
+        command
+            .arg("--config")
+            .arg(config.path())
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--node-name", node, "--log-format", "json"])
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("the daemon starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(mut all) = sink.lock() {
+                    all.push(line);
+                }
+            }
+        });
+        let mut daemon = Self {
+            child,
+            lines,
+            debug: String::new(),
+            node: node.to_owned(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .expect("a client"),
+            _config: config,
+        };
+        let running = daemon.wait_event("nodepulse is running").await;
+        daemon.debug = format!(
+            "http://{}",
+            running["debug"]
+                .as_str()
+                .expect("the debug address is logged")
+        );
+        daemon
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Every line written to stderr so far.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.lines.lock().map(|all| all.clone()).unwrap_or_default()
+    }
+
+    /// The JSON log events whose message is `message`.
+    pub fn events(&self, message: &str) -> Vec<Value> {
+        self.log_lines()
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|event| event["message"] == message)
+            .collect()
+    }
+
+    /// Waits for the first log event whose message is `message`.
+    pub async fn wait_event(&self, message: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(event) = self.events(message).into_iter().next() {
+                return event;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no log event {message:?} within {PATIENCE:?}; stderr:\n{}",
+                self.log_lines().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sends `signal` (`TERM`, `KILL`, …) with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Polls for the exit for up to `deadline`; the exit code, or None if still running (or
+    /// ended by a signal: then -signal).
+    pub async fn wait_exit(&mut self, deadline: Duration) -> Option<i32> {
+        let until = Instant::now() + deadline;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                use std::os::unix::process::ExitStatusExt;
+                return Some(
+                    status
+                        .code()
+                        .unwrap_or_else(|| -status.signal().unwrap_or(0)),
+                );
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `GET {debug}{path}`: the status and the JSON body (Null when not JSON).
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        match self.http.get(format!("{}{path}", self.debug)).send().await {
+            Ok(response) => {
+                let status = response.status();
+                (status, response.json().await.unwrap_or(Value::Null))
+            }
+            Err(error) => panic!("GET {path}: {error}"),
+        }
+    }
+
+    /// The debug endpoint's view of one actor.
+    pub async fn actor(&self, name: &str) -> Value {
+        let (status, body) = self.get(&format!("/debug/actors/{name}")).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {body}");
+        body
+    }
+
+    /// `POST /debug/actors/{name}/kill?mode=…` with the token; the status and JSON body.
+    pub async fn kill_actor(&self, name: &str, mode: &str) -> (StatusCode, Value) {
+        self.post(
+            &format!("/debug/actors/{name}/kill?mode={mode}"),
+            Some(DEBUG_TOKEN),
+        )
+        .await
+    }
+
+    pub async fn post(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        let mut request = self.http.post(format!("{}{path}", self.debug));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("the debug endpoint answers");
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Kills `name` in `mode` and waits until it runs again with one more restart; returns
+    /// how long that took (the restart time).
+    pub async fn kill_and_wait_restart(&self, name: &str, mode: &str) -> Duration {
+        let before = self.actor(name).await["restarts"].as_u64().unwrap_or(0);
+        let killed_at = Instant::now();
+        let (status, body) = self.kill_actor(name, mode).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "kill {name} {mode}: {body}");
+        let deadline = killed_at + PATIENCE;
+        loop {
+            let actor = self.actor(name).await;
+            if actor["state"] == "running" && actor["restarts"].as_u64() == Some(before + 1) {
+                return killed_at.elapsed();
+            }
+            assert!(
+                actor["state"] != "escalated",
+                "{name} escalated after a {mode} kill: {actor}"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "{name} was not restarted within {PATIENCE:?} after a {mode} kill: {actor}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for DaemonProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until `daemon`'s log has an event `message` (a blocking-free variant of `eventually`).
+pub async fn logged(daemon: &DaemonProcess, message: &str) {
+    eventually(&format!("the daemon logs {message:?}"), || {
+        !daemon.events(message).is_empty()
+    })
+    .await;
+}
