@@ -1,25 +1,32 @@
 //! One node's actors, wired to the API port and the host and added to the node's supervisor
-//! in start order: NodeStatus (it registers the Node), Lease, then the signal actors that feed
-//! NodeStatus (RuntimeProbe, EvictionSignal).
+//! in start order: NodeStatus (it registers the Node), Lease, StatusManager and the pod
+//! lifecycle actor that feeds it, then the signal actors that feed NodeStatus (RuntimeProbe,
+//! EvictionSignal, which also evicts through StatusManager).
 
 use std::{collections::BTreeMap, net::IpAddr, sync::Arc};
 
 use k8s_openapi::api::core::v1::Taint;
 use nodepulse_actors::{
-    eviction::{Signal, Threshold, ThresholdValue},
+    eviction::{Evictions, Signal, Threshold, ThresholdValue},
     lease::{LeaseActor, LeaseSettings},
     node_status::{
         NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink,
         registration::RegistrationSettings, setters::StatusSettings,
     },
-    ports::{HostSignals, LeaseApi, MachineFacts, NodeApi},
+    pods::{
+        NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
+        SimulatedSettings, TICK, ip_pool::Cidr,
+    },
+    ports::{HostSignals, LeaseApi, MachineFacts, NodeApi, PodApi, PodStatsSource},
     quantity::parse_quantity,
+    runtime_probe::UpdatePodCidr,
+    status_manager::{PodStatusStore, StatusManagerActor, StatusManagerSettings},
 };
-use nodepulse_supervisor::{ChildSpec, Mailbox, SupervisorBuilder, mailbox};
+use nodepulse_supervisor::{ChildSpec, Mailbox, Recipient, SupervisorBuilder, mailbox};
 
 use crate::{
     cli::Settings,
-    config::Config,
+    config::{Config, RuntimeKind},
     host::HostProbe,
     kube_api::KubeApi,
     machine::ProcMachine,
@@ -31,6 +38,9 @@ const FIRST_RUNTIME_WAIT: std::time::Duration = std::time::Duration::from_secs(5
 
 /// The name NodeStatusActor has in the supervisor and the debug endpoint.
 pub const NODE_STATUS_ACTOR: &str = "node-status";
+/// The names of StatusManagerActor and PodLifecycleActor.
+pub const STATUS_MANAGER_ACTOR: &str = "status-manager";
+pub const POD_LIFECYCLE_ACTOR: &str = "pod-lifecycle";
 
 /// The configured hard threshold of `signal`, which allocatable holds back.
 fn hard_threshold(thresholds: &[Threshold], signal: Signal) -> Option<ThresholdValue> {
@@ -107,15 +117,126 @@ pub fn actors(
 ) -> (SupervisorBuilder, NodeAddresses) {
     let pod_cidr: PodCidrSink = Arc::default();
     let (builder, addresses) = api_actors(builder, settings, api, Some(Arc::clone(&pod_cidr)));
+    let (builder, pods) = pod_actors(builder, settings, api);
     let health = addresses.node_status.recipient();
     let pressure = addresses.node_status.recipient();
     let config = &settings.config;
     let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(&config.root_dir));
-    let (builder, probe) =
-        signal_actors_with(builder, config, runtime(config), host, health, pressure);
+    let evictions = Evictions {
+        pods: Arc::clone(&pods.state) as Arc<dyn PodStatsSource>,
+        evict: pods.status_manager.recipient(),
+    };
+    let (builder, probe) = signal_actors_with(
+        builder,
+        config,
+        runtime(config),
+        host,
+        health,
+        pressure,
+        Some(evictions),
+    );
     // Filled before any actor starts: the supervisor starts them only once built.
-    let _ = pod_cidr.set(probe.recipient());
+    let _ = pod_cidr.set(fan_out(probe.recipient(), pods.lifecycle.recipient()));
     (builder, addresses)
+}
+
+/// The pod CIDR goes to the runtime (whose answer forces a status PATCH) and to the pods'
+/// provider (their addresses).
+fn fan_out(
+    runtime: Recipient<UpdatePodCidr>,
+    pods: Recipient<UpdatePodCidr>,
+) -> Recipient<UpdatePodCidr> {
+    Recipient::from_fn(move |update: UpdatePodCidr| {
+        if let Err(error) = pods.try_send(update.clone()) {
+            tracing::warn!(%error, "cannot hand the pod CIDR to the pod lifecycle actor");
+        }
+        runtime.try_send(update)
+    })
+}
+
+/// The addresses and state of one node's pod actors.
+pub struct PodAddresses {
+    pub status_manager: Mailbox<StatusManagerActor>,
+    pub lifecycle: Mailbox<PodLifecycleActor>,
+    /// The provider and its undelivered updates (the active pods, for eviction).
+    pub state: Arc<PodLifecycleState>,
+    /// StatusManager's versioned cache.
+    pub store: Arc<PodStatusStore>,
+}
+
+/// The node's address for simulated pods' `hostIP`: the first `nodeIP`, else the host's
+/// default-route address.
+fn host_ip(settings: &Settings) -> Option<IpAddr> {
+    let config = &settings.config;
+    config
+        .node_ip
+        .iter()
+        .find_map(|ip| ip.parse::<IpAddr>().ok())
+        .or_else(|| {
+            ProcMachine::new("/", config.root_dir.clone())
+                .read()
+                .default_route_address
+        })
+}
+
+/// Adds StatusManager and the pod lifecycle actor: the simulated provider for a simulated
+/// runtime, none otherwise (nodepulse runs no real containers; a CRI provider can follow).
+pub fn pod_actors(
+    builder: SupervisorBuilder,
+    settings: &Settings,
+    api: &Arc<KubeApi>,
+) -> (SupervisorBuilder, PodAddresses) {
+    let config = &settings.config;
+    let capacity = config.supervision.mailbox_capacity;
+    let (status_manager, status_manager_inbox) = mailbox::<StatusManagerActor>(capacity);
+    let (lifecycle, lifecycle_inbox) = mailbox::<PodLifecycleActor>(capacity);
+    let state = Arc::new(match config.runtime {
+        RuntimeKind::Simulated => PodLifecycleState::new(SimulatedPods::new(SimulatedSettings {
+            host_ip: host_ip(settings),
+            // Validated at load time.
+            fallback_cidr: Cidr::parse(&config.pod_cidr)
+                .unwrap_or_else(|_| Cidr::parse("10.88.0.0/16").expect("a valid CIDR")),
+        })),
+        RuntimeKind::Cri => PodLifecycleState::new(NoPods),
+    });
+    let store = Arc::new(PodStatusStore::default());
+    let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
+
+    let manager_settings = StatusManagerSettings::new(settings.node_name.clone());
+    let (manager_api, manager_store, stop) = (
+        Arc::clone(&pod_api),
+        Arc::clone(&store),
+        lifecycle.recipient(),
+    );
+    let manager = ChildSpec::new(STATUS_MANAGER_ACTOR, status_manager_inbox, move || {
+        StatusManagerActor::new(
+            manager_settings.clone(),
+            Arc::clone(&manager_api),
+            Arc::clone(&manager_store),
+        )
+        .with_provider(stop.clone())
+    });
+
+    let lifecycle_settings = PodLifecycleSettings {
+        node_name: settings.node_name.clone(),
+        tick: TICK,
+    };
+    let (lifecycle_state, to_manager) = (Arc::clone(&state), status_manager.clone());
+    let pods = ChildSpec::new(POD_LIFECYCLE_ACTOR, lifecycle_inbox, move || {
+        PodLifecycleActor::new(
+            lifecycle_settings.clone(),
+            Arc::clone(&pod_api),
+            Arc::clone(&lifecycle_state),
+            to_manager.clone(),
+        )
+    });
+    let addresses = PodAddresses {
+        status_manager,
+        lifecycle,
+        state,
+        store,
+    };
+    (builder.child(manager).child(pods), addresses)
 }
 
 /// Adds NodeStatus and Lease only; whoever calls this feeds NodeStatus its inputs (tests do).

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use nodepulse_actors::{
     eviction::{
-        EvictionSettings, EvictionSignalActor, PressureState, ThresholdConfig, parse_thresholds,
+        EvictionSettings, EvictionSignalActor, Evictions, PressureState, ThresholdConfig,
+        parse_thresholds,
     },
     messages::{PressureChanged, RuntimeHealth},
     ports::{
@@ -41,6 +42,7 @@ pub fn signal_actors(
         host,
         runtime_health,
         pressure,
+        None,
     )
     .0
 }
@@ -103,6 +105,7 @@ impl RuntimeService for UnusableEndpoint {
 /// [`signal_actors`] with the adapters given (tests pass fixture trees and private runtimes),
 /// also returning RuntimeProbeActor's address: NodeStatus sends it
 /// [`UpdatePodCidr`](nodepulse_actors::runtime_probe::UpdatePodCidr) when `spec.podCIDRs` changes.
+/// With `evictions`, EvictionSignal evicts from those pods when a threshold is eligible.
 pub fn signal_actors_with(
     builder: SupervisorBuilder,
     config: &Config,
@@ -110,6 +113,7 @@ pub fn signal_actors_with(
     host: Arc<dyn HostSignals>,
     runtime_health: Recipient<RuntimeHealth>,
     pressure: Recipient<PressureChanged>,
+    evictions: Option<Evictions>,
 ) -> (SupervisorBuilder, Mailbox<RuntimeProbeActor>) {
     let capacity = config.supervision.mailbox_capacity;
     let probe_settings = RuntimeProbeSettings {
@@ -135,13 +139,17 @@ pub fn signal_actors_with(
         "eviction-signal",
         eviction_inbox,
         move || {
-            EvictionSignalActor::new(
+            let actor = EvictionSignalActor::new(
                 eviction_settings.clone(),
                 Arc::clone(&host),
                 runtime.clone(),
                 pressure.clone(),
                 Arc::clone(&pressure_state),
-            )
+            );
+            match &evictions {
+                Some(evictions) => actor.with_evictions(evictions.clone()),
+                None => actor,
+            }
         },
     ));
     (builder, probe_address)

@@ -67,6 +67,7 @@ async fn start_node(
         host,
         addresses.node_status.recipient(),
         addresses.node_status.recipient(),
+        None,
     );
     builder.start()
 }

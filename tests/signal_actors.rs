@@ -184,6 +184,7 @@ async fn a_hung_runtime_does_not_hold_the_host_signals_back() {
         host,
         health,
         pressure,
+        None,
     );
     let _supervisor = builder.start();
     eventually("three passes while ImageFsInfo hangs", || {

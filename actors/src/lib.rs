@@ -4,6 +4,7 @@
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`messages`]: one type per fact the actors tell each other.
+//! - [`pods`]: PodLifecycleActor and the simulated pod lifecycle provider.
 //! - [`ports`]: the API interfaces the daemon implements with kube-rs and tests with fakes.
 //! - [`quantity`]: Kubernetes resource quantities as numbers.
 //! - [`runtime_probe`]: RuntimeProbeActor, the container runtime's health over CRI.
@@ -14,6 +15,7 @@ pub mod eviction;
 pub mod lease;
 pub mod messages;
 pub mod node_status;
+pub mod pods;
 pub mod ports;
 pub mod quantity;
 pub mod retry;

@@ -90,3 +90,44 @@ pub struct SetContainerReadiness {
 pub struct TerminatePod {
     pub pod: Box<k8s_openapi::api::core::v1::Pod>,
 }
+
+/// Pod lifecycle actor → StatusManagerActor: a pod bound to this node as the API has it now
+/// (from the watch). Keeps StatusManager's view of the API fresh for the batch pass's
+/// reconcile (a status edited behind nodepulse's back) and for the final delete.
+#[derive(Debug, Clone, PartialEq, Message)]
+#[rtype(result = "()")]
+pub struct PodObserved {
+    pub pod: Box<k8s_openapi::api::core::v1::Pod>,
+}
+
+/// Pod lifecycle actor → StatusManagerActor: the pod with this UID is gone from the API; its
+/// cached status is dropped (the kubelet's `RemoveOrphanedStatuses`).
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct PodGone {
+    pub uid: String,
+}
+
+/// EvictionSignalActor → StatusManagerActor: evict this pod to reclaim a starved resource.
+/// StatusManager records the Warning event and asks the provider to stop the pod, whose final
+/// status is phase Failed, reason `Evicted`, with this message.
+#[derive(Debug, Clone, PartialEq, Message)]
+#[rtype(result = "()")]
+pub struct EvictPod {
+    pub pod: Box<k8s_openapi::api::core::v1::Pod>,
+    /// "The node was low on resource: memory. Threshold quantity: …, available: …. Container …"
+    pub message: String,
+    /// The Event's annotations: `offending_containers`, `offending_containers_usage`,
+    /// `starved_resource`.
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// StatusManagerActor → pod lifecycle actor: stop the pod's containers for good and end it
+/// with phase Failed and this reason and message (an eviction).
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct StopPod {
+    pub uid: String,
+    pub reason: String,
+    pub message: String,
+}

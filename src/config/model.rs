@@ -95,6 +95,10 @@ pub struct Config {
     /// runtime without one (for simulated nodes), labelled as simulated.
     #[serde(default)]
     pub runtime: RuntimeKind,
+    /// Where a simulated node's pod addresses come from until the Node has a `spec.podCIDR`
+    /// (the kubelet's `podCIDR`, used there in standalone mode).
+    #[serde(default = "default_pod_cidr", rename = "podCIDR")]
+    pub pod_cidr: String,
     /// Hard eviction thresholds by signal (`memory.available: 100Mi`, `nodefs.available: 10%`);
     /// the kubelet's Linux defaults when omitted.
     #[serde(default = "default_eviction_hard")]
@@ -146,6 +150,10 @@ fn default_runtime_endpoint() -> String {
 
 fn default_runtime_request_timeout() -> GoDuration {
     seconds(120)
+}
+
+fn default_pod_cidr() -> String {
+    "10.88.0.0/16".to_owned()
 }
 
 fn default_runtime_probe_period() -> GoDuration {

@@ -120,6 +120,9 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             "must be at least eventRecordQPS",
         ));
     }
+    if let Err(reason) = nodepulse_actors::pods::ip_pool::Cidr::parse(&config.pod_cidr) {
+        return Err(invalid("podCIDR", &config.pod_cidr, &reason));
+    }
     validate_runtime(config)?;
     validate_eviction(config)?;
     let supervision = &config.supervision;

@@ -1,17 +1,23 @@
 //! [`PodApi`] over kube-rs: pod reads and status patches through the heartbeat client (a pod
 //! status change must not wait behind the rate limit, and every request is bounded by the
 //! heartbeat timeout); the final delete through the rate-limited main client; the watch of the
-//! node's pods (`spec.nodeName=<node>`) through the main client, reconnecting with backoff.
+//! node's pods (`spec.nodeName=<node>`) through the main client, reconnecting with backoff;
+//! pod events (an eviction) through the main client under the event rate limit.
 
 use std::collections::{HashMap, HashSet};
 
 use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
-use k8s_openapi::api::core::v1::Pod;
+use jiff::Timestamp;
+use k8s_openapi::{
+    api::core::v1::{Event, Pod},
+    apimachinery::pkg::apis::meta::v1::Time,
+};
 use kube::{
-    api::{Api, DeleteParams, Patch, PatchParams, Preconditions},
+    api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions},
     runtime::{WatchStreamExt, watcher},
 };
-use nodepulse_actors::ports::{ApiResult, PodApi, PodWatchEvent};
+use nodepulse_actors::ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent};
+use serde_json::json;
 
 use super::{KubeApi, timed};
 
@@ -23,6 +29,36 @@ pub fn final_delete(uid: &str) -> DeleteParams {
             uid: Some(uid.to_owned()),
             resource_version: None,
         })
+}
+
+/// The Event the kubelet records about a pod (an eviction), in the pod's namespace.
+pub fn pod_event(pod: &Pod, event: &PodEvent, host: &str, now: Timestamp) -> serde_json::Value {
+    let (namespace, name) = (
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    );
+    json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": format!("{name}.{:x}", now.as_nanosecond()),
+            "namespace": namespace,
+            "annotations": event.annotations,
+        },
+        "involvedObject": {
+            "apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name,
+            "uid": pod.metadata.uid, "resourceVersion": pod.metadata.resource_version,
+        },
+        "reason": event.reason,
+        "message": event.message,
+        "type": if event.warning { "Warning" } else { "Normal" },
+        "source": { "component": "nodepulse", "host": host },
+        "reportingComponent": "nodepulse",
+        "reportingInstance": host,
+        "firstTimestamp": Time(now),
+        "lastTimestamp": Time(now),
+        "count": 1,
+    })
 }
 
 impl PodApi for KubeApi {
@@ -66,6 +102,33 @@ impl PodApi for KubeApi {
         Box::pin(async move {
             let api = Api::<Pod>::namespaced(main.await, &namespace);
             timed(timeout, api.delete(&name, &params)).await.map(|_| ())
+        })
+    }
+
+    fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>> {
+        if self.event_limiter.check().is_err() {
+            tracing::warn!(reason = %event.reason, "event rate limit reached; the event is dropped");
+            return Box::pin(async { Ok(()) });
+        }
+        let host = pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.node_name.clone())
+            .unwrap_or_default();
+        let body = pod_event(pod, &event, &host, Timestamp::now());
+        let namespace = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned());
+        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
+        Box::pin(async move {
+            let event: Event =
+                serde_json::from_value(body).map_err(|error| ApiError::Other(error.to_string()))?;
+            let api = Api::<Event>::namespaced(main.await, &namespace);
+            timed(timeout, api.create(&PostParams::default(), &event))
+                .await
+                .map(|_| ())
         })
     }
 

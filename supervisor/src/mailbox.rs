@@ -161,6 +161,13 @@ where
     pub fn try_send(&self, message: M) -> Result<(), SendError<M>> {
         (self.send)(message)
     }
+
+    /// A recipient that hands each message to `send` (a fan-out to several actors, say).
+    pub fn from_fn(send: impl Fn(M) -> Result<(), SendError<M>> + Send + Sync + 'static) -> Self {
+        Self {
+            send: Arc::new(send),
+        }
+    }
 }
 
 impl<A: Actor> Mailbox<A> {

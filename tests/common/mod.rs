@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod daemon;
 pub mod node;
 pub mod observer;
+pub mod pods;
 
 use std::{
     future::Future,

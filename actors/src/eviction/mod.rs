@@ -1,10 +1,14 @@
 //! EvictionSignalActor: every `housekeepingInterval` it measures the host (memory, nodefs,
 //! imagefs, PIDs), compares with the eviction thresholds and tells NodeStatusActor the
 //! pressure conditions at once. It owns the thresholds' first/last-observed times (kept across
-//! its restarts); it never evicts pods itself — ranking and `EvictPod` come with StatusManager.
+//! its restarts). When a threshold is eligible (hard, or soft past its grace period) it ranks the
+//! active pods and asks StatusManager to evict at most one per pass (`EvictPod`).
 
 mod observe;
 mod pressure;
+pub mod ranking;
+#[cfg(test)]
+mod ranking_tests;
 mod signals;
 #[cfg(test)]
 mod tests;
@@ -23,6 +27,7 @@ use serde_json::json;
 
 pub use observe::{dedicated_image_fs, observations};
 pub use pressure::{PassOutcome, PressureState, housekeeping_pass};
+pub use ranking::Resource;
 pub use signals::{Condition, Observation, Observations, Signal};
 pub use thresholds::{
     Threshold, ThresholdConfig, ThresholdError, ThresholdValue, default_eviction_hard,
@@ -30,8 +35,8 @@ pub use thresholds::{
 };
 
 use crate::{
-    messages::{PressureChanged, SignalObservation},
-    ports::{HostObservation, HostSignals, RuntimeService},
+    messages::{EvictPod, PressureChanged, SignalObservation},
+    ports::{HostObservation, HostSignals, PodStatsSource, RuntimeService},
 };
 
 /// What the EvictionSignalActor is configured with.
@@ -69,6 +74,23 @@ pub struct EvictionSignalActor {
     pass_started: Option<Instant>,
     passes: u64,
     last: Option<LastPass>,
+    /// The active pods and where evictions go; `None`: this node evicts nothing.
+    evictions: Option<Evictions>,
+    evicted: EvictionRecord,
+}
+
+/// Where pods to evict come from and where their eviction goes.
+#[derive(Clone)]
+pub struct Evictions {
+    pub pods: Arc<dyn PodStatsSource>,
+    pub evict: Recipient<EvictPod>,
+}
+
+/// The last eviction asked for, for the debug view.
+#[derive(Debug, Clone, Default)]
+struct EvictionRecord {
+    count: u64,
+    last: Option<(Timestamp, String, String)>,
 }
 
 impl EvictionSignalActor {
@@ -90,6 +112,45 @@ impl EvictionSignalActor {
             pass_started: None,
             passes: 0,
             last: None,
+            evictions: None,
+            evicted: EvictionRecord::default(),
+        }
+    }
+
+    /// Evicts from `evictions.pods` when a threshold is eligible.
+    #[must_use]
+    pub fn with_evictions(mut self, evictions: Evictions) -> Self {
+        self.evictions = Some(evictions);
+        self
+    }
+
+    /// Step 9–12 of the pass: the eligible threshold to reclaim, and at most one pod.
+    fn evict(&mut self, observed: &Observations, outcome: &PassOutcome) {
+        let Some(evictions) = self.evictions.as_ref() else {
+            return;
+        };
+        let Some(threshold) = ranking::threshold_to_reclaim(
+            &self.settings.thresholds,
+            outcome.eligible.iter().copied(),
+        ) else {
+            return;
+        };
+        let Some(eviction) =
+            ranking::choose_eviction(threshold, observed, evictions.pods.active_pods())
+        else {
+            tracing::debug!(signal = %threshold.signal, "a threshold is met but no pod may be evicted");
+            return;
+        };
+        let pod = eviction.pod.metadata.name.clone().unwrap_or_default();
+        tracing::warn!(%pod, signal = %threshold.signal, "eviction threshold met; evicting one pod");
+        let record = (Timestamp::now(), pod, threshold.signal.name().to_owned());
+        match evictions.evict.try_send(eviction) {
+            Ok(()) => {
+                self.evicted.count += 1;
+                self.evicted.last = Some(record);
+            }
+            // The pod stays active, so the next pass chooses it again.
+            Err(error) => tracing::warn!(%error, "the eviction was not delivered"),
         }
     }
 
@@ -159,6 +220,7 @@ impl EvictionSignalActor {
         if previous.as_ref() != Some(&outcome.conditions) {
             tracing::info!(conditions = ?outcome.conditions, "pressure conditions changed");
         }
+        self.evict(&observed, &outcome);
         let at = Timestamp::now();
         let message = self.message(&observed, &outcome, at);
         if let Err(error) = self.pressure.try_send(message) {
@@ -307,6 +369,10 @@ impl SupervisedActor for EvictionSignalActor {
                 .map(|(condition, last)| (format!("{condition:?}"), since(*last)))
                 .collect::<std::collections::BTreeMap<_, _>>(),
             "signals": signals,
+            "evictions": self.evicted.count,
+            "lastEviction": self.evicted.last.as_ref().map(|(at, pod, signal)| json!({
+                "at": at.to_string(), "pod": pod, "signal": signal,
+            })),
         })
     }
 }

@@ -17,7 +17,7 @@ pub use host::{
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
-pub use pods::{PodApi, PodWatchEvent};
+pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,

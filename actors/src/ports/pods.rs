@@ -2,6 +2,8 @@
 //! patches through the heartbeat client (never queued behind the rate limit), the final delete
 //! and the watch through the main client.
 
+use std::collections::BTreeMap;
+
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -38,4 +40,40 @@ pub trait PodApi: Send + Sync + 'static {
     /// A never-ending watch of the pods with `spec.nodeName=<node>`: reconnects and relists
     /// by itself.
     fn watch_pods(&self, node: &str) -> BoxStream<'static, PodWatchEvent>;
+    /// Records an Event about `pod` (under the event rate limit; one over it is dropped).
+    fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>>;
+}
+
+/// An Event about a pod, as StatusManagerActor decided it (an eviction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodEvent {
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// What one container of a running pod uses now, as far as its provider knows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerStats {
+    pub name: String,
+    /// Working set in bytes.
+    pub memory_bytes: u64,
+    /// Writable layer, logs and local volumes, in bytes.
+    pub ephemeral_storage_bytes: u64,
+}
+
+/// A pod that runs on this node, with what it uses (`None`: its provider has no stats, and
+/// the kubelet ranks such pods first for eviction).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodStats {
+    pub pod: Pod,
+    pub containers: Option<Vec<ContainerStats>>,
+    pub processes: Option<u64>,
+}
+
+/// The pods running on this node, for eviction ranking (the kubelet's active pods with their
+/// summary stats).
+pub trait PodStatsSource: Send + Sync + 'static {
+    fn active_pods(&self) -> Vec<PodStats>;
 }

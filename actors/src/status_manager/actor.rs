@@ -2,8 +2,11 @@
 //! SetContainerReadiness, TerminatePod) update the versioned cache, which lives in a store the
 //! factory hands to every instance, so a status accepted once is never lost to a crash. A
 //! change starts that pod's sync at once; every `sync_period` a batch pass resends every
-//! version the API lacks and retries the deletion of finished pods. A new instance takes the
-//! store over (its generation), sends what is unsent, and fences off an older, hung one.
+//! version the API lacks, reconciles a status the API shows differently (edited behind
+//! nodepulse's back, as the pod watch reports it) and retries the deletion of finished pods.
+//! A new instance takes the store over (its generation), sends what is unsent, and fences off
+//! an older, hung one. An eviction is recorded as a Warning event and handed to the provider,
+//! which stops the pod and reports its final status.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -16,19 +19,23 @@ use std::{
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
-use nodepulse_supervisor::SupervisedActor;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use nodepulse_supervisor::{Recipient, SupervisedActor};
 use serde_json::json;
 
 use super::{
     cache::{PodStatusCache, UpdateOutcome},
+    merge::merge_pod_status,
+    patch::pod_status_patch,
     readiness::with_container_readiness,
-    sync::{PodSyncJob, PodSyncOutcome, sync_pod},
+    sync::{PodSyncJob, PodSyncOutcome, could_have_running_containers, sync_pod},
     terminate::terminated_status,
 };
 use crate::{
-    messages::{SetContainerReadiness, SetPodStatus, TerminatePod},
-    ports::PodApi,
+    messages::{
+        EvictPod, PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod,
+    },
+    ports::{PodApi, PodEvent},
 };
 
 /// How StatusManagerActor is configured.
@@ -65,6 +72,36 @@ pub struct PodStatusStore {
 struct Stored {
     cache: PodStatusCache,
     pods: HashMap<String, Pod>,
+    /// The status each pod (by UID) has in the API, as the pod watch last reported it.
+    api_seen: HashMap<String, PodStatus>,
+}
+
+impl Stored {
+    /// `needsReconcile`: the API's status, merged with the cached one, is not what the API
+    /// has — someone else changed what the kubelet owns. Only for versions already sent: an
+    /// unsent one is on its way anyway.
+    fn needs_reconcile(&self, uid: &str, now: Timestamp) -> bool {
+        let (Some(entry), Some(api)) = (self.cache.get(uid), self.api_seen.get(uid)) else {
+            return false;
+        };
+        if self.cache.unsent(uid) {
+            return false;
+        }
+        let merged = merge_pod_status(
+            api,
+            &entry.status,
+            could_have_running_containers(&entry.status),
+            now,
+        );
+        pod_status_patch(uid, api, &merged).is_some()
+    }
+
+    /// Forgets the pod with this UID: its status, its pod, the API's view of it.
+    fn forget(&mut self, uid: &str) {
+        self.cache.remove(uid);
+        self.pods.remove(uid);
+        self.api_seen.remove(uid);
+    }
 }
 
 impl PodStatusStore {
@@ -76,12 +113,12 @@ impl PodStatusStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A copy of the cache, for tests and the debug view.
     /// How many periodic batch passes have run.
     pub fn batch_passes(&self) -> u64 {
         self.batch_passes.load(Ordering::Relaxed)
     }
 
+    /// A copy of the cache, for tests and the debug view.
     pub fn cache(&self) -> PodStatusCache {
         self.lock().cache.clone()
     }
@@ -106,12 +143,16 @@ struct Counters {
     recreated: u64,
     failures: u64,
     rejected: u64,
+    reconciled: u64,
+    evictions: u64,
 }
 
 pub struct StatusManagerActor {
     settings: StatusManagerSettings,
     api: Arc<dyn PodApi>,
     store: Arc<PodStatusStore>,
+    /// Where an eviction's "stop this pod" goes: the pod lifecycle provider.
+    provider: Option<Recipient<StopPod>>,
     generation: u64,
     in_flight: HashSet<String>,
     counters: Counters,
@@ -128,11 +169,19 @@ impl StatusManagerActor {
             settings,
             api,
             store,
+            provider: None,
             generation: 0,
             in_flight: HashSet::new(),
             counters: Counters::default(),
             last_error: None,
         }
+    }
+
+    /// Evictions are handed to `provider`, which stops the pod.
+    #[must_use]
+    pub fn with_provider(mut self, provider: Recipient<StopPod>) -> Self {
+        self.provider = Some(provider);
+        self
     }
 
     /// The internal update every entry point ends in; a stored change is synced at once.
@@ -217,20 +266,17 @@ impl StatusManagerActor {
                 }
                 if deleted {
                     self.counters.deleted += 1;
-                    stored.cache.remove(uid);
-                    stored.pods.remove(uid);
+                    stored.forget(uid);
                 }
             }
             PodSyncOutcome::NotFound => {
                 // Nothing to write to; a pod that comes back has a new UID.
-                stored.cache.remove(uid);
-                stored.pods.remove(uid);
+                stored.forget(uid);
             }
             PodSyncOutcome::Recreated { api_uid } => {
                 self.counters.recreated += 1;
                 tracing::info!(%uid, %api_uid, "the pod was re-created; its old status is dropped");
-                stored.cache.remove(uid);
-                stored.pods.remove(uid);
+                stored.forget(uid);
             }
             PodSyncOutcome::Superseded => {}
             PodSyncOutcome::Failed(error) => {
@@ -252,15 +298,18 @@ impl StatusManagerActor {
         }
     }
 
-    /// The periodic pass: what is unsent, and finished pods being deleted whose final delete
-    /// has not happened yet (it failed, or the API's phase was not terminal yet). A finished
-    /// pod nobody deletes costs nothing here.
+    /// The periodic pass (`syncBatch(all=true)`): what is unsent; what the API shows
+    /// differently from the cache (reconciled: the pod is synced again, which PATCHes only the
+    /// kubelet's part back); and finished pods being deleted whose final delete has not
+    /// happened yet (it failed, or the API's phase was not terminal yet). Pods whose API status
+    /// matches cost nothing here: the comparison is local.
     fn batch(&mut self, ctx: &mut Context<Self>) {
         self.store.batch_passes.fetch_add(1, Ordering::Relaxed);
         self.start_unsent(ctx);
-        let finished: Vec<String> = {
+        let now = Timestamp::now();
+        let (finished, differing): (Vec<String>, Vec<String>) = {
             let stored = self.store.lock();
-            stored
+            let finished = stored
                 .pods
                 .iter()
                 .filter(|(uid, pod)| {
@@ -268,8 +317,22 @@ impl StatusManagerActor {
                         && stored.cache.get(uid).is_some_and(|entry| entry.finished)
                 })
                 .map(|(uid, _)| uid.clone())
-                .collect()
+                .collect();
+            let differing = stored
+                .api_seen
+                .keys()
+                .filter(|uid| stored.needs_reconcile(uid, now))
+                .cloned()
+                .collect();
+            (finished, differing)
         };
+        for uid in differing {
+            if !self.in_flight.contains(&uid) {
+                self.counters.reconciled += 1;
+                tracing::info!(%uid, "the API's pod status differs from the cache; reconciling");
+            }
+            self.start(ctx, &uid);
+        }
         for uid in finished {
             self.start(ctx, &uid);
         }
@@ -328,6 +391,76 @@ impl Handler<TerminatePod> for StatusManagerActor {
             .unwrap_or_default();
         let status = terminated_status(&pod, &base);
         self.update(ctx, &pod, status, true, true);
+    }
+}
+
+impl Handler<PodObserved> for StatusManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, message: PodObserved, _: &mut Context<Self>) {
+        let pod = *message.pod;
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return;
+        };
+        let mut stored = self.store.lock();
+        stored
+            .api_seen
+            .insert(uid.clone(), pod.status.clone().unwrap_or_default());
+        // A pod already known keeps its latest metadata (a deletionTimestamp matters for the
+        // final delete); one never told about stays unknown until its provider speaks.
+        if let Some(known) = stored.pods.get_mut(&uid) {
+            *known = pod;
+        }
+    }
+}
+
+impl Handler<PodGone> for StatusManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, message: PodGone, _: &mut Context<Self>) {
+        self.store.lock().forget(&message.uid);
+    }
+}
+
+impl Handler<EvictPod> for StatusManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, message: EvictPod, ctx: &mut Context<Self>) {
+        let pod = *message.pod;
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return;
+        };
+        self.counters.evictions += 1;
+        tracing::warn!(pod = ?pod.metadata.name, %uid, message = %message.message, "evicting a pod");
+        let stop = StopPod {
+            uid,
+            reason: "Evicted".to_owned(),
+            message: message.message.clone(),
+        };
+        match &self.provider {
+            Some(provider) => {
+                if let Err(error) = provider.try_send(stop) {
+                    // The pod stays active, so the next eviction pass picks it again.
+                    tracing::warn!(%error, "the pod lifecycle provider was not told to stop the pod");
+                }
+            }
+            None => tracing::warn!("no pod lifecycle provider to stop the evicted pod"),
+        }
+        let event = PodEvent {
+            warning: true,
+            reason: "Evicted".to_owned(),
+            message: message.message,
+            annotations: message.annotations,
+        };
+        let record = self.api.record_pod_event(&pod, event);
+        ctx.spawn(
+            async move {
+                if let Err(error) = record.await {
+                    tracing::warn!(%error, "the eviction event was not recorded");
+                }
+            }
+            .into_actor(self),
+        );
     }
 }
 

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
 use crate::{
-    messages::{SetContainerReadiness, SetPodStatus, TerminatePod},
-    ports::{ApiError, ApiResult, PodApi, PodWatchEvent},
+    messages::{EvictPod, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
+    ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent},
 };
 
 #[derive(Default)]
@@ -25,6 +25,7 @@ struct FakeState {
     patches: Vec<Value>,
     deletes: Vec<(String, String)>,
     patch_failures: VecDeque<ApiError>,
+    events: Vec<(String, PodEvent)>,
 }
 
 #[derive(Clone, Default)]
@@ -150,6 +151,12 @@ impl PodApi for FakePodApi {
 
     fn watch_pods(&self, _: &str) -> BoxStream<'static, PodWatchEvent> {
         Box::pin(futures::stream::pending())
+    }
+
+    fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        self.state().events.push((name, event));
+        Box::pin(async { Ok(()) })
     }
 }
 
@@ -457,4 +464,111 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
         "six batch passes read nothing: the pod is not being deleted"
     );
     assert!(api.state().deletes.is_empty());
+}
+
+#[actix_rt::test]
+async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_others_conditions() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-1")),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the first sync is done", || {
+        store.cache().unsent_pods().is_empty() && api.state().patches.len() == 1
+    })
+    .await;
+    // Someone else flips Ready and adds a condition; the watch reports it.
+    let mut edited: Value = api.state().pods["web"].clone();
+    edited["status"]["conditions"] = json!([
+        {"type": "Ready", "status": "False", "reason": "Tampered"},
+        {"type": "example.com/other", "status": "True"},
+    ]);
+    api.state().pods.insert("web".into(), edited.clone());
+    manager
+        .send(PodObserved {
+            pod: Box::new(serde_json::from_value(edited).expect("pod")),
+        })
+        .await
+        .expect("delivered");
+    eventually("the batch pass repairs Ready", || {
+        condition(&api.status("web"), "Ready").as_deref() == Some("True")
+    })
+    .await;
+    assert_eq!(
+        condition(&api.status("web"), "example.com/other").as_deref(),
+        Some("True"),
+        "others' conditions are kept"
+    );
+}
+
+#[actix_rt::test]
+async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider() {
+    let api = FakePodApi::default();
+    let store = Arc::new(PodStatusStore::default());
+    let (provider, inbox) = nodepulse_supervisor::mailbox::<StopRecorder>(8);
+    let stops = Arc::new(Mutex::new(Vec::new()));
+    let _supervisor = nodepulse_supervisor::Supervisor::builder(
+        nodepulse_supervisor::SupervisorConfig::new("worker-1"),
+    )
+    .child(nodepulse_supervisor::ChildSpec::new("provider", inbox, {
+        let stops = Arc::clone(&stops);
+        move || StopRecorder(Arc::clone(&stops))
+    }))
+    .start();
+    let mut settings = StatusManagerSettings::new("worker-1");
+    settings.sync_period = Duration::from_millis(50);
+    let manager = StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(&store))
+        .with_provider(provider.recipient())
+        .start();
+    manager
+        .send(EvictPod {
+            pod: Box::new(pod("hog", "uid-9")),
+            message: "The node was low on resource: memory. ".into(),
+            annotations: [("starved_resource".to_owned(), "memory".to_owned())].into(),
+        })
+        .await
+        .expect("delivered");
+    eventually("the provider is told to stop the pod", || {
+        stops.lock().unwrap().len() == 1
+    })
+    .await;
+    let stop = stops.lock().unwrap()[0].clone();
+    assert_eq!(
+        (stop.uid.as_str(), stop.reason.as_str()),
+        ("uid-9", "Evicted")
+    );
+    eventually("a Warning event is recorded", || {
+        !api.state().events.is_empty()
+    })
+    .await;
+    let (name, event) = api.state().events[0].clone();
+    assert_eq!(name, "hog");
+    assert!(event.warning && event.reason == "Evicted");
+    assert_eq!(event.annotations["starved_resource"], "memory");
+}
+
+struct StopRecorder(Arc<Mutex<Vec<StopPod>>>);
+
+impl Actor for StopRecorder {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<StopPod> for StopRecorder {
+    type Result = ();
+
+    fn handle(&mut self, stop: StopPod, _: &mut Self::Context) {
+        self.0.lock().unwrap().push(stop);
+    }
+}
+
+impl nodepulse_supervisor::SupervisedActor for StopRecorder {
+    fn debug_state(&self) -> Value {
+        json!({})
+    }
 }

@@ -109,7 +109,8 @@ impl PodStatusCache {
         UpdateOutcome::Stored { version }
     }
 
-    fn unsent(&self, uid: &str) -> bool {
+    /// Whether the cached version of `uid` has not reached the API yet.
+    pub fn unsent(&self, uid: &str) -> bool {
         let sent = self.api_versions.get(uid).copied().unwrap_or(0);
         self.statuses
             .get(uid)

@@ -1,0 +1,220 @@
+//! PodLifecycleActor: watches the pods bound to this node (`spec.nodeName=<node>`), drives the
+//! lifecycle provider with what the watch says, with its timer and with evictions, and
+//! delivers the provider's updates to StatusManagerActor in order. Undelivered updates wait in
+//! the shared state, not in the instance: a full mailbox delays them, a restart keeps them.
+
+use std::{sync::Arc, time::Duration};
+
+use actix::{Actor, AsyncContext, Context, Handler, StreamHandler};
+use jiff::Timestamp;
+use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
+use serde_json::json;
+
+use super::provider::{Outgoing, PodLifecycleState, PodUpdate};
+use crate::{
+    messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
+    ports::{PodApi, PodWatchEvent},
+    runtime_probe::UpdatePodCidr,
+    status_manager::StatusManagerActor,
+};
+
+/// How soon a delivery blocked by a full mailbox is tried again.
+const RETRY_FULL: Duration = Duration::from_millis(20);
+
+#[derive(Debug, Clone)]
+pub struct PodLifecycleSettings {
+    pub node_name: String,
+    /// How often the provider is asked what has come due.
+    pub tick: Duration,
+}
+
+pub struct PodLifecycleActor {
+    settings: PodLifecycleSettings,
+    api: Arc<dyn PodApi>,
+    state: Arc<PodLifecycleState>,
+    status_manager: Mailbox<StatusManagerActor>,
+    watch_events: u64,
+    delivered: u64,
+    retry_scheduled: bool,
+}
+
+/// Whether the message went, and if not, the item back and whether the mailbox is closed.
+type Delivery = Result<(), (Outgoing, bool)>;
+
+fn returned<M>(error: SendError<M>, back: impl FnOnce(M) -> Outgoing) -> (Outgoing, bool) {
+    match error {
+        SendError::Full(message) => (back(message), false),
+        SendError::Closed(message) => (back(message), true),
+    }
+}
+
+impl PodLifecycleActor {
+    pub fn new(
+        settings: PodLifecycleSettings,
+        api: Arc<dyn PodApi>,
+        state: Arc<PodLifecycleState>,
+        status_manager: Mailbox<StatusManagerActor>,
+    ) -> Self {
+        Self {
+            settings,
+            api,
+            state,
+            status_manager,
+            watch_events: 0,
+            delivered: 0,
+            retry_scheduled: false,
+        }
+    }
+
+    fn deliver(&self, item: Outgoing) -> Delivery {
+        let mailbox = &self.status_manager;
+        match item {
+            Outgoing::Observed(pod) => mailbox
+                .try_send(PodObserved { pod })
+                .map_err(|e| returned(e, |m| Outgoing::Observed(m.pod))),
+            Outgoing::Gone(uid) => mailbox
+                .try_send(PodGone { uid })
+                .map_err(|e| returned(e, |m| Outgoing::Gone(m.uid))),
+            Outgoing::Update(PodUpdate::Status { pod, status }) => {
+                mailbox.try_send(SetPodStatus { pod, status: *status }).map_err(|e| {
+                    returned(e, |m| {
+                        Outgoing::Update(PodUpdate::Status {
+                            pod: m.pod,
+                            status: Box::new(m.status),
+                        })
+                    })
+                })
+            }
+            Outgoing::Update(PodUpdate::Readiness {
+                pod_uid,
+                container_id,
+                ready,
+            }) => mailbox
+                .try_send(SetContainerReadiness {
+                    pod_uid,
+                    container_id,
+                    ready,
+                })
+                .map_err(|e| {
+                    returned(e, |m| {
+                        Outgoing::Update(PodUpdate::Readiness {
+                            pod_uid: m.pod_uid,
+                            container_id: m.container_id,
+                            ready: m.ready,
+                        })
+                    })
+                }),
+            Outgoing::Update(PodUpdate::Terminated { pod }) => {
+                mailbox.try_send(TerminatePod { pod }).map_err(|e| {
+                    returned(e, |m| {
+                        Outgoing::Update(PodUpdate::Terminated { pod: m.pod })
+                    })
+                })
+            }
+        }
+    }
+
+    /// Delivers what is queued, in order, until the mailbox is full (then tries again soon).
+    fn drain(&mut self, ctx: &mut Context<Self>) {
+        loop {
+            let Some(item) = self.state.outbox().pop_front() else {
+                return;
+            };
+            match self.deliver(item) {
+                Ok(()) => self.delivered += 1,
+                Err((item, closed)) => {
+                    self.state.outbox().push_front(item);
+                    if closed {
+                        tracing::warn!("StatusManager's mailbox is closed; pod updates wait");
+                    } else if !self.retry_scheduled {
+                        self.retry_scheduled = true;
+                        ctx.run_later(RETRY_FULL, |actor, ctx| {
+                            actor.retry_scheduled = false;
+                            actor.drain(ctx);
+                        });
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn queue_updates(&self, updates: Vec<PodUpdate>) {
+        self.state.queue(updates.into_iter().map(Outgoing::Update));
+    }
+}
+
+impl Actor for PodLifecycleActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.add_stream(self.api.watch_pods(&self.settings.node_name));
+        ctx.run_interval(self.settings.tick, |actor, ctx| {
+            let updates = actor.state.provider().tick(Timestamp::now());
+            actor.queue_updates(updates);
+            actor.drain(ctx);
+        });
+        // What a predecessor had not delivered goes first.
+        self.drain(ctx);
+    }
+}
+
+impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
+    fn handle(&mut self, event: PodWatchEvent, ctx: &mut Context<Self>) {
+        self.watch_events += 1;
+        match event {
+            PodWatchEvent::Applied(pod) => {
+                let updates = self.state.provider().pod_applied(&pod, Timestamp::now());
+                self.state.queue([Outgoing::Observed(pod)]);
+                self.queue_updates(updates);
+            }
+            PodWatchEvent::Deleted(pod) => {
+                self.state.provider().pod_deleted(&pod);
+                if let Some(uid) = pod.metadata.uid.clone() {
+                    self.state.queue([Outgoing::Gone(uid)]);
+                }
+            }
+        }
+        self.drain(ctx);
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {
+        tracing::warn!("the watch on this node's pods ended");
+    }
+}
+
+impl Handler<UpdatePodCidr> for PodLifecycleActor {
+    type Result = bool;
+
+    fn handle(&mut self, UpdatePodCidr(cidrs): UpdatePodCidr, ctx: &mut Context<Self>) -> bool {
+        let updates = self
+            .state
+            .provider()
+            .set_pod_cidrs(&cidrs, Timestamp::now());
+        self.queue_updates(updates);
+        self.drain(ctx);
+        true
+    }
+}
+
+impl Handler<StopPod> for PodLifecycleActor {
+    type Result = ();
+
+    fn handle(&mut self, stop: StopPod, ctx: &mut Context<Self>) {
+        let updates = self.state.provider().stop_pod(&stop, Timestamp::now());
+        self.queue_updates(updates);
+        self.drain(ctx);
+    }
+}
+
+impl SupervisedActor for PodLifecycleActor {
+    fn debug_state(&self) -> serde_json::Value {
+        json!({
+            "node": self.settings.node_name,
+            "watchEvents": self.watch_events,
+            "delivered": self.delivered,
+            "undelivered": self.state.outbox().len(),
+            "provider": self.state.provider().debug_state(),
+        })
+    }
+}

@@ -1,0 +1,123 @@
+//! The pod lifecycle provider: what decides what each pod's containers are doing (a simulation
+//! here; a CRI-backed provider can follow) and says so as [`PodUpdate`]s for StatusManager. It
+//! is driven by the pod watch, a timer and evictions, and lives outside the actor instance —
+//! with the updates not yet delivered — so a restart of the actor loses nothing.
+
+use std::{
+    collections::VecDeque,
+    sync::{Mutex, MutexGuard, PoisonError},
+};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+
+use crate::{
+    messages::StopPod,
+    ports::{PodStats, PodStatsSource},
+};
+
+/// What a provider wants StatusManagerActor told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodUpdate {
+    /// `SetPodStatus`.
+    Status {
+        pod: Box<Pod>,
+        status: Box<PodStatus>,
+    },
+    /// `SetContainerReadiness`.
+    Readiness {
+        pod_uid: String,
+        container_id: String,
+        ready: bool,
+    },
+    /// `TerminatePod`: the pod's containers are gone for good.
+    Terminated { pod: Box<Pod> },
+}
+
+pub trait PodLifecycleProvider: Send + 'static {
+    /// A pod bound to this node, as the API has it now (listed, added or modified).
+    fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate>;
+    /// The pod is gone from the API: forget it and free what it held.
+    fn pod_deleted(&mut self, pod: &Pod);
+    /// What has come due by `now` (scripted exits, pods waiting for an address).
+    fn tick(&mut self, now: Timestamp) -> Vec<PodUpdate>;
+    /// Stops the pod's containers for good and ends it as `stop` says (an eviction).
+    fn stop_pod(&mut self, stop: &StopPod, now: Timestamp) -> Vec<PodUpdate>;
+    /// The Node's `spec.podCIDRs` (joined with ",") changed.
+    fn set_pod_cidrs(&mut self, cidrs: &str, now: Timestamp) -> Vec<PodUpdate>;
+    /// The pods that may still run, with what they use.
+    fn active_pods(&self) -> Vec<PodStats>;
+    fn debug_state(&self) -> serde_json::Value;
+}
+
+/// A provider for nodes whose pods nodepulse does not run (a CRI node until a CRI provider
+/// exists): it reports nothing, so their statuses stay whatever else writes them.
+#[derive(Debug, Default)]
+pub struct NoPods;
+
+impl PodLifecycleProvider for NoPods {
+    fn pod_applied(&mut self, _: &Pod, _: Timestamp) -> Vec<PodUpdate> {
+        Vec::new()
+    }
+    fn pod_deleted(&mut self, _: &Pod) {}
+    fn tick(&mut self, _: Timestamp) -> Vec<PodUpdate> {
+        Vec::new()
+    }
+    fn stop_pod(&mut self, _: &StopPod, _: Timestamp) -> Vec<PodUpdate> {
+        Vec::new()
+    }
+    fn set_pod_cidrs(&mut self, _: &str, _: Timestamp) -> Vec<PodUpdate> {
+        Vec::new()
+    }
+    fn active_pods(&self) -> Vec<PodStats> {
+        Vec::new()
+    }
+    fn debug_state(&self) -> serde_json::Value {
+        serde_json::json!({"provider": "none"})
+    }
+}
+
+/// One message for StatusManagerActor, in the order it must arrive.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// The pod as the watch saw it (`PodObserved`).
+    Observed(Box<Pod>),
+    /// The pod is gone (`PodGone`).
+    Gone(String),
+    Update(PodUpdate),
+}
+
+/// The provider and the messages not yet delivered: shared by every instance of the actor.
+pub struct PodLifecycleState {
+    provider: Mutex<Box<dyn PodLifecycleProvider>>,
+    outbox: Mutex<VecDeque<Outgoing>>,
+}
+
+impl PodLifecycleState {
+    pub fn new(provider: impl PodLifecycleProvider) -> Self {
+        Self {
+            provider: Mutex::new(Box::new(provider)),
+            outbox: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// The provider; a panic while it was held left it as consistent as any single step does.
+    pub fn provider(&self) -> MutexGuard<'_, Box<dyn PodLifecycleProvider>> {
+        self.provider.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn outbox(&self) -> MutexGuard<'_, VecDeque<Outgoing>> {
+        self.outbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `updates` for delivery, after whatever is already queued.
+    pub fn queue(&self, updates: impl IntoIterator<Item = Outgoing>) {
+        self.outbox().extend(updates);
+    }
+}
+
+impl PodStatsSource for PodLifecycleState {
+    fn active_pods(&self) -> Vec<PodStats> {
+        self.provider().active_pods()
+    }
+}

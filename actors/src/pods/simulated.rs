@@ -1,0 +1,403 @@
+//! The `simulated` pod lifecycle provider, for nodes that run no containers (as kwok does): a
+//! bound pod goes Pending → Running with every container running and ready, an address from the
+//! node's pod CIDR (the host's for `hostNetwork` pods), `hostIP` and `startTime`; a pod with
+//! `restartPolicy: Never` and a scripted exit (see [`annotations`](super::annotations)) ends
+//! Succeeded or Failed; a pod given a `deletionTimestamp` has its containers stopped (exit 0)
+//! and is finished; an evicted pod's containers are killed (exit 137) and it ends Failed with
+//! the eviction's reason. Pure: time is an argument, and nothing here talks to the API.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    net::IpAddr,
+    time::Duration,
+};
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+use super::{
+    annotations,
+    ip_pool::{Cidr, IpPool},
+    provider::{PodLifecycleProvider, PodUpdate},
+    simulated_status::{Placement, Stage, container_id, simulated_status},
+};
+use crate::{
+    messages::StopPod,
+    ports::{ContainerStats, PodStats},
+};
+
+/// The exit code of a container killed by SIGKILL.
+const KILLED: i32 = 137;
+
+#[derive(Debug, Clone)]
+pub struct SimulatedSettings {
+    /// The node's address, for `hostIP` and `hostNetwork` pods.
+    pub host_ip: Option<IpAddr>,
+    /// Addresses come from here until the Node has a `spec.podCIDR`.
+    pub fallback_cidr: Cidr,
+}
+
+#[derive(Debug, Clone)]
+struct SimulatedPod {
+    pod: Pod,
+    stage: Stage,
+    placement: Placement,
+    /// Our own address (not the host's): given back when the pod is gone.
+    owned_ip: Option<IpAddr>,
+    /// TerminatePod was sent; once is enough.
+    terminated_sent: bool,
+}
+
+pub struct SimulatedPods {
+    settings: SimulatedSettings,
+    pool: IpPool,
+    pods: HashMap<String, SimulatedPod>,
+}
+
+fn uid(pod: &Pod) -> Option<&str> {
+    pod.metadata.uid.as_deref()
+}
+
+fn host_network(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.host_network)
+        .unwrap_or(false)
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status
+            .as_ref()
+            .and_then(|status| status.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+fn first_container(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.containers.first())
+        .map(|container| container.name.clone())
+        .unwrap_or_default()
+}
+
+impl SimulatedPods {
+    pub fn new(settings: SimulatedSettings) -> Self {
+        Self {
+            pool: IpPool::new(settings.fallback_cidr),
+            settings,
+            pods: HashMap::new(),
+        }
+    }
+
+    fn status_update(&self, uid: &str) -> Option<PodUpdate> {
+        let sim = self.pods.get(uid)?;
+        Some(PodUpdate::Status {
+            pod: Box::new(sim.pod.clone()),
+            status: Box::new(simulated_status(&sim.pod, &sim.stage, &sim.placement)),
+        })
+    }
+
+    /// Gives the pod an address if it has none yet; whether it has one now.
+    fn place(&mut self, uid: &str) -> bool {
+        let host_ip = self.settings.host_ip.map(|ip| ip.to_string());
+        let Some(sim) = self.pods.get_mut(uid) else {
+            return false;
+        };
+        if sim.placement.pod_ip.is_some() {
+            return true;
+        }
+        if host_network(&sim.pod) {
+            sim.placement.pod_ip = host_ip;
+            return sim.placement.pod_ip.is_some();
+        }
+        match self.pool.allocate() {
+            Some(ip) => {
+                sim.owned_ip = Some(ip);
+                sim.placement.pod_ip = Some(ip.to_string());
+                true
+            }
+            None => {
+                tracing::warn!(pod = ?sim.pod.metadata.name, cidr = %self.pool.cidr(), "no free pod address; the pod stays Pending");
+                false
+            }
+        }
+    }
+
+    /// Pending → Running once placed; then a due scripted exit.
+    fn advance(&mut self, uid: &str, now: Timestamp) -> Vec<PodUpdate> {
+        let mut updates = Vec::new();
+        let Some(stage) = self.pods.get(uid).map(|sim| sim.stage.clone()) else {
+            return updates;
+        };
+        if stage == Stage::Pending && self.place(uid) {
+            if let Some(sim) = self.pods.get_mut(uid) {
+                sim.stage = Stage::Running;
+            }
+            updates.extend(self.status_update(uid));
+        }
+        let Some(sim) = self.pods.get(uid) else {
+            return updates;
+        };
+        if sim.stage == Stage::Running
+            && let Some((code, after)) = annotations::scripted_exit(&sim.pod)
+        {
+            let due = SignedDuration::try_from(after)
+                .ok()
+                .and_then(|after| sim.placement.started_at.checked_add(after).ok())
+                .is_some_and(|due| due <= now);
+            if due {
+                updates.extend(self.finish(uid, code, None, now));
+            }
+        }
+        updates
+    }
+
+    /// Every container ends with `exit_code`; the final status, then TerminatePod.
+    fn finish(
+        &mut self,
+        uid: &str,
+        exit_code: i32,
+        ended: Option<(String, String)>,
+        now: Timestamp,
+    ) -> Vec<PodUpdate> {
+        let Some(sim) = self.pods.get_mut(uid) else {
+            return Vec::new();
+        };
+        if matches!(sim.stage, Stage::Finished { .. }) {
+            return Vec::new();
+        }
+        sim.stage = Stage::Finished {
+            at: now,
+            exit_code,
+            ended,
+        };
+        let mut updates: Vec<PodUpdate> = self.status_update(uid).into_iter().collect();
+        updates.extend(self.terminated(uid));
+        updates
+    }
+
+    fn terminated(&mut self, uid: &str) -> Option<PodUpdate> {
+        let sim = self.pods.get_mut(uid)?;
+        if sim.terminated_sent {
+            return None;
+        }
+        sim.terminated_sent = true;
+        Some(PodUpdate::Terminated {
+            pod: Box::new(sim.pod.clone()),
+        })
+    }
+
+    /// A pod first seen: adopted as it is when the API shows it running or finished (a
+    /// restart of nodepulse), otherwise started.
+    fn adopt_or_start(&mut self, uid: &str, pod: &Pod, now: Timestamp) -> Vec<PodUpdate> {
+        let status = pod.status.clone().unwrap_or_default();
+        let host_ip = self.settings.host_ip.map(|ip| ip.to_string());
+        let started_at = status.start_time.as_ref().map_or(now, |time| time.0);
+        let mut sim = SimulatedPod {
+            pod: pod.clone(),
+            stage: Stage::Pending,
+            placement: Placement {
+                host_ip,
+                pod_ip: None,
+                started_at: Timestamp::from_second(started_at.as_second()).unwrap_or(started_at),
+                unready: annotations::unready_containers(pod),
+            },
+            owned_ip: None,
+            terminated_sent: false,
+        };
+        let running_here = status.phase.as_deref() == Some("Running") && status.pod_ip.is_some();
+        if is_terminal(pod) {
+            // Finished before this process knew it: nothing runs, nothing to report.
+            sim.stage = Stage::Finished {
+                at: now,
+                exit_code: 0,
+                ended: None,
+            };
+            self.pods.insert(uid.to_owned(), sim);
+            return if pod.metadata.deletion_timestamp.is_some() {
+                self.terminated(uid).into_iter().collect()
+            } else {
+                Vec::new()
+            };
+        }
+        if running_here {
+            let ip = status.pod_ip.clone().unwrap_or_default();
+            if !host_network(pod)
+                && let Ok(address) = ip.parse::<IpAddr>()
+            {
+                self.pool.claim(address);
+                sim.owned_ip = Some(address);
+            }
+            sim.placement.pod_ip = Some(ip);
+            sim.stage = Stage::Running;
+        }
+        self.pods.insert(uid.to_owned(), sim);
+        let mut updates: Vec<PodUpdate> = self.status_update(uid).into_iter().collect();
+        updates.extend(self.advance(uid, now));
+        updates
+    }
+
+    /// Readiness flips of a running pod, as its annotation now says.
+    fn readiness(&mut self, uid: &str) -> Vec<PodUpdate> {
+        let Some(sim) = self.pods.get_mut(uid) else {
+            return Vec::new();
+        };
+        let unready = annotations::unready_containers(&sim.pod);
+        if unready == sim.placement.unready {
+            return Vec::new();
+        }
+        let flipped: Vec<(String, bool)> = sim
+            .pod
+            .spec
+            .iter()
+            .flat_map(|spec| spec.containers.iter())
+            .map(|container| container.name.clone())
+            .filter(|name| unready.contains(name) != sim.placement.unready.contains(name))
+            .map(|name| {
+                let ready = !unready.contains(&name);
+                (name, ready)
+            })
+            .collect();
+        sim.placement.unready = unready;
+        if sim.stage != Stage::Running {
+            return Vec::new();
+        }
+        flipped
+            .into_iter()
+            .map(|(name, ready)| PodUpdate::Readiness {
+                pod_uid: uid.to_owned(),
+                container_id: container_id(&sim.pod, &name),
+                ready,
+            })
+            .collect()
+    }
+}
+
+impl PodLifecycleProvider for SimulatedPods {
+    fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate> {
+        let Some(uid) = uid(pod).map(str::to_owned) else {
+            return Vec::new();
+        };
+        let mut updates = match self.pods.get_mut(&uid) {
+            None => self.adopt_or_start(&uid, pod, now),
+            Some(sim) => {
+                sim.pod = pod.clone();
+                let mut updates = self.readiness(&uid);
+                updates.extend(self.advance(&uid, now));
+                updates
+            }
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
+            // Deleted: the containers stop (a graceful stop exits 0) and the pod is finished.
+            updates.extend(self.finish(&uid, 0, None, now));
+            updates.extend(self.terminated(&uid));
+        }
+        updates
+    }
+
+    fn pod_deleted(&mut self, pod: &Pod) {
+        let Some(sim) = uid(pod).and_then(|uid| self.pods.remove(uid)) else {
+            return;
+        };
+        if let Some(ip) = sim.owned_ip {
+            self.pool.release(ip);
+        }
+    }
+
+    fn tick(&mut self, now: Timestamp) -> Vec<PodUpdate> {
+        let waiting: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|(_, sim)| {
+                sim.stage == Stage::Pending
+                    || (sim.stage == Stage::Running
+                        && annotations::scripted_exit(&sim.pod).is_some())
+            })
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        waiting
+            .into_iter()
+            .flat_map(|uid| self.advance(&uid, now))
+            .collect()
+    }
+
+    fn stop_pod(&mut self, stop: &StopPod, now: Timestamp) -> Vec<PodUpdate> {
+        let ended = Some((stop.reason.clone(), stop.message.clone()));
+        self.finish(&stop.uid, KILLED, ended, now)
+    }
+
+    fn set_pod_cidrs(&mut self, cidrs: &str, now: Timestamp) -> Vec<PodUpdate> {
+        let Some(first) = cidrs
+            .split(',')
+            .map(str::trim)
+            .find(|cidr| !cidr.is_empty())
+        else {
+            return Vec::new();
+        };
+        match Cidr::parse(first) {
+            Ok(cidr) => self.pool.set_cidr(cidr),
+            Err(error) => {
+                tracing::warn!(%error, "the Node's pod CIDR is unusable; keeping the previous one");
+                return Vec::new();
+            }
+        }
+        self.tick(now)
+    }
+
+    fn active_pods(&self) -> Vec<PodStats> {
+        self.pods
+            .values()
+            .filter(|sim| !matches!(sim.stage, Stage::Finished { .. }))
+            .map(|sim| {
+                let first = first_container(&sim.pod);
+                let memory: BTreeMap<String, u64> = annotations::memory_usage(&sim.pod, &first)
+                    .into_iter()
+                    .collect();
+                let storage: BTreeMap<String, u64> = annotations::storage_usage(&sim.pod, &first)
+                    .into_iter()
+                    .collect();
+                let containers = sim
+                    .pod
+                    .spec
+                    .iter()
+                    .flat_map(|spec| spec.containers.iter())
+                    .map(|container| ContainerStats {
+                        name: container.name.clone(),
+                        memory_bytes: memory.get(&container.name).copied().unwrap_or(0),
+                        ephemeral_storage_bytes: storage.get(&container.name).copied().unwrap_or(0),
+                    })
+                    .collect();
+                PodStats {
+                    pod: sim.pod.clone(),
+                    containers: Some(containers),
+                    processes: Some(annotations::processes(&sim.pod).unwrap_or(0)),
+                }
+            })
+            .collect()
+    }
+
+    fn debug_state(&self) -> serde_json::Value {
+        let mut stages: BTreeMap<&str, usize> = BTreeMap::new();
+        for sim in self.pods.values() {
+            let stage = match sim.stage {
+                Stage::Pending => "pending",
+                Stage::Running => "running",
+                Stage::Finished { .. } => "finished",
+            };
+            *stages.entry(stage).or_default() += 1;
+        }
+        json!({
+            "provider": "simulated",
+            "pods": stages,
+            "podCIDR": self.pool.cidr(),
+            "addressesInUse": self.pool.in_use(),
+            "hostIP": self.settings.host_ip,
+        })
+    }
+}
+
+/// How often the simulation looks at what has come due (scripted exits).
+pub const TICK: Duration = Duration::from_millis(250);

@@ -1,0 +1,129 @@
+//! A whole simulated node (all its actors, `runtime: simulated`) against a test cluster, and
+//! the pod helpers the pod tests share: create pods bound to it, read their conditions, wait
+//! for a phase.
+
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, api::PostParams};
+use nodepulse::{
+    cli::Settings,
+    config::{Config, Source},
+    daemon::supervisor_config,
+    kube_api::KubeApi,
+    node,
+};
+use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+use serde_json::{Value, json};
+
+use super::eventually_async;
+
+/// The configuration of a simulated node in the pod tests: quick restarts, a fixed pod CIDR.
+pub const SIMULATED_NODE: &str = "runtime: simulated
+podCIDR: 10.123.0.0/16
+supervision:
+  livenessTimeout: 1s
+  livenessInterval: 100ms
+  backoff:
+    initial: 50ms
+";
+
+/// Thresholds no test host meets, unless a test asks for pressure: the host running the
+/// tests may well be short of disk, and a node under pressure rightly evicts the test's pods.
+const NO_PRESSURE: &str = "evictionHard:\n  memory.available: 1Mi\n";
+
+/// Starts every actor of node `name` with `yaml` (after [`SIMULATED_NODE`]'s settings, and
+/// thresholds that are never met unless `yaml` sets `evictionHard`).
+pub async fn start_simulated_node(kubeconfig: &Path, name: &str, yaml: &str) -> SupervisorHandle {
+    let thresholds = if yaml.contains("evictionHard") {
+        ""
+    } else {
+        NO_PRESSURE
+    };
+    let config = Config::parse(
+        &format!("{SIMULATED_NODE}{thresholds}{yaml}"),
+        Source::Embedded,
+    )
+    .expect("valid test configuration");
+    let settings = Settings {
+        config,
+        node_name: name.to_owned(),
+        kubeconfig: Some(kubeconfig.to_owned()),
+        standalone: false,
+    };
+    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
+        .await
+        .expect("connects");
+    let builder = Supervisor::builder(supervisor_config(&settings.config, name));
+    node::actors(builder, &settings, &api).0.start()
+}
+
+/// A pod bound to `node` from `extra` merged over a one-container pod named `name`.
+pub fn pod_manifest(name: &str, namespace: &str, node: &str, extra: Value) -> Pod {
+    let mut manifest = json!({
+        "metadata": {"name": name, "namespace": namespace, "labels": {"nodepulse.test/owner": "tests"}},
+        "spec": {"nodeName": node, "restartPolicy": "Always",
+                 "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+    });
+    merge(&mut manifest, extra);
+    serde_json::from_value(manifest).expect("a pod")
+}
+
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (key, value) in from {
+                merge(into.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (into, from) => *into = from,
+    }
+}
+
+pub async fn create(client: &kube::Client, pod: &Pod) -> Pod {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    Api::<Pod>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), pod)
+        .await
+        .expect("the pod is created")
+}
+
+/// The status of condition `kind`, if the pod has it.
+pub fn condition(pod: &Pod, kind: &str) -> Option<String> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+        .map(|c| c.status.clone())
+}
+
+pub fn phase(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref()?.phase.as_deref()
+}
+
+/// Waits until `check` holds for the pod as the API has it; returns the pod then.
+pub async fn wait_pod(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Pod) -> bool,
+) -> Pod {
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    eventually_async(&format!("{namespace}/{name}: {what}"), || async {
+        pods.get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|pod| check(&pod))
+    })
+    .await;
+    pods.get(name).await.expect("the pod")
+}
+
+/// Running with every container ready.
+pub fn running_and_ready(pod: &Pod) -> bool {
+    phase(pod) == Some("Running") && condition(pod, "Ready").as_deref() == Some("True")
+}
