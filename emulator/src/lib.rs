@@ -9,9 +9,10 @@
 //! - `http`: the actix-web front end (CRUD, watch, tables, discovery, auth, admin API).
 //! - `lifecycle`: the node-lifecycle controller loop.
 //! - `kubeconfig`: kubeconfig files for the emulator.
+//! - `request_log`: who made which request, in RBAC's terms (for tests deriving permissions).
 //!
 //! Public API: [`Emulator::start`] with an [`EmulatorConfig`] returns an [`EmulatorHandle`]
-//! (base URL, kubeconfig, [`FaultHandle`], shutdown); [`faults`] holds the fault-injection
+//! (base URL, kubeconfig, [`FaultHandle`], the served requests, shutdown); [`faults`] holds the fault-injection
 //! vocabulary; [`time`] formats Kubernetes timestamps.
 
 mod api;
@@ -19,6 +20,7 @@ mod http;
 mod kubeconfig;
 mod lifecycle;
 mod patch;
+mod request_log;
 mod select;
 mod server;
 mod store;
@@ -30,4 +32,5 @@ pub mod time;
 pub use api::{StoredKind, Verb};
 pub use config::{AuthConfig, EmulatorConfig, LifecycleConfig, User, WatchConfig};
 pub use faults::{FaultAction, FaultCounters, FaultHandle, FaultRule};
+pub use request_log::RequestRecord;
 pub use server::{BUILTIN_NAMESPACES, Emulator, EmulatorError, EmulatorHandle};

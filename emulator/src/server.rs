@@ -16,6 +16,7 @@ use crate::api::resource::NAMESPACES;
 use crate::config::EmulatorConfig;
 use crate::faults::FaultHandle;
 use crate::http::{self, AppState};
+use crate::request_log::{RequestLog, RequestRecord};
 use crate::store::Store;
 
 /// Namespaces that exist from the start, as in a fresh cluster.
@@ -75,12 +76,14 @@ impl Emulator {
                 })?;
         }
         let faults = FaultHandle::default();
+        let requests = RequestLog::default();
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
         let state = web::Data::new(AppState {
             store: store.clone(),
             faults: faults.clone(),
             auth: config.auth.clone(),
             watch: config.watch.clone(),
+            requests: requests.clone(),
             shutdown: shutdown_rx.clone(),
         });
         let fault_data = web::Data::new(faults.clone());
@@ -116,6 +119,7 @@ impl Emulator {
             address,
             store,
             faults,
+            requests,
             server: server_handle,
             server_task: Some(server_task),
             lifecycle_task,
@@ -129,6 +133,7 @@ pub struct EmulatorHandle {
     address: SocketAddr,
     store: Arc<Store>,
     faults: FaultHandle,
+    requests: RequestLog,
     server: ServerHandle,
     server_task: Option<JoinHandle<()>>,
     lifecycle_task: Option<JoinHandle<()>>,
@@ -149,6 +154,12 @@ impl EmulatorHandle {
     /// The fault-injection handle.
     pub fn faults(&self) -> &FaultHandle {
         &self.faults
+    }
+
+    /// The resource requests served so far (the most recent 10,000), oldest first: who asked
+    /// for what, in RBAC's terms, and the answer's status code.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.requests.snapshot()
     }
 
     /// Number of stored objects of a kind (for measurements and tests).

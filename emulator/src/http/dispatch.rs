@@ -1,12 +1,13 @@
 //! The resource API entry point: parse the target and verb, authenticate, apply injected faults,
-//! then hand over to the verb's handler. Logs one line per request at debug level.
+//! then hand over to the verb's handler. Logs one line per request at debug level and records
+//! every authenticated request in the request log.
 
 use std::time::SystemTime;
 
 use actix_web::http::header::{ACCEPT, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use super::auth::authenticate;
+use super::auth::{Identity, authenticate};
 use super::handlers::{self, Request};
 use super::query::Query;
 use super::table::wants_table;
@@ -14,6 +15,7 @@ use super::{AppState, error_response, watch};
 use crate::api::target::TargetError;
 use crate::api::{ApiError, Target, Verb};
 use crate::faults::{FaultAction, RequestFacts};
+use crate::request_log::RequestRecord;
 
 /// Serves any `/api/...` or `/apis/...` resource request.
 pub async fn dispatch(
@@ -21,13 +23,25 @@ pub async fn dispatch(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let result = serve(&req, &body, &state).await;
+    let mut record = None;
+    let result = serve(&req, &body, &state, &mut record).await;
     let response = result.unwrap_or_else(|e| error_response(&e));
+    if let Some(mut record) = record {
+        record.code = response.status().as_u16();
+        state.requests.record(record);
+    }
     tracing::debug!(method = %req.method(), path = req.path(), status = response.status().as_u16(), "api request");
     response
 }
 
-async fn serve(req: &HttpRequest, body: &[u8], state: &AppState) -> Result<HttpResponse, ApiError> {
+/// Serves one request; `record` is filled once the caller is known, so the request log holds
+/// every authenticated request whatever its outcome.
+async fn serve(
+    req: &HttpRequest,
+    body: &[u8],
+    state: &AppState,
+    record: &mut Option<RequestRecord>,
+) -> Result<HttpResponse, ApiError> {
     let target = match Target::parse(req.path()) {
         Ok(target) => target,
         Err(TargetError::NotAnApiPath) => {
@@ -48,6 +62,19 @@ async fn serve(req: &HttpRequest, body: &[u8], state: &AppState) -> Result<HttpR
         return Err(ApiError::no_such_path());
     }
     let identity = authenticate(&state.auth, req.headers())?;
+    *record = Some(RequestRecord {
+        user: match &identity {
+            Identity::User(user) => user.name.clone(),
+            Identity::Anonymous => "system:anonymous".to_owned(),
+        },
+        verb,
+        group: target.resource.group.to_owned(),
+        resource: target.resource.plural.to_owned(),
+        subresource: target.subresource.clone().unwrap_or_default(),
+        namespace: target.namespace_or_empty().to_owned(),
+        name: target.name.clone().unwrap_or_default(),
+        code: 0,
+    });
 
     let decision = state.faults.decide(&RequestFacts {
         verb,

@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::api::ApiError;
 use crate::config::{AuthConfig, WatchConfig};
 use crate::faults::FaultHandle;
+use crate::request_log::RequestLog;
 use crate::store::Store;
 
 /// Shared state of every worker.
@@ -32,6 +33,8 @@ pub struct AppState {
     pub faults: FaultHandle,
     pub auth: AuthConfig,
     pub watch: WatchConfig,
+    /// Every served resource request, for tests (see `request_log`).
+    pub requests: RequestLog,
     /// Flips to true on shutdown so long-running watches end.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
 }
