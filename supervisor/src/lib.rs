@@ -28,6 +28,7 @@ mod snapshot;
 mod stats;
 mod supervisor;
 
+pub use arbiters::SharedArbiters;
 pub use backoff::{BackoffPolicy, RestartBackoff};
 pub use child::{ChildSpec, ChildState, Failure, RestartPolicy};
 pub use control::KillMode;

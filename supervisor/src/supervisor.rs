@@ -17,7 +17,7 @@ pub use requests::KillAccepted;
 pub(crate) use requests::{DebugState, Kill, Shutdown};
 
 use crate::{
-    arbiters::ArbiterPool,
+    arbiters::{ArbiterPool, Arbiters, SharedArbiters},
     backoff::{BackoffPolicy, RestartBackoff},
     child::{ChildRuntime, ChildState, ChildStatus, Failure, InstanceStart, RestartPolicy},
     control::{Control, KillMode},
@@ -39,6 +39,9 @@ pub struct SupervisorConfig {
     pub liveness_interval: Duration,
     /// Threads the children run on; `None` gives each child its own.
     pub arbiters: Option<usize>,
+    /// A pool shared with other supervisors (a fleet of nodes in one process); when set,
+    /// `arbiters` is ignored and this supervisor never stops the pool's threads.
+    pub shared_arbiters: Option<SharedArbiters>,
 }
 
 impl SupervisorConfig {
@@ -50,6 +53,7 @@ impl SupervisorConfig {
             liveness_timeout: Duration::from_secs(5),
             liveness_interval: Duration::from_secs(1),
             arbiters: None,
+            shared_arbiters: None,
         }
     }
 }
@@ -100,7 +104,7 @@ struct Slot {
 pub struct Supervisor {
     config: SupervisorConfig,
     slots: Vec<Slot>,
-    pool: ArbiterPool,
+    pool: Arbiters,
     exits: mpsc::UnboundedSender<ChildExit>,
     exit_stream: Option<mpsc::UnboundedReceiver<ChildExit>>,
     escalation: watch::Sender<Option<Escalation>>,
@@ -142,7 +146,12 @@ impl SupervisorBuilder {
             .collect();
         let (exits, exit_stream) = mpsc::unbounded_channel();
         let (escalation, escalation_watch) = watch::channel(None);
-        let pool = ArbiterPool::new(self.config.arbiters.unwrap_or(self.children.len()));
+        let pool = match &self.config.shared_arbiters {
+            Some(shared) => Arbiters::Shared(shared.clone()),
+            None => Arbiters::Private(ArbiterPool::new(
+                self.config.arbiters.unwrap_or(self.children.len()),
+            )),
+        };
         let intensity = self.config.intensity;
         let slots = self
             .children
@@ -360,7 +369,7 @@ impl Supervisor {
             for waiter in self.shutdown_waiters.drain(..) {
                 let _ = waiter.send(());
             }
-            self.pool.stop_all();
+            self.pool.stop_owned();
         }
     }
 }
