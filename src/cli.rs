@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 use crate::{
     config::{Config, ConfigError, check_node_name},
@@ -11,24 +11,42 @@ use crate::{
 };
 
 /// nodepulse: a Kubernetes node agent that registers the Node, renews its Lease and reports its
-/// conditions, as a tree of supervised actors.
+/// conditions, as a tree of supervised actors. Without a command, runs the daemon.
 #[derive(Debug, Parser)]
 #[command(name = "nodepulse", version, about)]
 pub struct Cli {
     /// Configuration file (YAML); the embedded default when omitted.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
-    /// kubeconfig of the cluster to join.
-    #[arg(long, value_name = "FILE")]
+    /// kubeconfig of the cluster to join; else KUBECONFIG, ~/.kube/config, then in-cluster.
+    #[arg(long, value_name = "FILE", global = true)]
     pub kubeconfig: Option<PathBuf>,
     /// The Node's name; overrides `nodeName` in the file and the host name.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", global = true)]
     pub node_name: Option<String>,
     /// Run against an API emulator started in this process (nothing else needed).
     #[arg(long)]
     pub standalone: bool,
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do instead of running the daemon.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Validate a configuration file: print OK, or the field, value and reason it is refused
+    /// (exit 2).
+    CheckConfig {
+        /// The YAML file to check.
+        file: PathBuf,
+    },
+    /// Print the node's conditions and Lease as the API server has them (exit 1 when they
+    /// cannot be read).
+    Status,
+    /// Print the configuration reference: every field, its default and meaning (Markdown).
+    ConfigReference,
 }
 
 /// Everything the daemon needs, resolved and validated.

@@ -2,11 +2,13 @@
 //! endpoint. The actors live in `nodepulse-actors`, the supervision runtime in
 //! `nodepulse-supervisor`; this crate wires them to the outside world.
 //!
-//! Layout: `cli` (flags → settings), `config` (the YAML file), `daemon` (one run, exit codes),
+//! Layout: `cli` (flags → settings), `commands` (`check-config`, `status`,
+//! `config-reference`), `config` (the YAML file), `daemon` (one run, exit codes),
 //! `debug` (the HTTP endpoint), `kube_api` (the API port's kube-rs adapter), `logging`, `node` (one node's actors), `standalone` (the in-process API emulator),
 //! `cri` and `host` (the runtime and host-signal adapters), `node_signals` (their two actors).
 
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod cri;
 pub mod daemon;

@@ -1,17 +1,22 @@
 //! `nodepulse`: parse, build, run until a signal or an escalation, exit with a code that says how
-//! it ended (0 stopped, 1 could not run, 2 bad configuration, 3 escalated).
+//! it ended (0 stopped, 1 could not run, 2 bad configuration, 3 escalated). A subcommand
+//! (`check-config`, `status`, `config-reference`) runs instead of the daemon.
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use nodepulse::{
     cli::Cli,
+    commands,
     daemon::{self, EXIT_CONFIG},
     logging,
 };
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(command) = &cli.command {
+        return ExitCode::from(commands::run(&cli, command));
+    }
     let settings = match cli.settings() {
         Ok(settings) => settings,
         Err(error) => {

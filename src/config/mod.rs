@@ -5,6 +5,7 @@
 
 mod duration;
 mod model;
+pub mod reference;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,6 @@
-//! `GET /metrics`: the supervised actors' figures in the Prometheus text exposition format.
+//! `GET /metrics`: the supervised actors' figures and the API clients' (requests, status
+//! updates, Lease renewals; see `kube_api::metrics`) in the Prometheus text exposition format.
+//! Every family is documented in README, "Metrics".
 
 use std::fmt::Write as _;
 
@@ -6,6 +8,7 @@ use actix_web::{HttpResponse, web};
 use nodepulse_supervisor::{ActorSnapshot, ChildState};
 
 use super::DebugContext;
+use crate::kube_api::metrics::API_METRICS;
 
 const STATES: [ChildState; 5] = [
     ChildState::Starting,
@@ -22,9 +25,11 @@ pub async fn metrics(context: web::Data<DebugContext>) -> HttpResponse {
         .iter()
         .flat_map(|handle| handle.actors())
         .collect();
+    let mut body = render(&actors);
+    API_METRICS.render(&mut body, jiff::Timestamp::now());
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(render(&actors))
+        .body(body)
 }
 
 /// Renders the actor families; one sample per actor (and per state or message type).

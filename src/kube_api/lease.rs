@@ -9,7 +9,7 @@ use nodepulse_actors::{
 };
 use serde_json::json;
 
-use super::{KubeApi, timed};
+use super::{KubeApi, metrics::API_METRICS, timed};
 
 /// The JSON merge patch of a renewal: the two spec fields the kubelet re-asserts, the owner
 /// when it is being added, and the resourceVersion that makes a stale write a 409.
@@ -27,6 +27,22 @@ pub fn renewal_patch(renewal: &LeaseRenewal) -> serde_json::Value {
     })
 }
 
+/// Counts a Lease write and, when accepted, the renewTime the server now has.
+fn record_renewal(result: &ApiResult<Lease>) {
+    let renewed = result.as_ref().ok().and_then(|lease| {
+        lease
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.renew_time.as_ref())
+            .map(|time| time.0)
+    });
+    API_METRICS.lease_renewal(if result.is_ok() {
+        renewed.or_else(|| Some(jiff::Timestamp::now()))
+    } else {
+        None
+    });
+}
+
 impl KubeApi {
     fn leases(&self) -> Api<Lease> {
         Api::namespaced(self.heartbeat_client(), NODE_LEASE_NAMESPACE)
@@ -41,14 +57,18 @@ impl LeaseApi for KubeApi {
 
     fn create_lease(&self, lease: Lease) -> BoxFuture<'static, ApiResult<Lease>> {
         let (api, timeout) = (self.leases(), self.heartbeat_timeout());
-        Box::pin(async move { timed(timeout, api.create(&PostParams::default(), &lease)).await })
+        Box::pin(async move {
+            let result = timed(timeout, api.create(&PostParams::default(), &lease)).await;
+            record_renewal(&result);
+            result
+        })
     }
 
     fn renew_lease(&self, renewal: LeaseRenewal) -> BoxFuture<'static, ApiResult<Lease>> {
         let (api, timeout) = (self.leases(), self.heartbeat_timeout());
         let patch = renewal_patch(&renewal);
         Box::pin(async move {
-            timed(
+            let result = timed(
                 timeout,
                 api.patch(
                     &renewal.name,
@@ -56,7 +76,9 @@ impl LeaseApi for KubeApi {
                     &kube::api::Patch::Merge(&patch),
                 ),
             )
-            .await
+            .await;
+            record_renewal(&result);
+            result
         })
     }
 

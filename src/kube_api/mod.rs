@@ -8,18 +8,19 @@
 
 mod errors;
 mod lease;
+pub mod metrics;
 mod node;
 mod pods;
 
 use std::{
     num::NonZeroU32,
-    path::Path,
+    path::{Path, PathBuf},
     sync::{Arc, RwLock},
     time::Duration,
 };
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 pub use errors::timed;
 pub use lease::renewal_patch;
@@ -27,7 +28,7 @@ pub use node::node_event;
 
 use crate::config::Config;
 
-/// Why no client could be built.
+/// Why no client could be built. Retrying does not help until the file or environment changes.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     #[error("cannot read kubeconfig {path}: {source}")]
@@ -36,12 +37,89 @@ pub enum ConnectError {
         #[source]
         source: kube::config::KubeconfigError,
     },
+    #[error("cannot use the in-cluster service account: {0}")]
+    InCluster(#[source] kube::config::InClusterError),
     #[error(
-        "no cluster to talk to: pass --kubeconfig, set KUBECONFIG, provide ~/.kube/config or run in a pod; or use --standalone ({0})"
+        "no cluster to talk to: pass --kubeconfig, set KUBECONFIG, provide ~/.kube/config or run in a pod; or use --standalone"
     )]
-    Infer(#[source] kube::config::InferConfigError),
+    NoCluster,
     #[error("cannot build an API client: {0}")]
     Client(#[source] kube::Error),
+}
+
+/// Where the client configuration came from, in the order kubectl looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KubeconfigSource {
+    /// `--kubeconfig FILE`.
+    Flag(PathBuf),
+    /// `KUBECONFIG`, one file or a `:`-separated list merged as kubectl merges it.
+    Environment(String),
+    /// `~/.kube/config`.
+    Home(PathBuf),
+    /// The pod's service account (`KUBERNETES_SERVICE_HOST` and its token and CA).
+    InCluster,
+}
+
+impl std::fmt::Display for KubeconfigSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Flag(path) => write!(f, "--kubeconfig {}", path.display()),
+            Self::Environment(value) => write!(f, "KUBECONFIG={value}"),
+            Self::Home(path) => write!(f, "{}", path.display()),
+            Self::InCluster => f.write_str("in-cluster service account"),
+        }
+    }
+}
+
+/// The client configuration as kubectl resolves it: `--kubeconfig`, else `KUBECONFIG`, else
+/// `~/.kube/config`, else the in-cluster service account. Unlike kube-rs's `Config::infer`, a
+/// kubeconfig that is named but broken is an error naming it, never a silent fall-through to
+/// the next source. The cluster CA, client certificates and bearer tokens (also `tokenFile`
+/// and exec plugins) come from the chosen source through kube-rs; TLS is rustls.
+pub async fn client_config(
+    kubeconfig: Option<&Path>,
+) -> Result<(kube::Config, KubeconfigSource), ConnectError> {
+    let from_file = |file: Result<Kubeconfig, _>, source: KubeconfigSource| async move {
+        let error = |error| ConnectError::Kubeconfig {
+            path: source.to_string(),
+            source: error,
+        };
+        let file = file.map_err(error)?;
+        let config = kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+            .await
+            .map_err(error)?;
+        Ok((config, source))
+    };
+    if let Some(path) = kubeconfig {
+        return from_file(
+            Kubeconfig::read_from(path),
+            KubeconfigSource::Flag(path.to_owned()),
+        )
+        .await;
+    }
+    if let Some(value) = std::env::var_os("KUBECONFIG").filter(|value| !value.is_empty()) {
+        let source = KubeconfigSource::Environment(value.to_string_lossy().into_owned());
+        let file = Kubeconfig::from_env().and_then(|file| file.ok_or(KubeconfigError::FindPath));
+        return from_file(file, source).await;
+    }
+    let home = std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".kube").join("config"))
+        .filter(|path| path.exists());
+    if let Some(path) = home {
+        return from_file(Kubeconfig::read_from(&path), KubeconfigSource::Home(path)).await;
+    }
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        let config = kube::Config::incluster().map_err(ConnectError::InCluster)?;
+        return Ok((config, KubeconfigSource::InCluster));
+    }
+    Err(ConnectError::NoCluster)
+}
+
+/// A client whose every request is timed into [`metrics::API_METRICS`].
+fn timed_client(config: &kube::Config) -> Result<kube::Client, kube::Error> {
+    Ok(kube::client::ClientBuilder::try_from(config.clone())?
+        .with_layer(&metrics::TimingLayer)
+        .build())
 }
 
 /// Both clients and the limits around them. Cheap to share behind an `Arc`.
@@ -56,32 +134,19 @@ pub struct KubeApi {
 }
 
 impl KubeApi {
-    /// Connects with `kubeconfig` when given, else as kubectl would (`KUBECONFIG`,
-    /// `~/.kube/config`, then the in-cluster service account).
+    /// Connects with `kubeconfig` when given, else as kubectl would (see [`client_config`]).
     pub async fn connect(
         kubeconfig: Option<&Path>,
         config: &Config,
     ) -> Result<Arc<Self>, ConnectError> {
-        let mut client_config = match kubeconfig {
-            Some(path) => {
-                let kubeconfig_error = |source| ConnectError::Kubeconfig {
-                    path: path.display().to_string(),
-                    source,
-                };
-                let file = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
-                kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-                    .await
-                    .map_err(kubeconfig_error)?
-            }
-            None => kube::Config::infer().await.map_err(ConnectError::Infer)?,
-        };
+        let (mut client_config, source) = client_config(kubeconfig).await?;
+        tracing::info!(%source, server = %client_config.cluster_url, "API client configured");
         let heartbeat_timeout = config.heartbeat_timeout();
         client_config.read_timeout = Some(heartbeat_timeout);
         client_config.write_timeout = Some(heartbeat_timeout);
         client_config.connect_timeout = Some(heartbeat_timeout);
-        let main = kube::Client::try_from(client_config.clone()).map_err(ConnectError::Client)?;
-        let heartbeat =
-            kube::Client::try_from(client_config.clone()).map_err(ConnectError::Client)?;
+        let main = timed_client(&client_config).map_err(ConnectError::Client)?;
+        let heartbeat = timed_client(&client_config).map_err(ConnectError::Client)?;
         let quota = |qps: u32, burst: u32| {
             let qps = NonZeroU32::new(qps).unwrap_or(NonZeroU32::MIN);
             Quota::per_second(qps).allow_burst(NonZeroU32::new(burst).unwrap_or(qps))
@@ -125,7 +190,7 @@ impl KubeApi {
 
     /// Replaces the heartbeat client, dropping its pooled connections.
     pub fn reset_heartbeat_connections(&self) {
-        match kube::Client::try_from(self.config.clone()) {
+        match timed_client(&self.config) {
             Ok(fresh) => {
                 let mut current = self
                     .heartbeat

@@ -13,7 +13,7 @@ use kube::{
 use nodepulse_actors::ports::{ApiError, ApiResult, NodeApi, NodeEvent, NodeWatchEvent};
 use serde_json::json;
 
-use super::{KubeApi, timed};
+use super::{KubeApi, metrics::API_METRICS, timed};
 
 /// The Event the kubelet would record about its Node: the involved object's UID is the node
 /// name, as the kubelet sets it.
@@ -95,11 +95,13 @@ impl NodeApi for KubeApi {
             self.heartbeat_timeout(),
         );
         Box::pin(async move {
-            timed(
+            let result = timed(
                 timeout,
                 api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch)),
             )
-            .await
+            .await;
+            API_METRICS.node_status_update(result.is_ok());
+            result
         })
     }
 

@@ -1,0 +1,327 @@
+//! The configuration reference: one line of documentation per field, rendered as the Markdown
+//! table in README (`nodepulse config-reference` prints it). Defaults are not written here but
+//! read from [`Config`]'s own defaults, and a test fails when a field of `Config` has no line
+//! here or README's table differs from [`markdown`]'s, so the reference cannot drift.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::Config;
+
+/// One field: its path in the file, the default when the type's default (`null`) does not
+/// say it, and what it means.
+pub struct FieldDoc {
+    pub path: &'static str,
+    pub default: Option<&'static str>,
+    pub meaning: &'static str,
+}
+
+const fn field(path: &'static str, meaning: &'static str) -> FieldDoc {
+    FieldDoc {
+        path,
+        default: None,
+        meaning,
+    }
+}
+
+const fn field_defaulting(
+    path: &'static str,
+    default: &'static str,
+    meaning: &'static str,
+) -> FieldDoc {
+    FieldDoc {
+        path,
+        default: Some(default),
+        meaning,
+    }
+}
+
+/// Every field of the file, in the order README lists them.
+pub const FIELDS: &[FieldDoc] = &[
+    field_defaulting(
+        "nodeName",
+        "host name",
+        "the Node's name (an RFC 1123 subdomain); `--node-name` overrides it; the host name lower-cased, as the kubelet, when unset",
+    ),
+    field(
+        "nodeStatusUpdateFrequency",
+        "how often status is computed; the heartbeat client's request timeout is min(this, `nodeLeaseDurationSeconds`)",
+    ),
+    field_defaulting(
+        "nodeStatusReportFrequency",
+        "`5m0s`",
+        "the longest a status goes unposted when nothing changed; when unset and `nodeStatusUpdateFrequency` is set, that frequency (as the kubelet)",
+    ),
+    field(
+        "nodeLeaseDurationSeconds",
+        "the Lease's `spec.leaseDurationSeconds`; renewed every quarter of it (jitter 0.04)",
+    ),
+    field(
+        "kubeAPIQPS",
+        "requests per second of the main API client; Lease and status heartbeats are never limited",
+    ),
+    field("kubeAPIBurst", "burst of the main API client"),
+    field(
+        "eventRecordQPS",
+        "Events per second nodepulse may record; more are dropped with a log line",
+    ),
+    field("eventBurst", "burst of Events"),
+    field(
+        "registerNode",
+        "create the Node at start, or adopt and reconcile the existing one",
+    ),
+    field(
+        "registerWithTaints",
+        "taints the Node is created with (`[{key, value, effect}]`)",
+    ),
+    field(
+        "nodeLabels",
+        "labels added at registration, after the default ones",
+    ),
+    field_defaulting("providerID", "none", "the Node's `spec.providerID`"),
+    field(
+        "enableControllerAttachDetach",
+        "add the `volumes.kubernetes.io/controller-managed-attach-detach` annotation",
+    ),
+    field(
+        "nodeIP",
+        "the Node's addresses (up to two, one per family), checked against the host's interfaces; none: the default-route address",
+    ),
+    field("port", "the kubelet port reported in `daemonEndpoints`"),
+    field(
+        "rootDir",
+        "whose filesystem gives `ephemeral-storage` capacity and the nodefs signals (its nearest existing ancestor when missing)",
+    ),
+    field("maxPods", "capacity `pods`"),
+    field(
+        "podsPerCore",
+        "when above 0, capacity `pods` is min(cores × this, `maxPods`)",
+    ),
+    field(
+        "systemReserved",
+        "held back from allocatable for the OS (`cpu`, `memory`, `ephemeral-storage`, `pid`)",
+    ),
+    field("kubeReserved", "held back from allocatable for node agents"),
+    field(
+        "runtime",
+        "`cri`: probe the container runtime over CRI; `simulated`: report a healthy runtime without one, flagged `simulated`",
+    ),
+    field(
+        "podCIDR",
+        "where a simulated node's pod addresses come from until the Node has a `spec.podCIDR`",
+    ),
+    field(
+        "containerRuntimeEndpoint",
+        "the CRI socket (only `unix://` endpoints)",
+    ),
+    field("runtimeRequestTimeout", "bound on each CRI call"),
+    field(
+        "runtimeProbePeriod",
+        "how often the runtime's status is probed and `RuntimeHealth` sent (the kubelet hard-codes 5 s)",
+    ),
+    field(
+        "containerRuntimeDownAfter",
+        "no full runtime-probe success this long: Ready=False \"container runtime is down\" (the kubelet's fixed `maxWaitForContainerRuntime`)",
+    ),
+    field(
+        "evictionHard",
+        "hard thresholds by signal, quantities or percentages of capacity; when given, exactly these apply",
+    ),
+    field(
+        "evictionSoft",
+        "soft thresholds; each needs a grace period (a config error otherwise, as in the kubelet)",
+    ),
+    field(
+        "evictionSoftGracePeriod",
+        "how long each soft threshold must be met before it counts",
+    ),
+    field(
+        "evictionMinimumReclaim",
+        "how far past its threshold a signal must recover before a met threshold counts as resolved",
+    ),
+    field(
+        "evictionPressureTransitionPeriod",
+        "a pressure condition stays on this long after its signal recovered",
+    ),
+    field(
+        "housekeepingInterval",
+        "how often the eviction signals are measured (at least `1s`)",
+    ),
+    field(
+        "supervision.livenessTimeout",
+        "an actor that leaves a liveness ping unanswered this long is declared hung and replaced",
+    ),
+    field(
+        "supervision.livenessInterval",
+        "how often every actor is pinged (≤ `livenessTimeout`)",
+    ),
+    field(
+        "supervision.maxRestarts",
+        "restarts allowed per actor within `restartWindow`; one more escalates (exit 3)",
+    ),
+    field(
+        "supervision.restartWindow",
+        "the window of the restart-intensity bound",
+    ),
+    field(
+        "supervision.mailboxCapacity",
+        "messages that may wait in one actor's mailbox",
+    ),
+    field(
+        "supervision.backoff.initial",
+        "delay before the first restart",
+    ),
+    field(
+        "supervision.backoff.max",
+        "cap of the delay (before jitter)",
+    ),
+    field(
+        "supervision.backoff.multiplier",
+        "growth per consecutive restart (≥ 1)",
+    ),
+    field(
+        "supervision.backoff.jitter",
+        "up to this fraction extra, never less (as the kubelet's `wait.Jitter`)",
+    ),
+    field(
+        "supervision.backoff.resetAfter",
+        "a run this long counts as stable: the delay starts over",
+    ),
+    field(
+        "debug.address",
+        "the debug endpoint and `/metrics`; a warning is logged when bound beyond loopback",
+    ),
+    field(
+        "debug.faultInjection.enabled",
+        "allow `POST /debug/actors/{name}/kill`",
+    ),
+    field_defaulting(
+        "debug.faultInjection.token",
+        "none",
+        "bearer token for the kill route; required (16+ characters) when enabled; never logged",
+    ),
+    field(
+        "standalone.apiAddress",
+        "where `--standalone` serves the API emulator",
+    ),
+    field_defaulting(
+        "standalone.kubeconfigPath",
+        "`$TMPDIR/nodepulse-standalone.kubeconfig`",
+        "where `--standalone` writes its kubeconfig",
+    ),
+];
+
+/// The configuration with every field at its default, as JSON (what an empty file gives).
+pub fn defaults() -> Value {
+    let config: Config = serde_json::from_value(Value::Object(serde_json::Map::new()))
+        .unwrap_or_else(|error| unreachable!("every field has a default: {error}"));
+    serde_json::to_value(config).unwrap_or_else(|error| unreachable!("serializable: {error}"))
+}
+
+/// The value at a dotted field path (field names never contain dots; map keys may, so a map's
+/// entries are not paths).
+fn at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |value, key| value.get(key))
+}
+
+/// The paths of every field: nested sections are descended into; maps, lists and scalars are
+/// fields. A section is an object with at least one key and no key containing a dot (maps with
+/// such defaults are `evictionHard`'s signal names, which have dots).
+pub fn field_paths(value: &Value, prefix: &str, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) if !map.is_empty() && !map.keys().any(|key| key.contains('.')) => {
+            for (key, value) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                field_paths(value, &path, out);
+            }
+        }
+        _ => out.push(prefix.to_owned()),
+    }
+}
+
+fn render_default(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => "—".to_owned(),
+        Some(Value::String(text)) => format!("`{text}`"),
+        Some(Value::Object(map)) if map.is_empty() => "none".to_owned(),
+        Some(Value::Array(items)) if items.is_empty() => "none".to_owned(),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(key, value)| match value {
+                Value::String(text) => format!("`{key}: {text}`"),
+                other => format!("`{key}: {other}`"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(other) => format!("`{other}`"),
+    }
+}
+
+/// The reference as a Markdown table: field, default, meaning.
+pub fn markdown() -> String {
+    let defaults = defaults();
+    let mut out = String::from("| field | default | meaning |\n|---|---|---|\n");
+    for doc in FIELDS {
+        let default = match doc.default {
+            Some(text) => text.to_owned(),
+            None => render_default(at(&defaults, doc.path)),
+        };
+        let _ = writeln!(out, "| `{}` | {default} | {} |", doc.path, doc.meaning);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn every_field_of_the_configuration_is_documented_once() {
+        let mut paths = Vec::new();
+        field_paths(&defaults(), "", &mut paths);
+        let fields: BTreeSet<String> = paths.into_iter().collect();
+        let documented: Vec<&str> = FIELDS.iter().map(|doc| doc.path).collect();
+        let unique: BTreeSet<String> = documented.iter().map(|p| (*p).to_owned()).collect();
+        assert_eq!(
+            unique.len(),
+            documented.len(),
+            "a field is documented twice"
+        );
+        let missing: Vec<_> = fields.difference(&unique).collect();
+        let unknown: Vec<_> = unique.difference(&fields).collect();
+        assert!(
+            missing.is_empty(),
+            "Config fields without a line in FIELDS: {missing:?}"
+        );
+        assert!(
+            unknown.is_empty(),
+            "FIELDS documents what Config does not have: {unknown:?}"
+        );
+    }
+
+    #[test]
+    fn a_field_whose_default_is_unset_says_what_happens_instead() {
+        let defaults = defaults();
+        for doc in FIELDS {
+            if at(&defaults, doc.path).is_none_or(Value::is_null) {
+                assert!(doc.default.is_some(), "{} needs a default text", doc.path);
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_are_read_from_the_types() {
+        let table = markdown();
+        assert!(table.contains("| `nodeStatusUpdateFrequency` | `10s` |"));
+        assert!(table.contains("| `evictionHard` | `imagefs.available: 15%`, "));
+        assert!(table.contains("| `systemReserved` | none |"));
+        assert!(table.contains("| `supervision.maxRestarts` | `10` |"));
+    }
+}
