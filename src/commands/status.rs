@@ -13,7 +13,7 @@ use nodepulse_actors::ports::NODE_LEASE_NAMESPACE;
 use crate::{
     cli::Cli,
     daemon::{EXIT_CONFIG, EXIT_FAILED},
-    kube_api::{ConnectError, KubeconfigSource, client_config},
+    kube_api::{ConnectError, KubeconfigSource, client_config, with_causes},
 };
 
 /// How long each read may take before the command gives up.
@@ -24,12 +24,12 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum StatusError {
     #[error(transparent)]
     Connect(#[from] ConnectError),
-    #[error("cannot read {what} from {server}: {source}")]
+    #[error("cannot read {what} from {server}: {reason}")]
     Read {
         what: String,
         server: String,
-        #[source]
-        source: kube::Error,
+        /// The error with its causes (a TLS failure is only in the causes).
+        reason: String,
     },
     #[error("no Node named {node:?} on {server} (is nodepulse running with this --node-name?)")]
     NoNode { node: String, server: String },
@@ -85,10 +85,10 @@ pub async fn fetch(
     let client = kube::Client::try_from(config).map_err(ConnectError::Client)?;
     let read_error = |what: String| {
         let server = server.clone();
-        move |source| StatusError::Read {
+        move |error: kube::Error| StatusError::Read {
             what,
             server,
-            source,
+            reason: with_causes(&error),
         }
     };
     let found = Api::<Node>::all(client.clone())

@@ -5,7 +5,7 @@ use std::{future::Future, time::Duration};
 use nodepulse_actors::ports::{ApiError, ApiResult};
 
 /// Maps a kube-rs error: 404 → NotFound, 409 AlreadyExists / Conflict, everything else Other
-/// with the status code, reason and message.
+/// with the status code, reason and message, or the error with its causes.
 pub fn from_kube(error: kube::Error) -> ApiError {
     match error {
         kube::Error::Api(status) => match (status.code, status.reason.as_str()) {
@@ -14,8 +14,25 @@ pub fn from_kube(error: kube::Error) -> ApiError {
             (409, _) => ApiError::Conflict(status.message),
             (code, reason) => ApiError::Other(format!("{code} {reason}: {}", status.message)),
         },
-        other => ApiError::Other(other.to_string()),
+        other => ApiError::Other(with_causes(&other)),
     }
+}
+
+/// The error and every cause under it (`client error (Connect): invalid peer certificate:
+/// UnknownIssuer`): kube-rs's own message stops at the outermost layer, which rarely says what
+/// went wrong with a connection.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let message = inner.to_string();
+        if !text.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        cause = inner.source();
+    }
+    text
 }
 
 /// Runs `call`, giving up after `timeout` (the request is dropped, and with it the connection's
@@ -27,5 +44,25 @@ pub async fn timed<T>(
     match tokio::time::timeout(timeout, call).await {
         Ok(result) => result.map_err(from_kube),
         Err(_) => Err(ApiError::Timeout(timeout)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("client error (Connect)")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn a_connection_error_names_its_causes() {
+        let error = Outer(std::io::Error::other(
+            "invalid peer certificate: UnknownIssuer",
+        ));
+        assert_eq!(
+            with_causes(&error),
+            "client error (Connect): invalid peer certificate: UnknownIssuer"
+        );
     }
 }

@@ -22,7 +22,7 @@ use std::{
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
-pub use errors::timed;
+pub use errors::{timed, with_causes};
 pub use lease::renewal_patch;
 pub use node::node_event;
 
