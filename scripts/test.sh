@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs nodepulse's whole test suite: installs what the tests need that cargo cannot (kubectl for
-# the emulator's kubectl test; containerd, runc and the CNI plugins for the runtime tests), then
+# the emulator's kubectl test; containerd, runc and the CNI plugins for the runtime tests; openssl
+# for the TLS test's certificates), then
 # `cargo test --workspace --all-targets`. Safe to run repeatedly; installs need root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,5 +10,10 @@ if [ -f emulator/ci-setup.sh ]; then
   bash emulator/ci-setup.sh
 fi
 bash scripts/ci-setup-containerd.sh  # containerd, runc and CNI plugins for tests/runtime_probe.rs
+# openssl mints the test certificates of tests/kubeconfig_tls.rs.
+if ! command -v openssl >/dev/null 2>&1; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssl >/dev/null
+fi
 
 cargo test --workspace --all-targets "$@"
