@@ -7,7 +7,7 @@
 //! heartbeat failure so the next request dials afresh instead of reusing a dead connection.
 
 mod errors;
-mod lease;
+pub mod lease;
 pub mod metrics;
 mod node;
 mod pods;

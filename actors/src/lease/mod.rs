@@ -3,7 +3,7 @@
 //! latest Lease; after a restart it re-reads the Lease from the API server, whose renewTime
 //! keeps the next one moving forward. Renewal is independent of status computation.
 
-mod renewal;
+pub mod renewal;
 mod round;
 #[cfg(test)]
 mod round_tests;
