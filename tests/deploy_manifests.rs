@@ -12,6 +12,7 @@ use clap::Parser;
 use common::{
     cluster::unique_node_name,
     eventually, eventually_async,
+    identity::NodeIdentityEmulator,
     node::{report_healthy_and_wait_ready, start_api_actors},
 };
 use futures::StreamExt;
@@ -29,7 +30,7 @@ use nodepulse::{
     kube_api::KubeApi,
 };
 use nodepulse_actors::ports::{PodApi, PodWatchEvent};
-use nodepulse_emulator::{AuthConfig, Emulator, EmulatorConfig, EmulatorHandle, User};
+use nodepulse_emulator::EmulatorHandle;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -285,34 +286,19 @@ async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
         return;
     }
     let name = unique_node_name("rbac");
-    let user = User::node(&name);
-    let token = "node-token-deploy-rbac-0123456789";
-    let emulator = Emulator::start(EmulatorConfig {
-        auth: AuthConfig {
-            tokens: [(token.to_owned(), user.clone())].into(),
-            allow_anonymous: true,
-            node_restriction: true,
-        },
-        ..EmulatorConfig::for_tests()
-    })
-    .await
-    .expect("the emulator starts");
-    let directory = tempfile::tempdir().expect("temp dir");
-    let node_kubeconfig = directory.path().join("node.kubeconfig");
-    emulator
-        .write_kubeconfig_with_token(&node_kubeconfig, Some(token))
-        .expect("kubeconfig");
-    let admin_kubeconfig = directory.path().join("admin.kubeconfig");
-    emulator
-        .write_kubeconfig(&admin_kubeconfig)
-        .expect("kubeconfig");
-    let admin = client(&admin_kubeconfig).await;
+    let cluster = NodeIdentityEmulator::start(&name).await;
+    let (emulator, user, node_kubeconfig, admin) = (
+        &cluster.emulator,
+        &cluster.user,
+        &cluster.node_kubeconfig,
+        &cluster.admin,
+    );
 
     // The node's actors, under the node's own identity, through registration, status, events
     // and Lease renewals.
     let yaml = "nodeStatusUpdateFrequency: 1s\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
-    let (supervisor, addresses) = start_api_actors(&node_kubeconfig, &name, yaml).await;
-    report_healthy_and_wait_ready(&admin, &name, &addresses).await;
+    let (supervisor, addresses) = start_api_actors(node_kubeconfig, &name, yaml).await;
+    report_healthy_and_wait_ready(admin, &name, &addresses).await;
     let leases = Api::<Lease>::namespaced(admin.clone(), "kube-node-lease");
     eventually_async("the Lease is renewed with its owner", || async {
         leases
@@ -339,7 +325,7 @@ async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
         pod.metadata.uid.clone().expect("a uid"),
     );
     let config = Config::parse(yaml, Source::Embedded).expect("valid");
-    let api = KubeApi::connect(Some(&node_kubeconfig), &config)
+    let api = KubeApi::connect(Some(node_kubeconfig), &config)
         .await
         .expect("connects");
     let mut pods = api.watch_pods(&name);
@@ -374,7 +360,7 @@ async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
         Access::new("patch", "", "pods/status", "default"),
         Access::new("delete", "", "pods", "default"),
     ];
-    let made = || requests_of(&emulator, &user.name);
+    let made = || requests_of(emulator, &user.name);
     eventually("the request log holds a node's whole life", || {
         let made = made();
         expected.iter().all(|access| made.contains(access))
@@ -585,13 +571,4 @@ fn requests_of(emulator: &EmulatorHandle, user: &str) -> BTreeSet<Access> {
             )
         })
         .collect()
-}
-
-async fn client(path: &Path) -> kube::Client {
-    let file = kube::config::Kubeconfig::read_from(path).expect("kubeconfig");
-    let config =
-        kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("config");
-    kube::Client::try_from(config).expect("client")
 }

@@ -38,105 +38,43 @@ impl Certificates {
 
     fn mint(node: &str) -> Option<Self> {
         let directory = tempfile::tempdir().expect("temp dir");
-        let run = |args: &[&str]| {
+        let write = |name: &str, text: &str| {
+            std::fs::write(directory.path().join(name), text).expect("written");
+        };
+        write(
+            "server.ext",
+            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        );
+        write("client.ext", "extendedKeyUsage=clientAuth\n");
+        let openssl = |args: &str| {
             Command::new("openssl")
-                .args(args)
+                .args(args.split_whitespace())
                 .current_dir(directory.path())
                 .output()
                 .is_ok_and(|output| output.status.success())
         };
-        std::fs::write(
-            directory.path().join("server.ext"),
-            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-        )
-        .expect("written");
-        std::fs::write(
-            directory.path().join("client.ext"),
-            "extendedKeyUsage=clientAuth\n",
-        )
-        .expect("written");
-        let subject = format!("/O=system:nodes/CN=system:node:{node}");
-        let steps: [&[&str]; 5] = [
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-days",
-                "1",
-                "-subj",
-                "/CN=nodepulse-test-ca",
-            ],
-            &[
-                "req",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=kube-apiserver",
-            ],
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                "server.crt",
-                "-days",
-                "1",
-                "-extfile",
-                "server.ext",
-            ],
-            &[
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-keyout",
-                "client.key",
-                "-out",
-                "client.csr",
-                "-subj",
-                &subject,
-            ],
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "client.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                "client.crt",
-                "-days",
-                "1",
-                "-extfile",
-                "client.ext",
-            ],
-        ];
-        steps
-            .iter()
-            .all(|args| run(args))
-            .then_some(Self { directory })
+        // A certificate request for `name`, signed by the CA with `name.ext`'s v3 extensions.
+        let signed = |name: &str, key: &str, subject: &str| {
+            openssl(&format!(
+                "req -newkey {key} -nodes -keyout {name}.key -out {name}.csr -subj {subject}"
+            )) && openssl(&format!(
+                "x509 -req -in {name}.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+                 -out {name}.crt -days 1 -extfile {name}.ext"
+            ))
+        };
+        let minted = openssl(
+            "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 \
+             -subj /CN=nodepulse-test-ca",
+        ) && signed(
+            "server",
+            "ec -pkeyopt ec_paramgen_curve:P-256",
+            "/CN=kube-apiserver",
+        ) && signed(
+            "client",
+            "rsa:2048",
+            &format!("/O=system:nodes/CN=system:node:{node}"),
+        );
+        minted.then_some(Self { directory })
     }
 }
 

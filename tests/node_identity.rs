@@ -7,43 +7,20 @@ mod common;
 
 use common::{
     eventually_async,
+    identity::{NodeIdentityEmulator, client},
     node::{healthy_runtime, start_api_actors},
 };
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
-use kube::{
-    Api,
-    api::PostParams,
-    config::{KubeConfigOptions, Kubeconfig},
-};
-use nodepulse_emulator::{AuthConfig, Emulator, EmulatorConfig, User};
+use kube::{Api, api::PostParams};
 
 #[actix_rt::test]
 async fn a_node_identity_is_enough_and_reaches_only_its_own_objects() {
     let name = "identity-node";
-    let token = "node-token-identity-0123456789";
-    let emulator = Emulator::start(EmulatorConfig {
-        auth: AuthConfig {
-            tokens: [(token.to_owned(), User::node(name))].into(),
-            allow_anonymous: true,
-            node_restriction: true,
-        },
-        ..EmulatorConfig::for_tests()
-    })
-    .await
-    .expect("the emulator starts");
-    let directory = tempfile::tempdir().expect("temp dir");
-    let node_kubeconfig = directory.path().join("node.kubeconfig");
-    emulator
-        .write_kubeconfig_with_token(&node_kubeconfig, Some(token))
-        .expect("kubeconfig");
-    let admin_kubeconfig = directory.path().join("admin.kubeconfig");
-    emulator
-        .write_kubeconfig(&admin_kubeconfig)
-        .expect("kubeconfig");
-    let admin = client(&admin_kubeconfig).await;
+    let cluster = NodeIdentityEmulator::start(name).await;
+    let (node_kubeconfig, admin) = (&cluster.node_kubeconfig, &cluster.admin);
 
     let yaml = "nodeStatusUpdateFrequency: 1s\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
-    let (_supervisor, addresses) = start_api_actors(&node_kubeconfig, name, yaml).await;
+    let (_supervisor, addresses) = start_api_actors(node_kubeconfig, name, yaml).await;
     addresses
         .node_status
         .try_send(healthy_runtime())
@@ -76,7 +53,7 @@ async fn a_node_identity_is_enough_and_reaches_only_its_own_objects() {
     .await;
 
     // The same credentials cannot touch another node: the restriction is real.
-    let as_node = Api::<Node>::all(client(&node_kubeconfig).await);
+    let as_node = Api::<Node>::all(client(node_kubeconfig).await);
     let other: Node =
         serde_json::from_value(serde_json::json!({"metadata": {"name": "someone-else"}}))
             .expect("node");
@@ -87,12 +64,4 @@ async fn a_node_identity_is_enough_and_reaches_only_its_own_objects() {
             .is_err(),
         "a node identity may not create another Node"
     );
-}
-
-async fn client(path: &std::path::Path) -> kube::Client {
-    let file = Kubeconfig::read_from(path).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-        .await
-        .expect("config");
-    kube::Client::try_from(config).expect("client")
 }
