@@ -221,6 +221,114 @@ fn broken_files_are_refused_with_field_value_and_reason() {
             "evictionPressureTransitionPeriod: 0s\n",
             &["evictionPressureTransitionPeriod", "greater than zero"],
         ),
+        (
+            "nodeLeaseDurationSeconds: 0\n",
+            &["nodeLeaseDurationSeconds", "\"0\"", "greater than zero"],
+        ),
+        (
+            "nodeLeaseDurationSeconds: -40\n",
+            &["nodeLeaseDurationSeconds", "\"-40\"", "greater than zero"],
+        ),
+        (
+            "nodeLeaseDurationSeconds: forty\n",
+            &["nodeLeaseDurationSeconds", "invalid type", "\"forty\""],
+        ),
+        (
+            "nodeLeaseDurationSeconds: 4.5\n",
+            &["nodeLeaseDurationSeconds", "invalid type", "4.5"],
+        ),
+        (
+            "nodeStatusUpdateFrequency: -10s\n",
+            &["nodeStatusUpdateFrequency", "negative duration \"-10s\""],
+        ),
+        (
+            "nodeStatusUpdateFrequency: 0s\n",
+            &["nodeStatusUpdateFrequency", "\"0s\"", "greater than zero"],
+        ),
+        (
+            "nodeStatusUpdateFrequency: 10\n",
+            &["nodeStatusUpdateFrequency", "missing unit", "\"10\""],
+        ),
+        (
+            "nodeStatusReportFrequency: 0s\n",
+            &["nodeStatusReportFrequency", "greater than zero"],
+        ),
+        (
+            "runtimeProbePeriod: -1s\n",
+            &["runtimeProbePeriod", "negative duration \"-1s\""],
+        ),
+        (
+            "containerRuntimeDownAfter: 0s\n",
+            &["containerRuntimeDownAfter", "greater than zero"],
+        ),
+        ("kubeAPIQPS: -5\n", &["kubeAPIQPS", "invalid type", "-5"]),
+        ("kubeAPIQPS: 0\n", &["kubeAPIQPS", "\"0\"", "at least 1"]),
+        (
+            "kubeAPIQPS: 50\nkubeAPIBurst: 10\n",
+            &["kubeAPIBurst", "\"10\"", "at least kubeAPIQPS"],
+        ),
+        ("eventRecordQPS: 0\n", &["eventRecordQPS", "at least 1"]),
+        ("maxPods: 0\n", &["maxPods", "\"0\"", "at least 1"]),
+        ("maxPods: 1.5\n", &["maxPods", "invalid type", "1.5"]),
+        ("port: 70000\n", &["port", "invalid value", "70000"]),
+        (
+            "registerNode: maybe\n",
+            &["registerNode", "invalid type", "\"maybe\""],
+        ),
+        (
+            "nodeIP: [10.0.0.1, 'fd00::1', 10.0.0.2]\n",
+            &["nodeIP", "at most two addresses"],
+        ),
+        (
+            "nodeIP: [not-an-ip]\n",
+            &["nodeIP[0]", "\"not-an-ip\"", "expected an IP address"],
+        ),
+        ("nodeIP: 10.0.0.1\n", &["nodeIP", "invalid type"]),
+        (
+            "systemReserved:\n  cpu: -500m\n",
+            &["systemReserved.cpu", "\"-500m\"", "must not be negative"],
+        ),
+        (
+            "kubeReserved:\n  memory: lots\n",
+            &["kubeReserved.memory", "\"lots\"", "expected a number"],
+        ),
+        (
+            "registerWithTaints: [{key: dedicated, effect: Sometimes}]\n",
+            &["registerWithTaints[0].effect", "\"Sometimes\""],
+        ),
+        (
+            "evictionHard:\n  memory.available: -1Gi\n",
+            &["evictionHard.memory.available", "\"-1Gi\""],
+        ),
+        (
+            "evictionSoft:\n  nodefs.available: 101%\nevictionSoftGracePeriod:\n  nodefs.available: 1m\n",
+            &[
+                "evictionSoft.nodefs.available",
+                "\"101%\"",
+                "must be <= 100%",
+            ],
+        ),
+        (
+            "supervision:\n  backoff:\n    jitter: -0.1\n",
+            &["supervision.backoff.jitter", "\"-0.1\"", "between 0 and 1"],
+        ),
+        (
+            "supervision:\n  restartWindow: 0s\n",
+            &["supervision.restartWindow", "greater than zero"],
+        ),
+        (
+            "supervision:\n  maxRestarts: -1\n",
+            &["supervision.maxRestarts", "invalid type", "-1"],
+        ),
+        (
+            "debug:\n  faultInjection:\n    enabled: yes-please\n",
+            &["debug.faultInjection.enabled", "invalid type"],
+        ),
+        (
+            "debug:\n  faultInjection:\n    enabled: true\n    token: a-long-enough-token-1\n    tokens: []\n",
+            &["debug.faultInjection", "unknown field `tokens`"],
+        ),
+        ("maxPods: 10\nmaxPods: 20\n", &["duplicate", "maxPods"]),
         ("- just\n- a list\n", &["invalid type"]),
         ("\n# only a comment\n", &["test.yaml", "the file is empty"]),
         ("", &["the file is empty"]),

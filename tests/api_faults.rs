@@ -1,0 +1,436 @@
+//! The kubelet-level guarantees under API faults, through the emulator's fault injection
+//! (skipped, and said so, against a real cluster), with NodeStatus and Lease running against
+//! it: every kind of failure (5xx, 429 with Retry-After, dropped connections, latency, hangs,
+//! 409 storms) is retried with bounded, backing-off requests; no request outlives its timeout;
+//! heartbeats resume within a renew interval of the API coming back; a status decided while
+//! the API was down arrives afterwards; and a Node deleted under nodepulse is registered again.
+//! `tests/heartbeat_faults.rs` covers registration refusals, hung status PATCHes and hung Lease
+//! requests one by one; this file covers the rest.
+
+mod common;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{
+    attack::needs_emulator,
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
+    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
+};
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
+use kube::Api;
+use nodepulse::node::NodeAddresses;
+use nodepulse_actors::messages::RuntimeHealth;
+use nodepulse_emulator::{FaultAction, FaultHandle, FaultRule};
+use nodepulse_supervisor::SupervisorHandle;
+
+/// Renewals every second (a 4 s lease); status every second; heartbeat requests time out after
+/// min(1 s, 4 s) = 1 s.
+const YAML: &str = "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
+const RENEW_INTERVAL: Duration = Duration::from_secs(1);
+const STATUS_PERIOD: Duration = Duration::from_secs(1);
+/// Heartbeat requests give up after min(status period, lease duration).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest wait of the Lease's ensure loop (the kubelet's `backoffEnsureLease` cap).
+const LEASE_ENSURE_BACKOFF_CAP: Duration = Duration::from_secs(7);
+/// How long each storm of the table lasts.
+const STORM: Duration = Duration::from_secs(4);
+/// Room for a loaded CI machine on top of each timing bound.
+const SLACK: Duration = Duration::from_secs(3);
+
+struct Attacked {
+    cluster: TestCluster,
+    name: String,
+    addresses: NodeAddresses,
+    _supervisor: SupervisorHandle,
+}
+
+impl Attacked {
+    /// A Ready node with a Lease, or None (after saying SKIPPED) without the emulator.
+    async fn start(test: &str) -> Option<Self> {
+        let cluster = TestCluster::start().await;
+        if !needs_emulator(&cluster, test) {
+            return None;
+        }
+        let name = unique_node_name("api-faults");
+        let (supervisor, addresses) = start_api_actors(&cluster.kubeconfig, &name, YAML).await;
+        report_healthy_and_wait_ready(&cluster.client, &name, &addresses).await;
+        let attacked = Self {
+            cluster,
+            name,
+            addresses,
+            _supervisor: supervisor,
+        };
+        eventually_async("the Lease is renewed", || async {
+            attacked.renew_time().await.is_some()
+        })
+        .await;
+        Some(attacked)
+    }
+
+    fn faults(&self) -> FaultHandle {
+        self.cluster
+            .emulator
+            .as_ref()
+            .expect("emulator")
+            .faults()
+            .clone()
+    }
+
+    async fn renew_time(&self) -> Option<SystemTime> {
+        let lease = Api::<Lease>::namespaced(self.cluster.client.clone(), "kube-node-lease")
+            .get_opt(&self.name)
+            .await
+            .ok()
+            .flatten()?;
+        Some(SystemTime::from(lease.spec?.renew_time?.0))
+    }
+
+    async fn node(&self) -> Option<Node> {
+        Api::<Node>::all(self.cluster.client.clone())
+            .get_opt(&self.name)
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// The Lease's renewTime, asking again while reads fail.
+    async fn current_renewal(&self) -> SystemTime {
+        let deadline = Instant::now() + common::PATIENCE;
+        loop {
+            if let Some(renewed) = self.renew_time().await {
+                return renewed;
+            }
+            assert!(Instant::now() < deadline, "the Lease cannot be read");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// How long after `since` (wall clock) the Lease shows a renewal made after it, and that
+    /// renewal's time.
+    async fn next_renewal_after(&self, since: SystemTime) -> (Duration, SystemTime) {
+        let started = Instant::now();
+        let deadline = started + common::PATIENCE;
+        loop {
+            if let Some(renewed) = self.renew_time().await.filter(|renewed| *renewed > since) {
+                return (started.elapsed(), renewed);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no renewal within {:?} after the fault",
+                common::PATIENCE
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The Ready condition's status and message in the API.
+    async fn ready(&self) -> Option<(String, String)> {
+        let node = self.node().await?;
+        node.status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| (c.status, c.message.unwrap_or_default()))
+    }
+}
+
+/// A change the status must carry: the network plugin is not ready.
+fn network_down() -> RuntimeHealth {
+    RuntimeHealth {
+        network_error: Some("network plugin reports not ready (reliability test)".into()),
+        ..healthy_runtime()
+    }
+}
+
+fn outage_seconds() -> u64 {
+    std::env::var("NODEPULSE_OUTAGE_SECONDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(20)
+}
+
+#[actix_rt::test]
+async fn after_an_outage_heartbeats_resume_and_the_queued_status_arrives() {
+    let Some(node) =
+        Attacked::start("after_an_outage_heartbeats_resume_and_the_queued_status_arrives").await
+    else {
+        return;
+    };
+    let faults = node.faults();
+    let outage = Duration::from_secs(outage_seconds());
+    // The API is unreachable: every Lease and Node request loses its connection.
+    let leases = faults.inject(FaultRule::new(FaultAction::DropConnection).resource("leases"));
+    let nodes = faults.inject(FaultRule::new(FaultAction::DropConnection).resource("nodes"));
+    let began = Instant::now();
+    let matched = |id| {
+        faults
+            .rules()
+            .into_iter()
+            .find(|rule| rule.id == id)
+            .map_or(0, |rule| rule.matched)
+    };
+    // A third of the way in, the node's network goes down: a status nodepulse cannot send yet.
+    tokio::time::sleep(outage / 3).await;
+    node.addresses
+        .node_status
+        .try_send(network_down())
+        .expect("queued");
+    tokio::time::sleep(outage / 2 - outage / 3).await;
+    let (leases_first_half, nodes_first_half) = (matched(leases), matched(nodes));
+    tokio::time::sleep(outage - began.elapsed()).await;
+    let (lease_requests, node_requests) = (matched(leases), matched(nodes));
+    faults.clear();
+    let back = SystemTime::now();
+    let back_at = Instant::now();
+
+    let queued_status_arrives = async {
+        eventually_async("the status decided during the outage arrives", || async {
+            node.ready().await.is_some_and(|(status, message)| {
+                status == "False" && message.contains("reliability test")
+            })
+        })
+        .await;
+        back_at.elapsed()
+    };
+    let ((resumed, _), status_arrived) =
+        tokio::join!(node.next_renewal_after(back), queued_status_arrives);
+    let seconds = outage.as_secs_f64();
+    eprintln!(
+        "OUTAGE {seconds}s: {lease_requests} Lease requests ({leases_first_half} in the first half), {node_requests} Node requests ({nodes_first_half} in the first half); heartbeat resumed {:.2}s and the queued status arrived {:.2}s after the API came back",
+        resumed.as_secs_f64(),
+        status_arrived.as_secs_f64()
+    );
+    assert!(
+        lease_requests > 0 && node_requests > 0,
+        "nodepulse kept trying"
+    );
+    // Bounded: the Lease backs off (200 ms doubling to 7 s) and the status tries once per
+    // period with at most five attempts, as the kubelet does.
+    assert!(
+        (lease_requests as f64) <= 10.0 + seconds,
+        "{lease_requests} Lease requests in {seconds}s"
+    );
+    assert!(
+        (node_requests as f64) <= 5.0 * (seconds / STATUS_PERIOD.as_secs_f64() + 1.0),
+        "{node_requests} Node requests in {seconds}s"
+    );
+    // Backing off: the second half of the outage sees fewer Lease requests than the first.
+    assert!(
+        lease_requests - leases_first_half < leases_first_half,
+        "Lease requests: {leases_first_half} in the first half, {} in the second",
+        lease_requests - leases_first_half
+    );
+    // The Lease's ensure loop sleeps up to the kubelet's 7 s between attempts, so after a long
+    // outage the first renewal can come that late: within one renew interval only when the
+    // interval is at least 7 s (the default is 10 s). The status PATCH is not held up by it.
+    assert!(
+        resumed <= RENEW_INTERVAL.max(LEASE_ENSURE_BACKOFF_CAP) + SLACK,
+        "heartbeats resumed {resumed:?} after the API came back"
+    );
+    assert!(
+        status_arrived <= STATUS_PERIOD + SLACK,
+        "the queued status arrived {status_arrived:?} after the API came back"
+    );
+}
+
+/// One kind of fault, as a rule for Lease and Node requests.
+struct Storm {
+    name: &'static str,
+    action: FaultAction,
+    /// Only these verbs (all when empty) and only the Lease when `lease_only`.
+    lease_only: bool,
+}
+
+fn storms() -> Vec<Storm> {
+    let error = |code| FaultAction::Error {
+        code,
+        message: None,
+    };
+    vec![
+        Storm {
+            name: "500 Internal Server Error",
+            action: error(500),
+            lease_only: false,
+        },
+        Storm {
+            name: "503 Service Unavailable",
+            action: error(503),
+            lease_only: false,
+        },
+        Storm {
+            name: "429 Too Many Requests, Retry-After 1",
+            action: error(429),
+            lease_only: false,
+        },
+        Storm {
+            name: "connection dropped mid-response",
+            action: FaultAction::DropConnection,
+            lease_only: false,
+        },
+        Storm {
+            name: "700 ms latency (under the 1 s timeout)",
+            action: FaultAction::Latency { millis: 700 },
+            lease_only: false,
+        },
+        Storm {
+            name: "requests that never answer",
+            action: FaultAction::Hang,
+            lease_only: false,
+        },
+        Storm {
+            name: "409 Conflict storm on the Lease",
+            action: FaultAction::Conflict,
+            lease_only: true,
+        },
+    ]
+}
+
+#[actix_rt::test]
+async fn every_kind_of_api_fault_is_retried_boundedly_and_loses_no_status() {
+    let Some(node) =
+        Attacked::start("every_kind_of_api_fault_is_retried_boundedly_and_loses_no_status").await
+    else {
+        return;
+    };
+    let faults = node.faults();
+    let mut network_down_now = false;
+    for storm in storms() {
+        // A read may fail once on a connection the last storm dropped; ask again.
+        let last_renewal = node.current_renewal().await;
+        let mut ids = vec![faults.inject(FaultRule::new(storm.action.clone()).resource("leases"))];
+        if !storm.lease_only {
+            ids.push(faults.inject(FaultRule::new(storm.action.clone()).resource("nodes")));
+        }
+        let began = Instant::now();
+        // A status decided in the middle of the storm.
+        tokio::time::sleep(STORM / 2).await;
+        network_down_now = !network_down_now;
+        let change = if network_down_now {
+            network_down()
+        } else {
+            healthy_runtime()
+        };
+        node.addresses.node_status.try_send(change).expect("queued");
+        tokio::time::sleep(STORM.saturating_sub(began.elapsed())).await;
+        let rules = faults.rules();
+        let counted = |index: usize| {
+            ids.get(index)
+                .and_then(|id| rules.iter().find(|rule| rule.id == *id))
+                .map_or((0, 0), |rule| (rule.matched, rule.injected))
+        };
+        let ((lease_requests, lease_injected), (node_requests, node_injected)) =
+            (counted(0), counted(1));
+        if let FaultAction::Latency { .. } = storm.action {
+            // Slow answers within the timeout are still answers: the Lease kept being renewed.
+            let during = node.current_renewal().await;
+            let since = during.duration_since(last_renewal).unwrap_or_default();
+            assert!(
+                since > Duration::ZERO,
+                "{}: the Lease was renewed during the storm",
+                storm.name
+            );
+        }
+        faults.clear();
+        let back = SystemTime::now();
+        let back_at = Instant::now();
+        let (resumed, renewed) = node.next_renewal_after(back).await;
+        // The longest the Lease went unrenewed across the storm.
+        let gap = renewed.duration_since(last_renewal).unwrap_or_default();
+        eventually_async(
+            &format!("the status decided during {}", storm.name),
+            || async {
+                node.ready().await.is_some_and(|(status, message)| {
+                    (status == "False" && message.contains("reliability test")) == network_down_now
+                        && (status == "True") != network_down_now
+                })
+            },
+        )
+        .await;
+        let status_arrived = back_at.elapsed();
+        eprintln!(
+            "STORM {:<40} {}s: {lease_requests} Lease requests ({lease_injected} faulted), {node_requests} Node requests ({node_injected} faulted); heartbeat {:.2}s and status {:.2}s after the storm; Lease unrenewed for {:.2}s",
+            storm.name,
+            STORM.as_secs(),
+            resumed.as_secs_f64(),
+            status_arrived.as_secs_f64(),
+            gap.as_secs_f64(),
+        );
+        assert!(
+            lease_injected > 0,
+            "{}: the storm hit the Lease",
+            storm.name
+        );
+        let seconds = STORM.as_secs_f64();
+        // Bounded: at most the five attempts of a round per renew interval for the Lease, and
+        // five per status period for the Node (the kubelet's nodeStatusUpdateRetry).
+        assert!(
+            (lease_requests as f64) <= 5.0 * (seconds / RENEW_INTERVAL.as_secs_f64() + 1.0),
+            "{}: {lease_requests} Lease requests in {seconds}s",
+            storm.name
+        );
+        assert!(
+            (node_requests as f64) <= 5.0 * (seconds / STATUS_PERIOD.as_secs_f64() + 1.0),
+            "{}: {node_requests} Node requests in {seconds}s",
+            storm.name
+        );
+        if storm.action == FaultAction::Hang {
+            // Each hung request was given up on after its timeout and another one sent.
+            let floor = (seconds / (REQUEST_TIMEOUT.as_secs_f64() * 2.0)).floor() as u64;
+            assert!(
+                lease_requests >= floor,
+                "hung Lease requests were abandoned: only {lease_requests} in {seconds}s"
+            );
+        }
+        assert!(
+            resumed <= RENEW_INTERVAL + SLACK,
+            "{}: heartbeats resumed {resumed:?} after the storm",
+            storm.name
+        );
+        assert!(
+            status_arrived <= STATUS_PERIOD + SLACK,
+            "{}: the status arrived {status_arrived:?} after the storm",
+            storm.name
+        );
+    }
+}
+
+#[actix_rt::test]
+async fn a_node_deleted_under_nodepulse_is_registered_again_and_renewals_go_on() {
+    let Some(node) =
+        Attacked::start("a_node_deleted_under_nodepulse_is_registered_again_and_renewals_go_on")
+            .await
+    else {
+        return;
+    };
+    let old_uid = node
+        .node()
+        .await
+        .and_then(|n| n.metadata.uid)
+        .expect("a uid");
+    let deleted = SystemTime::now();
+    node.cluster.delete_node(&node.name).await;
+    let deleted_at = Instant::now();
+    eventually_async("the Node is registered again, Ready", || async {
+        let Some(again) = node.node().await else {
+            return false;
+        };
+        again.metadata.uid.as_deref() != Some(old_uid.as_str())
+            && node
+                .ready()
+                .await
+                .is_some_and(|(status, _)| status == "True")
+    })
+    .await;
+    let registered_again = deleted_at.elapsed();
+    node.next_renewal_after(deleted).await;
+    eprintln!(
+        "NODE DELETED: registered again and Ready {:.2}s later; the Lease renewed meanwhile",
+        registered_again.as_secs_f64()
+    );
+    // Within a few status syncs: the first sync after the deletion finds it missing.
+    assert!(
+        registered_again <= 2 * STATUS_PERIOD + SLACK,
+        "registered again {registered_again:?} after the deletion"
+    );
+}
