@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 pub use duration::{DurationError, GoDuration};
 pub use model::{
-    BackoffConfig, Config, DebugConfig, FaultInjectionConfig, RuntimeKind, StandaloneConfig,
-    SupervisionConfig, TaintConfig,
+    BackoffConfig, Config, DebugConfig, FaultInjectionConfig, FleetNodeConfig, RuntimeKind,
+    StandaloneConfig, SupervisionConfig, TaintConfig,
 };
 pub use validate::check_node_name;
 

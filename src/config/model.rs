@@ -123,6 +123,23 @@ pub struct Config {
     pub debug: DebugConfig,
     #[serde(default)]
     pub standalone: StandaloneConfig,
+    /// Simulated nodes to run in this one process (a fleet), each a full set of actors under
+    /// its own supervisor; empty: one node named `nodeName`. Needs `runtime: simulated`.
+    #[serde(default)]
+    pub nodes: Vec<FleetNodeConfig>,
+}
+
+/// One simulated node of a fleet: its name, the labels it registers with (over `nodeLabels`)
+/// and the capacity it reports instead of the host's.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FleetNodeConfig {
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// `cpu` (cores) and `memory` (bytes, a quantity such as `8Gi`).
+    #[serde(default)]
+    pub capacity: BTreeMap<String, String>,
 }
 
 fn default_runtime_down_after() -> GoDuration {

@@ -210,6 +210,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "`$TMPDIR/nodepulse-standalone.kubeconfig`",
         "where `--standalone` writes its kubeconfig",
     ),
+    field(
+        "nodes",
+        "simulated nodes run in this one process (a fleet; needs `runtime: simulated`): each `name`, with `labels` over `nodeLabels` and `capacity` (`cpu`, `memory`) reported instead of the host's; `--nodes N` adds generated `<nodeName>-<i>` up to N",
+    ),
 ];
 
 /// The configuration with every field at its default, as JSON (what an empty file gives).

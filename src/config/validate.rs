@@ -125,6 +125,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
     }
     validate_runtime(config)?;
     validate_eviction(config)?;
+    validate_fleet(config)?;
     let supervision = &config.supervision;
     positive("supervision.livenessTimeout", supervision.liveness_timeout)?;
     positive(
@@ -252,6 +253,43 @@ fn validate_address(field: &str, address: &str) -> Result<(), Invalid> {
             "expected an IP address and port, such as 127.0.0.1:10280",
         )
     })
+}
+
+/// A fleet's nodes: simulated, uniquely and validly named, with capacities that parse.
+fn validate_fleet(config: &Config) -> Result<(), Invalid> {
+    if !config.nodes.is_empty() && config.runtime != RuntimeKind::Simulated {
+        return Err(invalid(
+            "nodes",
+            format!("{} nodes", config.nodes.len()),
+            "a fleet of nodes in one process needs runtime: simulated",
+        ));
+    }
+    let mut names = std::collections::HashSet::new();
+    for (index, node) in config.nodes.iter().enumerate() {
+        validate_node_name(&node.name).map_err(|error| Invalid {
+            field: format!("nodes[{index}].name"),
+            ..error
+        })?;
+        if !names.insert(node.name.as_str()) {
+            return Err(invalid(
+                &format!("nodes[{index}].name"),
+                &node.name,
+                "another node of the fleet has this name",
+            ));
+        }
+        for (resource, quantity) in &node.capacity {
+            let field = format!("nodes[{index}].capacity.{resource}");
+            if !matches!(resource.as_str(), "cpu" | "memory") {
+                return Err(invalid(&field, quantity, "capacity may set cpu and memory"));
+            }
+            match nodepulse_actors::quantity::parse_quantity(quantity) {
+                Ok(value) if value > 0.0 => {}
+                Ok(_) => return Err(invalid(&field, quantity, "must be greater than zero")),
+                Err(error) => return Err(invalid(&field, quantity, error.reason)),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A Node name is a DNS subdomain (RFC 1123): lower-case alphanumerics, `-` and `.`,
