@@ -1,7 +1,7 @@
 //! The files in `deploy/` are what nodepulse needs on a real cluster, and no more: every YAML
 //! parses into its Kubernetes type; the RBAC grants every request nodepulse really makes (taken
-//! from the emulator's request log while its node actors run under a node identity) and nothing
-//! beyond the documented list; the DaemonSet, the ConfigMap and the systemd unit hand the daemon
+//! from the emulator's request log while a whole node runs under a node identity, a pod's life
+//! included) and nothing beyond the documented list; the DaemonSet, the ConfigMap and the systemd unit hand the daemon
 //! a command line and a configuration it accepts.
 
 mod common;
@@ -13,23 +13,22 @@ use common::{
     cluster::unique_node_name,
     eventually, eventually_async,
     identity::NodeIdentityEmulator,
-    node::{report_healthy_and_wait_ready, start_api_actors},
+    pods::{create, pod_manifest, running_and_ready, start_simulated_node, wait_pod},
 };
-use futures::StreamExt;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     coordination::v1::Lease,
     core::v1::{ConfigMap, Pod, ServiceAccount},
     rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject},
 };
-use kube::{Api, api::PostParams};
+use kube::{Api, api::DeleteParams};
 use nodepulse::{
     cli::Cli,
     config::{Config, Source},
     daemon::EXIT_CONFIG,
     kube_api::KubeApi,
 };
-use nodepulse_actors::ports::{PodApi, PodWatchEvent};
+use nodepulse_actors::ports::{PodApi, PodEvent};
 use nodepulse_emulator::EmulatorHandle;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -294,11 +293,10 @@ async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
         &cluster.admin,
     );
 
-    // The node's actors, under the node's own identity, through registration, status, events
-    // and Lease renewals.
+    // The whole node (every actor, a simulated runtime and pod provider) under the node's own
+    // identity: registration, status, events, Lease renewals and the pods' lives.
     let yaml = "nodeStatusUpdateFrequency: 1s\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
-    let (supervisor, addresses) = start_api_actors(node_kubeconfig, &name, yaml).await;
-    report_healthy_and_wait_ready(admin, &name, &addresses).await;
+    let supervisor = start_simulated_node(node_kubeconfig, &name, yaml).await;
     let leases = Api::<Lease>::namespaced(admin.clone(), "kube-node-lease");
     eventually_async("the Lease is renewed with its owner", || async {
         leases
@@ -310,45 +308,40 @@ async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
     })
     .await;
 
-    // Every call of the pod adapter, on a pod bound to this node.
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": { "name": format!("{name}-pod"), "namespace": "default" },
-        "spec": { "nodeName": name, "containers": [{ "name": "c", "image": "busybox" }] },
-    }))
-    .expect("a pod");
-    let pod = Api::<Pod>::namespaced(admin.clone(), "default")
-        .create(&PostParams::default(), &pod)
+    // A pod bound to the node runs, then is deleted: nodepulse patches its status, finishes
+    // it and deletes it for good. Outside "default", so its namespace is the pod's own.
+    let namespace = "kube-public";
+    let pod_name = format!("{name}-pod");
+    let pod = create(admin, &pod_manifest(&pod_name, namespace, &name, json!({}))).await;
+    wait_pod(admin, namespace, &pod_name, "running", running_and_ready).await;
+    Api::<Pod>::namespaced(admin.clone(), namespace)
+        .delete(&pod_name, &DeleteParams::default())
         .await
-        .expect("the pod is created");
-    let (pod_name, uid) = (
-        pod.metadata.name.clone().expect("a name"),
-        pod.metadata.uid.clone().expect("a uid"),
-    );
+        .expect("the pod is deleted gracefully");
+    let pods = Api::<Pod>::namespaced(admin.clone(), namespace);
+    eventually_async("nodepulse deletes the finished pod", || async {
+        pods.get_opt(&pod_name).await.is_ok_and(|pod| pod.is_none())
+    })
+    .await;
+    // The one pod call the lifecycle above does not make: an event about a pod (evictions
+    // record them), through the adapter.
     let config = Config::parse(yaml, Source::Embedded).expect("valid");
     let api = KubeApi::connect(Some(node_kubeconfig), &config)
         .await
         .expect("connects");
-    let mut pods = api.watch_pods(&name);
-    let first = tokio::time::timeout(common::PATIENCE, pods.next())
-        .await
-        .expect("the pod watch answers");
-    assert!(matches!(first, Some(PodWatchEvent::Applied(_))));
-    // The watcher sends its watch request only while polled.
-    let watching = tokio::spawn(async move { while pods.next().await.is_some() {} });
-    api.get_pod("default", &pod_name).await.expect("get pod");
-    api.patch_pod_status(
-        "default",
-        &pod_name,
-        json!({ "metadata": { "uid": uid }, "status": { "phase": "Running" } }),
+    api.record_pod_event(
+        &pod,
+        PodEvent {
+            warning: true,
+            reason: "Evicted".into(),
+            message: "The node was low on resource: memory.".into(),
+            annotations: Default::default(),
+        },
     )
     .await
-    .expect("patch pod status");
-    api.delete_pod("default", &pod_name, &uid)
-        .await
-        .expect("delete pod");
+    .expect("a pod event");
 
-    // Wait until the log has seen the whole life of a node, so the check below is not vacuous:
-    // registration, status heartbeats, Lease creation and renewals, events, the pod calls.
+    // Wait until the log has seen all of that, so the check below is not vacuous.
     let expected = [
         Access::new("create", "", "nodes", ""),
         Access::new("patch", "", "nodes/status", ""),
@@ -356,9 +349,10 @@ async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
         Access::new("create", "coordination.k8s.io", "leases", "kube-node-lease"),
         Access::new("patch", "coordination.k8s.io", "leases", "kube-node-lease"),
         Access::new("create", "", "events", "default"),
+        Access::new("create", "", "events", namespace),
         Access::new("watch", "", "pods", ""),
-        Access::new("patch", "", "pods/status", "default"),
-        Access::new("delete", "", "pods", "default"),
+        Access::new("patch", "", "pods/status", namespace),
+        Access::new("delete", "", "pods", namespace),
     ];
     let made = || requests_of(emulator, &user.name);
     eventually("the request log holds a node's whole life", || {
@@ -366,7 +360,6 @@ async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
         expected.iter().all(|access| made.contains(access))
     })
     .await;
-    watching.abort();
     supervisor.shutdown(Duration::from_secs(10)).await;
 
     let refused: Vec<_> = emulator
