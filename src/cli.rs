@@ -13,7 +13,14 @@ use crate::{
 /// nodepulse: a Kubernetes node agent that registers the Node, renews its Lease and reports its
 /// conditions, as a tree of supervised actors. Without a command, runs the daemon.
 #[derive(Debug, Parser)]
-#[command(name = "nodepulse", version, about)]
+#[command(
+    name = "nodepulse",
+    version,
+    about,
+    after_help = "Without a command, nodepulse runs the daemon: it registers the Node, renews its \
+                  Lease and reports its conditions until SIGTERM. Exit codes: 0 stopped, 1 could \
+                  not run, 2 bad configuration or command line, 3 an actor escalated."
+)]
 pub struct Cli {
     /// Configuration file (YAML); the embedded default when omitted.
     #[arg(long, value_name = "FILE", global = true)]
@@ -27,6 +34,7 @@ pub struct Cli {
     /// Run against an API emulator started in this process (nothing else needed).
     #[arg(long)]
     pub standalone: bool,
+    /// Log format; `RUST_LOG` filters (default `info`).
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
     #[command(subcommand)]
