@@ -10,20 +10,19 @@ use std::time::{Duration, Instant};
 
 use common::{
     attack::{
-        RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator, needs_emulator, ready_heartbeat,
-        shortened_intervals, wait_ready_with_lease,
+        NODE_ACTORS, RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator, needs_emulator,
+        ready_heartbeat, shortened_intervals, wait_ready_with_lease,
     },
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     eventually_async,
     observer::{NodeObserver, conditions},
+    pods::{create, pod_manifest, running_and_ready, wait_pod},
 };
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
-/// The node's supervised actors, as the debug endpoint names them. Adding an actor to the
-/// attack is adding its name here.
-const ACTORS: &[&str] = &["node-status", "lease", "runtime-probe", "eviction-signal"];
+const ACTORS: &[&str] = NODE_ACTORS;
 const MODES: &[&str] = &["stop", "panic", "hang"];
 
 /// Room for a loaded CI machine on top of each timing bound (polling, scheduling, API latency).
@@ -61,11 +60,32 @@ async fn every_actor_killed_in_every_mode_restarts_and_the_node_stays_ready() {
     let observer = NodeObserver::start(&cluster.client, &name).await;
     let watching_since = Instant::now();
 
+    // A pod bound to the node just before each kill: its statuses (Pending, then Running)
+    // are being decided and sent while the actors fall.
+    let mut pods = Vec::new();
     let mut attacks = Vec::new();
     for &actor in ACTORS {
         for &mode in MODES {
+            let pod = format!("{name}-{actor}-{mode}");
+            create(
+                &cluster.client,
+                &pod_manifest(&pod, "default", &name, serde_json::json!({})),
+            )
+            .await;
+            pods.push(pod);
             attacks.push(attack(&cluster, &daemon, &observer, &name, actor, mode).await);
         }
+    }
+    // No pod status change was lost: every pod made it to Running and Ready in the API.
+    for pod in &pods {
+        wait_pod(
+            &cluster.client,
+            "default",
+            pod,
+            "Running and Ready",
+            running_and_ready,
+        )
+        .await;
     }
 
     for attack in &attacks {
@@ -126,12 +146,14 @@ async fn attack(
     actor: &'static str,
     mode: &'static str,
 ) -> Attack {
+    // A fresh status after the kill: a Ready heartbeat (whole seconds) later than both the
+    // one there before and the second of the kill, so a killed node-status cannot have sent it.
+    let heartbeat_before = ready_heartbeat(&cluster.client, name).await;
+    let killed_second = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second()).ok();
+    let heartbeat_before = heartbeat_before.max(killed_second);
     let killed_at = Instant::now();
     let restart = daemon.kill_and_wait_restart(actor, mode).await;
     let restarted_at = Instant::now();
-    // A fresh status (a Ready heartbeat later than the one there at the restart) with the
-    // conditions the node had all along.
-    let heartbeat_before = ready_heartbeat(&cluster.client, name).await;
     let nodes = Api::<Node>::all(cluster.client.clone());
     eventually_async(
         &format!("a fresh status after {actor} was killed ({mode})"),
@@ -145,7 +167,8 @@ async fn attack(
     )
     .await;
     let status_after_restart = restarted_at.elapsed();
-    // Heartbeats are whole seconds: one period, plus a second of rounding, plus slack.
+    // With the conditions the node had all along, within one period of the restart (plus a
+    // second of rounding, plus slack).
     assert!(
         status_after_restart <= STATUS_PERIOD + Duration::from_secs(1) + SLACK,
         "{actor} ({mode}): the first fresh status came {status_after_restart:?} after the restart"

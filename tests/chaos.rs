@@ -1,6 +1,7 @@
 //! Chaos: random actors killed in random modes at random moments while the daemon runs under
-//! load, with the emulator's node-lifecycle loop watching. Checks that the node never looks
-//! dead or different, the Lease never lags beyond a renew interval plus the slowest restart,
+//! load (API latency, pods bound to the node coming and going), with the emulator's
+//! node-lifecycle loop watching. Checks that the node never looks dead or different, the Lease
+//! never lags beyond a renew interval plus the slowest restart, the pods left end Running,
 //! every kill is counted and logged as a restart, and then that the restart-intensity bound
 //! escalates exactly on the restart that exceeds it.
 //!
@@ -20,12 +21,13 @@ use std::{
 
 use common::{
     attack::{
-        LIVENESS_TIMEOUT, RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator, needs_emulator,
-        wait_ready_with_lease,
+        LIVENESS_TIMEOUT, NODE_ACTORS, RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator,
+        needs_emulator, wait_ready_with_lease,
     },
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     observer::NodeObserver,
+    pods::{pod_manifest, running_and_ready, wait_pod},
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
@@ -35,9 +37,9 @@ use kube::{
 use nodepulse_emulator::{FaultAction, FaultRule};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use reqwest::StatusCode;
+use serde_json::json;
 
-/// The node's supervised actors; adding one to the chaos is adding its name here.
-const ACTORS: &[&str] = &["node-status", "lease", "runtime-probe", "eviction-signal"];
+const ACTORS: &[&str] = NODE_ACTORS;
 const MODES: &[&str] = &["stop", "panic", "hang"];
 /// The restart window: so long that the bound is a plain count over a run (governor refills one
 /// restart per window / bound, minutes apart).
@@ -144,6 +146,18 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     tokio::time::sleep(RENEW_INTERVAL).await;
     load.abort();
     faults.clear();
+    // No pod status change was lost: the pods still bound to the node all reach Running.
+    let created = churned.load(Ordering::Relaxed);
+    for index in created.saturating_sub(5)..created {
+        wait_pod(
+            &cluster.client,
+            "default",
+            &churned_pod(&name, index),
+            "Running and Ready after the chaos",
+            running_and_ready,
+        )
+        .await;
+    }
 
     let worst_lag = observer.worst_lag_since(watching_since);
     let total: u64 = kills.values().sum();
@@ -209,26 +223,26 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     );
 }
 
-/// Creates pods bound to `node` and deletes them again, one every 200 ms, until aborted;
-/// counts the pods created.
+/// Creates pods bound to `node` and deletes them again (each lives for five more), one every
+/// 200 ms, until aborted; counts the pods created.
 async fn pod_churn(client: kube::Client, node: String, created: Arc<AtomicU64>) {
     let pods = Api::<Pod>::namespaced(client, "default");
     let mut next = 0u64;
     loop {
-        let name = format!("{node}-churn-{next}");
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": name },
-            "spec": { "nodeName": node, "containers": [{ "name": "c", "image": "busybox" }] },
-        }))
-        .expect("a pod");
+        let pod = pod_manifest(&churned_pod(&node, next), "default", &node, json!({}));
         if pods.create(&PostParams::default(), &pod).await.is_ok() {
             created.fetch_add(1, Ordering::Relaxed);
         }
         if next >= 5 {
-            let old = format!("{node}-churn-{}", next - 5);
-            let _ = pods.delete(&old, &DeleteParams::default()).await;
+            let _ = pods
+                .delete(&churned_pod(&node, next - 5), &DeleteParams::default())
+                .await;
         }
         next += 1;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+fn churned_pod(node: &str, index: u64) -> String {
+    format!("{node}-churn-{index}")
 }

@@ -10,6 +10,17 @@ use nodepulse_emulator::{EmulatorConfig, LifecycleConfig};
 
 use super::{cluster::TestCluster, eventually_async, observer::conditions};
 
+/// The supervised actors of a node, as the debug endpoint names them. Attacking one more actor
+/// is adding its name here.
+pub const NODE_ACTORS: &[&str] = &[
+    "node-status",
+    "lease",
+    "runtime-probe",
+    "eviction-signal",
+    "status-manager",
+    "pod-lifecycle",
+];
+
 /// `nodeLeaseDurationSeconds` of the attacked daemons: renewals every 2 s.
 pub const LEASE_SECONDS: u64 = 8;
 /// The Lease renew interval that follows (a quarter of the duration, as the kubelet does).

@@ -18,12 +18,13 @@ use super::{PATIENCE, eventually};
 /// The fault-injection token tests give the daemon; never expected in its logs.
 pub const DEBUG_TOKEN: &str = "reliability-token-6f1c9a27d3";
 
-/// A configuration for a daemon under attack: a simulated runtime, fault injection on, the
-/// debug endpoint on an ephemeral loopback port, then `extra` (which must not repeat those
-/// keys: duplicate keys are refused).
+/// A configuration for a daemon under attack: a simulated runtime (and simulated pods), an
+/// eviction threshold no test host meets (a host short of disk would rightly evict the test's
+/// pods), fault injection on, the debug endpoint on an ephemeral loopback port, then `extra`
+/// (which must not repeat those keys: duplicate keys are refused).
 pub fn attack_config(extra: &str) -> String {
     format!(
-        "runtime: simulated\nrootDir: /\ndebug:\n  address: 127.0.0.1:0\n  faultInjection: {{enabled: true, token: {DEBUG_TOKEN}}}\n{extra}"
+        "runtime: simulated\nrootDir: /\npodCIDR: 10.124.0.0/16\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n  faultInjection: {{enabled: true, token: {DEBUG_TOKEN}}}\n{extra}"
     )
 }
 
