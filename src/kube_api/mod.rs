@@ -11,6 +11,7 @@ pub mod lease;
 pub mod metrics;
 mod node;
 mod pods;
+mod shared_watch;
 
 use std::{
     num::NonZeroU32,
@@ -25,6 +26,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 pub use errors::{timed, with_causes};
 pub use lease::renewal_patch;
 pub use node::node_event;
+pub use shared_watch::SharedWatches;
 
 use crate::config::Config;
 
