@@ -99,6 +99,7 @@ pub fn node_status_settings(settings: &Settings) -> NodeStatusSettings {
         update_frequency: config.node_status_update_frequency.into(),
         report_frequency: config.report_frequency(),
         first_runtime_wait: Some(FIRST_RUNTIME_WAIT),
+        random_tick_phase: false,
     }
 }
 

@@ -1,14 +1,20 @@
 //! LeaseActor: renews the Node's Lease in `kube-node-lease` every quarter of its duration,
 //! with the kubelet's jitter, conflict handling and backoff. It owns only its cache of the
 //! latest Lease; after a restart it re-reads the Lease from the API server, whose renewTime
-//! keeps the next one moving forward. Renewal is independent of status computation.
+//! keeps the next one moving forward. Renewal is independent of status computation. In a
+//! fleet, each actor starts at a random phase of the interval, so nodes started together do
+//! not renew in step.
 
-pub mod renewal;
+pub mod lag;
+mod renewal;
 mod round;
 #[cfg(test)]
 mod round_tests;
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use jiff::Timestamp;
@@ -16,7 +22,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use nodepulse_supervisor::SupervisedActor;
 use serde_json::json;
 
-pub use renewal::{jittered, new_lease, next_renew_time, node_owner, renew_interval, renewal_of};
+pub use renewal::{
+    RENEW_JITTER, jittered, new_lease, next_renew_time, node_owner, renew_interval, renewal_of,
+    start_phase,
+};
 pub use round::{RoundContext, RoundOutcome};
 
 use crate::{messages::NodeRegistered, ports::LeaseApi};
@@ -38,6 +47,10 @@ pub struct LeaseActor {
     rounds: u64,
     failed_rounds_in_a_row: u64,
     last_result: Option<(Timestamp, Result<(), String>)>,
+    /// How long after start the first round waits.
+    first_wait: Duration,
+    /// When the current or next round is due, for [`lag::RENEWAL_LAG`].
+    due: Option<Instant>,
 }
 
 impl LeaseActor {
@@ -51,7 +64,16 @@ impl LeaseActor {
             rounds: 0,
             failed_rounds_in_a_row: 0,
             last_result: None,
+            first_wait: Duration::ZERO,
+            due: None,
         }
+    }
+
+    /// Waits `phase` before the first round (a fleet draws it with [`start_phase`]).
+    #[must_use]
+    pub fn with_first_wait(mut self, phase: Duration) -> Self {
+        self.first_wait = phase;
+        self
     }
 
     fn start_round(&mut self, ctx: &mut Context<Self>) {
@@ -74,6 +96,9 @@ impl LeaseActor {
                 renew_interval(actor.settings.lease_duration_seconds),
                 rand::random::<f64>(),
             );
+            // After a failed round the old deadline stands: the lag of the renewal that
+            // finally lands counts from the first one missed.
+            actor.due.get_or_insert(Instant::now() + wait);
             ctx.run_later(wait, |actor, ctx| actor.start_round(ctx));
         }));
     }
@@ -88,7 +113,12 @@ impl LeaseActor {
             self.node_uid = outcome.node_uid;
         }
         match &outcome.result {
-            Ok(()) => self.failed_rounds_in_a_row = 0,
+            Ok(()) => {
+                self.failed_rounds_in_a_row = 0;
+                if let Some(due) = self.due.take() {
+                    lag::RENEWAL_LAG.record(due.elapsed());
+                }
+            }
             Err(error) => {
                 self.failed_rounds_in_a_row += 1;
                 tracing::warn!(%error, failed_rounds_in_a_row = self.failed_rounds_in_a_row, "lease renewal failed");
@@ -102,7 +132,12 @@ impl Actor for LeaseActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.start_round(ctx);
+        if self.first_wait.is_zero() {
+            self.start_round(ctx);
+        } else {
+            self.due = Some(Instant::now() + self.first_wait);
+            ctx.run_later(self.first_wait, |actor, ctx| actor.start_round(ctx));
+        }
     }
 }
 

@@ -28,6 +28,13 @@ pub fn jittered(interval: Duration, unit_sample: f64) -> Duration {
     interval.mul_f64(1.0 + RENEW_JITTER * unit_sample.clamp(0.0, 1.0))
 }
 
+/// A random start phase in [0, interval): nodes started together (a fleet) spread their
+/// renewals over the interval at once instead of drifting apart only by the jitter, 0.4 s per
+/// round; `unit_sample` ∈ [0, 1).
+pub fn start_phase(interval: Duration, unit_sample: f64) -> Duration {
+    interval.mul_f64(unit_sample.clamp(0.0, 1.0))
+}
+
 /// `backoffEnsureLease`'s waits: 200 ms, 400 ms, … doubling, capped at 7 s.
 pub fn ensure_backoff(failures: u32) -> Duration {
     crate::retry::doubling_backoff(ENSURE_BACKOFF_START, ENSURE_BACKOFF_CAP, failures)
@@ -144,6 +151,58 @@ mod tests {
         assert_eq!(
             jittered(Duration::from_secs(10), 0.5),
             Duration::from_millis(10_200)
+        );
+    }
+
+    #[test]
+    fn the_start_phase_lies_within_one_interval() {
+        let interval = Duration::from_secs(10);
+        assert_eq!(start_phase(interval, 0.0), Duration::ZERO);
+        assert_eq!(start_phase(interval, 0.25), Duration::from_millis(2500));
+        assert!(start_phase(interval, 0.999_999) < interval);
+        assert_eq!(start_phase(interval, 7.0), interval, "samples are clamped");
+    }
+
+    /// 1,000 nodes started in the same instant: with a random start phase and the jitter,
+    /// their renewals fall evenly over the interval, in the first round and ten rounds on;
+    /// without the phase every node renews within the first 4 % of the interval.
+    #[test]
+    fn renewals_of_nodes_started_together_spread_over_the_interval() {
+        use rand::{Rng, SeedableRng, rngs::StdRng};
+        let mut random = StdRng::seed_from_u64(8);
+        let interval = Duration::from_secs(10);
+        let busiest_second = |renewals: &[Duration]| {
+            let mut per_second = [0_usize; 10];
+            for renewal in renewals {
+                let second = (renewal.as_secs_f64() % 10.0).floor();
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let bucket = (second as usize).min(9);
+                per_second[bucket] += 1;
+            }
+            per_second.into_iter().max().unwrap_or(0)
+        };
+        let mut phased: Vec<Duration> = (0..1000)
+            .map(|_| start_phase(interval, random.random()))
+            .collect();
+        assert!(
+            busiest_second(&phased) < 150,
+            "first round: about 100 per second"
+        );
+        for _ in 0..10 {
+            for renewal in &mut phased {
+                *renewal += jittered(interval, random.random());
+            }
+        }
+        assert!(busiest_second(&phased) < 150, "ten rounds on: still even");
+
+        let mut in_step = vec![Duration::ZERO; 1000];
+        for renewal in &mut in_step {
+            *renewal += jittered(interval, random.random());
+        }
+        assert_eq!(
+            busiest_second(&in_step),
+            1000,
+            "without a phase the jitter alone keeps every renewal in one second"
         );
     }
 

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::{
     registration::RegistrationSettings,
-    report::ReportClock,
+    report::{ReportClock, tick_phase},
     setters::StatusSettings,
     sync::{Registered, StatusJob, SyncOutcome, register, sync_status},
 };
@@ -48,6 +48,9 @@ pub struct NodeStatusSettings {
     /// runtime once before its first status sync (so a restart does not post NotReady first).
     /// `None` when no runtime probe feeds this actor.
     pub first_runtime_wait: Option<Duration>,
+    /// Start the periodic computation at a random point of its period (nodes of a fleet,
+    /// started together, then compute and report out of step); else one period after start.
+    pub random_tick_phase: bool,
 }
 
 /// What outlives an instance: the latest inputs, the boot ID last reported and whether the
@@ -379,7 +382,15 @@ impl Actor for NodeStatusActor {
                 None => self.sync(ctx),
             }
         }
-        self.schedule_tick(ctx);
+        if self.settings.random_tick_phase {
+            let phase = tick_phase(self.settings.update_frequency, rand::random::<f64>());
+            ctx.run_later(phase, |actor, ctx| {
+                actor.sync(ctx);
+                actor.schedule_tick(ctx);
+            });
+        } else {
+            self.schedule_tick(ctx);
+        }
     }
 }
 
