@@ -17,7 +17,7 @@
 
 mod api;
 mod http;
-mod kubeconfig;
+pub mod kubeconfig;
 mod lifecycle;
 mod patch;
 mod request_log;

@@ -1,0 +1,86 @@
+//! `nodepulse-bench`: nodepulse's system benchmarks. `single` measures one node (its own
+//! process, against the emulator in another): start → Ready, resident memory, CPU, requests and
+//! bytes per node-minute on the wire, and input change → PATCH latency. `plot` renders the fleet
+//! figures. Results go to `bench/results/*.json` with the machine they were taken on.
+
+mod latency;
+mod plot;
+mod processes;
+mod procfs;
+mod proxy;
+mod results;
+mod single;
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "nodepulse-bench", about)]
+struct Cli {
+    /// Where result files are written.
+    #[arg(long, default_value = "bench/results")]
+    out_dir: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One node: cost at steady state and latency.
+    Single {
+        /// Length of the steady-state window.
+        #[arg(long, default_value_t = 300)]
+        seconds: u64,
+        /// Input changes timed for the latency figure.
+        #[arg(long, default_value_t = 50)]
+        samples: usize,
+    },
+    /// Renders `fleet.json` in the results directory as `fleet.svg`.
+    Plot,
+}
+
+async fn single(out_dir: &std::path::Path, seconds: u64, samples: usize) -> Result<(), String> {
+    let scratch = std::env::temp_dir().join(format!("nodepulse-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|error| error.to_string())?;
+    let mut figures = single::run(Duration::from_secs(seconds), &scratch).await?;
+    figures["latency"] = latency::run(samples, &scratch).await?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&figures).unwrap_or_default()
+    );
+    let path = results::write(out_dir, "single", figures)?;
+    eprintln!("written to {}", path.display());
+    Ok(())
+}
+
+fn plot(out_dir: &std::path::Path) -> Result<(), String> {
+    let source = out_dir.join("fleet.json");
+    let text = std::fs::read_to_string(&source)
+        .map_err(|error| format!("{}: {error}", source.display()))?;
+    let fleet: serde_json::Value =
+        serde_json::from_str(&text).map_err(|error| format!("{}: {error}", source.display()))?;
+    let svg = plot::render(&plot::runs(&fleet)?);
+    let target = out_dir.join("fleet.svg");
+    std::fs::write(&target, svg).map_err(|error| format!("{}: {error}", target.display()))?;
+    eprintln!("written to {}", target.display());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Single { seconds, samples } => {
+            actix_rt::System::new().block_on(single(&cli.out_dir, seconds, samples))
+        }
+        Command::Plot => plot(&cli.out_dir),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("nodepulse-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

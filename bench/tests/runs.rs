@@ -1,0 +1,75 @@
+//! The bench binary runs end to end on a tiny size (CI judges that it runs, not its figures):
+//! `single` writes its result file with every figure present, and `plot` renders a fleet file.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nodepulse-bench"))
+}
+
+#[test]
+fn single_runs_on_a_tiny_window_and_writes_every_figure() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let status = bench()
+        .args([
+            "--out-dir",
+            out.path().to_str().expect("utf-8"),
+            "single",
+            "--seconds",
+            "2",
+            "--samples",
+            "4",
+        ])
+        .status()
+        .expect("runs");
+    assert!(status.success(), "nodepulse-bench single failed: {status}");
+    let text = std::fs::read_to_string(out.path().join("single.json")).expect("single.json");
+    let figures: Value = serde_json::from_str(&text).expect("json");
+    for figure in [
+        "startToReadySeconds",
+        "rssBytes",
+        "cpuCores",
+        "requestsPerNodeMinuteTotal",
+        "bytesPerNodeMinuteToServer",
+    ] {
+        assert!(figures[figure].is_number(), "{figure} missing in {figures}");
+    }
+    assert!(figures["rssBytes"].as_u64().unwrap_or(0) > 0);
+    assert_eq!(figures["latency"]["samples"], 4);
+    assert!(
+        figures["latency"]["inputToPatchSeconds"]["p50"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0
+    );
+    assert!(figures["machine"]["cores"].as_u64().unwrap_or(0) >= 1);
+}
+
+#[test]
+fn plot_renders_a_fleet_file_and_refuses_a_broken_one() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let fleet = r#"{"runs": [
+        {"nodes": 100, "rssBytes": 20971520, "renewalLagSeconds": {"p50": 0.01, "p99": 0.05}},
+        {"nodes": 1000, "rssBytes": 104857600, "renewalLagSeconds": {"p50": 0.02, "p99": 0.3}}]}"#;
+    std::fs::write(out.path().join("fleet.json"), fleet).expect("written");
+    let dir = out.path().to_str().expect("utf-8");
+    assert!(
+        bench()
+            .args(["--out-dir", dir, "plot"])
+            .status()
+            .expect("runs")
+            .success()
+    );
+    let svg = std::fs::read_to_string(out.path().join("fleet.svg")).expect("fleet.svg");
+    assert!(svg.contains("<polyline"));
+
+    std::fs::write(out.path().join("fleet.json"), r#"{"runs": []}"#).expect("written");
+    let output = bench()
+        .args(["--out-dir", dir, "plot"])
+        .output()
+        .expect("runs");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no runs"));
+}
