@@ -75,16 +75,19 @@ impl PodLifecycleActor {
             Outgoing::Gone(uid) => mailbox
                 .try_send(PodGone { uid })
                 .map_err(|e| returned(e, |m| Outgoing::Gone(m.uid))),
-            Outgoing::Update(PodUpdate::Status { pod, status }) => {
-                mailbox.try_send(SetPodStatus { pod, status: *status }).map_err(|e| {
+            Outgoing::Update(PodUpdate::Status { pod, status }) => mailbox
+                .try_send(SetPodStatus {
+                    pod,
+                    status: *status,
+                })
+                .map_err(|e| {
                     returned(e, |m| {
                         Outgoing::Update(PodUpdate::Status {
                             pod: m.pod,
                             status: Box::new(m.status),
                         })
                     })
-                })
-            }
+                }),
             Outgoing::Update(PodUpdate::Readiness {
                 pod_uid,
                 container_id,
