@@ -1,0 +1,245 @@
+//! The daemon process itself attacked: SIGTERM ends it cleanly (exit 0 within the shutdown
+//! deadline, its Lease left to expire); SIGKILL and a restart leave the Node and Lease adopted,
+//! not recreated, with no NotReady blip and the pods still Running; a killed and restarted
+//! containerd turns the node NotReady and Ready again while it never goes Unknown.
+
+mod common;
+#[path = "common/containerd.rs"]
+mod containerd;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{
+    attack::{
+        RENEW_INTERVAL, lifecycle_emulator, needs_emulator, shortened_intervals,
+        wait_ready_with_lease,
+    },
+    cluster::{TestCluster, unique_node_name},
+    daemon::{DaemonProcess, attack_config},
+    eventually_async,
+    observer::NodeObserver,
+    pods::{create, phase, pod_manifest, running_and_ready, wait_pod},
+};
+use containerd::Containerd;
+use k8s_openapi::api::{
+    coordination::v1::Lease,
+    core::v1::{Node, Pod},
+};
+use kube::Api;
+
+/// The daemon's own bound on stopping its actors, plus room for a loaded machine.
+const SHUTDOWN_WITHIN: Duration = Duration::from_secs(15);
+/// Room for a loaded machine on top of each timing bound.
+const SLACK: Duration = Duration::from_secs(3);
+
+async fn lease(client: &kube::Client, name: &str) -> Lease {
+    Api::<Lease>::namespaced(client.clone(), "kube-node-lease")
+        .get(name)
+        .await
+        .expect("the Lease")
+}
+
+fn renew_time(lease: &Lease) -> Option<SystemTime> {
+    lease
+        .spec
+        .as_ref()?
+        .renew_time
+        .as_ref()
+        .map(|time| SystemTime::from(time.0))
+}
+
+#[actix_rt::test]
+async fn sigterm_exits_zero_within_the_deadline_and_leaves_the_lease_to_expire() {
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("sigterm");
+    let mut daemon = DaemonProcess::start(
+        &cluster.kubeconfig,
+        &name,
+        &attack_config(&shortened_intervals(10)),
+    )
+    .await;
+    wait_ready_with_lease(&cluster.client, &name).await;
+    let pod = format!("{name}-before-sigterm");
+    create(
+        &cluster.client,
+        &pod_manifest(&pod, "default", &name, serde_json::json!({})),
+    )
+    .await;
+    wait_pod(
+        &cluster.client,
+        "default",
+        &pod,
+        "Running",
+        running_and_ready,
+    )
+    .await;
+
+    let asked = Instant::now();
+    daemon.signal("TERM");
+    let code = daemon.wait_exit(SHUTDOWN_WITHIN + SLACK).await;
+    let took = asked.elapsed();
+    eprintln!("SIGTERM → exit {code:?} in {took:?}");
+    assert_eq!(
+        code,
+        Some(0),
+        "exit code; stderr:\n{}",
+        daemon.log_lines().join("\n")
+    );
+    assert!(took <= SHUTDOWN_WITHIN, "the shutdown took {took:?}");
+    assert!(
+        !daemon.events("shutting down").is_empty(),
+        "the shutdown was logged"
+    );
+    // Left to expire, as the kubelet does: still there, still held by this node.
+    let left = lease(&cluster.client, &name).await;
+    assert_eq!(
+        left.spec
+            .as_ref()
+            .and_then(|spec| spec.holder_identity.as_deref()),
+        Some(name.as_str())
+    );
+    // And the pod's last status stays as it was written.
+    let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
+    assert_eq!(phase(&pods.get(&pod).await.expect("pod")), Some("Running"));
+}
+
+#[actix_rt::test]
+async fn sigkill_and_restart_adopt_the_node_and_lease_without_a_not_ready_blip() {
+    let cluster = TestCluster::start_with(lifecycle_emulator()).await;
+    if !needs_emulator(
+        &cluster,
+        "sigkill_and_restart_adopt_the_node_and_lease_without_a_not_ready_blip",
+    ) {
+        return;
+    }
+    let name = unique_node_name("sigkill");
+    let yaml = attack_config(&shortened_intervals(10));
+    let mut first = DaemonProcess::start(&cluster.kubeconfig, &name, &yaml).await;
+    wait_ready_with_lease(&cluster.client, &name).await;
+    let pod = format!("{name}-survivor");
+    create(
+        &cluster.client,
+        &pod_manifest(&pod, "default", &name, serde_json::json!({})),
+    )
+    .await;
+    wait_pod(
+        &cluster.client,
+        "default",
+        &pod,
+        "Running",
+        running_and_ready,
+    )
+    .await;
+    let nodes = Api::<Node>::all(cluster.client.clone());
+    let node_uid = nodes.get(&name).await.expect("node").metadata.uid;
+    let lease_uid = lease(&cluster.client, &name).await.metadata.uid;
+    let observer = NodeObserver::start(&cluster.client, &name).await;
+    let watching_since = Instant::now();
+
+    first.signal("KILL");
+    assert_eq!(
+        first.wait_exit(Duration::from_secs(10)).await,
+        Some(-9),
+        "killed by SIGKILL"
+    );
+    let killed = SystemTime::now();
+    let killed_at = Instant::now();
+    let second = DaemonProcess::start(&cluster.kubeconfig, &name, &yaml).await;
+    eventually_async("the new process renews the Lease", || async {
+        renew_time(&lease(&cluster.client, &name).await).is_some_and(|renewed| renewed > killed)
+    })
+    .await;
+    let renewed_after = killed_at.elapsed();
+    // Watch a while longer: a blip may come with the new process's first status.
+    tokio::time::sleep(3 * RENEW_INTERVAL).await;
+    let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
+    let survivor = pods.get(&pod).await.expect("pod");
+    eprintln!(
+        "SIGKILL → new process renewed the Lease {renewed_after:?} after the kill; worst lease lag {:?}",
+        observer.worst_lag_since(watching_since)
+    );
+    let wrong = observer.wrong_since(watching_since);
+    assert!(
+        wrong.is_empty(),
+        "the node looked wrong across the restart: {wrong:#?}"
+    );
+    assert_eq!(
+        nodes.get(&name).await.expect("node").metadata.uid,
+        node_uid,
+        "the Node was adopted, not recreated"
+    );
+    assert_eq!(
+        lease(&cluster.client, &name).await.metadata.uid,
+        lease_uid,
+        "the Lease was adopted, not recreated"
+    );
+    assert!(
+        running_and_ready(&survivor),
+        "the pod bound before the kill is still Running: {:?}",
+        survivor.status
+    );
+    drop(second);
+}
+
+#[actix_rt::test]
+async fn containerd_killed_and_restarted_turns_the_node_not_ready_and_back_never_unknown() {
+    let Some(()) = Containerd::required("containerd_killed_and_restarted") else {
+        return;
+    };
+    let cluster = TestCluster::start_with(lifecycle_emulator()).await;
+    if !needs_emulator(&cluster, "containerd_killed_and_restarted") {
+        return;
+    }
+    let mut containerd = Containerd::start();
+    containerd.write_cni_config();
+    let name = unique_node_name("containerd");
+    let yaml = format!(
+        "runtime: cri\ncontainerRuntimeEndpoint: {}\nruntimeProbePeriod: 1s\ncontainerRuntimeDownAfter: 3s\nrootDir: /\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n{}",
+        containerd.endpoint(),
+        shortened_intervals(10)
+    );
+    let daemon = DaemonProcess::start(&cluster.kubeconfig, &name, &yaml).await;
+    wait_ready_with_lease(&cluster.client, &name).await;
+    let observer = NodeObserver::start(&cluster.client, &name).await;
+    let watching_since = Instant::now();
+    let nodes = Api::<Node>::all(cluster.client.clone());
+    let ready = || async {
+        nodes
+            .get_opt(&name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|node| common::observer::conditions(&node).get("Ready").cloned())
+    };
+
+    containerd.kill();
+    let killed_at = Instant::now();
+    eventually_async("Ready=False once the runtime is down", || async {
+        ready().await.as_deref() == Some("False")
+    })
+    .await;
+    let not_ready_after = killed_at.elapsed();
+    containerd.restart();
+    let restarted_at = Instant::now();
+    eventually_async("Ready=True once the runtime is back", || async {
+        ready().await.as_deref() == Some("True")
+    })
+    .await;
+    let ready_after = restarted_at.elapsed();
+    let worst_lag = observer.worst_lag_since(watching_since);
+    eprintln!(
+        "CONTAINERD killed → NotReady after {not_ready_after:?}; restarted → Ready after {ready_after:?}; worst lease lag {worst_lag:?}"
+    );
+    let unknown: Vec<String> = observer
+        .wrong_since(watching_since)
+        .into_iter()
+        .filter(|what| what.contains("\"Unknown\"") || what.contains("unreachable"))
+        .collect();
+    assert!(unknown.is_empty(), "the node went Unknown: {unknown:#?}");
+    // The runtime's state is not the node's liveness: renewals went on throughout.
+    assert!(
+        worst_lag <= RENEW_INTERVAL + SLACK,
+        "the Lease lagged {worst_lag:?} while the runtime was down"
+    );
+    drop(daemon);
+}
