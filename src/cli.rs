@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::{
-    config::{Config, ConfigError, check_node_name},
+    config::{Config, ConfigError, RuntimeKind, check_node_name},
     logging::LogFormat,
 };
 
@@ -34,6 +34,10 @@ pub struct Cli {
     /// Run against an API emulator started in this process (nothing else needed).
     #[arg(long)]
     pub standalone: bool,
+    /// Run N simulated nodes in this process (a fleet): those under `nodes:` in the file, then
+    /// `<nodeName>-<i>` up to N. Needs `runtime: simulated`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: Option<u32>,
     /// Log format; `RUST_LOG` filters (default `info`).
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
@@ -75,11 +79,13 @@ pub enum SettingsError {
     NodeName(String),
     #[error("cannot determine the node name from the host name ({0}); set nodeName or --node-name")]
     Hostname(String),
+    #[error("--nodes: {0}")]
+    Nodes(String),
 }
 
 impl Cli {
     pub fn settings(&self) -> Result<Settings, SettingsError> {
-        let config = match &self.config {
+        let mut config = match &self.config {
             Some(path) => Config::load(path)?,
             None => Config::embedded_default()?,
         };
@@ -91,6 +97,16 @@ impl Cli {
             (None, Some(name)) => name.clone(),
             (None, None) => host_node_name()?,
         };
+        if let Some(count) = self.nodes {
+            if config.runtime != RuntimeKind::Simulated {
+                return Err(SettingsError::Nodes(
+                    "a fleet of nodes in one process needs runtime: simulated in the configuration"
+                        .to_owned(),
+                ));
+            }
+            config.nodes = crate::fleet::with_generated(&config.nodes, &node_name, count as usize)
+                .map_err(SettingsError::Nodes)?;
+        }
         Ok(Settings {
             config,
             node_name,

@@ -141,6 +141,9 @@ pub async fn run_node(mut settings: Settings, shutdown: impl Future<Output = ()>
         None
     };
     let outcome = match KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await {
+        Ok(api) if crate::fleet::is_fleet(&settings.config) => {
+            crate::fleet::run(&settings, api, shutdown).await
+        }
         Ok(api) => {
             run(
                 &settings,

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, net::IpAddr, sync::Arc};
 use k8s_openapi::api::core::v1::Taint;
 use nodepulse_actors::{
     eviction::{Evictions, Signal, Threshold, ThresholdValue},
-    lease::{LeaseActor, LeaseSettings},
+    lease::{LeaseActor, LeaseSettings, renew_interval, start_phase},
     node_status::{
         NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink,
         registration::RegistrationSettings, setters::StatusSettings,
@@ -17,7 +17,7 @@ use nodepulse_actors::{
         NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
         SimulatedSettings, TICK, ip_pool::Cidr,
     },
-    ports::{HostSignals, LeaseApi, MachineFacts, NodeApi, PodApi, PodStatsSource},
+    ports::{HostSignals, LeaseApi, MachineFacts, NodeApi, PodApi, PodStatsSource, RuntimeService},
     quantity::parse_quantity,
     runtime_probe::UpdatePodCidr,
     status_manager::{PodStatusStore, StatusManagerActor, StatusManagerSettings},
@@ -28,7 +28,6 @@ use crate::{
     cli::Settings,
     config::{Config, RuntimeKind},
     host::HostProbe,
-    kube_api::KubeApi,
     machine::ProcMachine,
     node_signals::{eviction_settings, runtime, signal_actors_with},
 };
@@ -109,20 +108,69 @@ pub struct NodeAddresses {
     pub lease: Mailbox<LeaseActor>,
 }
 
+/// The API ports a node's actors use; the daemon's `KubeApi`, or a fleet's view of it.
+pub trait ApiPorts: NodeApi + LeaseApi + PodApi {}
+
+impl<T: NodeApi + LeaseApi + PodApi> ApiPorts for T {}
+
+/// What a node's actors read of the host, made once and shared by every node of a process:
+/// the machine facts, the host's resource signals, the runtime client and the address
+/// simulated pods report.
+#[derive(Clone)]
+pub struct NodeResources {
+    pub machine: Arc<dyn MachineFacts>,
+    pub host: Arc<dyn HostSignals>,
+    pub runtime: Option<Arc<dyn RuntimeService>>,
+    pub host_ip: Option<IpAddr>,
+    /// Start the Lease and status timers at a random phase: nodes started together (a fleet)
+    /// then do not renew and report in step.
+    pub spread_timers: bool,
+}
+
+impl NodeResources {
+    /// The real host, as `settings` describes it.
+    pub fn for_host(settings: &Settings) -> Self {
+        let config = &settings.config;
+        Self {
+            machine: Arc::new(ProcMachine::new("/", config.root_dir.clone())),
+            host: Arc::new(HostProbe::host(&config.root_dir)),
+            runtime: runtime(config),
+            host_ip: host_ip(settings),
+            spread_timers: false,
+        }
+    }
+}
+
 /// Adds all of the node's actors to `builder`: the API-facing pair and the signal actors that
 /// feed NodeStatus.
-pub fn actors(
+pub fn actors<A: ApiPorts>(
     builder: SupervisorBuilder,
     settings: &Settings,
-    api: &Arc<KubeApi>,
+    api: &Arc<A>,
+) -> (SupervisorBuilder, NodeAddresses) {
+    actors_with(builder, settings, api, &NodeResources::for_host(settings))
+}
+
+/// [`actors`] reading the host through `resources` (shared by the nodes of a fleet).
+pub fn actors_with<A: ApiPorts>(
+    builder: SupervisorBuilder,
+    settings: &Settings,
+    api: &Arc<A>,
+    resources: &NodeResources,
 ) -> (SupervisorBuilder, NodeAddresses) {
     let pod_cidr: PodCidrSink = Arc::default();
-    let (builder, addresses) = api_actors(builder, settings, api, Some(Arc::clone(&pod_cidr)));
-    let (builder, pods) = pod_actors(builder, settings, api);
+    let (builder, addresses) = api_actors_with(
+        builder,
+        settings,
+        api,
+        Some(Arc::clone(&pod_cidr)),
+        resources,
+    );
+    let (builder, pods) = pod_actors_with(builder, settings, api, resources.host_ip);
     let health = addresses.node_status.recipient();
     let pressure = addresses.node_status.recipient();
     let config = &settings.config;
-    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(&config.root_dir));
+    let host = Arc::clone(&resources.host);
     let evictions = Evictions {
         pods: Arc::clone(&pods.state) as Arc<dyn PodStatsSource>,
         evict: pods.status_manager.recipient(),
@@ -130,7 +178,7 @@ pub fn actors(
     let (builder, probe) = signal_actors_with(
         builder,
         config,
-        runtime(config),
+        resources.runtime.clone(),
         host,
         health,
         pressure,
@@ -182,10 +230,20 @@ fn host_ip(settings: &Settings) -> Option<IpAddr> {
 
 /// Adds StatusManager and the pod lifecycle actor: the simulated provider for a simulated
 /// runtime, none otherwise (nodepulse runs no real containers; a CRI provider can follow).
-pub fn pod_actors(
+pub fn pod_actors<A: ApiPorts>(
     builder: SupervisorBuilder,
     settings: &Settings,
-    api: &Arc<KubeApi>,
+    api: &Arc<A>,
+) -> (SupervisorBuilder, PodAddresses) {
+    pod_actors_with(builder, settings, api, host_ip(settings))
+}
+
+/// [`pod_actors`] with simulated pods reporting `host_ip`.
+pub fn pod_actors_with<A: ApiPorts>(
+    builder: SupervisorBuilder,
+    settings: &Settings,
+    api: &Arc<A>,
+    host_ip: Option<IpAddr>,
 ) -> (SupervisorBuilder, PodAddresses) {
     let config = &settings.config;
     let capacity = config.supervision.mailbox_capacity;
@@ -193,7 +251,7 @@ pub fn pod_actors(
     let (lifecycle, lifecycle_inbox) = mailbox::<PodLifecycleActor>(capacity);
     let state = Arc::new(match config.runtime {
         RuntimeKind::Simulated => PodLifecycleState::new(SimulatedPods::new(SimulatedSettings {
-            host_ip: host_ip(settings),
+            host_ip,
             // Validated at load time.
             fallback_cidr: Cidr::parse(&config.pod_cidr)
                 .unwrap_or_else(|_| Cidr::parse("10.88.0.0/16").expect("a valid CIDR")),
@@ -243,20 +301,39 @@ pub fn pod_actors(
 /// Adds NodeStatus and Lease only; whoever calls this feeds NodeStatus its inputs (tests do).
 /// Each mailbox is created first, so peers can be handed each other's addresses before any of
 /// them starts.
-pub fn api_actors(
+pub fn api_actors<A: ApiPorts>(
     builder: SupervisorBuilder,
     settings: &Settings,
-    api: &Arc<KubeApi>,
+    api: &Arc<A>,
     pod_cidr: Option<PodCidrSink>,
 ) -> (SupervisorBuilder, NodeAddresses) {
+    let resources = NodeResources {
+        machine: Arc::new(ProcMachine::new("/", settings.config.root_dir.clone())),
+        host: Arc::new(HostProbe::host(&settings.config.root_dir)),
+        runtime: None,
+        host_ip: None,
+        spread_timers: false,
+    };
+    api_actors_with(builder, settings, api, pod_cidr, &resources)
+}
+
+/// [`api_actors`] reading the machine through `resources`, with its timers spread when it
+/// says so.
+pub fn api_actors_with<A: ApiPorts>(
+    builder: SupervisorBuilder,
+    settings: &Settings,
+    api: &Arc<A>,
+    pod_cidr: Option<PodCidrSink>,
+    resources: &NodeResources,
+) -> (SupervisorBuilder, NodeAddresses) {
+    let machine = Arc::clone(&resources.machine);
     let capacity = settings.config.supervision.mailbox_capacity;
     let (node_status_address, node_status_inbox) = mailbox::<NodeStatusActor>(capacity);
     let (lease_address, lease_inbox) = mailbox::<LeaseActor>(capacity);
 
-    let status_settings = node_status_settings(settings);
+    let mut status_settings = node_status_settings(settings);
+    status_settings.random_tick_phase = resources.spread_timers;
     let node_api: Arc<dyn NodeApi> = Arc::clone(api) as Arc<dyn NodeApi>;
-    let machine: Arc<dyn MachineFacts> =
-        Arc::new(ProcMachine::new("/", settings.config.root_dir.clone()));
     // Outlives NodeStatusActor's instances: a restart keeps the latest runtime and pressure.
     let memory = Arc::new(NodeStatusMemory::default());
     let lease_recipient = lease_address.recipient();
@@ -276,8 +353,18 @@ pub fn api_actors(
         node: settings.node_name.clone(),
         lease_duration_seconds: settings.config.node_lease_duration_seconds,
     };
+    // Drawn once: only the first instance waits for its phase; a restarted one renews at once.
+    let phase = resources.spread_timers.then(|| {
+        let interval = renew_interval(settings.config.node_lease_duration_seconds);
+        start_phase(interval, rand::random::<f64>())
+    });
+    let first_instance = std::sync::atomic::AtomicBool::new(true);
     let lease = ChildSpec::new("lease", lease_inbox, move || {
-        LeaseActor::new(lease_settings.clone(), Arc::clone(&lease_api))
+        let actor = LeaseActor::new(lease_settings.clone(), Arc::clone(&lease_api));
+        match phase.filter(|_| first_instance.swap(false, std::sync::atomic::Ordering::Relaxed)) {
+            Some(phase) => actor.with_first_wait(phase),
+            None => actor,
+        }
     });
 
     let addresses = NodeAddresses {
