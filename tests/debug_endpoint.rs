@@ -453,3 +453,166 @@ async fn the_page_unknown_routes_and_wrong_methods() {
         Some(0)
     );
 }
+
+/// Hostile requests against a whole running daemon: malformed paths and request lines, wrong
+/// methods, huge bodies and headers, bad tokens and floods all get a 4xx (or, for bytes that
+/// are not HTTP, a closed connection), and none of it restarts an actor or touches the node.
+#[actix_rt::test]
+async fn hostile_requests_to_a_running_daemon_get_4xx_and_change_nothing() {
+    use common::{
+        attack::{shortened_intervals, wait_ready_with_lease},
+        cluster::{TestCluster, unique_node_name},
+        daemon::{DEBUG_TOKEN, DaemonProcess, attack_config},
+        observer::NodeObserver,
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let cluster = TestCluster::start().await;
+    let name = unique_node_name("hostile");
+    let mut daemon = DaemonProcess::start(
+        &cluster.kubeconfig,
+        &name,
+        &attack_config(&shortened_intervals(10)),
+    )
+    .await;
+    wait_ready_with_lease(&cluster.client, &name).await;
+    let observer = NodeObserver::start(&cluster.client, &name).await;
+    let since = std::time::Instant::now();
+    let client = Client::new();
+    let url = |path: &str| format!("{}{path}", daemon.debug);
+    let mut answers: Vec<(String, StatusCode)> = Vec::new();
+
+    let huge_path = format!("/debug/actors/{}", "a".repeat(8 * 1024));
+    for path in [
+        "/debug/actors/%ff%fe",
+        "/debug/actors/..%2f..%2fetc%2fpasswd",
+        "/debug/actors/lease/kill/again",
+        "//debug///actors",
+        "/debug/actors/lease%00/kill?mode=stop",
+        "/debug/actors/lease/kill?mode=stop&mode=panic",
+        "/debug/actors/lease/kill?mode=%ZZ",
+        "/debug/actors/lease/kill?node=elsewhere&mode=stop",
+        huge_path.as_str(),
+    ] {
+        for method in [reqwest::Method::GET, reqwest::Method::POST] {
+            let response = client
+                .request(method.clone(), url(path))
+                .bearer_auth(DEBUG_TOKEN)
+                .send()
+                .await
+                .expect("an answer");
+            answers.push((format!("{method} {path:.60}"), response.status()));
+        }
+    }
+    for method in ["PUT", "DELETE", "PATCH", "OPTIONS", "BREW"] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("a method");
+        let response = client
+            .request(method.clone(), url("/debug/actors/lease/kill?mode=stop"))
+            .bearer_auth(DEBUG_TOKEN)
+            .send()
+            .await
+            .expect("an answer");
+        answers.push((format!("{method} on the kill route"), response.status()));
+    }
+    let huge_body = "x".repeat(8 * 1024 * 1024);
+    let response = client
+        .post(url("/debug/actors/lease/kill?mode=explode"))
+        .bearer_auth(DEBUG_TOKEN)
+        .body(huge_body)
+        .send()
+        .await;
+    if let Ok(response) = response {
+        answers.push(("an 8 MiB body".to_owned(), response.status()));
+    }
+    let long_token = "t".repeat(128 * 1024);
+    for (what, header) in [
+        ("no scheme", DEBUG_TOKEN.to_owned()),
+        ("basic auth", format!("Basic {DEBUG_TOKEN}")),
+        ("lower-case bearer", format!("bearer {DEBUG_TOKEN}")),
+        ("an empty bearer", "Bearer ".to_owned()),
+        ("a 128 KiB token", format!("Bearer {long_token}")),
+    ] {
+        let response = client
+            .post(url("/debug/actors/lease/kill?mode=stop"))
+            .header("Authorization", header)
+            .send()
+            .await;
+        if let Ok(response) = response {
+            answers.push((what.to_owned(), response.status()));
+        }
+    }
+    // Floods: bad tokens, and the right token against an actor that does not exist.
+    for (what, token, actor) in [
+        ("a flood of bad tokens", "not-the-token-0123456789", "lease"),
+        ("a flood of kills of nobody", DEBUG_TOKEN, "nobody"),
+    ] {
+        let requests = (0..200).map(|_| {
+            client
+                .post(url(&format!("/debug/actors/{actor}/kill?mode=stop")))
+                .bearer_auth(token)
+                .send()
+        });
+        let mut limited = 0;
+        for response in futures::future::join_all(requests).await {
+            let status = response.expect("an answer").status();
+            limited += usize::from(status == StatusCode::TOO_MANY_REQUESTS);
+            answers.push((what.to_owned(), status));
+        }
+        eprintln!("{what}: {limited} of 200 rate limited");
+        // Guessing tokens is limited like killing: the limit comes before the token check.
+        assert!(limited > 0, "{what} was not rate limited");
+    }
+    // Bytes that are not HTTP at all.
+    let address = daemon.debug.trim_start_matches("http://").to_owned();
+    let huge_request_line = format!(
+        "GET /debug/actors/{} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "a".repeat(256 * 1024)
+    );
+    for garbage in [
+        huge_request_line.as_bytes(),
+        &b"HELLO\r\n\r\n"[..],
+        b"GET /debug/actors/\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"POST /debug/actors/lease/kill?mode=stop HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        b"\xff\xfe\xfd\r\n\r\n",
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(&address)
+            .await
+            .expect("connects");
+        stream.write_all(garbage).await.expect("written");
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+        let text = String::from_utf8_lossy(&answer);
+        assert!(
+            text.is_empty() || text.starts_with("HTTP/1.1 4"),
+            "{:?} was answered {text:?}",
+            String::from_utf8_lossy(&garbage[..garbage.len().min(60)])
+        );
+    }
+
+    let not_4xx: Vec<_> = answers
+        .iter()
+        .filter(|(_, status)| !status.is_client_error())
+        .collect();
+    assert!(not_4xx.is_empty(), "answers that are not 4xx: {not_4xx:#?}");
+    let (status, _) = daemon.get("/healthz").await;
+    assert_eq!(status, StatusCode::OK, "the daemon is healthy");
+    assert_eq!(
+        daemon.wait_exit(Duration::ZERO).await,
+        None,
+        "the daemon still runs"
+    );
+    let (_, listing) = daemon.get("/debug/actors").await;
+    for actor in listing["actors"].as_array().expect("actors") {
+        assert_eq!(actor["restarts"], 0, "nothing was restarted: {actor}");
+    }
+    let wrong = observer.wrong_since(since);
+    assert!(wrong.is_empty(), "the node looked wrong: {wrong:#?}");
+    eprintln!(
+        "HOSTILE: {} requests answered 4xx; statuses {:?}",
+        answers.len(),
+        answers
+            .iter()
+            .map(|(_, status)| status.as_u16())
+            .collect::<std::collections::BTreeSet<_>>()
+    );
+}

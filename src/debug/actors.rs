@@ -71,12 +71,13 @@ pub async fn kill(
     name: web::Path<String>,
     query: web::Query<KillQuery>,
 ) -> Result<HttpResponse, DebugError> {
-    context.gate.check(&request)?;
+    // Limited before the token is checked, so a flood of guesses is slowed down too.
     context.kill_rate.check().map_err(|_| {
         DebugError::TooManyRequests(
             "too many kill requests; fault injection is rate limited".to_owned(),
         )
     })?;
+    context.gate.check(&request)?;
     let handle = context.nodes.owner_of(&name, query.node.as_deref())?;
     let mode: KillMode = query
         .mode
