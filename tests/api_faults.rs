@@ -4,6 +4,8 @@
 //! 409 storms) is retried with bounded, backing-off requests; no request outlives its timeout;
 //! heartbeats resume within a renew interval of the API coming back; a status decided while
 //! the API was down arrives afterwards; and a Node deleted under nodepulse is registered again.
+//! Answers spoiled on the way back (malformed JSON, unknown fields, oversized objects) are
+//! survived too, by a whole daemon behind a spoiling proxy.
 //! `tests/heartbeat_faults.rs` covers registration refusals, hung status PATCHes and hung Lease
 //! requests one by one; this file covers the rest.
 
@@ -433,4 +435,108 @@ async fn a_node_deleted_under_nodepulse_is_registered_again_and_renewals_go_on()
         registered_again <= 2 * STATUS_PERIOD + SLACK,
         "registered again {registered_again:?} after the deletion"
     );
+}
+
+#[actix_rt::test]
+async fn spoiled_answers_are_retried_or_tolerated_and_never_panic_an_actor() {
+    use common::{
+        attack::{NODE_ACTORS, lifecycle_emulator, shortened_intervals, wait_ready_with_lease},
+        daemon::{DaemonProcess, attack_config},
+        observer::NodeObserver,
+        spoiling_proxy::{Spoil, SpoilingProxy},
+    };
+    let cluster = TestCluster::start_with(lifecycle_emulator()).await;
+    if !needs_emulator(
+        &cluster,
+        "spoiled_answers_are_retried_or_tolerated_and_never_panic_an_actor",
+    ) {
+        return;
+    }
+    let directory = tempfile::tempdir().expect("temp dir");
+    let upstream = cluster.emulator.as_ref().expect("emulator").base_url();
+    let proxy = SpoilingProxy::start(&upstream, directory.path());
+    let name = unique_node_name("spoiled");
+    let daemon = DaemonProcess::start(
+        &proxy.kubeconfig,
+        &name,
+        &attack_config(&shortened_intervals(10)),
+    )
+    .await;
+    wait_ready_with_lease(&cluster.client, &name).await;
+    let observer = NodeObserver::start(&cluster.client, &name).await;
+    let watching_since = Instant::now();
+    let leases = Api::<Lease>::namespaced(cluster.client.clone(), "kube-node-lease");
+    let renewed = || async {
+        leases
+            .get(&name)
+            .await
+            .ok()
+            .and_then(|lease| lease.spec?.renew_time)
+            .map(|time| SystemTime::from(time.0))
+    };
+    let renew_interval = common::attack::RENEW_INTERVAL;
+    for (how, path) in [
+        (Spoil::Malformed, "/leases/"),
+        (Spoil::Malformed, "/nodes/"),
+        (Spoil::UnexpectedFields, "/leases/"),
+        (Spoil::UnexpectedFields, "/nodes/"),
+        (Spoil::Oversized, "/leases/"),
+        (Spoil::Oversized, "/nodes/"),
+    ] {
+        let before = renewed().await.expect("a renewed Lease");
+        let spoiled_before = proxy.spoiled();
+        let warnings_before = daemon
+            .log_lines()
+            .iter()
+            .filter(|l| l.contains("\"WARN\""))
+            .count();
+        proxy.spoil(how, path);
+        tokio::time::sleep(2 * renew_interval + Duration::from_secs(1)).await;
+        let during = renewed().await.expect("a renewed Lease");
+        proxy.heal();
+        let back = SystemTime::now();
+        let spoiled = proxy.spoiled() - spoiled_before;
+        let warnings = daemon
+            .log_lines()
+            .iter()
+            .filter(|l| l.contains("\"WARN\""))
+            .count()
+            - warnings_before;
+        let started = Instant::now();
+        eventually_async("a renewal after the spoiling", || async {
+            renewed().await.is_some_and(|renewed| renewed > back)
+        })
+        .await;
+        let resumed = started.elapsed();
+        eprintln!(
+            "SPOILED {how:?} {path}: {spoiled} answers spoiled, {warnings} warnings logged, renewed during: {}, renewals {:.2}s after healing",
+            during > before,
+            resumed.as_secs_f64()
+        );
+        assert!(spoiled > 0, "{how:?} {path}: answers were spoiled");
+        match (how, path) {
+            // Unknown fields and big objects are still objects: nothing stops.
+            (Spoil::UnexpectedFields | Spoil::Oversized, "/leases/") => {
+                assert!(during > before, "{how:?}: the Lease was renewed meanwhile");
+            }
+            // Unparsable answers are errors: said so, and retried.
+            (Spoil::Malformed, _) => {
+                assert!(warnings > 0, "{how:?} {path}: the failures were logged");
+            }
+            _ => {}
+        }
+        assert!(
+            resumed <= renew_interval + SLACK,
+            "{how:?} {path}: renewals resumed {resumed:?} after healing"
+        );
+    }
+    for actor in NODE_ACTORS {
+        assert_eq!(
+            daemon.actor(actor).await["restarts"],
+            0,
+            "{actor} never panicked or stopped"
+        );
+    }
+    let wrong = observer.wrong_since(watching_since);
+    assert!(wrong.is_empty(), "the node looked wrong: {wrong:#?}");
 }

@@ -9,6 +9,7 @@ pub mod identity;
 pub mod node;
 pub mod observer;
 pub mod pods;
+pub mod spoiling_proxy;
 
 use std::{
     future::Future,
