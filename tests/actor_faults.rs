@@ -19,7 +19,7 @@ use common::{
     observer::{NodeObserver, conditions},
     pods::{create, pod_manifest, running_and_ready, wait_pod},
 };
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::Api;
 
 const ACTORS: &[&str] = NODE_ACTORS;
@@ -154,6 +154,7 @@ async fn attack(
     let killed_at = Instant::now();
     let restart = daemon.kill_and_wait_restart(actor, mode).await;
     let restarted_at = Instant::now();
+    let restarted_wall = std::time::SystemTime::now();
     let nodes = Api::<Node>::all(cluster.client.clone());
     eventually_async(
         &format!("a fresh status after {actor} was killed ({mode})"),
@@ -173,8 +174,21 @@ async fn attack(
         status_after_restart <= STATUS_PERIOD + Duration::from_secs(1) + SLACK,
         "{actor} ({mode}): the first fresh status came {status_after_restart:?} after the restart"
     );
-    // Let one more renewal land, so the lag recorded covers the whole disturbance.
-    tokio::time::sleep(RENEW_INTERVAL).await;
+    // Wait for a renewal made after the restart: the lag recorded then covers the whole
+    // disturbance (it only grows until a renewal lands).
+    let leases = Api::<Lease>::namespaced(cluster.client.clone(), "kube-node-lease");
+    eventually_async(&format!("a renewal after {actor} restarted"), || async {
+        leases
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|lease| lease.spec?.renew_time)
+            .is_some_and(|renewed| std::time::SystemTime::from(renewed.0) > restarted_wall)
+    })
+    .await;
+    // And one more poll of the observer after it.
+    tokio::time::sleep(Duration::from_millis(250)).await;
     let worst_lag = observer.worst_lag_since(killed_at);
     assert!(
         observer.lease_polls_since(killed_at) > 0,
