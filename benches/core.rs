@@ -14,7 +14,7 @@ use k8s_openapi::api::{
 use nodepulse::kube_api::lease::renewal_patch;
 use nodepulse_actors::{
     eviction::ThresholdValue,
-    lease::renewal::renewal_of,
+    lease::renewal_of,
     messages::RuntimeHealth,
     node_status::{
         change::status_changed,
