@@ -6,7 +6,7 @@
 mod health;
 mod taints;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -66,8 +66,12 @@ impl Controller {
     /// One `monitorNodeHealth` pass over every node.
     fn monitor(&mut self, now: Instant, wall: SystemTime) {
         let (nodes, _) = self.store.list(StoredKind::Node, None, |_| true);
-        self.health
-            .retain(|name, _| nodes.iter().any(|n| meta_str(n, "name") == name));
+        // A set, not a scan per entry: at 10,000 nodes the scan was 10^8 comparisons a pass.
+        {
+            let present: HashSet<&str> = nodes.iter().map(|node| meta_str(node, "name")).collect();
+            self.health
+                .retain(|name, _| present.contains(name.as_str()));
+        }
         for node in nodes {
             let name = meta_str(&node, "name").to_string();
             let lease = self.store.get(
