@@ -1,0 +1,138 @@
+//! Measures a simulated fleet against an API server in another process (the emulator:
+//! `cargo run --release -p nodepulse-emulator -- --kubeconfig-out /tmp/emulator.kubeconfig`)
+//! and adds the run to a `fleet.json` in the format `bench/results/README.md` describes.
+//!
+//! `cargo run --release --example fleet -- --kubeconfig /tmp/emulator.kubeconfig --nodes 1000
+//!  --out bench/results/fleet.json`
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::Parser;
+use nodepulse::{
+    cli::Settings,
+    config::{Config, Source},
+    fleet::{
+        self, FleetOptions,
+        measure::{FleetFigures, MeasureOptions, measure},
+    },
+};
+use serde_json::{Value, json};
+
+#[derive(Debug, Parser)]
+struct Args {
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    #[arg(long)]
+    nodes: usize,
+    /// Node names are `<prefix>-<i>`.
+    #[arg(long, default_value = "sim")]
+    prefix: String,
+    /// The fleet's shared main-client rate limit (kubeAPIQPS; burst twice that).
+    #[arg(long, default_value_t = 1000)]
+    qps: u32,
+    /// Messages each actor's mailbox holds (`supervision.mailboxCapacity`): the bounded queue
+    /// is allocated whole, 24 bytes a message, six per node.
+    #[arg(long, default_value_t = 1024)]
+    mailbox_capacity: usize,
+    /// Arbiter threads; the machine's cores by default.
+    #[arg(long)]
+    arbiters: Option<usize>,
+    #[arg(long, default_value_t = 120)]
+    ready_timeout_seconds: u64,
+    #[arg(long, default_value_t = 30)]
+    warmup_seconds: u64,
+    #[arg(long, default_value_t = 60)]
+    steady_seconds: u64,
+    /// Adds (or replaces) this node count's run in the file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn machine() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_owned());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory_kib: Option<u64> = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok());
+    json!({
+        "cpu": model,
+        "cores": std::thread::available_parallelism().map(std::num::NonZero::get).ok(),
+        "memoryBytes": memory_kib.map(|kib| kib * 1024),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_owned()),
+    })
+}
+
+fn run_entry(figures: &FleetFigures) -> Value {
+    json!({
+        "nodes": figures.nodes,
+        "allReadySeconds": figures.all_ready_seconds,
+        "rssBytes": figures.rss_bytes,
+        "rssBytesPerNode": figures.rss_bytes_per_node,
+        "cpuCores": figures.steady_cpu_cores,
+        "renewalLagSeconds": {
+            "count": figures.renewal_lag.count,
+            "p50": figures.renewal_lag.p50_seconds,
+            "p90": figures.renewal_lag.p90_seconds,
+            "p99": figures.renewal_lag.p99_seconds,
+            "max": figures.renewal_lag.max_seconds,
+        },
+        "figures": figures,
+    })
+}
+
+fn main() -> Result<(), String> {
+    let args = Args::parse();
+    let yaml = format!(
+        "runtime: simulated\nnodeName: {}\nkubeAPIQPS: {}\nkubeAPIBurst: {}\nevictionHard:\n  memory.available: 1Mi\nsupervision:\n  mailboxCapacity: {}\n",
+        args.prefix,
+        args.qps,
+        args.qps * 2,
+        args.mailbox_capacity
+    );
+    let mut config = Config::parse(&yaml, Source::Embedded).map_err(|error| error.to_string())?;
+    config.nodes = fleet::with_generated(&[], &args.prefix, args.nodes)?;
+    let settings = Settings {
+        config,
+        node_name: args.prefix.clone(),
+        kubeconfig: Some(args.kubeconfig.clone()),
+        standalone: false,
+    };
+    let options = MeasureOptions {
+        fleet: args
+            .arbiters
+            .map_or_else(FleetOptions::default, |arbiters| FleetOptions { arbiters }),
+        ready_timeout: Duration::from_secs(args.ready_timeout_seconds),
+        warmup: Duration::from_secs(args.warmup_seconds),
+        steady: Duration::from_secs(args.steady_seconds),
+    };
+    let figures = actix_rt::System::new().block_on(async { measure(&settings, &options).await })?;
+    let entry = run_entry(&figures);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&entry).map_err(|error| error.to_string())?
+    );
+    if let Some(path) = &args.out {
+        let mut file: Value = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_else(|| json!({ "runs": [] }));
+        file["machine"] = machine();
+        let runs = file["runs"]
+            .as_array_mut()
+            .ok_or("the file's runs is not a list")?;
+        runs.retain(|run| run["nodes"] != json!(figures.nodes));
+        runs.push(entry);
+        runs.sort_by_key(|run| run["nodes"].as_u64().unwrap_or(0));
+        if let Some(directory) = path.parent() {
+            std::fs::create_dir_all(directory).map_err(|error| error.to_string())?;
+        }
+        let text = serde_json::to_string_pretty(&file).map_err(|error| error.to_string())?;
+        std::fs::write(path, text + "\n").map_err(|error| error.to_string())?;
+    }
+    Ok(())
+}
