@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use common::{
     attack::{
         NODE_ACTORS, RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator, needs_emulator,
-        ready_heartbeat, shortened_intervals, wait_ready_with_lease,
+        ready_daemon, ready_heartbeat,
     },
     cluster::{TestCluster, unique_node_name},
-    daemon::{DaemonProcess, attack_config},
+    daemon::DaemonProcess,
     eventually_async,
     observer::{NodeObserver, conditions},
     pods::{create, pod_manifest, running_and_ready, wait_pod},
@@ -48,15 +48,12 @@ async fn every_actor_killed_in_every_mode_restarts_and_the_node_stays_ready() {
     }
     let name = unique_node_name("actor-faults");
     let kills_per_actor = MODES.len();
-    let daemon = DaemonProcess::start(
-        &cluster.kubeconfig,
+    let daemon = ready_daemon(
+        &cluster,
         &name,
-        &attack_config(&shortened_intervals(
-            u32::try_from(kills_per_actor + 2).expect("small"),
-        )),
+        u32::try_from(kills_per_actor + 2).expect("small"),
     )
     .await;
-    wait_ready_with_lease(&cluster.client, &name).await;
     let observer = NodeObserver::start(&cluster.client, &name).await;
     let watching_since = Instant::now();
 

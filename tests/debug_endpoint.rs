@@ -460,22 +460,16 @@ async fn the_page_unknown_routes_and_wrong_methods() {
 #[actix_rt::test]
 async fn hostile_requests_to_a_running_daemon_get_4xx_and_change_nothing() {
     use common::{
-        attack::{shortened_intervals, wait_ready_with_lease},
+        attack::ready_daemon,
         cluster::{TestCluster, unique_node_name},
-        daemon::{DEBUG_TOKEN, DaemonProcess, attack_config},
+        daemon::DEBUG_TOKEN,
         observer::NodeObserver,
     };
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let cluster = TestCluster::start().await;
     let name = unique_node_name("hostile");
-    let mut daemon = DaemonProcess::start(
-        &cluster.kubeconfig,
-        &name,
-        &attack_config(&shortened_intervals(10)),
-    )
-    .await;
-    wait_ready_with_lease(&cluster.client, &name).await;
+    let mut daemon = ready_daemon(&cluster, &name, 10).await;
     let observer = NodeObserver::start(&cluster.client, &name).await;
     let since = std::time::Instant::now();
     let client = Client::new();

@@ -11,14 +11,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common::{
     attack::{
-        RENEW_INTERVAL, lifecycle_emulator, needs_emulator, shortened_intervals,
-        wait_ready_with_lease,
+        RENEW_INTERVAL, lifecycle_emulator, needs_emulator, ready_daemon, running_pod,
+        shortened_intervals, wait_ready_with_lease,
     },
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     eventually_async,
     observer::NodeObserver,
-    pods::{create, phase, pod_manifest, running_and_ready, wait_pod},
+    pods::{phase, running_and_ready},
 };
 use containerd::Containerd;
 use k8s_openapi::api::{
@@ -52,27 +52,9 @@ fn renew_time(lease: &Lease) -> Option<SystemTime> {
 async fn sigterm_exits_zero_within_the_deadline_and_leaves_the_lease_to_expire() {
     let cluster = TestCluster::start().await;
     let name = unique_node_name("sigterm");
-    let mut daemon = DaemonProcess::start(
-        &cluster.kubeconfig,
-        &name,
-        &attack_config(&shortened_intervals(10)),
-    )
-    .await;
-    wait_ready_with_lease(&cluster.client, &name).await;
+    let mut daemon = ready_daemon(&cluster, &name, 10).await;
     let pod = format!("{name}-before-sigterm");
-    create(
-        &cluster.client,
-        &pod_manifest(&pod, "default", &name, serde_json::json!({})),
-    )
-    .await;
-    wait_pod(
-        &cluster.client,
-        "default",
-        &pod,
-        "Running",
-        running_and_ready,
-    )
-    .await;
+    running_pod(&cluster.client, &name, &pod).await;
 
     let asked = Instant::now();
     daemon.signal("TERM");
@@ -114,22 +96,9 @@ async fn sigkill_and_restart_adopt_the_node_and_lease_without_a_not_ready_blip()
     }
     let name = unique_node_name("sigkill");
     let yaml = attack_config(&shortened_intervals(10));
-    let mut first = DaemonProcess::start(&cluster.kubeconfig, &name, &yaml).await;
-    wait_ready_with_lease(&cluster.client, &name).await;
+    let mut first = ready_daemon(&cluster, &name, 10).await;
     let pod = format!("{name}-survivor");
-    create(
-        &cluster.client,
-        &pod_manifest(&pod, "default", &name, serde_json::json!({})),
-    )
-    .await;
-    wait_pod(
-        &cluster.client,
-        "default",
-        &pod,
-        "Running",
-        running_and_ready,
-    )
-    .await;
+    running_pod(&cluster.client, &name, &pod).await;
     let nodes = Api::<Node>::all(cluster.client.clone());
     let node_uid = nodes.get(&name).await.expect("node").metadata.uid;
     let lease_uid = lease(&cluster.client, &name).await.metadata.uid;

@@ -8,7 +8,13 @@ use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::Api;
 use nodepulse_emulator::{EmulatorConfig, LifecycleConfig};
 
-use super::{cluster::TestCluster, eventually_async, observer::conditions};
+use super::{
+    cluster::TestCluster,
+    daemon::{DaemonProcess, attack_config},
+    eventually_async,
+    observer::conditions,
+    pods::{create, pod_manifest, running_and_ready, wait_pod},
+};
 
 /// The supervised actors of a node, as the debug endpoint names them. Attacking one more actor
 /// is adding its name here.
@@ -99,4 +105,27 @@ pub async fn ready_heartbeat(client: &kube::Client, name: &str) -> Option<jiff::
         .find(|c| c.type_ == "Ready")?
         .last_heartbeat_time
         .map(|time| time.0)
+}
+
+/// Starts a daemon for node `name` with the attack configuration, the shortened intervals and
+/// a restart bound of `max_restarts`, and waits until the node is Ready with a Lease.
+pub async fn ready_daemon(cluster: &TestCluster, name: &str, max_restarts: u32) -> DaemonProcess {
+    let daemon = DaemonProcess::start(
+        &cluster.kubeconfig,
+        name,
+        &attack_config(&shortened_intervals(max_restarts)),
+    )
+    .await;
+    wait_ready_with_lease(&cluster.client, name).await;
+    daemon
+}
+
+/// Creates pod `pod` in `default`, bound to `node`, and waits until it is Running and Ready.
+pub async fn running_pod(client: &kube::Client, node: &str, pod: &str) {
+    create(
+        client,
+        &pod_manifest(pod, "default", node, serde_json::json!({})),
+    )
+    .await;
+    wait_pod(client, "default", pod, "Running", running_and_ready).await;
 }
