@@ -460,7 +460,7 @@ async fn the_page_unknown_routes_and_wrong_methods() {
 #[actix_rt::test]
 async fn hostile_requests_to_a_running_daemon_get_4xx_and_change_nothing() {
     use common::{
-        attack::ready_daemon,
+        attack::{clean_up, ready_daemon},
         cluster::{TestCluster, unique_node_name},
         daemon::DEBUG_TOKEN,
         observer::NodeObserver,
@@ -609,4 +609,5 @@ async fn hostile_requests_to_a_running_daemon_get_4xx_and_change_nothing() {
             .map(|(_, status)| status.as_u16())
             .collect::<std::collections::BTreeSet<_>>()
     );
+    clean_up(&cluster, daemon, &name).await;
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common::{
     attack::{
-        RENEW_INTERVAL, lifecycle_emulator, needs_emulator, ready_daemon, running_pod,
+        RENEW_INTERVAL, clean_up, lifecycle_emulator, needs_emulator, ready_daemon, running_pod,
         shortened_intervals, wait_ready_with_lease,
     },
     cluster::{TestCluster, unique_node_name},
@@ -83,6 +83,7 @@ async fn sigterm_exits_zero_within_the_deadline_and_leaves_the_lease_to_expire()
     // And the pod's last status stays as it was written.
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
     assert_eq!(phase(&pods.get(&pod).await.expect("pod")), Some("Running"));
+    clean_up(&cluster, daemon, &name).await;
 }
 
 #[actix_rt::test]

@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    attack::{needs_emulator, wait_ready_with_lease},
+    attack::{clean_up, needs_emulator, wait_ready_with_lease},
     cluster::{TestCluster, unique_node_name},
     daemon::{DEBUG_TOKEN, DaemonProcess, attack_config},
     identity::NodeIdentityEmulator,
@@ -45,6 +45,7 @@ async fn fault_injection_is_off_by_default_and_a_wide_bind_is_warned_about() {
         );
     }
     assert_eq!(daemon.actor("lease").await["restarts"], 0);
+    clean_up(&cluster, daemon, &name).await;
 }
 
 #[actix_rt::test]
@@ -99,6 +100,7 @@ async fn the_fault_injection_token_never_reaches_the_logs() {
         "TOKEN: {} log lines at debug level, none with the token",
         lines.len()
     );
+    clean_up(&cluster, daemon, &name).await;
 }
 
 #[actix_rt::test]

@@ -129,3 +129,20 @@ pub async fn running_pod(client: &kube::Client, node: &str, pod: &str) {
     .await;
     wait_pod(client, "default", pod, "Running", running_and_ready).await;
 }
+
+/// Stops `daemon` and deletes its Node and the pods bound to it, so a run against a shared
+/// cluster leaves nothing behind (the Lease goes with the Node, its owner).
+pub async fn clean_up(cluster: &TestCluster, daemon: DaemonProcess, name: &str) {
+    drop(daemon);
+    let pods =
+        Api::<k8s_openapi::api::core::v1::Pod>::namespaced(cluster.client.clone(), "default");
+    let bound = kube::api::ListParams::default().fields(&format!("spec.nodeName={name}"));
+    if let Ok(list) = pods.list(&bound).await {
+        for pod in list {
+            if let Some(pod) = pod.metadata.name {
+                let _ = pods.delete(&pod, &kube::api::DeleteParams::default()).await;
+            }
+        }
+    }
+    cluster.delete_node(name).await;
+}
