@@ -27,13 +27,18 @@ struct Args {
     /// Node names are `<prefix>-<i>`.
     #[arg(long, default_value = "sim")]
     prefix: String,
-    /// The fleet's shared main-client rate limit (kubeAPIQPS; burst twice that).
-    #[arg(long, default_value_t = 1000)]
+    /// The fleet's shared main-client rate limit (kubeAPIQPS, and kubeAPIBurst the same): it
+    /// paces registration, which keeps 10,000 nodes from opening thousands of connections at
+    /// once.
+    #[arg(long, default_value_t = 500)]
     qps: u32,
     /// Messages each actor's mailbox holds (`supervision.mailboxCapacity`): the bounded queue
     /// is allocated whole, 24 bytes a message, six per node.
     #[arg(long, default_value_t = 1024)]
     mailbox_capacity: usize,
+    /// How often each actor is pinged for liveness (`supervision.livenessInterval`).
+    #[arg(long, default_value = "1s")]
+    liveness_interval: String,
     /// Arbiter threads; the machine's cores by default.
     #[arg(long)]
     arbiters: Option<usize>,
@@ -88,11 +93,8 @@ fn run_entry(figures: &FleetFigures) -> Value {
 fn main() -> Result<(), String> {
     let args = Args::parse();
     let yaml = format!(
-        "runtime: simulated\nnodeName: {}\nkubeAPIQPS: {}\nkubeAPIBurst: {}\nevictionHard:\n  memory.available: 1Mi\nsupervision:\n  mailboxCapacity: {}\n",
-        args.prefix,
-        args.qps,
-        args.qps * 2,
-        args.mailbox_capacity
+        "runtime: simulated\nnodeName: {}\nkubeAPIQPS: {}\nkubeAPIBurst: {}\nevictionHard:\n  memory.available: 1Mi\nsupervision:\n  mailboxCapacity: {}\n  livenessInterval: {}\n",
+        args.prefix, args.qps, args.qps, args.mailbox_capacity, args.liveness_interval
     );
     let mut config = Config::parse(&yaml, Source::Embedded).map_err(|error| error.to_string())?;
     config.nodes = fleet::with_generated(&[], &args.prefix, args.nodes)?;
