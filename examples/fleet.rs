@@ -72,8 +72,15 @@ fn machine() -> Value {
     })
 }
 
-fn run_entry(figures: &FleetFigures) -> Value {
+fn run_entry(figures: &FleetFigures, args: &Args) -> Value {
     json!({
+        "config": {
+            "kubeAPIQPS": args.qps,
+            "mailboxCapacity": args.mailbox_capacity,
+            "livenessInterval": args.liveness_interval,
+            "arbiterThreads": figures.arbiter_threads,
+            "warmupSeconds": args.warmup_seconds,
+        },
         "nodes": figures.nodes,
         "allReadySeconds": figures.all_ready_seconds,
         "rssBytes": figures.rss_bytes,
@@ -92,6 +99,14 @@ fn run_entry(figures: &FleetFigures) -> Value {
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
+    // Warnings and errors only unless RUST_LOG says otherwise: a fleet's info lines would
+    // cost more than the nodes.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
     let yaml = format!(
         "runtime: simulated\nnodeName: {}\nkubeAPIQPS: {}\nkubeAPIBurst: {}\nevictionHard:\n  memory.available: 1Mi\nsupervision:\n  mailboxCapacity: {}\n  livenessInterval: {}\n",
         args.prefix, args.qps, args.qps, args.mailbox_capacity, args.liveness_interval
@@ -113,7 +128,7 @@ fn main() -> Result<(), String> {
         steady: Duration::from_secs(args.steady_seconds),
     };
     let figures = actix_rt::System::new().block_on(async { measure(&settings, &options).await })?;
-    let entry = run_entry(&figures);
+    let entry = run_entry(&figures, &args);
     println!(
         "{}",
         serde_json::to_string_pretty(&entry).map_err(|error| error.to_string())?

@@ -1,8 +1,12 @@
 //! The API ports as a fleet's nodes see them: every call goes through the one shared
 //! [`KubeApi`] (its clients, connection pools and rate limiters), except the two watches, which
 //! come from the fleet's [`SharedWatches`] instead of one long request per node and kind.
+//! Heartbeat connection resets are shared too, so they are bounded for the whole fleet.
 
-use std::sync::Arc;
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::{
@@ -16,14 +20,52 @@ use nodepulse_actors::ports::{
 
 use crate::kube_api::{KubeApi, SharedWatches};
 
+/// The fewest seconds between two resets of the heartbeat client the fleet shares.
+const RESET_AT_MOST_EVERY: Duration = Duration::from_secs(10);
+
+/// Admits one reset per period. A node whose heartbeat fails twice resets the client every
+/// node shares; without a bound, a slow API server failing many nodes at once would have
+/// them reset it (dropping everyone's connections, and re-reading the CA bundle) in a storm.
+#[derive(Debug, Default)]
+struct ResetGate {
+    last: Mutex<Option<Instant>>,
+}
+
+impl ResetGate {
+    fn admit(&self, now: Instant, period: Duration) -> bool {
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_some_and(|at| now.saturating_duration_since(at) < period) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
 pub struct FleetApi {
     api: Arc<KubeApi>,
     watches: SharedWatches,
+    resets: ResetGate,
 }
 
 impl FleetApi {
     pub fn new(api: Arc<KubeApi>, watches: SharedWatches) -> Self {
-        Self { api, watches }
+        Self {
+            api,
+            watches,
+            resets: ResetGate::default(),
+        }
+    }
+
+    fn reset_heartbeat_connections(&self) {
+        if self.resets.admit(Instant::now(), RESET_AT_MOST_EVERY) {
+            self.api.reset_heartbeat_connections();
+        } else {
+            tracing::debug!("the shared heartbeat client was reset moments ago; not again");
+        }
     }
 
     pub fn watches(&self) -> &SharedWatches {
@@ -56,9 +98,10 @@ impl NodeApi for FleetApi {
         NodeApi::record_event(&*self.api, node, event)
     }
 
-    /// Resets the heartbeat client every node shares, as one kubelet resets its own.
+    /// Resets the heartbeat client every node shares, as one kubelet resets its own, at most
+    /// once per [`RESET_AT_MOST_EVERY`].
     fn reset_heartbeat_connections(&self) {
-        self.api.reset_heartbeat_connections();
+        FleetApi::reset_heartbeat_connections(self);
     }
 }
 
@@ -80,7 +123,7 @@ impl LeaseApi for FleetApi {
     }
 
     fn reset_heartbeat_connections(&self) {
-        self.api.reset_heartbeat_connections();
+        FleetApi::reset_heartbeat_connections(self);
     }
 }
 
@@ -113,5 +156,21 @@ impl PodApi for FleetApi {
 
     fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>> {
         PodApi::record_pod_event(&*self.api, pod, event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_client_is_reset_at_most_once_a_period() {
+        let gate = ResetGate::default();
+        let start = Instant::now();
+        let period = Duration::from_secs(10);
+        assert!(gate.admit(start, period), "the first reset goes through");
+        assert!(!gate.admit(start + Duration::from_secs(1), period));
+        assert!(!gate.admit(start + Duration::from_millis(9_999), period));
+        assert!(gate.admit(start + period, period), "a period later, again");
     }
 }
