@@ -27,7 +27,7 @@ use common::{
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     observer::NodeObserver,
-    pods::{pod_manifest, running_and_ready, wait_pod},
+    pods::{pod_manifest, running_and_ready},
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
@@ -149,15 +149,33 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     faults.clear();
     // No pod status change was lost: the pods still bound to the node all reach Running.
     let created = churned.load(Ordering::Relaxed);
+    let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
     for index in created.saturating_sub(5)..created {
-        wait_pod(
-            &cluster.client,
-            "default",
-            &churned_pod(&name, index),
-            "Running and Ready after the chaos",
-            running_and_ready,
-        )
-        .await;
+        let pod = churned_pod(&name, index);
+        let deadline = Instant::now() + common::PATIENCE;
+        loop {
+            let seen = pods.get_opt(&pod).await.ok().flatten();
+            if seen.as_ref().is_some_and(running_and_ready) {
+                break;
+            }
+            if Instant::now() > deadline {
+                let (_, status_manager) = daemon.get("/debug/actors/status-manager").await;
+                let (_, lifecycle) = daemon.get("/debug/actors/pod-lifecycle").await;
+                let (_, lease) = daemon.get("/debug/actors/lease").await;
+                let lines = daemon.log_lines();
+                let heartbeat: Vec<&String> = lines
+                    .iter()
+                    .filter(|line| line.contains("heartbeat") || line.contains("buffer"))
+                    .collect();
+                let tail = &heartbeat[heartbeat.len().saturating_sub(15)..];
+                panic!(
+                    "seed {seed}: {pod} never reached Running and Ready after the chaos: {:#?}\nstatus-manager: {status_manager}\npod-lifecycle: {lifecycle}\nlease: {lease}\nlast heartbeat log lines: {tail:#?}\nworst lease lag {:?}",
+                    seen.map(|pod| pod.status),
+                    observer.worst_lag_since(watching_since),
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     let worst_lag = observer.worst_lag_since(watching_since);
