@@ -29,6 +29,7 @@ use kube::{
     Api,
     api::{DeleteParams, ListParams, Patch, PatchParams, WatchEvent, WatchParams},
 };
+use nodepulse_emulator::Verb;
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::json;
 
@@ -620,4 +621,41 @@ async fn killing_the_pod_actors_while_pods_arrive_loses_none() {
         );
     }
     drop(api);
+}
+
+#[actix_rt::test]
+async fn a_quiet_node_keeps_its_watches_open() {
+    let cluster = TestCluster::start().await;
+    let Some(emulator) = cluster.emulator.as_ref() else {
+        println!("SKIPPED: counting watch requests needs the emulator's request log");
+        return;
+    };
+    // A 1 s heartbeat timeout: a watch cut by it would be re-opened several times below.
+    let supervisor = start_simulated_node(
+        &cluster.kubeconfig,
+        &unique_node_name("pods-quiet"),
+        "nodeStatusUpdateFrequency: 1s\nhousekeepingInterval: 1s\n",
+    )
+    .await;
+    let passes = || async {
+        supervisor
+            .actor_state("eviction-signal", Duration::from_secs(5))
+            .await
+            .ok()
+            .and_then(|state| state["passes"].as_u64())
+            .unwrap_or(0)
+    };
+    eventually_async("six quiet seconds (six housekeeping passes)", || async {
+        passes().await >= 6
+    })
+    .await;
+    let watches = |resource: &str| {
+        emulator
+            .requests()
+            .iter()
+            .filter(|request| request.verb == Verb::Watch && request.resource == resource)
+            .count()
+    };
+    assert_eq!(watches("nodes"), 1, "the Node watch was re-opened");
+    assert_eq!(watches("pods"), 1, "the pod watch was re-opened");
 }

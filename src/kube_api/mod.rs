@@ -144,10 +144,14 @@ impl KubeApi {
         let (mut client_config, source) = client_config(kubeconfig).await?;
         tracing::info!(%source, server = %client_config.cluster_url, "API client configured");
         let heartbeat_timeout = config.heartbeat_timeout();
-        client_config.read_timeout = Some(heartbeat_timeout);
         client_config.write_timeout = Some(heartbeat_timeout);
         client_config.connect_timeout = Some(heartbeat_timeout);
+        // The main client carries the long watches, which are quiet for minutes between
+        // bookmarks: it keeps kube-rs's read timeout (just above the watcher's 290 s server
+        // timeout), or every watch would be cut and re-established after one heartbeat
+        // timeout of silence. Its other requests are bounded one by one (`timed`).
         let main = timed_client(&client_config).map_err(ConnectError::Client)?;
+        client_config.read_timeout = Some(heartbeat_timeout);
         let heartbeat = timed_client(&client_config).map_err(ConnectError::Client)?;
         let quota = |qps: u32, burst: u32| {
             let qps = NonZeroU32::new(qps).unwrap_or(NonZeroU32::MIN);
