@@ -207,10 +207,7 @@ async fn attack(
 /// The heartbeat client is rebuilt by whichever actor sees heartbeats fail repeatedly (here the
 /// Lease, after two failed renewals). Killing that actor with `hang` afterwards must not take
 /// the rebuilt client down with the actor's thread: renewals, status and pod statuses go on.
-/// Fails about one run in two today, for the reason the next test gives (the Lease lagged 9 s
-/// here until it rebuilt the client once more).
 #[actix_rt::test]
-#[ignore = "fails until the heartbeat client is rebuilt on the daemon's runtime (see the next test)"]
 async fn a_hung_lease_that_rebuilt_the_heartbeat_client_leaves_it_working() {
     use common::daemon::logged;
     use nodepulse_emulator::{FaultAction, FaultRule, Verb};
@@ -286,15 +283,13 @@ async fn a_hung_lease_that_rebuilt_the_heartbeat_client_leaves_it_working() {
 /// Like the test above, with NodeStatus rebuilding the client and then hanging, and a fresh
 /// Lease instance (nothing cached: it must GET its Lease first) started after that.
 ///
-/// Fails today, found by the 2-minute chaos run: `KubeApi::reset_heartbeat_connections`
-/// builds the new kube client (and spawns its tower Buffer worker) on the calling actor's
-/// arbiter; when that actor is killed with `hang` the supervisor retires and then stops the
-/// arbiter, the worker dies, and every heartbeat request after that fails with "buffer's worker
-/// closed unexpectedly". A Lease instance in its ensure loop never resets the client, so it
-/// never renews again and the node goes Unknown. Fix (src/kube_api/mod.rs): keep the runtime
-/// handle of `connect` and build the replacement client inside `handle.enter()`.
+/// Found by the 2-minute chaos run: `KubeApi::reset_heartbeat_connections` built the new kube
+/// client (and spawned its tower Buffer worker) on the calling actor's arbiter; when that actor
+/// was killed with `hang` the supervisor retired and then stopped the arbiter, the worker died,
+/// and every heartbeat request after that failed with "buffer's worker closed unexpectedly". A
+/// Lease instance in its ensure loop never resets the client, so it never renewed again and the
+/// node went Unknown. The replacement is now built on the runtime `connect` ran on.
 #[actix_rt::test]
-#[ignore = "fails until the heartbeat client is rebuilt on the daemon's runtime (see the doc comment)"]
 async fn a_fresh_lease_after_a_hung_node_status_rebuilt_the_client_still_renews() {
     use common::daemon::logged;
     use nodepulse_emulator::{FaultAction, FaultRule, Verb};

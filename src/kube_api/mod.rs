@@ -133,6 +133,10 @@ pub struct KubeApi {
     event_limiter: DefaultDirectRateLimiter,
     heartbeat: RwLock<kube::Client>,
     heartbeat_timeout: Duration,
+    /// The runtime `connect` ran on, which lives as long as the daemon. A client's tower
+    /// Buffer worker is spawned on the runtime it is built on: a replacement built on an
+    /// actor's arbiter would die with it (a hung actor's arbiter is retired and stopped).
+    runtime: tokio::runtime::Handle,
 }
 
 impl KubeApi {
@@ -167,6 +171,7 @@ impl KubeApi {
             event_limiter: RateLimiter::direct(quota(config.event_record_qps, config.event_burst)),
             heartbeat: RwLock::new(heartbeat),
             heartbeat_timeout,
+            runtime: tokio::runtime::Handle::current(),
         }))
     }
 
@@ -196,7 +201,12 @@ impl KubeApi {
 
     /// Replaces the heartbeat client, dropping its pooled connections.
     pub fn reset_heartbeat_connections(&self) {
-        match timed_client(&self.config) {
+        // Built on the daemon's runtime, whichever actor's thread asks (see `runtime`).
+        let rebuilt = {
+            let _daemon_runtime = self.runtime.enter();
+            timed_client(&self.config)
+        };
+        match rebuilt {
             Ok(fresh) => {
                 let mut current = self
                     .heartbeat
