@@ -155,6 +155,9 @@ pub struct StatusManagerActor {
     provider: Option<Recipient<StopPod>>,
     generation: u64,
     in_flight: HashSet<String>,
+    /// Pods whose last sync failed: retried by the next batch pass or their next change, not
+    /// at once (a failing API would otherwise be hammered in a loop).
+    failed: HashSet<String>,
     counters: Counters,
     last_error: Option<(Timestamp, String)>,
 }
@@ -172,6 +175,7 @@ impl StatusManagerActor {
             provider: None,
             generation: 0,
             in_flight: HashSet::new(),
+            failed: HashSet::new(),
             counters: Counters::default(),
             last_error: None,
         }
@@ -205,7 +209,10 @@ impl StatusManagerActor {
                 .update(pod, status, force, finished, Timestamp::now())
         };
         match outcome {
-            UpdateOutcome::Stored { .. } => self.start(ctx, &uid),
+            UpdateOutcome::Stored { .. } => {
+                self.failed.remove(&uid);
+                self.start(ctx, &uid);
+            }
             UpdateOutcome::Unchanged => {}
             UpdateOutcome::Rejected(reason) => {
                 self.counters.rejected += 1;
@@ -280,6 +287,7 @@ impl StatusManagerActor {
             }
             PodSyncOutcome::Superseded => {}
             PodSyncOutcome::Failed(error) => {
+                self.failed.insert(uid.to_owned());
                 self.counters.failures += 1;
                 tracing::warn!(%uid, %error, "pod status sync failed; the batch pass retries");
                 self.last_error = Some((Timestamp::now(), error));
@@ -289,12 +297,13 @@ impl StatusManagerActor {
 
     /// `syncBatch(all=false)`: every pod whose cached version the API lacks.
     fn start_unsent(&mut self, ctx: &mut Context<Self>) {
-        let unsent = self.store.lock().cache.unsent_pods();
-        for uid in unsent {
+        let mut unsent = self.store.lock().cache.unsent_pods();
+        unsent.retain(|uid| !self.failed.contains(uid));
+        for uid in &unsent {
             if self.in_flight.len() >= self.settings.max_in_flight {
                 break;
             }
-            self.start(ctx, &uid);
+            self.start(ctx, uid);
         }
     }
 
@@ -305,6 +314,7 @@ impl StatusManagerActor {
     /// matches cost nothing here: the comparison is local.
     fn batch(&mut self, ctx: &mut Context<Self>) {
         self.store.batch_passes.fetch_add(1, Ordering::Relaxed);
+        self.failed.clear();
         self.start_unsent(ctx);
         let now = Timestamp::now();
         let (finished, differing): (Vec<String>, Vec<String>) = {

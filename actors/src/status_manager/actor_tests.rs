@@ -572,3 +572,31 @@ impl nodepulse_supervisor::SupervisedActor for StopRecorder {
         json!({})
     }
 }
+
+#[actix_rt::test]
+async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    api.state()
+        .patch_failures
+        .extend((0..100_000).map(|_| ApiError::Other("503".into())));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start(&api, &store);
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-1")),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("four batch passes", || store.batch_passes() >= 4).await;
+    let (patches, passes) = (api.state().patches.len(), store.batch_passes());
+    assert!(
+        patches as u64 <= passes + 2,
+        "{patches} attempts in {passes} batch passes: a failed sync must wait for the next pass"
+    );
+    assert!(
+        patches >= 2,
+        "the batch passes retry it ({patches} attempts)"
+    );
+}
