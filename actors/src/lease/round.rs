@@ -11,7 +11,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 
 use super::renewal::{
-    MAX_UPDATE_ATTEMPTS, ensure_backoff, has_owner, new_lease, next_renew_time, renewal_of,
+    MAX_UPDATE_ATTEMPTS, ensure_backoff, has_owner, new_lease, next_renew_time, renew_interval,
+    renewal_of,
 };
 use crate::ports::{ApiError, LeaseApi};
 
@@ -120,14 +121,21 @@ impl Round {
     }
 
     /// `backoffEnsureLease`: the Lease from the server, created if missing; retries with
-    /// backoff until it has one. The flag says whether it was just created.
+    /// backoff until it has one. The flag says whether it was just created. Deviations, on
+    /// purpose: the wait never exceeds the renew interval (the kubelet's fixed 7 s cap would
+    /// hold a short-interval node back a whole round after an outage), and from the second
+    /// failure on the heartbeat connections are reset, as a failed update does.
     async fn ensure(&mut self) -> (Lease, bool) {
         let mut failures = 0;
+        let interval = renew_interval(self.context.lease_duration_seconds);
         loop {
             match self.try_ensure().await {
                 Ok(found) => return found,
                 Err(error) => {
-                    let wait = ensure_backoff(failures);
+                    if failures >= 1 {
+                        self.context.api.reset_heartbeat_connections();
+                    }
+                    let wait = ensure_backoff(failures).min(interval);
                     tracing::warn!(%error, ?wait, "failed to ensure the node lease exists; will retry");
                     tokio::time::sleep(wait).await;
                     failures += 1;

@@ -263,3 +263,26 @@ async fn a_lease_is_never_created_before_the_node_uid_is_known() {
         Some("uid-late".to_owned())
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn ensure_waits_at_most_one_renew_interval_and_resets_connections_while_failing() {
+    let api = FakeLeaseApi::with_node("uid-1");
+    api.state()
+        .get_failures
+        .extend((0..8).map(|_| ApiError::Other("connection refused".into())));
+    let mut short = context(&api);
+    short.lease_duration_seconds = 4; // renewed every second
+    let started = tokio::time::Instant::now();
+    let outcome = renew(short, None, None).await;
+    assert_eq!(outcome.result, Ok(()));
+    // 200 ms, 400 ms, 800 ms, then the 1 s renew interval five times (not 1.6 s … 7 s).
+    assert_eq!(
+        started.elapsed(),
+        std::time::Duration::from_millis(200 + 400 + 800 + 5 * 1000)
+    );
+    assert_eq!(
+        api.state().resets,
+        7,
+        "every failure but the first resets the heartbeat connections"
+    );
+}
