@@ -84,6 +84,8 @@ impl Config {
 
     /// Parses and validates YAML text that came from `source`.
     pub fn parse(text: &str, source: Source) -> Result<Self, ConfigError> {
+        // A byte-order mark (editors on some systems write one) is not content.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let has_content = text
             .lines()
             .map(str::trim)
