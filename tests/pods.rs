@@ -30,7 +30,7 @@ use kube::{
     api::{DeleteParams, ListParams, Patch, PatchParams, WatchEvent, WatchParams},
 };
 use nodepulse_emulator::Verb;
-use nodepulse_supervisor::{ChildState, KillMode};
+use nodepulse_supervisor::{ChildState, KillMode, SupervisorHandle};
 use serde_json::json;
 
 const NAMESPACE: &str = "default";
@@ -51,6 +51,39 @@ fn in_cidr(ip: &str, cidr: &str) -> bool {
     };
     let mask = u32::MAX.checked_shl(32 - prefix).unwrap_or(0);
     u32::from(ip) & mask == u32::from(network) & mask
+}
+
+/// A simulated node with one pod bound to it, Running and Ready.
+struct OnePod {
+    _supervisor: SupervisorHandle,
+    node: String,
+    name: String,
+    pod: Pod,
+}
+
+async fn one_running_pod(cluster: &TestCluster, prefix: &str) -> OnePod {
+    let node = unique_node_name(prefix);
+    let _supervisor = start_simulated_node(&cluster.kubeconfig, &node, "").await;
+    let name = format!("{node}-pod");
+    create(
+        &cluster.client,
+        &pod_manifest(&name, NAMESPACE, &node, json!({})),
+    )
+    .await;
+    let pod = wait_pod(
+        &cluster.client,
+        NAMESPACE,
+        &name,
+        "Running and Ready",
+        running_and_ready,
+    )
+    .await;
+    OnePod {
+        _supervisor,
+        node,
+        name,
+        pod,
+    }
 }
 
 #[actix_rt::test]
@@ -131,22 +164,12 @@ async fn bound_pods_become_running_with_the_kubelets_conditions_and_addresses() 
 #[actix_rt::test]
 async fn readiness_flips_with_the_containers_probe() {
     let cluster = TestCluster::start().await;
-    let node = unique_node_name("pods-ready");
-    let _supervisor = start_simulated_node(&cluster.kubeconfig, &node, "").await;
-    let name = format!("{node}-web");
-    create(
-        &cluster.client,
-        &pod_manifest(&name, NAMESPACE, &node, json!({})),
-    )
-    .await;
-    wait_pod(
-        &cluster.client,
-        NAMESPACE,
-        &name,
-        "Ready",
-        running_and_ready,
-    )
-    .await;
+    let OnePod {
+        _supervisor,
+        node: _,
+        name,
+        pod: _,
+    } = one_running_pod(&cluster, "pods-ready").await;
 
     let annotate = |value: serde_json::Value| {
         let pods = pods(&cluster, NAMESPACE);
@@ -239,22 +262,12 @@ async fn scripted_exits_end_succeeded_or_failed() {
 #[actix_rt::test]
 async fn a_deleted_pod_is_terminated_then_deleted_with_its_uid() {
     let cluster = TestCluster::start().await;
-    let node = unique_node_name("pods-delete");
-    let _supervisor = start_simulated_node(&cluster.kubeconfig, &node, "").await;
-    let name = format!("{node}-gone");
-    create(
-        &cluster.client,
-        &pod_manifest(&name, NAMESPACE, &node, json!({})),
-    )
-    .await;
-    let running = wait_pod(
-        &cluster.client,
-        NAMESPACE,
-        &name,
-        "Running",
-        running_and_ready,
-    )
-    .await;
+    let OnePod {
+        _supervisor,
+        node: _,
+        name,
+        pod: running,
+    } = one_running_pod(&cluster, "pods-delete").await;
     let uid = running.metadata.uid.clone().expect("a UID");
 
     let api = pods(&cluster, NAMESPACE);
@@ -298,22 +311,12 @@ async fn a_deleted_pod_is_terminated_then_deleted_with_its_uid() {
 #[actix_rt::test]
 async fn a_recreated_pod_is_never_written_with_its_predecessors_status() {
     let cluster = TestCluster::start().await;
-    let node = unique_node_name("pods-recreate");
-    let _supervisor = start_simulated_node(&cluster.kubeconfig, &node, "").await;
-    let name = format!("{node}-same");
-    create(
-        &cluster.client,
-        &pod_manifest(&name, NAMESPACE, &node, json!({})),
-    )
-    .await;
-    let first = wait_pod(
-        &cluster.client,
-        NAMESPACE,
-        &name,
-        "Running",
-        running_and_ready,
-    )
-    .await;
+    let OnePod {
+        _supervisor,
+        node,
+        name,
+        pod: first,
+    } = one_running_pod(&cluster, "pods-recreate").await;
     let old_uid = first.metadata.uid.clone().expect("uid");
     let api = pods(&cluster, NAMESPACE);
     api.delete(&name, &DeleteParams::default().grace_period(0))
@@ -361,22 +364,12 @@ async fn a_recreated_pod_is_never_written_with_its_predecessors_status() {
 #[actix_rt::test]
 async fn the_batch_pass_repairs_a_status_edited_behind_our_back_and_keeps_others_conditions() {
     let cluster = TestCluster::start().await;
-    let node = unique_node_name("pods-reconcile");
-    let _supervisor = start_simulated_node(&cluster.kubeconfig, &node, "").await;
-    let name = format!("{node}-edited");
-    create(
-        &cluster.client,
-        &pod_manifest(&name, NAMESPACE, &node, json!({})),
-    )
-    .await;
-    wait_pod(
-        &cluster.client,
-        NAMESPACE,
-        &name,
-        "Ready",
-        running_and_ready,
-    )
-    .await;
+    let OnePod {
+        _supervisor,
+        node: _,
+        name,
+        pod: _,
+    } = one_running_pod(&cluster, "pods-reconcile").await;
 
     // Someone else flips Ready (the kubelet's) and adds a condition of their own.
     let edit = json!({"status": {"conditions": [

@@ -1,7 +1,7 @@
 //! Starting one node's API-facing actors (NodeStatus + Lease) against a test cluster, with the
 //! test playing the runtime probe and the eviction signal.
 
-use std::{path::Path, time::Instant};
+use std::{path::Path, sync::Arc, time::Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -34,6 +34,14 @@ pub async fn start_api_actors_with(
     yaml: &str,
     pod_cidr: Option<PodCidrSink>,
 ) -> (SupervisorHandle, NodeAddresses) {
+    let (settings, api) = connect(kubeconfig, name, yaml).await;
+    let builder = Supervisor::builder(supervisor_config(&settings.config, name));
+    let (builder, addresses) = node::api_actors(builder, &settings, &api, pod_cidr);
+    (builder.start(), addresses)
+}
+
+/// The settings of node `name` with the configuration `yaml`, and an API client for them.
+pub async fn connect(kubeconfig: &Path, name: &str, yaml: &str) -> (Settings, Arc<KubeApi>) {
     let config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
     let settings = Settings {
         config,
@@ -44,9 +52,7 @@ pub async fn start_api_actors_with(
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await
         .expect("connects");
-    let builder = Supervisor::builder(supervisor_config(&settings.config, name));
-    let (builder, addresses) = node::api_actors(builder, &settings, &api, pod_cidr);
-    (builder.start(), addresses)
+    (settings, api)
 }
 
 /// What RuntimeProbe says of a healthy runtime that just answered.

@@ -6,13 +6,7 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, api::PostParams};
-use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
-    daemon::supervisor_config,
-    kube_api::KubeApi,
-    node,
-};
+use nodepulse::{daemon::supervisor_config, node};
 use nodepulse_supervisor::{Supervisor, SupervisorHandle};
 use serde_json::{Value, json};
 
@@ -40,20 +34,12 @@ pub async fn start_simulated_node(kubeconfig: &Path, name: &str, yaml: &str) -> 
     } else {
         NO_PRESSURE
     };
-    let config = Config::parse(
+    let (settings, api) = super::node::connect(
+        kubeconfig,
+        name,
         &format!("{SIMULATED_NODE}{thresholds}{yaml}"),
-        Source::Embedded,
     )
-    .expect("valid test configuration");
-    let settings = Settings {
-        config,
-        node_name: name.to_owned(),
-        kubeconfig: Some(kubeconfig.to_owned()),
-        standalone: false,
-    };
-    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
-        .await
-        .expect("connects");
+    .await;
     let builder = Supervisor::builder(supervisor_config(&settings.config, name));
     node::actors(builder, &settings, &api).0.start()
 }
