@@ -333,7 +333,10 @@ fn broken_files_are_refused_with_field_value_and_reason() {
         ("\n# only a comment\n", &["test.yaml", "the file is empty"]),
         ("", &["the file is empty"]),
         ("\u{feff}", &["the file is empty"]),
-        ("\u{feff}\n# a byte-order mark and a comment\n", &["the file is empty"]),
+        (
+            "\u{feff}\n# a byte-order mark and a comment\n",
+            &["the file is empty"],
+        ),
         ("supervision:\n  backoff: {initial: 1s\n", &["test.yaml"]),
     ];
     for (yaml, expected) in cases {
