@@ -1,8 +1,10 @@
 //! `nodepulse-bench`: nodepulse's system benchmarks. `single` measures one node (its own
 //! process, against the emulator in another): start → Ready, resident memory, CPU, requests and
-//! bytes per node-minute on the wire, and input change → PATCH latency. `plot` renders the fleet
-//! figures. Results go to `bench/results/*.json` with the machine they were taken on.
+//! bytes per node-minute on the wire, and input change → PATCH latency. `fleet` measures many
+//! simulated nodes in this process against the emulator in another; `plot` renders its figures.
+//! Results go to `bench/results/*.json` with the machine they were taken on.
 
+mod fleet;
 mod latency;
 mod plot;
 mod processes;
@@ -36,13 +38,32 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         samples: usize,
     },
+    /// A simulated fleet at each node count: time to Ready, renewal lag, memory, CPU.
+    Fleet {
+        /// Node counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
+        nodes: Vec<usize>,
+        #[arg(long, default_value_t = 500)]
+        qps: u32,
+        #[arg(long, default_value_t = 64)]
+        mailbox_capacity: usize,
+        #[arg(long, default_value_t = 30)]
+        warmup_seconds: u64,
+        #[arg(long, default_value_t = 60)]
+        steady_seconds: u64,
+    },
     /// Renders `fleet.json` in the results directory as `fleet.svg`.
     Plot,
 }
 
-async fn single(out_dir: &std::path::Path, seconds: u64, samples: usize) -> Result<(), String> {
+fn scratch() -> Result<PathBuf, String> {
     let scratch = std::env::temp_dir().join(format!("nodepulse-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|error| error.to_string())?;
+    Ok(scratch)
+}
+
+async fn single(out_dir: &std::path::Path, seconds: u64, samples: usize) -> Result<(), String> {
+    let scratch = scratch()?;
     let mut figures = single::run(Duration::from_secs(seconds), &scratch).await?;
     figures["latency"] = latency::run(samples, &scratch).await?;
     let _ = std::fs::remove_dir_all(&scratch);
@@ -73,6 +94,30 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Single { seconds, samples } => {
             actix_rt::System::new().block_on(single(&cli.out_dir, seconds, samples))
+        }
+        Command::Fleet {
+            nodes,
+            qps,
+            mailbox_capacity,
+            warmup_seconds,
+            steady_seconds,
+        } => {
+            let run = fleet::FleetRun {
+                qps,
+                mailbox_capacity,
+                warmup: Duration::from_secs(warmup_seconds),
+                steady: Duration::from_secs(steady_seconds),
+            };
+            scratch().and_then(|scratch| {
+                let outcome = actix_rt::System::new().block_on(fleet::run(
+                    &nodes,
+                    &run,
+                    &cli.out_dir,
+                    &scratch,
+                ));
+                let _ = std::fs::remove_dir_all(&scratch);
+                outcome
+            })
         }
         Command::Plot => plot(&cli.out_dir),
     };

@@ -73,3 +73,32 @@ fn plot_renders_a_fleet_file_and_refuses_a_broken_one() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no runs"));
 }
+
+#[test]
+fn fleet_runs_a_tiny_fleet_and_writes_its_run() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let dir = out.path().to_str().expect("utf-8");
+    let args = [
+        "--out-dir",
+        dir,
+        "fleet",
+        "--nodes",
+        "3",
+        "--warmup-seconds",
+        "0",
+        "--steady-seconds",
+        "1",
+    ];
+    let status = bench().args(args).status().expect("runs");
+    assert!(status.success(), "nodepulse-bench fleet failed: {status}");
+    let text = std::fs::read_to_string(out.path().join("fleet.json")).expect("fleet.json");
+    let fleet: Value = serde_json::from_str(&text).expect("json");
+    let run = &fleet["runs"][0];
+    assert_eq!(run["nodes"], 3);
+    assert!(
+        run["allReadySeconds"].as_f64().unwrap_or(0.0) > 0.0,
+        "{run}"
+    );
+    assert!(run["rssBytes"].as_u64().unwrap_or(0) > 0, "{run}");
+    assert!(run["renewalLagSeconds"]["p99"].is_number(), "{run}");
+}
