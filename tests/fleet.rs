@@ -5,6 +5,7 @@
 
 mod common;
 
+use nodepulse::kube_api::node::is_ready;
 use std::{collections::BTreeMap, time::Duration};
 
 use common::{cluster::TestCluster, cluster::unique_node_name, eventually, eventually_async};
@@ -64,17 +65,6 @@ async fn start(cluster: &TestCluster, base: &str) -> (Settings, Fleet) {
         .expect("connects");
     let fleet = Fleet::start(&settings, api, &FleetOptions { arbiters: 2 });
     (settings, fleet)
-}
-
-fn is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|condition| condition.type_ == "Ready" && condition.status == "True")
-        })
 }
 
 /// Waits until every node of `settings` is Ready=True and has a renewed Lease.

@@ -17,7 +17,7 @@ use nodepulse::{
     cli::Settings,
     config::{Config, Source},
     daemon::supervisor_config,
-    kube_api::KubeApi,
+    kube_api::{KubeApi, node::is_ready},
     node,
 };
 use nodepulse_actors::messages::RuntimeHealth;
@@ -25,7 +25,7 @@ use nodepulse_emulator::{Emulator, EmulatorConfig};
 use nodepulse_supervisor::Supervisor;
 use serde_json::{Value, json};
 
-use crate::single::{client, is_ready};
+use crate::single::client;
 
 const NODE: &str = "bench-latency-1";
 

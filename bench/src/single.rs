@@ -12,6 +12,7 @@ use kube::{
     Api,
     config::{KubeConfigOptions, Kubeconfig},
 };
+use nodepulse::kube_api::node::is_ready;
 use serde_json::{Value, json};
 
 use crate::{
@@ -30,17 +31,6 @@ pub async fn client(server: &str) -> Result<kube::Client, String> {
         .await
         .map_err(|error| error.to_string())?;
     kube::Client::try_from(config).map_err(|error| error.to_string())
-}
-
-pub fn is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
 }
 
 fn per_minute(count: u64, window: Duration) -> f64 {

@@ -25,7 +25,10 @@ use nodepulse_actors::lease::{
 use serde::Serialize;
 
 use super::{Fleet, FleetOptions, proc_stats};
-use crate::{cli::Settings, kube_api::KubeApi};
+use crate::{
+    cli::Settings,
+    kube_api::{KubeApi, node::is_ready},
+};
 
 /// What to measure and for how long.
 #[derive(Debug, Clone)]
@@ -203,17 +206,6 @@ async fn ready_times(client: kube::Client, names: HashSet<String>, started: Inst
         }
     }
     times
-}
-
-fn is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|condition| condition.type_ == "Ready" && condition.status == "True")
-        })
 }
 
 /// How old each fleet Lease's renewTime is now, in seconds.

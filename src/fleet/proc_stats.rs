@@ -20,7 +20,8 @@ fn status_field(name: &str) -> Option<u64> {
     status_value(&status, name)
 }
 
-fn status_value(status: &str, name: &str) -> Option<u64> {
+/// The number after `name` in a `/proc/<pid>/status` text (kB for memory fields).
+pub fn status_value(status: &str, name: &str) -> Option<u64> {
     let line = status.lines().find(|line| line.starts_with(name))?;
     line[name.len()..].split_whitespace().next()?.parse().ok()
 }
@@ -31,7 +32,8 @@ pub fn cpu_seconds() -> Option<f64> {
     stat_cpu_seconds(&stat)
 }
 
-fn stat_cpu_seconds(stat: &str) -> Option<f64> {
+/// utime + stime in seconds from a `/proc/<pid>/stat` text.
+pub fn stat_cpu_seconds(stat: &str) -> Option<f64> {
     // The command name (field 2) may hold spaces; the fields after its closing parenthesis
     // start at field 3, so utime (14) and stime (15) are the 12th and 13th after it.
     let after_name = &stat[stat.rfind(')')? + 1..];

@@ -9,7 +9,7 @@
 mod errors;
 pub mod lease;
 pub mod metrics;
-mod node;
+pub mod node;
 mod pods;
 mod shared_watch;
 

@@ -36,6 +36,18 @@ pub fn node_event(node: &str, event: &NodeEvent, now: Timestamp) -> serde_json::
     })
 }
 
+/// Whether the Node's Ready condition is True, as the API server has it.
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+        })
+}
+
 impl NodeApi for KubeApi {
     fn watch_node(&self, name: &str) -> BoxStream<'static, NodeWatchEvent> {
         let api = Api::<Node>::all(self.main.clone());

@@ -9,7 +9,7 @@ use nodepulse::{
     cli::Settings,
     config::{Config, Source},
     daemon::supervisor_config,
-    kube_api::KubeApi,
+    kube_api::{KubeApi, node::is_ready},
     node::{self, NodeAddresses},
 };
 use nodepulse_actors::{messages::RuntimeHealth, node_status::PodCidrSink};
@@ -79,23 +79,13 @@ pub async fn report_healthy_and_wait_ready(
         .try_send(healthy_runtime())
         .expect("queued");
     let nodes = Api::<Node>::all(client.clone());
-    let ready = |node: &Node| {
-        node.status
-            .as_ref()
-            .and_then(|status| status.conditions.as_ref())
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True")
-            })
-    };
     eventually_async("the Node is Ready=True", || async {
         nodes
             .get_opt(name)
             .await
             .ok()
             .flatten()
-            .is_some_and(|node| ready(&node))
+            .is_some_and(|node| is_ready(&node))
     })
     .await;
     nodes.get(name).await.expect("the Node")
