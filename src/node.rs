@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Taint;
 use nodepulse_actors::{
     eviction::{Evictions, Signal, Threshold, ThresholdValue},
     lease::{LeaseActor, LeaseSettings, renew_interval, start_phase},
+    messages::FlushPodStatuses,
     node_status::{
         NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink,
         registration::RegistrationSettings, setters::StatusSettings,
@@ -22,7 +23,7 @@ use nodepulse_actors::{
     runtime_probe::UpdatePodCidr,
     status_manager::{PodStatusStore, StatusManagerActor, StatusManagerSettings},
 };
-use nodepulse_supervisor::{ChildSpec, Mailbox, Recipient, SupervisorBuilder, mailbox};
+use nodepulse_supervisor::{ChildSpec, Drain, Mailbox, Recipient, SupervisorBuilder, mailbox};
 
 use crate::{
     cli::Settings,
@@ -301,13 +302,34 @@ pub fn pod_actors_with<A: ApiPorts>(
             to_manager.clone(),
         )
     });
+    let flush = flush_pod_statuses(status_manager.clone(), settings.node_name.clone());
     let addresses = PodAddresses {
         status_manager,
         lifecycle,
         state,
         store,
     };
-    (builder.child(manager).child(pods), addresses)
+    let builder = builder.child(manager).child(pods).drain_on_shutdown(flush);
+    (builder, addresses)
+}
+
+/// At shutdown, before the actors stop: every pod status the API lacks is sent, so a status
+/// decided just before a SIGTERM is not left for the next process to rediscover.
+fn flush_pod_statuses(status_manager: Mailbox<StatusManagerActor>, node: String) -> Drain {
+    Box::new(move || {
+        let (status_manager, node) = (status_manager.clone(), node.clone());
+        Box::pin(async move {
+            match status_manager.request(FlushPodStatuses).await {
+                Ok(Some(0)) => tracing::info!(%node, "every pod status is in the API"),
+                Ok(Some(unsent)) => {
+                    tracing::warn!(%node, unsent, "the API refused pod statuses at shutdown; they were not written");
+                }
+                Ok(None) | Err(_) => {
+                    tracing::warn!(%node, "StatusManager ended before it flushed the pod statuses");
+                }
+            }
+        })
+    })
 }
 
 /// Adds NodeStatus and Lease only; whoever calls this feeds NodeStatus its inputs (tests do).

@@ -18,14 +18,20 @@ use common::{
     daemon::{DaemonProcess, attack_config},
     eventually_async,
     observer::NodeObserver,
-    pods::{phase, running_and_ready},
+    pods::{condition, phase, running_and_ready},
 };
 use containerd::Containerd;
 use k8s_openapi::api::{
     coordination::v1::Lease,
     core::v1::{Node, Pod},
 };
-use kube::Api;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use nodepulse::node::STATUS_MANAGER_ACTOR as STATUS_MANAGER;
+use nodepulse_emulator::{FaultAction, FaultRule};
+use serde_json::json;
 
 /// The daemon's own bound on stopping its actors, plus room for a loaded machine.
 const SHUTDOWN_WITHIN: Duration = Duration::from_secs(15);
@@ -83,6 +89,70 @@ async fn sigterm_exits_zero_within_the_deadline_and_leaves_the_lease_to_expire()
     // And the pod's last status stays as it was written.
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
     assert_eq!(phase(&pods.get(&pod).await.expect("pod")), Some("Running"));
+    clean_up(&cluster, daemon, &name).await;
+}
+
+/// A status decided just before SIGTERM whose write failed would wait for the next batch pass
+/// (10 s away), which never comes: the shutdown sends it first.
+#[actix_rt::test]
+async fn sigterm_first_sends_the_pod_statuses_the_api_lacks() {
+    let cluster = TestCluster::start().await;
+    if !needs_emulator(
+        &cluster,
+        "sigterm_first_sends_the_pod_statuses_the_api_lacks",
+    ) {
+        return;
+    }
+    let name = unique_node_name("sigterm-flush");
+    let mut daemon = ready_daemon(&cluster, &name, 10).await;
+    let pod = format!("{name}-flips");
+    running_pod(&cluster.client, &name, &pod).await;
+    let faults = cluster.emulator.as_ref().expect("emulator").faults();
+    // A 500: no client retries it, so the write fails for good and waits for the batch pass.
+    let refused = faults.inject(
+        FaultRule::new(FaultAction::Error {
+            code: 500,
+            message: None,
+        })
+        .resource("pods")
+        .subresource("status")
+        .name(&pod),
+    );
+    let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
+    let unready = json!({"metadata": {"annotations": {"nodepulse.io/simulated-unready": "app"}}});
+    pods.patch(&pod, &PatchParams::default(), &Patch::Merge(&unready))
+        .await
+        .expect("annotated");
+    eventually_async(
+        "the unready status is decided and its write refused",
+        || async {
+            let state = &daemon.actor(STATUS_MANAGER).await["actorState"]["value"];
+            state["unsent"] == 1 && state["counters"]["failures"].as_u64() >= Some(1)
+        },
+    )
+    .await;
+    assert!(faults.remove(refused), "the fault was still in place");
+
+    daemon.signal("TERM");
+    let code = daemon.wait_exit(SHUTDOWN_WITHIN + SLACK).await;
+    assert_eq!(
+        code,
+        Some(0),
+        "exit code; stderr:\n{}",
+        daemon.log_lines().join("\n")
+    );
+    let written = pods.get(&pod).await.expect("pod");
+    assert_eq!(
+        condition(&written, "Ready").as_deref(),
+        Some("False"),
+        "the status decided before SIGTERM is in the API: {:?}",
+        written.status
+    );
+    assert!(
+        !daemon.events("every pod status is in the API").is_empty(),
+        "the flush was logged; stderr:\n{}",
+        daemon.log_lines().join("\n")
+    );
     clean_up(&cluster, daemon, &name).await;
 }
 

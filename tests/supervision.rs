@@ -484,3 +484,56 @@ async fn a_recipient_reaches_the_actor_across_a_restart() {
     assert_eq!(address.request(Count).await, Ok(2));
     assert_eq!(store.received(), vec![1, 2]);
 }
+
+#[actix_rt::test]
+async fn shutdown_drains_run_while_the_children_still_answer() {
+    let store = RecorderStore::default();
+    let (address, inbox) = mailbox(8);
+    let drained = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let handle = Supervisor::builder(fast_config())
+        .child(ChildSpec::new("recorder", inbox, store.factory()))
+        .drain_on_shutdown({
+            let (address, drained) = (address.clone(), std::sync::Arc::clone(&drained));
+            Box::new(move || {
+                let (address, drained) = (address.clone(), std::sync::Arc::clone(&drained));
+                Box::pin(async move {
+                    address
+                        .try_send(Record(7))
+                        .expect("still open while draining");
+                    *drained.lock().expect("drained") = Some(address.request(Count).await);
+                })
+            })
+        })
+        .start();
+    running_again(&handle, "recorder", 0).await;
+    assert!(handle.shutdown(PATIENCE).await, "every instance ended");
+    assert_eq!(
+        *drained.lock().expect("drained"),
+        Some(Ok(1)),
+        "the drain's message was handled before the stop"
+    );
+    assert_eq!(state_of(&handle, "recorder"), (ChildState::Stopped, 0));
+}
+
+#[actix_rt::test]
+async fn a_drain_that_overruns_is_abandoned_within_the_deadline() {
+    let store = RecorderStore::default();
+    let (_address, inbox) = mailbox(8);
+    let handle = Supervisor::builder(fast_config())
+        .child(ChildSpec::new("recorder", inbox, store.factory()))
+        .drain_on_shutdown(Box::new(|| Box::pin(std::future::pending())))
+        .start();
+    running_again(&handle, "recorder", 0).await;
+    let deadline = Duration::from_secs(2);
+    let asked = Instant::now();
+    assert!(
+        handle.shutdown(deadline).await,
+        "the stop still had the second half of the deadline"
+    );
+    let took = asked.elapsed();
+    assert!(
+        took >= deadline / 2 && took < deadline + Duration::from_secs(1),
+        "the drain had half the deadline, then the stop went ahead ({took:?})"
+    );
+    assert_eq!(state_of(&handle, "recorder"), (ChildState::Stopped, 0));
+}

@@ -131,3 +131,11 @@ pub struct StopPod {
     pub reason: String,
     pub message: String,
 }
+
+/// The daemon → StatusManagerActor, at shutdown: send now every status the API lacks (those
+/// whose last write failed too) and answer once none is left to try. The answer is how many
+/// are still unsent, refused by the API, so the daemon can say what it could not flush; none
+/// when the instance ended before it could answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Message)]
+#[rtype(result = "Option<usize>")]
+pub struct FlushPodStatuses;

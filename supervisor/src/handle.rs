@@ -2,7 +2,10 @@
 //! (lock-free, without asking the supervisor), kill one on purpose, wait for escalation, shut
 //! down. Cheap to clone.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use actix::Addr;
 use tokio::sync::watch;
@@ -10,6 +13,7 @@ use tokio::sync::watch;
 use crate::{
     ActorSnapshot, Escalation, KillMode,
     child::{ChildState, ChildStatus},
+    drain,
     snapshot::snapshot,
     supervisor::{DebugState, Kill, KillAccepted, Shutdown, Supervisor},
 };
@@ -34,6 +38,7 @@ pub struct SupervisorHandle {
     statuses: Arc<[Arc<ChildStatus>]>,
     escalation: watch::Receiver<Option<Escalation>>,
     unhealthy_after: Duration,
+    drains: Arc<[crate::Drain]>,
 }
 
 impl SupervisorHandle {
@@ -43,6 +48,7 @@ impl SupervisorHandle {
         statuses: Vec<Arc<ChildStatus>>,
         escalation: watch::Receiver<Option<Escalation>>,
         unhealthy_after: Duration,
+        drains: Vec<crate::Drain>,
     ) -> Self {
         Self {
             address,
@@ -50,6 +56,7 @@ impl SupervisorHandle {
             statuses: statuses.into(),
             escalation,
             unhealthy_after,
+            drains: drains.into(),
         }
     }
 
@@ -150,11 +157,18 @@ impl SupervisorHandle {
             .collect()
     }
 
-    /// Stops every child and waits for their instances to end, at most `deadline`.
-    /// Returns `false` when some instance did not end in time (a thread stuck in a handler).
+    /// Runs the drains (at most half of `deadline`), then stops every child and waits for
+    /// their instances to end, all within `deadline`. Returns `false` when some instance did
+    /// not end in time (a thread stuck in a handler).
     pub async fn shutdown(&self, deadline: Duration) -> bool {
+        let started = Instant::now();
+        let share = drain::share(deadline);
+        if !drain::run(&self.drains, share).await {
+            tracing::warn!(node = %self.node, ?share, "the shutdown drains did not finish in time; stopping anyway");
+        }
+        let left = deadline.saturating_sub(started.elapsed());
         matches!(
-            tokio::time::timeout(deadline, self.address.send(Shutdown)).await,
+            tokio::time::timeout(left, self.address.send(Shutdown)).await,
             Ok(Ok(()))
         )
     }

@@ -116,6 +116,7 @@ pub struct Supervisor {
 pub struct SupervisorBuilder {
     config: SupervisorConfig,
     children: Vec<Box<dyn ChildRuntime>>,
+    drains: Vec<crate::Drain>,
 }
 
 impl Supervisor {
@@ -123,6 +124,7 @@ impl Supervisor {
         SupervisorBuilder {
             config,
             children: Vec::new(),
+            drains: Vec::new(),
         }
     }
 }
@@ -133,6 +135,13 @@ impl SupervisorBuilder {
     pub fn child<A: crate::SupervisedActor>(mut self, spec: crate::ChildSpec<A>) -> Self {
         self.children
             .push(Box::new(crate::child::TypedChild::new(spec)));
+        self
+    }
+
+    /// Adds work to finish at shutdown before the children stop (see [`crate::Drain`]).
+    #[must_use]
+    pub fn drain_on_shutdown(mut self, drain: crate::Drain) -> Self {
+        self.drains.push(drain);
         self
     }
 
@@ -183,6 +192,7 @@ impl SupervisorBuilder {
             statuses,
             escalation_watch,
             restart_limit,
+            self.drains,
         )
     }
 }

@@ -33,7 +33,8 @@ use super::{
 };
 use crate::{
     messages::{
-        EvictPod, PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod,
+        EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
+        StopPod, TerminatePod,
     },
     ports::{PodApi, PodEvent},
 };
@@ -160,6 +161,8 @@ pub struct StatusManagerActor {
     failed: HashSet<String>,
     counters: Counters,
     last_error: Option<(Timestamp, String)>,
+    /// Flush requests waiting for every unsent status to have been tried.
+    flushes: Vec<tokio::sync::oneshot::Sender<usize>>,
 }
 
 impl StatusManagerActor {
@@ -178,6 +181,7 @@ impl StatusManagerActor {
             failed: HashSet::new(),
             counters: Counters::default(),
             last_error: None,
+            flushes: Vec::new(),
         }
     }
 
@@ -251,6 +255,7 @@ impl StatusManagerActor {
             actor.in_flight.remove(&uid);
             actor.finish(&uid, outcome);
             actor.start_unsent(ctx);
+            actor.answer_flushes();
         }));
     }
 
@@ -304,6 +309,18 @@ impl StatusManagerActor {
                 break;
             }
             self.start(ctx, uid);
+        }
+    }
+
+    /// Answers the waiting flushes once no sync runs: every unsent status not failed has been
+    /// started (a sync's end starts the next), so what is still unsent was refused.
+    fn answer_flushes(&mut self) {
+        if self.flushes.is_empty() || !self.in_flight.is_empty() {
+            return;
+        }
+        let unsent = self.store.lock().cache.unsent_pods().len();
+        for flush in self.flushes.drain(..) {
+            let _ = flush.send(unsent);
         }
     }
 
@@ -429,6 +446,21 @@ impl Handler<PodGone> for StatusManagerActor {
 
     fn handle(&mut self, message: PodGone, _: &mut Context<Self>) {
         self.store.lock().forget(&message.uid);
+    }
+}
+
+impl Handler<FlushPodStatuses> for StatusManagerActor {
+    type Result = actix::ResponseFuture<Option<usize>>;
+
+    fn handle(&mut self, _: FlushPodStatuses, ctx: &mut Context<Self>) -> Self::Result {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.flushes.push(answer);
+        // A shutdown is the last chance: statuses whose write failed are tried once more now.
+        self.failed.clear();
+        self.start_unsent(ctx);
+        self.answer_flushes();
+        // An instance that ends first (killed) never answers.
+        Box::pin(async move { answered.await.ok() })
     }
 }
 

@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 
 use super::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
 use crate::{
-    messages::{EvictPod, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
+    messages::{
+        EvictPod, FlushPodStatuses, PodObserved, SetContainerReadiness, SetPodStatus, StopPod,
+        TerminatePod,
+    },
     ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent},
 };
 
@@ -180,8 +183,16 @@ fn running(ready: bool) -> PodStatus {
 }
 
 fn start(api: &FakePodApi, store: &Arc<PodStatusStore>) -> Addr<StatusManagerActor> {
+    start_with_period(api, store, Duration::from_millis(50))
+}
+
+fn start_with_period(
+    api: &FakePodApi,
+    store: &Arc<PodStatusStore>,
+    sync_period: Duration,
+) -> Addr<StatusManagerActor> {
     let mut settings = StatusManagerSettings::new("worker-1");
-    settings.sync_period = Duration::from_millis(50);
+    settings.sync_period = sync_period;
     StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(store)).start()
 }
 
@@ -599,4 +610,64 @@ async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
         patches >= 2,
         "the batch passes retry it ({patches} attempts)"
     );
+}
+
+/// A status whose write failed waits for the next batch pass; a shutdown's flush cannot wait
+/// for it (an hour here), so it tries again at once and answers once the status is in.
+#[actix_rt::test]
+async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    api.state()
+        .patch_failures
+        .push_back(ApiError::Other("503".into()));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start_with_period(&api, &store, Duration::from_secs(3600));
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod("web", "uid-1")),
+            status: running(true),
+        })
+        .await
+        .expect("delivered");
+    eventually("the first write fails", || api.state().patches.len() == 1).await;
+    assert_eq!(store.cache().unsent_pods().len(), 1);
+
+    let unsent = manager.send(FlushPodStatuses).await.expect("answered");
+    assert_eq!(unsent, Some(0), "every status is in the API");
+    assert_eq!(api.status("web")["phase"], "Running");
+    assert_eq!(api.state().patches.len(), 2);
+    assert_eq!(
+        manager.send(FlushPodStatuses).await.expect("answered"),
+        Some(0),
+        "with nothing unsent a flush answers at once"
+    );
+}
+
+#[actix_rt::test]
+async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
+    let api = FakePodApi::default();
+    for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
+        api.put(&pod(name, uid));
+    }
+    // Every write fails until the flush's own attempts are spent: two first tries, two retries.
+    api.state()
+        .patch_failures
+        .extend((0..4).map(|_| ApiError::Other("503".into())));
+    let store = Arc::new(PodStatusStore::default());
+    let manager = start_with_period(&api, &store, Duration::from_secs(3600));
+    for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
+        manager
+            .send(SetPodStatus {
+                pod: Box::new(pod(name, uid)),
+                status: running(true),
+            })
+            .await
+            .expect("delivered");
+    }
+    eventually("both first writes fail", || api.state().patches.len() == 2).await;
+
+    let unsent = manager.send(FlushPodStatuses).await.expect("answered");
+    assert_eq!(unsent, Some(2), "both were tried again and refused again");
+    assert_eq!(api.state().patches.len(), 4);
 }
