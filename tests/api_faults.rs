@@ -3,7 +3,9 @@
 //! it: every kind of failure (5xx, 429 with Retry-After, dropped connections, latency, hangs,
 //! 409 storms) is retried with bounded, backing-off requests; no request outlives its timeout;
 //! heartbeats resume within a renew interval of the API coming back; a status decided while
-//! the API was down arrives afterwards; and a Node deleted under nodepulse is registered again.
+//! the API was down arrives afterwards; a `Retry-After` on a 429 or 5xx is waited out before the
+//! same request goes again, as client-go does, but never past the request's timeout; and a Node
+//! deleted under nodepulse is registered again.
 //! Answers spoiled on the way back (malformed JSON, unknown fields, oversized objects) are
 //! survived too, by a whole daemon behind a spoiling proxy.
 //! `tests/heartbeat_faults.rs` covers registration refusals, hung status PATCHes and hung Lease
@@ -16,14 +18,14 @@ use std::time::{Duration, Instant, SystemTime};
 use common::{
     attack::needs_emulator,
     cluster::{TestCluster, unique_node_name},
-    eventually_async,
+    eventually, eventually_async,
     node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
 };
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::Api;
 use nodepulse::node::NodeAddresses;
 use nodepulse_actors::messages::RuntimeHealth;
-use nodepulse_emulator::{FaultAction, FaultHandle, FaultRule};
+use nodepulse_emulator::{FaultAction, FaultHandle, FaultRule, Verb};
 use nodepulse_supervisor::SupervisorHandle;
 
 /// Renewals every second (a 4 s lease); status every second; heartbeat requests time out after
@@ -50,12 +52,17 @@ struct Attacked {
 impl Attacked {
     /// A Ready node with a Lease, or None (after saying SKIPPED) without the emulator.
     async fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, YAML).await
+    }
+
+    /// Like [`Attacked::start`], with this configuration.
+    async fn start_with(test: &str, yaml: &str) -> Option<Self> {
         let cluster = TestCluster::start().await;
         if !needs_emulator(&cluster, test) {
             return None;
         }
         let name = unique_node_name("api-faults");
-        let (supervisor, addresses) = start_api_actors(&cluster.kubeconfig, &name, YAML).await;
+        let (supervisor, addresses) = start_api_actors(&cluster.kubeconfig, &name, yaml).await;
         report_healthy_and_wait_ready(&cluster.client, &name, &addresses).await;
         let attacked = Self {
             cluster,
@@ -124,6 +131,21 @@ impl Attacked {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The node's Lease PATCHes (renewals) the emulator received: when, and the answer's code.
+    fn lease_patches(&self) -> Vec<(Instant, u16)> {
+        let emulator = self.cluster.emulator.as_ref().expect("emulator");
+        emulator
+            .requests()
+            .into_iter()
+            .filter(|request| {
+                request.verb == Verb::Patch
+                    && request.resource == "leases"
+                    && request.name == self.name
+            })
+            .map(|request| (request.received, request.code))
+            .collect()
     }
 
     /// The Ready condition's status and message in the API.
@@ -399,6 +421,82 @@ async fn every_kind_of_api_fault_is_retried_boundedly_and_loses_no_status() {
             "{}: the status arrived {status_arrived:?} after the storm",
             storm.name
         );
+    }
+}
+
+/// Renewals every 2 s (an 8 s lease); heartbeat requests time out after min(5 s, 8 s) = 5 s, room
+/// for a Retry-After of a few seconds.
+const RETRY_AFTER_YAML: &str = "nodeStatusUpdateFrequency: 5s\nnodeStatusReportFrequency: 5m\nnodeLeaseDurationSeconds: 8\nrootDir: /\n";
+const RETRY_AFTER_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[actix_rt::test]
+async fn a_retry_after_is_waited_out_before_the_same_request_goes_again_but_never_past_its_timeout()
+{
+    let Some(node) = Attacked::start_with(
+        "a_retry_after_is_waited_out_before_the_same_request_goes_again_but_never_past_its_timeout",
+        RETRY_AFTER_YAML,
+    )
+    .await
+    else {
+        return;
+    };
+    let faults = node.faults();
+    // (code, Retry-After seconds (0: no header), whether the API client waits it out). As
+    // client-go: a 429 or any 5xx with the header is sent again after it, within the request's
+    // timeout; one without it, or with a wait past the timeout, goes back to the Lease's own
+    // retries at once (a renewal must not sit out a 30 s Retry-After in a 5 s request).
+    let cases = [
+        (429, 2, true),
+        (503, 2, true),
+        (500, 2, true),
+        (429, 30, false),
+        (429, 0, false),
+    ];
+    for (code, retry_after, waited_out) in cases {
+        let seen = node.lease_patches().len();
+        faults.inject(
+            FaultRule::new(FaultAction::Error {
+                code,
+                message: None,
+            })
+            .verb(Verb::Patch)
+            .resource("leases")
+            .name(&node.name)
+            .retry_after(retry_after)
+            .times(1),
+        );
+        // The faulted renewal and the Lease request after it.
+        let mut pair = None;
+        eventually(
+            &format!("a renewal answered {code} and the request after it"),
+            || {
+                let patches = node.lease_patches().split_off(seen);
+                let faulted = patches.iter().position(|(_, answered)| *answered == code);
+                pair = faulted.and_then(|at| Some((patches[at], *patches.get(at + 1)?)));
+                pair.is_some()
+            },
+        )
+        .await;
+        let ((faulted_at, _), (next_at, next_code)) = pair.expect("found");
+        let gap = next_at.duration_since(faulted_at);
+        eprintln!(
+            "RETRY-AFTER {code} with Retry-After {retry_after}s: the next renewal came {:.3}s later, answered {next_code}",
+            gap.as_secs_f64()
+        );
+        assert_eq!(next_code, 200, "{code}: the renewal succeeds afterwards");
+        let asked = Duration::from_secs(retry_after);
+        if waited_out {
+            assert!(
+                gap >= asked && gap <= asked + SLACK,
+                "{code} with Retry-After {retry_after}s: sent again after {gap:?}"
+            );
+        } else {
+            // Handed back at once and retried by the Lease round, not after the 5 s timeout.
+            assert!(
+                gap < RETRY_AFTER_REQUEST_TIMEOUT / 2,
+                "{code} with Retry-After {retry_after}s: the next renewal came after {gap:?}"
+            );
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use crate::api::Verb;
 
@@ -26,6 +27,9 @@ pub struct RequestRecord {
     pub name: String,
     /// The HTTP status of the answer (a watch's is its first line's, 200).
     pub code: u16,
+    /// When the request came in (before any injected latency), so tests can measure the gaps
+    /// between a client's requests.
+    pub received: Instant,
 }
 
 /// The shared log; cloning shares it.
@@ -62,6 +66,7 @@ mod tests {
             namespace: String::new(),
             name: name.into(),
             code: 200,
+            received: Instant::now(),
         }
     }
 

@@ -36,12 +36,15 @@ pub fn with_causes(error: &dyn std::error::Error) -> String {
 }
 
 /// Runs `call`, giving up after `timeout` (the request is dropped, and with it the connection's
-/// part in it).
+/// part in it). The end of `timeout` is also the deadline a `Retry-After` is weighed against
+/// (see `retry_after`): a wait that would outlast it is not started.
 pub async fn timed<T>(
     timeout: Duration,
     call: impl Future<Output = Result<T, kube::Error>>,
 ) -> ApiResult<T> {
-    match tokio::time::timeout(timeout, call).await {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let call = super::retry_after::with_deadline(deadline, call);
+    match tokio::time::timeout_at(deadline, call).await {
         Ok(result) => result.map_err(from_kube),
         Err(_) => Err(ApiError::Timeout(timeout)),
     }

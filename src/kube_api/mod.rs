@@ -5,12 +5,15 @@
 //! heartbeat client for Lease and node-status calls, never rate limited, every request bounded
 //! by min(`nodeStatusUpdateFrequency`, `nodeLeaseDurationSeconds`), and rebuilt on repeated
 //! heartbeat failure so the next request dials afresh instead of reusing a dead connection.
+//! Both send a request again when a 429 or 5xx answer carries `Retry-After`, as client-go does,
+//! never past the request's own timeout (`retry_after`).
 
 mod errors;
 pub mod lease;
 pub mod metrics;
 pub mod node;
 mod pods;
+mod retry_after;
 mod shared_watch;
 
 use std::{
@@ -117,10 +120,18 @@ pub async fn client_config(
     Err(ConnectError::NoCluster)
 }
 
-/// A client whose every request is timed into [`metrics::API_METRICS`].
-fn timed_client(config: &kube::Config) -> Result<kube::Client, kube::Error> {
-    Ok(kube::client::ClientBuilder::try_from(config.clone())?
+/// A client whose every request (each attempt) is timed into [`metrics::API_METRICS`], and
+/// whose 429/5xx answers with `Retry-After` are retried as client-go does (`retry_after`), in
+/// place of kube-rs's own retry policy; retries wait for `limiter` when given.
+fn timed_client(
+    config: &kube::Config,
+    limiter: Option<Arc<DefaultDirectRateLimiter>>,
+) -> Result<kube::Client, kube::Error> {
+    let mut config = config.clone();
+    config.default_retry = false;
+    Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&metrics::TimingLayer)
+        .with_layer(&retry_after::RetryAfterLayer::new(limiter))
         .build())
 }
 
@@ -150,24 +161,26 @@ impl KubeApi {
         let heartbeat_timeout = config.heartbeat_timeout();
         client_config.write_timeout = Some(heartbeat_timeout);
         client_config.connect_timeout = Some(heartbeat_timeout);
-        // The main client carries the long watches, which are quiet for minutes between
-        // bookmarks: it keeps kube-rs's read timeout (just above the watcher's 290 s server
-        // timeout), or every watch would be cut and re-established after one heartbeat
-        // timeout of silence. Its other requests are bounded one by one (`timed`).
-        let main = timed_client(&client_config).map_err(ConnectError::Client)?;
-        client_config.read_timeout = Some(heartbeat_timeout);
-        let heartbeat = timed_client(&client_config).map_err(ConnectError::Client)?;
         let quota = |qps: u32, burst: u32| {
             let qps = NonZeroU32::new(qps).unwrap_or(NonZeroU32::MIN);
             Quota::per_second(qps).allow_burst(NonZeroU32::new(burst).unwrap_or(qps))
         };
+        let main_limiter = Arc::new(RateLimiter::direct(quota(
+            config.kube_api_qps,
+            config.kube_api_burst,
+        )));
+        // The main client carries the long watches, which are quiet for minutes between
+        // bookmarks: it keeps kube-rs's read timeout (just above the watcher's 290 s server
+        // timeout), or every watch would be cut and re-established after one heartbeat
+        // timeout of silence. Its other requests are bounded one by one (`timed`).
+        let main = timed_client(&client_config, Some(Arc::clone(&main_limiter)))
+            .map_err(ConnectError::Client)?;
+        client_config.read_timeout = Some(heartbeat_timeout);
+        let heartbeat = timed_client(&client_config, None).map_err(ConnectError::Client)?;
         Ok(Arc::new(Self {
             config: client_config,
             main,
-            main_limiter: Arc::new(RateLimiter::direct(quota(
-                config.kube_api_qps,
-                config.kube_api_burst,
-            ))),
+            main_limiter,
             event_limiter: RateLimiter::direct(quota(config.event_record_qps, config.event_burst)),
             heartbeat: RwLock::new(heartbeat),
             heartbeat_timeout,
@@ -204,7 +217,7 @@ impl KubeApi {
         // Built on the daemon's runtime, whichever actor's thread asks (see `runtime`).
         let rebuilt = {
             let _daemon_runtime = self.runtime.enter();
-            timed_client(&self.config)
+            timed_client(&self.config, None)
         };
         match rebuilt {
             Ok(fresh) => {

@@ -17,7 +17,9 @@ pub enum ApiError {
     /// No answer within the request timeout.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
-    /// Anything else: transport errors, 5xx, 429, unexpected answers. Retrying may help.
+    /// Anything else: transport errors, 5xx, 429, unexpected answers. Retrying may help. A 429
+    /// or 5xx that asked for a `Retry-After` gets here only once the API client has waited and
+    /// retried it as far as the request's timeout allows (as client-go does).
     #[error("{0}")]
     Other(String),
 }

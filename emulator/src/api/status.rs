@@ -250,8 +250,11 @@ impl ApiError {
     }
 
     /// An error for an arbitrary HTTP code, as fault injection asks for; reason and message follow
-    /// `errors.NewGenericServerResponse` for that code.
-    pub fn for_code(code: u16, message: Option<&str>) -> Self {
+    /// `errors.NewGenericServerResponse` for that code. `retry_after` seconds go into
+    /// `details.retryAfterSeconds` (and so the `Retry-After` header) when positive; unset, 429,
+    /// 503 and 504 carry 1 (as the API server's throttling, shutdown and timeout answers carry
+    /// one) and others none (an `InternalError` from kube-apiserver never has one).
+    pub fn for_code(code: u16, message: Option<&str>, retry_after: Option<u64>) -> Self {
         let (reason, default_message) = match code {
             400 => (
                 "BadRequest",
@@ -296,8 +299,12 @@ impl ApiError {
                 "an error on the server has prevented the request from succeeding",
             ),
         };
-        let details =
-            matches!(code, 429 | 500 | 503 | 504).then(|| json!({"retryAfterSeconds": 1}));
+        let retry_after = retry_after.unwrap_or(if matches!(code, 429 | 503 | 504) {
+            1
+        } else {
+            0
+        });
+        let details = (retry_after > 0).then(|| json!({"retryAfterSeconds": retry_after}));
         Self::new(
             code,
             reason,

@@ -57,6 +57,11 @@ pub struct FaultRule {
     /// Fault only the next N matching requests (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times: Option<u64>,
+    /// The `Retry-After` (and `details.retryAfterSeconds`) of an `Error` answer. Default: 1 for
+    /// 429, 503 and 504, none for other codes (a 500 `InternalError` has none); 0 sends none,
+    /// as kube-apiserver writes the header only for a positive `retryAfterSeconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
 }
 
 impl FaultRule {
@@ -71,6 +76,7 @@ impl FaultRule {
             action,
             probability: None,
             times: None,
+            retry_after_seconds: None,
         }
     }
     pub fn verb(mut self, verb: Verb) -> Self {
@@ -99,6 +105,11 @@ impl FaultRule {
     }
     pub fn times(mut self, times: u64) -> Self {
         self.times = Some(times);
+        self
+    }
+    /// The `Retry-After` seconds of an `Error` answer (0: none).
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after_seconds = Some(seconds);
         self
     }
 
@@ -160,6 +171,8 @@ impl FaultCounters {
 pub struct Decision {
     pub delay: Duration,
     pub fault: Option<FaultAction>,
+    /// The firing rule's `retryAfterSeconds`, for an `Error` fault.
+    pub retry_after_seconds: Option<u64>,
 }
 
 #[derive(Default)]
@@ -259,6 +272,7 @@ impl FaultHandle {
                 "fault injected"
             );
             decision.fault = Some(action.clone());
+            decision.retry_after_seconds = status.rule.retry_after_seconds;
             break;
         }
         decision

@@ -2,7 +2,7 @@
 //! then hand over to the verb's handler. Logs one line per request at debug level and records
 //! every authenticated request in the request log.
 
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use actix_web::http::header::{ACCEPT, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -74,6 +74,7 @@ async fn serve(
         namespace: target.namespace_or_empty().to_owned(),
         name: target.name.clone().unwrap_or_default(),
         code: 0,
+        received: Instant::now(),
     });
 
     let decision = state.faults.decide(&RequestFacts {
@@ -89,7 +90,11 @@ async fn serve(
     match decision.fault {
         None => {}
         Some(FaultAction::Error { code, message }) => {
-            return Err(ApiError::for_code(code, message.as_deref()));
+            return Err(ApiError::for_code(
+                code,
+                message.as_deref(),
+                decision.retry_after_seconds,
+            ));
         }
         Some(FaultAction::Conflict) => {
             return Err(ApiError::stale(

@@ -63,6 +63,57 @@ async fn next_n_error_responses_then_normal_service_and_counted() {
 }
 
 #[tokio::test]
+async fn injected_errors_carry_the_retry_after_the_rule_asks_for() {
+    let Some((cluster, name, path)) =
+        lease_cluster("injected_errors_carry_the_retry_after_the_rule_asks_for").await
+    else {
+        return;
+    };
+    let error = |code| FaultAction::Error {
+        code,
+        message: None,
+    };
+    let faults = cluster.emulator().faults();
+    let rule = |code| {
+        FaultRule::new(error(code))
+            .resource("leases")
+            .name(&name)
+            .times(1)
+    };
+    // kube-apiserver writes `Retry-After` exactly when `details.retryAfterSeconds` is positive.
+    for (rule, code, expected) in [
+        (rule(429), 429, Some(1)),
+        (rule(503), 503, Some(1)),
+        (rule(429).retry_after(7), 429, Some(7)),
+        (rule(503).retry_after(3), 503, Some(3)),
+        (rule(500), 500, None),
+        (rule(500).retry_after(2), 500, Some(2)),
+        (rule(429).retry_after(0), 429, None),
+        (rule(403), 403, None),
+    ] {
+        faults.inject(rule);
+        let response = reqwest::get(format!("{}{path}", cluster.emulator().base_url()))
+            .await
+            .expect("request sent");
+        assert_eq!(response.status().as_u16(), code);
+        let header = response.headers().get("retry-after").map(|value| {
+            value
+                .to_str()
+                .expect("ascii")
+                .parse::<u64>()
+                .expect("seconds")
+        });
+        let body: Value = response.json().await.expect("a Status");
+        assert_eq!(header, expected, "{code}: {body}");
+        assert_eq!(
+            body["details"]["retryAfterSeconds"].as_u64(),
+            expected,
+            "{code}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn forced_conflicts_answer_409_on_writes() {
     let Some((cluster, name, path)) = lease_cluster("forced_conflicts_answer_409_on_writes").await
     else {
