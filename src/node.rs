@@ -137,8 +137,8 @@ impl NodeResources {
     pub fn for_host(settings: &Settings) -> Self {
         let config = &settings.config;
         Self {
-            machine: Arc::new(ProcMachine::new("/", config.root_dir.clone())),
-            host: Arc::new(HostProbe::host(&config.root_dir)),
+            machine: Arc::new(ProcMachine::new("/", config.root_dir_on_host())),
+            host: Arc::new(HostProbe::configured(config)),
             runtime: runtime(config),
             host_ip: host_ip(settings),
             spread_timers: false,
@@ -342,8 +342,8 @@ pub fn api_actors<A: ApiPorts>(
     pod_cidr: Option<PodCidrSink>,
 ) -> (SupervisorBuilder, NodeAddresses) {
     let resources = NodeResources {
-        machine: Arc::new(ProcMachine::new("/", settings.config.root_dir.clone())),
-        host: Arc::new(HostProbe::host(&settings.config.root_dir)),
+        machine: Arc::new(ProcMachine::new("/", settings.config.root_dir_on_host())),
+        host: Arc::new(HostProbe::configured(&settings.config)),
         runtime: None,
         host_ip: None,
         spread_timers: false,

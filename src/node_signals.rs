@@ -34,7 +34,7 @@ pub fn signal_actors(
     pressure: Recipient<PressureChanged>,
 ) -> SupervisorBuilder {
     let config = &settings.config;
-    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(&config.root_dir));
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::configured(config));
     signal_actors_with(
         builder,
         config,

@@ -1,12 +1,19 @@
 //! Chaos: random actors killed in random modes at random moments while the daemon runs under
-//! load (API latency, pods bound to the node coming and going), with the emulator's
-//! node-lifecycle loop watching. Checks that the node never looks dead or different, the Lease
-//! never lags beyond a renew interval plus the slowest restart, the pods left end Running,
-//! every kill is counted and logged as a restart, and then that the restart-intensity bound
-//! escalates exactly on the restart that exceeds it.
+//! load (API latency, pods bound to the node coming and going, the host's memory pressure
+//! flipping on and off), with the emulator's node-lifecycle loop watching. Checks that the node
+//! never looks dead or different (but for MemoryPressure), the Lease never lags beyond a renew
+//! interval plus the slowest restart, the pods left end Running, every kill is counted and
+//! logged as a restart, MemoryPressure flipped both ways, never without the host, and follows
+//! the host's final state in time; and then that the restart-intensity bound escalates exactly
+//! on the restart that exceeds it.
 //!
-//! The seed is printed; `NODEPULSE_CHAOS_SEED=<seed>` replays a run and
-//! `NODEPULSE_CHAOS_SECONDS` sets its length (default 30).
+//! The daemon reads a fixture host (`hostRoot`) whose `proc/meminfo` the test rewrites. Its
+//! memory threshold is a soft one with an hour's grace: the condition is set at once, as the
+//! kubelet does, and nothing is evicted within the run.
+//!
+//! The seed is printed; `NODEPULSE_CHAOS_SEED=<seed>` replays a run (kills and pressure flips)
+//! and `NODEPULSE_CHAOS_SECONDS` sets its length (default 30; below about 15 s the pressure may
+//! not flip both ways).
 
 mod common;
 
@@ -26,10 +33,11 @@ use common::{
     },
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
-    observer::NodeObserver,
+    host_fixture::HostFixture,
+    observer::{NodeObserver, conditions},
     pods::{pod_manifest, running_and_ready},
 };
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
     Api,
     api::{DeleteParams, PostParams},
@@ -51,6 +59,18 @@ const SLOWEST_RESTART: Duration =
     Duration::from_millis(LIVENESS_TIMEOUT.as_millis() as u64 + 250 + 1000);
 /// Room for a loaded machine on top of each timing bound.
 const SLACK: Duration = Duration::from_secs(3);
+/// `housekeepingInterval`: how often the daemon measures the (fixture) host.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+/// `evictionPressureTransitionPeriod`, shortened from the kubelet's 5 minutes.
+const TRANSITION_PERIOD: Duration = Duration::from_secs(2);
+/// The soft memory threshold (`memory.available`), and the free memory of the fixture host
+/// with and without pressure: both far above the hard threshold of 1Mi.
+const SOFT_THRESHOLD_MIB: u64 = 1024;
+const FREE_KIB_PRESSURED: u64 = 256 * 1024;
+const FREE_KIB_RELAXED: u64 = 6 * 1024 * 1024;
+/// How long the host stays in one memory state: long enough that the condition shows each
+/// state through the transition period, a housekeeping pass and a restarting actor.
+const PRESSURE_PHASE_SECONDS: std::ops::Range<f64> = 7.0..11.0;
 
 fn env_number(name: &str) -> Option<u64> {
     std::env::var(name)
@@ -74,16 +94,26 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     // Room for a kill per actor every two seconds or so.
     let max_restarts = u32::try_from(seconds / 2 + 4).unwrap_or(u32::MAX);
 
+    // The pressure flips, drawn up front from their own generator so that they replay exactly
+    // and the kills of a seed stay those of runs before the flips existed.
+    let flips = pressure_flips(seed, Duration::from_secs(seconds));
+    eprintln!("chaos memory pressure flips (s after start, pressured): {flips:?}");
+
     let name = unique_node_name("chaos");
+    let host = Arc::new(HostFixture::new(FREE_KIB_RELAXED));
     let yaml = format!(
-        "nodeStatusUpdateFrequency: {status}s\nnodeStatusReportFrequency: {status}s\nnodeLeaseDurationSeconds: {lease}\nsupervision:\n  livenessTimeout: {liveness}s\n  livenessInterval: 250ms\n  maxRestarts: {max_restarts}\n  restartWindow: {RESTART_WINDOW}\n  backoff: {{initial: 100ms, max: 1s, jitter: 0.1}}\n",
+        "nodeStatusUpdateFrequency: {status}s\nnodeStatusReportFrequency: {status}s\nnodeLeaseDurationSeconds: {lease}\nsupervision:\n  livenessTimeout: {liveness}s\n  livenessInterval: 250ms\n  maxRestarts: {max_restarts}\n  restartWindow: {RESTART_WINDOW}\n  backoff: {{initial: 100ms, max: 1s, jitter: 0.1}}\nhostRoot: {root}\nhousekeepingInterval: {housekeeping}s\nevictionSoft:\n  memory.available: {SOFT_THRESHOLD_MIB}Mi\nevictionSoftGracePeriod:\n  memory.available: 1h\nevictionPressureTransitionPeriod: {transition}s\n",
         status = STATUS_PERIOD.as_secs(),
         lease = RENEW_INTERVAL.as_secs() * 4,
         liveness = LIVENESS_TIMEOUT.as_secs(),
+        root = host.root().display(),
+        housekeeping = HOUSEKEEPING.as_secs(),
+        transition = TRANSITION_PERIOD.as_secs(),
     );
     let mut daemon = DaemonProcess::start(&cluster.kubeconfig, &name, &attack_config(&yaml)).await;
     wait_ready_with_lease(&cluster.client, &name).await;
-    let observer = NodeObserver::start(&cluster.client, &name).await;
+    wait_memory_pressure(&cluster.client, &name, "False").await;
+    let observer = NodeObserver::start_varying(&cluster.client, &name, &["MemoryPressure"]).await;
     let watching_since = Instant::now();
 
     // Load: API latency on a share of all requests, pods bound to the node coming and going,
@@ -96,6 +126,7 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
         name.clone(),
         Arc::clone(&churned),
     ));
+    let pressure = actix_rt::spawn(flip_pressure(Arc::clone(&host), flips.clone()));
 
     // Kills at random moments; an actor is attacked again only once its last kill has shown
     // as a restart, so each accepted kill is exactly one restart.
@@ -147,6 +178,8 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     tokio::time::sleep(RENEW_INTERVAL).await;
     load.abort();
     faults.clear();
+    // Every flip was due before the chaos ended: this only collects when each was written.
+    let written = pressure.await.expect("the pressure flips ran");
     // No pod status change was lost: the pods still bound to the node all reach Running.
     let created = churned.load(Ordering::Relaxed);
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
@@ -178,13 +211,73 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
         }
     }
 
+    // MemoryPressure ends as the host does, within a housekeeping pass, the transition period
+    // (when the pressure ended), a status period and a restart of an actor killed at the end.
+    let (last_write, pressured) = written.last().copied().unwrap_or((watching_since, false));
+    let expected = if pressured { "True" } else { "False" };
+    common::eventually(
+        &format!("the observer sees MemoryPressure {expected}"),
+        || observer.varying_status("MemoryPressure").as_deref() == Some(expected),
+    )
+    .await;
+    let observed = observer.flips_since("MemoryPressure", watching_since);
+    let followed = observed
+        .iter()
+        .rev()
+        .find(|(at, _)| *at >= last_write)
+        .map_or(Duration::ZERO, |(at, _)| at.duration_since(last_write));
+    let follow_bound = HOUSEKEEPING
+        + if pressured {
+            Duration::ZERO
+        } else {
+            TRANSITION_PERIOD
+        }
+        + STATUS_PERIOD
+        + SLOWEST_RESTART
+        + SLACK;
+    let observed_on = observed.iter().filter(|(_, to)| to == "True").count();
+    let observed_off = observed.iter().filter(|(_, to)| to == "False").count();
+    let written_on = written.iter().filter(|(_, on)| *on).count();
+    let written_off = written.len() - written_on;
+    // How long each flip of the host took to show (none: merged into its neighbours).
+    let shown: Vec<String> = written
+        .iter()
+        .map(|(at, on)| {
+            let status = if *on { "True" } else { "False" };
+            observed
+                .iter()
+                .find(|(seen, to)| seen >= at && to == status)
+                .map_or_else(
+                    || "none".to_owned(),
+                    |(seen, _)| format!("{:.2}s", seen.duration_since(*at).as_secs_f64()),
+                )
+        })
+        .collect();
+
     let worst_lag = observer.worst_lag_since(watching_since);
     let total: u64 = kills.values().sum();
     eprintln!(
-        "CHAOS seed {seed}: {total} kills {kills:?} by mode {by_mode:?}; {} pods churned; worst lease lag {:.2}s; polls {:?}",
+        "CHAOS seed {seed}: {total} kills {kills:?} by mode {by_mode:?}; {} pods churned; worst lease lag {:.2}s; polls {:?}; MemoryPressure flips seen {observed_on} on / {observed_off} off of {written_on} / {written_off} written (each shown after {shown:?}), final {expected} followed in {:.2}s",
         churned.load(Ordering::Relaxed),
         worst_lag.as_secs_f64(),
-        observer.polls()
+        observer.polls(),
+        followed.as_secs_f64(),
+    );
+    assert!(
+        observed.len() == observed_on + observed_off,
+        "seed {seed}: MemoryPressure was neither True nor False: {observed:?}"
+    );
+    assert!(
+        (written_on == 0 || observed_on >= 1) && (written_off == 0 || observed_off >= 1),
+        "seed {seed}: MemoryPressure did not flip each way the host did: seen {observed_on} on / {observed_off} off of {written_on} / {written_off}"
+    );
+    assert!(
+        observed_on <= written_on && observed_off <= written_off,
+        "seed {seed}: MemoryPressure flipped without the host: seen {observed:?} of {written:?}"
+    );
+    assert!(
+        followed <= follow_bound,
+        "seed {seed}: MemoryPressure took {followed:?} to follow the host's last flip (bound {follow_bound:?})"
     );
     assert!(total > 0, "the chaos killed something");
     assert!(
@@ -260,6 +353,58 @@ async fn pod_churn(client: kube::Client, node: String, created: Arc<AtomicU64>) 
         next += 1;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// When the host's memory pressure flips within a run of `length`, and to what: first within
+/// three seconds, then after phases of [`PRESSURE_PHASE_SECONDS`], alternating on and off from
+/// off (so a 30 s run flips on, off and on at least). Drawn from `seed` alone.
+fn pressure_flips(seed: u64, length: Duration) -> Vec<(Duration, bool)> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x6d65_6d6f_7279); // "memory"
+    let mut at = Duration::from_secs_f64(rng.random_range(1.0..3.0));
+    let mut pressured = false;
+    let mut flips = Vec::new();
+    while at < length {
+        pressured = !pressured;
+        flips.push((at, pressured));
+        at += Duration::from_secs_f64(rng.random_range(PRESSURE_PHASE_SECONDS));
+    }
+    flips
+}
+
+/// Rewrites the host's `proc/meminfo` at each flip's moment after now; returns when each was
+/// written.
+async fn flip_pressure(
+    host: Arc<HostFixture>,
+    flips: Vec<(Duration, bool)>,
+) -> Vec<(Instant, bool)> {
+    let start = tokio::time::Instant::now();
+    let mut written = Vec::with_capacity(flips.len());
+    for (at, pressured) in flips {
+        tokio::time::sleep_until(start + at).await;
+        host.set_free_memory(if pressured {
+            FREE_KIB_PRESSURED
+        } else {
+            FREE_KIB_RELAXED
+        });
+        written.push((Instant::now(), pressured));
+    }
+    written
+}
+
+/// Waits until the Node's MemoryPressure is `status`.
+async fn wait_memory_pressure(client: &kube::Client, name: &str, status: &str) {
+    let nodes = Api::<Node>::all(client.clone());
+    common::eventually_async(&format!("MemoryPressure is {status}"), || async {
+        nodes
+            .get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|node| {
+                conditions(&node).get("MemoryPressure").map(String::as_str) == Some(status)
+            })
+    })
+    .await;
 }
 
 fn churned_pod(node: &str, index: u64) -> String {

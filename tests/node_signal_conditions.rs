@@ -17,6 +17,7 @@ use std::{
 use common::{
     cluster::{TestCluster, unique_node_name},
     eventually_async,
+    host_fixture::HostFixture,
 };
 use containerd::Containerd;
 use k8s_openapi::api::core::v1::Node;
@@ -214,20 +215,8 @@ async fn a_killed_containerd_makes_the_node_not_ready_as_down_and_a_restart_read
 async fn memory_pressure_reaches_the_node_within_a_housekeeping_pass_and_a_patch() {
     let cluster = TestCluster::start().await;
     let name = unique_node_name("signals-pressure");
-    let root = tempfile::tempdir().expect("temp dir");
-    let write = |path: &str, content: &str| {
-        let path = root.path().join(path);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-        std::fs::write(path, content).expect("write");
-    };
-    write(
-        "proc/meminfo",
-        "MemTotal: 8388608 kB\nMemFree: 4194304 kB\n",
-    );
-    write("proc/sys/kernel/pid_max", "32768\n");
-    write("proc/sys/kernel/threads-max", "63000\n");
-    write("proc/loadavg", "0.1 0.1 0.1 2/300 99\n");
-    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::new(root.path(), Path::new("/")));
+    let fixture = HostFixture::new(4 * 1024 * 1024);
+    let host: Arc<dyn HostSignals> = Arc::new(HostProbe::new(fixture.root(), Path::new("/")));
     let _node = start_node(
         &cluster,
         &name,
@@ -242,7 +231,7 @@ async fn memory_pressure_reaches_the_node_within_a_housekeeping_pass_and_a_patch
     .await;
     wait_for(&cluster, &name, "Ready", |status, _| status == "True").await;
 
-    write("proc/meminfo", "MemTotal: 8388608 kB\nMemFree: 51200 kB\n");
+    fixture.set_free_memory(50 * 1024);
     let crossed = Instant::now();
     wait_for(&cluster, &name, "MemoryPressure", |status, _| {
         status == "True"

@@ -66,8 +66,14 @@ pub struct Config {
     /// The kubelet port reported in `daemonEndpoints` (10250).
     #[serde(default = "default_port")]
     pub port: u16,
+    /// Where the host's root filesystem is mounted (`/`; `/host` in a container that mounts
+    /// the host's `/` there). The resource signals (`/proc`, the root cgroup) and `rootDir` are
+    /// read under it, so a containerised nodepulse measures the host and not its own cgroup.
+    #[serde(default = "default_host_root")]
+    pub host_root: PathBuf,
     /// The directory whose filesystem gives `ephemeral-storage` capacity (the kubelet's root
-    /// dir); its nearest existing ancestor is measured when it does not exist.
+    /// dir), as the host sees it (looked up under `hostRoot`); its nearest existing ancestor is
+    /// measured when it does not exist.
     #[serde(default = "default_root_dir")]
     pub root_dir: PathBuf,
     /// Events per second (and burst) nodepulse may record.
@@ -195,6 +201,10 @@ fn default_max_pods() -> u32 {
 
 fn default_port() -> u16 {
     10250
+}
+
+fn default_host_root() -> PathBuf {
+    PathBuf::from("/")
 }
 
 fn default_root_dir() -> PathBuf {
@@ -335,6 +345,12 @@ impl Config {
             }
             None => Duration::from_secs(300),
         }
+    }
+
+    /// `rootDir` as nodepulse sees it: under `hostRoot`.
+    pub fn root_dir_on_host(&self) -> PathBuf {
+        self.host_root
+            .join(self.root_dir.strip_prefix("/").unwrap_or(&self.root_dir))
     }
 
     /// The heartbeat client's per-request timeout, as the kubelet sets it:

@@ -90,8 +90,12 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field("port", "the kubelet port reported in `daemonEndpoints`"),
     field(
+        "hostRoot",
+        "where the host's root filesystem is mounted (`/host` in a container that mounts the host's `/` there): `/proc` (meminfo, loadavg, PID limits), the root cgroup under `/sys/fs/cgroup` and `rootDir` are read under it; must exist and hold `proc/meminfo` (checked at start and by `check-config`); node facts (machine-id, addresses) still come from nodepulse's own `/`",
+    ),
+    field(
         "rootDir",
-        "whose filesystem gives `ephemeral-storage` capacity and the nodefs signals (its nearest existing ancestor when missing)",
+        "whose filesystem gives `ephemeral-storage` capacity and the nodefs signals, as the host sees it (looked up under `hostRoot`; its nearest existing ancestor when missing)",
     ),
     field("maxPods", "capacity `pods`"),
     field(

@@ -179,6 +179,29 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
         }
     }
     validate_address("standalone.apiAddress", &config.standalone.api_address)?;
+    validate_host_root(config)?;
+    Ok(())
+}
+
+/// The one check that looks at the filesystem: a `hostRoot` whose mount is missing would
+/// leave every housekeeping pass failing, so it is refused at start (and by `check-config`,
+/// run on the node) instead. Last, so a file's other mistakes are reported first.
+fn validate_host_root(config: &Config) -> Result<(), Invalid> {
+    let root = &config.host_root;
+    let refuse = |reason: &str| Err(invalid("hostRoot", root.display(), reason));
+    if !root.is_absolute() {
+        return refuse("must be an absolute path, such as / or /host");
+    }
+    if !root.is_dir() {
+        return refuse(
+            "no such directory: mount the host's root there (a DaemonSet: a hostPath volume of / at that path) or leave hostRoot at /",
+        );
+    }
+    if !root.join("proc/meminfo").is_file() {
+        return refuse(
+            "has no proc/meminfo: the host's /proc must be visible under hostRoot (mounted with the host's root, or on its own)",
+        );
+    }
     Ok(())
 }
 
@@ -318,4 +341,53 @@ fn validate_node_name(name: &str) -> Result<(), Invalid> {
 /// Validates a node name given outside the file (`--node-name` or the host name).
 pub fn check_node_name(name: &str) -> Result<(), String> {
     validate_node_name(name).map_err(|invalid| format!("{:?}: {}", invalid.value, invalid.reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, ConfigError, Source};
+
+    fn refusal(yaml: &str) -> (String, String) {
+        match Config::parse(yaml, Source::Embedded) {
+            Err(ConfigError::Invalid { field, reason, .. }) => (field, reason),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn host_root_defaults_to_the_root_and_puts_root_dir_under_it() {
+        let config = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
+        assert_eq!(config.host_root, std::path::Path::new("/"));
+        assert_eq!(
+            config.root_dir_on_host(),
+            std::path::Path::new("/var/lib/kubelet")
+        );
+    }
+
+    #[test]
+    fn a_host_root_with_a_proc_meminfo_is_accepted() {
+        let root = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(root.path().join("proc")).expect("mkdir");
+        std::fs::write(root.path().join("proc/meminfo"), "MemTotal: 1 kB\n").expect("write");
+        let yaml = format!("hostRoot: {}\n", root.path().display());
+        let config = Config::parse(&yaml, Source::Embedded).expect("valid");
+        assert_eq!(
+            config.root_dir_on_host(),
+            root.path().join("var/lib/kubelet")
+        );
+    }
+
+    #[test]
+    fn a_missing_relative_or_empty_host_root_is_refused_naming_the_field() {
+        let (field, reason) = refusal("hostRoot: /no/such/nodepulse/host\n");
+        assert_eq!(field, "hostRoot");
+        assert!(reason.contains("no such directory"), "{reason}");
+        let (field, reason) = refusal("hostRoot: host\n");
+        assert_eq!(field, "hostRoot");
+        assert!(reason.contains("absolute"), "{reason}");
+        let empty = tempfile::tempdir().expect("temp dir");
+        let (field, reason) = refusal(&format!("hostRoot: {}\n", empty.path().display()));
+        assert_eq!(field, "hostRoot");
+        assert!(reason.contains("proc/meminfo"), "{reason}");
+    }
 }

@@ -1,7 +1,8 @@
-//! The host adapter: [`HostSignals`] over a root path — `/` on a real host, a fixture tree in
-//! tests (cgroup v1, v2, odd `/proc` files). Memory from the root cgroup or `/proc/meminfo`,
-//! filesystems from `statvfs`, PIDs from `/proc`. Reads run on tokio's blocking pool, so a
-//! slow filesystem never stalls an actor.
+//! The host adapter: [`HostSignals`] over a root path — `hostRoot` (`/` on a real host, or
+//! where a container mounts the host's `/`), a fixture tree in tests (cgroup v1, v2, odd
+//! `/proc` files). Memory from the root cgroup or `/proc/meminfo`, filesystems from `statvfs`,
+//! PIDs from `/proc`. Reads run on tokio's blocking pool, so a slow filesystem never stalls an
+//! actor.
 
 pub mod memory;
 pub mod pids;
@@ -14,6 +15,8 @@ use std::{
 
 use futures::{FutureExt, future::BoxFuture};
 use nodepulse_actors::ports::{FsStats, HostError, HostObservation, HostSignals};
+
+use crate::config::Config;
 
 /// Reads the host's figures under `root`.
 #[derive(Debug, Clone)]
@@ -42,6 +45,11 @@ impl HostProbe {
     /// The real host: `/`.
     pub fn host(root_dir: &Path) -> Self {
         Self::new("/", root_dir)
+    }
+
+    /// The host `config` names: `rootDir` under `hostRoot`.
+    pub fn configured(config: &Config) -> Self {
+        Self::new(&config.host_root, &config.root_dir)
     }
 
     /// Everything at once, blocking: what [`HostSignals::observe`] runs off the async threads.

@@ -5,6 +5,7 @@ pub mod actors;
 pub mod attack;
 pub mod cluster;
 pub mod daemon;
+pub mod host_fixture;
 pub mod identity;
 pub mod node;
 pub mod observer;

@@ -1,7 +1,8 @@
 //! Watching a node from the control plane's side while a test attacks it: a background poller
 //! that reads the Node and its Lease every 100 ms and records how far the Lease's renewTime lags
 //! behind the clock and every moment the Node looked wrong (a condition Unknown or different from
-//! when watching began, or the unreachable taint).
+//! when watching began, or the unreachable taint). Conditions a test changes on purpose are
+//! named as varying: they are left out of that comparison and their flips are recorded instead.
 
 use std::{
     collections::BTreeMap,
@@ -26,6 +27,10 @@ struct Observed {
     polls: usize,
     /// Polls whose API reads failed (the API itself may be faulted on purpose).
     failed_polls: usize,
+    /// The varying conditions' statuses at the last poll that saw the Node.
+    varying: BTreeMap<String, String>,
+    /// When a varying condition was first seen with a new status: (when, type, status).
+    flips: Vec<(Instant, String, String)>,
 }
 
 impl Observed {
@@ -55,7 +60,14 @@ impl Observed {
             self.wrong.push((now, "no Node".to_owned()));
             return;
         };
-        let seen = conditions(&node);
+        let mut seen = conditions(&node);
+        for (kind, last) in &mut self.varying {
+            let status = seen.remove(kind).unwrap_or_default();
+            if status != *last {
+                self.flips.push((now, kind.clone(), status.clone()));
+                *last = status;
+            }
+        }
         if seen != *expected {
             self.wrong.push((now, format!("conditions {seen:?}")));
         }
@@ -101,16 +113,32 @@ pub struct NodeObserver {
 impl NodeObserver {
     /// Starts watching `name`, which must already be Ready=True with a Lease.
     pub async fn start(client: &kube::Client, name: &str) -> Self {
+        Self::start_varying(client, name, &[]).await
+    }
+
+    /// [`NodeObserver::start`], with the conditions `varying` allowed to change: their flips
+    /// are recorded (see [`NodeObserver::flips_since`]) instead of counting as wrong.
+    pub async fn start_varying(client: &kube::Client, name: &str, varying: &[&str]) -> Self {
         let nodes = Api::<Node>::all(client.clone());
         let leases = Api::<Lease>::namespaced(client.clone(), "kube-node-lease");
         let node = nodes.get(name).await.expect("the node exists");
-        let baseline = conditions(&node);
+        let mut baseline = conditions(&node);
         assert_eq!(
             baseline.get("Ready").map(String::as_str),
             Some("True"),
             "watching begins on a Ready node: {baseline:?}"
         );
-        let observed = Arc::new(Mutex::new(Observed::default()));
+        let varying = varying
+            .iter()
+            .map(|kind| {
+                let status = baseline.remove(*kind).unwrap_or_default();
+                ((*kind).to_owned(), status)
+            })
+            .collect();
+        let observed = Arc::new(Mutex::new(Observed {
+            varying,
+            ..Observed::default()
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let (shared, stopped, expected, name) = (
             Arc::clone(&observed),
@@ -164,6 +192,23 @@ impl NodeObserver {
                 .map(|(at, what)| format!("{:?} after: {what}", at.duration_since(since)))
                 .collect()
         })
+    }
+
+    /// The flips of varying condition `kind` seen since `since`, oldest first: when each new
+    /// status was first seen, and the status.
+    pub fn flips_since(&self, kind: &str, since: Instant) -> Vec<(Instant, String)> {
+        self.with(|o| {
+            o.flips
+                .iter()
+                .filter(|(at, flipped, _)| *at >= since && flipped == kind)
+                .map(|(at, _, status)| (*at, status.clone()))
+                .collect()
+        })
+    }
+
+    /// The status of varying condition `kind` at the last poll that saw the Node.
+    pub fn varying_status(&self, kind: &str) -> Option<String> {
+        self.with(|o| o.varying.get(kind).cloned())
     }
 
     pub fn polls(&self) -> (usize, usize) {
