@@ -10,7 +10,7 @@ use std::{
 };
 
 use actix::{Actor, Context, dev::ArbiterHandle};
-use tokio::sync::mpsc;
+use futures::channel::mpsc;
 use tracing::Instrument;
 
 use crate::{

@@ -9,8 +9,9 @@ use std::{
 };
 
 use actix::{ActorContext, AsyncContext, Context, fut::ActorFuture};
+use futures::{StreamExt, channel::mpsc};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::{SupervisedActor, guard::ExitGuard, inbox::Fence};
 
@@ -97,7 +98,7 @@ impl<A: SupervisedActor> ActorFuture<A> for ControlDriver {
                 // Stay pending: the guard must live until the context itself is dropped.
                 return Poll::Pending;
             }
-            match this.receiver.poll_recv(task) {
+            match this.receiver.poll_next_unpin(task) {
                 Poll::Ready(Some(Control::Ping(reply))) => {
                     let _ = reply.send(());
                 }

@@ -2,7 +2,7 @@
 //! unwinding means it panicked (the panic message comes from [`crate::panic_capture`]);
 //! dropped otherwise means it stopped.
 
-use tokio::sync::mpsc;
+use futures::channel::mpsc;
 
 use crate::panic_capture;
 
@@ -37,7 +37,7 @@ impl Drop for ExitGuard {
             ExitCause::Stopped
         };
         // A closed channel means the supervisor is gone; there is nobody left to tell.
-        let _ = self.exits.send(ChildExit {
+        let _ = self.exits.unbounded_send(ChildExit {
             child: self.child,
             generation: self.generation,
             arbiter: self.arbiter,

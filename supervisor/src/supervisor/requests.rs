@@ -4,7 +4,8 @@
 use std::sync::mpsc as blocking;
 
 use actix::{AsyncContext, Context, Handler, Message};
-use tokio::sync::{mpsc, oneshot};
+use futures::channel::mpsc;
+use tokio::sync::oneshot;
 
 use super::Supervisor;
 use crate::{
@@ -56,7 +57,7 @@ impl Handler<Kill> for Supervisor {
         instance.kill_requested = Some(kill.mode);
         instance
             .control
-            .send(Control::Kill(kill.mode, hold))
+            .unbounded_send(Control::Kill(kill.mode, hold))
             .map_err(|_| crate::ActorRequestError::NotRunning {
                 name: kill.name.clone(),
                 state,
@@ -91,7 +92,12 @@ impl Handler<DebugState> for Supervisor {
         let (reply_to, reply) = oneshot::channel();
         slot.instance
             .as_ref()
-            .and_then(|instance| instance.control.send(Control::Snapshot(reply_to)).ok())
+            .and_then(|instance| {
+                instance
+                    .control
+                    .unbounded_send(Control::Snapshot(reply_to))
+                    .ok()
+            })
             .ok_or(crate::ActorRequestError::NotRunning {
                 name: request.name,
                 state,
@@ -124,7 +130,7 @@ impl Handler<Shutdown> for Supervisor {
             }
             // Dropping the control line stops the instance; its guard then reports the end.
             if let Some(instance) = slot.instance.as_mut() {
-                let (closed, _) = mpsc::unbounded_channel();
+                let (closed, _) = mpsc::unbounded();
                 instance.control = closed;
                 instance.hang_release = None;
             }
