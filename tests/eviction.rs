@@ -14,7 +14,7 @@ use std::{
 };
 
 use collector::{collector, test_supervisor};
-use common::eventually;
+use common::{eventually, host_fixture::HostFixture};
 use nodepulse::{config::Config, config::Source, host::HostProbe, node_signals};
 use nodepulse_actors::{
     messages::PressureChanged,
@@ -24,38 +24,8 @@ use nodepulse_supervisor::KillMode;
 
 const GI: u64 = 1024 * 1024 * 1024;
 
-/// A host root in a temporary directory.
-struct Fixture {
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new(files: &[(&str, &str)]) -> Self {
-        let fixture = Self {
-            dir: tempfile::tempdir().expect("temp dir"),
-        };
-        for (path, content) in files {
-            fixture.write(path, content);
-        }
-        fixture
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn write(&self, path: &str, content: &str) {
-        let path = self.dir.path().join(path);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-        // Written aside and renamed, so a reader never sees half a file.
-        let partial = path.with_extension("partial");
-        std::fs::write(&partial, content).expect("write");
-        std::fs::rename(&partial, &path).expect("rename");
-    }
-
-    fn probe(&self) -> HostProbe {
-        HostProbe::new(self.root(), Path::new("/var/lib/kubelet"))
-    }
+fn probe(fixture: &HostFixture) -> HostProbe {
+    HostProbe::new(fixture.root(), Path::new("/var/lib/kubelet"))
 }
 
 /// 8 GiB of memory, `free_gib` free, 1 GiB inactive file pages; PIDs 1000 of 32768.
@@ -71,13 +41,14 @@ const PROC: [(&str, &str); 3] = [
     ("proc/loadavg", "0.10 0.20 0.30 3/1000 4242\n"),
 ];
 
-fn fixture_with(extra: &[(&str, &str)], free_kib: u64) -> Fixture {
-    let meminfo = meminfo(free_kib);
-    let mut files: Vec<(&str, &str)> = PROC.to_vec();
-    files.push(("proc/meminfo", &meminfo));
-    files.push(("var/.keep", ""));
-    files.extend_from_slice(extra);
-    Fixture::new(&files)
+fn fixture_with(extra: &[(&str, &str)], free_kib: u64) -> HostFixture {
+    let fixture = HostFixture::new(free_kib);
+    fixture.write("proc/meminfo", &meminfo(free_kib));
+    fixture.write("var/.keep", "");
+    for (path, content) in PROC.iter().chain(extra) {
+        fixture.write(path, content);
+    }
+    fixture
 }
 
 /// (cgroup files, working set, source).
@@ -122,8 +93,7 @@ fn memory_is_the_root_cgroup_working_set_on_v1_v2_and_meminfo_alone() {
     ];
     for (files, working_set, source) in cases {
         let fixture = fixture_with(files, free);
-        let memory = fixture
-            .probe()
+        let memory = probe(&fixture)
             .observe_blocking(None)
             .memory
             .expect("memory");
@@ -139,8 +109,7 @@ fn odd_proc_files_are_read_or_refused_plainly() {
     // Values without a unit are bytes; a trailing space or blank line changes nothing.
     let fixture = fixture_with(&[], 0);
     fixture.write("proc/meminfo", "MemTotal: 1000\nMemFree: 400 \n\n");
-    let memory = fixture
-        .probe()
+    let memory = probe(&fixture)
         .observe_blocking(None)
         .memory
         .expect("bytes accepted");
@@ -150,8 +119,7 @@ fn odd_proc_files_are_read_or_refused_plainly() {
     );
 
     fixture.write("proc/meminfo", "MemTotal: 1000 kB\n");
-    let refused = fixture
-        .probe()
+    let refused = probe(&fixture)
         .observe_blocking(None)
         .memory
         .expect_err("no MemFree");
@@ -161,8 +129,7 @@ fn odd_proc_files_are_read_or_refused_plainly() {
     );
 
     fixture.write("proc/loadavg", "0.00 0.01 0.05\n");
-    let refused = fixture
-        .probe()
+    let refused = probe(&fixture)
         .observe_blocking(None)
         .pids
         .expect_err("no task field");
@@ -170,12 +137,11 @@ fn odd_proc_files_are_read_or_refused_plainly() {
 
     fixture.write("proc/loadavg", "0.00 0.01 0.05 1/70000 99");
     fixture.write("proc/sys/kernel/threads-max", "65536");
-    let pids = fixture.probe().observe_blocking(None).pids.expect("pids");
+    let pids = probe(&fixture).observe_blocking(None).pids.expect("pids");
     assert_eq!((pids.max_tasks, pids.running_tasks), (32768, 70000));
 
     std::fs::remove_file(fixture.root().join("proc/sys/kernel/pid_max")).expect("rm");
-    let refused = fixture
-        .probe()
+    let refused = probe(&fixture)
         .observe_blocking(None)
         .pids
         .expect_err("no pid_max");
@@ -185,15 +151,13 @@ fn odd_proc_files_are_read_or_refused_plainly() {
 #[test]
 fn a_missing_root_dir_is_measured_at_its_nearest_existing_ancestor() {
     let fixture = fixture_with(&[], 1024);
-    let nodefs = fixture
-        .probe()
+    let nodefs = probe(&fixture)
         .observe_blocking(None)
         .nodefs
         .expect("statvfs");
     assert_eq!(nodefs.measured, fixture.root().join("var"));
     assert!(nodefs.capacity_bytes > 0 && nodefs.available_bytes <= nodefs.capacity_bytes);
-    let imagefs = fixture
-        .probe()
+    let imagefs = probe(&fixture)
         .observe_blocking(Some(Path::new("/var/lib/containerd")))
         .imagefs
         .expect("asked for")
@@ -218,8 +182,7 @@ fn a_kubepods_cgroup_with_a_limit_gives_allocatable_memory() {
         ],
         1024,
     );
-    let pods = fixture
-        .probe()
+    let pods = probe(&fixture)
         .observe_blocking(None)
         .allocatable_memory
         .expect("kubepods");
@@ -229,7 +192,7 @@ fn a_kubepods_cgroup_with_a_limit_gives_allocatable_memory() {
     );
     fixture.write("sys/fs/cgroup/kubepods.slice/memory.max", "max\n");
     assert_eq!(
-        fixture.probe().observe_blocking(None).allocatable_memory,
+        probe(&fixture).observe_blocking(None).allocatable_memory,
         None
     );
 }
@@ -255,7 +218,7 @@ async fn memory_pressure_follows_the_host_within_a_pass_and_holds_for_the_transi
     let builder = test_supervisor("eviction-fixture");
     let (builder, pressure, received) = collector::<PressureChanged>(builder, "node-status");
     let (_address, inbox) = nodepulse_supervisor::mailbox(64);
-    let host: Arc<dyn HostSignals> = Arc::new(fixture.probe());
+    let host: Arc<dyn HostSignals> = Arc::new(probe(&fixture));
     let state = Arc::default();
     let supervisor = builder
         .child(nodepulse_supervisor::ChildSpec::new(
