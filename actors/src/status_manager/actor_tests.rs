@@ -196,6 +196,17 @@ fn start_with_period(
     StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(store)).start()
 }
 
+/// Tells `manager` the pod's status, as a provider does.
+async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodStatus) {
+    manager
+        .send(SetPodStatus {
+            pod: Box::new(pod),
+            status,
+        })
+        .await
+        .expect("delivered");
+}
+
 async fn eventually(what: &str, condition: impl Fn() -> bool) {
     for _ in 0..400 {
         if condition() {
@@ -220,13 +231,7 @@ async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
     api.put(&pod("web", "uid-1"));
     let store = Arc::new(PodStatusStore::default());
     let manager = start(&api, &store);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-1")),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the status is patched", || {
         api.status("web")["phase"] == "Running"
     })
@@ -257,13 +262,7 @@ async fn a_status_the_api_already_has_sends_no_patch() {
     let manager = start(&api, &store);
     // Let a first sync write it, then restart from a fresh cache: the API has it all.
     api.put(&already);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(already.clone()),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, already.clone(), running(true)).await;
     eventually("the first sync is done", || {
         store.cache().unsent_pods().is_empty()
     })
@@ -272,13 +271,7 @@ async fn a_status_the_api_already_has_sends_no_patch() {
     let fresh = Arc::new(PodStatusStore::default());
     let second = start(&api, &fresh);
     let patches_before = api.state().patches.len();
-    second
-        .send(SetPodStatus {
-            pod: Box::new(already),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&second, already, running(true)).await;
     eventually("the second sync is done", || {
         fresh.cache().unsent_pods().is_empty()
     })
@@ -292,13 +285,7 @@ async fn a_recreated_pod_is_not_touched_by_the_old_status() {
     api.put(&pod("web", "uid-new"));
     let store = Arc::new(PodStatusStore::default());
     let manager = start(&api, &store);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-old")),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, pod("web", "uid-old"), running(true)).await;
     eventually("the old status is dropped", || {
         store.cache().get("uid-old").is_none()
     })
@@ -317,13 +304,7 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
     api.put(&deleting);
     let store = Arc::new(PodStatusStore::default());
     let manager = start(&api, &store);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(deleting.clone()),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, deleting.clone(), running(true)).await;
     manager
         .send(TerminatePod {
             pod: Box::new(deleting),
@@ -352,13 +333,7 @@ async fn a_failed_patch_is_resent_by_the_batch_pass() {
         .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
     let store = Arc::new(PodStatusStore::default());
     let manager = start(&api, &store);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-1")),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the status is patched after two failures", || {
         api.status("web")["phase"] == "Running"
     })
@@ -378,13 +353,7 @@ async fn a_new_instance_sends_what_the_stopped_one_had_not() {
     settings.sync_period = Duration::from_secs(3600);
     let first =
         StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(&store)).start();
-    first
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-1")),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&first, pod("web", "uid-1"), running(true)).await;
     eventually("the first attempt failed", || {
         !api.state().patches.is_empty()
     })
@@ -404,13 +373,7 @@ async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
     api.put(&pod("web", "uid-1"));
     let store = Arc::new(PodStatusStore::default());
     let manager = start(&api, &store);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-1")),
-            status: running(false),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, pod("web", "uid-1"), running(false)).await;
     manager
         .send(SetContainerReadiness {
             pod_uid: "uid-1".into(),
@@ -483,13 +446,7 @@ async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_oth
     api.put(&pod("web", "uid-1"));
     let store = Arc::new(PodStatusStore::default());
     let manager = start(&api, &store);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-1")),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the first sync is done", || {
         store.cache().unsent_pods().is_empty() && api.state().patches.len() == 1
     })
@@ -593,13 +550,7 @@ async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
         .extend((0..100_000).map(|_| ApiError::Other("503".into())));
     let store = Arc::new(PodStatusStore::default());
     let manager = start(&api, &store);
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-1")),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("four batch passes", || store.batch_passes() >= 4).await;
     let (patches, passes) = (api.state().patches.len(), store.batch_passes());
     assert!(
@@ -623,13 +574,7 @@ async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
         .push_back(ApiError::Other("503".into()));
     let store = Arc::new(PodStatusStore::default());
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
-    manager
-        .send(SetPodStatus {
-            pod: Box::new(pod("web", "uid-1")),
-            status: running(true),
-        })
-        .await
-        .expect("delivered");
+    set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the first write fails", || api.state().patches.len() == 1).await;
     assert_eq!(store.cache().unsent_pods().len(), 1);
 
@@ -657,13 +602,7 @@ async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
     let store = Arc::new(PodStatusStore::default());
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
     for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
-        manager
-            .send(SetPodStatus {
-                pod: Box::new(pod(name, uid)),
-                status: running(true),
-            })
-            .await
-            .expect("delivered");
+        set_status(&manager, pod(name, uid), running(true)).await;
     }
     eventually("both first writes fail", || api.state().patches.len() == 2).await;
 
