@@ -14,7 +14,7 @@ use std::{
 use actix::{Actor, ActorContext, AsyncContext, Context, fut::ActorFuture};
 use futures::Stream;
 
-use crate::{envelope::Envelope, stats::MailboxStats};
+use crate::{bound::Bound, envelope::Envelope, stats::MailboxStats};
 
 /// Messages handled in one poll before the driver yields to the actor's other work.
 const BATCH: usize = 16;
@@ -46,6 +46,7 @@ pub struct Inbox<A: Actor> {
     /// timers must not stop because nobody can write to it. Closing is always explicit.
     keep_open: async_channel::Sender<Envelope<A>>,
     stats: Arc<MailboxStats>,
+    bound: Arc<Bound>,
     pub(crate) fence: Fence,
 }
 
@@ -55,6 +56,7 @@ impl<A: Actor> Clone for Inbox<A> {
             receiver: self.receiver.clone(),
             keep_open: self.keep_open.clone(),
             stats: Arc::clone(&self.stats),
+            bound: Arc::clone(&self.bound),
             fence: self.fence.clone(),
         }
     }
@@ -65,6 +67,7 @@ impl<A: Actor> Inbox<A> {
         receiver: async_channel::Receiver<Envelope<A>>,
         keep_open: async_channel::Sender<Envelope<A>>,
         stats: Arc<MailboxStats>,
+        bound: Arc<Bound>,
     ) -> Self {
         let fence = Fence::default();
         fence.close();
@@ -72,6 +75,7 @@ impl<A: Actor> Inbox<A> {
             receiver,
             keep_open,
             stats,
+            bound,
             fence,
         }
     }
@@ -87,6 +91,7 @@ impl<A: Actor> Inbox<A> {
     /// Refuses further sends; what is queued is still delivered to a running instance.
     pub(crate) fn close(&self) {
         self.receiver.close();
+        self.bound.wake_all();
     }
 }
 
@@ -96,6 +101,7 @@ impl<A: Actor<Context = Context<A>>> Inbox<A> {
         ctx.spawn(InboxDriver {
             receiver: Box::pin(self.receiver.clone()),
             stats: Arc::clone(&self.stats),
+            bound: Arc::clone(&self.bound),
             fence: self.fence.clone(),
             generation,
         });
@@ -107,6 +113,7 @@ impl<A: Actor<Context = Context<A>>> Inbox<A> {
 struct InboxDriver<A: Actor> {
     receiver: Pin<Box<async_channel::Receiver<Envelope<A>>>>,
     stats: Arc<MailboxStats>,
+    bound: Arc<Bound>,
     fence: Fence,
     generation: u64,
 }
@@ -130,6 +137,7 @@ impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
             this.stats.observe_depth(this.receiver.len());
             match this.receiver.as_mut().poll_next(task) {
                 Poll::Ready(Some(envelope)) => {
+                    this.bound.release();
                     envelope.handle(actor, ctx, &this.stats);
                     if ctx.waiting() {
                         return Poll::Pending;

@@ -15,6 +15,7 @@
 
 mod arbiters;
 mod backoff;
+mod bound;
 mod child;
 mod control;
 mod drain;

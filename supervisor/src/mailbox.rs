@@ -8,22 +8,37 @@ use std::sync::Arc;
 use actix::{Actor, Handler, Message};
 use tokio::sync::oneshot;
 
-use crate::{envelope::Envelope, inbox::Inbox, stats::MailboxStats};
+use crate::{bound::Bound, envelope::Envelope, inbox::Inbox, stats::MailboxStats};
 
 /// Creates the bounded, counted queue of one actor: the sender side for peers and the
-/// inbox the supervisor hands to each new instance.
+/// inbox the supervisor hands to each new instance. The queue grows with what is queued, up
+/// to `capacity` (see [`Bound`]).
 pub fn mailbox<A: Actor>(capacity: usize) -> (Mailbox<A>, Inbox<A>) {
     let capacity = capacity.max(1);
-    let (sender, receiver) = async_channel::bounded(capacity);
+    let (sender, receiver) = async_channel::unbounded();
     let stats = Arc::new(MailboxStats::new(capacity));
-    let inbox = Inbox::new(receiver, sender.clone(), Arc::clone(&stats));
-    (Mailbox { sender, stats }, inbox)
+    let bound = Arc::new(Bound::new(capacity));
+    let inbox = Inbox::new(
+        receiver,
+        sender.clone(),
+        Arc::clone(&stats),
+        Arc::clone(&bound),
+    );
+    (
+        Mailbox {
+            sender,
+            stats,
+            bound,
+        },
+        inbox,
+    )
 }
 
 /// A restart-surviving, instrumented address of actor `A`. Cheap to clone.
 pub struct Mailbox<A: Actor> {
     sender: async_channel::Sender<Envelope<A>>,
     stats: Arc<MailboxStats>,
+    bound: Arc<Bound>,
 }
 
 impl<A: Actor> Clone for Mailbox<A> {
@@ -31,6 +46,7 @@ impl<A: Actor> Clone for Mailbox<A> {
         Self {
             sender: self.sender.clone(),
             stats: Arc::clone(&self.stats),
+            bound: Arc::clone(&self.bound),
         }
     }
 }
@@ -76,15 +92,23 @@ impl<A: Actor> Mailbox<A> {
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        match self.sender.try_send(Envelope::new(message, None)) {
-            Ok(()) => Ok(()),
-            Err(async_channel::TrySendError::Full(envelope)) => {
-                Err(SendError::Full(unwrap_returned(envelope)))
-            }
-            Err(async_channel::TrySendError::Closed(envelope)) => {
-                Err(SendError::Closed(unwrap_returned(envelope)))
-            }
+        if self.sender.is_closed() {
+            return Err(SendError::Closed(message));
         }
+        if !self.bound.reserve() {
+            return Err(SendError::Full(message));
+        }
+        self.push(Envelope::new(message, None))
+            .map_err(|envelope| SendError::Closed(unwrap_returned(envelope)))
+    }
+
+    /// Queues an envelope whose place is claimed; hands it back (and the place) when closed.
+    fn push(&self, envelope: Envelope<A>) -> Result<(), Envelope<A>> {
+        // The queue under the bound is unbounded: a push can only fail on a closed mailbox.
+        self.sender.try_send(envelope).map_err(|refused| {
+            self.bound.release();
+            refused.into_inner()
+        })
     }
 
     /// Queues `message`, waiting while the queue is full.
@@ -94,12 +118,11 @@ impl<A: Actor> Mailbox<A> {
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        match self.sender.send(Envelope::new(message, None)).await {
-            Ok(()) => Ok(()),
-            Err(async_channel::SendError(envelope)) => {
-                Err(SendError::Closed(unwrap_returned(envelope)))
-            }
+        if !self.bound.reserve_waiting(|| self.sender.is_closed()).await {
+            return Err(SendError::Closed(message));
         }
+        self.push(Envelope::new(message, None))
+            .map_err(|envelope| SendError::Closed(unwrap_returned(envelope)))
     }
 
     /// Queues `message` (waiting while full) and waits for the handler's reply.
@@ -109,13 +132,11 @@ impl<A: Actor> Mailbox<A> {
         M: Message + Send + 'static,
         M::Result: Send,
     {
+        if !self.bound.reserve_waiting(|| self.sender.is_closed()).await {
+            return Err(RequestError::Closed);
+        }
         let (reply_to, reply) = oneshot::channel();
-        if self
-            .sender
-            .send(Envelope::new(message, Some(reply_to)))
-            .await
-            .is_err()
-        {
+        if self.push(Envelope::new(message, Some(reply_to))).is_err() {
             return Err(RequestError::Closed);
         }
         reply.await.map_err(|_| RequestError::NoReply)
