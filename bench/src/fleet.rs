@@ -23,8 +23,8 @@ pub struct FleetRun {
     /// The fleet's shared main-client rate limit (kubeAPIQPS = kubeAPIBurst): it paces
     /// registration, so 10,000 nodes do not open thousands of connections at once.
     pub qps: u32,
-    /// `supervision.mailboxCapacity`: each bounded queue is allocated whole (24 B a message,
-    /// six per node), so a fleet wants it small.
+    /// `supervision.mailboxCapacity`: a bound, not an allocation, so the default serves a
+    /// fleet as well as one node.
     pub mailbox_capacity: usize,
     pub warmup: Duration,
     pub steady: Duration,

@@ -45,7 +45,8 @@ enum Command {
         nodes: Vec<usize>,
         #[arg(long, default_value_t = 500)]
         qps: u32,
-        #[arg(long, default_value_t = 64)]
+        /// `supervision.mailboxCapacity`; 1024 is the configuration's default.
+        #[arg(long, default_value_t = 1024)]
         mailbox_capacity: usize,
         #[arg(long, default_value_t = 30)]
         warmup_seconds: u64,

@@ -6,11 +6,10 @@
 //! Lease and status timers start at random phases so that nodes started together do not
 //! renew in step. `measure` takes the figures the benchmarks report.
 //!
-//! Sizing: each actor's mailbox is a queue allocated whole (24 bytes a message), so the
-//! default `supervision.mailboxCapacity: 1024` costs some 147 KiB a node by itself; a fleet
-//! wants 64 (about 100 KiB a node in all at 10,000 nodes, measured in
-//! `bench/results/fleet.json`). `kubeAPIQPS` is shared by the whole fleet and paces
-//! registration (500 registers 10,000 nodes in about 20 s).
+//! Sizing: about 95 KiB a node at 10,000 nodes, whatever `supervision.mailboxCapacity` is
+//! (a mailbox's queue grows with what is queued; measured in `bench/results/fleet.json`).
+//! `kubeAPIQPS` is shared by the whole fleet and paces registration (500 registers 10,000
+//! nodes in about 30 s).
 
 mod api;
 mod host;
