@@ -184,8 +184,12 @@ async fn attack(
             .is_some_and(|renewed| std::time::SystemTime::from(renewed.0) > restarted_wall)
     })
     .await;
-    // And one more poll of the observer after it.
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    // And one more poll of the observer after it, so the worst lag includes the renewal.
+    let renewal_seen = Instant::now();
+    common::eventually("the observer polled the renewed Lease", || {
+        observer.lease_polls_since(renewal_seen) > 0
+    })
+    .await;
     let worst_lag = observer.worst_lag_since(killed_at);
     assert!(
         observer.lease_polls_since(killed_at) > 0,
@@ -222,12 +226,7 @@ async fn a_hung_lease_that_rebuilt_the_heartbeat_client_leaves_it_working() {
     let name = unique_node_name("rebuilt-client");
     let daemon = ready_daemon(&cluster, &name, 10).await;
     let observer = NodeObserver::start(&cluster.client, &name).await;
-    let faults = cluster
-        .emulator
-        .as_ref()
-        .expect("emulator")
-        .faults()
-        .clone();
+    let faults = cluster.faults().clone();
     faults.inject(
         FaultRule::new(FaultAction::Error {
             code: 500,
@@ -303,12 +302,7 @@ async fn a_fresh_lease_after_a_hung_node_status_rebuilt_the_client_still_renews(
     }
     let name = unique_node_name("rebuilt-by-status");
     let daemon = ready_daemon(&cluster, &name, 10).await;
-    let faults = cluster
-        .emulator
-        .as_ref()
-        .expect("emulator")
-        .faults()
-        .clone();
+    let faults = cluster.faults().clone();
     faults.inject(
         FaultRule::new(FaultAction::Error {
             code: 500,
@@ -328,7 +322,8 @@ async fn a_fresh_lease_after_a_hung_node_status_rebuilt_the_client_still_renews(
         ["span"]["actor"]
         .clone();
     daemon.kill_and_wait_restart("node-status", "hang").await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The hung instance's arbiter — the thread the client was rebuilt on — is stopped now.
+    logged(&daemon, "retired arbiter stopped: its last instance ended").await;
     let observer = NodeObserver::start(&cluster.client, &name).await;
     let killed_at = Instant::now();
     let restart = daemon.kill_and_wait_restart("lease", "stop").await;

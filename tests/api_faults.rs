@@ -78,12 +78,7 @@ impl Attacked {
     }
 
     fn faults(&self) -> FaultHandle {
-        self.cluster
-            .emulator
-            .as_ref()
-            .expect("emulator")
-            .faults()
-            .clone()
+        self.cluster.faults().clone()
     }
 
     async fn renew_time(&self) -> Option<SystemTime> {
@@ -657,12 +652,7 @@ async fn pod_statuses_decided_while_their_writes_fail_all_arrive_afterwards() {
     let name = unique_node_name("pod-outage");
     let _supervisor = start_simulated_node(&cluster.kubeconfig, &name, YAML).await;
     common::attack::wait_ready_with_lease(&cluster.client, &name).await;
-    let faults = cluster
-        .emulator
-        .as_ref()
-        .expect("emulator")
-        .faults()
-        .clone();
+    let faults = cluster.faults().clone();
     // Every pod status write is refused, as by an API server that is down for them.
     let refused = faults.inject(
         FaultRule::new(FaultAction::Error {

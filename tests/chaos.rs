@@ -118,7 +118,7 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
 
     // Load: API latency on a share of all requests, pods bound to the node coming and going,
     // and the debug endpoint read continuously.
-    let faults = cluster.emulator.as_ref().expect("emulator").faults();
+    let faults = cluster.faults();
     faults.inject(FaultRule::new(FaultAction::Latency { millis: 150 }).probability(0.2));
     let churned = Arc::new(AtomicU64::new(0));
     let load = actix_rt::spawn(pod_churn(

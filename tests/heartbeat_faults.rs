@@ -91,7 +91,7 @@ async fn registration_retries_with_backoff_while_the_api_refuses() {
     ) {
         return;
     }
-    let faults = cluster.emulator.as_ref().expect("emulator").faults();
+    let faults = cluster.faults();
     faults.inject(
         FaultRule::new(FaultAction::Error {
             code: 503,
@@ -128,7 +128,7 @@ async fn renewals_go_on_while_status_patches_hang() {
     })
     .await;
 
-    let faults = cluster.emulator.as_ref().expect("emulator").faults();
+    let faults = cluster.faults();
     faults.inject(
         FaultRule::new(FaultAction::Hang)
             .verb(Verb::Patch)
@@ -175,7 +175,7 @@ async fn a_hung_lease_request_is_abandoned_and_renewals_resume() {
     })
     .await;
 
-    let faults = cluster.emulator.as_ref().expect("emulator").faults();
+    let faults = cluster.faults();
     faults.inject(
         FaultRule::new(FaultAction::Hang)
             .verb(Verb::Patch)

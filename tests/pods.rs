@@ -536,14 +536,7 @@ async fn eviction_under_pressure_takes_the_kubelets_pick_one_per_pass_and_never_
     .await;
 
     // Two more passes with only the critical pod left: it stays.
-    let passes = || async {
-        supervisor
-            .actor_state("eviction-signal", Duration::from_secs(5))
-            .await
-            .ok()
-            .and_then(|state| state["passes"].as_u64())
-            .unwrap_or(0)
-    };
+    let passes = || eviction_passes(&supervisor);
     let after_last = passes().await;
     eventually_async("two more eviction passes", || async {
         passes().await >= after_last + 2
@@ -630,14 +623,7 @@ async fn a_quiet_node_keeps_its_watches_open() {
         "nodeStatusUpdateFrequency: 1s\nhousekeepingInterval: 1s\n",
     )
     .await;
-    let passes = || async {
-        supervisor
-            .actor_state("eviction-signal", Duration::from_secs(5))
-            .await
-            .ok()
-            .and_then(|state| state["passes"].as_u64())
-            .unwrap_or(0)
-    };
+    let passes = || eviction_passes(&supervisor);
     eventually_async("six quiet seconds (six housekeeping passes)", || async {
         passes().await >= 6
     })
@@ -651,4 +637,14 @@ async fn a_quiet_node_keeps_its_watches_open() {
     };
     assert_eq!(watches("nodes"), 1, "the Node watch was re-opened");
     assert_eq!(watches("pods"), 1, "the pod watch was re-opened");
+}
+
+/// Housekeeping passes EvictionSignalActor has made (from its debug state).
+async fn eviction_passes(supervisor: &SupervisorHandle) -> u64 {
+    supervisor
+        .actor_state("eviction-signal", Duration::from_secs(5))
+        .await
+        .ok()
+        .and_then(|state| state["passes"].as_u64())
+        .unwrap_or(0)
 }

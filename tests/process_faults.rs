@@ -107,7 +107,7 @@ async fn sigterm_first_sends_the_pod_statuses_the_api_lacks() {
     let mut daemon = ready_daemon(&cluster, &name, 10).await;
     let pod = format!("{name}-flips");
     running_pod(&cluster.client, &name, &pod).await;
-    let faults = cluster.emulator.as_ref().expect("emulator").faults();
+    let faults = cluster.faults();
     // A 500: no client retries it, so the write fails for good and waits for the batch pass.
     let refused = faults.inject(
         FaultRule::new(FaultAction::Error {

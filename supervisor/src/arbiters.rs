@@ -71,6 +71,10 @@ impl ArbiterPool {
                 let pooled = self.retired.swap_remove(index);
                 // Stop, never join: the thread may still be blocked and exits when it wakes.
                 pooled.arbiter.stop();
+                tracing::info!(
+                    arbiter = id,
+                    "retired arbiter stopped: its last instance ended"
+                );
             }
         }
     }

@@ -13,7 +13,7 @@ use kube::{
     api::{DeleteParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
-use nodepulse_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+use nodepulse_emulator::{Emulator, EmulatorConfig, EmulatorHandle, FaultHandle};
 
 pub struct TestCluster {
     pub kubeconfig: PathBuf,
@@ -61,6 +61,17 @@ impl TestCluster {
     /// Whether emulator-only facilities (fault injection, short lifecycle periods) are here.
     pub fn is_emulator(&self) -> bool {
         self.emulator.is_some()
+    }
+
+    /// The emulator's fault injection. Only for tests that checked [`is_emulator`] (through
+    /// `attack::needs_emulator`): a real cluster has none.
+    ///
+    /// [`is_emulator`]: TestCluster::is_emulator
+    pub fn faults(&self) -> &FaultHandle {
+        self.emulator
+            .as_ref()
+            .expect("fault injection needs the emulator")
+            .faults()
     }
 
     /// Creates a Node the way a registrar would and returns its UID.
