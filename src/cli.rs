@@ -1,12 +1,12 @@
-//! The command line, and how it combines with the configuration file into the settings the
-//! daemon runs on. Flags override the file.
+//! The command line: flags and subcommands. The flags are only overrides of the configuration
+//! file; `config::Settings` resolves the two into what the daemon runs on.
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
 use crate::{
-    config::{Config, ConfigError, RuntimeKind, check_node_name},
+    config::{Overrides, Settings, SettingsError},
     logging::LogFormat,
 };
 
@@ -61,67 +61,20 @@ pub enum Command {
     ConfigReference,
 }
 
-/// Everything the daemon needs, resolved and validated.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub config: Config,
-    pub node_name: String,
-    pub kubeconfig: Option<PathBuf>,
-    pub standalone: bool,
-}
-
-/// Why the settings could not be resolved.
-#[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error("--node-name: invalid value {0}")]
-    NodeName(String),
-    #[error("cannot determine the node name from the host name ({0}); set nodeName or --node-name")]
-    Hostname(String),
-    #[error("--nodes: {0}")]
-    Nodes(String),
-}
-
 impl Cli {
-    pub fn settings(&self) -> Result<Settings, SettingsError> {
-        let mut config = match &self.config {
-            Some(path) => Config::load(path)?,
-            None => Config::embedded_default()?,
-        };
-        let node_name = match (&self.node_name, &config.node_name) {
-            (Some(name), _) => {
-                check_node_name(name).map_err(SettingsError::NodeName)?;
-                name.clone()
-            }
-            (None, Some(name)) => name.clone(),
-            (None, None) => host_node_name()?,
-        };
-        if let Some(count) = self.nodes {
-            if config.runtime != RuntimeKind::Simulated {
-                return Err(SettingsError::Nodes(
-                    "a fleet of nodes in one process needs runtime: simulated in the configuration"
-                        .to_owned(),
-                ));
-            }
-            config.nodes = crate::fleet::with_generated(&config.nodes, &node_name, count as usize)
-                .map_err(SettingsError::Nodes)?;
-        }
-        Ok(Settings {
-            config,
-            node_name,
+    /// What the flags say over the configuration file.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            config_file: self.config.clone(),
+            node_name: self.node_name.clone(),
             kubeconfig: self.kubeconfig.clone(),
             standalone: self.standalone,
-        })
+            nodes: self.nodes,
+        }
     }
-}
 
-/// The host name, lower-cased, as the kubelet names its Node by default.
-fn host_node_name() -> Result<String, SettingsError> {
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map_err(|error| SettingsError::Hostname(error.to_string()))?;
-    let name = hostname.trim().to_lowercase();
-    check_node_name(&name).map_err(SettingsError::Hostname)?;
-    Ok(name)
+    /// The settings the flags and the configuration file resolve to.
+    pub fn settings(&self) -> Result<Settings, SettingsError> {
+        Settings::resolve(&self.overrides())
+    }
 }

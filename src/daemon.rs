@@ -1,11 +1,20 @@
-//! The daemon's one run: start the node's supervisor and the debug endpoint, then wait for a
-//! shutdown signal or an escalation, stop everything and say how it ended.
+//! The daemon's one run, for one node or a fleet: start the nodes' supervisors and the debug
+//! endpoint, then wait for a shutdown signal or an escalation, stop everything and say how it
+//! ended.
 
 use std::{future::Future, net::SocketAddr, time::Duration};
 
-use nodepulse_supervisor::{Escalation, Supervisor, SupervisorBuilder, SupervisorConfig};
+use nodepulse_supervisor::{Escalation, SupervisorHandle};
+use prometheus_client::registry::Registry;
 
-use crate::{cli::Settings, config::Config, debug, kube_api::KubeApi, node, standalone};
+use crate::{
+    config::Settings,
+    debug,
+    fleet::{Fleet, FleetOptions},
+    kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
+    node::NodeActors,
+    standalone::{self, StandaloneError},
+};
 
 /// Exit code for a configuration or command-line error (clap uses 2 for usage errors too).
 pub const EXIT_CONFIG: u8 = 2;
@@ -23,7 +32,24 @@ pub enum Outcome {
     /// Asked to stop, and stopped.
     Stopped,
     Escalated(Escalation),
-    Failed(String),
+    Failed(RunError),
+}
+
+/// Why the daemon could not run. None is retried: the service manager restarts it.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("debug.address {0:?} is not an address")]
+    DebugAddress(String),
+    #[error("cannot serve the debug endpoint on {address}: {source}")]
+    DebugEndpoint {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Standalone(#[from] StandaloneError),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
 }
 
 impl Outcome {
@@ -55,108 +81,141 @@ pub fn report(outcome: &Outcome) -> u8 {
     outcome.exit_code()
 }
 
-/// The supervisor settings the configuration describes.
-pub fn supervisor_config(config: &Config, node: &str) -> SupervisorConfig {
-    let supervision = &config.supervision;
-    let mut supervisor = SupervisorConfig::new(node);
-    supervisor.backoff = nodepulse_supervisor::BackoffPolicy {
-        initial: supervision.backoff.initial.into(),
-        max: supervision.backoff.max.into(),
-        multiplier: supervision.backoff.multiplier,
-        jitter: supervision.backoff.jitter,
-        reset_after: supervision.backoff.reset_after.into(),
-    };
-    supervisor.intensity = nodepulse_supervisor::IntensityPolicy {
-        max_restarts: supervision.max_restarts(),
-        window: supervision.restart_window.into(),
-    };
-    supervisor.liveness_timeout = supervision.liveness_timeout.into();
-    supervisor.liveness_interval = supervision.liveness_interval.into();
-    supervisor
-}
-
-/// Runs a supervisor with `children` and the debug endpoint until `shutdown` resolves or the
-/// supervisor escalates. Must run inside an actix `System`.
-pub async fn run(
-    settings: &Settings,
-    children: impl FnOnce(SupervisorBuilder) -> SupervisorBuilder,
-    shutdown: impl Future<Output = ()>,
-) -> Outcome {
-    let config = &settings.config;
-    let Ok(debug_address) = config.debug.address.parse::<SocketAddr>() else {
-        return Outcome::Failed(format!(
-            "debug.address {:?} is not an address",
-            config.debug.address
-        ));
-    };
-    let supervisor = children(Supervisor::builder(supervisor_config(
-        config,
-        &settings.node_name,
-    )))
-    .start();
-    let gate = debug::FaultInjectionGate::new(
-        config.debug.fault_injection.enabled,
-        config.debug.fault_injection.token.clone(),
-    );
-    let endpoint = match debug::start(debug_address, vec![supervisor.clone()], gate) {
-        Ok(endpoint) => endpoint,
-        Err(error) => {
-            supervisor.shutdown(SHUTDOWN_DEADLINE).await;
-            return Outcome::Failed(format!(
-                "cannot serve the debug endpoint on {debug_address}: {error}"
-            ));
-        }
-    };
-    let debug_server = endpoint.server.handle();
-    let debug_address = endpoint.address;
-    actix_rt::spawn(endpoint.server);
-    tracing::info!(node = %settings.node_name, debug = %debug_address, "nodepulse is running");
-
-    let outcome = tokio::select! {
-        () = shutdown => Outcome::Stopped,
-        escalation = supervisor.escalated() => Outcome::Escalated(escalation),
-    };
-    if matches!(outcome, Outcome::Stopped) {
-        tracing::info!("shutting down");
-    }
-    if !supervisor.shutdown(SHUTDOWN_DEADLINE).await {
-        tracing::warn!(deadline = ?SHUTDOWN_DEADLINE, "some actors did not stop before the deadline");
-    }
-    debug_server.stop(true).await;
-    outcome
-}
-
-/// The node agent: the standalone API server when asked for, the API clients, and the node's
-/// actors under their supervisor until `shutdown` or an escalation.
-pub async fn run_node(mut settings: Settings, shutdown: impl Future<Output = ()>) -> Outcome {
+/// Runs `settings`' node, or fleet, until `shutdown` resolves or the node's supervisor
+/// escalates: the standalone API server when asked for, the API client, the actors and the
+/// debug endpoint. Must run inside an actix `System`.
+pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> Outcome {
     let standalone = if settings.standalone {
         match standalone::start(&settings.config.standalone).await {
             Ok(standalone) => {
                 settings.kubeconfig = Some(standalone.kubeconfig.clone());
                 Some(standalone)
             }
-            Err(reason) => return Outcome::Failed(reason),
+            Err(error) => return Outcome::Failed(error.into()),
         }
     } else {
         None
     };
     let outcome = match KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await {
-        Ok(api) if crate::fleet::is_fleet(&settings.config) => {
-            crate::fleet::run(&settings, api, shutdown).await
-        }
         Ok(api) => {
-            run(
-                &settings,
-                |builder| node::actors(builder, &settings, &api).0,
-                shutdown,
-            )
-            .await
+            let start = || {
+                if settings.is_fleet() {
+                    Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()))
+                } else {
+                    let node = NodeActors::new(&settings).api(api).start();
+                    // The whole node with an API: nothing for the wiring to refuse.
+                    Running::Node(node.expect("a whole node is wired").0)
+                }
+            };
+            serve(&settings, start, shutdown).await
         }
-        Err(error) => Outcome::Failed(error.to_string()),
+        Err(error) => Outcome::Failed(error.into()),
     };
     if let Some(standalone) = standalone {
         standalone.emulator.shutdown().await;
     }
+    outcome
+}
+
+/// What runs under the debug endpoint.
+pub enum Running {
+    /// One node: its supervisor's escalation ends the run (exit 3), so the service manager
+    /// restarts the daemon.
+    Node(SupervisorHandle),
+    /// Many simulated nodes: one that escalates stays stopped and says so at the endpoint;
+    /// the others run on, as they would on separate machines.
+    Fleet(Fleet),
+}
+
+impl Running {
+    fn handles(&self) -> Vec<SupervisorHandle> {
+        match self {
+            Self::Node(node) => vec![node.clone()],
+            Self::Fleet(fleet) => fleet.handles().to_vec(),
+        }
+    }
+
+    /// Resolves when the run must end for an escalation; never for a fleet.
+    async fn escalated(&self) -> Escalation {
+        match self {
+            Self::Node(node) => node.escalated().await,
+            Self::Fleet(fleet) => {
+                for handle in fleet.handles() {
+                    let handle = handle.clone();
+                    actix_rt::spawn(async move {
+                        let escalation = handle.escalated().await;
+                        tracing::error!(node = %handle.node(), "{escalation}; this node stays stopped, the fleet runs on");
+                    });
+                }
+                std::future::pending().await
+            }
+        }
+    }
+
+    /// Stops every node at once; whether all stopped before `deadline`.
+    async fn shutdown(&self, deadline: Duration) -> bool {
+        let stops = self
+            .handles()
+            .into_iter()
+            .map(|node| async move { node.shutdown(deadline).await });
+        futures::future::join_all(stops)
+            .await
+            .into_iter()
+            .all(|stopped| stopped)
+    }
+}
+
+/// Starts what `start` returns and the debug endpoint, and runs until `shutdown` resolves or
+/// a node escalates (see [`Running`]). The debug address is checked before anything starts.
+/// Must run inside an actix `System`.
+pub async fn serve(
+    settings: &Settings,
+    start: impl FnOnce() -> Running,
+    shutdown: impl Future<Output = ()>,
+) -> Outcome {
+    let config = &settings.config;
+    let Ok(debug_address) = config.debug.address.parse::<SocketAddr>() else {
+        return Outcome::Failed(RunError::DebugAddress(config.debug.address.clone()));
+    };
+    let running = start();
+    let gate = debug::FaultInjectionGate::new(
+        config.debug.fault_injection.enabled,
+        config.debug.fault_injection.token.clone(),
+    );
+    let mut registry = Registry::default();
+    API_METRICS.register(&mut registry);
+    let endpoint = match debug::start(debug_address, running.handles(), gate, registry) {
+        Ok(endpoint) => endpoint,
+        Err(source) => {
+            running.shutdown(SHUTDOWN_DEADLINE).await;
+            return Outcome::Failed(RunError::DebugEndpoint {
+                address: debug_address,
+                source,
+            });
+        }
+    };
+    let debug_server = endpoint.server.handle();
+    actix_rt::spawn(endpoint.server);
+    match &running {
+        Running::Node(_) => {
+            tracing::info!(node = %settings.node_name, debug = %endpoint.address, "nodepulse is running");
+        }
+        Running::Fleet(fleet) => {
+            tracing::info!(nodes = fleet.handles().len(), debug = %endpoint.address, "nodepulse fleet is running");
+        }
+    }
+
+    let outcome = tokio::select! {
+        () = shutdown => Outcome::Stopped,
+        escalation = running.escalated() => Outcome::Escalated(escalation),
+    };
+    if matches!(outcome, Outcome::Stopped) {
+        tracing::info!("shutting down");
+    }
+    if !running.shutdown(SHUTDOWN_DEADLINE).await {
+        tracing::warn!(deadline = ?SHUTDOWN_DEADLINE, "some actors did not stop before the deadline");
+    }
+    debug_server.stop(true).await;
     outcome
 }
 

@@ -2,10 +2,15 @@
 //! endpoint. The actors live in `nodepulse-actors`, the supervision runtime in
 //! `nodepulse-supervisor`; this crate wires them to the outside world.
 //!
-//! Layout: `cli` (flags → settings), `commands` (`check-config`, `status`,
-//! `config-reference`), `config` (the YAML file), `daemon` (one run, exit codes),
-//! `debug` (the HTTP endpoint), `fleet` (many simulated nodes in one process), `kube_api` (the API port's kube-rs adapter), `logging`, `node` (one node's actors), `standalone` (the in-process API emulator),
-//! `cri` and `host` (the runtime and host-signal adapters), `node_signals` (their two actors).
+//! Layout, top to bottom (a module uses only those below it; `tests/it/layering.rs` checks):
+//! - `cli` (flags), `commands` (`check-config`, `status`, `config-reference`), `logging`
+//! - `daemon`: one run, for one node or a fleet, and its exit codes
+//! - `fleet` (many simulated nodes in one process), `standalone` (the in-process API emulator)
+//! - `node`: one node's actors, wired to each other, the API and the host
+//! - `debug`: the HTTP endpoint; it sees only supervisors and a metrics registry
+//! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `host` and
+//!   `machine` (the host's signals and facts)
+//! - `config`: the YAML file and the resolved `Settings`
 
 pub mod cli;
 pub mod commands;
@@ -19,5 +24,4 @@ pub mod kube_api;
 pub mod logging;
 pub mod machine;
 pub mod node;
-pub mod node_signals;
 pub mod standalone;

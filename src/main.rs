@@ -26,6 +26,6 @@ fn main() -> ExitCode {
     };
     logging::init(cli.log_format);
     let outcome =
-        actix_rt::System::new().block_on(daemon::run_node(settings, daemon::shutdown_signal()));
+        actix_rt::System::new().block_on(daemon::run(settings, daemon::shutdown_signal()));
     ExitCode::from(daemon::report(&outcome))
 }

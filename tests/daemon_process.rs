@@ -12,12 +12,12 @@ use std::{
 
 use common::{PATIENCE, actors::RecorderStore};
 use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
+    config::{Config, Settings, Source},
     daemon::{self, EXIT_CONFIG, EXIT_ESCALATED},
     logging::{self, LogFormat},
+    node::supervisor_config,
 };
-use nodepulse_supervisor::{ChildSpec, mailbox};
+use nodepulse_supervisor::{ChildSpec, Supervisor, mailbox};
 
 const TOKEN: &str = "escalation-test-token-42";
 
@@ -418,11 +418,15 @@ fn escalation_child_process() {
     };
     logging::init(LogFormat::Json);
     let store = RecorderStore::default();
-    let outcome = actix_rt::System::new().block_on(daemon::run(
+    let outcome = actix_rt::System::new().block_on(daemon::serve(
         &settings,
-        |children| {
+        || {
             let (_address, inbox) = mailbox(8);
-            children.child(ChildSpec::new("recorder", inbox, store.factory()))
+            let supervisor =
+                Supervisor::builder(supervisor_config(&settings.config, "escalating-node"))
+                    .child(ChildSpec::new("recorder", inbox, store.factory()))
+                    .start();
+            daemon::Running::Node(supervisor)
         },
         std::future::pending(),
     ));

@@ -58,6 +58,7 @@ async fn serve(fault_injection: bool, max_restarts: u32) -> Fixture {
         "127.0.0.1:0".parse().expect("address"),
         vec![supervisor.clone()],
         gate,
+        prometheus_client::registry::Registry::default(),
     )
     .expect("binds");
     let base = format!("http://{}", endpoint.address);
@@ -361,7 +362,7 @@ async fn healthz_turns_unavailable_with_reasons_when_an_actor_escalates() {
 }
 
 #[actix_rt::test]
-async fn metrics_are_prometheus_text_with_node_and_actor_labels() {
+async fn metrics_are_openmetrics_text_with_node_and_actor_labels() {
     let fixture = serve(true, 10).await;
     fixture
         .kill("/debug/actors/recorder/kill?mode=stop", Some(TOKEN))
@@ -376,11 +377,11 @@ async fn metrics_are_prometheus_text_with_node_and_actor_labels() {
     assert!(
         response.headers()["content-type"]
             .to_str()
-            .is_ok_and(|kind| kind.starts_with("text/plain; version=0.0.4"))
+            .is_ok_and(|kind| kind.starts_with("application/openmetrics-text; version=1.0.0"))
     );
     let text = response.text().await.expect("body");
     for expected in [
-        "# TYPE nodepulse_actor_restarts_total counter",
+        "# TYPE nodepulse_actor_restarts counter",
         "nodepulse_actor_restarts_total{node=\"debug-node\",actor=\"recorder\"} 1",
         "nodepulse_actor_state{node=\"debug-node\",actor=\"recorder\",state=\"running\"} 1",
         "nodepulse_actor_state{node=\"debug-node\",actor=\"recorder\",state=\"backoff\"} 0",

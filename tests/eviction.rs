@@ -15,7 +15,7 @@ use std::{
 
 use collector::{collector, test_supervisor};
 use common::{eventually, host_fixture::HostFixture};
-use nodepulse::{config::Config, config::Source, host::HostProbe, node_signals};
+use nodepulse::{config::Config, config::Source, host::HostProbe, node};
 use nodepulse_actors::{
     messages::PressureChanged,
     ports::{HostError, HostSignals, MemorySource},
@@ -212,7 +212,7 @@ fn memory_pressure(message: &PressureChanged) -> bool {
 async fn memory_pressure_follows_the_host_within_a_pass_and_holds_for_the_transition_period() {
     let fixture = fixture_with(&[], 4 * 1024 * 1024);
     let mut settings =
-        node_signals::eviction_settings(&config("evictionHard: {memory.available: 100Mi}\n"));
+        node::eviction_settings(&config("evictionHard: {memory.available: 100Mi}\n"));
     settings.housekeeping_interval = Duration::from_millis(100);
     settings.pressure_transition_period = Duration::from_secs(2);
     let builder = test_supervisor("eviction-fixture");

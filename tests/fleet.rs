@@ -12,10 +12,9 @@ use common::{cluster::TestCluster, cluster::unique_node_name, eventually, eventu
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::{Api, api::ListParams};
 use nodepulse::{
-    cli::Settings,
-    config::{Config, FleetNodeConfig, Source},
+    config::{self, Config, FleetNodeConfig, Settings, Source},
     debug::{self, FaultInjectionGate},
-    fleet::{self, Fleet, FleetOptions},
+    fleet::{Fleet, FleetOptions},
     kube_api::KubeApi,
 };
 use nodepulse_supervisor::ChildState;
@@ -49,7 +48,7 @@ fn settings(cluster: &TestCluster, base: &str) -> Settings {
             ("memory".to_owned(), "6Gi".to_owned()),
         ]),
     };
-    config.nodes = fleet::with_generated(&[listed], base, NODES).expect("enough nodes");
+    config.nodes = config::with_generated(&[listed], base, NODES).expect("enough nodes");
     Settings {
         config,
         node_name: base.to_owned(),
@@ -175,6 +174,7 @@ async fn each_node_is_killable_by_name_and_a_kill_disturbs_no_other_node() {
         "127.0.0.1:0".parse().expect("an address"),
         fleet.handles().to_vec(),
         FaultInjectionGate::new(true, Some(TOKEN.to_owned())),
+        prometheus_client::registry::Registry::default(),
     )
     .expect("the debug endpoint starts");
     let address = endpoint.address;
@@ -188,7 +188,7 @@ async fn each_node_is_killable_by_name_and_a_kill_disturbs_no_other_node() {
         NODES * 6,
         "every node's six actors"
     );
-    let victim = fleet::generated_name(&base, 7);
+    let victim = config::generated_name(&base, 7);
     let (status, own) = debug_call(address, false, &format!("/debug/actors?node={victim}")).await;
     assert_eq!(status, 200);
     let own = actors(&own);

@@ -1,7 +1,7 @@
 //! `GET /metrics` of the daemon as a process, scraped over real HTTP while it keeps a Node on a
-//! test cluster: the families README documents are there, in valid Prometheus text format with
-//! the naming conventions (`_total` counters, `_seconds` in base units, histograms with
-//! buckets), and their values move — requests, status updates and Lease renewals count up, the
+//! test cluster: the families README documents are there, with the names and labels they have
+//! always had, in valid OpenMetrics text format with the naming conventions (`_total` counters,
+//! `_seconds` in base units, histograms with buckets), and their values move — requests, status updates and Lease renewals count up, the
 //! Lease's lag stays under its duration, and a killed actor's restart is counted.
 
 mod common;
@@ -20,6 +20,22 @@ use common::{
 };
 
 const TOKEN: &str = "metrics-test-token-8c2e51f0";
+
+/// Every family `/metrics` serves: name (without a counter's `_total`), type, label names.
+const FAMILIES: [&str; 12] = [
+    "nodepulse_actor_handling_seconds counter [actor,node]",
+    "nodepulse_actor_mailbox_capacity gauge [actor,node]",
+    "nodepulse_actor_mailbox_depth gauge [actor,node]",
+    "nodepulse_actor_mailbox_high_water gauge [actor,node]",
+    "nodepulse_actor_messages_handled counter [actor,node,type]",
+    "nodepulse_actor_restarts counter [actor,node]",
+    "nodepulse_actor_state gauge [actor,node,state]",
+    "nodepulse_lease_renew_lag_seconds gauge []",
+    "nodepulse_lease_renewals counter [result]",
+    "nodepulse_node_status_update counter [result]",
+    "nodepulse_rest_client_request_duration_seconds histogram [resource,verb]",
+    "nodepulse_rest_client_requests counter [code,resource,verb]",
+];
 
 /// The daemon, killed when dropped so a failing test leaves nothing behind.
 struct Daemon {
@@ -113,8 +129,17 @@ async fn scrape_until(
     }
 }
 
-/// One scrape: sample (name with labels) → value, after checking the text format.
+/// One scrape: sample (name with its labels in a canonical order) → value, after checking
+/// the text format.
 async fn scrape(http: &reqwest::Client, address: &str) -> BTreeMap<String, f64> {
+    scrape_families(http, address).await.1
+}
+
+/// One scrape's families (name → type and label names) and samples.
+async fn scrape_families(
+    http: &reqwest::Client,
+    address: &str,
+) -> (BTreeMap<String, Family>, BTreeMap<String, f64>) {
     let response = http
         .get(format!("http://{address}/metrics"))
         .send()
@@ -126,22 +151,53 @@ async fn scrape(http: &reqwest::Client, address: &str) -> BTreeMap<String, f64> 
         .expect("ascii")
         .to_owned();
     assert!(
-        content_type.starts_with("text/plain; version=0.0.4"),
+        content_type.starts_with("application/openmetrics-text; version=1.0.0"),
         "{content_type}"
     );
     parse(&response.text().await.expect("a body"))
 }
 
-/// Parses the exposition text, failing on anything malformed or against the conventions.
-fn parse(body: &str) -> BTreeMap<String, f64> {
-    let mut types: BTreeMap<String, String> = BTreeMap::new();
+/// A metric family as scraped: its type and every label name its samples carry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Family {
+    kind: String,
+    labels: std::collections::BTreeSet<String>,
+}
+
+/// `name{b="2",a="1"}` as `name{a="1",b="2"}`, so samples compare whatever the label order.
+fn canonical(sample: &str) -> String {
+    let Some((name, labels)) = sample.split_once('{') else {
+        return sample.to_owned();
+    };
+    let mut labels: Vec<&str> = labels.trim_end_matches('}').split("\",").collect();
+    labels.sort_unstable();
+    let joined = labels
+        .iter()
+        .map(|label| label.trim_end_matches('"'))
+        .collect::<Vec<_>>()
+        .join("\",");
+    format!("{name}{{{joined}\"}}")
+}
+
+/// Parses the OpenMetrics exposition, failing on anything malformed or against the
+/// conventions: counters' samples end in `_total`, histograms are in seconds, `# EOF` last.
+fn parse(body: &str) -> (BTreeMap<String, Family>, BTreeMap<String, f64>) {
+    let mut families: BTreeMap<String, Family> = BTreeMap::new();
     let mut samples = BTreeMap::new();
+    assert_eq!(
+        body.lines().last(),
+        Some("# EOF"),
+        "the exposition ends with # EOF"
+    );
     for line in body.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
             assert!(name.starts_with("nodepulse_"), "unprefixed family {name}");
             match kind {
-                "counter" => assert!(name.ends_with("_total"), "counter {name} without _total"),
+                "counter" => assert!(
+                    !name.ends_with("_total"),
+                    "counter family {name} named with its sample suffix"
+                ),
                 "histogram" => assert!(
                     name.ends_with("_seconds"),
                     "histogram {name} not in seconds"
@@ -152,13 +208,17 @@ fn parse(body: &str) -> BTreeMap<String, f64> {
                 ),
                 other => panic!("unexpected type {other} of {name}"),
             }
+            let family = Family {
+                kind: kind.to_owned(),
+                labels: Default::default(),
+            };
             assert!(
-                types.insert(name.to_owned(), kind.to_owned()).is_none(),
+                families.insert(name.to_owned(), family).is_none(),
                 "{name} twice"
             );
             continue;
         }
-        if line.starts_with("# HELP ") || line.is_empty() {
+        if line.starts_with('#') || line.is_empty() {
             continue;
         }
         let (sample, value) = line.rsplit_once(' ').expect("a sample and a value");
@@ -166,24 +226,43 @@ fn parse(body: &str) -> BTreeMap<String, f64> {
             .parse()
             .unwrap_or_else(|_| panic!("not a number: {line}"));
         let name = sample.split('{').next().expect("a name");
-        let family = ["_bucket", "_sum", "_count"]
+        let family = ["_bucket", "_sum", "_count", "_total"]
             .iter()
             .find_map(|suffix| {
-                name.strip_suffix(suffix)
-                    .filter(|base| types.get(*base).is_some_and(|k| k == "histogram"))
+                let base = name.strip_suffix(suffix)?;
+                let kind = &families.get(base)?.kind;
+                let fits = if *suffix == "_total" {
+                    kind == "counter"
+                } else {
+                    kind == "histogram"
+                };
+                fits.then_some(base)
             })
             .unwrap_or(name);
-        assert!(
-            types.contains_key(family),
-            "sample {name} before its # TYPE"
-        );
-        samples.insert(sample.to_owned(), value);
+        let entry = families
+            .get_mut(family)
+            .unwrap_or_else(|| panic!("sample {name} before its # TYPE"));
+        if entry.kind == "counter" {
+            assert!(
+                name.ends_with("_total"),
+                "counter sample {name} without _total"
+            );
+        }
+        if let Some((_, labels)) = sample.split_once('{') {
+            for label in labels.trim_end_matches('}').split("\",") {
+                let key = label.split('=').next().expect("a label name");
+                if key != "le" {
+                    entry.labels.insert(key.to_owned());
+                }
+            }
+        }
+        samples.insert(canonical(sample), value);
     }
-    samples
+    (families, samples)
 }
 
 fn value(samples: &BTreeMap<String, f64>, sample: &str) -> f64 {
-    samples.get(sample).copied().unwrap_or(0.0)
+    samples.get(&canonical(sample)).copied().unwrap_or(0.0)
 }
 
 #[actix_rt::test]
@@ -214,9 +293,21 @@ async fn metrics_are_named_as_prometheus_and_the_kubelet_name_them_and_move() {
         "nodepulse_actor_restarts_total{node=\"NODE\",actor=\"lease\"}",
         "nodepulse_actor_mailbox_depth{node=\"NODE\",actor=\"node-status\"}",
     ] {
-        let family = family.replace("NODE", &node);
+        let family = canonical(&family.replace("NODE", &node));
         assert!(first.contains_key(&family), "no {family} in {first:#?}");
     }
+    // Every family, with the type and label names it had before the move to
+    // prometheus-client; a new family is added here (and to README's table) on purpose.
+    let (families, _) = scrape_families(&http, &address).await;
+    let found: Vec<String> = families
+        .iter()
+        .map(|(name, family)| {
+            let labels: Vec<&str> = family.labels.iter().map(String::as_str).collect();
+            format!("{name} {} [{}]", family.kind, labels.join(","))
+        })
+        .collect();
+    assert_eq!(found, FAMILIES, "the /metrics families");
+
     let lag = value(&first, "nodepulse_lease_renew_lag_seconds");
     assert!(
         (0.0..4.0).contains(&lag),

@@ -23,16 +23,14 @@ use containerd::Containerd;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
+    config::{Config, Settings, Source},
     cri::CriClient,
-    daemon::supervisor_config,
     host::HostProbe,
     kube_api::KubeApi,
-    node, node_signals,
+    node::{NodeActors, NodeResources, Parts},
 };
 use nodepulse_actors::ports::{HostSignals, RuntimeService};
-use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+use nodepulse_supervisor::SupervisorHandle;
 
 /// NodeStatus and Lease from the daemon's wiring, fed by the signal actors on the given runtime
 /// and host. Status is computed every second; reports are forced only every 5m.
@@ -55,22 +53,18 @@ async fn start_node(
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await
         .expect("connects");
-    let (builder, addresses) = node::api_actors(
-        Supervisor::builder(supervisor_config(&settings.config, name)),
-        &settings,
-        &api,
-        None,
-    );
-    let (builder, _probe) = node_signals::signal_actors_with(
-        builder,
-        &settings.config,
+    let resources = NodeResources {
         runtime,
         host,
-        addresses.node_status.recipient(),
-        addresses.node_status.recipient(),
-        None,
-    );
-    builder.start()
+        ..NodeResources::for_host(&settings)
+    };
+    NodeActors::new(&settings)
+        .api(api)
+        .parts(Parts::HEARTBEAT_AND_SIGNALS)
+        .resources(resources)
+        .start()
+        .expect("NodeStatus, Lease and the signal actors are wired")
+        .0
 }
 
 /// The condition `kind` of the Node as the API server has it: (status, message).

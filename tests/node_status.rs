@@ -381,11 +381,14 @@ async fn a_new_pod_cidr_is_pushed_to_the_runtime_once_and_forces_a_status_patch(
             CidrRecorder(Arc::clone(&recorded))
         }))
         .start();
-    let sink: nodepulse_actors::node_status::PodCidrSink = Arc::default();
-    let _ = sink.set(recorder.recipient());
     let yaml = "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
-    let (supervisor, addresses) =
-        common::node::start_api_actors_with(&cluster.kubeconfig, &name, yaml, Some(sink)).await;
+    let (supervisor, addresses) = common::node::start_api_actors_with(
+        &cluster.kubeconfig,
+        &name,
+        yaml,
+        Some(recorder.recipient()),
+    )
+    .await;
     let node = Running {
         supervisor,
         addresses,

@@ -29,7 +29,7 @@ use kube::{
     Api,
     api::{Patch, PatchParams},
 };
-use nodepulse::node::STATUS_MANAGER_ACTOR as STATUS_MANAGER;
+use nodepulse_actors::status_manager::NAME as STATUS_MANAGER;
 use nodepulse_emulator::{FaultAction, FaultRule};
 use serde_json::json;
 

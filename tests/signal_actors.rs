@@ -1,4 +1,4 @@
-//! The two signal actors as the daemon wires them (`node_signals::signal_actors`): on the real
+//! The two signal actors as the daemon wires them (`NodeActors` with `Parts::SIGNALS`): on the real
 //! host, with a NodeStatus mailbox that nobody drains (a flood must not stall them), and with a
 //! runtime whose calls hang (the host's signals must not wait for it).
 
@@ -16,10 +16,9 @@ use collector::{Collector, collector, test_supervisor};
 use common::{eventually, eventually_async};
 use futures::{FutureExt, future::BoxFuture};
 use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
+    config::{Config, Settings, Source},
     host::HostProbe,
-    node_signals,
+    node::{NodeActors, NodeResources, Parts},
 };
 use nodepulse_actors::{
     messages::{PressureChanged, RuntimeHealth},
@@ -28,6 +27,22 @@ use nodepulse_actors::{
     },
 };
 use nodepulse_supervisor::{ChildState, mailbox};
+
+/// RuntimeProbe and EvictionSignal of `settings`, reporting to the test's collectors.
+fn signal_actors(
+    settings: &Settings,
+    resources: Option<NodeResources>,
+    health: nodepulse_supervisor::Recipient<RuntimeHealth>,
+    pressure: nodepulse_supervisor::Recipient<PressureChanged>,
+) -> NodeActors {
+    let node = NodeActors::new(settings)
+        .parts(Parts::SIGNALS)
+        .report_signals_to(health, pressure);
+    match resources {
+        Some(resources) => node.resources(resources),
+        None => node,
+    }
+}
 
 fn settings(yaml: &str) -> Settings {
     Settings {
@@ -56,7 +71,11 @@ async fn thresholds_above_the_real_hosts_free_memory_disk_and_pids_raise_every_c
         "one housekeeping read of the real host: {:?}",
         pass.elapsed()
     );
-    let _supervisor = node_signals::signal_actors(builder, &settings, health, pressure).start();
+    let _supervisor = signal_actors(&settings, None, health, pressure)
+        .add_to(builder)
+        .expect("the signal actors are wired")
+        .0
+        .start();
     eventually("the first pass is reported", || received.last().is_some()).await;
     let message = received.last().expect("a message");
     assert!(
@@ -108,13 +127,11 @@ async fn a_full_node_status_mailbox_stalls_neither_signal_actor() {
         settings("runtime: simulated\nruntimeProbePeriod: 100ms\nhousekeepingInterval: 1s\n");
     let (health, _health_inbox) = mailbox::<Collector<RuntimeHealth>>(1);
     let (pressure, _pressure_inbox) = mailbox::<Collector<PressureChanged>>(1);
-    let supervisor = node_signals::signal_actors(
-        test_supervisor("signals-flood"),
-        &settings,
-        health.recipient(),
-        pressure.recipient(),
-    )
-    .start();
+    let supervisor = signal_actors(&settings, None, health.recipient(), pressure.recipient())
+        .add_to(test_supervisor("signals-flood"))
+        .expect("the signal actors are wired")
+        .0
+        .start();
     eventually_async(
         "three housekeeping passes with the consumer full",
         || async {
@@ -177,16 +194,16 @@ async fn a_hung_runtime_does_not_hold_the_host_signals_back() {
     let (builder, health, _runtime) = collector::<RuntimeHealth>(builder, "node-status-runtime");
     let (builder, pressure, received) = collector::<PressureChanged>(builder, "node-status");
     let host: Arc<dyn HostSignals> = Arc::new(HostProbe::host(&settings.config.root_dir));
-    let (builder, _probe) = node_signals::signal_actors_with(
-        builder,
-        &settings.config,
-        Some(Arc::new(HangingRuntime)),
+    let resources = NodeResources {
+        runtime: Some(Arc::new(HangingRuntime)),
         host,
-        health,
-        pressure,
-        None,
-    );
-    let _supervisor = builder.start();
+        ..NodeResources::for_host(&settings)
+    };
+    let _supervisor = signal_actors(&settings, Some(resources), health, pressure)
+        .add_to(builder)
+        .expect("the signal actors are wired")
+        .0
+        .start();
     eventually("three passes while ImageFsInfo hangs", || {
         received.all().len() >= 3
     })

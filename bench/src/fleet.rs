@@ -6,10 +6,9 @@
 use std::{path::Path, time::Duration};
 
 use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
+    config::{self, Config, Settings, Source},
     fleet::{
-        self, FleetOptions,
+        FleetOptions,
         measure::{FleetFigures, MeasureOptions, measure},
     },
 };
@@ -66,7 +65,7 @@ async fn measure_one(nodes: usize, run: &FleetRun, scratch: &Path) -> Result<Val
         qps = run.qps,
     );
     let mut config = Config::parse(&yaml, Source::Embedded).map_err(|error| error.to_string())?;
-    config.nodes = fleet::with_generated(&[], "sim", nodes)?;
+    config.nodes = config::with_generated(&[], "sim", nodes).map_err(|error| error.to_string())?;
     let settings = Settings {
         config,
         node_name: "sim".to_owned(),

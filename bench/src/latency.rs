@@ -14,15 +14,12 @@ use kube::{
     api::{WatchEvent, WatchParams},
 };
 use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
-    daemon::supervisor_config,
+    config::{Config, Settings, Source},
     kube_api::{KubeApi, node::is_ready},
-    node,
+    node::{NodeActors, Parts},
 };
 use nodepulse_actors::messages::RuntimeHealth;
 use nodepulse_emulator::{Emulator, EmulatorConfig};
-use nodepulse_supervisor::Supervisor;
 use serde_json::{Value, json};
 
 use crate::single::client;
@@ -70,9 +67,11 @@ pub async fn run(samples: usize, scratch: &Path) -> Result<Value, String> {
     let api = KubeApi::connect(Some(&kubeconfig), &settings.config)
         .await
         .map_err(|error| error.to_string())?;
-    let builder = Supervisor::builder(supervisor_config(&settings.config, NODE));
-    let (builder, addresses) = node::api_actors(builder, &settings, &api, None);
-    let supervisor = builder.start();
+    let (supervisor, addresses) = NodeActors::new(&settings)
+        .api(api)
+        .parts(Parts::HEARTBEAT)
+        .start()
+        .map_err(|error| error.to_string())?;
     let nodes = Api::<Node>::all(client(&emulator.base_url()).await?);
     let send = |healthy: bool| {
         addresses

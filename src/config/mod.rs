@@ -4,17 +4,23 @@
 //! (`config/nodepulse.yaml`) is used.
 
 mod duration;
+mod endpoint;
+mod fleet;
 mod model;
 pub mod reference;
+mod settings;
 mod validate;
 
 use std::path::{Path, PathBuf};
 
 pub use duration::{DurationError, GoDuration};
+pub use endpoint::{EndpointError, socket_path};
+pub use fleet::{FleetSizeError, generated_name, with_generated};
 pub use model::{
     BackoffConfig, Config, DebugConfig, FaultInjectionConfig, FleetNodeConfig, RuntimeKind,
     StandaloneConfig, SupervisionConfig, TaintConfig,
 };
+pub use settings::{Overrides, Settings, SettingsError};
 pub use validate::check_node_name;
 
 /// The default configuration, compiled in so `nodepulse --standalone` needs no file at all.

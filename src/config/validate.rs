@@ -207,7 +207,7 @@ fn validate_host_root(config: &Config) -> Result<(), Invalid> {
 
 fn validate_runtime(config: &Config) -> Result<(), Invalid> {
     if config.runtime == RuntimeKind::Cri
-        && let Err(error) = crate::cri::socket_path(&config.container_runtime_endpoint)
+        && let Err(error) = super::socket_path(&config.container_runtime_endpoint)
     {
         return Err(invalid(
             "containerRuntimeEndpoint",

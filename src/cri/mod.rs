@@ -22,18 +22,7 @@ use tonic::{
     transport::{Channel, Endpoint},
 };
 
-/// Why an endpoint was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unsupported container runtime endpoint {0:?}: expected unix:///absolute/path.sock")]
-pub struct EndpointError(pub String);
-
-/// The socket path of a `unix://` endpoint.
-pub fn socket_path(endpoint: &str) -> Result<PathBuf, EndpointError> {
-    match endpoint.strip_prefix("unix://") {
-        Some(path) if path.starts_with('/') && path.len() > 1 => Ok(PathBuf::from(path)),
-        _ => Err(EndpointError(endpoint.to_owned())),
-    }
-}
+pub use crate::config::{EndpointError, socket_path};
 
 /// A CRI client on one unix socket. Cheap to clone; clones share the connection.
 #[derive(Clone)]

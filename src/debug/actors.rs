@@ -47,7 +47,7 @@ pub async fn node(
     context: web::Data<DebugContext>,
     query: web::Query<NodeQuery>,
 ) -> Result<HttpResponse, DebugError> {
-    let name = crate::node::NODE_STATUS_ACTOR;
+    let name = nodepulse_actors::node_status::NAME;
     let handle = context.nodes.owner_of(name, query.node.as_deref())?;
     handle
         .actor_state(name, STATE_TIMEOUT)

@@ -1,14 +1,17 @@
-//! `GET /metrics`: the supervised actors' figures and the API clients' (requests, status
-//! updates, Lease renewals; see `kube_api::metrics`) in the Prometheus text exposition format.
-//! Every family is documented in README, "Metrics".
-
-use std::fmt::Write as _;
+//! `GET /metrics`: the daemon's registry in the OpenMetrics text format — the families the
+//! caller registered (the API clients', see `kube_api::metrics`) and the supervised actors'
+//! figures, read from the supervisors at each scrape. Every family is documented in README,
+//! "Metrics".
 
 use actix_web::{HttpResponse, web};
 use nodepulse_supervisor::{ActorSnapshot, ChildState};
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeMetric},
+    metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge},
+};
 
-use super::DebugContext;
-use crate::kube_api::metrics::API_METRICS;
+use super::{DebugContext, nodes::Nodes};
 
 const STATES: [ChildState; 5] = [
     ChildState::Starting,
@@ -19,135 +22,151 @@ const STATES: [ChildState; 5] = [
 ];
 
 pub async fn metrics(context: web::Data<DebugContext>) -> HttpResponse {
-    let actors: Vec<ActorSnapshot> = context
-        .nodes
-        .all()
-        .iter()
-        .flat_map(|handle| handle.actors())
-        .collect();
-    let mut body = render(&actors);
-    API_METRICS.render(&mut body, jiff::Timestamp::now());
+    let mut body = String::with_capacity(16 * 1024);
+    if let Err(error) = prometheus_client::encoding::text::encode(&mut body, &context.registry) {
+        // Writing to a String cannot fail; a collector that fails is a bug worth seeing.
+        return HttpResponse::InternalServerError().body(format!("cannot encode metrics: {error}"));
+    }
     HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
         .body(body)
 }
 
-/// Renders the actor families; one sample per actor (and per state or message type).
-pub fn render(actors: &[ActorSnapshot]) -> String {
-    let mut out = String::with_capacity(256 + actors.len() * 512);
-    family(
-        &mut out,
-        "nodepulse_actor_restarts_total",
-        "counter",
-        "Restarts of each supervised actor.",
-        actors,
-        |actor| vec![(String::new(), actor.restarts as f64)],
-    );
-    family(
-        &mut out,
-        "nodepulse_actor_state",
-        "gauge",
-        "1 for the state each actor is in, 0 for the others.",
-        actors,
-        |actor| {
-            STATES
-                .iter()
-                .map(|state| {
-                    (
-                        format!(",state=\"{}\"", state.as_str()),
-                        f64::from(u8::from(actor.state == *state)),
-                    )
-                })
-                .collect()
-        },
-    );
-    family(
-        &mut out,
-        "nodepulse_actor_mailbox_depth",
-        "gauge",
-        "Messages waiting in each actor's mailbox.",
-        actors,
-        |actor| vec![(String::new(), actor.mailbox.mailbox.depth as f64)],
-    );
-    family(
-        &mut out,
-        "nodepulse_actor_mailbox_capacity",
-        "gauge",
-        "Messages each actor's mailbox can hold.",
-        actors,
-        |actor| vec![(String::new(), actor.mailbox.mailbox.capacity as f64)],
-    );
-    family(
-        &mut out,
-        "nodepulse_actor_mailbox_high_water",
-        "gauge",
-        "Most messages ever waiting in each actor's mailbox.",
-        actors,
-        |actor| vec![(String::new(), actor.mailbox.mailbox.high_water as f64)],
-    );
-    family(
-        &mut out,
-        "nodepulse_actor_messages_handled_total",
-        "counter",
-        "Messages handled by each actor, by message type.",
-        actors,
-        |actor| {
-            actor
-                .mailbox
-                .handled_by_type
-                .iter()
-                .map(|(message_type, count)| {
-                    (format!(",type=\"{}\"", escape(message_type)), *count as f64)
-                })
-                .collect()
-        },
-    );
-    family(
-        &mut out,
-        "nodepulse_actor_handling_seconds_total",
-        "counter",
-        "Time each actor spent in message handlers.",
-        actors,
-        |actor| vec![(String::new(), actor.mailbox.handling_seconds)],
-    );
-    out
-}
+/// The actor families, one sample per actor (and per state or message type).
+pub struct ActorMetrics(pub Nodes);
 
-fn family(
-    out: &mut String,
-    name: &str,
-    kind: &str,
-    help: &str,
-    actors: &[ActorSnapshot],
-    samples: impl Fn(&ActorSnapshot) -> Vec<(String, f64)>,
-) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    for actor in actors {
-        for (extra_labels, value) in samples(actor) {
-            let _ = writeln!(
-                out,
-                "{name}{{node=\"{}\",actor=\"{}\"{extra_labels}}} {value}",
-                escape(&actor.node),
-                escape(&actor.name)
-            );
-        }
+impl std::fmt::Debug for ActorMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ActorMetrics({} nodes)", self.0.all().len())
     }
 }
 
-/// Label values escape backslash, double quote and newline, as the text format requires.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+type Labels = Vec<(&'static str, String)>;
+
+fn labels(actor: &ActorSnapshot) -> Labels {
+    vec![("node", actor.node.clone()), ("actor", actor.name.clone())]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::escape;
+fn with(actor: &ActorSnapshot, key: &'static str, value: &str) -> Labels {
+    let mut labels = labels(actor);
+    labels.push((key, value.to_owned()));
+    labels
+}
 
-    #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+/// One family: its descriptor, then every sample `samples` gives for each actor.
+fn family<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    (name, help, kind): (&str, &str, MetricType),
+    actors: &[ActorSnapshot],
+    samples: impl Fn(&ActorSnapshot) -> Vec<(Labels, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+    for actor in actors {
+        for (labels, metric) in samples(actor) {
+            metric.encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+impl Collector for ActorMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let actors: Vec<ActorSnapshot> = self
+            .0
+            .all()
+            .iter()
+            .flat_map(|handle| handle.actors())
+            .collect();
+        // Counts as integers, as they always were exposed; only the handling time is a float.
+        let count = |value: u64| ConstCounter::new(value);
+        let gauge = |value: usize| ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+        family(
+            &mut encoder,
+            (
+                "nodepulse_actor_restarts",
+                "Restarts of each supervised actor.",
+                MetricType::Counter,
+            ),
+            &actors,
+            |actor| vec![(labels(actor), count(actor.restarts))],
+        )?;
+        family(
+            &mut encoder,
+            (
+                "nodepulse_actor_state",
+                "1 for the state each actor is in, 0 for the others.",
+                MetricType::Gauge,
+            ),
+            &actors,
+            |actor| {
+                STATES
+                    .iter()
+                    .map(|state| {
+                        let on = usize::from(actor.state == *state);
+                        (with(actor, "state", state.as_str()), gauge(on))
+                    })
+                    .collect()
+            },
+        )?;
+        family(
+            &mut encoder,
+            (
+                "nodepulse_actor_mailbox_depth",
+                "Messages waiting in each actor's mailbox.",
+                MetricType::Gauge,
+            ),
+            &actors,
+            |actor| vec![(labels(actor), gauge(actor.mailbox.mailbox.depth))],
+        )?;
+        family(
+            &mut encoder,
+            (
+                "nodepulse_actor_mailbox_capacity",
+                "Messages each actor's mailbox can hold.",
+                MetricType::Gauge,
+            ),
+            &actors,
+            |actor| vec![(labels(actor), gauge(actor.mailbox.mailbox.capacity))],
+        )?;
+        family(
+            &mut encoder,
+            (
+                "nodepulse_actor_mailbox_high_water",
+                "Most messages ever waiting in each actor's mailbox.",
+                MetricType::Gauge,
+            ),
+            &actors,
+            |actor| vec![(labels(actor), gauge(actor.mailbox.mailbox.high_water))],
+        )?;
+        family(
+            &mut encoder,
+            (
+                "nodepulse_actor_messages_handled",
+                "Messages handled by each actor, by message type.",
+                MetricType::Counter,
+            ),
+            &actors,
+            |actor| {
+                actor
+                    .mailbox
+                    .handled_by_type
+                    .iter()
+                    .map(|(kind, handled)| (with(actor, "type", kind), count(*handled)))
+                    .collect()
+            },
+        )?;
+        family(
+            &mut encoder,
+            (
+                "nodepulse_actor_handling_seconds",
+                "Time each actor spent in message handlers.",
+                MetricType::Counter,
+            ),
+            &actors,
+            |actor| {
+                let seconds = ConstCounter::new(actor.mailbox.handling_seconds);
+                vec![(labels(actor), seconds)]
+            },
+        )
     }
 }

@@ -8,7 +8,8 @@
 //!   enabled in the configuration, with `Authorization: Bearer <token>`
 //! - `GET /debug/node[?node=]` — the Node status as last computed and sent, and why
 //! - `GET /healthz` — "ok", or 503 with the reasons
-//! - `GET /metrics` — Prometheus text format
+//! - `GET /metrics` — the OpenMetrics text format: the registry handed to [`start`], plus
+//!   every actor's figures
 //!
 //! Every error is JSON: `{"error":{"code","reason","message"}}`.
 
@@ -26,6 +27,7 @@ use actix_web::{
 };
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use nodepulse_supervisor::SupervisorHandle;
+use prometheus_client::registry::Registry;
 
 pub use auth::FaultInjectionGate;
 pub use error::DebugError;
@@ -42,6 +44,7 @@ pub struct DebugContext {
     pub nodes: Nodes,
     pub gate: FaultInjectionGate,
     pub kill_rate: DefaultDirectRateLimiter,
+    pub registry: Registry,
 }
 
 /// A running debug endpoint.
@@ -50,21 +53,26 @@ pub struct DebugServer {
     pub address: SocketAddr,
 }
 
-/// Binds `address` and serves the routes for `nodes`. The returned server must be awaited
-/// (or spawned) to run; it does not react to signals, the daemon does.
+/// Binds `address` and serves the routes for `nodes`, and `/metrics` from `registry` with the
+/// actors' families added. The returned server must be awaited (or spawned) to run; it does
+/// not react to signals, the daemon does.
 pub fn start(
     address: SocketAddr,
     nodes: Vec<SupervisorHandle>,
     gate: FaultInjectionGate,
+    mut registry: Registry,
 ) -> std::io::Result<DebugServer> {
     if !address.ip().is_loopback() {
         tracing::warn!(%address, "the debug endpoint is bound beyond loopback: anyone who can reach it sees the actors' internals");
     }
     let per_second = NonZeroU32::new(KILLS_PER_SECOND).unwrap_or(NonZeroU32::MIN);
+    let nodes = Nodes::new(nodes);
+    registry.register_collector(Box::new(metrics::ActorMetrics(nodes.clone())));
     let context = web::Data::new(DebugContext {
-        nodes: Nodes::new(nodes),
+        nodes,
         gate,
         kill_rate: RateLimiter::direct(Quota::per_second(per_second)),
+        registry,
     });
     let server = HttpServer::new(move || {
         App::new()

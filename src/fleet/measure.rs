@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::{Fleet, FleetOptions, proc_stats};
 use crate::{
-    cli::Settings,
+    config::Settings,
     kube_api::{KubeApi, node::is_ready},
 };
 

@@ -15,7 +15,6 @@ mod api;
 mod host;
 pub mod measure;
 pub mod proc_stats;
-mod run;
 
 use std::{
     sync::Arc,
@@ -27,14 +26,11 @@ use nodepulse_supervisor::{SharedArbiters, Supervisor, SupervisorHandle};
 
 pub use api::FleetApi;
 pub use host::{CachedHost, CachedMachine, NodeMachine};
-pub use run::run;
 
 use crate::{
-    cli::Settings,
-    config::{Config, FleetNodeConfig},
-    daemon::supervisor_config,
+    config::{FleetNodeConfig, Settings},
     kube_api::{KubeApi, SharedWatches},
-    node::{self, NodeResources},
+    node::{NodeActors, NodeResources, supervisor_config},
 };
 
 /// How long one reading of the host serves every node: well under the housekeeping and status
@@ -44,41 +40,6 @@ const HOST_READING_MAX_AGE: Duration = Duration::from_secs(1);
 /// How often a fleet node's simulated pods advance: a scripted pod phase then lands within a
 /// second of its time, instead of a quarter of one.
 const POD_TICK: Duration = Duration::from_secs(1);
-
-/// The generated name of the fleet's `index`-th node.
-pub fn generated_name(base: &str, index: usize) -> String {
-    format!("{base}-{index}")
-}
-
-/// `count` nodes: those listed under `nodes:` first, then generated ones named after
-/// `base` (`<base>-<i>`) up to `count`. Fewer than the list is an error: nothing listed is
-/// silently left out.
-pub fn with_generated(
-    listed: &[FleetNodeConfig],
-    base: &str,
-    count: usize,
-) -> Result<Vec<FleetNodeConfig>, String> {
-    if count < listed.len() {
-        return Err(format!(
-            "--nodes {count} is fewer than the {} nodes listed under nodes:",
-            listed.len()
-        ));
-    }
-    let mut nodes = listed.to_vec();
-    let mut index = 0;
-    while nodes.len() < count {
-        let name = generated_name(base, index);
-        index += 1;
-        if !listed.iter().any(|node| node.name == name) {
-            nodes.push(FleetNodeConfig {
-                name,
-                labels: Default::default(),
-                capacity: Default::default(),
-            });
-        }
-    }
-    Ok(nodes)
-}
 
 /// How a fleet runs, beyond its configuration.
 #[derive(Debug, Clone)]
@@ -194,39 +155,12 @@ fn start_node(
     });
     let mut supervision = supervisor_config(&settings.config, &node.name);
     supervision.shared_arbiters = Some(arbiters.clone());
-    node::actors_with(Supervisor::builder(supervision), &settings, api, &resources)
-        .0
-        .start()
-}
-
-/// Whether `config` asks for a fleet rather than one node.
-pub fn is_fleet(config: &Config) -> bool {
-    !config.nodes.is_empty()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn listed(name: &str) -> FleetNodeConfig {
-        FleetNodeConfig {
-            name: name.to_owned(),
-            labels: [("zone".to_owned(), "a".to_owned())].into(),
-            capacity: Default::default(),
-        }
-    }
-
-    #[test]
-    fn generated_nodes_fill_up_after_the_listed_ones_without_taking_their_names() {
-        let nodes = with_generated(&[listed("sim-1")], "sim", 3).expect("enough");
-        let names: Vec<&str> = nodes.iter().map(|node| node.name.as_str()).collect();
-        assert_eq!(names, ["sim-1", "sim-0", "sim-2"]);
-        assert_eq!(nodes[0].labels.get("zone").map(String::as_str), Some("a"));
-    }
-
-    #[test]
-    fn fewer_nodes_than_listed_is_an_error() {
-        let error = with_generated(&[listed("a"), listed("b")], "sim", 1).expect_err("refused");
-        assert!(error.contains("fewer than the 2 nodes listed"), "{error}");
-    }
+    let api: Arc<dyn crate::node::ApiPorts> = Arc::clone(api) as _;
+    let (builder, _addresses) = NodeActors::new(&settings)
+        .api(api)
+        .resources(resources)
+        .add_to(Supervisor::builder(supervision))
+        // The whole node with an API: nothing for the wiring to refuse.
+        .expect("a whole node is wired");
+    builder.start()
 }

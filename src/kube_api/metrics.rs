@@ -2,18 +2,25 @@
 //! resource (measured in a tower layer under kube-rs, so no adapter can forget it, as client-go
 //! measures `rest_client_request_duration_seconds`), node status updates, and Lease renewals
 //! with the age of the last renewTime written. Process-wide, like client-go's registry: one
-//! daemon process runs one node, and a test process's nodes simply add up.
+//! daemon process runs one node, and a test process's nodes simply add up. The families are
+//! prometheus-client's; [`ApiMetrics::register`] adds them to the daemon's registry.
 
 use std::{
-    collections::BTreeMap,
-    fmt::Write as _,
-    sync::{LazyLock, Mutex, PoisonError},
+    sync::{Arc, LazyLock, Mutex, PoisonError},
     task::{Context, Poll},
     time::{Duration, Instant},
 };
 
 use futures::future::BoxFuture;
 use jiff::Timestamp;
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric},
+    metrics::{
+        MetricType, counter::Counter, family::Family, gauge::ConstGauge, histogram::Histogram,
+    },
+    registry::Registry,
+};
 
 /// The process's API metrics.
 pub static API_METRICS: LazyLock<ApiMetrics> = LazyLock::new(ApiMetrics::default);
@@ -23,166 +30,153 @@ const BUCKETS: [f64; 12] = [
     0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
 ];
 
-#[derive(Default, Clone)]
-struct Histogram {
-    /// Observations ≤ each bound (not cumulative; summed when rendered).
-    buckets: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct Request {
+    verb: String,
+    resource: String,
 }
 
-impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        if let Some(index) = BUCKETS.iter().position(|bound| seconds <= *bound) {
-            self.buckets[index] += 1;
-        }
-        self.count += 1;
-        self.sum += seconds;
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestResult {
+    verb: String,
+    resource: String,
+    /// The HTTP status, or `<error>` when no response came.
+    code: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct Outcome {
+    result: &'static str,
+}
+
+fn outcome(ok: bool) -> Outcome {
+    Outcome {
+        result: if ok { "success" } else { "error" },
     }
 }
 
-#[derive(Default)]
-struct Figures {
-    /// (verb, resource) → latency.
-    durations: BTreeMap<(String, String), Histogram>,
-    /// (verb, resource, code) → requests; code is the HTTP status, or `<error>` without one.
-    requests: BTreeMap<(String, String, String), u64>,
-    /// result → node status PATCHes.
-    node_status_updates: BTreeMap<&'static str, u64>,
-    /// result → Lease writes (create or renew).
-    lease_renewals: BTreeMap<&'static str, u64>,
-    last_renew_time: Option<Timestamp>,
+type Latencies = Family<Request, Histogram, fn() -> Histogram>;
+
+/// The families, shared by every clone (prometheus-client's metrics are handles).
+#[derive(Debug, Clone)]
+pub struct ApiMetrics {
+    durations: Latencies,
+    requests: Family<RequestResult, Counter>,
+    node_status_updates: Family<Outcome, Counter>,
+    lease_renewals: Family<Outcome, Counter>,
+    last_renew_time: Arc<Mutex<Option<Timestamp>>>,
 }
 
-/// The figures, behind one lock: a request records in well under a microsecond.
-#[derive(Default)]
-pub struct ApiMetrics(Mutex<Figures>);
-
-fn result(ok: bool) -> &'static str {
-    if ok { "success" } else { "error" }
+impl Default for ApiMetrics {
+    fn default() -> Self {
+        Self {
+            durations: Family::new_with_constructor(|| Histogram::new(BUCKETS)),
+            requests: Family::default(),
+            node_status_updates: Family::default(),
+            lease_renewals: Family::default(),
+            last_renew_time: Arc::default(),
+        }
+    }
 }
 
 impl ApiMetrics {
-    fn figures(&self) -> std::sync::MutexGuard<'_, Figures> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub fn observe_request(&self, verb: &str, resource: &str, code: Option<u16>, took: Duration) {
-        let mut figures = self.figures();
-        figures
-            .durations
-            .entry((verb.to_owned(), resource.to_owned()))
-            .or_default()
+        self.durations
+            .get_or_create(&Request {
+                verb: verb.to_owned(),
+                resource: resource.to_owned(),
+            })
             .observe(took.as_secs_f64());
         let code = code.map_or_else(|| "<error>".to_owned(), |code| code.to_string());
-        *figures
-            .requests
-            .entry((verb.to_owned(), resource.to_owned(), code))
-            .or_default() += 1;
+        self.requests
+            .get_or_create(&RequestResult {
+                verb: verb.to_owned(),
+                resource: resource.to_owned(),
+                code,
+            })
+            .inc();
     }
 
     pub fn node_status_update(&self, ok: bool) {
-        *self
-            .figures()
-            .node_status_updates
-            .entry(result(ok))
-            .or_default() += 1;
+        self.node_status_updates.get_or_create(&outcome(ok)).inc();
     }
 
     /// A Lease write; `renew_time` is the renewTime the server accepted, `None` on failure.
     pub fn lease_renewal(&self, renew_time: Option<Timestamp>) {
-        let mut figures = self.figures();
-        *figures
-            .lease_renewals
-            .entry(result(renew_time.is_some()))
-            .or_default() += 1;
+        self.lease_renewals
+            .get_or_create(&outcome(renew_time.is_some()))
+            .inc();
         if let Some(renewed) = renew_time {
-            figures.last_renew_time = Some(
-                figures
-                    .last_renew_time
-                    .map_or(renewed, |last| last.max(renewed)),
-            );
+            let mut last = self
+                .last_renew_time
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            *last = Some(last.map_or(renewed, |last| last.max(renewed)));
         }
     }
 
-    /// The families in the Prometheus text format; `now` dates the Lease's lag.
-    pub fn render(&self, out: &mut String, now: Timestamp) {
-        let figures = self.figures();
-        header(
-            out,
+    /// Adds the families to `registry`; the Lease's lag is dated at each scrape.
+    pub fn register(&self, registry: &mut Registry) {
+        self.register_at(registry, None);
+    }
+
+    /// [`register`](Self::register), with the lag dated at `now` when given (tests).
+    fn register_at(&self, registry: &mut Registry, now: Option<Timestamp>) {
+        registry.register(
             "nodepulse_rest_client_request_duration_seconds",
-            "histogram",
             "API request latency by Kubernetes verb and resource (until the response headers; a watch until it is established).",
+            self.durations.clone(),
         );
-        for ((verb, resource), histogram) in &figures.durations {
-            let labels = format!("verb=\"{verb}\",resource=\"{resource}\"");
-            let mut cumulative = 0;
-            for (bound, count) in BUCKETS.iter().zip(histogram.buckets) {
-                cumulative += count;
-                let _ = writeln!(
-                    out,
-                    "nodepulse_rest_client_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "nodepulse_rest_client_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\n\
-                 nodepulse_rest_client_request_duration_seconds_sum{{{labels}}} {}\n\
-                 nodepulse_rest_client_request_duration_seconds_count{{{labels}}} {}",
-                histogram.count, histogram.sum, histogram.count
-            );
-        }
-        header(
-            out,
-            "nodepulse_rest_client_requests_total",
-            "counter",
+        registry.register(
+            "nodepulse_rest_client_requests",
             "API requests by Kubernetes verb, resource and HTTP status code (<error> when no response came).",
+            self.requests.clone(),
         );
-        for ((verb, resource, code), count) in &figures.requests {
-            let _ = writeln!(
-                out,
-                "nodepulse_rest_client_requests_total{{verb=\"{verb}\",resource=\"{resource}\",code=\"{code}\"}} {count}"
-            );
-        }
-        header(
-            out,
-            "nodepulse_node_status_update_total",
-            "counter",
+        registry.register(
+            "nodepulse_node_status_update",
             "Node status PATCHes sent, by result.",
+            self.node_status_updates.clone(),
         );
-        for (result, count) in &figures.node_status_updates {
-            let _ = writeln!(
-                out,
-                "nodepulse_node_status_update_total{{result=\"{result}\"}} {count}"
-            );
-        }
-        header(
-            out,
-            "nodepulse_lease_renewals_total",
-            "counter",
+        registry.register(
+            "nodepulse_lease_renewals",
             "Writes of the node's Lease (create or renew), by result.",
+            self.lease_renewals.clone(),
         );
-        for (result, count) in &figures.lease_renewals {
-            let _ = writeln!(
-                out,
-                "nodepulse_lease_renewals_total{{result=\"{result}\"}} {count}"
-            );
-        }
-        if let Some(renewed) = figures.last_renew_time {
-            header(
-                out,
-                "nodepulse_lease_renew_lag_seconds",
-                "gauge",
-                "Seconds since the renewTime of the last Lease write the API server accepted; past leaseDurationSeconds the node-lifecycle controller marks the node Unknown.",
-            );
-            let lag = (now.as_millisecond() - renewed.as_millisecond()).max(0) as f64 / 1000.0;
-            let _ = writeln!(out, "nodepulse_lease_renew_lag_seconds {lag}");
-        }
+        registry.register_collector(Box::new(LeaseLag {
+            last_renew_time: Arc::clone(&self.last_renew_time),
+            now,
+        }));
     }
 }
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+/// `nodepulse_lease_renew_lag_seconds`, computed when scraped; absent before the first renewal.
+#[derive(Debug)]
+struct LeaseLag {
+    last_renew_time: Arc<Mutex<Option<Timestamp>>>,
+    /// Fixed in tests; the scrape's own time otherwise.
+    now: Option<Timestamp>,
+}
+
+impl Collector for LeaseLag {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(renewed) = *self
+            .last_renew_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        else {
+            return Ok(());
+        };
+        let now = self.now.unwrap_or_else(Timestamp::now);
+        #[allow(clippy::cast_precision_loss)] // milliseconds of a lag fit an f64 exactly
+        let lag = (now.as_millisecond() - renewed.as_millisecond()).max(0) as f64 / 1000.0;
+        let metric = encoder.encode_descriptor(
+            "nodepulse_lease_renew_lag_seconds",
+            "Seconds since the renewTime of the last Lease write the API server accepted; past leaseDurationSeconds the node-lifecycle controller marks the node Unknown.",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(lag).encode(metric)
+    }
 }
 
 /// The Kubernetes verb and resource (`pods/status`) of a request, as RBAC and the API server's
@@ -320,13 +314,20 @@ mod tests {
         assert_eq!(classified("GET", "/version"), ("list", "/version".into()));
     }
 
+    fn render(metrics: &ApiMetrics, now: Option<Timestamp>) -> String {
+        let mut registry = Registry::default();
+        metrics.register_at(&mut registry, now);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).expect("encoded");
+        out
+    }
+
     #[test]
     fn a_histogram_counts_each_observation_in_its_bucket_and_above() {
         let metrics = ApiMetrics::default();
         metrics.observe_request("get", "nodes", Some(200), Duration::from_millis(3));
         metrics.observe_request("get", "nodes", Some(404), Duration::from_millis(300));
-        let mut out = String::new();
-        metrics.render(&mut out, Timestamp::now());
+        let out = render(&metrics, None);
         let line = |prefix: &str| {
             out.lines()
                 .find(|line| line.starts_with(prefix))
@@ -336,11 +337,12 @@ mod tests {
                 .expect("a value")
                 .to_owned()
         };
-        let bucket = "nodepulse_rest_client_request_duration_seconds_bucket{verb=\"get\",resource=\"nodes\",";
-        assert_eq!(line(&format!("{bucket}le=\"0.005\"}}")), "1");
-        assert_eq!(line(&format!("{bucket}le=\"0.25\"}}")), "1");
-        assert_eq!(line(&format!("{bucket}le=\"0.5\"}}")), "2");
-        assert_eq!(line(&format!("{bucket}le=\"+Inf\"}}")), "2");
+        let bucket = "nodepulse_rest_client_request_duration_seconds_bucket{le=";
+        let labels = ",verb=\"get\",resource=\"nodes\"}";
+        assert_eq!(line(&format!("{bucket}\"0.005\"{labels}")), "1");
+        assert_eq!(line(&format!("{bucket}\"0.25\"{labels}")), "1");
+        assert_eq!(line(&format!("{bucket}\"0.5\"{labels}")), "2");
+        assert_eq!(line(&format!("{bucket}\"+Inf\"{labels}")), "2");
         assert_eq!(
             line(
                 "nodepulse_rest_client_requests_total{verb=\"get\",resource=\"nodes\",code=\"404\"}"
@@ -352,11 +354,17 @@ mod tests {
     #[test]
     fn the_lease_lag_is_the_age_of_the_newest_accepted_renew_time() {
         let metrics = ApiMetrics::default();
+        assert!(
+            !render(&metrics, None).contains("nodepulse_lease_renew_lag_seconds"),
+            "no lag before the first renewal"
+        );
         let renewed: Timestamp = "2026-11-29T22:00:00Z".parse().expect("a time");
         metrics.lease_renewal(Some(renewed));
         metrics.lease_renewal(None);
-        let mut out = String::new();
-        metrics.render(&mut out, renewed + jiff::SignedDuration::from_millis(2500));
+        let out = render(
+            &metrics,
+            Some(renewed + jiff::SignedDuration::from_millis(2500)),
+        );
         assert!(
             out.contains("nodepulse_lease_renew_lag_seconds 2.5\n"),
             "{out}"

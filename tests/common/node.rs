@@ -6,16 +6,14 @@ use std::{path::Path, sync::Arc, time::Instant};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use nodepulse::{
-    cli::Settings,
-    config::{Config, Source},
-    daemon::supervisor_config,
+    config::{Config, Settings, Source},
     kube_api::{KubeApi, node::is_ready},
-    node::{self, NodeAddresses},
+    node::{NodeActors, NodeAddresses, Parts},
 };
-use nodepulse_actors::{messages::RuntimeHealth, node_status::PodCidrSink};
+use nodepulse_actors::{messages::RuntimeHealth, runtime_probe::UpdatePodCidr};
+use nodepulse_supervisor::{Recipient, SupervisorHandle};
 
 use super::eventually_async;
-use nodepulse_supervisor::{Supervisor, SupervisorHandle};
 
 /// Starts NodeStatus and Lease for node `name` with the configuration `yaml`, through
 /// `kubeconfig`; the returned addresses are how the test feeds NodeStatus.
@@ -32,12 +30,15 @@ pub async fn start_api_actors_with(
     kubeconfig: &Path,
     name: &str,
     yaml: &str,
-    pod_cidr: Option<PodCidrSink>,
+    pod_cidr: Option<Recipient<UpdatePodCidr>>,
 ) -> (SupervisorHandle, NodeAddresses) {
     let (settings, api) = connect(kubeconfig, name, yaml).await;
-    let builder = Supervisor::builder(supervisor_config(&settings.config, name));
-    let (builder, addresses) = node::api_actors(builder, &settings, &api, pod_cidr);
-    (builder.start(), addresses)
+    let node = NodeActors::new(&settings).api(api).parts(Parts::HEARTBEAT);
+    let node = match pod_cidr {
+        Some(pod_cidr) => node.push_pod_cidr_to(pod_cidr),
+        None => node,
+    };
+    node.start().expect("NodeStatus and Lease are wired")
 }
 
 /// The settings of node `name` with the configuration `yaml`, and an API client for them.

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, api::PostParams};
-use nodepulse::{daemon::supervisor_config, node};
-use nodepulse_supervisor::{Supervisor, SupervisorHandle};
+use nodepulse::node::NodeActors;
+use nodepulse_supervisor::SupervisorHandle;
 use serde_json::{Value, json};
 
 use super::eventually_async;
@@ -40,8 +40,11 @@ pub async fn start_simulated_node(kubeconfig: &Path, name: &str, yaml: &str) -> 
         &format!("{SIMULATED_NODE}{thresholds}{yaml}"),
     )
     .await;
-    let builder = Supervisor::builder(supervisor_config(&settings.config, name));
-    node::actors(builder, &settings, &api).0.start()
+    NodeActors::new(&settings)
+        .api(api)
+        .start()
+        .expect("a whole node is wired")
+        .0
 }
 
 /// A pod bound to `node` from `extra` merged over a one-container pod named `name`.

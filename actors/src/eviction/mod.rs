@@ -4,6 +4,9 @@
 //! its restarts). When a threshold is eligible (hard, or soft past its grace period) it ranks the
 //! active pods and asks StatusManager to evict at most one per pass (`EvictPod`).
 
+/// The name EvictionSignalActor has in its supervisor, the debug endpoint and the metrics.
+pub const NAME: &str = "eviction-signal";
+
 mod observe;
 mod pressure;
 pub mod ranking;

@@ -5,6 +5,9 @@
 //! fleet, each actor starts at a random phase of the interval, so nodes started together do
 //! not renew in step.
 
+/// The name LeaseActor has in its supervisor, the debug endpoint and the metrics.
+pub const NAME: &str = "lease";
+
 pub mod lag;
 mod renewal;
 mod round;

@@ -6,7 +6,7 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -27,10 +27,6 @@ use crate::{
     ports::{MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
     runtime_probe::UpdatePodCidr,
 };
-
-/// Where a changed `spec.podCIDRs` is pushed (RuntimeProbeActor, which hands it to the runtime
-/// with CRI UpdateRuntimeConfig). Filled once, before the node's actors start.
-pub type PodCidrSink = Arc<OnceLock<Recipient<UpdatePodCidr>>>;
 
 /// Jitter of the status loop: the wait is `frequency × (1 + U[0, 0.04))`.
 const UPDATE_JITTER: f64 = 0.04;
@@ -89,7 +85,9 @@ pub struct NodeStatusActor {
     machine: Arc<dyn MachineFacts>,
     memory: Arc<NodeStatusMemory>,
     lease: Option<Recipient<NodeRegistered>>,
-    pod_cidr: Option<PodCidrSink>,
+    /// Where a changed `spec.podCIDRs` is pushed (the runtime probe, which hands it to the
+    /// runtime with CRI UpdateRuntimeConfig, and the pods' provider).
+    pod_cidr: Option<Recipient<UpdatePodCidr>>,
     /// The pod CIDRs last pushed to the runtime, as the kubelet's `runtimeState.cidr`.
     last_pod_cidr: Option<String>,
     /// A pod CIDR change forces the next status PATCH.
@@ -112,7 +110,7 @@ impl NodeStatusActor {
         machine: Arc<dyn MachineFacts>,
         memory: Arc<NodeStatusMemory>,
         lease: Option<Recipient<NodeRegistered>>,
-        pod_cidr: Option<PodCidrSink>,
+        pod_cidr: Option<Recipient<UpdatePodCidr>>,
     ) -> Self {
         Self {
             settings,
@@ -210,7 +208,7 @@ impl NodeStatusActor {
             return;
         };
         tracing::info!(pod_cidr = %cidrs, "the Node's pod CIDR changed; pushing it to the runtime");
-        if let Some(sink) = self.pod_cidr.as_ref().and_then(|sink| sink.get())
+        if let Some(sink) = &self.pod_cidr
             && let Err(error) = sink.try_send(UpdatePodCidr(cidrs.clone()))
         {
             tracing::warn!(%error, "cannot hand the pod CIDR to the runtime probe");

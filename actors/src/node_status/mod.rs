@@ -5,6 +5,9 @@
 //! adopt). `sync` holds the API work as owned futures; `actor` decides when to run it;
 //! `debug` is the view behind `GET /debug/node`.
 
+/// The name NodeStatusActor has in its supervisor, the debug endpoint and the metrics.
+pub const NAME: &str = "node-status";
+
 mod actor;
 pub mod change;
 mod debug;
@@ -16,4 +19,4 @@ pub mod report;
 pub mod setters;
 pub mod sync;
 
-pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink};
+pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings};

@@ -2,6 +2,9 @@
 //! (the `simulated` one here), whose updates become StatusManager's `SetPodStatus`,
 //! `SetContainerReadiness` and `TerminatePod`.
 
+/// The name PodLifecycleActor has in its supervisor, the debug endpoint and the metrics.
+pub const NAME: &str = "pod-lifecycle";
+
 mod actor;
 pub mod annotations;
 pub mod ip_pool;

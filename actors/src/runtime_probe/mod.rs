@@ -4,6 +4,9 @@
 //! is judged on fresh news. It owns the runtime state (kept across its restarts) and the pod
 //! CIDR last pushed to the runtime; it never blocks: each probe runs beside its mailbox.
 
+/// The name RuntimeProbeActor has in its supervisor, the debug endpoint and the metrics.
+pub const NAME: &str = "runtime-probe";
+
 mod state;
 
 use std::{

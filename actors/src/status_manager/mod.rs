@@ -2,6 +2,9 @@
 //! condition ownership, `mergePodStatus`, `TerminatePod`'s final status, readiness flips and the
 //! PATCH body. `sync` holds one pod's API work as an owned future; `actor` decides when to run it.
 
+/// The name StatusManagerActor has in its supervisor, the debug endpoint and the metrics.
+pub const NAME: &str = "status-manager";
+
 mod actor;
 #[cfg(test)]
 mod actor_tests;

@@ -1,0 +1,103 @@
+//! The settings the daemon runs on: the validated configuration resolved with the command
+//! line's overrides (node name, kubeconfig, standalone mode, fleet size). They live here, below
+//! every module that reads them, so the flag parser is only a way to fill them in.
+
+use std::path::PathBuf;
+
+use super::{
+    Config, ConfigError, FleetNodeConfig, RuntimeKind, check_node_name, fleet::FleetSizeError,
+    with_generated,
+};
+
+/// Everything the daemon needs, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config: Config,
+    pub node_name: String,
+    pub kubeconfig: Option<PathBuf>,
+    pub standalone: bool,
+}
+
+/// What the command line says over the configuration file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// The configuration file; the embedded default when `None`.
+    pub config_file: Option<PathBuf>,
+    pub node_name: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+    pub standalone: bool,
+    /// Run this many simulated nodes (a fleet).
+    pub nodes: Option<u32>,
+}
+
+/// Why the settings could not be resolved. None is retryable: the input must change.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("--node-name: invalid value {0}")]
+    NodeName(String),
+    #[error("cannot determine the node name from the host name ({0}); set nodeName or --node-name")]
+    Hostname(String),
+    #[error(
+        "--nodes: a fleet of nodes in one process needs runtime: simulated in the configuration"
+    )]
+    FleetNeedsSimulatedRuntime,
+    #[error("--nodes: {0}")]
+    FleetSize(#[from] FleetSizeError),
+}
+
+impl Settings {
+    /// Reads the configuration `overrides` names (or the embedded default) and applies them.
+    pub fn resolve(overrides: &Overrides) -> Result<Self, SettingsError> {
+        let config = match &overrides.config_file {
+            Some(path) => Config::load(path)?,
+            None => Config::embedded_default()?,
+        };
+        Self::from_config(config, overrides)
+    }
+
+    /// Applies `overrides` (all but the file) to a validated `config`.
+    pub fn from_config(mut config: Config, overrides: &Overrides) -> Result<Self, SettingsError> {
+        let node_name = match (&overrides.node_name, &config.node_name) {
+            (Some(name), _) => {
+                check_node_name(name).map_err(SettingsError::NodeName)?;
+                name.clone()
+            }
+            (None, Some(name)) => name.clone(),
+            (None, None) => host_node_name()?,
+        };
+        if let Some(count) = overrides.nodes {
+            if config.runtime != RuntimeKind::Simulated {
+                return Err(SettingsError::FleetNeedsSimulatedRuntime);
+            }
+            config.nodes = with_generated(&config.nodes, &node_name, count as usize)?;
+        }
+        Ok(Self {
+            config,
+            node_name,
+            kubeconfig: overrides.kubeconfig.clone(),
+            standalone: overrides.standalone,
+        })
+    }
+
+    /// Whether these settings ask for a fleet rather than one node.
+    pub fn is_fleet(&self) -> bool {
+        !self.config.nodes.is_empty()
+    }
+
+    /// The fleet's nodes (empty for one node).
+    pub fn fleet_nodes(&self) -> &[FleetNodeConfig] {
+        &self.config.nodes
+    }
+}
+
+/// The host name, lower-cased, as the kubelet names its Node by default.
+fn host_node_name() -> Result<String, SettingsError> {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map_err(|error| SettingsError::Hostname(error.to_string()))?;
+    let name = hostname.trim().to_lowercase();
+    check_node_name(&name).map_err(SettingsError::Hostname)?;
+    Ok(name)
+}
