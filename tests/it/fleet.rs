@@ -3,7 +3,7 @@
 //! Lease, is visible and killable through the debug endpoint by `?node=`, and a kill on one
 //! node leaves the others undisturbed. No timing goals here: those are the benchmarks'.
 
-mod common;
+use crate::common;
 
 use nodepulse::kube_api::node::is_ready;
 use std::{collections::BTreeMap, time::Duration};

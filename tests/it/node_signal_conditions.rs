@@ -4,9 +4,8 @@
 //! MemoryPressure follows a host (a fixture tree) within one housekeeping pass plus one PATCH.
 //! Prints the measured latencies.
 
-mod common;
-#[path = "common/containerd.rs"]
-mod containerd;
+use crate::common;
+use crate::common::containerd;
 
 use std::{
     path::Path,

@@ -34,7 +34,6 @@ pub struct DaemonProcess {
     lines: Arc<Mutex<Vec<String>>>,
     /// `http://127.0.0.1:port` of its debug endpoint.
     pub debug: String,
-    pub node: String,
     http: reqwest::Client,
     _config: tempfile::NamedTempFile,
 }
@@ -80,7 +79,6 @@ impl DaemonProcess {
             child,
             lines,
             debug: String::new(),
-            node: node.to_owned(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()
@@ -95,10 +93,6 @@ impl DaemonProcess {
                 .expect("the debug address is logged")
         );
         daemon
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 
     /// Every line written to stderr so far.

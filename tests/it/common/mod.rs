@@ -1,9 +1,10 @@
 //! Shared pieces of the black-box tests: actors written for the tests, and polling helpers.
-#![allow(dead_code)] // Each test binary uses its own subset.
 
 pub mod actors;
 pub mod attack;
 pub mod cluster;
+pub mod collector;
+pub mod containerd;
 pub mod daemon;
 pub mod host_fixture;
 pub mod identity;

@@ -4,7 +4,7 @@
 //! Node — including which kubeconfig it picks: `--kubeconfig`, then `KUBECONFIG`, then
 //! `~/.kube/config`, never falling through past a named one.
 
-mod common;
+use crate::common;
 
 use std::{
     path::Path,
@@ -19,7 +19,7 @@ use common::{
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 
-const README: &str = include_str!("../README.md");
+const README: &str = include_str!("../../README.md");
 
 fn nodepulse() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));

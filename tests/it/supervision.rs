@@ -1,7 +1,7 @@
 //! The supervisor detects every way an actor can die (stop, panic, hang), restarts it with
 //! backoff, bounds restarts, and loses no message sent while the actor was down.
 
-mod common;
+use crate::common;
 
 use std::{
     num::NonZeroU32,

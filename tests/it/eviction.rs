@@ -3,9 +3,8 @@
 //! pressure reaching the NodeStatus side within one housekeeping pass, held for the transition
 //! period, and kept across the actor's restarts. The real host is in `signal_actors.rs`.
 
-#[path = "common/collector.rs"]
-mod collector;
-mod common;
+use crate::common;
+use crate::common::collector;
 
 use std::{
     path::Path,

@@ -3,7 +3,7 @@
 //! held up by hung status PATCHes, a hung connection is abandoned, and with the node-lifecycle
 //! controller running the node never goes Unknown.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

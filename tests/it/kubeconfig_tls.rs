@@ -6,7 +6,7 @@
 //!
 //! The certificates are minted with the `openssl` command (X.509 v3, as webpki requires).
 
-mod common;
+use crate::common;
 
 use std::{
     path::{Path, PathBuf},

@@ -4,7 +4,7 @@
 //! plus the restart time, the node never goes Unknown or looks different, and a fresh status
 //! with the right conditions is posted within one status period of the restart.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

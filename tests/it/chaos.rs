@@ -15,7 +15,7 @@
 //! and `NODEPULSE_CHAOS_SECONDS` sets its length (default 30; below about 15 s the pressure may
 //! not flip both ways).
 
-mod common;
+use crate::common;
 
 use std::{
     collections::BTreeMap,

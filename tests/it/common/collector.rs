@@ -1,6 +1,5 @@
 //! A supervised stand-in for NodeStatusActor: it keeps every message of one type it receives,
 //! with the time it arrived, in a store the test reads.
-#![allow(dead_code)] // Each test binary uses its own subset.
 
 use std::{
     sync::{Arc, Mutex},

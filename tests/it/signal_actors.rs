@@ -2,9 +2,8 @@
 //! host, with a NodeStatus mailbox that nobody drains (a flood must not stall them), and with a
 //! runtime whose calls hang (the host's signals must not wait for it).
 
-#[path = "common/collector.rs"]
-mod collector;
-mod common;
+use crate::common;
+use crate::common::collector;
 
 use std::{
     path::PathBuf,

@@ -3,9 +3,8 @@
 //! not recreated, with no NotReady blip and the pods still Running; a killed and restarted
 //! containerd turns the node NotReady and Ready again while it never goes Unknown.
 
-mod common;
-#[path = "common/containerd.rs"]
-mod containerd;
+use crate::common;
+use crate::common::containerd;
 
 use std::time::{Duration, Instant, SystemTime};
 

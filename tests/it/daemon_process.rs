@@ -1,7 +1,7 @@
 //! The daemon as a process: how it starts, stops on SIGTERM, refuses bad configuration, and
 //! exits when its supervisor escalates — each with its documented exit code and message.
 
-mod common;
+use crate::common;
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -336,7 +336,7 @@ fn exceeding_the_restart_intensity_exits_with_code_3_naming_the_actor() {
     let mut command = Command::new(std::env::current_exe().expect("this test binary"));
     command
         .args([
-            "escalation_child_process",
+            "daemon_process::escalation_child_process",
             "--exact",
             "--ignored",
             "--nocapture",

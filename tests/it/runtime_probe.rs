@@ -4,11 +4,9 @@
 //! restarted one is found again; no socket at all is said plainly; the pod CIDR is pushed once;
 //! and a runtime call that never returns stops neither the health updates nor the actor.
 
-#[path = "common/collector.rs"]
-mod collector;
-mod common;
-#[path = "common/containerd.rs"]
-mod containerd;
+use crate::common;
+use crate::common::collector;
+use crate::common::containerd;
 
 use std::{
     sync::{Arc, Mutex},

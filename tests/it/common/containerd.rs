@@ -2,7 +2,6 @@
 //! under a temporary directory, so tests run in parallel and never touch the host's runtime.
 //! Installed by `scripts/ci-setup-containerd.sh`; when it is missing, tests skip — except in
 //! CI (`CI=true`), where they fail.
-#![allow(dead_code)] // Each test binary uses its own subset.
 
 use std::{
     path::{Path, PathBuf},

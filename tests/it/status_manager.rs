@@ -5,7 +5,7 @@
 //! of a burst of status changes loses none of them, and the adapter's watch sees this node's
 //! pods only. Two tests print figures: SetPodStatus → API latency and changes synced per second.
 
-mod common;
+use crate::common;
 
 use std::{
     sync::Arc,

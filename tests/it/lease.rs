@@ -3,7 +3,7 @@
 //! with a renewTime that only moves forward, survives writes behind its back, and keeps
 //! renewing across its own restarts.
 
-mod common;
+use crate::common;
 
 use std::{sync::Arc, time::Duration};
 

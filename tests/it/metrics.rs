@@ -4,7 +4,7 @@
 //! `_seconds` in base units, histograms with buckets), and their values move — requests, status updates and Lease renewals count up, the
 //! Lease's lag stays under its duration, and a killed actor's restart is counted.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::BTreeMap,

@@ -3,7 +3,7 @@
 //! every setter's output on this host, Ready following the runtime, adoption and
 //! re-registration, no PATCH without a change, and the report-frequency PATCH.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

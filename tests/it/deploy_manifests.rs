@@ -4,7 +4,7 @@
 //! included) and nothing beyond the documented list; the DaemonSet, the ConfigMap and the systemd unit hand the daemon
 //! a command line and a configuration it accepts.
 
-mod common;
+use crate::common;
 
 use std::{collections::BTreeSet, path::Path, time::Duration};
 

@@ -1,7 +1,7 @@
 //! The debug endpoint over real HTTP: every route, every documented error code, and fault
 //! injection that really kills and restarts an actor.
 
-mod common;
+use crate::common;
 
 use std::{num::NonZeroU32, time::Duration};
 

@@ -4,7 +4,7 @@
 //! mode, with only a node's own identity, the whole daemon — killed actors included — writes
 //! nothing but its own Node, its own Lease, Events and the pods bound to it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -7,7 +7,7 @@
 //! eviction under pressure picks the pod the kubelet would and never a critical one; killing
 //! the pod actors while pods arrive loses none of them.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::BTreeSet,

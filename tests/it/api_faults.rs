@@ -11,7 +11,7 @@
 //! `tests/heartbeat_faults.rs` covers registration refusals, hung status PATCHes and hung Lease
 //! requests one by one; this file covers the rest.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -3,7 +3,7 @@
 //! it registers its Node, keeps its status and renews its Lease — and the same identity is
 //! refused another node's objects, so the test would notice nodepulse reaching beyond its own.
 
-mod common;
+use crate::common;
 
 use common::{
     eventually_async,

@@ -1,0 +1,36 @@
+//! The daemon's black-box tests, in one binary so the suite links once instead of 26 times.
+//! One module per property; each module's own doc says what it proves. `common` holds what
+//! they share: the test cluster (the emulator, or a real one named by
+//! `NODEPULSE_TEST_KUBECONFIG`), daemons as processes, fixture hosts, a private containerd.
+//!
+//! Tests wait on timers and I/O far more than they compute: `scripts/test.sh` runs them with
+//! more threads than cores.
+
+mod common;
+
+mod actor_faults;
+mod api_faults;
+mod chaos;
+mod cli_commands;
+mod config_fuzz;
+mod config_rejection;
+mod daemon_process;
+mod debug_endpoint;
+mod deploy_manifests;
+mod eviction;
+mod fleet;
+mod heartbeat_faults;
+mod kubeconfig_tls;
+mod layering;
+mod lease;
+mod metrics;
+mod node_identity;
+mod node_signal_conditions;
+mod node_status;
+mod pods;
+mod process_faults;
+mod reliability_security;
+mod runtime_probe;
+mod signal_actors;
+mod status_manager;
+mod supervision;
