@@ -1,0 +1,277 @@
+//! How each part of a node is wired: its factories (what every generation of an actor is
+//! built from, including the state kept across restarts) and its peers' addresses. Only
+//! `NodeActors` calls this.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use nodepulse_actors::{
+    eviction::{self, EvictionSignalActor, Evictions},
+    lease::{self, LeaseActor, renew_interval, start_phase},
+    messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
+    node_status::{self, NodeStatusActor},
+    pods::{
+        self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
+        SimulatedSettings,
+    },
+    ports::{LeaseApi, NodeApi, PodApi},
+    runtime_probe::{self, RuntimeProbeActor, UpdatePodCidr},
+    status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
+};
+use nodepulse_supervisor::{
+    ChildSpec, Drain, Inbox, Mailbox, Recipient, SupervisorBuilder, mailbox,
+};
+
+use super::{
+    ApiPorts, NodeAddresses, NodeResources, Parts, eviction_settings, node_status_settings,
+    settings,
+};
+use crate::config::{RuntimeKind, Settings};
+
+/// Every inbox of one node, taken by the part that starts its actor.
+pub(super) struct Inboxes {
+    pub node_status: Inbox<NodeStatusActor>,
+    pub lease: Inbox<LeaseActor>,
+    pub status_manager: Inbox<StatusManagerActor>,
+    pub pod_lifecycle: Inbox<PodLifecycleActor>,
+    pub runtime_probe: Inbox<RuntimeProbeActor>,
+    pub eviction_signal: Inbox<EvictionSignalActor>,
+}
+
+pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
+    let (node_status, node_status_inbox) = mailbox(capacity);
+    let (lease, lease_inbox) = mailbox(capacity);
+    let (status_manager, status_manager_inbox) = mailbox(capacity);
+    let (pod_lifecycle, pod_lifecycle_inbox) = mailbox(capacity);
+    let (runtime_probe, runtime_probe_inbox) = mailbox(capacity);
+    let (eviction_signal, eviction_signal_inbox) = mailbox(capacity);
+    (
+        NodeAddresses {
+            node_status,
+            lease,
+            status_manager,
+            pod_lifecycle,
+            runtime_probe,
+            eviction_signal,
+        },
+        Inboxes {
+            node_status: node_status_inbox,
+            lease: lease_inbox,
+            status_manager: status_manager_inbox,
+            pod_lifecycle: pod_lifecycle_inbox,
+            runtime_probe: runtime_probe_inbox,
+            eviction_signal: eviction_signal_inbox,
+        },
+    )
+}
+
+/// What every part's factory is built from.
+pub(super) struct Wiring<'a> {
+    pub settings: &'a Settings,
+    pub resources: &'a NodeResources,
+    pub addresses: &'a NodeAddresses,
+    pub parts: Parts,
+    /// Where NodeStatus pushes a changed pod CIDR, when not to its peers.
+    pub pod_cidr: Option<Recipient<UpdatePodCidr>>,
+}
+
+impl Wiring<'_> {
+    /// NodeStatus, then Lease.
+    pub fn heartbeat(
+        &self,
+        builder: SupervisorBuilder,
+        api: &Arc<dyn ApiPorts>,
+        node_status_inbox: Inbox<NodeStatusActor>,
+        lease_inbox: Inbox<LeaseActor>,
+    ) -> SupervisorBuilder {
+        let config = &self.settings.config;
+        let mut status_settings = node_status_settings(self.settings);
+        status_settings.random_tick_phase = self.resources.spread_timers;
+        let node_api: Arc<dyn NodeApi> = Arc::clone(api) as Arc<dyn NodeApi>;
+        let machine = Arc::clone(&self.resources.machine);
+        // Outlives NodeStatusActor's instances: a restart keeps the latest runtime and pressure.
+        let memory = Arc::default();
+        let lease = self.addresses.lease.recipient();
+        let pod_cidr = self.pod_cidr_recipient();
+        let node_status = ChildSpec::new(node_status::NAME, node_status_inbox, move || {
+            NodeStatusActor::new(
+                status_settings.clone(),
+                Arc::clone(&node_api),
+                Arc::clone(&machine),
+                Arc::clone(&memory),
+                Some(lease.clone()),
+                pod_cidr.clone(),
+            )
+        });
+
+        let lease_api: Arc<dyn LeaseApi> = Arc::clone(api) as Arc<dyn LeaseApi>;
+        let lease_settings = settings::lease_settings(self.settings);
+        // Drawn once: only the first instance waits for its phase; a restarted one renews at once.
+        let phase = self.resources.spread_timers.then(|| {
+            let interval = renew_interval(config.node_lease_duration_seconds);
+            start_phase(interval, rand::random::<f64>())
+        });
+        let first_instance = AtomicBool::new(true);
+        let lease = ChildSpec::new(lease::NAME, lease_inbox, move || {
+            let actor = LeaseActor::new(lease_settings.clone(), Arc::clone(&lease_api));
+            match phase.filter(|_| first_instance.swap(false, Ordering::Relaxed)) {
+                Some(phase) => actor.with_first_wait(phase),
+                None => actor,
+            }
+        });
+        builder.child(node_status).child(lease)
+    }
+
+    /// Where NodeStatus pushes a changed pod CIDR: the runtime (whose answer forces a status
+    /// PATCH) and the pods' provider (their addresses), whichever of them runs.
+    fn pod_cidr_recipient(&self) -> Option<Recipient<UpdatePodCidr>> {
+        if let Some(pod_cidr) = &self.pod_cidr {
+            return Some(pod_cidr.clone());
+        }
+        let runtime = self
+            .parts
+            .signals
+            .then(|| self.addresses.runtime_probe.recipient());
+        let pods = self
+            .parts
+            .pods
+            .then(|| self.addresses.pod_lifecycle.recipient());
+        match (runtime, pods) {
+            (None, None) => None,
+            (Some(one), None) | (None, Some(one)) => Some(one),
+            (Some(runtime), Some(pods)) => {
+                Some(Recipient::from_fn(move |update: UpdatePodCidr| {
+                    if let Err(error) = pods.try_send(update.clone()) {
+                        tracing::warn!(%error, "cannot hand the pod CIDR to the pod lifecycle actor");
+                    }
+                    runtime.try_send(update)
+                }))
+            }
+        }
+    }
+
+    /// The pods' provider: simulated pods for a simulated runtime, none otherwise (a CRI
+    /// provider is the next layer). Shared with eviction, which ranks the active pods.
+    pub fn pod_state(&self) -> Arc<PodLifecycleState> {
+        let config = &self.settings.config;
+        Arc::new(match config.runtime {
+            RuntimeKind::Simulated => {
+                PodLifecycleState::new(SimulatedPods::new(SimulatedSettings {
+                    host_ip: self.resources.host_ip,
+                    fallback_cidr: settings::fallback_pod_cidr(config),
+                }))
+            }
+            RuntimeKind::Cri => PodLifecycleState::new(NoPods),
+        })
+    }
+
+    /// StatusManager, then the pod lifecycle actor that feeds it; and the shutdown drain that
+    /// sends every pod status the API lacks.
+    pub fn pods(
+        &self,
+        builder: SupervisorBuilder,
+        api: &Arc<dyn ApiPorts>,
+        state: Arc<PodLifecycleState>,
+        status_manager_inbox: Inbox<StatusManagerActor>,
+        pod_lifecycle_inbox: Inbox<PodLifecycleActor>,
+    ) -> SupervisorBuilder {
+        let node_name = &self.settings.node_name;
+        let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
+        let store: Arc<PodStatusStore> = Arc::default();
+        let manager_settings = StatusManagerSettings::new(node_name.clone());
+        let (manager_api, stop) = (
+            Arc::clone(&pod_api),
+            self.addresses.pod_lifecycle.recipient(),
+        );
+        let manager = ChildSpec::new(status_manager::NAME, status_manager_inbox, move || {
+            StatusManagerActor::new(
+                manager_settings.clone(),
+                Arc::clone(&manager_api),
+                Arc::clone(&store),
+            )
+            .with_provider(stop.clone())
+        });
+
+        let lifecycle_settings = PodLifecycleSettings {
+            node_name: node_name.clone(),
+            tick: self.resources.pod_tick,
+        };
+        let to_manager = self.addresses.status_manager.clone();
+        let lifecycle = ChildSpec::new(pods::NAME, pod_lifecycle_inbox, move || {
+            PodLifecycleActor::new(
+                lifecycle_settings.clone(),
+                Arc::clone(&pod_api),
+                Arc::clone(&state),
+                to_manager.clone(),
+            )
+        });
+        let flush = flush_pod_statuses(self.addresses.status_manager.clone(), node_name.clone());
+        builder
+            .child(manager)
+            .child(lifecycle)
+            .drain_on_shutdown(flush)
+    }
+
+    /// RuntimeProbe, then EvictionSignal, reporting to `reports`.
+    pub fn signals(
+        &self,
+        builder: SupervisorBuilder,
+        (health, pressure): (Recipient<RuntimeHealth>, Recipient<PressureChanged>),
+        evictions: Option<Evictions>,
+        runtime_probe_inbox: Inbox<RuntimeProbeActor>,
+        eviction_signal_inbox: Inbox<EvictionSignalActor>,
+    ) -> SupervisorBuilder {
+        let config = &self.settings.config;
+        let runtime = self.resources.runtime.clone();
+        let probe_settings = settings::runtime_probe_settings(config);
+        let probe_runtime = runtime.clone();
+        let probe_store = Arc::default();
+        let probe = ChildSpec::new(runtime_probe::NAME, runtime_probe_inbox, move || {
+            RuntimeProbeActor::new(
+                probe_settings.clone(),
+                probe_runtime.clone(),
+                health.clone(),
+                Arc::clone(&probe_store),
+            )
+        });
+
+        let eviction_settings = eviction_settings(config);
+        let host = Arc::clone(&self.resources.host);
+        let pressure_state = Arc::default();
+        let eviction = ChildSpec::new(eviction::NAME, eviction_signal_inbox, move || {
+            let actor = EvictionSignalActor::new(
+                eviction_settings.clone(),
+                Arc::clone(&host),
+                runtime.clone(),
+                pressure.clone(),
+                Arc::clone(&pressure_state),
+            );
+            match &evictions {
+                Some(evictions) => actor.with_evictions(evictions.clone()),
+                None => actor,
+            }
+        });
+        builder.child(probe).child(eviction)
+    }
+}
+
+/// At shutdown, before the actors stop: every pod status the API lacks is sent, so a status
+/// decided just before a SIGTERM is not left for the next process to rediscover.
+fn flush_pod_statuses(status_manager: Mailbox<StatusManagerActor>, node: String) -> Drain {
+    Box::new(move || {
+        let (status_manager, node) = (status_manager.clone(), node.clone());
+        Box::pin(async move {
+            match status_manager.request(FlushPodStatuses).await {
+                Ok(Some(0)) => tracing::info!(%node, "every pod status is in the API"),
+                Ok(Some(unsent)) => {
+                    tracing::warn!(%node, unsent, "the API refused pod statuses at shutdown; they were not written");
+                }
+                Ok(None) | Err(_) => {
+                    tracing::warn!(%node, "StatusManager ended before it flushed the pod statuses");
+                }
+            }
+        })
+    })
+}
