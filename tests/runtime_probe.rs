@@ -168,7 +168,7 @@ async fn a_killed_runtime_is_left_to_age_and_found_again_after_a_restart() {
     let stale = |health: &RuntimeHealth| {
         health
             .last_successful_probe
-            .is_some_and(|last| last < killed)
+            .is_some_and(|last| last.into_std() < killed)
             && health
                 .observed_at
                 .duration_since(jiff::Timestamp::now())
@@ -213,7 +213,7 @@ async fn a_killed_runtime_is_left_to_age_and_found_again_after_a_restart() {
             .first_since(restarted, |health| {
                 health
                     .last_successful_probe
-                    .is_some_and(|last| last >= restarted)
+                    .is_some_and(|last| last.into_std() >= restarted)
             })
             .is_some()
     })
@@ -222,7 +222,7 @@ async fn a_killed_runtime_is_left_to_age_and_found_again_after_a_restart() {
         .first_since(restarted, |health| {
             health
                 .last_successful_probe
-                .is_some_and(|last| last >= restarted)
+                .is_some_and(|last| last.into_std() >= restarted)
         })
         .expect("found");
     eprintln!(

@@ -194,11 +194,9 @@ impl Arbiters {
 
 #[cfg(test)]
 mod tests {
-    use std::{
-        collections::HashSet,
-        thread::ThreadId,
-        time::{Duration, Instant},
-    };
+    use std::{collections::HashSet, thread::ThreadId, time::Duration};
+
+    use tokio::time::Instant;
 
     use actix::{Actor, Context, Handler, Message};
 

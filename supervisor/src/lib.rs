@@ -37,7 +37,7 @@ pub use control::KillMode;
 pub use drain::Drain;
 pub use handle::{ActorRequestError, SupervisorHandle};
 pub use inbox::Inbox;
-pub use intensity::{IntensityPolicy, RestartIntensity};
+pub use intensity::{IntensityPolicy, RestartIntensity, TokioClock};
 pub use mailbox::{Mailbox, Recipient, RequestError, SendError, mailbox};
 pub use snapshot::ActorSnapshot;
 pub use stats::{LastMessage, MailboxSnapshot, QueueGauge};

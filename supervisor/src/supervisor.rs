@@ -5,12 +5,15 @@
 
 use std::{
     sync::{Arc, atomic::Ordering::Relaxed, mpsc as blocking},
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, SystemTime},
 };
 
 use actix::{Actor, AsyncContext, Context, SpawnHandle, StreamHandler};
 use futures::channel::mpsc;
-use tokio::sync::{oneshot, watch};
+use tokio::{
+    sync::{oneshot, watch},
+    time::Instant,
+};
 
 mod requests;
 

@@ -17,13 +17,14 @@ mod thresholds;
 use std::{
     path::PathBuf,
     sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, WrapFuture};
 use jiff::Timestamp;
 use nodepulse_supervisor::{Recipient, SendError, SupervisedActor};
 use serde_json::json;
+use tokio::time::Instant;
 
 pub use observe::{dedicated_image_fs, observations};
 pub use pressure::{PassOutcome, PressureState, housekeeping_pass};
@@ -205,7 +206,7 @@ impl EvictionSignalActor {
         for error in &errors {
             tracing::warn!(%error, "a host signal could not be read this pass");
         }
-        let now = tokio::time::Instant::now().into_std();
+        let now = Instant::now();
         let outcome = housekeeping_pass(
             &self.settings.thresholds,
             &observed,
@@ -255,7 +256,7 @@ impl EvictionSignalActor {
             .lock()
             .map(|state| state.first_observed.clone())
             .unwrap_or_default();
-        let now = tokio::time::Instant::now().into_std();
+        let now = Instant::now();
         let met_since = |signal: Signal| {
             let first = self
                 .settings
@@ -324,7 +325,7 @@ impl SupervisedActor for EvictionSignalActor {
             .lock()
             .map(|state| state.clone())
             .unwrap_or_default();
-        let now = tokio::time::Instant::now().into_std();
+        let now = Instant::now();
         let since = |instant: Instant| now.saturating_duration_since(instant).as_secs_f64();
         let signals: Vec<_> = Signal::ALL
             .into_iter()

@@ -11,16 +11,14 @@ mod round;
 #[cfg(test)]
 mod round_tests;
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use nodepulse_supervisor::SupervisedActor;
 use serde_json::json;
+use tokio::time::Instant;
 
 pub use renewal::{
     RENEW_JITTER, jittered, new_lease, next_renew_time, node_owner, renew_interval, renewal_of,

@@ -7,7 +7,7 @@
 use std::{
     collections::BTreeMap,
     sync::{Arc, Mutex, OnceLock},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, StreamHandler, WrapFuture};
@@ -15,6 +15,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use nodepulse_supervisor::{Recipient, SupervisedActor};
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::{
     registration::RegistrationSettings,

@@ -3,11 +3,12 @@
 //! one status sync (up to five attempts: the first from the cached Node, the rest after a live
 //! GET; a missing Node means it must be registered again).
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::{
     change::status_changed,

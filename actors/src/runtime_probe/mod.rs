@@ -8,13 +8,14 @@ mod state;
 
 use std::{
     sync::{Arc, Mutex, MutexGuard},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 use jiff::Timestamp;
 use nodepulse_supervisor::{Recipient, SupervisedActor};
 use serde_json::json;
+use tokio::time::Instant;
 
 pub use state::{NETWORK_STATE_UNKNOWN, RuntimeState, render_condition};
 
@@ -100,7 +101,7 @@ impl RuntimeProbeActor {
 
     fn start_probe(&mut self, ctx: &mut Context<Self>) {
         let Some(runtime) = self.runtime.clone() else {
-            self.store().state = RuntimeState::simulated(now());
+            self.store().state = RuntimeState::simulated(Instant::now());
             self.send_health();
             return;
         };
@@ -131,7 +132,7 @@ impl RuntimeProbeActor {
     fn finish_probe(&mut self, (status, version): ProbeResult) {
         self.probe_started = None;
         self.probes += 1;
-        let now = now();
+        let now = Instant::now();
         match status {
             Ok(status) => {
                 self.failures_in_a_row = 0;
@@ -186,11 +187,6 @@ impl RuntimeProbeActor {
             }
         }
     }
-}
-
-/// Now on tokio's clock, so tests that pause time see the probe's timestamps move with it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
 }
 
 async fn bounded<T>(
@@ -254,7 +250,7 @@ impl SupervisedActor for RuntimeProbeActor {
             "probeInProgressSeconds": self.probe_started.map(|started| started.elapsed().as_secs_f64()),
             "failuresInARow": self.failures_in_a_row,
             "lastFailure": self.last_failure.as_ref().map(|(at, error)| json!({"at": at.to_string(), "error": error})),
-            "lastSuccessfulProbeSecondsAgo": state.last_successful_probe.map(|at| now().saturating_duration_since(at).as_secs_f64()),
+            "lastSuccessfulProbeSecondsAgo": state.last_successful_probe.map(|at| Instant::now().saturating_duration_since(at).as_secs_f64()),
             "runtimeError": state.runtime_error,
             "networkError": state.network_error,
             "runtimeVersion": state.runtime_version,

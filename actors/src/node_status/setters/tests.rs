@@ -1,13 +1,11 @@
 //! The setters on fixed inputs: order, reasons, messages, transition and heartbeat rules,
 //! capacity and allocatable arithmetic, addresses and events.
 
-use std::{
-    net::IpAddr,
-    time::{Duration, Instant},
-};
+use std::{net::IpAddr, time::Duration};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
+use tokio::time::Instant;
 
 use super::*;
 use crate::{eviction::ThresholdValue, messages::RuntimeHealth, ports::MachineInfo};
