@@ -23,7 +23,9 @@ use nodepulse_actors::{
     runtime_probe::UpdatePodCidr,
     status_manager::{PodStatusStore, StatusManagerActor, StatusManagerSettings},
 };
-use nodepulse_supervisor::{ChildSpec, Drain, Mailbox, Recipient, SupervisorBuilder, mailbox};
+use nodepulse_supervisor::{
+    ChildSpec, Drain, Kept, Mailbox, Recipient, SupervisorBuilder, mailbox,
+};
 
 use crate::{
     cli::Settings,
@@ -222,7 +224,7 @@ pub struct PodAddresses {
     /// The provider and its undelivered updates (the active pods, for eviction).
     pub state: Arc<PodLifecycleState>,
     /// StatusManager's versioned cache.
-    pub store: Arc<PodStatusStore>,
+    pub store: Kept<PodStatusStore>,
 }
 
 /// The node's address for simulated pods' `hostIP`: the first `nodeIP`, else the host's
@@ -271,20 +273,17 @@ pub fn pod_actors_with<A: ApiPorts>(
         })),
         RuntimeKind::Cri => PodLifecycleState::new(NoPods),
     });
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
 
     let manager_settings = StatusManagerSettings::new(settings.node_name.clone());
-    let (manager_api, manager_store, stop) = (
-        Arc::clone(&pod_api),
-        Arc::clone(&store),
-        lifecycle.recipient(),
-    );
+    let (manager_api, manager_store, stop) =
+        (Arc::clone(&pod_api), store.clone(), lifecycle.recipient());
     let manager = ChildSpec::new(STATUS_MANAGER_ACTOR, status_manager_inbox, move || {
         StatusManagerActor::new(
             manager_settings.clone(),
             Arc::clone(&manager_api),
-            Arc::clone(&manager_store),
+            manager_store.clone(),
         )
         .with_provider(stop.clone())
     });
@@ -370,14 +369,14 @@ pub fn api_actors_with<A: ApiPorts>(
     status_settings.random_tick_phase = resources.spread_timers;
     let node_api: Arc<dyn NodeApi> = Arc::clone(api) as Arc<dyn NodeApi>;
     // Outlives NodeStatusActor's instances: a restart keeps the latest runtime and pressure.
-    let memory = Arc::new(NodeStatusMemory::default());
+    let memory = Kept::<NodeStatusMemory>::default();
     let lease_recipient = lease_address.recipient();
     let node_status = ChildSpec::new(NODE_STATUS_ACTOR, node_status_inbox, move || {
         NodeStatusActor::new(
             status_settings.clone(),
             Arc::clone(&node_api),
             Arc::clone(&machine),
-            Arc::clone(&memory),
+            memory.clone(),
             Some(lease_recipient.clone()),
             pod_cidr.clone(),
         )

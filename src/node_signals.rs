@@ -2,7 +2,7 @@
 //! host adapters (or to a simulated runtime) and added to the node's supervisor. Their state
 //! lives in stores created here, so it outlives every instance the supervisor starts.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use nodepulse_actors::{
     eviction::{
@@ -16,7 +16,7 @@ use nodepulse_actors::{
     },
     runtime_probe::{ProbeStore, RuntimeProbeActor, RuntimeProbeSettings},
 };
-use nodepulse_supervisor::{ChildSpec, Mailbox, Recipient, SupervisorBuilder, mailbox};
+use nodepulse_supervisor::{ChildSpec, Kept, Mailbox, Recipient, SupervisorBuilder, mailbox};
 
 use crate::{
     cli::Settings,
@@ -120,7 +120,7 @@ pub fn signal_actors_with(
         probe_period: config.runtime_probe_period.0,
         request_timeout: config.runtime_request_timeout.0,
     };
-    let probe_store = Arc::new(Mutex::new(ProbeStore::default()));
+    let probe_store = Kept::<ProbeStore>::default();
     let probe_runtime = runtime.clone();
     let (probe_address, probe_inbox) = mailbox(capacity);
     let builder = builder.child(ChildSpec::new("runtime-probe", probe_inbox, move || {
@@ -128,12 +128,12 @@ pub fn signal_actors_with(
             probe_settings.clone(),
             probe_runtime.clone(),
             runtime_health.clone(),
-            Arc::clone(&probe_store),
+            probe_store.clone(),
         )
     }));
 
     let eviction_settings = eviction_settings(config);
-    let pressure_state = Arc::new(Mutex::new(PressureState::default()));
+    let pressure_state = Kept::<PressureState>::default();
     let (_eviction_address, eviction_inbox) = mailbox(capacity);
     let builder = builder.child(ChildSpec::new(
         "eviction-signal",
@@ -144,7 +144,7 @@ pub fn signal_actors_with(
                 Arc::clone(&host),
                 runtime.clone(),
                 pressure.clone(),
-                Arc::clone(&pressure_state),
+                pressure_state.clone(),
             );
             match &evictions {
                 Some(evictions) => actor.with_evictions(evictions.clone()),

@@ -11,7 +11,7 @@ mod common;
 mod containerd;
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -27,7 +27,7 @@ use nodepulse_actors::{
         NETWORK_STATE_UNKNOWN, ProbeStore, RuntimeProbeActor, RuntimeProbeSettings, UpdatePodCidr,
     },
 };
-use nodepulse_supervisor::{ChildSpec, Mailbox, SupervisorHandle, mailbox};
+use nodepulse_supervisor::{ChildSpec, Kept, Mailbox, SupervisorHandle, mailbox};
 
 const PERIOD: Duration = Duration::from_millis(200);
 
@@ -46,7 +46,7 @@ fn start_probe(
         probe_period: PERIOD,
         request_timeout,
     };
-    let store = Arc::new(Mutex::new(ProbeStore::default()));
+    let store = Kept::<ProbeStore>::default();
     let (address, inbox) = mailbox(16);
     let supervisor = builder
         .child(ChildSpec::new("runtime-probe", inbox, move || {
@@ -54,7 +54,7 @@ fn start_probe(
                 settings.clone(),
                 Some(Arc::clone(&runtime)),
                 health.clone(),
-                Arc::clone(&store),
+                store.clone(),
             )
         }))
         .start();

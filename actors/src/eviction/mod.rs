@@ -14,15 +14,11 @@ mod signals;
 mod tests;
 mod thresholds;
 
-use std::{
-    path::PathBuf,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, WrapFuture};
 use jiff::Timestamp;
-use nodepulse_supervisor::{Recipient, SendError, SupervisedActor};
+use nodepulse_supervisor::{Kept, Recipient, SendError, SupervisedActor};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -69,7 +65,7 @@ pub struct EvictionSignalActor {
     /// Asked for the image filesystem; `None` for a simulated runtime.
     runtime: Option<Arc<dyn RuntimeService>>,
     pressure: Recipient<PressureChanged>,
-    state: Arc<Mutex<PressureState>>,
+    state: Kept<PressureState>,
     /// The runtime's image filesystem as last answered by `ImageFsInfo`.
     image_fs: Option<PathBuf>,
     pass_started: Option<Instant>,
@@ -101,7 +97,7 @@ impl EvictionSignalActor {
         host: Arc<dyn HostSignals>,
         runtime: Option<Arc<dyn RuntimeService>>,
         pressure: Recipient<PressureChanged>,
-        state: Arc<Mutex<PressureState>>,
+        state: Kept<PressureState>,
     ) -> Self {
         Self {
             settings,
@@ -210,7 +206,7 @@ impl EvictionSignalActor {
         let outcome = housekeeping_pass(
             &self.settings.thresholds,
             &observed,
-            &mut self.state.lock().unwrap_or_else(PoisonError::into_inner),
+            &mut self.state.lock(),
             self.settings.pressure_transition_period,
             now,
         );
@@ -251,11 +247,7 @@ impl EvictionSignalActor {
         outcome: &PassOutcome,
         at: Timestamp,
     ) -> PressureChanged {
-        let first_observed = self
-            .state
-            .lock()
-            .map(|state| state.first_observed.clone())
-            .unwrap_or_default();
+        let first_observed = self.state.read(|state| state.first_observed.clone());
         let now = Instant::now();
         let met_since = |signal: Signal| {
             let first = self
@@ -320,11 +312,7 @@ impl Actor for EvictionSignalActor {
 
 impl SupervisedActor for EvictionSignalActor {
     fn debug_state(&self) -> serde_json::Value {
-        let state = self
-            .state
-            .lock()
-            .map(|state| state.clone())
-            .unwrap_or_default();
+        let state = self.state.get();
         let now = Instant::now();
         let since = |instant: Instant| now.saturating_duration_since(instant).as_secs_f64();
         let signals: Vec<_> = Signal::ALL

@@ -6,14 +6,14 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Arc, OnceLock},
     time::Duration,
 };
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, StreamHandler, WrapFuture};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
-use nodepulse_supervisor::{Recipient, SupervisedActor};
+use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -54,41 +54,21 @@ pub struct NodeStatusSettings {
     pub random_tick_phase: bool,
 }
 
-/// What outlives an instance: the latest inputs, the boot ID last reported and whether the
-/// process has announced itself.
-#[derive(Debug, Default)]
-pub struct NodeStatusMemory {
-    inner: Mutex<Remembered>,
-}
-
+/// What outlives an instance (handed to every generation in a [`Kept`]): the latest inputs,
+/// the boot ID last reported and whether the process has announced itself.
 #[derive(Debug, Default, Clone)]
-struct Remembered {
+pub struct NodeStatusMemory {
     runtime: Option<RuntimeHealth>,
     pressure: Option<PressureChanged>,
     boot_id: Option<String>,
     announced: bool,
 }
 
-impl NodeStatusMemory {
-    fn get(&self) -> Remembered {
-        self.inner
-            .lock()
-            .map(|inner| inner.clone())
-            .unwrap_or_default()
-    }
-
-    fn update(&self, change: impl FnOnce(&mut Remembered)) {
-        if let Ok(mut inner) = self.inner.lock() {
-            change(&mut inner);
-        }
-    }
-}
-
 pub struct NodeStatusActor {
     settings: NodeStatusSettings,
     api: Arc<dyn NodeApi>,
     machine: Arc<dyn MachineFacts>,
-    memory: Arc<NodeStatusMemory>,
+    memory: Kept<NodeStatusMemory>,
     lease: Option<Recipient<NodeRegistered>>,
     pod_cidr: Option<PodCidrSink>,
     /// The pod CIDRs last pushed to the runtime, as the kubelet's `runtimeState.cidr`.
@@ -111,7 +91,7 @@ impl NodeStatusActor {
         settings: NodeStatusSettings,
         api: Arc<dyn NodeApi>,
         machine: Arc<dyn MachineFacts>,
-        memory: Arc<NodeStatusMemory>,
+        memory: Kept<NodeStatusMemory>,
         lease: Option<Recipient<NodeRegistered>>,
         pod_cidr: Option<PodCidrSink>,
     ) -> Self {

@@ -7,13 +7,13 @@
 mod state;
 
 use std::{
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, MutexGuard},
     time::Duration,
 };
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 use jiff::Timestamp;
-use nodepulse_supervisor::{Recipient, SupervisedActor};
+use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -33,7 +33,8 @@ pub struct RuntimeProbeSettings {
     pub request_timeout: Duration,
 }
 
-/// What outlives one actor instance: the runtime state and the pod CIDR pushed last.
+/// What outlives one actor instance (handed to every generation in a [`Kept`]): the runtime
+/// state and the pod CIDR pushed last.
 #[derive(Debug, Default)]
 pub struct ProbeStore {
     pub state: RuntimeState,
@@ -57,7 +58,7 @@ pub struct RuntimeProbeActor {
     /// `None`: a simulated runtime, always healthy.
     runtime: Option<Arc<dyn RuntimeService>>,
     health: Recipient<RuntimeHealth>,
-    store: Arc<Mutex<ProbeStore>>,
+    store: Kept<ProbeStore>,
     probe_started: Option<Instant>,
     probes: u64,
     failures_in_a_row: u64,
@@ -71,7 +72,7 @@ impl RuntimeProbeActor {
         settings: RuntimeProbeSettings,
         runtime: Option<Arc<dyn RuntimeService>>,
         health: Recipient<RuntimeHealth>,
-        store: Arc<Mutex<ProbeStore>>,
+        store: Kept<ProbeStore>,
     ) -> Self {
         Self {
             settings,
@@ -87,9 +88,7 @@ impl RuntimeProbeActor {
     }
 
     fn store(&self) -> MutexGuard<'_, ProbeStore> {
-        self.store
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.store.lock()
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {

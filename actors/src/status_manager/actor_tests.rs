@@ -10,6 +10,7 @@ use std::{
 use actix::{Actor, Addr};
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use nodepulse_supervisor::Kept;
 use serde_json::{Value, json};
 
 use super::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
@@ -182,18 +183,18 @@ fn running(ready: bool) -> PodStatus {
     .expect("status")
 }
 
-fn start(api: &FakePodApi, store: &Arc<PodStatusStore>) -> Addr<StatusManagerActor> {
+fn start(api: &FakePodApi, store: &Kept<PodStatusStore>) -> Addr<StatusManagerActor> {
     start_with_period(api, store, Duration::from_millis(50))
 }
 
 fn start_with_period(
     api: &FakePodApi,
-    store: &Arc<PodStatusStore>,
+    store: &Kept<PodStatusStore>,
     sync_period: Duration,
 ) -> Addr<StatusManagerActor> {
     let mut settings = StatusManagerSettings::new("worker-1");
     settings.sync_period = sync_period;
-    StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(store)).start()
+    StatusManagerActor::new(settings, Arc::new(api.clone()), store.clone()).start()
 }
 
 /// Tells `manager` the pod's status, as a provider does.
@@ -229,7 +230,7 @@ fn condition(status: &Value, kind: &str) -> Option<String> {
 async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the status is patched", || {
@@ -249,7 +250,7 @@ async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
         );
     }
     eventually("the version is recorded as sent", || {
-        store.cache().unsent_pods().is_empty()
+        store.read(|store| store.cache().unsent_pods().is_empty())
     })
     .await;
 }
@@ -258,22 +259,22 @@ async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
 async fn a_status_the_api_already_has_sends_no_patch() {
     let api = FakePodApi::default();
     let mut already = pod("web", "uid-1");
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     // Let a first sync write it, then restart from a fresh cache: the API has it all.
     api.put(&already);
     set_status(&manager, already.clone(), running(true)).await;
     eventually("the first sync is done", || {
-        store.cache().unsent_pods().is_empty()
+        store.read(|store| store.cache().unsent_pods().is_empty())
     })
     .await;
     already.status = serde_json::from_value(api.status("web")).ok();
-    let fresh = Arc::new(PodStatusStore::default());
+    let fresh = Kept::<PodStatusStore>::default();
     let second = start(&api, &fresh);
     let patches_before = api.state().patches.len();
     set_status(&second, already, running(true)).await;
     eventually("the second sync is done", || {
-        fresh.cache().unsent_pods().is_empty()
+        fresh.read(|store| store.cache().unsent_pods().is_empty())
     })
     .await;
     assert_eq!(api.state().patches.len(), patches_before, "nothing to send");
@@ -283,11 +284,11 @@ async fn a_status_the_api_already_has_sends_no_patch() {
 async fn a_recreated_pod_is_not_touched_by_the_old_status() {
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-new"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-old"), running(true)).await;
     eventually("the old status is dropped", || {
-        store.cache().get("uid-old").is_none()
+        store.read(|store| store.cache().get("uid-old").is_none())
     })
     .await;
     assert!(api.state().patches.is_empty());
@@ -302,7 +303,7 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
     );
     api.put(&deleting);
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, deleting.clone(), running(true)).await;
     manager
@@ -319,7 +320,7 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
         assert_eq!(last["status"]["phase"], "Failed");
     }
     eventually("the cache forgets the pod", || {
-        store.cache().get("uid-1").is_none()
+        store.read(|store| store.cache().get("uid-1").is_none())
     })
     .await;
 }
@@ -331,7 +332,7 @@ async fn a_failed_patch_is_resent_by_the_batch_pass() {
     api.state()
         .patch_failures
         .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the status is patched after two failures", || {
@@ -348,11 +349,10 @@ async fn a_new_instance_sends_what_the_stopped_one_had_not() {
     api.state()
         .patch_failures
         .extend((0..1000).map(|_| ApiError::Other("503".into())));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let mut settings = StatusManagerSettings::new("worker-1");
     settings.sync_period = Duration::from_secs(3600);
-    let first =
-        StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(&store)).start();
+    let first = StatusManagerActor::new(settings, Arc::new(api.clone()), store.clone()).start();
     set_status(&first, pod("web", "uid-1"), running(true)).await;
     eventually("the first attempt failed", || {
         !api.state().patches.is_empty()
@@ -371,7 +371,7 @@ async fn a_new_instance_sends_what_the_stopped_one_had_not() {
 async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(false)).await;
     manager
@@ -414,7 +414,7 @@ async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
 async fn a_finished_pod_nobody_deletes_is_not_polled() {
     let api = FakePodApi::default();
     api.put(&pod("job", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     manager
         .send(TerminatePod {
@@ -423,13 +423,14 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
         .await
         .expect("delivered");
     eventually("the final status is sent", || {
-        store.cache().unsent_pods().is_empty() && api.status("job")["phase"] == "Failed"
+        store.read(|store| store.cache().unsent_pods().is_empty())
+            && api.status("job")["phase"] == "Failed"
     })
     .await;
     let gets = api.state().gets;
-    let passes = store.batch_passes();
+    let passes = store.read(PodStatusStore::batch_passes);
     eventually("six more batch passes ran", || {
-        store.batch_passes() >= passes + 6
+        store.read(PodStatusStore::batch_passes) >= passes + 6
     })
     .await;
     assert_eq!(
@@ -444,11 +445,11 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
 async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_others_conditions() {
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the first sync is done", || {
-        store.cache().unsent_pods().is_empty() && api.state().patches.len() == 1
+        store.read(|store| store.cache().unsent_pods().is_empty()) && api.state().patches.len() == 1
     })
     .await;
     // Someone else flips Ready and adds a condition; the watch reports it.
@@ -478,7 +479,7 @@ async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_oth
 #[actix_rt::test]
 async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider() {
     let api = FakePodApi::default();
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let (provider, inbox) = nodepulse_supervisor::mailbox::<StopRecorder>(8);
     let stops = Arc::new(Mutex::new(Vec::new()));
     let _supervisor = nodepulse_supervisor::Supervisor::builder(
@@ -491,7 +492,7 @@ async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider()
     .start();
     let mut settings = StatusManagerSettings::new("worker-1");
     settings.sync_period = Duration::from_millis(50);
-    let manager = StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(&store))
+    let manager = StatusManagerActor::new(settings, Arc::new(api.clone()), store.clone())
         .with_provider(provider.recipient())
         .start();
     manager
@@ -548,11 +549,17 @@ async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
     api.state()
         .patch_failures
         .extend((0..100_000).map(|_| ApiError::Other("503".into())));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
-    eventually("four batch passes", || store.batch_passes() >= 4).await;
-    let (patches, passes) = (api.state().patches.len(), store.batch_passes());
+    eventually("four batch passes", || {
+        store.read(PodStatusStore::batch_passes) >= 4
+    })
+    .await;
+    let (patches, passes) = (
+        api.state().patches.len(),
+        store.read(PodStatusStore::batch_passes),
+    );
     assert!(
         patches as u64 <= passes + 2,
         "{patches} attempts in {passes} batch passes: a failed sync must wait for the next pass"
@@ -572,11 +579,11 @@ async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
     api.state()
         .patch_failures
         .push_back(ApiError::Other("503".into()));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the first write fails", || api.state().patches.len() == 1).await;
-    assert_eq!(store.cache().unsent_pods().len(), 1);
+    assert_eq!(store.read(|store| store.cache().unsent_pods().len()), 1);
 
     let unsent = manager.send(FlushPodStatuses).await.expect("answered");
     assert_eq!(unsent, Some(0), "every status is in the API");
@@ -599,7 +606,7 @@ async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
     api.state()
         .patch_failures
         .extend((0..4).map(|_| ApiError::Other("503".into())));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
     for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
         set_status(&manager, pod(name, uid), running(true)).await;
