@@ -194,7 +194,7 @@ async fn repeated_failures_reset_the_heartbeat_connections_from_the_second_attem
     let first = renew(context(&api), None, None).await;
     api.state()
         .renew_failures
-        .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
+        .extend([ApiError::unavailable(), ApiError::unavailable()]);
     let outcome = renew(context(&api), first.latest, first.node_uid).await;
     assert_eq!((outcome.result, outcome.writes), (Ok(()), 3));
     assert_eq!(
@@ -235,7 +235,7 @@ async fn ensure_backs_off_200ms_doubling_while_the_lease_cannot_be_read() {
     let api = FakeLeaseApi::with_node("uid-1");
     api.state()
         .get_failures
-        .extend((0..3).map(|_| ApiError::Other("connection refused".into())));
+        .extend((0..3).map(|_| ApiError::connection_refused()));
     let started = tokio::time::Instant::now();
     let outcome = renew(context(&api), None, None).await;
     assert_eq!(outcome.result, Ok(()));
@@ -269,7 +269,7 @@ async fn ensure_waits_at_most_one_renew_interval_and_resets_connections_while_fa
     let api = FakeLeaseApi::with_node("uid-1");
     api.state()
         .get_failures
-        .extend((0..8).map(|_| ApiError::Other("connection refused".into())));
+        .extend((0..8).map(|_| ApiError::connection_refused()));
     let mut short = context(&api);
     short.lease_duration_seconds = 4; // renewed every second
     let started = tokio::time::Instant::now();

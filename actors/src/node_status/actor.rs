@@ -292,7 +292,7 @@ impl NodeStatusActor {
                 self.again = true;
             }
             SyncOutcome::Failed(error) => {
-                tracing::warn!(%error, "node status sync failed");
+                tracing::warn!(%error, retryable = error.is_retryable(), "node status sync failed");
                 self.last_sync = Some((now, format!("failed: {error}")));
             }
         }

@@ -279,8 +279,8 @@ impl StatusManagerActor {
             PodSyncOutcome::Failed(error) => {
                 self.failed.insert(uid.to_owned());
                 self.counters.failures += 1;
-                tracing::warn!(%uid, %error, "pod status sync failed; the batch pass retries");
-                self.last_error = Some((Timestamp::now(), error));
+                tracing::warn!(%uid, %error, retryable = error.is_retryable(), "pod status sync failed; the batch pass retries");
+                self.last_error = Some((Timestamp::now(), error.to_string()));
             }
         }
     }

@@ -125,9 +125,13 @@ impl PodApi for FakePodApi {
         } else {
             match state.pods.get_mut(name) {
                 None => Err(ApiError::NotFound(name.to_owned())),
-                Some(pod) if pod["metadata"]["uid"] != patch["metadata"]["uid"] => Err(
-                    ApiError::Other("422 Invalid: the UID precondition failed".to_owned()),
-                ),
+                Some(pod) if pod["metadata"]["uid"] != patch["metadata"]["uid"] => {
+                    Err(ApiError::Refused {
+                        code: 422,
+                        reason: "Invalid".to_owned(),
+                        message: "the UID precondition failed".to_owned(),
+                    })
+                }
                 Some(pod) => {
                     apply(&mut pod["status"], &patch["status"]);
                     Ok(serde_json::from_value(pod.clone()).expect("pod"))
@@ -331,7 +335,7 @@ async fn a_failed_patch_is_resent_by_the_batch_pass() {
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
+        .extend([ApiError::unavailable(), ApiError::unavailable()]);
     let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
@@ -348,7 +352,7 @@ async fn a_new_instance_sends_what_the_stopped_one_had_not() {
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .extend((0..1000).map(|_| ApiError::Other("503".into())));
+        .extend((0..1000).map(|_| ApiError::unavailable()));
     let store = Kept::<PodStatusStore>::default();
     let mut settings = StatusManagerSettings::new("worker-1");
     settings.sync_period = Duration::from_secs(3600);
@@ -548,7 +552,7 @@ async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .extend((0..100_000).map(|_| ApiError::Other("503".into())));
+        .extend((0..100_000).map(|_| ApiError::unavailable()));
     let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
@@ -578,7 +582,7 @@ async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .push_back(ApiError::Other("503".into()));
+        .push_back(ApiError::unavailable());
     let store = Kept::<PodStatusStore>::default();
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
@@ -605,7 +609,7 @@ async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
     // Every write fails until the flush's own attempts are spent: two first tries, two retries.
     api.state()
         .patch_failures
-        .extend((0..4).map(|_| ApiError::Other("503".into())));
+        .extend((0..4).map(|_| ApiError::unavailable()));
     let store = Kept::<PodStatusStore>::default();
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
     for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
