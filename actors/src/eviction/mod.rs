@@ -36,6 +36,9 @@ use crate::{
     ports::{HostObservation, HostSignals, PodStatsSource, RuntimeService},
 };
 
+/// The name EvictionSignalActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "eviction-signal";
+
 /// What the EvictionSignalActor is configured with.
 #[derive(Debug, Clone)]
 pub struct EvictionSettings {

@@ -28,6 +28,9 @@ pub use round::{RoundContext, RoundOutcome};
 
 use crate::{messages::NodeRegistered, ports::LeaseApi};
 
+/// The name LeaseActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "lease";
+
 /// What the LeaseActor is configured with.
 #[derive(Clone)]
 pub struct LeaseSettings {

@@ -17,3 +17,6 @@ pub mod setters;
 pub mod sync;
 
 pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink};
+
+/// The name NodeStatusActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "node-status";

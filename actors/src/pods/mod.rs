@@ -15,3 +15,6 @@ pub use actor::{PodLifecycleActor, PodLifecycleSettings};
 pub use provider::{NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate};
 pub use simulated::{SimulatedPods, SimulatedSettings, TICK};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
+
+/// The name PodLifecycleActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "pod-lifecycle";

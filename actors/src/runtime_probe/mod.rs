@@ -24,6 +24,9 @@ use crate::{
     ports::{RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion},
 };
 
+/// The name RuntimeProbeActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "runtime-probe";
+
 /// What the RuntimeProbeActor is configured with.
 #[derive(Debug, Clone)]
 pub struct RuntimeProbeSettings {

@@ -16,3 +16,6 @@ pub mod terminate;
 mod tests;
 
 pub use actor::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
+
+/// The name StatusManagerActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "status-manager";
