@@ -33,6 +33,10 @@ use crate::{
 /// with CRI UpdateRuntimeConfig). Filled once, before the node's actors start.
 pub type PodCidrSink = Arc<OnceLock<Recipient<UpdatePodCidr>>>;
 
+/// Where the status's API timestamps (heartbeats, transitions) come from: the system's wall
+/// clock. Actor tests derive one from tokio's paused clock, so heartbeats move with it.
+pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
 /// Jitter of the status loop: the wait is `frequency × (1 + U[0, 0.04))`.
 const UPDATE_JITTER: f64 = 0.04;
 
@@ -84,6 +88,7 @@ pub struct NodeStatusActor {
     last_sent: Option<(Timestamp, Value)>,
     last_sync: Option<(Timestamp, String)>,
     field_changed_at: BTreeMap<String, Timestamp>,
+    wall_clock: WallClock,
 }
 
 impl NodeStatusActor {
@@ -112,7 +117,15 @@ impl NodeStatusActor {
             last_sent: None,
             last_sync: None,
             field_changed_at: BTreeMap::new(),
+            wall_clock: Arc::new(Timestamp::now),
         }
+    }
+
+    /// Reads API timestamps from `clock` instead of the system's wall clock.
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
     }
 
     fn job(&self) -> StatusJob {
@@ -125,7 +138,7 @@ impl NodeStatusActor {
             runtime: remembered.runtime,
             pressure: remembered.pressure,
             previous_boot_id: remembered.boot_id,
-            now: Timestamp::now(),
+            now: (self.wall_clock)(),
             now_instant: Instant::now(),
         }
     }
@@ -231,7 +244,7 @@ impl NodeStatusActor {
     }
 
     fn synced(&mut self, outcome: SyncOutcome) {
-        let now = Timestamp::now();
+        let now = (self.wall_clock)();
         match outcome {
             SyncOutcome::Patched {
                 node,

@@ -6,6 +6,8 @@
 //! `debug` is the view behind `GET /debug/node`.
 
 mod actor;
+#[cfg(test)]
+pub(crate) mod actor_tests;
 pub mod change;
 mod debug;
 pub mod patch;
@@ -16,7 +18,7 @@ pub mod report;
 pub mod setters;
 pub mod sync;
 
-pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink};
+pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, PodCidrSink, WallClock};
 
 /// The name NodeStatusActor has in the supervisor, logs and the debug endpoint.
 pub const NAME: &str = "node-status";

@@ -19,7 +19,7 @@ use crate::{
         EvictPod, FlushPodStatuses, PodObserved, SetContainerReadiness, SetPodStatus, StopPod,
         TerminatePod,
     },
-    ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent},
+    ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent, fakes::strategic::apply},
 };
 
 #[derive(Default)]
@@ -49,54 +49,6 @@ impl FakePodApi {
 
     fn status(&self, name: &str) -> Value {
         self.state().pods[name]["status"].clone()
-    }
-}
-
-/// The little of strategic merge the status patches use: keyed lists, atomic lists, nulls.
-fn apply(status: &mut Value, patch: &Value) {
-    let Some(fields) = patch.as_object() else {
-        return;
-    };
-    if !status.is_object() {
-        *status = json!({});
-    }
-    for (field, value) in fields {
-        if field.starts_with("$setElementOrder/") {
-            continue;
-        }
-        let key = match field.as_str() {
-            "conditions" => Some("type"),
-            "podIPs" | "hostIPs" => Some("ip"),
-            _ => None,
-        };
-        match (key, value) {
-            (_, Value::Null) => {
-                status.as_object_mut().map(|s| s.remove(field));
-            }
-            (Some(key), Value::Array(entries)) => {
-                let list = status[field.as_str()]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                let mut list: Vec<Value> = list;
-                for entry in entries {
-                    let position = list.iter().position(|item| item[key] == entry[key]);
-                    match (entry.get("$patch"), position) {
-                        (Some(_), Some(at)) => {
-                            list.remove(at);
-                        }
-                        (Some(_), None) => {}
-                        (None, Some(at)) => apply(&mut list[at], entry),
-                        (None, None) => list.push(entry.clone()),
-                    }
-                }
-                if let Some(order) = fields[&format!("$setElementOrder/{field}")].as_array() {
-                    list.sort_by_key(|item| order.iter().position(|o| o[key] == item[key]));
-                }
-                status[field.as_str()] = Value::Array(list);
-            }
-            _ => status[field.as_str()] = value.clone(),
-        }
     }
 }
 
