@@ -10,7 +10,7 @@ use std::{
 use actix::{Actor, Addr};
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use nodepulse_supervisor::Kept;
+use nodepulse_supervisor::{Kept, Recipient};
 use serde_json::{Value, json};
 
 use super::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
@@ -19,7 +19,10 @@ use crate::{
         EvictPod, FlushPodStatuses, PodObserved, SetContainerReadiness, SetPodStatus, StopPod,
         TerminatePod,
     },
-    ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent, fakes::strategic::apply},
+    ports::{
+        ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent,
+        fakes::{self, strategic::apply},
+    },
 };
 
 #[derive(Default)]
@@ -139,8 +142,11 @@ fn running(ready: bool) -> PodStatus {
     .expect("status")
 }
 
+/// The kubelet's 10 s batch period: the tests run on paused time, where it costs nothing.
+const SYNC_PERIOD: Duration = Duration::from_secs(10);
+
 fn start(api: &FakePodApi, store: &Kept<PodStatusStore>) -> Addr<StatusManagerActor> {
-    start_with_period(api, store, Duration::from_millis(50))
+    start_with_period(api, store, SYNC_PERIOD)
 }
 
 fn start_with_period(
@@ -164,14 +170,9 @@ async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodSta
         .expect("delivered");
 }
 
+/// Waits for `condition` up to ten batch periods of tokio time.
 async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    for _ in 0..400 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("timed out waiting until {what}");
+    fakes::eventually(what, SYNC_PERIOD * 10, condition).await;
 }
 
 fn condition(status: &Value, kind: &str) -> Option<String> {
@@ -184,6 +185,7 @@ fn condition(status: &Value, kind: &str) -> Option<String> {
 
 #[actix_rt::test]
 async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     let store = Kept::<PodStatusStore>::default();
@@ -213,6 +215,7 @@ async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
 
 #[actix_rt::test]
 async fn a_status_the_api_already_has_sends_no_patch() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     let mut already = pod("web", "uid-1");
     let store = Kept::<PodStatusStore>::default();
@@ -238,6 +241,7 @@ async fn a_status_the_api_already_has_sends_no_patch() {
 
 #[actix_rt::test]
 async fn a_recreated_pod_is_not_touched_by_the_old_status() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-new"));
     let store = Kept::<PodStatusStore>::default();
@@ -253,6 +257,7 @@ async fn a_recreated_pod_is_not_touched_by_the_old_status() {
 
 #[actix_rt::test]
 async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     let mut deleting = pod("web", "uid-1");
     deleting.metadata.deletion_timestamp = Some(
@@ -283,6 +288,7 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
 
 #[actix_rt::test]
 async fn a_failed_patch_is_resent_by_the_batch_pass() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     api.state()
@@ -300,6 +306,7 @@ async fn a_failed_patch_is_resent_by_the_batch_pass() {
 
 #[actix_rt::test]
 async fn a_new_instance_sends_what_the_stopped_one_had_not() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     api.state()
@@ -325,6 +332,7 @@ async fn a_new_instance_sends_what_the_stopped_one_had_not() {
 
 #[actix_rt::test]
 async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     let store = Kept::<PodStatusStore>::default();
@@ -368,6 +376,7 @@ async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
 
 #[actix_rt::test]
 async fn a_finished_pod_nobody_deletes_is_not_polled() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("job", "uid-1"));
     let store = Kept::<PodStatusStore>::default();
@@ -399,6 +408,7 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
 
 #[actix_rt::test]
 async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_others_conditions() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     let store = Kept::<PodStatusStore>::default();
@@ -434,23 +444,24 @@ async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_oth
 
 #[actix_rt::test]
 async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     let store = Kept::<PodStatusStore>::default();
-    let (provider, inbox) = nodepulse_supervisor::mailbox::<StopRecorder>(8);
     let stops = Arc::new(Mutex::new(Vec::new()));
-    let _supervisor = nodepulse_supervisor::Supervisor::builder(
-        nodepulse_supervisor::SupervisorConfig::new("worker-1"),
-    )
-    .child(nodepulse_supervisor::ChildSpec::new("provider", inbox, {
+    let provider = Recipient::<StopPod>::from_fn({
         let stops = Arc::clone(&stops);
-        move || StopRecorder(Arc::clone(&stops))
-    }))
+        move |stop| {
+            stops.lock().expect("stops").push(stop);
+            Ok(())
+        }
+    });
+    let manager = StatusManagerActor::new(
+        StatusManagerSettings::new("worker-1"),
+        Arc::new(api.clone()),
+        store.clone(),
+    )
+    .with_provider(provider)
     .start();
-    let mut settings = StatusManagerSettings::new("worker-1");
-    settings.sync_period = Duration::from_millis(50);
-    let manager = StatusManagerActor::new(settings, Arc::new(api.clone()), store.clone())
-        .with_provider(provider.recipient())
-        .start();
     manager
         .send(EvictPod {
             pod: Box::new(pod("hog", "uid-9")),
@@ -478,26 +489,6 @@ async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider()
     assert_eq!(event.annotations["starved_resource"], "memory");
 }
 
-struct StopRecorder(Arc<Mutex<Vec<StopPod>>>);
-
-impl Actor for StopRecorder {
-    type Context = actix::Context<Self>;
-}
-
-impl actix::Handler<StopPod> for StopRecorder {
-    type Result = ();
-
-    fn handle(&mut self, stop: StopPod, _: &mut Self::Context) {
-        self.0.lock().unwrap().push(stop);
-    }
-}
-
-impl nodepulse_supervisor::SupervisedActor for StopRecorder {
-    fn debug_state(&self) -> Value {
-        json!({})
-    }
-}
-
 #[actix_rt::test]
 async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
     let api = FakePodApi::default();
@@ -506,7 +497,7 @@ async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
         .patch_failures
         .extend((0..100_000).map(|_| ApiError::unavailable()));
     let store = Kept::<PodStatusStore>::default();
-    let manager = start(&api, &store);
+    let manager = start_with_period(&api, &store, Duration::from_millis(50));
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("four batch passes", || {
         store.read(PodStatusStore::batch_passes) >= 4
@@ -530,6 +521,7 @@ async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
 /// for it (an hour here), so it tries again at once and answers once the status is in.
 #[actix_rt::test]
 async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     api.state()
@@ -554,6 +546,7 @@ async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
 
 #[actix_rt::test]
 async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
         api.put(&pod(name, uid));
