@@ -5,6 +5,8 @@
 //! fleet, each actor starts at a random phase of the interval, so nodes started together do
 //! not renew in step.
 
+#[cfg(test)]
+mod actor_tests;
 pub mod lag;
 mod renewal;
 mod round;

@@ -13,29 +13,29 @@ use super::round::{RoundContext, renew};
 use crate::ports::{ApiError, ApiResult, LeaseApi, LeaseRenewal};
 
 #[derive(Default)]
-struct FakeState {
+pub(super) struct FakeState {
     lease: Option<Lease>,
     resource_version: u64,
     node_uid: Option<String>,
     /// Failures returned by the next calls of each kind, front first.
     renew_failures: VecDeque<ApiError>,
     get_failures: VecDeque<ApiError>,
-    renewals: Vec<LeaseRenewal>,
-    creates: u32,
+    pub(super) renewals: Vec<LeaseRenewal>,
+    pub(super) creates: u32,
     resets: u32,
 }
 
 #[derive(Clone, Default)]
-struct FakeLeaseApi(Arc<Mutex<FakeState>>);
+pub(super) struct FakeLeaseApi(Arc<Mutex<FakeState>>);
 
 impl FakeLeaseApi {
-    fn with_node(uid: &str) -> Self {
+    pub(super) fn with_node(uid: &str) -> Self {
         let fake = Self::default();
         fake.state().node_uid = Some(uid.to_owned());
         fake
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, FakeState> {
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, FakeState> {
         self.0.lock().expect("fake state")
     }
 
