@@ -5,7 +5,7 @@
 
 use std::{
     fmt,
-    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError},
 };
 
 /// Shared state that outlives the instances of one actor. Cheap to clone: clones share it.
@@ -64,9 +64,18 @@ impl<T: Default> Default for Kept<T> {
     }
 }
 
+/// Shows the state, or `<locked>` while someone holds it: a `Debug` inside `update` (a log
+/// line, say) must not wait for its own lock.
 impl<T: fmt::Debug> fmt::Debug for Kept<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Kept").field(&*self.lock()).finish()
+        match self.inner.try_lock() {
+            Ok(state) => f.debug_tuple("Kept").field(&*state).finish(),
+            Err(TryLockError::Poisoned(poisoned)) => f
+                .debug_tuple("Kept")
+                .field(&*poisoned.into_inner())
+                .finish(),
+            Err(TryLockError::WouldBlock) => f.write_str("Kept(<locked>)"),
+        }
     }
 }
 
@@ -106,7 +115,10 @@ mod tests {
     }
 
     #[test]
-    fn debug_shows_the_state() {
-        assert_eq!(format!("{:?}", Kept::new(7)), "Kept(7)");
+    fn debug_shows_the_state_and_never_waits_for_its_own_lock() {
+        let kept = Kept::new(7);
+        assert_eq!(format!("{kept:?}"), "Kept(7)");
+        let shown = kept.update(|_| format!("{kept:?}"));
+        assert_eq!(shown, "Kept(<locked>)");
     }
 }
