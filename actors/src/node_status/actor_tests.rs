@@ -5,11 +5,11 @@ use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, Addr};
 use jiff::Timestamp;
-use nodepulse_supervisor::Kept;
+use nodepulse_supervisor::{ChildSpec, ChildState, Kept, KillMode, Supervisor, SupervisorConfig};
 use tokio::time::Instant;
 
 use super::{
-    NodeStatusActor, NodeStatusSettings, registration::RegistrationSettings,
+    NodeStatusActor, NodeStatusMemory, NodeStatusSettings, registration::RegistrationSettings,
     setters::StatusSettings,
 };
 use crate::{
@@ -195,4 +195,75 @@ async fn a_node_deleted_under_the_actor_is_registered_again_with_a_warning() {
             .any(|event| event.warning && event.reason == "NodeReregistered")
     })
     .await;
+}
+
+/// Whether a status patch says the node is not ready.
+fn says_not_ready(patch: &serde_json::Value) -> bool {
+    patch["status"]["conditions"]
+        .as_array()
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "False")
+        })
+}
+
+/// The memory the factory hands every instance keeps the runtime's health, so a restarted
+/// instance computes Ready from it instead of posting the "runtime not yet probed" NotReady.
+#[actix_rt::test]
+async fn a_restarted_instance_keeps_the_runtime_health_and_posts_no_not_ready_blip() {
+    tokio::time::pause();
+    let api = FakeNodeApi::default();
+    let mut config = SupervisorConfig::new("worker-1");
+    config.same_thread = true;
+    let (mailbox, inbox) = nodepulse_supervisor::mailbox::<NodeStatusActor>(16);
+    let memory = Kept::<NodeStatusMemory>::default();
+    let factory = {
+        let api = api.clone();
+        move || {
+            NodeStatusActor::new(
+                settings(UPDATE_FREQUENCY),
+                Arc::new(api.clone()),
+                Arc::new(FakeMachine),
+                memory.clone(),
+                None,
+                None,
+            )
+            .with_wall_clock(paused_wall_clock())
+        }
+    };
+    let supervisor = Supervisor::builder(config)
+        .child(ChildSpec::new(super::NAME, inbox, factory))
+        .start();
+    mailbox.send(healthy()).await.expect("delivered");
+    eventually("Ready turns True", Duration::from_secs(60), || {
+        ready(&api).as_deref() == Some("True")
+    })
+    .await;
+    let before_restart = api.state().patches.len();
+
+    supervisor
+        .kill(super::NAME, KillMode::Stop)
+        .await
+        .expect("kill is accepted");
+    eventually("a new instance runs", Duration::from_secs(60), || {
+        supervisor
+            .actor(super::NAME)
+            .is_some_and(|actor| actor.state == ChildState::Running && actor.restarts == 1)
+    })
+    .await;
+    // Two update periods: the new instance has adopted the Node and computed its status.
+    tokio::time::sleep(UPDATE_FREQUENCY * 2).await;
+    let state = api.state();
+    let after: Vec<_> = state.patches[before_restart..].iter().collect();
+    assert!(
+        !after.iter().any(|patch| says_not_ready(patch)),
+        "no NotReady after the restart: {after:?}"
+    );
+    drop(state);
+    assert_eq!(ready(&api).as_deref(), Some("True"));
+    assert_eq!(
+        supervisor.actor(super::NAME).map(|actor| actor.restarts),
+        Some(1)
+    );
 }
