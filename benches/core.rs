@@ -3,7 +3,7 @@
 //! and serialising a Lease renewal, and merging and diffing a pod status.
 //! `cargo bench --bench core`; figures in README.
 
-use std::{hint::black_box, time::Instant};
+use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use jiff::Timestamp;
@@ -58,7 +58,7 @@ fn settings() -> StatusSettings {
 
 fn runtime() -> RuntimeHealth {
     RuntimeHealth {
-        last_successful_probe: Some(Instant::now()),
+        last_successful_probe: Some(tokio::time::Instant::now()),
         runtime_error: None,
         network_error: None,
         runtime_version: Some("containerd://1.7.13".into()),
@@ -76,7 +76,7 @@ fn node_status(c: &mut Criterion) {
         runtime: Some(&runtime),
         pressure: None,
         previous_boot_id: None,
-        now_instant: Instant::now(),
+        now_instant: tokio::time::Instant::now(),
     };
     let t0 = Timestamp::from_second(1_800_000_000).expect("time");
     let mut before = Node::default();

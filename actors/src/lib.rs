@@ -9,7 +9,8 @@
 //! - [`quantity`]: Kubernetes resource quantities as numbers.
 //! - [`runtime_probe`]: RuntimeProbeActor, the container runtime's health over CRI.
 //!
-//! NodeStatus, RuntimeProbe, EvictionSignal and StatusManager join as they are built.
+//! Each actor's module names it for the supervisor and the debug endpoint (`lease::NAME`,
+//! `node_status::NAME`, ...), so the daemon wires them without string literals.
 
 pub mod eviction;
 pub mod lease;

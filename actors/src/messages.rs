@@ -1,6 +1,6 @@
 //! The facts the actors tell each other, one type per fact.
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use actix::Message;
 use jiff::Timestamp;

@@ -28,7 +28,7 @@ const NODE: &str = "bench-latency-1";
 
 fn health(healthy: bool) -> RuntimeHealth {
     RuntimeHealth {
-        last_successful_probe: Some(Instant::now()),
+        last_successful_probe: Some(tokio::time::Instant::now()),
         runtime_error: (!healthy).then(|| {
             "container runtime not ready: RuntimeReady=false reason:Bench message:flipped"
                 .to_owned()

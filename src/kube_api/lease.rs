@@ -93,7 +93,7 @@ impl LeaseApi for KubeApi {
             found
                 .metadata
                 .uid
-                .ok_or_else(|| ApiError::Other(format!("node {node} has no metadata.uid")))
+                .ok_or_else(|| ApiError::Incomplete(format!("node {node} has no metadata.uid")))
         })
     }
 

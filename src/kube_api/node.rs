@@ -125,8 +125,7 @@ impl NodeApi for KubeApi {
         let body = node_event(node, &event, Timestamp::now());
         let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
         Box::pin(async move {
-            let event: Event =
-                serde_json::from_value(body).map_err(|error| ApiError::Other(error.to_string()))?;
+            let event: Event = serde_json::from_value(body).map_err(ApiError::decode)?;
             let api = Api::<Event>::namespaced(main.await, "default");
             timed(timeout, api.create(&PostParams::default(), &event))
                 .await

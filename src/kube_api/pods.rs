@@ -123,8 +123,7 @@ impl PodApi for KubeApi {
             .unwrap_or_else(|| "default".to_owned());
         let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
         Box::pin(async move {
-            let event: Event =
-                serde_json::from_value(body).map_err(|error| ApiError::Other(error.to_string()))?;
+            let event: Event = serde_json::from_value(body).map_err(ApiError::decode)?;
             let api = Api::<Event>::namespaced(main.await, &namespace);
             timed(timeout, api.create(&PostParams::default(), &event))
                 .await

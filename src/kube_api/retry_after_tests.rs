@@ -129,7 +129,7 @@ async fn a_server_error_with_retry_after_is_retried_and_one_without_is_handed_ba
         .await
         .expect_err("no Retry-After: the caller's backoff decides");
     assert!(
-        matches!(&error, ApiError::Other(message) if message.starts_with("429")),
+        matches!(&error, ApiError::Refused { code: 429, .. }),
         "{error:?}"
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -145,7 +145,7 @@ async fn a_retry_after_past_the_deadline_hands_the_answer_back_at_once() {
         .await
         .expect_err("the 429 itself, not a timeout");
     assert!(
-        matches!(&error, ApiError::Other(message) if message.starts_with("429")),
+        matches!(&error, ApiError::Refused { code: 429, .. }),
         "{error:?}"
     );
     assert_eq!(
@@ -160,7 +160,7 @@ async fn a_retry_after_past_the_deadline_hands_the_answer_back_at_once() {
         .await
         .expect_err("still unavailable");
     assert!(
-        matches!(&error, ApiError::Other(message) if message.starts_with("503")),
+        matches!(&error, ApiError::Refused { code: 503, .. }),
         "{error:?}"
     );
     assert_eq!(calls.load(Ordering::SeqCst), 3);

@@ -8,20 +8,20 @@ use std::sync::{
 };
 
 use nodepulse_actors::{
-    eviction::{self, EvictionSignalActor, Evictions},
+    eviction::{self, EvictionSignalActor, Evictions, PressureState},
     lease::{self, LeaseActor, renew_interval, start_phase},
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
-    node_status::{self, NodeStatusActor},
+    node_status::{self, NodeStatusActor, NodeStatusMemory},
     pods::{
         self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
         SimulatedSettings,
     },
     ports::{LeaseApi, NodeApi, PodApi},
-    runtime_probe::{self, RuntimeProbeActor, UpdatePodCidr},
+    runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
 };
 use nodepulse_supervisor::{
-    ChildSpec, Drain, Inbox, Mailbox, Recipient, SupervisorBuilder, mailbox,
+    ChildSpec, Drain, Inbox, Kept, Mailbox, Recipient, SupervisorBuilder, mailbox,
 };
 
 use super::{
@@ -92,7 +92,7 @@ impl Wiring<'_> {
         let node_api: Arc<dyn NodeApi> = Arc::clone(api) as Arc<dyn NodeApi>;
         let machine = Arc::clone(&self.resources.machine);
         // Outlives NodeStatusActor's instances: a restart keeps the latest runtime and pressure.
-        let memory = Arc::default();
+        let memory = Kept::<NodeStatusMemory>::default();
         let lease = self.addresses.lease.recipient();
         let pod_cidr = self.pod_cidr_recipient();
         let node_status = ChildSpec::new(node_status::NAME, node_status_inbox, move || {
@@ -100,7 +100,7 @@ impl Wiring<'_> {
                 status_settings.clone(),
                 Arc::clone(&node_api),
                 Arc::clone(&machine),
-                Arc::clone(&memory),
+                memory.clone(),
                 Some(lease.clone()),
                 pod_cidr.clone(),
             )
@@ -179,7 +179,7 @@ impl Wiring<'_> {
     ) -> SupervisorBuilder {
         let node_name = &self.settings.node_name;
         let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
-        let store: Arc<PodStatusStore> = Arc::default();
+        let store = Kept::<PodStatusStore>::default();
         let manager_settings = StatusManagerSettings::new(node_name.clone());
         let (manager_api, stop) = (
             Arc::clone(&pod_api),
@@ -189,7 +189,7 @@ impl Wiring<'_> {
             StatusManagerActor::new(
                 manager_settings.clone(),
                 Arc::clone(&manager_api),
-                Arc::clone(&store),
+                store.clone(),
             )
             .with_provider(stop.clone())
         });
@@ -227,26 +227,26 @@ impl Wiring<'_> {
         let runtime = self.resources.runtime.clone();
         let probe_settings = settings::runtime_probe_settings(config);
         let probe_runtime = runtime.clone();
-        let probe_store = Arc::default();
+        let probe_store = Kept::<ProbeStore>::default();
         let probe = ChildSpec::new(runtime_probe::NAME, runtime_probe_inbox, move || {
             RuntimeProbeActor::new(
                 probe_settings.clone(),
                 probe_runtime.clone(),
                 health.clone(),
-                Arc::clone(&probe_store),
+                probe_store.clone(),
             )
         });
 
         let eviction_settings = eviction_settings(config);
         let host = Arc::clone(&self.resources.host);
-        let pressure_state = Arc::default();
+        let pressure_state = Kept::<PressureState>::default();
         let eviction = ChildSpec::new(eviction::NAME, eviction_signal_inbox, move || {
             let actor = EvictionSignalActor::new(
                 eviction_settings.clone(),
                 Arc::clone(&host),
                 runtime.clone(),
                 pressure.clone(),
-                Arc::clone(&pressure_state),
+                pressure_state.clone(),
             );
             match &evictions {
                 Some(evictions) => actor.with_evictions(evictions.clone()),

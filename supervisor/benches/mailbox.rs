@@ -6,6 +6,9 @@
 //!
 //! Run: `cargo bench -p nodepulse-supervisor --bench mailbox`.
 
+// A benchmark measures real wall time across threads; the crate's one-clock ban is for actor code.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, Arbiter, Context, Handler, Message, SystemRunner};

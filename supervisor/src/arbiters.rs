@@ -159,6 +159,9 @@ pub(crate) enum Arbiters {
     Private(ArbiterPool),
     /// A pool other supervisors use too; this supervisor never stops it.
     Shared(SharedArbiters),
+    /// The supervisor's own arbiter (see `SupervisorConfig::same_thread`): nothing to count,
+    /// retire or stop.
+    Current,
 }
 
 impl Arbiters {
@@ -166,6 +169,7 @@ impl Arbiters {
         match self {
             Self::Private(pool) => pool.place(),
             Self::Shared(shared) => shared.lock().place(),
+            Self::Current => (0, Arbiter::current()),
         }
     }
 
@@ -173,6 +177,7 @@ impl Arbiters {
         match self {
             Self::Private(pool) => pool.release(id),
             Self::Shared(shared) => shared.lock().release(id),
+            Self::Current => {}
         }
     }
 
@@ -180,6 +185,7 @@ impl Arbiters {
         match self {
             Self::Private(pool) => pool.retire(id),
             Self::Shared(shared) => shared.lock().retire(id),
+            Self::Current => {}
         }
     }
 
@@ -194,11 +200,9 @@ impl Arbiters {
 
 #[cfg(test)]
 mod tests {
-    use std::{
-        collections::HashSet,
-        thread::ThreadId,
-        time::{Duration, Instant},
-    };
+    use std::{collections::HashSet, thread::ThreadId, time::Duration};
+
+    use tokio::time::Instant;
 
     use actix::{Actor, Context, Handler, Message};
 

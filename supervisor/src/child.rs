@@ -6,11 +6,12 @@ use std::{
         Arc, Mutex, MutexGuard,
         atomic::{AtomicU8, AtomicU64, Ordering::Relaxed},
     },
-    time::{Instant, SystemTime},
+    time::SystemTime,
 };
 
 use actix::{Actor, Context, dev::ArbiterHandle};
 use futures::channel::mpsc;
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::{

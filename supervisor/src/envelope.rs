@@ -1,12 +1,13 @@
 //! A message boxed with its reply channel, so one queue can carry every message type an actor
 //! handles. Handling it runs the actor's `Handler` and counts it in the mailbox statistics.
 
-use std::{any::Any, time::Instant};
+use std::any::Any;
 
 use actix::{
     Actor, Handler, Message,
     dev::{MessageResponse, OneshotSender},
 };
+use tokio::time::Instant;
 
 use crate::stats::MailboxStats;
 

@@ -2,13 +2,10 @@
 //! (lock-free, without asking the supervisor), kill one on purpose, wait for escalation, shut
 //! down. Cheap to clone.
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
 use actix::Addr;
-use tokio::sync::watch;
+use tokio::{sync::watch, time::Instant};
 
 use crate::{
     ActorSnapshot, Escalation, KillMode,

@@ -3,14 +3,15 @@
 //!
 //! Backed by governor's GCRA: a burst of `max_restarts`, refilled at `max_restarts` per
 //! `window`. A burst of `max_restarts` restarts is allowed; the next one inside the window
-//! escalates.
+//! escalates. The limiter reads tokio's clock, so restart windows pass on paused time too.
 
 use std::{num::NonZeroU32, time::Duration};
 
 use governor::{
     Quota, RateLimiter,
-    clock::{Clock, DefaultClock},
+    clock::Clock,
     middleware::NoOpMiddleware,
+    nanos::Nanos,
     state::{InMemoryState, NotKeyed},
 };
 
@@ -30,14 +31,37 @@ impl Default for IntensityPolicy {
     }
 }
 
+/// governor's view of tokio's clock: time since the clock was made, so a limiter in an actor
+/// sees `tokio::time::pause` and `advance` like every other timer of that actor.
+#[derive(Debug, Clone, Copy)]
+pub struct TokioClock {
+    origin: tokio::time::Instant,
+}
+
+impl Default for TokioClock {
+    fn default() -> Self {
+        Self {
+            origin: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Clock for TokioClock {
+    type Instant = Nanos;
+
+    fn now(&self) -> Nanos {
+        Nanos::from(self.origin.elapsed())
+    }
+}
+
 /// Counts one child's restarts against its [`IntensityPolicy`].
-pub struct RestartIntensity<C: Clock = DefaultClock> {
+pub struct RestartIntensity<C: Clock = TokioClock> {
     limiter: RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<C::Instant>>,
 }
 
-impl RestartIntensity<DefaultClock> {
+impl RestartIntensity<TokioClock> {
     pub fn new(policy: IntensityPolicy) -> Self {
-        Self::with_clock(policy, DefaultClock::default())
+        Self::with_clock(policy, TokioClock::default())
     }
 }
 
@@ -90,5 +114,24 @@ mod tests {
             assert!(intensity.admit_restart());
             clock.advance(Duration::from_secs(20));
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_default_clock_is_tokios_so_a_paused_window_refills_on_advance() {
+        let intensity = RestartIntensity::new(IntensityPolicy {
+            max_restarts: NonZeroU32::new(2).unwrap_or(NonZeroU32::MIN),
+            window: Duration::from_secs(60),
+        });
+        assert!(intensity.admit_restart());
+        assert!(intensity.admit_restart());
+        assert!(!intensity.admit_restart(), "the burst is spent");
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert!(
+            !intensity.admit_restart(),
+            "29 s refill less than one restart"
+        );
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(intensity.admit_restart(), "30 s refill one restart");
+        assert!(!intensity.admit_restart());
     }
 }

@@ -6,12 +6,14 @@
 //! - [`Supervisor`]: starts children from a [`ChildSpec`], detects a stop, a panic (exit guard)
 //!   or a hang (unanswered liveness ping), restarts with [`BackoffPolicy`], and escalates past
 //!   its [`IntensityPolicy`].
+//! - [`Kept`]: state a child's factory hands to every instance, kept across restarts and panics.
 //! - [`SupervisorHandle`]: the debug view ([`ActorSnapshot`]), fault injection ([`KillMode`])
 //!   and shutdown, for the daemon's debug endpoint.
 //!
 //! Layout: `mailbox`/`envelope`/`inbox`/`stats` (the queue), `control`/`guard`/`panic_capture`
 //! (one instance's lifeline), `backoff`/`intensity` (pure restart policy), `arbiters`
-//! (threads), `child`/`supervisor`/`handle`/`snapshot` (supervision itself).
+//! (threads), `child`/`supervisor`/`handle`/`snapshot` (supervision itself), `kept` (state
+//! across restarts).
 
 mod arbiters;
 mod backoff;
@@ -24,6 +26,7 @@ mod guard;
 mod handle;
 mod inbox;
 mod intensity;
+mod kept;
 mod mailbox;
 mod panic_capture;
 mod snapshot;
@@ -37,7 +40,8 @@ pub use control::KillMode;
 pub use drain::Drain;
 pub use handle::{ActorRequestError, SupervisorHandle};
 pub use inbox::Inbox;
-pub use intensity::{IntensityPolicy, RestartIntensity};
+pub use intensity::{IntensityPolicy, RestartIntensity, TokioClock};
+pub use kept::Kept;
 pub use mailbox::{Mailbox, Recipient, RequestError, SendError, mailbox};
 pub use snapshot::ActorSnapshot;
 pub use stats::{LastMessage, MailboxSnapshot, QueueGauge};

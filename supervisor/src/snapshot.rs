@@ -1,9 +1,10 @@
 //! The debug view of a supervised actor: lifecycle and mailbox figures with stable field names,
 //! as served by `GET /debug/actors` and rendered as metrics.
 
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use serde::Serialize;
+use tokio::time::Instant;
 
 use crate::{
     child::{ChildState, ChildStatus, Failure},

@@ -10,10 +10,11 @@ use std::{
         LazyLock, OnceLock,
         atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed},
     },
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, SystemTime},
 };
 
 use serde::Serialize;
+use tokio::time::Instant;
 
 /// Message types counted separately per actor; more types than this share an `other` counter.
 const TYPE_SLOTS: usize = 16;

@@ -5,13 +5,18 @@
 
 use std::{
     sync::{Arc, atomic::Ordering::Relaxed, mpsc as blocking},
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, SystemTime},
 };
 
 use actix::{Actor, AsyncContext, Context, SpawnHandle, StreamHandler};
 use futures::channel::mpsc;
-use tokio::sync::{oneshot, watch};
+use tokio::{
+    sync::{oneshot, watch},
+    time::Instant,
+};
 
+#[cfg(test)]
+mod paused_tests;
 mod requests;
 
 pub use requests::KillAccepted;
@@ -43,6 +48,10 @@ pub struct SupervisorConfig {
     /// A pool shared with other supervisors (a fleet of nodes in one process); when set,
     /// `arbiters` is ignored and this supervisor never stops the pool's threads.
     pub shared_arbiters: Option<SharedArbiters>,
+    /// Run every child on the supervisor's own arbiter, for tests on paused tokio time (a
+    /// paused clock is per runtime: a child on another thread would not see it). A hang then
+    /// blocks the supervisor too, so only stops and panics can be supervised this way.
+    pub same_thread: bool,
 }
 
 impl SupervisorConfig {
@@ -55,6 +64,7 @@ impl SupervisorConfig {
             liveness_interval: Duration::from_secs(1),
             arbiters: None,
             shared_arbiters: None,
+            same_thread: false,
         }
     }
 }
@@ -157,6 +167,7 @@ impl SupervisorBuilder {
         let (exits, exit_stream) = mpsc::unbounded();
         let (escalation, escalation_watch) = watch::channel(None);
         let pool = match &self.config.shared_arbiters {
+            _ if self.config.same_thread => Arbiters::Current,
             Some(shared) => Arbiters::Shared(shared.clone()),
             None => Arbiters::Private(ArbiterPool::new(
                 self.config.arbiters.unwrap_or(self.children.len()),

@@ -218,7 +218,7 @@ async fn memory_pressure_follows_the_host_within_a_pass_and_holds_for_the_transi
     let (builder, pressure, received) = collector::<PressureChanged>(builder, "node-status");
     let (_address, inbox) = nodepulse_supervisor::mailbox(64);
     let host: Arc<dyn HostSignals> = Arc::new(probe(&fixture));
-    let state = Arc::default();
+    let state = nodepulse_supervisor::Kept::default();
     let supervisor = builder
         .child(nodepulse_supervisor::ChildSpec::new(
             "eviction-signal",
@@ -229,7 +229,7 @@ async fn memory_pressure_follows_the_host_within_a_pass_and_holds_for_the_transi
                     Arc::clone(&host),
                     None,
                     pressure.clone(),
-                    Arc::clone(&state),
+                    state.clone(),
                 )
             },
         ))

@@ -9,7 +9,7 @@ use crate::common::collector;
 use crate::common::containerd;
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -25,7 +25,7 @@ use nodepulse_actors::{
         NETWORK_STATE_UNKNOWN, ProbeStore, RuntimeProbeActor, RuntimeProbeSettings, UpdatePodCidr,
     },
 };
-use nodepulse_supervisor::{ChildSpec, Mailbox, SupervisorHandle, mailbox};
+use nodepulse_supervisor::{ChildSpec, Kept, Mailbox, SupervisorHandle, mailbox};
 
 const PERIOD: Duration = Duration::from_millis(200);
 
@@ -44,7 +44,7 @@ fn start_probe(
         probe_period: PERIOD,
         request_timeout,
     };
-    let store = Arc::new(Mutex::new(ProbeStore::default()));
+    let store = Kept::<ProbeStore>::default();
     let (address, inbox) = mailbox(16);
     let supervisor = builder
         .child(ChildSpec::new("runtime-probe", inbox, move || {
@@ -52,7 +52,7 @@ fn start_probe(
                 settings.clone(),
                 Some(Arc::clone(&runtime)),
                 health.clone(),
-                Arc::clone(&store),
+                store.clone(),
             )
         }))
         .start();
@@ -166,7 +166,7 @@ async fn a_killed_runtime_is_left_to_age_and_found_again_after_a_restart() {
     let stale = |health: &RuntimeHealth| {
         health
             .last_successful_probe
-            .is_some_and(|last| last < killed)
+            .is_some_and(|last| last.into_std() < killed)
             && health
                 .observed_at
                 .duration_since(jiff::Timestamp::now())
@@ -211,7 +211,7 @@ async fn a_killed_runtime_is_left_to_age_and_found_again_after_a_restart() {
             .first_since(restarted, |health| {
                 health
                     .last_successful_probe
-                    .is_some_and(|last| last >= restarted)
+                    .is_some_and(|last| last.into_std() >= restarted)
             })
             .is_some()
     })
@@ -220,7 +220,7 @@ async fn a_killed_runtime_is_left_to_age_and_found_again_after_a_restart() {
         .first_since(restarted, |health| {
             health
                 .last_successful_probe
-                .is_some_and(|last| last >= restarted)
+                .is_some_and(|last| last.into_std() >= restarted)
         })
         .expect("found");
     eprintln!(

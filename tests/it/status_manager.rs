@@ -33,7 +33,7 @@ use nodepulse_actors::{
     status_manager::{PodStatusStore, StatusManagerActor, StatusManagerSettings},
 };
 use nodepulse_supervisor::{
-    ChildSpec, KillMode, Mailbox, Supervisor, SupervisorConfig, SupervisorHandle, mailbox,
+    ChildSpec, Kept, KillMode, Mailbox, Supervisor, SupervisorConfig, SupervisorHandle, mailbox,
 };
 use serde_json::json;
 
@@ -43,7 +43,7 @@ const ACTOR: &str = "status-manager";
 struct Manager {
     supervisor: SupervisorHandle,
     mailbox: Mailbox<StatusManagerActor>,
-    store: Arc<PodStatusStore>,
+    store: Kept<PodStatusStore>,
     api: Arc<KubeApi>,
 }
 
@@ -57,11 +57,11 @@ async fn start_manager_with(cluster: &TestCluster, node: &str, capacity: usize) 
     let api = KubeApi::connect(Some(&cluster.kubeconfig), &config)
         .await
         .expect("connects");
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let (address, inbox) = mailbox::<StatusManagerActor>(capacity);
     let mut settings = StatusManagerSettings::new(node);
     settings.sync_period = Duration::from_secs(1);
-    let (factory_api, factory_store) = (Arc::clone(&api), Arc::clone(&store));
+    let (factory_api, factory_store) = (Arc::clone(&api), store.clone());
     // Quick restarts and a short liveness timeout, so a hang is noticed within a second.
     let mut supervision = SupervisorConfig::new(node);
     supervision.backoff.initial = Duration::from_millis(50);
@@ -72,7 +72,7 @@ async fn start_manager_with(cluster: &TestCluster, node: &str, capacity: usize) 
             StatusManagerActor::new(
                 settings.clone(),
                 Arc::clone(&factory_api) as Arc<dyn PodApi>,
-                Arc::clone(&factory_store),
+                factory_store.clone(),
             )
         }))
         .start();
@@ -219,7 +219,9 @@ async fn a_recreated_pod_is_not_touched_by_the_old_status() {
 
     set(&manager, &old, running(0)).await;
     eventually_async("the old status is dropped", || async {
-        manager.store.cache().get(&old_uid).is_none()
+        manager
+            .store
+            .read(|store| store.cache().get(&old_uid).is_none())
     })
     .await;
     let live = pods(&cluster)
@@ -367,7 +369,10 @@ async fn burst(
     }
     // Cheap to poll: nothing queued, nothing the API lacks (the API check follows).
     common::eventually("every change is handled and sent", || {
-        manager.mailbox.depth() == 0 && manager.store.cache().unsent_pods().is_empty()
+        manager.mailbox.depth() == 0
+            && manager
+                .store
+                .read(|store| store.cache().unsent_pods().is_empty())
     })
     .await;
     let took = started.elapsed();

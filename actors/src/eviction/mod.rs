@@ -4,9 +4,8 @@
 //! its restarts). When a threshold is eligible (hard, or soft past its grace period) it ranks the
 //! active pods and asks StatusManager to evict at most one per pass (`EvictPod`).
 
-/// The name EvictionSignalActor has in its supervisor, the debug endpoint and the metrics.
-pub const NAME: &str = "eviction-signal";
-
+#[cfg(test)]
+mod actor_tests;
 mod observe;
 mod pressure;
 pub mod ranking;
@@ -17,16 +16,13 @@ mod signals;
 mod tests;
 mod thresholds;
 
-use std::{
-    path::PathBuf,
-    sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
-};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, WrapFuture};
 use jiff::Timestamp;
-use nodepulse_supervisor::{Recipient, SendError, SupervisedActor};
+use nodepulse_supervisor::{Kept, Recipient, SendError, SupervisedActor};
 use serde_json::json;
+use tokio::time::Instant;
 
 pub use observe::{dedicated_image_fs, observations};
 pub use pressure::{PassOutcome, PressureState, housekeeping_pass};
@@ -41,6 +37,9 @@ use crate::{
     messages::{EvictPod, PressureChanged, SignalObservation},
     ports::{HostObservation, HostSignals, PodStatsSource, RuntimeService},
 };
+
+/// The name EvictionSignalActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "eviction-signal";
 
 /// What the EvictionSignalActor is configured with.
 #[derive(Debug, Clone)]
@@ -71,7 +70,7 @@ pub struct EvictionSignalActor {
     /// Asked for the image filesystem; `None` for a simulated runtime.
     runtime: Option<Arc<dyn RuntimeService>>,
     pressure: Recipient<PressureChanged>,
-    state: Arc<Mutex<PressureState>>,
+    state: Kept<PressureState>,
     /// The runtime's image filesystem as last answered by `ImageFsInfo`.
     image_fs: Option<PathBuf>,
     pass_started: Option<Instant>,
@@ -103,7 +102,7 @@ impl EvictionSignalActor {
         host: Arc<dyn HostSignals>,
         runtime: Option<Arc<dyn RuntimeService>>,
         pressure: Recipient<PressureChanged>,
-        state: Arc<Mutex<PressureState>>,
+        state: Kept<PressureState>,
     ) -> Self {
         Self {
             settings,
@@ -208,11 +207,11 @@ impl EvictionSignalActor {
         for error in &errors {
             tracing::warn!(%error, "a host signal could not be read this pass");
         }
-        let now = tokio::time::Instant::now().into_std();
+        let now = Instant::now();
         let outcome = housekeeping_pass(
             &self.settings.thresholds,
             &observed,
-            &mut self.state.lock().unwrap_or_else(PoisonError::into_inner),
+            &mut self.state.lock(),
             self.settings.pressure_transition_period,
             now,
         );
@@ -253,12 +252,8 @@ impl EvictionSignalActor {
         outcome: &PassOutcome,
         at: Timestamp,
     ) -> PressureChanged {
-        let first_observed = self
-            .state
-            .lock()
-            .map(|state| state.first_observed.clone())
-            .unwrap_or_default();
-        let now = tokio::time::Instant::now().into_std();
+        let first_observed = self.state.read(|state| state.first_observed.clone());
+        let now = Instant::now();
         let met_since = |signal: Signal| {
             let first = self
                 .settings
@@ -322,12 +317,8 @@ impl Actor for EvictionSignalActor {
 
 impl SupervisedActor for EvictionSignalActor {
     fn debug_state(&self) -> serde_json::Value {
-        let state = self
-            .state
-            .lock()
-            .map(|state| state.clone())
-            .unwrap_or_default();
-        let now = tokio::time::Instant::now().into_std();
+        let state = self.state.get();
+        let now = Instant::now();
         let since = |instant: Instant| now.saturating_duration_since(instant).as_secs_f64();
         let signals: Vec<_> = Signal::ALL
             .into_iter()

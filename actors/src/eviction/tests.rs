@@ -1,10 +1,9 @@
 //! Table tests of the pure eviction core: threshold parsing with the kubelet's errors, and the
 //! housekeeping pass's state machine with `now` as an argument.
 
-use std::{
-    collections::BTreeMap,
-    time::{Duration, Instant},
-};
+use std::{collections::BTreeMap, time::Duration};
+
+use tokio::time::Instant;
 
 use super::{
     pressure::{PressureState, housekeeping_pass},

@@ -5,25 +5,22 @@
 //! fleet, each actor starts at a random phase of the interval, so nodes started together do
 //! not renew in step.
 
-/// The name LeaseActor has in its supervisor, the debug endpoint and the metrics.
-pub const NAME: &str = "lease";
-
+#[cfg(test)]
+mod actor_tests;
 pub mod lag;
 mod renewal;
 mod round;
 #[cfg(test)]
 mod round_tests;
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use nodepulse_supervisor::SupervisedActor;
 use serde_json::json;
+use tokio::time::Instant;
 
 pub use renewal::{
     RENEW_JITTER, jittered, new_lease, next_renew_time, node_owner, renew_interval, renewal_of,
@@ -32,6 +29,9 @@ pub use renewal::{
 pub use round::{RoundContext, RoundOutcome};
 
 use crate::{messages::NodeRegistered, ports::LeaseApi};
+
+/// The name LeaseActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "lease";
 
 /// What the LeaseActor is configured with.
 #[derive(Clone)]

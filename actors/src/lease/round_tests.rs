@@ -13,29 +13,29 @@ use super::round::{RoundContext, renew};
 use crate::ports::{ApiError, ApiResult, LeaseApi, LeaseRenewal};
 
 #[derive(Default)]
-struct FakeState {
+pub(super) struct FakeState {
     lease: Option<Lease>,
     resource_version: u64,
     node_uid: Option<String>,
     /// Failures returned by the next calls of each kind, front first.
     renew_failures: VecDeque<ApiError>,
     get_failures: VecDeque<ApiError>,
-    renewals: Vec<LeaseRenewal>,
-    creates: u32,
+    pub(super) renewals: Vec<LeaseRenewal>,
+    pub(super) creates: u32,
     resets: u32,
 }
 
 #[derive(Clone, Default)]
-struct FakeLeaseApi(Arc<Mutex<FakeState>>);
+pub(super) struct FakeLeaseApi(Arc<Mutex<FakeState>>);
 
 impl FakeLeaseApi {
-    fn with_node(uid: &str) -> Self {
+    pub(super) fn with_node(uid: &str) -> Self {
         let fake = Self::default();
         fake.state().node_uid = Some(uid.to_owned());
         fake
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, FakeState> {
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, FakeState> {
         self.0.lock().expect("fake state")
     }
 
@@ -194,7 +194,7 @@ async fn repeated_failures_reset_the_heartbeat_connections_from_the_second_attem
     let first = renew(context(&api), None, None).await;
     api.state()
         .renew_failures
-        .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
+        .extend([ApiError::unavailable(), ApiError::unavailable()]);
     let outcome = renew(context(&api), first.latest, first.node_uid).await;
     assert_eq!((outcome.result, outcome.writes), (Ok(()), 3));
     assert_eq!(
@@ -235,7 +235,7 @@ async fn ensure_backs_off_200ms_doubling_while_the_lease_cannot_be_read() {
     let api = FakeLeaseApi::with_node("uid-1");
     api.state()
         .get_failures
-        .extend((0..3).map(|_| ApiError::Other("connection refused".into())));
+        .extend((0..3).map(|_| ApiError::connection_refused()));
     let started = tokio::time::Instant::now();
     let outcome = renew(context(&api), None, None).await;
     assert_eq!(outcome.result, Ok(()));
@@ -269,7 +269,7 @@ async fn ensure_waits_at_most_one_renew_interval_and_resets_connections_while_fa
     let api = FakeLeaseApi::with_node("uid-1");
     api.state()
         .get_failures
-        .extend((0..8).map(|_| ApiError::Other("connection refused".into())));
+        .extend((0..8).map(|_| ApiError::connection_refused()));
     let mut short = context(&api);
     short.lease_duration_seconds = 4; // renewed every second
     let started = tokio::time::Instant::now();

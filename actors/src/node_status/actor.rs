@@ -4,17 +4,14 @@
 //! factory hands to every instance, so a restarted instance does not forget that the runtime
 //! was healthy and post a NotReady blip. A Node deleted under it is registered again.
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, StreamHandler, WrapFuture};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
-use nodepulse_supervisor::{Recipient, SupervisedActor};
+use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::{
     registration::RegistrationSettings,
@@ -27,6 +24,10 @@ use crate::{
     ports::{MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
     runtime_probe::UpdatePodCidr,
 };
+
+/// Where the status's API timestamps (heartbeats, transitions) come from: the system's wall
+/// clock. Actor tests derive one from tokio's paused clock, so heartbeats move with it.
+pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// Jitter of the status loop: the wait is `frequency × (1 + U[0, 0.04))`.
 const UPDATE_JITTER: f64 = 0.04;
@@ -49,41 +50,21 @@ pub struct NodeStatusSettings {
     pub random_tick_phase: bool,
 }
 
-/// What outlives an instance: the latest inputs, the boot ID last reported and whether the
-/// process has announced itself.
-#[derive(Debug, Default)]
-pub struct NodeStatusMemory {
-    inner: Mutex<Remembered>,
-}
-
+/// What outlives an instance (handed to every generation in a [`Kept`]): the latest inputs,
+/// the boot ID last reported and whether the process has announced itself.
 #[derive(Debug, Default, Clone)]
-struct Remembered {
+pub struct NodeStatusMemory {
     runtime: Option<RuntimeHealth>,
     pressure: Option<PressureChanged>,
     boot_id: Option<String>,
     announced: bool,
 }
 
-impl NodeStatusMemory {
-    fn get(&self) -> Remembered {
-        self.inner
-            .lock()
-            .map(|inner| inner.clone())
-            .unwrap_or_default()
-    }
-
-    fn update(&self, change: impl FnOnce(&mut Remembered)) {
-        if let Ok(mut inner) = self.inner.lock() {
-            change(&mut inner);
-        }
-    }
-}
-
 pub struct NodeStatusActor {
     settings: NodeStatusSettings,
     api: Arc<dyn NodeApi>,
     machine: Arc<dyn MachineFacts>,
-    memory: Arc<NodeStatusMemory>,
+    memory: Kept<NodeStatusMemory>,
     lease: Option<Recipient<NodeRegistered>>,
     /// Where a changed `spec.podCIDRs` is pushed (the runtime probe, which hands it to the
     /// runtime with CRI UpdateRuntimeConfig, and the pods' provider).
@@ -101,6 +82,7 @@ pub struct NodeStatusActor {
     last_sent: Option<(Timestamp, Value)>,
     last_sync: Option<(Timestamp, String)>,
     field_changed_at: BTreeMap<String, Timestamp>,
+    wall_clock: WallClock,
 }
 
 impl NodeStatusActor {
@@ -108,7 +90,7 @@ impl NodeStatusActor {
         settings: NodeStatusSettings,
         api: Arc<dyn NodeApi>,
         machine: Arc<dyn MachineFacts>,
-        memory: Arc<NodeStatusMemory>,
+        memory: Kept<NodeStatusMemory>,
         lease: Option<Recipient<NodeRegistered>>,
         pod_cidr: Option<Recipient<UpdatePodCidr>>,
     ) -> Self {
@@ -129,7 +111,15 @@ impl NodeStatusActor {
             last_sent: None,
             last_sync: None,
             field_changed_at: BTreeMap::new(),
+            wall_clock: Arc::new(Timestamp::now),
         }
+    }
+
+    /// Reads API timestamps from `clock` instead of the system's wall clock.
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
     }
 
     fn job(&self) -> StatusJob {
@@ -142,7 +132,7 @@ impl NodeStatusActor {
             runtime: remembered.runtime,
             pressure: remembered.pressure,
             previous_boot_id: remembered.boot_id,
-            now: Timestamp::now(),
+            now: (self.wall_clock)(),
             now_instant: Instant::now(),
         }
     }
@@ -248,7 +238,7 @@ impl NodeStatusActor {
     }
 
     fn synced(&mut self, outcome: SyncOutcome) {
-        let now = Timestamp::now();
+        let now = (self.wall_clock)();
         match outcome {
             SyncOutcome::Patched {
                 node,
@@ -309,7 +299,7 @@ impl NodeStatusActor {
                 self.again = true;
             }
             SyncOutcome::Failed(error) => {
-                tracing::warn!(%error, "node status sync failed");
+                tracing::warn!(%error, retryable = error.is_retryable(), "node status sync failed");
                 self.last_sync = Some((now, format!("failed: {error}")));
             }
         }

@@ -2,11 +2,12 @@
 //! status field last changed, and for each condition the inputs that decided it — so a person
 //! can see why a node is NotReady.
 
-use std::{collections::BTreeMap, time::Instant};
+use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use super::setters::{StatusSettings, ready_errors};
 use crate::messages::{PressureChanged, RuntimeHealth};

@@ -9,6 +9,8 @@
 pub const NAME: &str = "node-status";
 
 mod actor;
+#[cfg(test)]
+pub(crate) mod actor_tests;
 pub mod change;
 mod debug;
 pub mod patch;
@@ -19,4 +21,4 @@ pub mod report;
 pub mod setters;
 pub mod sync;
 
-pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings};
+pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, WallClock};

@@ -133,7 +133,7 @@ fn label_changes_travel_in_the_status_patch() {
 
 #[test]
 fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
-    use std::time::Instant;
+    use tokio::time::Instant;
 
     use jiff::Timestamp;
 

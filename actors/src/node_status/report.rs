@@ -4,7 +4,9 @@
 //! report made only because time passed. The first sync after start always reports. In a
 //! fleet the periodic computation itself starts at a random phase ([`tick_phase`]).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// Where in the first `nodeStatusUpdateFrequency` period the periodic computation starts,
 /// for nodes started together; `unit_sample` ∈ [0, 1). The kubelet's 0.04 jitter alone would

@@ -3,11 +3,12 @@
 //! one status sync (up to five attempts: the first from the cached Node, the rest after a live
 //! GET; a missing Node means it must be registered again).
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::{
     change::status_changed,
@@ -135,16 +136,44 @@ pub enum SyncOutcome {
     },
     /// A report was due but the server already holds exactly this status: nothing to send,
     /// and it counts as reported.
-    UpToDate {
-        computed: Box<Node>,
-    },
+    UpToDate { computed: Box<Node> },
     /// Nothing changed and no report was due: nothing was sent.
-    NotDue {
-        computed: Box<Node>,
-    },
+    NotDue { computed: Box<Node> },
     /// The Node is gone: register it again.
     NodeMissing,
-    Failed(String),
+    /// Every attempt failed; the next tick tries again.
+    Failed(StatusSyncError),
+}
+
+/// Why a status sync gave up, after `STATUS_ATTEMPTS` tries (the kubelet's
+/// `nodeStatusUpdateRetry`), with the last attempt's API error as the source.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StatusSyncError {
+    #[error("update node status exceeds retry count: error getting node {node:?}: {source}")]
+    GetNode {
+        node: String,
+        #[source]
+        source: ApiError,
+    },
+    #[error(
+        "update node status exceeds retry count: failed to patch status for node {node:?}: {source}"
+    )]
+    PatchStatus {
+        node: String,
+        #[source]
+        source: ApiError,
+    },
+}
+
+impl StatusSyncError {
+    /// Whether the last call, made again, can succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::GetNode { source, .. } | Self::PatchStatus { source, .. } => {
+                source.is_retryable()
+            }
+        }
+    }
 }
 
 /// One status sync. `force` (a changed pod CIDR) makes it report as if the status had changed.
@@ -156,64 +185,78 @@ pub async fn sync_status(
     frequency: std::time::Duration,
     force: bool,
 ) -> SyncOutcome {
-    let mut last_error = String::new();
-    for attempt in 0..STATUS_ATTEMPTS {
-        let original = if attempt == 0 {
-            cached.clone()
-        } else {
-            match api.get_node(&job.node_name).await {
-                Ok(node) => node,
-                Err(ApiError::NotFound(_)) => return SyncOutcome::NodeMissing,
-                Err(error) => {
-                    api.reset_heartbeat_connections();
-                    last_error = format!("error getting node {:?}: {error}", job.node_name);
-                    continue;
-                }
-            }
-        };
-        let (computed, report, labels_fixed) = job.compute(&original);
-        for error in &report.errors {
-            tracing::warn!(%error, "a node status setter failed");
-        }
-        let changed = force
-            || labels_fixed
-            || status_changed(
-                original.status.as_ref(),
-                computed.status.as_ref().unwrap_or(&Default::default()),
-            );
-        if !clock.due(changed, job.now_instant, frequency) {
-            return SyncOutcome::NotDue {
-                computed: Box::new(computed),
-            };
-        }
-        let Some(patch) = status_patch(&original, &computed) else {
-            return SyncOutcome::UpToDate {
-                computed: Box::new(computed),
-            };
-        };
-        match api.patch_node_status(&job.node_name, patch.clone()).await {
-            Ok(node) => {
-                return SyncOutcome::Patched {
-                    node: Box::new(node),
-                    computed: Box::new(computed),
-                    patch,
-                    changed,
-                    events: report.events,
-                };
-            }
-            Err(ApiError::NotFound(_)) => return SyncOutcome::NodeMissing,
-            Err(error) => {
-                if attempt > 0 {
-                    api.reset_heartbeat_connections();
-                }
-                last_error = format!(
-                    "failed to patch status for node {:?}: {error}",
-                    job.node_name
-                );
-            }
+    let mut attempt = 0;
+    loop {
+        match sync_attempt(&*api, &job, &cached, &clock, frequency, force, attempt).await {
+            Ok(outcome) => return outcome,
+            Err(error) if attempt + 1 >= STATUS_ATTEMPTS => return SyncOutcome::Failed(error),
+            Err(_) => attempt += 1,
         }
     }
-    SyncOutcome::Failed(format!(
-        "update node status exceeds retry count: {last_error}"
-    ))
+}
+
+/// One try of [`sync_status`]: the first works on the cached Node, later ones read it again.
+async fn sync_attempt(
+    api: &dyn NodeApi,
+    job: &StatusJob,
+    cached: &Node,
+    clock: &ReportClock,
+    frequency: std::time::Duration,
+    force: bool,
+    attempt: u32,
+) -> Result<SyncOutcome, StatusSyncError> {
+    let original = if attempt == 0 {
+        cached.clone()
+    } else {
+        match api.get_node(&job.node_name).await {
+            Ok(node) => node,
+            Err(ApiError::NotFound(_)) => return Ok(SyncOutcome::NodeMissing),
+            Err(error) => {
+                api.reset_heartbeat_connections();
+                return Err(StatusSyncError::GetNode {
+                    node: job.node_name.clone(),
+                    source: error,
+                });
+            }
+        }
+    };
+    let (computed, report, labels_fixed) = job.compute(&original);
+    for error in &report.errors {
+        tracing::warn!(%error, "a node status setter failed");
+    }
+    let changed = force
+        || labels_fixed
+        || status_changed(
+            original.status.as_ref(),
+            computed.status.as_ref().unwrap_or(&Default::default()),
+        );
+    if !clock.due(changed, job.now_instant, frequency) {
+        return Ok(SyncOutcome::NotDue {
+            computed: Box::new(computed),
+        });
+    }
+    let Some(patch) = status_patch(&original, &computed) else {
+        return Ok(SyncOutcome::UpToDate {
+            computed: Box::new(computed),
+        });
+    };
+    match api.patch_node_status(&job.node_name, patch.clone()).await {
+        Ok(node) => Ok(SyncOutcome::Patched {
+            node: Box::new(node),
+            computed: Box::new(computed),
+            patch,
+            changed,
+            events: report.events,
+        }),
+        Err(ApiError::NotFound(_)) => Ok(SyncOutcome::NodeMissing),
+        Err(error) => {
+            if attempt > 0 {
+                api.reset_heartbeat_connections();
+            }
+            Err(StatusSyncError::PatchStatus {
+                node: job.node_name.clone(),
+                source: error,
+            })
+        }
+    }
 }

@@ -2,9 +2,6 @@
 //! (the `simulated` one here), whose updates become StatusManager's `SetPodStatus`,
 //! `SetContainerReadiness` and `TerminatePod`.
 
-/// The name PodLifecycleActor has in its supervisor, the debug endpoint and the metrics.
-pub const NAME: &str = "pod-lifecycle";
-
 mod actor;
 pub mod annotations;
 pub mod ip_pool;
@@ -18,3 +15,6 @@ pub use actor::{PodLifecycleActor, PodLifecycleSettings};
 pub use provider::{NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate};
 pub use simulated::{SimulatedPods, SimulatedSettings, TICK};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
+
+/// The name PodLifecycleActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "pod-lifecycle";

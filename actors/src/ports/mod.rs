@@ -3,6 +3,8 @@
 //! return boxed futures so the actors can run them without blocking their mailbox.
 
 mod api;
+#[cfg(test)]
+pub(crate) mod fakes;
 mod host;
 mod lease;
 mod machine;

@@ -4,20 +4,18 @@
 //! is judged on fresh news. It owns the runtime state (kept across its restarts) and the pod
 //! CIDR last pushed to the runtime; it never blocks: each probe runs beside its mailbox.
 
-/// The name RuntimeProbeActor has in its supervisor, the debug endpoint and the metrics.
-pub const NAME: &str = "runtime-probe";
-
 mod state;
 
 use std::{
-    sync::{Arc, Mutex, MutexGuard},
-    time::{Duration, Instant},
+    sync::{Arc, MutexGuard},
+    time::Duration,
 };
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 use jiff::Timestamp;
-use nodepulse_supervisor::{Recipient, SupervisedActor};
+use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::json;
+use tokio::time::Instant;
 
 pub use state::{NETWORK_STATE_UNKNOWN, RuntimeState, render_condition};
 
@@ -25,6 +23,9 @@ use crate::{
     messages::RuntimeHealth,
     ports::{RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion},
 };
+
+/// The name RuntimeProbeActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "runtime-probe";
 
 /// What the RuntimeProbeActor is configured with.
 #[derive(Debug, Clone)]
@@ -35,7 +36,8 @@ pub struct RuntimeProbeSettings {
     pub request_timeout: Duration,
 }
 
-/// What outlives one actor instance: the runtime state and the pod CIDR pushed last.
+/// What outlives one actor instance (handed to every generation in a [`Kept`]): the runtime
+/// state and the pod CIDR pushed last.
 #[derive(Debug, Default)]
 pub struct ProbeStore {
     pub state: RuntimeState,
@@ -59,7 +61,7 @@ pub struct RuntimeProbeActor {
     /// `None`: a simulated runtime, always healthy.
     runtime: Option<Arc<dyn RuntimeService>>,
     health: Recipient<RuntimeHealth>,
-    store: Arc<Mutex<ProbeStore>>,
+    store: Kept<ProbeStore>,
     probe_started: Option<Instant>,
     probes: u64,
     failures_in_a_row: u64,
@@ -73,7 +75,7 @@ impl RuntimeProbeActor {
         settings: RuntimeProbeSettings,
         runtime: Option<Arc<dyn RuntimeService>>,
         health: Recipient<RuntimeHealth>,
-        store: Arc<Mutex<ProbeStore>>,
+        store: Kept<ProbeStore>,
     ) -> Self {
         Self {
             settings,
@@ -89,9 +91,7 @@ impl RuntimeProbeActor {
     }
 
     fn store(&self) -> MutexGuard<'_, ProbeStore> {
-        self.store
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.store.lock()
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {
@@ -103,7 +103,7 @@ impl RuntimeProbeActor {
 
     fn start_probe(&mut self, ctx: &mut Context<Self>) {
         let Some(runtime) = self.runtime.clone() else {
-            self.store().state = RuntimeState::simulated(now());
+            self.store().state = RuntimeState::simulated(Instant::now());
             self.send_health();
             return;
         };
@@ -134,7 +134,7 @@ impl RuntimeProbeActor {
     fn finish_probe(&mut self, (status, version): ProbeResult) {
         self.probe_started = None;
         self.probes += 1;
-        let now = now();
+        let now = Instant::now();
         match status {
             Ok(status) => {
                 self.failures_in_a_row = 0;
@@ -189,11 +189,6 @@ impl RuntimeProbeActor {
             }
         }
     }
-}
-
-/// Now on tokio's clock, so tests that pause time see the probe's timestamps move with it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
 }
 
 async fn bounded<T>(
@@ -257,7 +252,7 @@ impl SupervisedActor for RuntimeProbeActor {
             "probeInProgressSeconds": self.probe_started.map(|started| started.elapsed().as_secs_f64()),
             "failuresInARow": self.failures_in_a_row,
             "lastFailure": self.last_failure.as_ref().map(|(at, error)| json!({"at": at.to_string(), "error": error})),
-            "lastSuccessfulProbeSecondsAgo": state.last_successful_probe.map(|at| now().saturating_duration_since(at).as_secs_f64()),
+            "lastSuccessfulProbeSecondsAgo": state.last_successful_probe.map(|at| Instant::now().saturating_duration_since(at).as_secs_f64()),
             "runtimeError": state.runtime_error,
             "networkError": state.network_error,
             "runtimeVersion": state.runtime_version,

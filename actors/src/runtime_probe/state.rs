@@ -3,7 +3,7 @@
 //! `now` is an argument, and a failed probe leaves the state as it was (so it ages into
 //! "container runtime is down" on the status side).
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use crate::ports::{RuntimeCondition, RuntimeError, RuntimeStatus, RuntimeVersion};
 

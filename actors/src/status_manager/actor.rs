@@ -10,17 +10,14 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{
-        Arc, Mutex, MutexGuard,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::Arc,
     time::Duration,
 };
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use nodepulse_supervisor::{Recipient, SupervisedActor};
+use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::json;
 
 use super::{
@@ -59,25 +56,20 @@ impl StatusManagerSettings {
     }
 }
 
-/// What outlives an instance: the versioned cache, the pods it was told about (by UID), and
-/// which instance is in charge.
+/// What outlives an instance (handed to every generation in a [`Kept`]): the versioned
+/// cache, the pods it was told about (by UID), and which instance is in charge.
 #[derive(Debug, Default)]
 pub struct PodStatusStore {
-    inner: Mutex<Stored>,
-    generation: AtomicU64,
-    /// Batch passes run so far, by every instance.
-    batch_passes: AtomicU64,
-}
-
-#[derive(Debug, Default)]
-struct Stored {
     cache: PodStatusCache,
     pods: HashMap<String, Pod>,
     /// The status each pod (by UID) has in the API, as the pod watch last reported it.
     api_seen: HashMap<String, PodStatus>,
+    generation: u64,
+    /// Batch passes run so far, by every instance.
+    batch_passes: u64,
 }
 
-impl Stored {
+impl PodStatusStore {
     /// `needsReconcile`: the API's status, merged with the cached one, is not what the API
     /// has — someone else changed what the kubelet owns. Only for versions already sent: an
     /// unsent one is on its way anyway.
@@ -106,31 +98,24 @@ impl Stored {
 }
 
 impl PodStatusStore {
-    fn lock(&self) -> MutexGuard<'_, Stored> {
-        // A panic while holding the lock leaves a cache that is still consistent (every
-        // change is one insert), so a poisoned lock is taken over.
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// How many periodic batch passes have run.
     pub fn batch_passes(&self) -> u64 {
-        self.batch_passes.load(Ordering::Relaxed)
+        self.batch_passes
     }
 
-    /// A copy of the cache, for tests and the debug view.
-    pub fn cache(&self) -> PodStatusCache {
-        self.lock().cache.clone()
+    /// The cache, for tests and the debug view.
+    pub fn cache(&self) -> &PodStatusCache {
+        &self.cache
     }
 
     /// Makes the caller the instance in charge; returns its generation.
-    fn take_over(&self) -> u64 {
-        self.generation.fetch_add(1, Ordering::SeqCst) + 1
+    fn take_over(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
     }
 
     fn is_current(&self, generation: u64) -> bool {
-        self.generation.load(Ordering::SeqCst) == generation
+        self.generation == generation
     }
 }
 
@@ -151,7 +136,7 @@ struct Counters {
 pub struct StatusManagerActor {
     settings: StatusManagerSettings,
     api: Arc<dyn PodApi>,
-    store: Arc<PodStatusStore>,
+    store: Kept<PodStatusStore>,
     /// Where an eviction's "stop this pod" goes: the pod lifecycle provider.
     provider: Option<Recipient<StopPod>>,
     generation: u64,
@@ -169,7 +154,7 @@ impl StatusManagerActor {
     pub fn new(
         settings: StatusManagerSettings,
         api: Arc<dyn PodApi>,
-        store: Arc<PodStatusStore>,
+        store: Kept<PodStatusStore>,
     ) -> Self {
         Self {
             settings,
@@ -242,11 +227,11 @@ impl StatusManagerActor {
             return;
         };
         self.in_flight.insert(uid.to_owned());
-        let (store, generation) = (Arc::clone(&self.store), self.generation);
+        let (store, generation) = (self.store.clone(), self.generation);
         let sync = sync_pod(
             Arc::clone(&self.api),
             job,
-            move || store.is_current(generation),
+            move || store.read(|store| store.is_current(generation)),
             Timestamp::now(),
         );
         let uid = uid.to_owned();
@@ -260,7 +245,7 @@ impl StatusManagerActor {
     }
 
     fn finish(&mut self, uid: &str, outcome: PodSyncOutcome) {
-        if !self.store.is_current(self.generation) {
+        if !self.store.read(|store| store.is_current(self.generation)) {
             return;
         }
         let mut stored = self.store.lock();
@@ -294,8 +279,8 @@ impl StatusManagerActor {
             PodSyncOutcome::Failed(error) => {
                 self.failed.insert(uid.to_owned());
                 self.counters.failures += 1;
-                tracing::warn!(%uid, %error, "pod status sync failed; the batch pass retries");
-                self.last_error = Some((Timestamp::now(), error));
+                tracing::warn!(%uid, %error, retryable = error.is_retryable(), "pod status sync failed; the batch pass retries");
+                self.last_error = Some((Timestamp::now(), error.to_string()));
             }
         }
     }
@@ -330,7 +315,7 @@ impl StatusManagerActor {
     /// happened yet (it failed, or the API's phase was not terminal yet). Pods whose API status
     /// matches cost nothing here: the comparison is local.
     fn batch(&mut self, ctx: &mut Context<Self>) {
-        self.store.batch_passes.fetch_add(1, Ordering::Relaxed);
+        self.store.update(|store| store.batch_passes += 1);
         self.failed.clear();
         self.start_unsent(ctx);
         let now = Timestamp::now();
@@ -370,7 +355,7 @@ impl Actor for StatusManagerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.generation = self.store.take_over();
+        self.generation = self.store.update(PodStatusStore::take_over);
         // A restarted instance first sends whatever its predecessor had not.
         self.start_unsent(ctx);
         ctx.run_interval(self.settings.sync_period, |actor, ctx| actor.batch(ctx));
@@ -508,11 +493,11 @@ impl Handler<EvictPod> for StatusManagerActor {
 
 impl SupervisedActor for StatusManagerActor {
     fn debug_state(&self) -> serde_json::Value {
-        let cache = self.store.cache();
+        let unsent = self.store.read(|store| store.cache.unsent_pods().len());
         json!({
             "node": self.settings.node_name,
             "generation": self.generation,
-            "unsent": cache.unsent_pods().len(),
+            "unsent": unsent,
             "inFlight": self.in_flight.len(),
             "counters": self.counters,
             "lastError": self.last_error.as_ref().map(|(at, error)| json!({"at": at.to_string(), "error": error})),

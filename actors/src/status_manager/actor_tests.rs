@@ -10,6 +10,7 @@ use std::{
 use actix::{Actor, Addr};
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use nodepulse_supervisor::{Kept, Recipient};
 use serde_json::{Value, json};
 
 use super::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
@@ -18,7 +19,10 @@ use crate::{
         EvictPod, FlushPodStatuses, PodObserved, SetContainerReadiness, SetPodStatus, StopPod,
         TerminatePod,
     },
-    ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent},
+    ports::{
+        ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent,
+        fakes::{self, strategic::apply},
+    },
 };
 
 #[derive(Default)]
@@ -51,54 +55,6 @@ impl FakePodApi {
     }
 }
 
-/// The little of strategic merge the status patches use: keyed lists, atomic lists, nulls.
-fn apply(status: &mut Value, patch: &Value) {
-    let Some(fields) = patch.as_object() else {
-        return;
-    };
-    if !status.is_object() {
-        *status = json!({});
-    }
-    for (field, value) in fields {
-        if field.starts_with("$setElementOrder/") {
-            continue;
-        }
-        let key = match field.as_str() {
-            "conditions" => Some("type"),
-            "podIPs" | "hostIPs" => Some("ip"),
-            _ => None,
-        };
-        match (key, value) {
-            (_, Value::Null) => {
-                status.as_object_mut().map(|s| s.remove(field));
-            }
-            (Some(key), Value::Array(entries)) => {
-                let list = status[field.as_str()]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                let mut list: Vec<Value> = list;
-                for entry in entries {
-                    let position = list.iter().position(|item| item[key] == entry[key]);
-                    match (entry.get("$patch"), position) {
-                        (Some(_), Some(at)) => {
-                            list.remove(at);
-                        }
-                        (Some(_), None) => {}
-                        (None, Some(at)) => apply(&mut list[at], entry),
-                        (None, None) => list.push(entry.clone()),
-                    }
-                }
-                if let Some(order) = fields[&format!("$setElementOrder/{field}")].as_array() {
-                    list.sort_by_key(|item| order.iter().position(|o| o[key] == item[key]));
-                }
-                status[field.as_str()] = Value::Array(list);
-            }
-            _ => status[field.as_str()] = value.clone(),
-        }
-    }
-}
-
 impl PodApi for FakePodApi {
     fn get_pod(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<Pod>> {
         let mut state = self.state();
@@ -124,9 +80,13 @@ impl PodApi for FakePodApi {
         } else {
             match state.pods.get_mut(name) {
                 None => Err(ApiError::NotFound(name.to_owned())),
-                Some(pod) if pod["metadata"]["uid"] != patch["metadata"]["uid"] => Err(
-                    ApiError::Other("422 Invalid: the UID precondition failed".to_owned()),
-                ),
+                Some(pod) if pod["metadata"]["uid"] != patch["metadata"]["uid"] => {
+                    Err(ApiError::Refused {
+                        code: 422,
+                        reason: "Invalid".to_owned(),
+                        message: "the UID precondition failed".to_owned(),
+                    })
+                }
                 Some(pod) => {
                     apply(&mut pod["status"], &patch["status"]);
                     Ok(serde_json::from_value(pod.clone()).expect("pod"))
@@ -182,18 +142,21 @@ fn running(ready: bool) -> PodStatus {
     .expect("status")
 }
 
-fn start(api: &FakePodApi, store: &Arc<PodStatusStore>) -> Addr<StatusManagerActor> {
-    start_with_period(api, store, Duration::from_millis(50))
+/// The kubelet's 10 s batch period: the tests run on paused time, where it costs nothing.
+const SYNC_PERIOD: Duration = Duration::from_secs(10);
+
+fn start(api: &FakePodApi, store: &Kept<PodStatusStore>) -> Addr<StatusManagerActor> {
+    start_with_period(api, store, SYNC_PERIOD)
 }
 
 fn start_with_period(
     api: &FakePodApi,
-    store: &Arc<PodStatusStore>,
+    store: &Kept<PodStatusStore>,
     sync_period: Duration,
 ) -> Addr<StatusManagerActor> {
     let mut settings = StatusManagerSettings::new("worker-1");
     settings.sync_period = sync_period;
-    StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(store)).start()
+    StatusManagerActor::new(settings, Arc::new(api.clone()), store.clone()).start()
 }
 
 /// Tells `manager` the pod's status, as a provider does.
@@ -207,14 +170,9 @@ async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodSta
         .expect("delivered");
 }
 
+/// Waits for `condition` up to ten batch periods of tokio time.
 async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    for _ in 0..400 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("timed out waiting until {what}");
+    fakes::eventually(what, SYNC_PERIOD * 10, condition).await;
 }
 
 fn condition(status: &Value, kind: &str) -> Option<String> {
@@ -227,9 +185,10 @@ fn condition(status: &Value, kind: &str) -> Option<String> {
 
 #[actix_rt::test]
 async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the status is patched", || {
@@ -249,31 +208,32 @@ async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
         );
     }
     eventually("the version is recorded as sent", || {
-        store.cache().unsent_pods().is_empty()
+        store.read(|store| store.cache().unsent_pods().is_empty())
     })
     .await;
 }
 
 #[actix_rt::test]
 async fn a_status_the_api_already_has_sends_no_patch() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     let mut already = pod("web", "uid-1");
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     // Let a first sync write it, then restart from a fresh cache: the API has it all.
     api.put(&already);
     set_status(&manager, already.clone(), running(true)).await;
     eventually("the first sync is done", || {
-        store.cache().unsent_pods().is_empty()
+        store.read(|store| store.cache().unsent_pods().is_empty())
     })
     .await;
     already.status = serde_json::from_value(api.status("web")).ok();
-    let fresh = Arc::new(PodStatusStore::default());
+    let fresh = Kept::<PodStatusStore>::default();
     let second = start(&api, &fresh);
     let patches_before = api.state().patches.len();
     set_status(&second, already, running(true)).await;
     eventually("the second sync is done", || {
-        fresh.cache().unsent_pods().is_empty()
+        fresh.read(|store| store.cache().unsent_pods().is_empty())
     })
     .await;
     assert_eq!(api.state().patches.len(), patches_before, "nothing to send");
@@ -281,13 +241,14 @@ async fn a_status_the_api_already_has_sends_no_patch() {
 
 #[actix_rt::test]
 async fn a_recreated_pod_is_not_touched_by_the_old_status() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-new"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-old"), running(true)).await;
     eventually("the old status is dropped", || {
-        store.cache().get("uid-old").is_none()
+        store.read(|store| store.cache().get("uid-old").is_none())
     })
     .await;
     assert!(api.state().patches.is_empty());
@@ -296,13 +257,14 @@ async fn a_recreated_pod_is_not_touched_by_the_old_status() {
 
 #[actix_rt::test]
 async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     let mut deleting = pod("web", "uid-1");
     deleting.metadata.deletion_timestamp = Some(
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
     );
     api.put(&deleting);
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, deleting.clone(), running(true)).await;
     manager
@@ -319,19 +281,20 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
         assert_eq!(last["status"]["phase"], "Failed");
     }
     eventually("the cache forgets the pod", || {
-        store.cache().get("uid-1").is_none()
+        store.read(|store| store.cache().get("uid-1").is_none())
     })
     .await;
 }
 
 #[actix_rt::test]
 async fn a_failed_patch_is_resent_by_the_batch_pass() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .extend([ApiError::Other("503".into()), ApiError::Other("503".into())]);
-    let store = Arc::new(PodStatusStore::default());
+        .extend([ApiError::unavailable(), ApiError::unavailable()]);
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the status is patched after two failures", || {
@@ -343,16 +306,16 @@ async fn a_failed_patch_is_resent_by_the_batch_pass() {
 
 #[actix_rt::test]
 async fn a_new_instance_sends_what_the_stopped_one_had_not() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .extend((0..1000).map(|_| ApiError::Other("503".into())));
-    let store = Arc::new(PodStatusStore::default());
+        .extend((0..1000).map(|_| ApiError::unavailable()));
+    let store = Kept::<PodStatusStore>::default();
     let mut settings = StatusManagerSettings::new("worker-1");
     settings.sync_period = Duration::from_secs(3600);
-    let first =
-        StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(&store)).start();
+    let first = StatusManagerActor::new(settings, Arc::new(api.clone()), store.clone()).start();
     set_status(&first, pod("web", "uid-1"), running(true)).await;
     eventually("the first attempt failed", || {
         !api.state().patches.is_empty()
@@ -369,9 +332,10 @@ async fn a_new_instance_sends_what_the_stopped_one_had_not() {
 
 #[actix_rt::test]
 async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(false)).await;
     manager
@@ -412,9 +376,10 @@ async fn a_readiness_flip_regenerates_ready_and_containers_ready() {
 
 #[actix_rt::test]
 async fn a_finished_pod_nobody_deletes_is_not_polled() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("job", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     manager
         .send(TerminatePod {
@@ -423,13 +388,14 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
         .await
         .expect("delivered");
     eventually("the final status is sent", || {
-        store.cache().unsent_pods().is_empty() && api.status("job")["phase"] == "Failed"
+        store.read(|store| store.cache().unsent_pods().is_empty())
+            && api.status("job")["phase"] == "Failed"
     })
     .await;
     let gets = api.state().gets;
-    let passes = store.batch_passes();
+    let passes = store.read(PodStatusStore::batch_passes);
     eventually("six more batch passes ran", || {
-        store.batch_passes() >= passes + 6
+        store.read(PodStatusStore::batch_passes) >= passes + 6
     })
     .await;
     assert_eq!(
@@ -442,13 +408,14 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
 
 #[actix_rt::test]
 async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_others_conditions() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
-    let store = Arc::new(PodStatusStore::default());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the first sync is done", || {
-        store.cache().unsent_pods().is_empty() && api.state().patches.len() == 1
+        store.read(|store| store.cache().unsent_pods().is_empty()) && api.state().patches.len() == 1
     })
     .await;
     // Someone else flips Ready and adds a condition; the watch reports it.
@@ -477,23 +444,24 @@ async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_oth
 
 #[actix_rt::test]
 async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider() {
+    tokio::time::pause();
     let api = FakePodApi::default();
-    let store = Arc::new(PodStatusStore::default());
-    let (provider, inbox) = nodepulse_supervisor::mailbox::<StopRecorder>(8);
+    let store = Kept::<PodStatusStore>::default();
     let stops = Arc::new(Mutex::new(Vec::new()));
-    let _supervisor = nodepulse_supervisor::Supervisor::builder(
-        nodepulse_supervisor::SupervisorConfig::new("worker-1"),
-    )
-    .child(nodepulse_supervisor::ChildSpec::new("provider", inbox, {
+    let provider = Recipient::<StopPod>::from_fn({
         let stops = Arc::clone(&stops);
-        move || StopRecorder(Arc::clone(&stops))
-    }))
+        move |stop| {
+            stops.lock().expect("stops").push(stop);
+            Ok(())
+        }
+    });
+    let manager = StatusManagerActor::new(
+        StatusManagerSettings::new("worker-1"),
+        Arc::new(api.clone()),
+        store.clone(),
+    )
+    .with_provider(provider)
     .start();
-    let mut settings = StatusManagerSettings::new("worker-1");
-    settings.sync_period = Duration::from_millis(50);
-    let manager = StatusManagerActor::new(settings, Arc::new(api.clone()), Arc::clone(&store))
-        .with_provider(provider.recipient())
-        .start();
     manager
         .send(EvictPod {
             pod: Box::new(pod("hog", "uid-9")),
@@ -521,38 +489,24 @@ async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider()
     assert_eq!(event.annotations["starved_resource"], "memory");
 }
 
-struct StopRecorder(Arc<Mutex<Vec<StopPod>>>);
-
-impl Actor for StopRecorder {
-    type Context = actix::Context<Self>;
-}
-
-impl actix::Handler<StopPod> for StopRecorder {
-    type Result = ();
-
-    fn handle(&mut self, stop: StopPod, _: &mut Self::Context) {
-        self.0.lock().unwrap().push(stop);
-    }
-}
-
-impl nodepulse_supervisor::SupervisedActor for StopRecorder {
-    fn debug_state(&self) -> Value {
-        json!({})
-    }
-}
-
 #[actix_rt::test]
 async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .extend((0..100_000).map(|_| ApiError::Other("503".into())));
-    let store = Arc::new(PodStatusStore::default());
-    let manager = start(&api, &store);
+        .extend((0..100_000).map(|_| ApiError::unavailable()));
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start_with_period(&api, &store, Duration::from_millis(50));
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
-    eventually("four batch passes", || store.batch_passes() >= 4).await;
-    let (patches, passes) = (api.state().patches.len(), store.batch_passes());
+    eventually("four batch passes", || {
+        store.read(PodStatusStore::batch_passes) >= 4
+    })
+    .await;
+    let (patches, passes) = (
+        api.state().patches.len(),
+        store.read(PodStatusStore::batch_passes),
+    );
     assert!(
         patches as u64 <= passes + 2,
         "{patches} attempts in {passes} batch passes: a failed sync must wait for the next pass"
@@ -567,16 +521,17 @@ async fn a_failing_api_is_retried_once_per_batch_pass_not_in_a_loop() {
 /// for it (an hour here), so it tries again at once and answers once the status is in.
 #[actix_rt::test]
 async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     api.put(&pod("web", "uid-1"));
     api.state()
         .patch_failures
-        .push_back(ApiError::Other("503".into()));
-    let store = Arc::new(PodStatusStore::default());
+        .push_back(ApiError::unavailable());
+    let store = Kept::<PodStatusStore>::default();
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
     set_status(&manager, pod("web", "uid-1"), running(true)).await;
     eventually("the first write fails", || api.state().patches.len() == 1).await;
-    assert_eq!(store.cache().unsent_pods().len(), 1);
+    assert_eq!(store.read(|store| store.cache().unsent_pods().len()), 1);
 
     let unsent = manager.send(FlushPodStatuses).await.expect("answered");
     assert_eq!(unsent, Some(0), "every status is in the API");
@@ -591,6 +546,7 @@ async fn a_flush_resends_a_failed_status_at_once_and_answers_when_all_are_in() {
 
 #[actix_rt::test]
 async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
+    tokio::time::pause();
     let api = FakePodApi::default();
     for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
         api.put(&pod(name, uid));
@@ -598,8 +554,8 @@ async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
     // Every write fails until the flush's own attempts are spent: two first tries, two retries.
     api.state()
         .patch_failures
-        .extend((0..4).map(|_| ApiError::Other("503".into())));
-    let store = Arc::new(PodStatusStore::default());
+        .extend((0..4).map(|_| ApiError::unavailable()));
+    let store = Kept::<PodStatusStore>::default();
     let manager = start_with_period(&api, &store, Duration::from_secs(3600));
     for (name, uid) in [("web", "uid-1"), ("db", "uid-2")] {
         set_status(&manager, pod(name, uid), running(true)).await;

@@ -2,9 +2,6 @@
 //! condition ownership, `mergePodStatus`, `TerminatePod`'s final status, readiness flips and the
 //! PATCH body. `sync` holds one pod's API work as an owned future; `actor` decides when to run it.
 
-/// The name StatusManagerActor has in its supervisor, the debug endpoint and the metrics.
-pub const NAME: &str = "status-manager";
-
 mod actor;
 #[cfg(test)]
 mod actor_tests;
@@ -19,3 +16,6 @@ pub mod terminate;
 mod tests;
 
 pub use actor::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
+
+/// The name StatusManagerActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "status-manager";

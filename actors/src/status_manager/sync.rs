@@ -29,8 +29,32 @@ pub struct PodSyncJob {
     pub status: PodStatus,
 }
 
+/// The API call a pod's sync failed at, with the API's error as the source. Whether trying
+/// again helps is the API error's to say: the batch pass retries either way, as the kubelet's
+/// status manager does, since a pod's status has no other way to reach the API.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PodSyncError {
+    #[error("get pod: {0}")]
+    GetPod(#[source] ApiError),
+    #[error("patch pod status: {0}")]
+    PatchStatus(#[source] ApiError),
+    #[error("delete pod: {0}")]
+    DeletePod(#[source] ApiError),
+}
+
+impl PodSyncError {
+    /// Whether the same call, made again, can succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::GetPod(error) | Self::PatchStatus(error) | Self::DeletePod(error) => {
+                error.is_retryable()
+            }
+        }
+    }
+}
+
 /// How one pod's sync ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum PodSyncOutcome {
     /// The API has this version now; `patched` says whether a PATCH was needed and `deleted`
     /// whether the pod was then deleted.
@@ -47,7 +71,7 @@ pub enum PodSyncOutcome {
     },
     /// This instance was superseded (a newer one runs) before the write: nothing was sent.
     Superseded,
-    Failed(String),
+    Failed(PodSyncError),
 }
 
 /// Whether the cached status shows a container that may still be running.
@@ -98,7 +122,7 @@ pub async fn sync_pod(
     let pod = match api.get_pod(&job.namespace, &job.name).await {
         Ok(pod) => pod,
         Err(ApiError::NotFound(_)) => return PodSyncOutcome::NotFound,
-        Err(error) => return PodSyncOutcome::Failed(format!("get pod: {error}")),
+        Err(error) => return PodSyncOutcome::Failed(PodSyncError::GetPod(error)),
     };
     let api_uid = pod.metadata.uid.clone().unwrap_or_default();
     if api_uid != job.uid {
@@ -121,7 +145,7 @@ pub async fn sync_pod(
             match api.patch_pod_status(&job.namespace, &job.name, patch).await {
                 Ok(pod) => latest = pod,
                 Err(ApiError::NotFound(_)) => return PodSyncOutcome::NotFound,
-                Err(error) => return PodSyncOutcome::Failed(format!("patch pod status: {error}")),
+                Err(error) => return PodSyncOutcome::Failed(PodSyncError::PatchStatus(error)),
             }
             true
         }
@@ -133,9 +157,7 @@ pub async fn sync_pod(
         }
         match api.delete_pod(&job.namespace, &job.name, &job.uid).await {
             Ok(()) | Err(ApiError::NotFound(_)) => deleted = true,
-            Err(error) => {
-                return PodSyncOutcome::Failed(format!("delete pod: {error}"));
-            }
+            Err(error) => return PodSyncOutcome::Failed(PodSyncError::DeletePod(error)),
         }
     }
     PodSyncOutcome::Synced {

@@ -1,7 +1,7 @@
 //! Starting one node's API-facing actors (NodeStatus + Lease) against a test cluster, with the
 //! test playing the runtime probe and the eviction signal.
 
-use std::{path::Path, sync::Arc, time::Instant};
+use std::{path::Path, sync::Arc};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -59,7 +59,7 @@ pub async fn connect(kubeconfig: &Path, name: &str, yaml: &str) -> (Settings, Ar
 /// What RuntimeProbe says of a healthy runtime that just answered.
 pub fn healthy_runtime() -> RuntimeHealth {
     RuntimeHealth {
-        last_successful_probe: Some(Instant::now()),
+        last_successful_probe: Some(tokio::time::Instant::now()),
         runtime_error: None,
         network_error: None,
         runtime_version: Some("containerd://1.6.20".into()),

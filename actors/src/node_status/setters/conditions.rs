@@ -3,13 +3,14 @@
 //! aggregates them into its message. Heartbeat times always move; transition times only on a
 //! change of status, and only then are events returned.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::{
     api::core::v1::{Node, NodeCondition},
     apimachinery::pkg::apis::meta::v1::Time,
 };
+use tokio::time::Instant;
 
 use super::{NodeEvent, StatusInputs};
 use crate::messages::RuntimeHealth;

@@ -12,10 +12,11 @@ mod machine;
 mod tests;
 mod version;
 
-use std::{collections::BTreeMap, net::IpAddr, time::Instant};
+use std::{collections::BTreeMap, net::IpAddr};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
+use tokio::time::Instant;
 
 pub use conditions::{RUNTIME_DOWN_AFTER, ready_errors};
 pub use version::platform;

@@ -1,36 +1,24 @@
 //! The setters on fixed inputs: order, reasons, messages, transition and heartbeat rules,
 //! capacity and allocatable arithmetic, addresses and events.
 
-use std::{
-    net::IpAddr,
-    time::{Duration, Instant},
-};
+use std::{net::IpAddr, time::Duration};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
+use tokio::time::Instant;
 
 use super::*;
-use crate::{eviction::ThresholdValue, messages::RuntimeHealth, ports::MachineInfo};
-
-const GIB: u64 = 1 << 30;
+use crate::{
+    eviction::ThresholdValue,
+    messages::RuntimeHealth,
+    ports::{
+        MachineFacts, MachineInfo,
+        fakes::host::{FakeMachine, GIB},
+    },
+};
 
 fn machine() -> MachineInfo {
-    MachineInfo {
-        hostname: "worker-1".into(),
-        cpu_cores: 2,
-        memory_bytes: 8 * GIB,
-        machine_id: "m-1".into(),
-        system_uuid: "u-1".into(),
-        boot_id: "boot-1".into(),
-        kernel_version: "6.1.0".into(),
-        os_image: "Debian GNU/Linux 12 (bookworm)".into(),
-        ephemeral_storage_bytes: Some(100 * GIB),
-        local_addresses: vec![
-            "192.0.2.2".parse().expect("ip"),
-            "127.0.0.1".parse().expect("ip"),
-        ],
-        default_route_address: Some("192.0.2.2".parse().expect("ip")),
-    }
+    FakeMachine.read()
 }
 
 fn settings() -> StatusSettings {
