@@ -21,3 +21,4 @@ pub mod quantity;
 pub mod retry;
 pub mod runtime_probe;
 pub mod status_manager;
+pub mod volume_manager;
