@@ -4,3 +4,6 @@
 //! only carries it out on the real filesystem.
 
 pub mod atomic_writer;
+pub mod empty_dir;
+pub mod host_path;
+pub mod mount;
