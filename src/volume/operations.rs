@@ -95,3 +95,7 @@ pub fn tear_down(
 pub fn wrapper_meta_dir(dirs: &PodDirs, pod_uid: &str, volume: &str) -> std::path::PathBuf {
     dirs.volume_plugin_dir(pod_uid, Plugin::EmptyDir, volume)
 }
+
+#[cfg(test)]
+#[path = "operations_tests.rs"]
+mod tests;

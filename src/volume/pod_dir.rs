@@ -122,3 +122,7 @@ fn children(dir: &Path) -> Vec<PathBuf> {
     paths.sort();
     paths
 }
+
+#[cfg(test)]
+#[path = "pod_dir_tests.rs"]
+mod tests;
