@@ -10,6 +10,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use super::FsError;
+
 /// Longest file name and path the writer accepts.
 const MAX_FILE_NAME_LENGTH: usize = 255;
 const MAX_PATH_LENGTH: usize = 4096;
@@ -57,25 +59,20 @@ pub enum AtomicWriteError {
     FileNameTooLong,
     #[error("invalid path: must not start with '..': {0}")]
     StartsWithDotDot(String),
-    #[error("{step} {}: {source}", path.display())]
-    Io {
-        step: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] FsError),
 }
 
 impl AtomicWriteError {
     /// Whether the same write may succeed later (an I/O error, not a bad path).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, AtomicWriteError::Io { .. })
+        matches!(self, AtomicWriteError::Io(_))
     }
 }
 
 fn io_error(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> AtomicWriteError {
-    let path = path.to_path_buf();
-    move |source| AtomicWriteError::Io { step, path, source }
+    let at = FsError::at(step, path);
+    move |source| at(source).into()
 }
 
 /// Writes payloads into one existing target directory. Callers serialise writes to it.

@@ -3,14 +3,12 @@
 //! node allocatable memory, the pod's memory limit and `sizeLimit`; a `ready` file marks setup
 //! done. The same steps back the tmpfs of secret, downwardAPI and projected volumes.
 
-use std::{
-    fs, io,
-    os::unix::fs::PermissionsExt,
-    path::{Path, PathBuf},
-};
+use std::{fs, io, os::unix::fs::PermissionsExt, path::Path};
 
 use k8s_openapi::api::core::v1::EmptyDirVolumeSource;
 use nodepulse_actors::quantity::parse_quantity;
+
+use super::FsError;
 
 use super::mount::{in_private_mount_namespace, is_tmpfs_mount_point, mount_tmpfs, unmount_path};
 
@@ -51,18 +49,13 @@ pub enum EmptyDirError {
         source: io::Error,
     },
     /// A filesystem operation failed; worth retrying.
-    #[error("{step} {}: {source}", path.display())]
-    Io {
-        step: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] FsError),
 }
 
 fn io_error(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> EmptyDirError {
-    let path = path.to_path_buf();
-    move |source| EmptyDirError::Io { step, path, source }
+    let at = FsError::at(step, path);
+    move |source| at(source).into()
 }
 
 /// The medium of `source`. `node_allocatable_memory` and `pod_memory_limit` (bytes; the pod's

@@ -10,3 +10,23 @@ pub mod mount;
 pub mod operations;
 pub mod pod_dir;
 pub mod reconstruct;
+
+use std::{io, path::PathBuf};
+
+/// A filesystem call that failed, with what it was doing and where. Worth retrying.
+#[derive(Debug, thiserror::Error)]
+#[error("{step} {}: {source}", path.display())]
+pub struct FsError {
+    pub step: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+impl FsError {
+    /// A `map_err` adapter: `fs::create_dir(p).map_err(FsError::at("create", p))`.
+    pub fn at(step: &'static str, path: &std::path::Path) -> impl FnOnce(io::Error) -> FsError {
+        let path = path.to_path_buf();
+        move |source| FsError { step, path, source }
+    }
+}
