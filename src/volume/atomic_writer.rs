@@ -10,11 +10,11 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::FsError;
+use super::{
+    FsError,
+    payload_paths::{InvalidPath, clean_payload},
+};
 
-/// Longest file name and path the writer accepts.
-const MAX_FILE_NAME_LENGTH: usize = 255;
-const MAX_PATH_LENGTH: usize = 4096;
 /// The link to the current timestamped directory, and its replacement while swapping.
 pub const DATA_DIR_NAME: &str = "..data";
 const NEW_DATA_DIR_NAME: &str = "..data_tmp";
@@ -45,20 +45,8 @@ pub enum WriteOutcome {
 /// I/O failures leave the previous content in place and are worth retrying.
 #[derive(Debug, thiserror::Error)]
 pub enum AtomicWriteError {
-    #[error("invalid path: must not be empty: {0:?}")]
-    EmptyPath(String),
-    #[error("invalid path: must be relative path: {0}")]
-    AbsolutePath(String),
-    #[error("invalid path: must be less than or equal to {MAX_PATH_LENGTH} characters")]
-    PathTooLong,
-    #[error("invalid path: must not contain '..': {0}")]
-    ContainsDotDot(String),
-    #[error(
-        "invalid path: filenames must be less than or equal to {MAX_FILE_NAME_LENGTH} characters"
-    )]
-    FileNameTooLong,
-    #[error("invalid path: must not start with '..': {0}")]
-    StartsWithDotDot(String),
+    #[error(transparent)]
+    InvalidPath(#[from] InvalidPath),
     #[error(transparent)]
     Io(#[from] FsError),
 }
@@ -92,7 +80,7 @@ impl AtomicWriter {
     /// Projects `payload` into the target directory, in the kubelet's order of steps.
     pub fn write(&self, payload: &Payload) -> Result<WriteOutcome, AtomicWriteError> {
         // (1) Validate and clean every path before touching anything.
-        let payload = validate_payload(payload)?;
+        let payload = clean_payload(payload)?;
         // (2) The data directory currently linked, if any.
         let data_link = self.target_dir.join(DATA_DIR_NAME);
         let old_dir = match fs::read_link(&data_link) {
@@ -203,50 +191,6 @@ impl AtomicWriter {
         }
         last_error
     }
-}
-
-/// The kubelet's path checks, in its order, then `filepath.Clean`.
-fn validate_payload(payload: &Payload) -> Result<Payload, AtomicWriteError> {
-    let mut clean = Payload::new();
-    for (path, file) in payload {
-        validate_path(path)?;
-        clean.insert(clean_path(path), file.clone());
-    }
-    Ok(clean)
-}
-
-fn validate_path(path: &str) -> Result<(), AtomicWriteError> {
-    if path.is_empty() {
-        return Err(AtomicWriteError::EmptyPath(path.to_owned()));
-    }
-    if path.starts_with('/') {
-        return Err(AtomicWriteError::AbsolutePath(path.to_owned()));
-    }
-    if path.len() > MAX_PATH_LENGTH {
-        return Err(AtomicWriteError::PathTooLong);
-    }
-    let items: Vec<&str> = path.split('/').collect();
-    for item in &items {
-        if *item == ".." {
-            return Err(AtomicWriteError::ContainsDotDot(path.to_owned()));
-        }
-        if item.len() > MAX_FILE_NAME_LENGTH {
-            return Err(AtomicWriteError::FileNameTooLong);
-        }
-    }
-    if items[0].starts_with("..") && items[0].len() > 2 {
-        return Err(AtomicWriteError::StartsWithDotDot(path.to_owned()));
-    }
-    Ok(())
-}
-
-/// `a//b/./c/` → `a/b/c` (no `..` remains after validation).
-fn clean_path(path: &str) -> String {
-    let parts: Vec<&str> = path
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
-    parts.join("/")
 }
 
 /// Every path under the old data directory that is neither a payload file nor one of its

@@ -8,6 +8,7 @@ pub mod empty_dir;
 pub mod host_path;
 pub mod mount;
 pub mod operations;
+pub mod payload_paths;
 pub mod pod_dir;
 pub mod reconstruct;
 
