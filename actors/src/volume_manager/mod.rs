@@ -9,9 +9,11 @@ pub mod plugin;
 pub mod reconcile;
 pub mod spec;
 pub mod state;
+pub mod wait;
 
 pub use layout::{PodDirs, UniqueVolumeName};
 pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{PodVolume, PodVolumes, SpecError, pod_volumes};
 pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume};
+pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness};
