@@ -25,3 +25,4 @@ pub mod logging;
 pub mod machine;
 pub mod node;
 pub mod standalone;
+pub mod volume;

@@ -22,3 +22,4 @@ pub mod quantity;
 pub mod retry;
 pub mod runtime_probe;
 pub mod status_manager;
+pub mod volume_manager;

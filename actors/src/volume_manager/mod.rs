@@ -1,0 +1,19 @@
+//! The volume manager's pure core: which volumes the pods bound here need (desired state), what
+//! is set up on disk (actual state), and the operations that reconcile them, after the kubelet's
+//! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
+
+#[cfg(test)]
+mod fixtures;
+pub mod layout;
+pub mod plugin;
+pub mod reconcile;
+pub mod spec;
+pub mod state;
+pub mod wait;
+
+pub use layout::{PodDirs, UniqueVolumeName};
+pub use plugin::Plugin;
+pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
+pub use spec::{PodVolume, PodVolumes, SpecError, pod_volumes};
+pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume};
+pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness};

@@ -1,0 +1,127 @@
+//! A pod's volumes as the volume manager sees them: the volumes its containers mount, each with
+//! its plugin and unique name (§1.2). Volumes no container references are skipped, as the
+//! kubelet's populator does. Pure: reads the `Pod` object only.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Pod, Volume};
+
+use super::{layout::UniqueVolumeName, plugin::Plugin};
+
+/// One volume of one pod, ready for the desired state of the world.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodVolume {
+    /// The outer name: the volume's name in the pod spec and its directory name on disk.
+    pub name: String,
+    pub plugin: Plugin,
+    pub unique_name: UniqueVolumeName,
+    /// Whether the attach/detach controller must attach it first (reported in `volumesInUse`).
+    pub attachable: bool,
+    /// The spec, for the plugin's SetUp.
+    pub spec: Volume,
+}
+
+/// Why a volume of a pod cannot enter the desired state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// Retrying does not help until nodepulse supports the kind.
+    #[error("volume {volume:?}: {kind} volumes are not supported by nodepulse yet")]
+    Unsupported { volume: String, kind: &'static str },
+    /// A container mounts a volume the pod spec does not declare (the API server rejects such
+    /// pods; seen only from a hand-made object).
+    #[error("volume {volume:?} is mounted by a container but not declared in the pod spec")]
+    Undeclared { volume: String },
+}
+
+/// The volumes of `pod` its containers use, and the errors of those nodepulse cannot serve.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodVolumes {
+    pub volumes: Vec<PodVolume>,
+    pub errors: Vec<SpecError>,
+}
+
+/// The pod's volumes referenced by a `volumeMounts` or `volumeDevices` entry of an init,
+/// regular or ephemeral container.
+pub fn pod_volumes(pod: &Pod) -> PodVolumes {
+    let Some(spec) = &pod.spec else {
+        return PodVolumes::default();
+    };
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let referenced = referenced_volume_names(pod);
+    let declared = spec.volumes.as_deref().unwrap_or_default();
+    let mut out = PodVolumes::default();
+    for name in &referenced {
+        match declared.iter().find(|volume| &volume.name == name) {
+            None => out.errors.push(SpecError::Undeclared {
+                volume: name.clone(),
+            }),
+            Some(volume) => match plugin_of(volume) {
+                Ok(plugin) => out.volumes.push(PodVolume {
+                    name: volume.name.clone(),
+                    plugin,
+                    unique_name: UniqueVolumeName::pod_scoped(plugin, uid, &volume.name),
+                    attachable: false,
+                    spec: volume.clone(),
+                }),
+                Err(kind) => out.errors.push(SpecError::Unsupported {
+                    volume: volume.name.clone(),
+                    kind,
+                }),
+            },
+        }
+    }
+    out
+}
+
+/// The plugin serving `volume`, or the name of its unsupported source.
+fn plugin_of(volume: &Volume) -> Result<Plugin, &'static str> {
+    if volume.empty_dir.is_some() {
+        Ok(Plugin::EmptyDir)
+    } else if volume.config_map.is_some() {
+        Ok(Plugin::ConfigMap)
+    } else if volume.secret.is_some() {
+        Ok(Plugin::Secret)
+    } else if volume.downward_api.is_some() {
+        Ok(Plugin::DownwardApi)
+    } else if volume.projected.is_some() {
+        Ok(Plugin::Projected)
+    } else if volume.host_path.is_some() {
+        Ok(Plugin::HostPath)
+    } else if volume.persistent_volume_claim.is_some() {
+        Err("persistentVolumeClaim")
+    } else if volume.csi.is_some() {
+        Err("csi")
+    } else if volume.ephemeral.is_some() {
+        Err("ephemeral")
+    } else {
+        Err("this")
+    }
+}
+
+/// Names of the volumes some container mounts, sorted.
+fn referenced_volume_names(pod: &Pod) -> BTreeSet<String> {
+    let Some(spec) = &pod.spec else {
+        return BTreeSet::new();
+    };
+    let mut names = BTreeSet::new();
+    let containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+        .map(|c| (c.volume_mounts.as_deref(), c.volume_devices.as_deref()));
+    let ephemeral = spec
+        .ephemeral_containers
+        .iter()
+        .flatten()
+        .map(|c| (c.volume_mounts.as_deref(), c.volume_devices.as_deref()));
+    for (mounts, devices) in containers.chain(ephemeral) {
+        names.extend(mounts.unwrap_or_default().iter().map(|m| m.name.clone()));
+        names.extend(devices.unwrap_or_default().iter().map(|d| d.name.clone()));
+    }
+    names
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

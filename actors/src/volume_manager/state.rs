@@ -1,0 +1,148 @@
+//! The desired state of the world (the volumes the pods bound here need) and the actual state
+//! of the world (what is set up on disk), keyed by pod UID and outer volume name (§1.1, §1.4).
+//! Pure data: the actor keeps them, the populator fills the first and operations the second.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Instant,
+};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{
+    layout::UniqueVolumeName,
+    plugin::Plugin,
+    spec::{PodVolume, SpecError, pod_volumes},
+};
+
+/// One pod the node must serve volumes to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredPod {
+    pub namespace: String,
+    pub name: String,
+    /// By outer volume name.
+    pub volumes: BTreeMap<String, PodVolume>,
+    /// Volumes that cannot enter the desired state; they keep the pod from starting.
+    pub errors: Vec<SpecError>,
+}
+
+/// The volumes the pods bound to this node need, by pod UID.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DesiredState {
+    pub pods: BTreeMap<String, DesiredPod>,
+    /// Whether it was built from a complete pod list (the kubelet's `hasAddedPods`). Until then
+    /// nothing is unmounted: a volume reconstructed after a restart may belong to a pod not yet
+    /// seen.
+    pub populated: bool,
+}
+
+impl DesiredState {
+    /// The desired state from the complete list of pods the node knows: those bound to
+    /// `node_name` and not terminated.
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = &'a Pod>, node_name: &str) -> Self {
+        let pods = pods
+            .into_iter()
+            .filter(|pod| is_bound_to(pod, node_name) && !is_terminated(pod))
+            .filter_map(|pod| {
+                let uid = pod.metadata.uid.clone()?;
+                let found = pod_volumes(pod);
+                let desired = DesiredPod {
+                    namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+                    name: pod.metadata.name.clone().unwrap_or_default(),
+                    volumes: found
+                        .volumes
+                        .into_iter()
+                        .map(|volume| (volume.name.clone(), volume))
+                        .collect(),
+                    errors: found.errors,
+                };
+                Some((uid, desired))
+            })
+            .collect();
+        Self {
+            pods,
+            populated: true,
+        }
+    }
+
+    /// Whether `pod_uid` still needs its volume `volume`.
+    pub fn wants(&self, pod_uid: &str, volume: &str) -> bool {
+        self.pods
+            .get(pod_uid)
+            .is_some_and(|pod| pod.volumes.contains_key(volume))
+    }
+}
+
+fn is_bound_to(pod: &Pod, node_name: &str) -> bool {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name)
+}
+
+/// A pod in phase Succeeded or Failed has stopped all its containers; the kubelet unmounts its
+/// volumes then, deleted or not (§1.2).
+pub fn is_terminated(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Whether a volume is known to be set up, or may be (found on disk after a restart without
+/// proof that SetUp finished).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MountState {
+    Mounted,
+    Uncertain,
+}
+
+/// One volume set up for one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountedVolume {
+    pub plugin: Plugin,
+    pub unique_name: UniqueVolumeName,
+    pub attachable: bool,
+    pub state: MountState,
+    /// When SetUp last wrote the content; `None` after reconstruction, so the first pass
+    /// refreshes it as the kubelet's populator does on re-adding the pod.
+    pub set_up_at: Option<Instant>,
+}
+
+/// What is set up on disk: the pod mounts, and every pod directory under `<root>/pods`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActualState {
+    /// By (pod UID, outer volume name).
+    pub mounts: BTreeMap<(String, String), MountedVolume>,
+    /// Pod UIDs with a directory on disk, with or without volumes.
+    pub pod_dirs: BTreeSet<String>,
+}
+
+impl ActualState {
+    /// Records a successful Mount or Remount of `volume` for `pod_uid` at `now`.
+    pub fn mark_mounted(&mut self, pod_uid: &str, volume: &PodVolume, now: Instant) {
+        self.pod_dirs.insert(pod_uid.to_owned());
+        self.mounts.insert(
+            (pod_uid.to_owned(), volume.name.clone()),
+            MountedVolume {
+                plugin: volume.plugin,
+                unique_name: volume.unique_name.clone(),
+                attachable: volume.attachable,
+                state: MountState::Mounted,
+                set_up_at: Some(now),
+            },
+        );
+    }
+
+    /// Records a successful Unmount.
+    pub fn mark_unmounted(&mut self, pod_uid: &str, volume: &str) {
+        self.mounts.remove(&(pod_uid.to_owned(), volume.to_owned()));
+    }
+
+    /// Records that the pod's directory is gone.
+    pub fn mark_pod_dir_removed(&mut self, pod_uid: &str) {
+        self.pod_dirs.remove(pod_uid);
+    }
+
+    /// Whether any volume of `pod_uid` is (possibly) still set up.
+    pub fn pod_has_mounts(&self, pod_uid: &str) -> bool {
+        self.mounts.keys().any(|(uid, _)| uid == pod_uid)
+    }
+}

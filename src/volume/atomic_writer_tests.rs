@@ -1,0 +1,249 @@
+use std::{
+    fs,
+    os::unix::fs::{MetadataExt, PermissionsExt},
+    path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+};
+
+use super::*;
+
+fn file(data: &str, mode: u32) -> FileProjection {
+    FileProjection {
+        data: data.as_bytes().to_vec(),
+        mode,
+        fs_user: None,
+    }
+}
+
+fn payload(files: &[(&str, &str, u32)]) -> Payload {
+    files
+        .iter()
+        .map(|(path, data, mode)| ((*path).to_owned(), file(data, *mode)))
+        .collect()
+}
+
+fn link(path: &Path) -> String {
+    fs::read_link(path).unwrap().to_string_lossy().into_owned()
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// Names directly in the target directory, hidden ones included.
+fn entries(dir: &Path) -> Vec<String> {
+    // Sorted bytewise: `..2…` before `..data` before visible names.
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn first_write_builds_the_kubelets_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    let outcome = writer
+        .write(&payload(&[
+            ("app.conf", "a=1\n", 0o644),
+            ("keys/tls.key", "secret", 0o400),
+        ]))
+        .unwrap();
+    let WriteOutcome::Written { data_dir } = outcome else {
+        panic!("first write must write: {outcome:?}");
+    };
+    // `..2026_12_01_04_35_18.3954087152`
+    let (stamp, suffix) = data_dir.trim_start_matches("..").split_once('.').unwrap();
+    assert_eq!(stamp.len(), "2006_01_02_15_04_05".len(), "{data_dir}");
+    assert!(suffix.chars().all(|c| c.is_ascii_digit()), "{data_dir}");
+    assert_eq!(mode(&dir.path().join(&data_dir)), 0o755);
+
+    let root = dir.path();
+    assert_eq!(link(&root.join("..data")), data_dir);
+    assert_eq!(link(&root.join("app.conf")), "..data/app.conf");
+    assert_eq!(link(&root.join("keys")), "..data/keys");
+    assert_eq!(fs::read(root.join("app.conf")).unwrap(), b"a=1\n");
+    assert_eq!(fs::read(root.join("keys/tls.key")).unwrap(), b"secret");
+    assert_eq!(mode(&root.join("app.conf")), 0o644);
+    assert_eq!(mode(&root.join("keys/tls.key")), 0o400);
+    assert_eq!(entries(root), [&data_dir, "..data", "app.conf", "keys"]);
+}
+
+#[test]
+fn an_identical_payload_writes_nothing_but_restores_a_missing_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    let files = payload(&[("a", "1", 0o644), ("b", "2", 0o644)]);
+    writer.write(&files).unwrap();
+    let before = link(&dir.path().join("..data"));
+    fs::remove_file(dir.path().join("b")).unwrap();
+
+    assert_eq!(writer.write(&files).unwrap(), WriteOutcome::Unchanged);
+    assert_eq!(link(&dir.path().join("..data")), before);
+    assert_eq!(link(&dir.path().join("b")), "..data/b");
+}
+
+#[test]
+fn an_update_swaps_the_data_dir_and_removes_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    writer.write(&payload(&[("a", "1", 0o644)])).unwrap();
+    let old = link(&dir.path().join("..data"));
+
+    let outcome = writer.write(&payload(&[("a", "2", 0o600)])).unwrap();
+    let WriteOutcome::Written { data_dir } = outcome else {
+        panic!("changed bytes must be written");
+    };
+    assert_ne!(data_dir, old);
+    assert_eq!(fs::read(dir.path().join("a")).unwrap(), b"2");
+    assert_eq!(mode(&dir.path().join("a")), 0o600);
+    assert_eq!(entries(dir.path()), [&data_dir, "..data", "a"]);
+}
+
+#[test]
+fn a_shrunk_payload_removes_the_names_that_vanished() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    writer
+        .write(&payload(&[
+            ("keep", "k", 0o644),
+            ("gone", "g", 0o644),
+            ("sub/x", "x", 0o644),
+        ]))
+        .unwrap();
+    let outcome = writer.write(&payload(&[("keep", "k", 0o644)])).unwrap();
+    let WriteOutcome::Written { data_dir } = outcome else {
+        panic!("a removal must be written even with unchanged bytes");
+    };
+    assert_eq!(entries(dir.path()), [&data_dir, "..data", "keep"]);
+    assert_eq!(fs::read(dir.path().join("keep")).unwrap(), b"k");
+}
+
+#[test]
+fn modes_are_exact_whatever_the_umask() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    // 0666/0777 would lose group and other write bits to a 022 umask if not chmodded.
+    writer
+        .write(&payload(&[("rw", "x", 0o666), ("rwx", "y", 0o777)]))
+        .unwrap();
+    assert_eq!(mode(&dir.path().join("rw")), 0o666);
+    assert_eq!(mode(&dir.path().join("rwx")), 0o777);
+}
+
+#[test]
+fn fs_user_owns_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    // Root may give the file away; anyone else may only name themselves.
+    let own_uid = fs::metadata(dir.path()).unwrap().uid();
+    let owner = if own_uid == 0 { 4242 } else { own_uid };
+    let mut files = payload(&[("token", "t", 0o600)]);
+    files.get_mut("token").unwrap().fs_user = Some(owner);
+    writer.write(&files).unwrap();
+    assert_eq!(fs::metadata(dir.path().join("token")).unwrap().uid(), owner);
+}
+
+#[test]
+fn invalid_paths_fail_with_the_kubelets_texts_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    let long_name = "n".repeat(256);
+    let long_path = "d/".repeat(2049);
+    let table = [
+        ("", "invalid path: must not be empty: \"\""),
+        (
+            "/etc/passwd",
+            "invalid path: must be relative path: /etc/passwd",
+        ),
+        ("a/../b", "invalid path: must not contain '..': a/../b"),
+        ("..data", "invalid path: must not start with '..': ..data"),
+        (
+            long_name.as_str(),
+            "invalid path: filenames must be less than or equal to 255 characters",
+        ),
+        (
+            long_path.as_str(),
+            "invalid path: must be less than or equal to 4096 characters",
+        ),
+    ];
+    for (path, message) in table {
+        let err = writer.write(&payload(&[(path, "x", 0o644)])).unwrap_err();
+        assert_eq!(err.to_string(), message);
+        assert!(!err.is_retryable());
+    }
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[test]
+fn paths_are_cleaned_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    writer.write(&payload(&[("./a//b/", "x", 0o644)])).unwrap();
+    assert_eq!(fs::read(dir.path().join("a/b")).unwrap(), b"x");
+}
+
+#[test]
+fn a_missing_target_directory_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = AtomicWriter::new(dir.path().join("absent")).unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+}
+
+/// A reader resolving `..data` once sees one complete set; a reader of a visible name sees one
+/// complete version of that file.
+#[test]
+fn a_reader_never_sees_a_half_written_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let writer = AtomicWriter::new(&root).unwrap();
+    let version = |n: usize| {
+        let body = format!("{n}:").repeat(1000);
+        payload(&[("a", &body, 0o644), ("b", &body, 0o644)])
+    };
+    writer.write(&version(0)).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let consistent_reads = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let (root, done, consistent_reads) = (root.clone(), done.clone(), consistent_reads.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let data_dir = root.join(link(&root.join("..data")));
+                // The old directory may be removed under us: that is a retry, not a mix.
+                if let (Ok(a), Ok(b)) = (
+                    fs::read_to_string(data_dir.join("a")),
+                    fs::read_to_string(data_dir.join("b")),
+                ) {
+                    assert_eq!(a, b, "one data dir, two versions");
+                    consistent_reads.fetch_add(1, Ordering::Relaxed);
+                }
+                // Resolving `a` may pass through the old directory just as it is removed.
+                let Ok(visible) = fs::read_to_string(root.join("a")) else {
+                    continue;
+                };
+                let n = visible.split(':').next().unwrap();
+                assert_eq!(visible, format!("{n}:").repeat(1000), "a torn file");
+            }
+        })
+    };
+    // Keep writing until the reader has overlapped many writes, however the threads are
+    // scheduled.
+    let mut n = 0;
+    while n < 200 || (consistent_reads.load(Ordering::Relaxed) < 50 && !reader.is_finished()) {
+        n += 1;
+        writer.write(&version(n)).unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    reader
+        .join()
+        .expect("the reader saw a torn file or a mixed set");
+    assert_eq!(
+        fs::read_to_string(root.join("b")).unwrap(),
+        format!("{n}:").repeat(1000)
+    );
+}

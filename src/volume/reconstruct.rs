@@ -1,0 +1,99 @@
+//! Rebuilds the actual state of the world from disk after a restart (§1.5): every
+//! `<root>/pods/<uid>/volumes/<escaped plugin>/<volume>` becomes an uncertain mount, and every
+//! pod directory is listed so orphans can be cleaned up (§1.17). Reads only; never deletes.
+
+use std::{fs, io, path::Path};
+
+use nodepulse_actors::volume_manager::{
+    ActualState, MountState, MountedVolume, Plugin, PodDirs, UniqueVolumeName,
+};
+
+/// A volume directory found on disk that nodepulse cannot take over (an unknown plugin, e.g.
+/// one a kubelet left behind). It is never deleted by nodepulse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedReconstruction {
+    pub pod_uid: String,
+    pub plugin_dir: String,
+    pub volume: String,
+}
+
+/// What a scan found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconstructed {
+    pub actual: ActualState,
+    pub failed: Vec<FailedReconstruction>,
+}
+
+/// Why the scan failed; retrying helps once the directory is readable.
+#[derive(Debug, thiserror::Error)]
+#[error("reconstruct volumes: read {}: {source}", path.display())]
+pub struct ReconstructError {
+    path: std::path::PathBuf,
+    #[source]
+    source: io::Error,
+}
+
+/// Scans `<root>/pods`. Every volume found is an uncertain mount with no setup time: the
+/// reconciler re-runs its (idempotent) SetUp if a pod still wants it and tears it down once
+/// the desired state, fully populated, does not. A missing `pods` directory is an empty node.
+pub fn reconstruct(dirs: &PodDirs) -> Result<Reconstructed, ReconstructError> {
+    let mut found = Reconstructed::default();
+    for pod_uid in subdirectories(&dirs.pods_dir())? {
+        for plugin_dir in subdirectories(&dirs.pod_volumes_dir(&pod_uid))? {
+            let volumes_of_plugin = dirs.pod_volumes_dir(&pod_uid).join(&plugin_dir);
+            for volume in subdirectories(&volumes_of_plugin)? {
+                match Plugin::from_escaped_name(&plugin_dir).filter(|p| *p != Plugin::Csi) {
+                    Some(plugin) => {
+                        found.actual.mounts.insert(
+                            (pod_uid.clone(), volume.clone()),
+                            MountedVolume {
+                                plugin,
+                                unique_name: UniqueVolumeName::pod_scoped(
+                                    plugin, &pod_uid, &volume,
+                                ),
+                                attachable: false,
+                                state: MountState::Uncertain,
+                                set_up_at: None,
+                            },
+                        );
+                    }
+                    // CSI needs `vol_data.json` (the next layer); others are not ours.
+                    None => found.failed.push(FailedReconstruction {
+                        pod_uid: pod_uid.clone(),
+                        plugin_dir: plugin_dir.clone(),
+                        volume,
+                    }),
+                }
+            }
+        }
+        found.actual.pod_dirs.insert(pod_uid);
+    }
+    Ok(found)
+}
+
+/// Names of the directories directly under `dir` (not following symlinks), sorted; none if
+/// `dir` does not exist.
+fn subdirectories(dir: &Path) -> Result<Vec<String>, ReconstructError> {
+    let failed = |source| ReconstructError {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(failed(e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(failed)?;
+        if entry.file_type().map_err(failed)?.is_dir() {
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+#[cfg(test)]
+#[path = "reconstruct_tests.rs"]
+mod tests;
