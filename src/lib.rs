@@ -9,7 +9,7 @@
 //! - `node`: one node's actors, wired to each other, the API and the host
 //! - `debug`: the HTTP endpoint; it sees only supervisors and a metrics registry
 //! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `host` and
-//!   `machine` (the host's signals and facts)
+//!   `machine` (the host's signals and facts), `volume` (pod volumes on disk)
 //! - `config`: the YAML file and the resolved `Settings`
 
 pub mod cli;

@@ -1,4 +1,6 @@
-use std::{collections::BTreeSet, fs, time::Instant};
+use std::{collections::BTreeSet, fs};
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use nodepulse_actors::volume_manager::{

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["daemon", "logging"],
     &["fleet", "standalone"],
     &["node"],
-    &["debug", "kube_api", "cri", "host", "machine"],
+    &["debug", "kube_api", "cri", "host", "machine", "volume"],
     &["config"],
 ];
 

@@ -2,10 +2,9 @@
 //! the operations that bring the disk in line, plus the `volumesInUse` list (§1.8). Time is an
 //! argument; the actor runs the operations and records their outcome in the actual state.
 
-use std::{
-    collections::BTreeSet,
-    time::{Duration, Instant},
-};
+use std::{collections::BTreeSet, time::Duration};
+
+use tokio::time::Instant;
 
 use super::{
     layout::UniqueVolumeName,

@@ -2,10 +2,9 @@
 //! of the world (what is set up on disk), keyed by pod UID and outer volume name (§1.1, §1.4).
 //! Pure data: the actor keeps them, the populator fills the first and operations the second.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    time::Instant,
-};
+use std::collections::{BTreeMap, BTreeSet};
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 

@@ -96,7 +96,7 @@ pub fn mount_readiness(
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
+    use tokio::time::Instant;
 
     use serde_json::json;
 
