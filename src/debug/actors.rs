@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{DebugContext, error::DebugError, nodes::NodeQuery};
+use crate::kube_api::metrics::API_METRICS;
 
 /// How long an actor may take to describe its own state before the request gives up.
 const STATE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -52,7 +53,15 @@ pub async fn node(
     handle
         .actor_state(name, STATE_TIMEOUT)
         .await
-        .map(|state| HttpResponse::Ok().json(state))
+        .map(|mut state| {
+            if let Some(fields) = state.as_object_mut() {
+                let since = API_METRICS
+                    .unreachable_since()
+                    .map(|since| since.to_string());
+                fields.insert("apiUnreachableSince".to_owned(), json!(since));
+            }
+            HttpResponse::Ok().json(state)
+        })
         .map_err(|error| {
             DebugError::Unavailable(format!("the node status actor cannot answer now: {error}"))
         })

@@ -52,6 +52,8 @@ struct Figures {
     /// result → Lease writes (create or renew).
     lease_renewals: BTreeMap<&'static str, u64>,
     last_renew_time: Option<Timestamp>,
+    /// When the API server stopped answering (see `reachability`); `None` while it answers.
+    api_unreachable_since: Option<Timestamp>,
 }
 
 /// The figures, behind one lock: a request records in well under a microsecond.
@@ -103,6 +105,16 @@ impl ApiMetrics {
                     .map_or(renewed, |last| last.max(renewed)),
             );
         }
+    }
+
+    /// The API server stopped answering at `since`, or (`None`) answers.
+    pub fn api_unreachable_since(&self, since: Option<Timestamp>) {
+        self.figures().api_unreachable_since = since;
+    }
+
+    /// When the API server stopped answering, if it does not answer now.
+    pub fn unreachable_since(&self) -> Option<Timestamp> {
+        self.figures().api_unreachable_since
     }
 
     /// The families in the Prometheus text format; `now` dates the Lease's lag.
@@ -168,6 +180,16 @@ impl ApiMetrics {
                 "nodepulse_lease_renewals_total{{result=\"{result}\"}} {count}"
             );
         }
+        header(
+            out,
+            "nodepulse_api_unreachable_since_seconds",
+            "gauge",
+            "Unix time since which no API request got an answer; 0 while the API server answers.",
+        );
+        let since = figures
+            .api_unreachable_since
+            .map_or(0.0, |since| since.as_millisecond() as f64 / 1000.0);
+        let _ = writeln!(out, "nodepulse_api_unreachable_since_seconds {since}");
         if let Some(renewed) = figures.last_renew_time {
             header(
                 out,

@@ -121,13 +121,15 @@ impl Round {
     }
 
     /// `backoffEnsureLease`: the Lease from the server, created if missing; retries with
-    /// backoff until it has one. The flag says whether it was just created. Deviations, on
+    /// backoff until it has one, at once when the API server comes back. The flag says whether it was just created. Deviations, on
     /// purpose: the wait never exceeds the renew interval (the kubelet's fixed 7 s cap would
     /// hold a short-interval node back a whole round after an outage), and from the second
     /// failure on the heartbeat connections are reset, as a failed update does.
     async fn ensure(&mut self) -> (Lease, bool) {
         let mut failures = 0;
         let interval = renew_interval(self.context.lease_duration_seconds);
+        // Subscribed before the first try, so a recovery between a failure and its wait counts.
+        let mut recovery = self.context.api.recovery();
         loop {
             match self.try_ensure().await {
                 Ok(found) => return found,
@@ -137,7 +139,9 @@ impl Round {
                     }
                     let wait = ensure_backoff(failures).min(interval);
                     tracing::warn!(%error, ?wait, "failed to ensure the node lease exists; will retry");
-                    tokio::time::sleep(wait).await;
+                    if recovery.sleep(wait).await {
+                        tracing::debug!("the API server is back; ensuring the lease now");
+                    }
                     failures += 1;
                 }
             }

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     messages::{NodeRegistered, PressureChanged, RuntimeHealth},
-    ports::{MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
+    ports::{ApiRecovered, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
     runtime_probe::UpdatePodCidr,
 };
 
@@ -365,6 +365,7 @@ impl Actor for NodeStatusActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.add_stream(self.api.watch_node(&self.settings.node_name));
+        ctx.add_stream(self.api.recovery().stream());
         if self.settings.register_node {
             match self
                 .settings
@@ -392,6 +393,18 @@ impl Actor for NodeStatusActor {
             self.schedule_tick(ctx);
         }
     }
+}
+
+/// A status PATCH that failed during an outage waits for the next tick; the API server's
+/// return syncs at once (a sync with nothing due sends nothing).
+impl StreamHandler<ApiRecovered> for NodeStatusActor {
+    fn handle(&mut self, _: ApiRecovered, ctx: &mut Context<Self>) {
+        if self.node.is_some() {
+            self.sync(ctx);
+        }
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
 }
 
 /// The watch on the Node keeps the cached copy fresh (the base of the next status diff) and

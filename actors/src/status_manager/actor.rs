@@ -17,7 +17,7 @@ use std::{
     time::Duration,
 };
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, StreamHandler, WrapFuture};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use nodepulse_supervisor::{Recipient, SupervisedActor};
@@ -36,7 +36,7 @@ use crate::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
     },
-    ports::{PodApi, PodEvent},
+    ports::{ApiRecovered, PodApi, PodEvent},
 };
 
 /// How StatusManagerActor is configured.
@@ -374,7 +374,19 @@ impl Actor for StatusManagerActor {
         // A restarted instance first sends whatever its predecessor had not.
         self.start_unsent(ctx);
         ctx.run_interval(self.settings.sync_period, |actor, ctx| actor.batch(ctx));
+        ctx.add_stream(self.api.recovery().stream());
     }
+}
+
+/// Statuses whose writes failed during an outage wait for the next batch pass; the API
+/// server's return sends them at once.
+impl StreamHandler<ApiRecovered> for StatusManagerActor {
+    fn handle(&mut self, _: ApiRecovered, ctx: &mut Context<Self>) {
+        self.failed.clear();
+        self.start_unsent(ctx);
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
 }
 
 impl Handler<SetPodStatus> for StatusManagerActor {
