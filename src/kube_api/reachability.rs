@@ -107,7 +107,7 @@ impl Reachability {
 
     /// A subscription to the next recoveries.
     pub fn recovery(&self) -> ApiRecovery {
-        ApiRecovery::new(self.recoveries.subscribe())
+        ApiRecovery::new(self.recoveries.subscribe(), self.unreachable.subscribe())
     }
 
     /// Resolves once the server is unreachable (at once if it is now).

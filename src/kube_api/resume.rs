@@ -86,7 +86,8 @@ mod tests {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err::<watcher::Event<()>, _>(watcher::Error::NoResourceVersion)
         });
-        let mut watch = resuming(failing, ApiRecovery::new(recoveries));
+        let (_, unreachable) = tokio::sync::watch::channel(true);
+        let mut watch = resuming(failing, ApiRecovery::new(recoveries, unreachable));
         let started = tokio::time::Instant::now();
         for _ in 0..6 {
             assert!(watch.next().await.expect("an item").is_err());

@@ -32,7 +32,7 @@ pub use round::{RoundContext, RoundOutcome};
 
 use crate::{
     messages::NodeRegistered,
-    ports::{ApiRecovered, LeaseApi},
+    ports::{ApiRecovered, LeaseApi, warn_unless_unreachable},
 };
 
 /// What the LeaseActor is configured with.
@@ -135,7 +135,7 @@ impl LeaseActor {
             }
             Err(error) => {
                 self.failed_rounds_in_a_row += 1;
-                tracing::warn!(%error, failed_rounds_in_a_row = self.failed_rounds_in_a_row, "lease renewal failed");
+                warn_unless_unreachable!(self.api.recovery(), %error, failed_rounds_in_a_row = self.failed_rounds_in_a_row, "lease renewal failed");
             }
         }
         self.last_result = Some((Timestamp::now(), outcome.result));

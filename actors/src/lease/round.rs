@@ -14,7 +14,7 @@ use super::renewal::{
     MAX_UPDATE_ATTEMPTS, ensure_backoff, has_owner, new_lease, next_renew_time, renew_interval,
     renewal_of,
 };
-use crate::ports::{ApiError, LeaseApi};
+use crate::ports::{ApiError, LeaseApi, warn_unless_unreachable};
 
 /// What a round works with.
 #[derive(Clone)]
@@ -51,7 +51,7 @@ pub async fn renew(
         match round.update(base).await {
             Ok(lease) => return round.finish(Some(lease), Ok(())),
             Err(error) => {
-                tracing::warn!(%error, "failed to update lease using latest lease, fallback to ensure lease")
+                warn_unless_unreachable!(round.context.api.recovery(), %error, "failed to update lease using latest lease, fallback to ensure lease")
             }
         }
     }
@@ -138,7 +138,7 @@ impl Round {
                         self.context.api.reset_heartbeat_connections();
                     }
                     let wait = ensure_backoff(failures).min(interval);
-                    tracing::warn!(%error, ?wait, "failed to ensure the node lease exists; will retry");
+                    warn_unless_unreachable!(recovery, %error, ?wait, "failed to ensure the node lease exists; will retry");
                     if recovery.sleep(wait).await {
                         tracing::debug!("the API server is back; ensuring the lease now");
                     }

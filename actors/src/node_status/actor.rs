@@ -24,7 +24,9 @@ use super::{
 };
 use crate::{
     messages::{NodeRegistered, PressureChanged, RuntimeHealth},
-    ports::{ApiRecovered, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
+    ports::{
+        ApiRecovered, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent, warn_unless_unreachable,
+    },
     runtime_probe::UpdatePodCidr,
 };
 
@@ -311,7 +313,7 @@ impl NodeStatusActor {
                 self.again = true;
             }
             SyncOutcome::Failed(error) => {
-                tracing::warn!(%error, "node status sync failed");
+                warn_unless_unreachable!(self.api.recovery(), %error, "node status sync failed");
                 self.last_sync = Some((now, format!("failed: {error}")));
             }
         }
@@ -340,9 +342,10 @@ impl NodeStatusActor {
             let request = self
                 .api
                 .record_event(&self.settings.node_name, event.clone());
+            let recovery = self.api.recovery();
             actix::spawn(async move {
                 if let Err(error) = request.await {
-                    tracing::warn!(%error, reason = %event.reason, "cannot record node event");
+                    warn_unless_unreachable!(recovery, %error, reason = %event.reason, "cannot record node event");
                 }
             });
         }

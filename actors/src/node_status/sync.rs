@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     messages::{PressureChanged, RuntimeHealth},
-    ports::{ApiError, MachineInfo, NodeApi, NodeEvent},
+    ports::{ApiError, MachineInfo, NodeApi, NodeEvent, warn_unless_unreachable},
 };
 
 /// Back-to-back status attempts per sync (`nodeStatusUpdateRetry`).
@@ -84,7 +84,7 @@ pub async fn register(api: Arc<dyn NodeApi>, job: StatusJob) -> Registered {
             Ok(registered) => return registered,
             Err(error) => {
                 let wait = registration_backoff(failures);
-                tracing::warn!(%error, ?wait, "unable to register node with API server; will retry");
+                warn_unless_unreachable!(recovery, %error, ?wait, "unable to register node with API server; will retry");
                 recovery.sleep(wait).await;
                 failures += 1;
             }

@@ -36,7 +36,7 @@ use crate::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
     },
-    ports::{ApiRecovered, PodApi, PodEvent},
+    ports::{ApiRecovered, PodApi, PodEvent, warn_unless_unreachable},
 };
 
 /// How StatusManagerActor is configured.
@@ -294,7 +294,7 @@ impl StatusManagerActor {
             PodSyncOutcome::Failed(error) => {
                 self.failed.insert(uid.to_owned());
                 self.counters.failures += 1;
-                tracing::warn!(%uid, %error, "pod status sync failed; the batch pass retries");
+                warn_unless_unreachable!(self.api.recovery(), %uid, %error, "pod status sync failed; the batch pass retries");
                 self.last_error = Some((Timestamp::now(), error));
             }
         }
