@@ -189,7 +189,13 @@ async fn daemon_recovers_from(test: &str, kind: fn(Duration) -> Outage) {
     .await;
     let OutageReport { came_back, .. } = faults.outage_over().await.expect("the server is back");
 
-    let lease_after = leases_renewed(&cluster.client, &[name.clone()], went_down, came_back).await;
+    let lease_after = leases_renewed(
+        &cluster.client,
+        std::slice::from_ref(&name),
+        went_down,
+        came_back,
+    )
+    .await;
     tokio::time::sleep_until((came_back + POD_BOUND_AFTER).into()).await;
     let pod = format!("{name}-after-outage");
     create(
