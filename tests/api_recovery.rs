@@ -11,11 +11,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common::{
     PATIENCE,
-    attack::{clean_up, needs_emulator, wait_ready_with_lease},
+    attack::{clean_up, needs_emulator, running_pod, wait_ready_with_lease},
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     eventually_async,
-    pods::{create, pod_manifest, running_and_ready, wait_pod},
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, api::ListParams};
@@ -26,7 +25,7 @@ use nodepulse::{
     kube_api::KubeApi,
 };
 use nodepulse_emulator::{Outage, OutageReport, RequestRecord, Verb};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The goals (issue 19), asserted with [`SLACK`] for a loaded machine on top.
 const LEASE_GOAL: Duration = Duration::from_secs(2);
@@ -197,21 +196,8 @@ async fn daemon_recovers_from(test: &str, kind: fn(Duration) -> Outage) {
     )
     .await;
     tokio::time::sleep_until((came_back + POD_BOUND_AFTER).into()).await;
-    let pod = format!("{name}-after-outage");
-    create(
-        &cluster.client,
-        &pod_manifest(&pod, "default", &name, json!({})),
-    )
-    .await;
     let bound = Instant::now();
-    wait_pod(
-        &cluster.client,
-        "default",
-        &pod,
-        "Running",
-        running_and_ready,
-    )
-    .await;
+    running_pod(&cluster.client, &name, &format!("{name}-after-outage")).await;
     let pod_after = bound.elapsed();
     let requests = cluster.emulator.as_ref().expect("the emulator").requests();
     let node_watch = watch_resumed(&requests, "nodes", came_back);
