@@ -1,7 +1,9 @@
 //! One notion of "the API server is reachable", fed by every request's outcome in a tower layer
-//! under kube-rs (so no adapter can forget it): a request that got no HTTP answer at all
-//! (refused, reset, TLS or connect timeout) is a failure; any answer, even an error status, is
-//! the server reachable. The first answer after a run of failures announces the recovery that
+//! under kube-rs (so no adapter can forget it): a request that could not connect (refused,
+//! unroutable, connect or TLS timeout) is a failure; any answer, even an error status, is the
+//! server reachable. A request cut or timed out after connecting says nothing either way: the
+//! server was there, and waking every retry because another request got through would undo
+//! their backoff. The first answer after a run of failures announces the recovery that
 //! every watch and retry wait listens to ([`ApiRecovery`]). Logs one WARN when the server
 //! becomes unreachable, a reminder at most once a minute, one INFO when it is back.
 
@@ -124,6 +126,21 @@ impl Reachability {
     }
 }
 
+/// Whether `error` (or one of its causes) is hyper's "could not connect".
+fn could_not_connect(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error
+            .downcast_ref::<hyper_util::client::legacy::Error>()
+            .is_some_and(hyper_util::client::legacy::Error::is_connect)
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
 /// The tower layer that reports every request's outcome (each attempt) to a [`Reachability`].
 #[derive(Clone)]
 pub struct ReachabilityLayer(pub Arc<Reachability>);
@@ -164,7 +181,10 @@ where
             let result = response.await;
             match &result {
                 Ok(_) => reachability.answered(),
-                Err(error) => reachability.failed(&with_causes(error.as_ref())),
+                Err(error) if could_not_connect(error.as_ref()) => {
+                    reachability.failed(&with_causes(error.as_ref()));
+                }
+                Err(_) => {}
             }
             result
         })
