@@ -12,10 +12,11 @@ pub enum LogFormat {
     Json,
 }
 
-/// `info`, without kube-rs's per-request ERROR line (`kube_client::client::builder: failed with
-/// error …`): during an API outage it would log every failed request, while `kube_api`'s
-/// reachability logs the outage once, a reminder a minute, and the return.
-pub const DEFAULT_FILTER: &str = "info,kube_client::client::builder=off";
+/// `info`, without kube-rs's line per failed request (`kube_client::client::builder: failed
+/// with error …`, at ERROR) and per cut watch (`kube_client::client: eof in poll`, at WARN):
+/// during an API outage they would repeat every failure, while `kube_api`'s reachability logs
+/// the outage once, a reminder a minute, and the return (the watches' errors are at DEBUG).
+pub const DEFAULT_FILTER: &str = "info,kube_client::client=error,kube_client::client::builder=off";
 
 /// Installs the global subscriber; a second call (as in tests) leaves the first in place.
 pub fn init(format: LogFormat) {

@@ -97,6 +97,10 @@ pub(crate) async fn serve(
         tokio::time::sleep(start_after).await;
         switch.went_down();
         go_down(&outage, &handle, &ending, address).await;
+        current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         let _ = running.await;
         tokio::select! {
             () = stopped(&mut shutdown) => return,
