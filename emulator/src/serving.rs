@@ -106,9 +106,16 @@ pub(crate) async fn serve(
             () = stopped(&mut shutdown) => return,
             () = tokio::time::sleep(outage.duration()) => {}
         }
+        // Back from the bind on: the kernel queues connections from then, and the first
+        // request may be served before the workers' start is reported here.
+        let mut bound_at = std::time::Instant::now();
         let (next, next_ending) = loop {
             let (sender, receiver) = watch::channel(false);
-            match rebind(address).and_then(|listener| start_http(listener, &parts, receiver)) {
+            let started = rebind(address).and_then(|listener| {
+                bound_at = std::time::Instant::now();
+                start_http(listener, &parts, receiver)
+            });
+            match started {
                 Ok(next) => break (next, sender),
                 Err(error) => {
                     tracing::warn!(%address, %error, "cannot serve again yet; retrying");
@@ -117,7 +124,7 @@ pub(crate) async fn serve(
             }
         };
         (server, ending) = (next, next_ending);
-        switch.came_back();
+        switch.came_back(bound_at);
         tracing::info!(%address, "emulator serving again after the outage");
     }
 }

@@ -160,13 +160,13 @@ impl OutageSwitch {
         });
     }
 
-    /// The listener accepts again (for the serving loop).
-    pub(crate) fn came_back(&self) {
+    /// The listener accepts again since `at` (for the serving loop).
+    pub(crate) fn came_back(&self, at: Instant) {
         self.state.send_modify(|serving| {
             serving.down = false;
             serving.pending = None;
             serving.completed += 1;
-            serving.came_back = Some(Instant::now());
+            serving.came_back = Some(at);
         });
     }
 }
@@ -185,7 +185,7 @@ mod tests {
             Err(OutageError::Busy)
         );
         switch.went_down();
-        switch.came_back();
+        switch.came_back(Instant::now());
         assert_eq!(switch.serving().completed, 1);
         assert_eq!(switch.schedule(outage, Duration::ZERO), Ok(()));
     }
