@@ -184,7 +184,17 @@ pub async fn serve(
     );
     let mut registry = Registry::default();
     API_METRICS.register(&mut registry);
-    let endpoint = match debug::start(debug_address, running.handles(), gate, registry) {
+    let node_facts: debug::NodeFacts = Box::new(|| {
+        let since = API_METRICS
+            .unreachable_since()
+            .map(|since| since.to_string());
+        serde_json::Map::from_iter([("apiUnreachableSince".to_owned(), since.into())])
+    });
+    let extras = debug::Extras {
+        registry,
+        node_facts: Some(node_facts),
+    };
+    let endpoint = match debug::start(debug_address, running.handles(), gate, extras) {
         Ok(endpoint) => endpoint,
         Err(source) => {
             running.shutdown(SHUTDOWN_DEADLINE).await;

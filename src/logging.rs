@@ -1,6 +1,6 @@
 //! Logging with `tracing`: human-readable by default, JSON lines with `--log-format json`,
-//! filtered by `RUST_LOG` (default `info`). Actor spans carry `node` and `actor`, so one grep
-//! follows one actor.
+//! filtered by `RUST_LOG` (default [`DEFAULT_FILTER`]). Actor spans carry `node` and `actor`, so
+//! one grep follows one actor.
 
 use clap::ValueEnum;
 use tracing_subscriber::{EnvFilter, fmt};
@@ -12,9 +12,16 @@ pub enum LogFormat {
     Json,
 }
 
+/// `info`, without kube-rs's line per failed request (`kube_client::client::builder: failed
+/// with error …`, at ERROR) and per cut watch (`kube_client::client: eof in poll`, at WARN):
+/// during an API outage they would repeat every failure, while `kube_api`'s reachability logs
+/// the outage once, a reminder a minute, and the return (the watches' errors are at DEBUG).
+pub const DEFAULT_FILTER: &str = "info,kube_client::client=error,kube_client::client::builder=off";
+
 /// Installs the global subscriber; a second call (as in tests) leaves the first in place.
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = fmt()
         .with_env_filter(filter)

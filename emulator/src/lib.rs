@@ -23,6 +23,7 @@ mod patch;
 mod request_log;
 mod select;
 mod server;
+mod serving;
 mod store;
 
 pub mod config;
@@ -31,6 +32,8 @@ pub mod time;
 
 pub use api::{StoredKind, Verb};
 pub use config::{AuthConfig, EmulatorConfig, LifecycleConfig, User, WatchConfig};
-pub use faults::{FaultAction, FaultCounters, FaultHandle, FaultRule};
+pub use faults::{
+    FaultAction, FaultCounters, FaultHandle, FaultRule, Outage, OutageError, OutageReport, Serving,
+};
 pub use request_log::RequestRecord;
 pub use server::{BUILTIN_NAMESPACES, Emulator, EmulatorError, EmulatorHandle};

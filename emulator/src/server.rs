@@ -1,22 +1,21 @@
 //! Starting and stopping the emulator: [`Emulator::start`] binds the address, seeds the built-in
 //! namespaces, starts the HTTP workers and (if enabled) the node-lifecycle controller, and
-//! returns an [`EmulatorHandle`]. Works inside an existing tokio or actix runtime.
+//! returns an [`EmulatorHandle`]. Works inside an existing tokio or actix runtime. Serving
+//! itself, outages included, is `serving`'s.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::SystemTime;
 
-use actix_web::dev::ServerHandle;
-use actix_web::{App, HttpServer, web};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
 use crate::api::resource::NAMESPACES;
 use crate::config::EmulatorConfig;
 use crate::faults::FaultHandle;
-use crate::http::{self, AppState};
 use crate::request_log::{RequestLog, RequestRecord};
+use crate::serving::{CurrentServer, Parts, serve, start_http};
 use crate::store::Store;
 
 /// Namespaces that exist from the start, as in a fresh cluster.
@@ -78,35 +77,26 @@ impl Emulator {
         let faults = FaultHandle::default();
         let requests = RequestLog::default();
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let state = web::Data::new(AppState {
+        let parts = Parts {
             store: store.clone(),
             faults: faults.clone(),
             auth: config.auth.clone(),
             watch: config.watch.clone(),
             requests: requests.clone(),
-            shutdown: shutdown_rx.clone(),
-        });
-        let fault_data = web::Data::new(faults.clone());
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(state.clone())
-                .app_data(fault_data.clone())
-                // kube-apiserver accepts request bodies up to 3 MiB.
-                .app_data(web::PayloadConfig::new(3 * 1024 * 1024))
-                .configure(http::configure)
-        })
-        .workers(config.workers.max(1))
-        .disable_signals()
-        .shutdown_timeout(1)
-        .listen(listener)
-        .map_err(|source| EmulatorError::Bind { address, source })?
-        .run();
-        let server_handle = server.handle();
-        let server_task = tokio::spawn(async move {
-            if let Err(e) = server.await {
-                tracing::error!(error = %e, "emulator HTTP server failed");
-            }
-        });
+            workers: config.workers,
+        };
+        let (ending_tx, ending_rx) = tokio::sync::watch::channel(false);
+        let server = start_http(listener, &parts, ending_rx)
+            .map_err(|source| EmulatorError::Bind { address, source })?;
+        let current = CurrentServer::default();
+        let server_task = tokio::spawn(serve(
+            server,
+            ending_tx,
+            address,
+            parts,
+            Arc::clone(&current),
+            shutdown_rx.clone(),
+        ));
         let lifecycle_task = config.lifecycle.enabled.then(|| {
             tokio::spawn(crate::lifecycle::run(
                 store.clone(),
@@ -120,7 +110,7 @@ impl Emulator {
             store,
             faults,
             requests,
-            server: server_handle,
+            server: current,
             server_task: Some(server_task),
             lifecycle_task,
             shutdown: shutdown_tx,
@@ -134,7 +124,8 @@ pub struct EmulatorHandle {
     store: Arc<Store>,
     faults: FaultHandle,
     requests: RequestLog,
-    server: ServerHandle,
+    /// The server of the current serving period (none while an outage has it down).
+    server: CurrentServer,
     server_task: Option<JoinHandle<()>>,
     lifecycle_task: Option<JoinHandle<()>>,
     shutdown: tokio::sync::watch::Sender<bool>,
@@ -196,7 +187,6 @@ impl EmulatorHandle {
     /// Stops accepting requests, ends watches and the controller, and waits for the workers.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
-        self.server.stop(true).await;
         if let Some(task) = self.server_task.take() {
             let _ = task.await;
         }
@@ -211,7 +201,14 @@ impl Drop for EmulatorHandle {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
         // `stop` sends the command eagerly; the returned future only waits for completion.
-        drop(self.server.stop(false));
+        let current = self
+            .server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(server) = current {
+            drop(server.stop(false));
+        }
         if let Some(task) = &self.lifecycle_task {
             task.abort();
         }

@@ -52,7 +52,12 @@ pub async fn node(
     handle
         .actor_state(name, STATE_TIMEOUT)
         .await
-        .map(|state| HttpResponse::Ok().json(state))
+        .map(|mut state| {
+            if let (Some(fields), Some(facts)) = (state.as_object_mut(), &context.node_facts) {
+                fields.extend(facts());
+            }
+            HttpResponse::Ok().json(state)
+        })
         .map_err(|error| {
             DebugError::Unavailable(format!("the node status actor cannot answer now: {error}"))
         })

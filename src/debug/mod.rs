@@ -45,6 +45,19 @@ pub struct DebugContext {
     pub gate: FaultInjectionGate,
     pub kill_rate: DefaultDirectRateLimiter,
     pub registry: Registry,
+    pub node_facts: Option<NodeFacts>,
+}
+
+/// Facts of the whole process that `/debug/node` adds to NodeStatusActor's view (the daemon
+/// adds the API server's reachability), so this endpoint need not know where they come from.
+pub type NodeFacts = Box<dyn Fn() -> serde_json::Map<String, serde_json::Value> + Send + Sync>;
+
+/// What the endpoint serves besides the supervisors' own views.
+#[derive(Default)]
+pub struct Extras {
+    /// `/metrics` serves it, with the actors' families added.
+    pub registry: Registry,
+    pub node_facts: Option<NodeFacts>,
 }
 
 /// A running debug endpoint.
@@ -53,15 +66,18 @@ pub struct DebugServer {
     pub address: SocketAddr,
 }
 
-/// Binds `address` and serves the routes for `nodes`, and `/metrics` from `registry` with the
-/// actors' families added. The returned server must be awaited (or spawned) to run; it does
-/// not react to signals, the daemon does.
+/// Binds `address` and serves the routes for `nodes`, with `extras`. The returned server must
+/// be awaited (or spawned) to run; it does not react to signals, the daemon does.
 pub fn start(
     address: SocketAddr,
     nodes: Vec<SupervisorHandle>,
     gate: FaultInjectionGate,
-    mut registry: Registry,
+    extras: Extras,
 ) -> std::io::Result<DebugServer> {
+    let Extras {
+        mut registry,
+        node_facts,
+    } = extras;
     if !address.ip().is_loopback() {
         tracing::warn!(%address, "the debug endpoint is bound beyond loopback: anyone who can reach it sees the actors' internals");
     }
@@ -73,6 +89,7 @@ pub fn start(
         gate,
         kill_rate: RateLimiter::direct(Quota::per_second(per_second)),
         registry,
+        node_facts,
     });
     let server = HttpServer::new(move || {
         App::new()

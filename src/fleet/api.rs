@@ -14,8 +14,8 @@ use k8s_openapi::api::{
     core::v1::{Node, Pod},
 };
 use nodepulse_actors::ports::{
-    ApiResult, LeaseApi, LeaseRenewal, NodeApi, NodeEvent, NodeWatchEvent, PodApi, PodEvent,
-    PodWatchEvent,
+    ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, NodeApi, NodeEvent, NodeWatchEvent, PodApi,
+    PodEvent, PodWatchEvent,
 };
 
 use crate::kube_api::{KubeApi, SharedWatches};
@@ -103,6 +103,10 @@ impl NodeApi for FleetApi {
     fn reset_heartbeat_connections(&self) {
         FleetApi::reset_heartbeat_connections(self);
     }
+
+    fn recovery(&self) -> ApiRecovery {
+        self.api.reachability().recovery()
+    }
 }
 
 impl LeaseApi for FleetApi {
@@ -124,6 +128,10 @@ impl LeaseApi for FleetApi {
 
     fn reset_heartbeat_connections(&self) {
         FleetApi::reset_heartbeat_connections(self);
+    }
+
+    fn recovery(&self) -> ApiRecovery {
+        self.api.reachability().recovery()
     }
 }
 
@@ -156,6 +164,10 @@ impl PodApi for FleetApi {
 
     fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>> {
         PodApi::record_pod_event(&*self.api, pod, event)
+    }
+
+    fn recovery(&self) -> ApiRecovery {
+        self.api.reachability().recovery()
     }
 }
 

@@ -5,7 +5,7 @@ use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::api::{Api, PatchParams, PostParams};
 use nodepulse_actors::{
     lease::node_owner,
-    ports::{ApiError, ApiResult, LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE},
+    ports::{ApiError, ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE},
 };
 use serde_json::json;
 
@@ -99,5 +99,8 @@ impl LeaseApi for KubeApi {
 
     fn reset_heartbeat_connections(&self) {
         KubeApi::reset_heartbeat_connections(self);
+    }
+    fn recovery(&self) -> ApiRecovery {
+        self.reachability.recovery()
     }
 }

@@ -65,6 +65,8 @@ pub struct ApiMetrics {
     node_status_updates: Family<Outcome, Counter>,
     lease_renewals: Family<Outcome, Counter>,
     last_renew_time: Arc<Mutex<Option<Timestamp>>>,
+    /// When the API server stopped answering (see `reachability`); `None` while it answers.
+    api_unreachable_since: Arc<Mutex<Option<Timestamp>>>,
 }
 
 impl Default for ApiMetrics {
@@ -75,6 +77,7 @@ impl Default for ApiMetrics {
             node_status_updates: Family::default(),
             lease_renewals: Family::default(),
             last_renew_time: Arc::default(),
+            api_unreachable_since: Arc::default(),
         }
     }
 }
@@ -115,6 +118,22 @@ impl ApiMetrics {
         }
     }
 
+    /// The API server stopped answering at `since`, or (`None`) answers.
+    pub fn api_unreachable_since(&self, since: Option<Timestamp>) {
+        *self
+            .api_unreachable_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = since;
+    }
+
+    /// When the API server stopped answering, if it does not answer now.
+    pub fn unreachable_since(&self) -> Option<Timestamp> {
+        *self
+            .api_unreachable_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Adds the families to `registry`; the Lease's lag is dated at each scrape.
     pub fn register(&self, registry: &mut Registry) {
         self.register_at(registry, None);
@@ -142,10 +161,32 @@ impl ApiMetrics {
             "Writes of the node's Lease (create or renew), by result.",
             self.lease_renewals.clone(),
         );
+        registry.register_collector(Box::new(Unreachable(Arc::clone(
+            &self.api_unreachable_since,
+        ))));
         registry.register_collector(Box::new(LeaseLag {
             last_renew_time: Arc::clone(&self.last_renew_time),
             now,
         }));
+    }
+}
+
+/// `nodepulse_api_unreachable_since_seconds`: 0 while the API server answers.
+#[derive(Debug)]
+struct Unreachable(Arc<Mutex<Option<Timestamp>>>);
+
+impl Collector for Unreachable {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let since = *self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        #[allow(clippy::cast_precision_loss)] // milliseconds since 1970 fit an f64 exactly
+        let seconds = since.map_or(0.0, |since| since.as_millisecond() as f64 / 1000.0);
+        let metric = encoder.encode_descriptor(
+            "nodepulse_api_unreachable_since_seconds",
+            "Unix time since which no API request got an answer; 0 while the API server answers.",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(seconds).encode(metric)
     }
 }
 

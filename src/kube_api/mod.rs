@@ -6,13 +6,17 @@
 //! by min(`nodeStatusUpdateFrequency`, `nodeLeaseDurationSeconds`), and rebuilt on repeated
 //! heartbeat failure so the next request dials afresh instead of reusing a dead connection.
 //! Both send a request again when a 429 or 5xx answer carries `Retry-After`, as client-go does,
-//! never past the request's own timeout (`retry_after`).
+//! never past the request's own timeout (`retry_after`). Every request's outcome tells one
+//! shared [`Reachability`]; while the server is unreachable a cheap probe asks it every few
+//! hundred milliseconds, and its first answer wakes every watch and retry wait at once.
 
 mod errors;
 pub mod lease;
 pub mod metrics;
 pub mod node;
 mod pods;
+mod reachability;
+mod resume;
 mod retry_after;
 mod shared_watch;
 
@@ -29,6 +33,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 pub use errors::{timed, with_causes};
 pub use lease::renewal_patch;
 pub use node::node_event;
+pub use reachability::{REMINDER_EVERY, Reachability};
 pub use shared_watch::SharedWatches;
 
 use crate::config::Config;
@@ -126,13 +131,36 @@ pub async fn client_config(
 fn timed_client(
     config: &kube::Config,
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
+    reachability: &Arc<Reachability>,
 ) -> Result<kube::Client, kube::Error> {
     let mut config = config.clone();
     config.default_retry = false;
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&metrics::TimingLayer)
+        .with_layer(&reachability::ReachabilityLayer(Arc::clone(reachability)))
         .with_layer(&retry_after::RetryAfterLayer::new(limiter))
         .build())
+}
+
+/// How often, at most, an unreachable API server is asked whether it is back (`GET /version`,
+/// jittered between half of this and this): a refused connect costs next to nothing, and the
+/// answer wakes every waiting retry within this period of the server's return.
+const PROBE_EVERY: Duration = Duration::from_millis(500);
+
+/// While the server is unreachable, asks it whether it is back, so the recovery is noticed
+/// even when every other retry is deep in its backoff.
+async fn probe_while_unreachable(
+    reachability: Arc<Reachability>,
+    client: kube::Client,
+    timeout: Duration,
+) {
+    loop {
+        reachability.until_unreachable().await;
+        while reachability.is_unreachable() {
+            tokio::time::sleep(PROBE_EVERY.mul_f64(0.5 + 0.5 * rand::random::<f64>())).await;
+            let _ = timed(timeout, client.apiserver_version()).await;
+        }
+    }
 }
 
 /// Both clients and the limits around them. Cheap to share behind an `Arc`.
@@ -148,6 +176,10 @@ pub struct KubeApi {
     /// Buffer worker is spawned on the runtime it is built on: a replacement built on an
     /// actor's arbiter would die with it (a hung actor's arbiter is retired and stopped).
     runtime: tokio::runtime::Handle,
+    /// Whether the API server answers, as every request of both clients tells it.
+    reachability: Arc<Reachability>,
+    /// The probe that notices the server's return; ends with this.
+    prober: tokio::task::AbortHandle,
 }
 
 impl KubeApi {
@@ -173,10 +205,22 @@ impl KubeApi {
         // bookmarks: it keeps kube-rs's read timeout (just above the watcher's 290 s server
         // timeout), or every watch would be cut and re-established after one heartbeat
         // timeout of silence. Its other requests are bounded one by one (`timed`).
-        let main = timed_client(&client_config, Some(Arc::clone(&main_limiter)))
-            .map_err(ConnectError::Client)?;
+        let reachability = Arc::new(Reachability::default());
+        let main = timed_client(
+            &client_config,
+            Some(Arc::clone(&main_limiter)),
+            &reachability,
+        )
+        .map_err(ConnectError::Client)?;
         client_config.read_timeout = Some(heartbeat_timeout);
-        let heartbeat = timed_client(&client_config, None).map_err(ConnectError::Client)?;
+        let heartbeat =
+            timed_client(&client_config, None, &reachability).map_err(ConnectError::Client)?;
+        let prober = tokio::spawn(probe_while_unreachable(
+            Arc::clone(&reachability),
+            heartbeat.clone(),
+            heartbeat_timeout,
+        ))
+        .abort_handle();
         Ok(Arc::new(Self {
             config: client_config,
             main,
@@ -185,6 +229,8 @@ impl KubeApi {
             heartbeat: RwLock::new(heartbeat),
             heartbeat_timeout,
             runtime: tokio::runtime::Handle::current(),
+            reachability,
+            prober,
         }))
     }
 
@@ -212,12 +258,17 @@ impl KubeApi {
         self.heartbeat_timeout
     }
 
+    /// Whether the API server answers, as this process's requests tell it.
+    pub fn reachability(&self) -> &Reachability {
+        &self.reachability
+    }
+
     /// Replaces the heartbeat client, dropping its pooled connections.
     pub fn reset_heartbeat_connections(&self) {
         // Built on the daemon's runtime, whichever actor's thread asks (see `runtime`).
         let rebuilt = {
             let _daemon_runtime = self.runtime.enter();
-            timed_client(&self.config, None)
+            timed_client(&self.config, None, &self.reachability)
         };
         match rebuilt {
             Ok(fresh) => {
@@ -232,5 +283,11 @@ impl KubeApi {
                 tracing::warn!(%error, "cannot rebuild the heartbeat client; keeping the old one")
             }
         }
+    }
+}
+
+impl Drop for KubeApi {
+    fn drop(&mut self) {
+        self.prober.abort();
     }
 }

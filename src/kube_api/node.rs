@@ -8,12 +8,14 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node};
 use kube::{
     api::{Api, Patch, PatchParams, PostParams},
-    runtime::{WatchStreamExt, watcher},
+    runtime::watcher,
 };
-use nodepulse_actors::ports::{ApiError, ApiResult, NodeApi, NodeEvent, NodeWatchEvent};
+use nodepulse_actors::ports::{
+    ApiError, ApiRecovery, ApiResult, NodeApi, NodeEvent, NodeWatchEvent,
+};
 use serde_json::json;
 
-use super::{KubeApi, metrics::API_METRICS, timed};
+use super::{KubeApi, metrics::API_METRICS, resume::resuming, timed};
 
 /// The Event the kubelet would record about its Node: the involved object's UID is the node
 /// name, as the kubelet sets it.
@@ -53,8 +55,7 @@ impl NodeApi for KubeApi {
         let api = Api::<Node>::all(self.main.clone());
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let mut seen_in_relist = false;
-        watcher(api, config)
-            .default_backoff()
+        resuming(watcher(api, config), self.reachability.recovery())
             .filter_map(move |event| {
                 let mapped = match event {
                     Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
@@ -135,5 +136,8 @@ impl NodeApi for KubeApi {
 
     fn reset_heartbeat_connections(&self) {
         KubeApi::reset_heartbeat_connections(self);
+    }
+    fn recovery(&self) -> ApiRecovery {
+        self.reachability.recovery()
     }
 }

@@ -14,12 +14,12 @@ use k8s_openapi::{
 };
 use kube::{
     api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions},
-    runtime::{WatchStreamExt, watcher},
+    runtime::watcher,
 };
-use nodepulse_actors::ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent};
+use nodepulse_actors::ports::{ApiError, ApiRecovery, ApiResult, PodApi, PodEvent, PodWatchEvent};
 use serde_json::json;
 
-use super::{KubeApi, timed};
+use super::{KubeApi, resume::resuming, timed};
 
 /// The DELETE of a finished pod: at once, and only the pod with this UID.
 pub fn final_delete(uid: &str) -> DeleteParams {
@@ -135,10 +135,12 @@ impl PodApi for KubeApi {
         let api = Api::<Pod>::all(self.main.clone());
         let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
         let mut relist = Relist::default();
-        watcher(api, config)
-            .default_backoff()
+        resuming(watcher(api, config), self.reachability.recovery())
             .flat_map(move |event| futures::stream::iter(relist.step(event)))
             .boxed()
+    }
+    fn recovery(&self) -> ApiRecovery {
+        self.reachability.recovery()
     }
 }
 

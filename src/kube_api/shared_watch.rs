@@ -11,14 +11,11 @@ use std::{
 
 use futures::{StreamExt, stream::BoxStream};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::{
-    Api,
-    runtime::{WatchStreamExt, watcher},
-};
+use kube::{Api, runtime::watcher};
 use nodepulse_actors::ports::{NodeWatchEvent, PodWatchEvent};
 use tokio::{sync::mpsc, task::AbortHandle};
 
-use super::KubeApi;
+use super::{KubeApi, resume::resuming};
 
 /// What one watch's events mean for each node: the per-kind half of a [`Demux`].
 pub(crate) trait Router: Send + 'static {
@@ -288,16 +285,20 @@ impl SharedWatches {
         let members: Arc<HashSet<String>> = Arc::new(members.into_iter().collect());
         let nodes = Arc::new(Demux::new(NodeRouter::new(Arc::clone(&members))));
         let pods = Arc::new(Demux::new(PodRouter::new(members)));
-        let node_watch = watcher(
-            Api::<Node>::all(api.main.clone()),
-            watcher::Config::default(),
-        )
-        .default_backoff();
-        let pod_watch = watcher(
-            Api::<Pod>::all(api.main.clone()),
-            watcher::Config::default().fields("spec.nodeName!="),
-        )
-        .default_backoff();
+        let node_watch = resuming(
+            watcher(
+                Api::<Node>::all(api.main.clone()),
+                watcher::Config::default(),
+            ),
+            api.reachability.recovery(),
+        );
+        let pod_watch = resuming(
+            watcher(
+                Api::<Pod>::all(api.main.clone()),
+                watcher::Config::default().fields("spec.nodeName!="),
+            ),
+            api.reachability.recovery(),
+        );
         let tasks = vec![
             spawn_routing(node_watch, Arc::clone(&nodes)),
             spawn_routing(pod_watch, Arc::clone(&pods)),

@@ -58,7 +58,7 @@ async fn serve(fault_injection: bool, max_restarts: u32) -> Fixture {
         "127.0.0.1:0".parse().expect("address"),
         vec![supervisor.clone()],
         gate,
-        prometheus_client::registry::Registry::default(),
+        debug::Extras::default(),
     )
     .expect("binds");
     let base = format!("http://{}", endpoint.address);

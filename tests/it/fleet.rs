@@ -174,7 +174,7 @@ async fn each_node_is_killable_by_name_and_a_kill_disturbs_no_other_node() {
         "127.0.0.1:0".parse().expect("an address"),
         fleet.handles().to_vec(),
         FaultInjectionGate::new(true, Some(TOKEN.to_owned())),
-        prometheus_client::registry::Registry::default(),
+        debug::Extras::default(),
     )
     .expect("the debug endpoint starts");
     let address = endpoint.address;

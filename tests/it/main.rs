@@ -10,6 +10,7 @@ mod common;
 
 mod actor_faults;
 mod api_faults;
+mod api_recovery;
 mod chaos;
 mod cli_commands;
 mod config_fuzz;

@@ -15,7 +15,9 @@ mod round_tests;
 
 use std::{sync::Arc, time::Duration};
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, StreamHandler, WrapFuture,
+};
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use nodepulse_supervisor::SupervisedActor;
@@ -28,7 +30,10 @@ pub use renewal::{
 };
 pub use round::{RoundContext, RoundOutcome};
 
-use crate::{messages::NodeRegistered, ports::LeaseApi};
+use crate::{
+    messages::NodeRegistered,
+    ports::{ApiRecovered, LeaseApi, warn_unless_unreachable},
+};
 
 /// The name LeaseActor has in the supervisor, logs and the debug endpoint.
 pub const NAME: &str = "lease";
@@ -54,6 +59,8 @@ pub struct LeaseActor {
     first_wait: Duration,
     /// When the current or next round is due, for [`lag::RENEWAL_LAG`].
     due: Option<Instant>,
+    /// The timer of the next round, cancelled when the API server's return starts it early.
+    next_round: Option<SpawnHandle>,
 }
 
 impl LeaseActor {
@@ -69,6 +76,7 @@ impl LeaseActor {
             last_result: None,
             first_wait: Duration::ZERO,
             due: None,
+            next_round: None,
         }
     }
 
@@ -82,6 +90,9 @@ impl LeaseActor {
     fn start_round(&mut self, ctx: &mut Context<Self>) {
         if self.round_started.is_some() {
             return;
+        }
+        if let Some(timer) = self.next_round.take() {
+            ctx.cancel_future(timer);
         }
         self.round_started = Some(Instant::now());
         let context = RoundContext {
@@ -102,7 +113,10 @@ impl LeaseActor {
             // After a failed round the old deadline stands: the lag of the renewal that
             // finally lands counts from the first one missed.
             actor.due.get_or_insert(Instant::now() + wait);
-            ctx.run_later(wait, |actor, ctx| actor.start_round(ctx));
+            actor.next_round = Some(ctx.run_later(wait, |actor, ctx| {
+                actor.next_round = None;
+                actor.start_round(ctx);
+            }));
         }));
     }
 
@@ -124,7 +138,7 @@ impl LeaseActor {
             }
             Err(error) => {
                 self.failed_rounds_in_a_row += 1;
-                tracing::warn!(%error, failed_rounds_in_a_row = self.failed_rounds_in_a_row, "lease renewal failed");
+                warn_unless_unreachable!(self.api.recovery(), %error, failed_rounds_in_a_row = self.failed_rounds_in_a_row, "lease renewal failed");
             }
         }
         self.last_result = Some((Timestamp::now(), outcome.result));
@@ -135,6 +149,7 @@ impl Actor for LeaseActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.add_stream(self.api.recovery().stream());
         if self.first_wait.is_zero() {
             self.start_round(ctx);
         } else {
@@ -142,6 +157,18 @@ impl Actor for LeaseActor {
             ctx.run_later(self.first_wait, |actor, ctx| actor.start_round(ctx));
         }
     }
+}
+
+/// After failed rounds the next one waits a whole renew interval; the API server's return
+/// starts it at once (a round still retrying wakes by itself).
+impl StreamHandler<ApiRecovered> for LeaseActor {
+    fn handle(&mut self, _: ApiRecovered, ctx: &mut Context<Self>) {
+        if self.failed_rounds_in_a_row > 0 {
+            self.start_round(ctx);
+        }
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
 }
 
 impl Handler<NodeRegistered> for LeaseActor {

@@ -14,7 +14,7 @@ use super::renewal::{
     MAX_UPDATE_ATTEMPTS, ensure_backoff, has_owner, new_lease, next_renew_time, renew_interval,
     renewal_of,
 };
-use crate::ports::{ApiError, LeaseApi};
+use crate::ports::{ApiError, LeaseApi, warn_unless_unreachable};
 
 /// What a round works with.
 #[derive(Clone)]
@@ -51,7 +51,7 @@ pub async fn renew(
         match round.update(base).await {
             Ok(lease) => return round.finish(Some(lease), Ok(())),
             Err(error) => {
-                tracing::warn!(%error, "failed to update lease using latest lease, fallback to ensure lease")
+                warn_unless_unreachable!(round.context.api.recovery(), %error, "failed to update lease using latest lease, fallback to ensure lease")
             }
         }
     }
@@ -121,13 +121,15 @@ impl Round {
     }
 
     /// `backoffEnsureLease`: the Lease from the server, created if missing; retries with
-    /// backoff until it has one. The flag says whether it was just created. Deviations, on
+    /// backoff until it has one, at once when the API server comes back. The flag says whether it was just created. Deviations, on
     /// purpose: the wait never exceeds the renew interval (the kubelet's fixed 7 s cap would
     /// hold a short-interval node back a whole round after an outage), and from the second
     /// failure on the heartbeat connections are reset, as a failed update does.
     async fn ensure(&mut self) -> (Lease, bool) {
         let mut failures = 0;
         let interval = renew_interval(self.context.lease_duration_seconds);
+        // Subscribed before the first try, so a recovery between a failure and its wait counts.
+        let mut recovery = self.context.api.recovery();
         loop {
             match self.try_ensure().await {
                 Ok(found) => return found,
@@ -136,8 +138,10 @@ impl Round {
                         self.context.api.reset_heartbeat_connections();
                     }
                     let wait = ensure_backoff(failures).min(interval);
-                    tracing::warn!(%error, ?wait, "failed to ensure the node lease exists; will retry");
-                    tokio::time::sleep(wait).await;
+                    warn_unless_unreachable!(recovery, %error, ?wait, "failed to ensure the node lease exists; will retry");
+                    if recovery.sleep(wait).await {
+                        tracing::debug!("the API server is back; ensuring the lease now");
+                    }
                     failures += 1;
                 }
             }

@@ -21,7 +21,9 @@ use super::{
 };
 use crate::{
     messages::{NodeRegistered, PressureChanged, RuntimeHealth},
-    ports::{MachineFacts, NodeApi, NodeEvent, NodeWatchEvent},
+    ports::{
+        ApiRecovered, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent, warn_unless_unreachable,
+    },
     runtime_probe::UpdatePodCidr,
 };
 
@@ -299,7 +301,7 @@ impl NodeStatusActor {
                 self.again = true;
             }
             SyncOutcome::Failed(error) => {
-                tracing::warn!(%error, retryable = error.is_retryable(), "node status sync failed");
+                warn_unless_unreachable!(self.api.recovery(), %error, retryable = error.is_retryable(), "node status sync failed");
                 self.last_sync = Some((now, format!("failed: {error}")));
             }
         }
@@ -328,9 +330,10 @@ impl NodeStatusActor {
             let request = self
                 .api
                 .record_event(&self.settings.node_name, event.clone());
+            let recovery = self.api.recovery();
             actix::spawn(async move {
                 if let Err(error) = request.await {
-                    tracing::warn!(%error, reason = %event.reason, "cannot record node event");
+                    warn_unless_unreachable!(recovery, %error, reason = %event.reason, "cannot record node event");
                 }
             });
         }
@@ -353,6 +356,7 @@ impl Actor for NodeStatusActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.add_stream(self.api.watch_node(&self.settings.node_name));
+        ctx.add_stream(self.api.recovery().stream());
         if self.settings.register_node {
             match self
                 .settings
@@ -380,6 +384,18 @@ impl Actor for NodeStatusActor {
             self.schedule_tick(ctx);
         }
     }
+}
+
+/// A status PATCH that failed during an outage waits for the next tick; the API server's
+/// return syncs at once (a sync with nothing due sends nothing).
+impl StreamHandler<ApiRecovered> for NodeStatusActor {
+    fn handle(&mut self, _: ApiRecovered, ctx: &mut Context<Self>) {
+        if self.node.is_some() {
+            self.sync(ctx);
+        }
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
 }
 
 /// The watch on the Node keeps the cached copy fresh (the base of the next status diff) and

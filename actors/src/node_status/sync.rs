@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     messages::{PressureChanged, RuntimeHealth},
-    ports::{ApiError, MachineInfo, NodeApi, NodeEvent},
+    ports::{ApiError, MachineInfo, NodeApi, NodeEvent, warn_unless_unreachable},
 };
 
 /// Back-to-back status attempts per sync (`nodeStatusUpdateRetry`).
@@ -74,17 +74,19 @@ pub struct Registered {
     pub events: Vec<NodeEvent>,
 }
 
-/// Registers the Node, retrying forever with backoff. The first attempt is immediate (the
-/// kubelet sleeps 100 ms first; starting at once shortens time to Ready).
+/// Registers the Node, retrying forever with backoff, and at once when the API server comes
+/// back. The first attempt is immediate (the kubelet sleeps 100 ms first; starting at once
+/// shortens time to Ready).
 pub async fn register(api: Arc<dyn NodeApi>, job: StatusJob) -> Registered {
     let mut failures = 0;
+    let mut recovery = api.recovery();
     loop {
         match try_register(api.as_ref(), &job).await {
             Ok(registered) => return registered,
             Err(error) => {
                 let wait = registration_backoff(failures);
-                tracing::warn!(%error, ?wait, "unable to register node with API server; will retry");
-                tokio::time::sleep(wait).await;
+                warn_unless_unreachable!(recovery, %error, ?wait, "unable to register node with API server; will retry");
+                recovery.sleep(wait).await;
                 failures += 1;
             }
         }

@@ -27,6 +27,11 @@ pub trait LeaseApi: Send + Sync + 'static {
     /// Drops the heartbeat client's connections so the next request dials afresh (the
     /// kubelet's onRepeatedHeartbeatFailure).
     fn reset_heartbeat_connections(&self);
+    /// The API server coming back after a run of failures, which retry waits listen to
+    /// (none by default: a fake never goes down).
+    fn recovery(&self) -> super::ApiRecovery {
+        super::ApiRecovery::never()
+    }
 }
 
 /// The namespace node leases live in.

@@ -10,6 +10,7 @@ mod lease;
 mod machine;
 mod node;
 mod pods;
+mod recovery;
 mod runtime;
 
 pub use api::{ApiError, ApiResult};
@@ -20,6 +21,8 @@ pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
+pub(crate) use recovery::warn_unless_unreachable;
+pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
 pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,

@@ -57,4 +57,9 @@ pub trait NodeApi: Send + Sync + 'static {
     fn record_event(&self, node: &str, event: NodeEvent) -> BoxFuture<'static, ApiResult<()>>;
     /// Drops the heartbeat client's connections (the kubelet's onRepeatedHeartbeatFailure).
     fn reset_heartbeat_connections(&self);
+    /// The API server coming back after a run of failures, which retry waits listen to
+    /// (none by default: a fake never goes down).
+    fn recovery(&self) -> super::ApiRecovery {
+        super::ApiRecovery::never()
+    }
 }

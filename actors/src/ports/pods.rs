@@ -42,6 +42,11 @@ pub trait PodApi: Send + Sync + 'static {
     fn watch_pods(&self, node: &str) -> BoxStream<'static, PodWatchEvent>;
     /// Records an Event about `pod` (under the event rate limit; one over it is dropped).
     fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>>;
+    /// The API server coming back after a run of failures, which retry waits listen to
+    /// (none by default: a fake never goes down).
+    fn recovery(&self) -> super::ApiRecovery {
+        super::ApiRecovery::never()
+    }
 }
 
 /// An Event about a pod, as StatusManagerActor decided it (an eviction).

@@ -14,7 +14,7 @@ use std::{
     time::Duration,
 };
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, StreamHandler, WrapFuture};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
@@ -33,7 +33,7 @@ use crate::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
     },
-    ports::{PodApi, PodEvent},
+    ports::{ApiRecovered, PodApi, PodEvent, warn_unless_unreachable},
 };
 
 /// How StatusManagerActor is configured.
@@ -279,7 +279,7 @@ impl StatusManagerActor {
             PodSyncOutcome::Failed(error) => {
                 self.failed.insert(uid.to_owned());
                 self.counters.failures += 1;
-                tracing::warn!(%uid, %error, retryable = error.is_retryable(), "pod status sync failed; the batch pass retries");
+                warn_unless_unreachable!(self.api.recovery(), %uid, %error, retryable = error.is_retryable(), "pod status sync failed; the batch pass retries");
                 self.last_error = Some((Timestamp::now(), error.to_string()));
             }
         }
@@ -359,7 +359,19 @@ impl Actor for StatusManagerActor {
         // A restarted instance first sends whatever its predecessor had not.
         self.start_unsent(ctx);
         ctx.run_interval(self.settings.sync_period, |actor, ctx| actor.batch(ctx));
+        ctx.add_stream(self.api.recovery().stream());
     }
+}
+
+/// Statuses whose writes failed during an outage wait for the next batch pass; the API
+/// server's return sends them at once.
+impl StreamHandler<ApiRecovered> for StatusManagerActor {
+    fn handle(&mut self, _: ApiRecovered, ctx: &mut Context<Self>) {
+        self.failed.clear();
+        self.start_unsent(ctx);
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
 }
 
 impl Handler<SetPodStatus> for StatusManagerActor {

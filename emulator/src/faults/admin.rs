@@ -4,11 +4,14 @@
 //! - `POST /emulator/v1/faults` with a [`FaultRule`] body: 201 `{"id": N}`
 //! - `DELETE /emulator/v1/faults`: removes every rule
 //! - `DELETE /emulator/v1/faults/{id}`: removes one rule (404 if unknown)
+//! - `POST /emulator/v1/faults/outage` with an [`Outage`] body (`{"seconds": 60, "graceful":
+//!   false}`): 202, then the whole server, this endpoint included, is down that long; 409 while
+//!   another outage is under way
 
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
-use super::{FaultHandle, FaultRule};
+use super::{FaultHandle, FaultRule, Outage, OutageError};
 
 /// Registers the admin routes.
 pub fn configure(config: &mut web::ServiceConfig) {
@@ -18,6 +21,8 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route(web::post().to(add))
             .route(web::delete().to(clear)),
     );
+    // Before `{id}`, which would otherwise take the path and answer 405.
+    config.service(web::resource("/emulator/v1/faults/outage").route(web::post().to(outage)));
     config.service(web::resource("/emulator/v1/faults/{id}").route(web::delete().to(remove)));
 }
 
@@ -31,6 +36,23 @@ async fn add(faults: web::Data<FaultHandle>, body: web::Bytes) -> HttpResponse {
         Err(e) => {
             HttpResponse::BadRequest().json(json!({"error": format!("invalid fault rule: {e}")}))
         }
+    }
+}
+
+async fn outage(faults: web::Data<FaultHandle>, body: web::Bytes) -> HttpResponse {
+    let outage = match serde_json::from_slice::<Outage>(&body) {
+        Ok(outage) => outage,
+        Err(e) => {
+            return HttpResponse::BadRequest()
+                .json(json!({"error": format!("invalid outage: {e}")}));
+        }
+    };
+    match faults.schedule_outage_after_answer(outage) {
+        Ok(()) => HttpResponse::Accepted().json(json!({"outage": outage})),
+        Err(e @ OutageError::Busy) => {
+            HttpResponse::Conflict().json(json!({"error": e.to_string()}))
+        }
+        Err(e) => HttpResponse::BadRequest().json(json!({"error": e.to_string()})),
     }
 }
 

@@ -1,11 +1,13 @@
 //! Fault injection: rules that make matching API requests fail, slow down, hang, lose their
-//! connection mid-response or conflict, and counters of every fault injected.
+//! connection mid-response or conflict, counters of every fault injected, and whole-server
+//! outages (`outage`).
 //!
 //! Rules are set through [`FaultHandle`] in-process or through the admin API
 //! (`/emulator/v1/faults`, see `admin`). The HTTP layer asks [`FaultHandle::decide`] once per
 //! API request; this module never touches the store.
 
 pub mod admin;
+pub mod outage;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::api::Verb;
+pub use outage::{Outage, OutageError, OutageReport, Serving};
 
 /// What to do to a matching request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -186,6 +189,7 @@ struct State {
 #[derive(Clone, Default)]
 pub struct FaultHandle {
     state: Arc<Mutex<State>>,
+    outages: outage::OutageSwitch,
 }
 
 impl FaultHandle {
@@ -229,6 +233,43 @@ impl FaultHandle {
     /// Totals of injected faults since start.
     pub fn counters(&self) -> FaultCounters {
         self.lock().counters.clone()
+    }
+
+    /// Takes the whole server down for `outage` (see [`outage`]) and returns at once; the
+    /// listener closes within milliseconds.
+    pub fn schedule_outage(&self, outage: Outage) -> Result<(), OutageError> {
+        self.outages.schedule(outage, Duration::ZERO)
+    }
+
+    /// [`FaultHandle::schedule_outage`] for the admin API: starts once its answer is sent.
+    pub(crate) fn schedule_outage_after_answer(&self, outage: Outage) -> Result<(), OutageError> {
+        self.outages.schedule(outage, Duration::from_millis(100))
+    }
+
+    /// Takes the whole server down for `outage` and waits until it accepts connections again.
+    pub async fn outage(&self, outage: Outage) -> Result<OutageReport, OutageError> {
+        let completed = self.outages.serving().completed;
+        self.outages.schedule(outage, Duration::ZERO)?;
+        self.outages.over(completed + 1).await
+    }
+
+    /// Waits until the outage scheduled or under way is over (at once when none is); the
+    /// report of the last outage.
+    pub async fn outage_over(&self) -> Result<OutageReport, OutageError> {
+        let serving = self.outages.serving();
+        let under_way = serving.pending.is_some() || serving.down;
+        self.outages
+            .over(serving.completed + u64::from(under_way))
+            .await
+    }
+
+    /// Whether the server is up, and the times of its last outage.
+    pub fn serving(&self) -> Serving {
+        self.outages.serving()
+    }
+
+    pub(crate) fn outage_switch(&self) -> &outage::OutageSwitch {
+        &self.outages
     }
 
     /// Decides what happens to a request: latency rules add up, the first firing terminal rule

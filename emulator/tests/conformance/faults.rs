@@ -3,10 +3,10 @@
 use std::time::{Duration, Instant};
 
 use nodepulse_emulator::Verb;
-use nodepulse_emulator::{FaultAction, FaultRule};
+use nodepulse_emulator::{FaultAction, FaultRule, Outage, OutageError};
 use serde_json::{Value, json};
 
-use crate::common::{Cluster, test_config, unique};
+use crate::common::{Cluster, eventually, rv, test_config, unique};
 
 /// A GET straight over HTTP: kube-rs retries 429/503 by itself, which would hide the faults.
 async fn raw_get(cluster: &Cluster, path: &str) -> (u16, Value) {
@@ -254,4 +254,145 @@ async fn admin_api_injects_lists_and_clears_rules() {
         .await
         .expect("reachable");
     assert_eq!(bad.status().as_u16(), 400);
+}
+
+/// Opens a raw watch on `path` from `resource_version`: the body as it arrives, unparsed, so an
+/// end that is clean can be told from a cut one.
+async fn raw_watch(cluster: &Cluster, path: &str, resource_version: &str) -> reqwest::Response {
+    let url = format!(
+        "{}{path}?watch=true&resourceVersion={resource_version}",
+        cluster.emulator().base_url()
+    );
+    let response = reqwest::get(url).await.expect("the watch starts");
+    assert_eq!(response.status(), 200);
+    response
+}
+
+/// Reads the body to its end: `Ok` when it ended cleanly, `Err` when it was cut.
+async fn read_to_end(mut response: reqwest::Response) -> Result<(), reqwest::Error> {
+    while response.chunk().await?.is_some() {}
+    Ok(())
+}
+
+async fn refuses_connections(cluster: &Cluster) -> bool {
+    matches!(
+        tokio::net::TcpStream::connect(cluster.emulator().address()).await,
+        Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
+/// Takes the server down for `outage`, checking while it is down that connections are refused
+/// and the watch on `path` ends the way the outage ends it; then that the Lease is served again
+/// as it was, and a watch resumes from the old resourceVersion.
+async fn outage_keeps_state(test: &str, outage: Outage) {
+    let Some((cluster, _, path)) = lease_cluster(test).await else {
+        return;
+    };
+    let before = cluster.get(&path).await.body;
+    let resource_version = before["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a resourceVersion")
+        .to_owned();
+    let collection = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+    let watch = raw_watch(&cluster, collection, &resource_version).await;
+    let faults = cluster.emulator().faults();
+    faults.schedule_outage(outage).expect("the outage starts");
+    let ended = tokio::time::timeout(Duration::from_secs(5), read_to_end(watch))
+        .await
+        .expect("the watch ends with the outage");
+    assert_eq!(
+        ended.is_ok(),
+        outage.graceful,
+        "a graceful outage ends watches cleanly, an abrupt one cuts them: {ended:?}"
+    );
+    eventually(
+        "connections are refused",
+        Duration::from_secs(5),
+        || async { refuses_connections(&cluster).await.then_some(()) },
+    )
+    .await;
+    assert!(faults.serving().down);
+    let report = faults
+        .outage(outage)
+        .await
+        .expect_err("no second outage while one is under way");
+    assert_eq!(report, OutageError::Busy);
+    let back = faults.outage_over().await.expect("the server comes back");
+    assert!(back.came_back.duration_since(back.went_down) >= outage.duration());
+    assert!(!faults.serving().down);
+    assert_eq!(
+        cluster.get(&path).await.body,
+        before,
+        "the Lease is kept as it was"
+    );
+    // A watch resumes from the resourceVersion it had, and sees what changes next.
+    let resumed = raw_watch(&cluster, collection, &resource_version).await;
+    let renewed = cluster
+        .patch(
+            &path,
+            "application/merge-patch+json",
+            &json!({"spec": {"holderIdentity": "after-outage"}}),
+        )
+        .await;
+    assert_eq!(renewed.status, 200);
+    assert!(rv(&renewed.body) > resource_version.parse::<u64>().expect("a number"));
+    let mut resumed = resumed;
+    let first = tokio::time::timeout(Duration::from_secs(5), resumed.chunk())
+        .await
+        .expect("the resumed watch delivers")
+        .expect("the resumed watch is whole")
+        .expect("an event");
+    let event: Value = serde_json::from_slice(&first).expect("a JSON event");
+    assert_eq!(event["type"], "MODIFIED");
+    assert_eq!(event["object"]["spec"]["holderIdentity"], "after-outage");
+}
+
+#[tokio::test]
+async fn an_abrupt_outage_refuses_connections_cuts_watches_and_keeps_every_object() {
+    outage_keeps_state(
+        "an_abrupt_outage_refuses_connections_cuts_watches_and_keeps_every_object",
+        Outage::abrupt(Duration::from_secs(2)),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_graceful_outage_ends_watches_cleanly_then_refuses_connections() {
+    outage_keeps_state(
+        "a_graceful_outage_ends_watches_cleanly_then_refuses_connections",
+        Outage::graceful(Duration::from_secs(2)),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn admin_api_schedules_an_outage_with_its_duration() {
+    let Some((cluster, _, path)) =
+        lease_cluster("admin_api_schedules_an_outage_with_its_duration").await
+    else {
+        return;
+    };
+    let url = format!(
+        "{}/emulator/v1/faults/outage",
+        cluster.emulator().base_url()
+    );
+    let http = reqwest::Client::new();
+    let post = |body: Value| http.post(&url).json(&body).send();
+    let refused = post(json!({"seconds": 2, "gracefull": true}))
+        .await
+        .expect("admin reachable");
+    assert_eq!(refused.status(), 400, "an unknown field is refused");
+    let accepted = post(json!({"seconds": 2, "graceful": true}))
+        .await
+        .expect("admin reachable");
+    assert_eq!(accepted.status(), 202);
+    let faults = cluster.emulator().faults();
+    eventually(
+        "connections are refused",
+        Duration::from_secs(5),
+        || async { refuses_connections(&cluster).await.then_some(()) },
+    )
+    .await;
+    faults.outage_over().await.expect("the server comes back");
+    assert_eq!(cluster.get(&path).await.status, 200);
 }
