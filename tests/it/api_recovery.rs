@@ -228,7 +228,11 @@ async fn daemon_recovers_from(test: &str, kind: fn(Duration) -> Outage) {
         .collect();
     let count = |message: &str| events.iter().filter(|e| e["message"] == message).count();
     let unreachable = "API server unreachable; retrying until it answers";
-    assert_eq!(count(unreachable), 1, "one WARN");
+    let warned: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["message"] == unreachable)
+        .collect();
+    assert_eq!(warned.len(), 1, "one WARN: {warned:#?}");
     // Between it and the return, only reminders: the failed retries say nothing new.
     let during: Vec<&Value> = events
         .iter()
