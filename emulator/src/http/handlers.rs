@@ -18,7 +18,7 @@ use super::{AppState, json_response};
 use crate::api::status::delete_success;
 use crate::api::{ApiError, ApiResource, StoredKind, Target, Verb};
 use crate::patch::{self, PatchType, Schema};
-use crate::store::{DeleteOptions, Deletion, ObjectKey, meta_str, set_meta};
+use crate::store::{DeleteOptions, Deletion, ObjectKey, meta_str, set_meta, storage_key};
 
 /// One API request, parsed.
 pub struct Request<'a> {
@@ -162,15 +162,28 @@ pub fn update(req: &Request<'_>, now: SystemTime) -> Result<HttpResponse, ApiErr
     }
     align_namespace(req, &mut object)?;
     let uid = meta_str(&object, "uid").to_string();
-    let result = req.state.store.update(resource, &req.key(), req.target.subresource.as_deref(), |current| {
-        req.authorize(Some(current), Some(&object))?;
-        let current_uid = meta_str(current, "uid");
-        if !uid.is_empty() && uid != current_uid {
-            let cause = format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {current_uid}");
-            return Err(ApiError::conflict(resource, &url_name, &cause));
-        }
-        Ok(object.clone())
-    });
+    let key = req.key();
+    let result = req.state.store.update(
+        resource,
+        &key,
+        req.target.subresource.as_deref(),
+        |current| {
+            req.authorize(Some(current), Some(&object))?;
+            // A UID in the body is a storage precondition, checked before the resourceVersion.
+            let current_uid = meta_str(current, "uid");
+            if !uid.is_empty() && uid != current_uid {
+                let stored_at = storage_key(resource.stored, &key);
+                return Err(ApiError::uid_precondition_failed(
+                    resource,
+                    &url_name,
+                    &stored_at,
+                    &uid,
+                    current_uid,
+                ));
+            }
+            Ok(object.clone())
+        },
+    );
     match result {
         Ok(updated) => Ok(json_response(StatusCode::OK, &present(resource, &updated))),
         // Events are created by PUT when missing (`AllowCreateOnUpdate`); nodes, pods, leases are not.

@@ -108,6 +108,16 @@ pub fn prepare_for_update(
     }
 }
 
+/// Whether a PUT without `metadata.resourceVersion` overwrites the object (`true`) or is 422
+/// Invalid (`AllowUnconditionalUpdate()` of the kind's registry strategy). Of the kinds served,
+/// only the coordination Lease strategy refuses.
+pub fn allows_unconditional_update(kind: StoredKind) -> bool {
+    match kind {
+        StoredKind::Lease => false,
+        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace | StoredKind::Event => true,
+    }
+}
+
 /// Validation shared by every kind on create: the name and a few kind-specific required fields.
 pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
