@@ -126,38 +126,44 @@ async fn namespaced_create_in_a_missing_namespace_is_404() {
 
 #[tokio::test]
 async fn put_with_stale_resource_version_is_409_conflict_and_without_one_is_unconditional() {
+    // A Namespace: like Nodes it allows unconditional updates, and unlike Nodes no controller
+    // writes it, so the versions below are the test's own.
     let cluster = Cluster::start().await;
     let name = unique("put");
-    let path = format!("/api/v1/nodes/{name}");
-    let created = cluster.create_node(&name).await;
+    let path = format!("/api/v1/namespaces/{name}");
+    let created = cluster
+        .post("/api/v1/namespaces", &json!({"metadata": {"name": name}}))
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let created = created.body;
     let mut first = created.clone();
-    first["metadata"]["labels"] = json!({"step": "b"});
+    first["metadata"]["labels"]["step"] = "b".into();
     let updated = cluster.put(&path, &first).await;
     assert_eq!(updated.status, 200, "{:?}", updated.body);
     assert!(rv(&updated.body) > rv(&created));
 
     let mut stale = created.clone();
-    stale["metadata"]["labels"] = json!({"step": "c"});
+    stale["metadata"]["labels"]["step"] = "c".into();
     let conflict = cluster.put(&path, &stale).await;
     assert_eq!(conflict.status, 409);
     assert_eq!(conflict.body["reason"], "Conflict");
     assert_eq!(
         conflict.body["message"],
         format!(
-            "Operation cannot be fulfilled on nodes \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            "Operation cannot be fulfilled on namespaces \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
         )
     );
     assert_eq!(
         conflict.body["details"],
-        json!({"name": name, "kind": "nodes"})
+        json!({"name": name, "kind": "namespaces"})
     );
 
-    // Nodes (like pods, namespaces and events) allow an unconditional update.
+    // Namespaces (like nodes, pods and events) allow an unconditional update.
     let mut unconditional = created.clone();
     unconditional["metadata"]
         .as_object_mut()
         .map(|m| m.remove("resourceVersion"));
-    unconditional["metadata"]["labels"] = json!({"step": "d"});
+    unconditional["metadata"]["labels"]["step"] = "d".into();
     let reply = cluster.put(&path, &unconditional).await;
     assert_eq!(
         (
