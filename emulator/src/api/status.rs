@@ -154,7 +154,13 @@ impl ApiError {
 
     /// `errors.NewInvalid`: `Node "n1" is invalid: metadata.uid: Invalid value: ...`.
     pub fn invalid(resource: &ApiResource, name: &str, errors: &[FieldError]) -> Self {
-        Self::invalid_named(resource.group, resource.kind, name, errors)
+        Self::invalid_named(
+            &resource.qualified_kind(),
+            resource.group,
+            resource.kind,
+            name,
+            errors,
+        )
     }
 
     /// An update without `metadata.resourceVersion` to a kind that does not allow unconditional
@@ -166,17 +172,23 @@ impl ApiError {
             "0x0",
             "must be specified for an update",
         );
-        Self::invalid_named(resource.group, resource.plural, name, &[error])
+        let qualified = resource.qualified_resource();
+        Self::invalid_named(&qualified, resource.group, resource.plural, name, &[error])
     }
 
-    /// `errors.NewInvalid` for a `GroupKind` whose kind is `kind`.
-    fn invalid_named(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Self {
+    /// `errors.NewInvalid` for the `GroupKind` (`group`, `kind`), printed as `qualified`.
+    fn invalid_named(
+        qualified: &str,
+        group: &str,
+        kind: &str,
+        name: &str,
+        errors: &[FieldError],
+    ) -> Self {
         let rendered: Vec<String> = errors.iter().map(FieldError::render).collect();
         let summary = match rendered.as_slice() {
             [one] => one.clone(),
             many => format!("[{}]", many.join(", ")),
         };
-        let qualified = super::resource::qualify(kind, group);
         let message = format!("{qualified} {name:?} is invalid: {summary}");
         let mut d = details(name, group, kind);
         let causes: Vec<Value> = errors
