@@ -3,6 +3,7 @@
 
 pub mod actors;
 pub mod attack;
+pub mod cleanup;
 pub mod cluster;
 pub mod daemon;
 pub mod host_fixture;

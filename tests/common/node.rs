@@ -14,6 +14,7 @@ use nodepulse::{
 };
 use nodepulse_actors::{messages::RuntimeHealth, node_status::PodCidrSink};
 
+use super::cleanup::{RUN_LABEL, own_node, run_id};
 use super::eventually_async;
 use nodepulse_supervisor::{Supervisor, SupervisorHandle};
 
@@ -42,7 +43,11 @@ pub async fn start_api_actors_with(
 
 /// The settings of node `name` with the configuration `yaml`, and an API client for them.
 pub async fn connect(kubeconfig: &Path, name: &str, yaml: &str) -> (Settings, Arc<KubeApi>) {
-    let config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
+    let mut config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
+    config
+        .node_labels
+        .insert(RUN_LABEL.to_owned(), run_id().to_owned());
+    own_node(name);
     let settings = Settings {
         config,
         node_name: name.to_owned(),
