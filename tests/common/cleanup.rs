@@ -12,7 +12,7 @@ use std::{
 
 use k8s_openapi::api::{
     coordination::v1::Lease,
-    core::v1::{Node, Pod},
+    core::v1::{Event, Node, Pod},
 };
 use kube::{
     Api,
@@ -156,6 +156,35 @@ pub async fn delete_all(client: &kube::Client, owned: &[Owned]) {
             Some(kube::Error::Api(status)) if status.code == 404 => {}
             Some(error) => eprintln!("clean-up of {object:?} failed: {error}"),
         }
+        delete_events_about(client, object).await;
+    }
+}
+
+/// The events the agent recorded about `object` (they would expire after an hour; a test run
+/// should not leave a shared cluster's event list full of them until then).
+async fn delete_events_about(client: &kube::Client, object: &Owned) {
+    let (namespace, name) = match object {
+        Owned::Node(name) => (None, name),
+        Owned::Pod { namespace, name } => (Some(namespace.as_str()), name),
+    };
+    let events: Api<Event> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    for event in events
+        .list(&about)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        let (Some(namespace), Some(event_name)) = (event.metadata.namespace, event.metadata.name)
+        else {
+            continue;
+        };
+        let _ = Api::<Event>::namespaced(client.clone(), &namespace)
+            .delete(&event_name, &DeleteParams::default())
+            .await;
     }
 }
 
