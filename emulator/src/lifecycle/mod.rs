@@ -85,16 +85,24 @@ impl Controller {
     /// Sets the TTL annotation the cluster size calls for (the TTL controller's PATCH).
     fn annotate_ttl(&mut self, name: &str) {
         let ttl = self.ttl.desired(self.store.count(StoredKind::Node));
+        self.rewrite_node(name, "set the TTL annotation", |node| {
+            ttl::annotate(node, ttl);
+        });
+    }
+
+    /// Writes what `change` makes of Node `name` (nothing when it changes nothing); a Node
+    /// deleted meanwhile is no error.
+    fn rewrite_node(&self, name: &str, what: &str, change: impl FnOnce(&mut Value)) {
         let key = ObjectKey::new("", name);
         let result = self.store.update(&NODES, &key, None, |current| {
             let mut node = current.clone();
-            ttl::annotate(&mut node, ttl);
+            change(&mut node);
             Ok(node)
         });
         match result {
             Ok(_) => {}
             Err(e) if e.code == 404 => {}
-            Err(e) => tracing::warn!(node = name, error = %e, "could not set the TTL annotation"),
+            Err(e) => tracing::warn!(node = name, error = %e, "could not {what}"),
         }
     }
 
@@ -157,17 +165,9 @@ impl Controller {
     }
 
     fn reconcile_taints(&self, name: &str, wall: SystemTime) {
-        let key = ObjectKey::new("", name);
-        let result = self.store.update(&NODES, &key, None, |current| {
-            let mut node = current.clone();
-            taints::reconcile(&mut node, wall);
-            Ok(node)
+        self.rewrite_node(name, "reconcile node taints", |node| {
+            taints::reconcile(node, wall);
         });
-        match result {
-            Ok(_) => {}
-            Err(e) if e.code == 404 => {}
-            Err(e) => tracing::warn!(node = name, error = %e, "could not reconcile node taints"),
-        }
     }
 
     /// The `NodeNotReady` event (`Node <name> status is now: NodeNotReady`).
