@@ -176,6 +176,12 @@ impl ApiError {
         Self::invalid_named(&qualified, resource.group, resource.plural, name, &[error])
     }
 
+    /// A patched object that does not decode into its type: `NewInvalid` with an empty
+    /// `GroupKind` and name, so the message starts ` "" is invalid: patch: ...`.
+    pub fn invalid_patch(error: &FieldError) -> Self {
+        Self::invalid_named("", "", "", "", std::slice::from_ref(error))
+    }
+
     /// `errors.NewInvalid` for the `GroupKind` (`group`, `kind`), printed as `qualified`.
     fn invalid_named(
         qualified: &str,

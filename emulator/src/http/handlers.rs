@@ -16,7 +16,7 @@ use super::query::{Query, decode_continue, encode_continue};
 use super::table::table;
 use super::{AppState, json_response};
 use crate::api::status::delete_success;
-use crate::api::{ApiError, ApiResource, StoredKind, Target, Verb};
+use crate::api::{ApiError, ApiResource, StoredKind, Target, Verb, typed};
 use crate::patch::{self, PatchType, Schema};
 use crate::store::{DeleteOptions, Deletion, ObjectKey, meta_str, set_meta, storage_key};
 
@@ -209,6 +209,7 @@ pub fn patch(req: &Request<'_>) -> Result<HttpResponse, ApiError> {
         |current| {
             req.authorize(Some(current), None)?;
             let patched = patch::apply(patch_type, &present(resource, current), req.body, schema)?;
+            typed::check_patched(resource, req.body, &patched)?;
             Ok(accept(resource, patched))
         },
     )?;
@@ -308,6 +309,7 @@ fn decode_body(req: &Request<'_>, resource: &ApiResource) -> Result<Value, ApiEr
             resource.api_version()
         )));
     }
+    typed::check_body(resource, &object)?;
     Ok(accept(resource, object))
 }
 

@@ -220,7 +220,7 @@ impl Store {
             return Err(ApiError::stale(resource, &key.name));
         }
         strategy::prepare_for_update(resource, subresource, &current, &mut updated);
-        let errors = strategy::validate_update(&current, &updated);
+        let errors = strategy::validate_update(resource, &current, &updated);
         if !errors.is_empty() {
             return Err(ApiError::invalid(resource, &key.name, &errors));
         }

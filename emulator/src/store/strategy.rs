@@ -135,26 +135,30 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
     }
     match resource.stored {
         StoredKind::Pod => validate_pod_spec(object, &mut errors),
-        StoredKind::Lease => {
-            if let Some(d) = object
-                .pointer("/spec/leaseDurationSeconds")
-                .and_then(Value::as_i64)
-                .filter(|d| *d <= 0)
-            {
-                errors.push(FieldError::invalid(
-                    "spec.leaseDurationSeconds",
-                    &json!(d),
-                    "must be greater than 0",
-                ));
-            }
-        }
+        StoredKind::Lease => validate_lease_spec(object, &mut errors),
         _ => {}
     }
     errors
 }
 
-/// Immutable metadata on update (`ValidateObjectMetaUpdate`).
-pub fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
+/// `ValidateLeaseSpec`, on create and update alike.
+fn validate_lease_spec(lease: &Value, errors: &mut Vec<FieldError>) {
+    if let Some(d) = lease
+        .pointer("/spec/leaseDurationSeconds")
+        .and_then(Value::as_i64)
+        .filter(|d| *d <= 0)
+    {
+        errors.push(FieldError::invalid(
+            "spec.leaseDurationSeconds",
+            &json!(d),
+            "must be greater than 0",
+        ));
+    }
+}
+
+/// Immutable metadata on update (`ValidateObjectMetaUpdate`), and the Lease spec rules
+/// (`ValidateLeaseUpdate` validates the new spec as create does).
+pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for field in ["name", "namespace", "uid"] {
         let old_value = old
@@ -172,6 +176,9 @@ pub fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
                 "field is immutable",
             ));
         }
+    }
+    if resource.stored == StoredKind::Lease {
+        validate_lease_spec(new, &mut errors);
     }
     errors
 }

@@ -16,4 +16,5 @@ mod lifecycle;
 mod patches;
 mod selectors;
 mod subresources;
+mod validation;
 mod watch;
