@@ -102,12 +102,15 @@ impl TestCluster {
     }
 }
 
-/// A node name unique to this test process and call.
+/// A node name unique to this test process and call. The running test owns the Node (and
+/// Lease) of that name, however it comes to be created: the clean-up guard deletes them.
 pub fn unique_node_name(prefix: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!(
+    let name = format!(
         "{prefix}-{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    );
+    own_node(&name);
+    name
 }
