@@ -18,7 +18,7 @@ use super::{AppState, json_response};
 use crate::api::status::delete_success;
 use crate::api::{ApiError, ApiResource, StoredKind, Target, Verb, typed};
 use crate::patch::{self, PatchType, Schema};
-use crate::store::{DeleteOptions, Deletion, ObjectKey, meta_str, set_meta, storage_key};
+use crate::store::{DeleteOptions, Deletion, ObjectKey, meta_str, set_meta, storage_key, strategy};
 
 /// One API request, parsed.
 pub struct Request<'a> {
@@ -186,8 +186,12 @@ pub fn update(req: &Request<'_>, now: SystemTime) -> Result<HttpResponse, ApiErr
     );
     match result {
         Ok(updated) => Ok(json_response(StatusCode::OK, &present(resource, &updated))),
-        // Events are created by PUT when missing (`AllowCreateOnUpdate`); nodes, pods, leases are not.
-        Err(e) if e.code == 404 && resource.stored == StoredKind::Event => {
+        // A PUT creates a missing Lease or Event (`AllowCreateOnUpdate`); storage clears the
+        // resourceVersion a body may carry, as etcd3's create-on-update does.
+        Err(e) if e.code == 404 && strategy::allows_create_on_update(resource.stored) => {
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("resourceVersion");
+            }
             let created = req.state.store.create(resource, object, now)?;
             Ok(json_response(
                 StatusCode::CREATED,

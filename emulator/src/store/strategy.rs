@@ -118,6 +118,15 @@ pub fn allows_unconditional_update(kind: StoredKind) -> bool {
     }
 }
 
+/// Whether a PUT to a missing object creates it (`AllowCreateOnUpdate()`): Leases and Events
+/// yes, Nodes, Pods and Namespaces no (404).
+pub fn allows_create_on_update(kind: StoredKind) -> bool {
+    match kind {
+        StoredKind::Lease | StoredKind::Event => true,
+        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace => false,
+    }
+}
+
 /// Validation shared by every kind on create: the name and a few kind-specific required fields.
 pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();

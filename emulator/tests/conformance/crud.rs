@@ -344,3 +344,29 @@ async fn lists_paginate_with_limit_and_continue() {
     unique_names.dedup();
     assert_eq!((names.len(), unique_names.len()), (5, 5));
 }
+
+#[tokio::test]
+async fn a_put_to_a_missing_lease_creates_it_as_leases_allow_create_on_update() {
+    let cluster = Cluster::start().await;
+    let name = unique("put-create");
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/default/leases/{name}");
+    let reply = cluster
+        .put(
+            &path,
+            &json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name}, "spec": {"holderIdentity": "h", "leaseDurationSeconds": 40}}),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert_eq!(reply.body["spec"]["holderIdentity"], "h");
+    assert!(reply.body["metadata"]["uid"].as_str().is_some());
+    let stored = cluster.get(&path).await;
+    assert_eq!(
+        (
+            stored.status,
+            stored.body["spec"]["leaseDurationSeconds"].as_i64()
+        ),
+        (200, Some(40))
+    );
+    cluster.delete(&path, None).await;
+}
