@@ -11,6 +11,11 @@ pub struct EmulatorConfig {
     /// Where to listen; port 0 picks a free port (see [`crate::EmulatorHandle::base_url`]).
     pub address: SocketAddr,
     pub lifecycle: LifecycleConfig,
+    /// kube-controller-manager's other writers of Nodes, on whatever `lifecycle` says: the
+    /// taint manager (condition taints, so `not-ready` goes once a Node is Ready) and the TTL
+    /// controller (`node.alpha.kubernetes.io/ttl`). On by default, in tests too, so a test that
+    /// assumes nobody else writes Nodes fails here as it would on a real cluster.
+    pub node_controllers: bool,
     pub auth: AuthConfig,
     pub watch: WatchConfig,
     /// HTTP worker threads.
@@ -22,6 +27,7 @@ impl Default for EmulatorConfig {
         EmulatorConfig {
             address: SocketAddr::from(([127, 0, 0, 1], 16443)),
             lifecycle: LifecycleConfig::default(),
+            node_controllers: true,
             auth: AuthConfig::default(),
             watch: WatchConfig::default(),
             workers: 2,
@@ -30,7 +36,8 @@ impl Default for EmulatorConfig {
 }
 
 impl EmulatorConfig {
-    /// A configuration for tests: a free loopback port, the lifecycle controller off.
+    /// A configuration for tests: a free loopback port, node health monitoring off (the node
+    /// controllers stay on).
     pub fn for_tests() -> Self {
         EmulatorConfig {
             address: SocketAddr::from(([127, 0, 0, 1], 0)),

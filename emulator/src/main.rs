@@ -26,6 +26,9 @@ struct Args {
     /// Disable the node-lifecycle controller.
     #[arg(long)]
     no_node_lifecycle: bool,
+    /// Disable the taint manager and TTL controller writes to Nodes.
+    #[arg(long)]
+    no_node_controllers: bool,
     /// How often node health is evaluated.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     node_monitor_period: Duration,
@@ -78,6 +81,7 @@ impl Args {
                 grace_period: self.node_monitor_grace_period,
                 startup_grace_period: self.node_startup_grace_period,
             },
+            node_controllers: !self.no_node_controllers,
             auth,
             watch: WatchConfig {
                 history: self.watch_history,

@@ -97,14 +97,15 @@ impl Emulator {
             Arc::clone(&current),
             shutdown_rx.clone(),
         ));
-        let lifecycle_task = config.lifecycle.enabled.then(|| {
+        let lifecycle_task = (config.lifecycle.enabled || config.node_controllers).then(|| {
             tokio::spawn(crate::lifecycle::run(
                 store.clone(),
                 config.lifecycle.clone(),
+                config.node_controllers,
                 shutdown_rx,
             ))
         });
-        tracing::info!(%address, lifecycle = config.lifecycle.enabled, "emulator listening");
+        tracing::info!(%address, lifecycle = config.lifecycle.enabled, node_controllers = config.node_controllers, "emulator listening");
         Ok(EmulatorHandle {
             address,
             store,

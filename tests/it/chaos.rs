@@ -31,6 +31,7 @@ use common::{
         LIVENESS_TIMEOUT, NODE_ACTORS, RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator,
         needs_emulator, wait_ready_with_lease,
     },
+    cleanup,
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     host_fixture::HostFixture,
@@ -342,6 +343,10 @@ async fn pod_churn(client: kube::Client, node: String, created: Arc<AtomicU64>) 
     let mut next = 0u64;
     loop {
         let pod = pod_manifest(&churned_pod(&node, next), "default", &node, json!({}));
+        cleanup::own(cleanup::Owned::Pod {
+            namespace: "default".to_owned(),
+            name: churned_pod(&node, next),
+        });
         if pods.create(&PostParams::default(), &pod).await.is_ok() {
             created.fetch_add(1, Ordering::Relaxed);
         }

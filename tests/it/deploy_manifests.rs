@@ -280,8 +280,11 @@ fn the_rbac_grants_exactly_the_documented_permissions() {
 
 #[actix_rt::test]
 async fn every_request_nodepulse_makes_is_granted_by_the_deploy_rbac() {
-    if std::env::var_os("NODEPULSE_TEST_KUBECONFIG").is_some() {
-        println!("SKIPPED: the request log is the emulator's");
+    if common::skip::on_real_cluster() {
+        common::skip::skipped(
+            "every_request_nodepulse_makes_is_granted_by_the_deploy_rbac",
+            "the emulator's request log",
+        );
         return;
     }
     let name = unique_node_name("rbac");

@@ -8,7 +8,9 @@ use crate::common;
 use nodepulse::kube_api::node::is_ready;
 use std::{collections::BTreeMap, time::Duration};
 
-use common::{cluster::TestCluster, cluster::unique_node_name, eventually, eventually_async};
+use common::{
+    cleanup, cluster::TestCluster, cluster::unique_node_name, eventually, eventually_async,
+};
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::{Api, api::ListParams};
 use nodepulse::{
@@ -49,6 +51,12 @@ fn settings(cluster: &TestCluster, base: &str) -> Settings {
         ]),
     };
     config.nodes = config::with_generated(&[listed], base, NODES).expect("enough nodes");
+    config
+        .node_labels
+        .insert(cleanup::RUN_LABEL.to_owned(), cleanup::run_id().to_owned());
+    for node in &config.nodes {
+        cleanup::own_node(&node.name);
+    }
     Settings {
         config,
         node_name: base.to_owned(),

@@ -78,7 +78,7 @@ fn skip_unless_emulator(cluster: &TestCluster, test: &str) -> bool {
     if cluster.is_emulator() {
         return false;
     }
-    eprintln!("SKIPPED {test}: fault injection needs the emulator");
+    common::skip::skipped(test, "the emulator's fault injection");
     true
 }
 

@@ -177,8 +177,9 @@ async fn status(kubeconfig: &Path, node: &str) -> (Option<i32>, String, String) 
 
 #[actix_rt::test]
 async fn a_client_certificate_and_the_cluster_ca_work_over_rustls() {
-    if std::env::var_os("NODEPULSE_TEST_KUBECONFIG").is_some() {
-        println!("SKIPPED: the TLS front is put before the emulator");
+    let test = "a_client_certificate_and_the_cluster_ca_work_over_rustls";
+    if common::skip::on_real_cluster() {
+        common::skip::skipped(test, "the emulator behind a test TLS front");
         return;
     }
     let node = unique_node_name("tls");
@@ -187,7 +188,7 @@ async fn a_client_certificate_and_the_cluster_ca_work_over_rustls() {
             std::env::var_os("CI").is_none(),
             "CI must have the openssl command to mint test certificates"
         );
-        println!("SKIPPED: no openssl command to mint certificates");
+        common::skip::skipped(test, "the openssl command to mint certificates");
         return;
     };
     let cluster = TestCluster::start().await;

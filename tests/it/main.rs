@@ -12,6 +12,7 @@ mod actor_faults;
 mod api_faults;
 mod api_recovery;
 mod chaos;
+mod cleanup;
 mod cli_commands;
 mod config_fuzz;
 mod config_rejection;

@@ -613,7 +613,10 @@ async fn killing_the_pod_actors_while_pods_arrive_loses_none() {
 async fn a_quiet_node_keeps_its_watches_open() {
     let cluster = TestCluster::start().await;
     let Some(emulator) = cluster.emulator.as_ref() else {
-        println!("SKIPPED: counting watch requests needs the emulator's request log");
+        common::skip::skipped(
+            "a_quiet_node_keeps_its_watches_open",
+            "the emulator's request log to count watch requests",
+        );
         return;
     };
     // A 1 s heartbeat timeout: a watch cut by it would be re-opened several times below.

@@ -13,7 +13,7 @@ use std::{
 };
 
 use common::{
-    PATIENCE,
+    PATIENCE, cleanup,
     cluster::{TestCluster, unique_node_name},
     eventually_async,
 };
@@ -90,10 +90,14 @@ fn pods(cluster: &TestCluster) -> Api<Pod> {
 
 async fn create_pod(cluster: &TestCluster, name: &str, node: &str) -> Pod {
     let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"nodepulse.test/owner": "tests"}},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"nodepulse.test/owner": "tests", cleanup::RUN_LABEL: cleanup::run_id()}},
         "spec": {"nodeName": node, "restartPolicy": "Always", "containers": [{"name": "app", "image": "nginx"}]},
     }))
     .expect("a pod");
+    cleanup::own(cleanup::Owned::Pod {
+        namespace: NAMESPACE.to_owned(),
+        name: name.to_owned(),
+    });
     pods(cluster)
         .create(&PostParams::default(), &pod)
         .await

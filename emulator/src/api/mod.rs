@@ -6,6 +6,7 @@
 pub mod resource;
 pub mod status;
 pub mod target;
+pub mod typed;
 
 pub use resource::{ApiResource, StoredKind};
 pub use status::{ApiError, FieldError};

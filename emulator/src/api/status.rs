@@ -26,6 +26,12 @@ impl FieldError {
             Value::String(s) => format!("{s:?}"),
             other => other.to_string(),
         };
+        Self::invalid_shown(field, &shown, detail)
+    }
+
+    /// `Invalid value: <shown>: <detail>` with the value already printed as Go prints it (a
+    /// `uint64` zero is `%#v`-printed as `0x0`, for example).
+    pub fn invalid_shown(field: &str, shown: &str, detail: &str) -> Self {
         FieldError {
             reason: "FieldValueInvalid",
             field: field.to_string(),
@@ -118,6 +124,21 @@ impl ApiError {
         )
     }
 
+    /// The Conflict a failed storage precondition (the UID a PUT body carries) becomes:
+    /// etcd3's `StorageError` text, storage key included, inside `errors.NewConflict`.
+    pub fn uid_precondition_failed(
+        resource: &ApiResource,
+        name: &str,
+        storage_key: &str,
+        wanted: &str,
+        actual: &str,
+    ) -> Self {
+        let cause = format!(
+            "StorageError: invalid object, Code: 4, Key: {storage_key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}"
+        );
+        Self::conflict(resource, name, &cause)
+    }
+
     /// `errors.NewConflict` where the "resource" is another name; kube-apiserver's delete
     /// preconditions pass the Kind here (`Operation cannot be fulfilled on Pod "p": ...`).
     pub fn conflict_named(group: &str, resource: &str, name: &str, cause: &str) -> Self {
@@ -133,16 +154,49 @@ impl ApiError {
 
     /// `errors.NewInvalid`: `Node "n1" is invalid: metadata.uid: Invalid value: ...`.
     pub fn invalid(resource: &ApiResource, name: &str, errors: &[FieldError]) -> Self {
+        Self::invalid_named(
+            &resource.qualified_kind(),
+            resource.group,
+            resource.kind,
+            name,
+            errors,
+        )
+    }
+
+    /// An update without `metadata.resourceVersion` to a kind that does not allow unconditional
+    /// updates. The generic registry store passes the *resource* as the kind here
+    /// (`leases.coordination.k8s.io "l" is invalid: ...`, `details.kind: leases`).
+    pub fn resource_version_required(resource: &ApiResource, name: &str) -> Self {
+        let error = FieldError::invalid_shown(
+            "metadata.resourceVersion",
+            "0x0",
+            "must be specified for an update",
+        );
+        let qualified = resource.qualified_resource();
+        Self::invalid_named(&qualified, resource.group, resource.plural, name, &[error])
+    }
+
+    /// A patched object that does not decode into its type: `NewInvalid` with an empty
+    /// `GroupKind` and name, so the message starts ` "" is invalid: patch: ...`.
+    pub fn invalid_patch(error: &FieldError) -> Self {
+        Self::invalid_named("", "", "", "", std::slice::from_ref(error))
+    }
+
+    /// `errors.NewInvalid` for the `GroupKind` (`group`, `kind`), printed as `qualified`.
+    fn invalid_named(
+        qualified: &str,
+        group: &str,
+        kind: &str,
+        name: &str,
+        errors: &[FieldError],
+    ) -> Self {
         let rendered: Vec<String> = errors.iter().map(FieldError::render).collect();
         let summary = match rendered.as_slice() {
             [one] => one.clone(),
             many => format!("[{}]", many.join(", ")),
         };
-        let message = format!(
-            "{} {name:?} is invalid: {summary}",
-            resource.qualified_kind()
-        );
-        let mut d = details(name, resource.group, resource.kind);
+        let message = format!("{qualified} {name:?} is invalid: {summary}");
+        let mut d = details(name, group, kind);
         let causes: Vec<Value> = errors
             .iter()
             .map(|e| json!({"reason": e.reason, "message": e.message, "field": e.field}))
@@ -398,6 +452,21 @@ mod tests {
                 json!({"name": "n1", "kind": "Node", "causes": [{"reason": "FieldValueInvalid",
                 "message": "Invalid value: \"abc\": field is immutable", "field": "metadata.uid"}]})
             )
+        );
+    }
+
+    #[test]
+    fn a_missing_resource_version_is_invalid_on_the_resource() {
+        let err = ApiError::resource_version_required(&LEASES, "l1");
+        assert_eq!(
+            err.to_status(),
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "leases.coordination.k8s.io \"l1\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                "reason": "Invalid",
+                "details": {"name": "l1", "group": "coordination.k8s.io", "kind": "leases", "causes": [
+                    {"reason": "FieldValueInvalid", "message": "Invalid value: 0x0: must be specified for an update",
+                     "field": "metadata.resourceVersion"}]},
+                "code": 422})
         );
     }
 

@@ -16,9 +16,9 @@ use super::query::{Query, decode_continue, encode_continue};
 use super::table::table;
 use super::{AppState, json_response};
 use crate::api::status::delete_success;
-use crate::api::{ApiError, ApiResource, StoredKind, Target, Verb};
+use crate::api::{ApiError, ApiResource, StoredKind, Target, Verb, typed};
 use crate::patch::{self, PatchType, Schema};
-use crate::store::{DeleteOptions, Deletion, ObjectKey, meta_str, set_meta};
+use crate::store::{DeleteOptions, Deletion, ObjectKey, meta_str, set_meta, storage_key, strategy};
 
 /// One API request, parsed.
 pub struct Request<'a> {
@@ -162,19 +162,36 @@ pub fn update(req: &Request<'_>, now: SystemTime) -> Result<HttpResponse, ApiErr
     }
     align_namespace(req, &mut object)?;
     let uid = meta_str(&object, "uid").to_string();
-    let result = req.state.store.update(resource, &req.key(), req.target.subresource.as_deref(), |current| {
-        req.authorize(Some(current), Some(&object))?;
-        let current_uid = meta_str(current, "uid");
-        if !uid.is_empty() && uid != current_uid {
-            let cause = format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {current_uid}");
-            return Err(ApiError::conflict(resource, &url_name, &cause));
-        }
-        Ok(object.clone())
-    });
+    let key = req.key();
+    let result = req.state.store.update(
+        resource,
+        &key,
+        req.target.subresource.as_deref(),
+        |current| {
+            req.authorize(Some(current), Some(&object))?;
+            // A UID in the body is a storage precondition, checked before the resourceVersion.
+            let current_uid = meta_str(current, "uid");
+            if !uid.is_empty() && uid != current_uid {
+                let stored_at = storage_key(resource.stored, &key);
+                return Err(ApiError::uid_precondition_failed(
+                    resource,
+                    &url_name,
+                    &stored_at,
+                    &uid,
+                    current_uid,
+                ));
+            }
+            Ok(object.clone())
+        },
+    );
     match result {
         Ok(updated) => Ok(json_response(StatusCode::OK, &present(resource, &updated))),
-        // Events are created by PUT when missing (`AllowCreateOnUpdate`); nodes, pods, leases are not.
-        Err(e) if e.code == 404 && resource.stored == StoredKind::Event => {
+        // A PUT creates a missing Lease or Event (`AllowCreateOnUpdate`); storage clears the
+        // resourceVersion a body may carry, as etcd3's create-on-update does.
+        Err(e) if e.code == 404 && strategy::allows_create_on_update(resource.stored) => {
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("resourceVersion");
+            }
             let created = req.state.store.create(resource, object, now)?;
             Ok(json_response(
                 StatusCode::CREATED,
@@ -196,6 +213,7 @@ pub fn patch(req: &Request<'_>) -> Result<HttpResponse, ApiError> {
         |current| {
             req.authorize(Some(current), None)?;
             let patched = patch::apply(patch_type, &present(resource, current), req.body, schema)?;
+            typed::check_patched(resource, req.body, &patched)?;
             Ok(accept(resource, patched))
         },
     )?;
@@ -295,6 +313,7 @@ fn decode_body(req: &Request<'_>, resource: &ApiResource) -> Result<Value, ApiEr
             resource.api_version()
         )));
     }
+    typed::check_body(resource, &object)?;
     Ok(accept(resource, object))
 }
 

@@ -1,10 +1,12 @@
-//! The node-lifecycle controller, like kube-controller-manager's: every monitor period it marks
-//! silent nodes' conditions Unknown (recording `NodeNotReady` and marking their pods not ready),
-//! and on every Node change it reconciles the condition taints. It writes through the store
-//! with the same rules as API clients, so watchers see its writes.
+//! kube-controller-manager's writers of Nodes: the node-lifecycle controller, which every
+//! monitor period marks silent nodes' conditions Unknown (recording `NodeNotReady` and marking
+//! their pods not ready), and, on every Node change, the taint manager (condition taints) and
+//! the TTL controller (the TTL annotation). It writes through the store with the same rules as
+//! API clients, so watchers see its writes as they would a real control plane's.
 
 mod health;
 mod taints;
+mod ttl;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -20,33 +22,43 @@ use crate::config::LifecycleConfig;
 use crate::store::{EventType, ObjectKey, Store, meta_str};
 use health::NodeHealth;
 
-/// Runs the controller until `shutdown` flips.
+/// Runs the controllers until `shutdown` flips: health monitoring when `config.enabled`, the
+/// taint manager and TTL controller on every Node change when `node_controllers`.
 pub async fn run(
     store: Arc<Store>,
     config: LifecycleConfig,
+    node_controllers: bool,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
+    let monitoring = config.enabled;
     let mut controller = Controller {
         store,
         config,
         health: HashMap::new(),
+        ttl: ttl::Ttl::default(),
     };
-    let mut changes = match controller.store.subscribe(StoredKind::Node, None) {
-        Ok(subscription) => subscription.receiver,
+    let subscription = match controller.store.subscribe(StoredKind::Node, None) {
+        Ok(subscription) => subscription,
         Err(e) => {
-            tracing::error!(error = %e, "node-lifecycle controller could not watch nodes");
+            tracing::error!(error = %e, "node controllers could not watch nodes");
             return;
         }
     };
+    let mut changes = subscription.receiver;
+    if node_controllers {
+        for existing in &subscription.initial {
+            controller.on_node_change(meta_str(&existing.object, "name"), SystemTime::now());
+        }
+    }
     let mut ticker = tokio::time::interval(controller.config.monitor_period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tracing::info!(monitor_period = ?controller.config.monitor_period, grace_period = ?controller.config.grace_period, "node-lifecycle controller started");
+    tracing::info!(monitoring, node_controllers, monitor_period = ?controller.config.monitor_period, grace_period = ?controller.config.grace_period, "node controllers started");
     loop {
         tokio::select! {
-            _ = ticker.tick() => controller.monitor(Instant::now(), SystemTime::now()),
+            _ = ticker.tick(), if monitoring => controller.monitor(Instant::now(), SystemTime::now()),
             change = changes.recv() => match change {
-                Ok(change) if change.kind == StoredKind::Node && change.event_type != EventType::Deleted => {
-                    controller.reconcile_taints(meta_str(&change.object, "name"), SystemTime::now());
+                Ok(change) if node_controllers && change.kind == StoredKind::Node && change.event_type != EventType::Deleted => {
+                    controller.on_node_change(meta_str(&change.object, "name"), SystemTime::now());
                 }
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,
@@ -60,9 +72,40 @@ struct Controller {
     store: Arc<Store>,
     config: LifecycleConfig,
     health: HashMap<String, NodeHealth>,
+    ttl: ttl::Ttl,
 }
 
 impl Controller {
+    /// What the taint manager and the TTL controller do when a Node is added or changed.
+    fn on_node_change(&mut self, name: &str, wall: SystemTime) {
+        self.reconcile_taints(name, wall);
+        self.annotate_ttl(name);
+    }
+
+    /// Sets the TTL annotation the cluster size calls for (the TTL controller's PATCH).
+    fn annotate_ttl(&mut self, name: &str) {
+        let ttl = self.ttl.desired(self.store.count(StoredKind::Node));
+        self.rewrite_node(name, "set the TTL annotation", |node| {
+            ttl::annotate(node, ttl);
+        });
+    }
+
+    /// Writes what `change` makes of Node `name` (nothing when it changes nothing); a Node
+    /// deleted meanwhile is no error.
+    fn rewrite_node(&self, name: &str, what: &str, change: impl FnOnce(&mut Value)) {
+        let key = ObjectKey::new("", name);
+        let result = self.store.update(&NODES, &key, None, |current| {
+            let mut node = current.clone();
+            change(&mut node);
+            Ok(node)
+        });
+        match result {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => tracing::warn!(node = name, error = %e, "could not {what}"),
+        }
+    }
+
     /// One `monitorNodeHealth` pass over every node.
     fn monitor(&mut self, now: Instant, wall: SystemTime) {
         let (nodes, _) = self.store.list(StoredKind::Node, None, |_| true);
@@ -122,17 +165,9 @@ impl Controller {
     }
 
     fn reconcile_taints(&self, name: &str, wall: SystemTime) {
-        let key = ObjectKey::new("", name);
-        let result = self.store.update(&NODES, &key, None, |current| {
-            let mut node = current.clone();
-            taints::reconcile(&mut node, wall);
-            Ok(node)
+        self.rewrite_node(name, "reconcile node taints", |node| {
+            taints::reconcile(node, wall);
         });
-        match result {
-            Ok(_) => {}
-            Err(e) if e.code == 404 => {}
-            Err(e) => tracing::warn!(node = name, error = %e, "could not reconcile node taints"),
-        }
     }
 
     /// The `NodeNotReady` event (`Node <name> status is now: NodeNotReady`).

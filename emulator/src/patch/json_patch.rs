@@ -1,6 +1,12 @@
 //! JSON patch (RFC 6902), the `application/json-patch+json` patch type: an ordered list of
 //! `add`/`remove`/`replace`/`move`/`copy`/`test` operations addressed by JSON pointers.
+//!
+//! The `json-patch` crate applies the operations (all or nothing); this module keeps
+//! kube-apiserver's answers, which come from evanphx/json-patch v4: a body that is not a list
+//! is 400, anything wrong with an operation (its kind, a missing field, a path that does not
+//! apply) is 422 with that library's message.
 
+use json_patch::{PatchErrorKind, PatchOperation};
 use serde_json::Value;
 
 use super::PatchError;
@@ -12,125 +18,112 @@ pub fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
             "json: cannot unmarshal object into Go value of type jsonpatch.Patch".into(),
         ));
     };
+    let operations = ops.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
     let mut doc = original.clone();
-    for op in ops {
-        let name = op
-            .get("op")
-            .and_then(Value::as_str)
-            .ok_or_else(|| PatchError::BadRequest("Unexpected kind: unknown".into()))?;
-        let path = pointer_field(op, "path")?;
-        match name {
-            "add" => add(&mut doc, &path, value_field(op)?)?,
-            "remove" => {
-                remove(&mut doc, &path)?;
-            }
-            "replace" => {
-                let target = doc
-                    .pointer_mut(&path)
-                    .ok_or_else(|| missing("replace", &path))?;
-                *target = value_field(op)?;
-            }
-            "move" => {
-                let from = pointer_field(op, "from")?;
-                let value = remove(&mut doc, &from)?;
-                add(&mut doc, &path, value)?;
-            }
-            "copy" => {
-                let from = pointer_field(op, "from")?;
-                let value = doc
-                    .pointer(&from)
-                    .cloned()
-                    .ok_or_else(|| missing("copy", &from))?;
-                add(&mut doc, &path, value)?;
-            }
-            "test" => {
-                let expected = value_field(op)?;
-                if doc.pointer(&path) != Some(&expected) {
-                    return Err(PatchError::Unprocessable(format!(
-                        "testing value {path} failed: test failed"
-                    )));
-                }
-            }
-            other => return Err(PatchError::BadRequest(format!("Unexpected kind: {other}"))),
-        }
-    }
+    json_patch::patch(&mut doc, &operations)
+        .map_err(|e| does_not_apply(original, &e, &operations))?;
     Ok(doc)
 }
 
-fn pointer_field(op: &Value, field: &str) -> Result<String, PatchError> {
-    op.get(field)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| PatchError::BadRequest(format!("operation missing {field} field")))
-}
-
-fn value_field(op: &Value) -> Result<Value, PatchError> {
-    op.get("value")
-        .cloned()
-        .ok_or_else(|| PatchError::BadRequest("operation missing value field".into()))
-}
-
-fn missing(op: &str, path: &str) -> PatchError {
-    PatchError::Unprocessable(format!(
-        "{op} operation does not apply: doc is missing path: {path:?}"
-    ))
-}
-
-/// Splits `/a/b~1c` into the parent pointer `/a` and the unescaped last token `b/c`.
-fn split_last(path: &str) -> Result<(&str, String), PatchError> {
-    let slash = path.rfind('/').ok_or_else(|| {
-        PatchError::BadRequest(format!(
-            "JSON pointer must be empty or start with a \"/\": {path:?}"
-        ))
-    })?;
-    let token = path[slash + 1..].replace("~1", "/").replace("~0", "~");
-    Ok((&path[..slash], token))
-}
-
-fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), PatchError> {
-    if path.is_empty() {
-        *doc = value;
-        return Ok(());
+/// One operation, with evanphx's words for a missing kind or field. A missing `value` is
+/// `null` there, as it is here.
+fn decode(op: &Value) -> Result<PatchOperation, PatchError> {
+    let kind = op.get("op").and_then(Value::as_str).unwrap_or("unknown");
+    let unprocessable = |message: String| Err(PatchError::Unprocessable(message));
+    if !matches!(
+        kind,
+        "add" | "remove" | "replace" | "move" | "copy" | "test"
+    ) {
+        return unprocessable(format!("Unexpected kind: {kind}"));
     }
-    let (parent, token) = split_last(path)?;
-    match doc.pointer_mut(parent) {
-        Some(Value::Object(map)) => {
-            map.insert(token, value);
-            Ok(())
+    if matches!(kind, "move" | "copy") && !op.get("from").is_some_and(Value::is_string) {
+        return unprocessable(format!(
+            "{kind} operation failed to decode from: operation, missing from field: missing value"
+        ));
+    }
+    if !op.get("path").is_some_and(Value::is_string) {
+        let detail = match kind {
+            "add" | "remove" | "copy" => "missing value",
+            _ => "operation missing path field: missing value",
+        };
+        return unprocessable(format!("{kind} operation failed to decode path: {detail}"));
+    }
+    let mut op = op.clone();
+    if let Some(map) = op.as_object_mut() {
+        map.entry("value").or_insert(Value::Null);
+    }
+    serde_json::from_value(op).map_err(|e| PatchError::Unprocessable(e.to_string()))
+}
+
+/// The 422 for an operation that does not apply, worded as evanphx/json-patch words it. The
+/// document as the failed operation saw it tells a missing parent from a missing key.
+fn does_not_apply(
+    original: &Value,
+    error: &json_patch::PatchError,
+    operations: &[PatchOperation],
+) -> PatchError {
+    let mut before = original.clone();
+    // The operations before the failed one applied once; redoing them cannot fail.
+    let _ = json_patch::patch(&mut before, &operations[..error.operation]);
+    let path = error.path.to_string();
+    let message = match (&error.kind, operations.get(error.operation)) {
+        (PatchErrorKind::TestFailed, _) => format!("testing value {path} failed: test failed"),
+        (_, Some(PatchOperation::Move(op))) => {
+            moved_or_copied("move", &before, &op.from.to_string(), &path)
         }
-        Some(Value::Array(items)) => {
-            let index = if token == "-" {
-                items.len()
-            } else {
-                token.parse::<usize>().map_err(|_| missing("add", path))?
-            };
-            if index > items.len() {
-                return Err(PatchError::Unprocessable(format!(
-                    "add operation does not apply: index out of bounds: {path:?}"
-                )));
-            }
-            items.insert(index, value);
-            Ok(())
+        (_, Some(PatchOperation::Copy(op))) => {
+            moved_or_copied("copy", &before, &op.from.to_string(), &path)
         }
-        _ => Err(missing("add", path)),
+        (_, Some(PatchOperation::Add(_))) => match parent(&before, &path) {
+            Some(Value::Array(_)) => format!(
+                "error in add for path: '{path}': Unable to access invalid index: {}: invalid index referenced",
+                last_token(&path)
+            ),
+            _ => format!("add operation does not apply: doc is missing path: \"{path}\""),
+        },
+        (_, Some(PatchOperation::Remove(_))) => match parent(&before, &path) {
+            Some(Value::Array(_)) => format!(
+                "error in remove for path: '{path}': Unable to access invalid index: {}: invalid index referenced",
+                last_token(&path)
+            ),
+            Some(_) => format!(
+                "error in remove for path: '{path}': Unable to remove nonexistent key: {}: missing value",
+                last_token(&path)
+            ),
+            None => format!("remove operation does not apply: doc is missing path: \"{path}\""),
+        },
+        (_, Some(PatchOperation::Replace(_))) => match parent(&before, &path) {
+            Some(_) => format!("replace operation does not apply: doc is missing key: {path}"),
+            None => format!("replace operation does not apply: doc is missing path: {path}"),
+        },
+        (_, _) => format!("test operation does not apply: is missing path: {path}"),
+    };
+    PatchError::Unprocessable(message)
+}
+
+/// evanphx's message for a move or copy: its source missing, or else its destination.
+fn moved_or_copied(kind: &str, doc: &Value, from: &str, path: &str) -> String {
+    if doc.pointer(from).is_none() {
+        format!("{kind} operation does not apply: doc is missing from path: {from}")
+    } else {
+        format!("{kind} operation does not apply: doc is missing destination path: {path}")
     }
 }
 
-fn remove(doc: &mut Value, path: &str) -> Result<Value, PatchError> {
-    let (parent, token) = split_last(path)?;
-    match doc.pointer_mut(parent) {
-        Some(Value::Object(map)) => map.remove(&token).ok_or_else(|| missing("remove", path)),
-        Some(Value::Array(items)) => {
-            let index = token
-                .parse::<usize>()
-                .map_err(|_| missing("remove", path))?;
-            if index >= items.len() {
-                return Err(missing("remove", path));
-            }
-            Ok(items.remove(index))
-        }
-        _ => Err(missing("remove", path)),
-    }
+/// The container `path` points into, if it exists.
+fn parent<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    let cut = path.rfind('/')?;
+    doc.pointer(&path[..cut])
+        .filter(|v| v.is_object() || v.is_array())
+}
+
+/// The unescaped last token of `path`.
+fn last_token(path: &str) -> String {
+    path.rsplit('/')
+        .next()
+        .unwrap_or("")
+        .replace("~1", "/")
+        .replace("~0", "~")
 }
 
 #[cfg(test)]
@@ -157,20 +150,106 @@ mod tests {
         );
     }
 
+    /// Each failure as kube-apiserver's evanphx/json-patch v4 words it (all 422).
     #[test]
-    fn failed_test_and_missing_paths_are_unprocessable() {
+    fn operations_that_do_not_apply_are_unprocessable_in_evanphx_words() {
+        let doc = json!({"a": 1, "m": {"k": 1}, "list": [1]});
+        for (patch, message) in [
+            (
+                json!([{"op": "test", "path": "/a", "value": 2}]),
+                "testing value /a failed: test failed",
+            ),
+            (
+                json!([{"op": "add", "path": "/x/y", "value": 2}]),
+                "add operation does not apply: doc is missing path: \"/x/y\"",
+            ),
+            (
+                json!([{"op": "add", "path": "/list/5", "value": 2}]),
+                "error in add for path: '/list/5': Unable to access invalid index: 5: invalid index referenced",
+            ),
+            (
+                json!([{"op": "remove", "path": "/m/nope"}]),
+                "error in remove for path: '/m/nope': Unable to remove nonexistent key: nope: missing value",
+            ),
+            (
+                json!([{"op": "remove", "path": "/list/3"}]),
+                "error in remove for path: '/list/3': Unable to access invalid index: 3: invalid index referenced",
+            ),
+            (
+                json!([{"op": "remove", "path": "/x/y"}]),
+                "remove operation does not apply: doc is missing path: \"/x/y\"",
+            ),
+            (
+                json!([{"op": "replace", "path": "/x/y", "value": 2}]),
+                "replace operation does not apply: doc is missing path: /x/y",
+            ),
+            (
+                json!([{"op": "copy", "from": "/nope", "path": "/c"}]),
+                "copy operation does not apply: doc is missing from path: /nope",
+            ),
+            (
+                json!([{"op": "move", "from": "/a", "path": "/x/y"}]),
+                "move operation does not apply: doc is missing destination path: /x/y",
+            ),
+            (json!([{"path": "/a"}]), "Unexpected kind: unknown"),
+            (
+                json!([{"op": "frobnicate", "path": "/a"}]),
+                "Unexpected kind: frobnicate",
+            ),
+            (
+                json!([{"op": "add", "value": 1}]),
+                "add operation failed to decode path: missing value",
+            ),
+            (
+                json!([{"op": "replace", "value": 1}]),
+                "replace operation failed to decode path: operation missing path field: missing value",
+            ),
+            (
+                json!([{"op": "move", "path": "/b"}]),
+                "move operation failed to decode from: operation, missing from field: missing value",
+            ),
+        ] {
+            assert_eq!(
+                apply(&doc, &patch),
+                Err(PatchError::Unprocessable(message.into())),
+                "{patch}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_body_that_is_not_a_list_is_a_bad_request() {
+        assert_eq!(
+            apply(&json!({}), &json!({"op": "add"})),
+            Err(PatchError::BadRequest(
+                "json: cannot unmarshal object into Go value of type jsonpatch.Patch".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_missing_value_adds_null_as_evanphx_does() {
+        let out = apply(&json!({}), &json!([{"op": "add", "path": "/a"}]));
+        assert_eq!(out, Ok(json!({"a": null})));
+    }
+
+    #[test]
+    fn a_later_failure_is_judged_on_the_document_the_earlier_operations_made() {
+        let patch =
+            json!([{"op": "add", "path": "/m", "value": {}}, {"op": "remove", "path": "/m/k"}]);
+        assert_eq!(
+            apply(&json!({}), &patch),
+            Err(PatchError::Unprocessable(
+                "error in remove for path: '/m/k': Unable to remove nonexistent key: k: missing value".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_failing_operation_leaves_the_document_as_it_was() {
         let doc = json!({"a": 1});
-        assert!(matches!(
-            apply(&doc, &json!([{"op": "test", "path": "/a", "value": 2}])),
-            Err(PatchError::Unprocessable(_))
-        ));
-        assert!(matches!(
-            apply(&doc, &json!([{"op": "replace", "path": "/b", "value": 2}])),
-            Err(PatchError::Unprocessable(_))
-        ));
-        assert!(matches!(
-            apply(&doc, &json!({"op": "add"})),
-            Err(PatchError::BadRequest(_))
-        ));
+        let patch = json!([{"op": "add", "path": "/b", "value": 2}, {"op": "test", "path": "/a", "value": 3}]);
+        assert!(apply(&doc, &patch).is_err());
+        assert_eq!(doc, json!({"a": 1}));
     }
 }

@@ -1,26 +1,13 @@
 //! JSON merge patch (RFC 7386), the `application/merge-patch+json` patch type: maps merge
 //! recursively, `null` deletes, everything else (lists included) is replaced.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// Applies `patch` to `original` per RFC 7386.
+/// Applies `patch` to `original` per RFC 7386 (the `json-patch` crate's merge).
 pub fn apply(original: &Value, patch: &Value) -> Value {
-    let Value::Object(patch_map) = patch else {
-        return patch.clone();
-    };
-    let mut result = match original {
-        Value::Object(map) => map.clone(),
-        _ => Map::new(),
-    };
-    for (key, value) in patch_map {
-        if value.is_null() {
-            result.remove(key);
-        } else {
-            let merged = apply(result.get(key).unwrap_or(&Value::Null), value);
-            result.insert(key.clone(), merged);
-        }
-    }
-    Value::Object(result)
+    let mut merged = original.clone();
+    json_patch::merge(&mut merged, patch);
+    merged
 }
 
 #[cfg(test)]

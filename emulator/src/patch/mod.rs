@@ -50,12 +50,18 @@ impl From<PatchError> for ApiError {
     fn from(err: PatchError) -> Self {
         match err {
             PatchError::BadRequest(message) => ApiError::bad_request(message),
-            PatchError::Unprocessable(message) => ApiError {
-                code: 422,
-                reason: "Invalid",
-                message: "the server rejected our request due to an error in our request".into(),
-                details: Some(json!({"causes": [{"message": message}]})),
-            },
+            // `NewGenericServerResponse(422, ..., isUnexpectedResponse=false)`: the library's
+            // words stay on the server (logged here); the body has empty details.
+            PatchError::Unprocessable(message) => {
+                tracing::debug!(%message, "patch does not apply");
+                ApiError {
+                    code: 422,
+                    reason: "Invalid",
+                    message: "the server rejected our request due to an error in our request"
+                        .into(),
+                    details: Some(json!({})),
+                }
+            }
             PatchError::Internal(message) => ApiError::internal(message),
         }
     }

@@ -188,6 +188,7 @@ impl Store {
 
     /// Replaces an object with what `mutate` makes of the current one (PUT, PATCH, controller
     /// writes). A `metadata.resourceVersion` in the result must equal the current one (409
+    /// otherwise) and may be left out only for kinds that allow unconditional updates (422
     /// otherwise); the kind's update strategy and immutability rules are applied; a write that
     /// changes nothing keeps the current resourceVersion and sends no watch event.
     pub fn update(
@@ -212,11 +213,14 @@ impl Store {
         }
         let current_rv = meta_str(&current, "resourceVersion");
         let wanted_rv = meta_str(&updated, "resourceVersion");
+        if wanted_rv.is_empty() && !strategy::allows_unconditional_update(resource.stored) {
+            return Err(ApiError::resource_version_required(resource, &key.name));
+        }
         if !wanted_rv.is_empty() && wanted_rv != current_rv {
             return Err(ApiError::stale(resource, &key.name));
         }
         strategy::prepare_for_update(resource, subresource, &current, &mut updated);
-        let errors = strategy::validate_update(&current, &updated);
+        let errors = strategy::validate_update(resource, &current, &updated);
         if !errors.is_empty() {
             return Err(ApiError::invalid(resource, &key.name, &errors));
         }
@@ -338,6 +342,23 @@ fn finalized(object: &Value) -> bool {
         .and_then(Value::as_i64)
         .unwrap_or(0);
     deleting && !finalizers && grace == 0
+}
+
+/// The etcd key kube-apiserver stores an object under (default `/registry` prefix), as its
+/// storage errors quote it. Nodes keep their historical name, `minions`.
+pub fn storage_key(kind: StoredKind, key: &ObjectKey) -> String {
+    let prefix = match kind {
+        StoredKind::Namespace => "namespaces",
+        StoredKind::Node => "minions",
+        StoredKind::Pod => "pods",
+        StoredKind::Lease => "leases",
+        StoredKind::Event => "events",
+    };
+    if key.namespace.is_empty() {
+        format!("/registry/{prefix}/{}", key.name)
+    } else {
+        format!("/registry/{prefix}/{}/{}", key.namespace, key.name)
+    }
 }
 
 /// `metadata.<field>` as a string, "" when absent.

@@ -108,6 +108,25 @@ pub fn prepare_for_update(
     }
 }
 
+/// Whether a PUT without `metadata.resourceVersion` overwrites the object (`true`) or is 422
+/// Invalid (`AllowUnconditionalUpdate()` of the kind's registry strategy). Of the kinds served,
+/// only the coordination Lease strategy refuses.
+pub fn allows_unconditional_update(kind: StoredKind) -> bool {
+    match kind {
+        StoredKind::Lease => false,
+        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace | StoredKind::Event => true,
+    }
+}
+
+/// Whether a PUT to a missing object creates it (`AllowCreateOnUpdate()`): Leases and Events
+/// yes, Nodes, Pods and Namespaces no (404).
+pub fn allows_create_on_update(kind: StoredKind) -> bool {
+    match kind {
+        StoredKind::Lease | StoredKind::Event => true,
+        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace => false,
+    }
+}
+
 /// Validation shared by every kind on create: the name and a few kind-specific required fields.
 pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -125,26 +144,30 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
     }
     match resource.stored {
         StoredKind::Pod => validate_pod_spec(object, &mut errors),
-        StoredKind::Lease => {
-            if let Some(d) = object
-                .pointer("/spec/leaseDurationSeconds")
-                .and_then(Value::as_i64)
-                .filter(|d| *d <= 0)
-            {
-                errors.push(FieldError::invalid(
-                    "spec.leaseDurationSeconds",
-                    &json!(d),
-                    "must be greater than 0",
-                ));
-            }
-        }
+        StoredKind::Lease => validate_lease_spec(object, &mut errors),
         _ => {}
     }
     errors
 }
 
-/// Immutable metadata on update (`ValidateObjectMetaUpdate`).
-pub fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
+/// `ValidateLeaseSpec`, on create and update alike.
+fn validate_lease_spec(lease: &Value, errors: &mut Vec<FieldError>) {
+    if let Some(d) = lease
+        .pointer("/spec/leaseDurationSeconds")
+        .and_then(Value::as_i64)
+        .filter(|d| *d <= 0)
+    {
+        errors.push(FieldError::invalid(
+            "spec.leaseDurationSeconds",
+            &json!(d),
+            "must be greater than 0",
+        ));
+    }
+}
+
+/// Immutable metadata on update (`ValidateObjectMetaUpdate`), and the Lease spec rules
+/// (`ValidateLeaseUpdate` validates the new spec as create does).
+pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for field in ["name", "namespace", "uid"] {
         let old_value = old
@@ -162,6 +185,9 @@ pub fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
                 "field is immutable",
             ));
         }
+    }
+    if resource.stored == StoredKind::Lease {
+        validate_lease_spec(new, &mut errors);
     }
     errors
 }

@@ -116,7 +116,7 @@ fn create_validation_reports_names_and_required_fields() {
 fn uid_is_immutable() {
     let old = json!({"metadata": {"name": "n", "uid": "a"}});
     let new = json!({"metadata": {"name": "n", "uid": "b"}});
-    let errors = validate_update(&old, &new);
+    let errors = validate_update(&NODES, &old, &new);
     assert_eq!(
         errors,
         vec![FieldError::invalid(
@@ -125,4 +125,15 @@ fn uid_is_immutable() {
             "field is immutable"
         )]
     );
+}
+
+#[test]
+fn a_lease_update_is_validated_like_a_create_after_the_metadata() {
+    let old = json!({"metadata": {"name": "l", "uid": "a"}, "spec": {"leaseDurationSeconds": 40}});
+    let new = json!({"metadata": {"name": "l", "uid": "b"}, "spec": {"leaseDurationSeconds": -1}});
+    let fields: Vec<String> = validate_update(&LEASES, &old, &new)
+        .into_iter()
+        .map(|e| e.field)
+        .collect();
+    assert_eq!(fields, ["metadata.uid", "spec.leaseDurationSeconds"]);
 }

@@ -218,3 +218,72 @@ fn a_shorter_grace_period_moves_the_deadline_back() {
         "a longer grace period is ignored"
     );
 }
+
+#[test]
+fn only_leases_refuse_an_update_without_a_resource_version() {
+    let store = store_with_default_namespace();
+    let lease = store
+        .create(
+            &LEASES,
+            json!({"metadata": {"name": "l1", "namespace": "default"}}),
+            now(),
+        )
+        .expect("create");
+    let key = ObjectKey::new("default", "l1");
+    let without_rv = |object: &Value| {
+        let mut next = object.clone();
+        next["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("resourceVersion"));
+        next["spec"] = json!({"holderIdentity": "x"});
+        next
+    };
+    let err = store
+        .update(&LEASES, &key, None, |cur| Ok(without_rv(cur)))
+        .expect_err("leases need a resourceVersion");
+    assert_eq!((err.code, err.reason), (422, "Invalid"));
+    assert_eq!(store.get(StoredKind::Lease, &key), Some(lease));
+
+    store
+        .create(&NODES, json!({"metadata": {"name": "n1"}}), now())
+        .expect("create");
+    let updated = store
+        .update(&NODES, &ObjectKey::new("", "n1"), None, |cur| {
+            Ok(without_rv(cur))
+        })
+        .expect("nodes allow unconditional updates");
+    assert_eq!(updated["spec"]["holderIdentity"], "x");
+}
+
+#[test]
+fn storage_keys_follow_kube_apiserver_prefixes() {
+    for (kind, key, expected) in [
+        (
+            StoredKind::Node,
+            ObjectKey::new("", "n1"),
+            "/registry/minions/n1",
+        ),
+        (
+            StoredKind::Namespace,
+            ObjectKey::new("", "ns"),
+            "/registry/namespaces/ns",
+        ),
+        (
+            StoredKind::Pod,
+            ObjectKey::new("ns", "p"),
+            "/registry/pods/ns/p",
+        ),
+        (
+            StoredKind::Lease,
+            ObjectKey::new("kube-node-lease", "n1"),
+            "/registry/leases/kube-node-lease/n1",
+        ),
+        (
+            StoredKind::Event,
+            ObjectKey::new("default", "e"),
+            "/registry/events/default/e",
+        ),
+    ] {
+        assert_eq!(storage_key(kind, &key), expected);
+    }
+}

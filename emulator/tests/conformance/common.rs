@@ -10,6 +10,8 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::WatchEvent;
 use nodepulse_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+
+use crate::cleanup::Created;
 use serde_json::{Value, json};
 
 pub const REAL_CLUSTER_ENV: &str = "NODEPULSE_TEST_KUBECONFIG";
@@ -17,6 +19,8 @@ pub const REAL_CLUSTER_ENV: &str = "NODEPULSE_TEST_KUBECONFIG";
 /// A cluster to test against.
 pub struct Cluster {
     pub client: Client,
+    /// What the test created, deleted when the cluster drops.
+    created: Created,
     pub emulator: Option<EmulatorHandle>,
     pub kubeconfig: PathBuf,
     _dir: Option<tempfile::TempDir>,
@@ -42,8 +46,9 @@ impl Cluster {
     /// cluster, for behaviour only the emulator can show.
     pub async fn emulator_only(test: &str, config: EmulatorConfig) -> Option<Cluster> {
         if std::env::var_os(REAL_CLUSTER_ENV).is_some() {
-            eprintln!(
-                "SKIPPED {test}: needs the emulator (fault injection, lifecycle timing or auth config), not a real cluster"
+            skipped(
+                test,
+                "the emulator (fault injection, lifecycle timing or auth config)",
             );
             return None;
         }
@@ -60,6 +65,7 @@ impl Cluster {
         let client = client_for(&kubeconfig).await;
         Cluster {
             client,
+            created: Created::default(),
             emulator: Some(emulator),
             kubeconfig,
             _dir: Some(dir),
@@ -70,6 +76,7 @@ impl Cluster {
         let client = client_for(&kubeconfig).await;
         Cluster {
             client,
+            created: Created::default(),
             emulator: None,
             kubeconfig,
             _dir: None,
@@ -113,10 +120,20 @@ impl Cluster {
             .collect_bytes()
             .await
             .expect("body read");
-        Reply {
-            status,
-            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        match (method, status) {
+            ("POST", 201) => self.created.record(path, &body),
+            ("PUT", 201) => self.created.record(parent(path), &body),
+            _ => {}
         }
+        Reply { status, body }
+    }
+
+    /// Remembers an object the test created another way (kube's typed API, kubectl), for the
+    /// clean-up: `collection` is its collection's path.
+    pub fn created(&self, collection: &str, name: &str) {
+        self.created
+            .record(collection, &json!({"metadata": {"name": name}}));
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -163,6 +180,28 @@ impl Cluster {
     }
 }
 
+/// Deletes what the test created, and fails the test if any of it is left (reports it only,
+/// when the test already failed).
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let left = self.created.delete_all(&self.kubeconfig);
+        if left.is_empty() {
+            return;
+        }
+        if std::thread::panicking() {
+            eprintln!("left in the cluster after a failed test: {left:?}");
+        } else {
+            panic!("the test left objects in the cluster: {left:?}");
+        }
+    }
+}
+
+/// The collection a PUT to an object's path names (`/api/v1/nodes/n` → `/api/v1/nodes`).
+fn parent(path: &str) -> &str {
+    let path = path.split('?').next().unwrap_or(path);
+    path.rsplit_once('/').map_or(path, |(parent, _)| parent)
+}
+
 /// A watch event back in its wire shape, `{"type": ..., "object": ...}`.
 fn event_json(event: WatchEvent<Value>) -> Value {
     match event {
@@ -193,6 +232,19 @@ pub fn test_config() -> EmulatorConfig {
         workers: 1,
         ..EmulatorConfig::for_tests()
     }
+}
+
+/// Says that `test` is skipped because it needs `what`, past the harness's output capture (a
+/// passing test's `eprintln!` is dropped), with this binary's running count of skips.
+pub fn skipped(test: &str, what: &str) {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SKIPPED: AtomicUsize = AtomicUsize::new(0);
+    let count = SKIPPED.fetch_add(1, Ordering::Relaxed) + 1;
+    let line = format!(
+        "SKIPPED {test}: needs {what} ({count} skipped so far in the conformance suite; its other tests ran)\n"
+    );
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// A name unique to this test run, so tests can share a real cluster.

@@ -28,6 +28,10 @@ async fn typed_client_creates_renews_and_lists_leases() {
         .create(&PostParams::default(), &lease)
         .await
         .expect("lease created");
+    cluster.created(
+        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+        &name,
+    );
     let mut renewed = created.clone();
     if let Some(spec) = renewed.spec.as_mut() {
         spec.renew_time = Some(MicroTime(k8s_openapi::jiff::Timestamp::now()));

@@ -21,7 +21,7 @@ fn kubectl_available(test: &str) -> bool {
             std::env::var("CI").as_deref() != Ok("true"),
             "kubectl is required in CI (run emulator/ci-setup.sh)"
         );
-        eprintln!("SKIPPED {test}: kubectl not installed (run emulator/ci-setup.sh)");
+        crate::common::skipped(test, "kubectl (run emulator/ci-setup.sh)");
     }
     found
 }

@@ -187,3 +187,38 @@ async fn renewing_the_lease_keeps_a_node_from_going_unknown() {
     )
     .await;
 }
+
+/// The writes kube-controller-manager makes to every Node, which the emulator makes in tests too
+/// (health monitoring off): the taint manager drops `not-ready` once the Node is Ready, and the
+/// TTL controller sets `node.alpha.kubernetes.io/ttl` ("0" below 100 Nodes).
+#[tokio::test]
+async fn controllers_drop_the_not_ready_taint_of_a_ready_node_and_annotate_its_ttl() {
+    let cluster = Cluster::start().await;
+    let name = unique("controllers");
+    ready_node(&cluster, &name).await;
+    let path = format!("/api/v1/nodes/{name}");
+    let node = eventually(
+        "not-ready taints gone and the TTL annotation set",
+        Duration::from_secs(20),
+        || async {
+            let node = cluster.get(&path).await.body;
+            let untainted = !has_taint(&node, "node.kubernetes.io/not-ready", "NoSchedule")
+                && !has_taint(&node, "node.kubernetes.io/not-ready", "NoExecute");
+            let annotated = node["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"]
+                .as_str()
+                .is_some();
+            (untainted && annotated).then_some(node)
+        },
+    )
+    .await;
+    let nodes = cluster.get("/api/v1/nodes").await.body["items"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let ttl = node["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"].as_str();
+    if nodes < 90 {
+        assert_eq!(ttl, Some("0"), "a cluster of {nodes} Nodes");
+    } else {
+        assert!(ttl.is_some_and(|t| t.parse::<u32>().is_ok()), "{ttl:?}");
+    }
+    cluster.delete(&path, None).await;
+}

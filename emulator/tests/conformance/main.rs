@@ -3,6 +3,7 @@
 //! `NODEPULSE_TEST_KUBECONFIG` names a kubeconfig (emulator-only tests then print SKIPPED).
 
 mod auth;
+mod cleanup;
 mod common;
 mod crud;
 mod deletion;
@@ -15,4 +16,5 @@ mod lifecycle;
 mod patches;
 mod selectors;
 mod subresources;
+mod validation;
 mod watch;

@@ -154,6 +154,13 @@ async fn json_patch_applies_operations_and_a_failed_test_changes_nothing() {
     let failing = json!([{"op": "test", "path": "/metadata/labels/k", "value": "other"}, {"op": "remove", "path": "/metadata/labels"}]);
     let reply = cluster.patch(&path, JSON_PATCH, &failing).await;
     assert_eq!(reply.status, 422);
+    assert_eq!(
+        reply.body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "the server rejected our request due to an error in our request",
+            "reason": "Invalid", "details": {}, "code": 422}),
+        "kube-apiserver's answer to any JSON patch that does not apply"
+    );
     assert!(rv(&cluster.get(&path).await.body) > rv(&node));
     assert_eq!(
         cluster.get(&path).await.body["metadata"]["labels"]["k"],
@@ -163,10 +170,15 @@ async fn json_patch_applies_operations_and_a_failed_test_changes_nothing() {
 
 #[tokio::test]
 async fn noop_patch_keeps_the_resource_version() {
+    // A Lease outside kube-node-lease: unlike a Node, nothing else writes it between the patches.
     let cluster = Cluster::start().await;
     let name = unique("noop");
-    cluster.create_node(&name).await;
-    let path = format!("/api/v1/nodes/{name}");
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let created = cluster
+        .post(leases, &json!({"metadata": {"name": name}}))
+        .await;
+    assert_eq!(created.status, 201);
+    let path = format!("{leases}/{name}");
     let first = cluster
         .patch(
             &path,
@@ -199,5 +211,63 @@ async fn unknown_patch_content_type_is_415() {
     assert_eq!(
         (reply.status, reply.body["reason"].as_str()),
         (415, Some("UnsupportedMediaType"))
+    );
+}
+
+#[tokio::test]
+async fn json_patch_bodies_that_are_not_a_list_are_400_and_bad_operations_422() {
+    let cluster = Cluster::start().await;
+    let name = unique("jsonbad");
+    cluster.create_node(&name).await;
+    let path = format!("/api/v1/nodes/{name}");
+    let reply = cluster
+        .patch(&path, JSON_PATCH, &json!({"op": "add"}))
+        .await;
+    assert_eq!(
+        (reply.status, reply.body["reason"].as_str()),
+        (400, Some("BadRequest"))
+    );
+    for bad in [
+        json!([{"op": "frobnicate", "path": "/metadata/labels"}]),
+        json!([{"op": "add", "value": 1}]),
+        json!([{"op": "remove", "path": "/metadata/labels/absent"}]),
+        json!([{"op": "move", "path": "/metadata/labels"}]),
+    ] {
+        let reply = cluster.patch(&path, JSON_PATCH, &bad).await;
+        assert_eq!(
+            (reply.status, reply.body["reason"].as_str()),
+            (422, Some("Invalid")),
+            "{bad}"
+        );
+    }
+    // A merge patch is RFC 7386: null deletes, lists are replaced whole.
+    let merged = cluster
+        .patch(
+            &path,
+            MERGE,
+            &json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}}),
+        )
+        .await;
+    assert_eq!(merged.status, 200);
+    let merged = cluster
+        .patch(
+            &path,
+            MERGE,
+            &json!({"metadata": {"labels": {"a": null}}, "spec": {"taints": [{"key": "j", "effect": "NoSchedule"}]}}),
+        )
+        .await;
+    assert_eq!(
+        (
+            merged.body["metadata"]["labels"].get("a"),
+            merged.body["metadata"]["labels"]["b"].as_str(),
+        ),
+        (None, Some("2"))
+    );
+    assert!(
+        merged.body["spec"]["taints"]
+            .as_array()
+            .is_some_and(|t| t.iter().all(|t| t["key"] != "k")),
+        "the list was replaced: {}",
+        merged.body["spec"]["taints"]
     );
 }

@@ -66,7 +66,7 @@ pub fn needs_emulator(cluster: &TestCluster, test: &str) -> bool {
     if cluster.is_emulator() {
         return true;
     }
-    eprintln!("SKIPPED {test}: it needs the emulator's fault injection and lifecycle loop");
+    super::skip::skipped(test, "the emulator's fault injection and lifecycle loop");
     false
 }
 

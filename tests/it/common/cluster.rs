@@ -1,6 +1,6 @@
 //! The API server a test talks to: the in-repo emulator, started by the test, or the real
-//! cluster named by `NODEPULSE_TEST_KUBECONFIG`. Tests create uniquely named objects and delete
-//! them, so they can run in parallel and against a shared cluster.
+//! cluster named by `NODEPULSE_TEST_KUBECONFIG`. Tests create uniquely named objects, and the
+//! cluster's clean-up guard deletes them, so they can run in parallel and on a shared cluster.
 
 use std::{
     path::PathBuf,
@@ -15,7 +15,11 @@ use kube::{
 };
 use nodepulse_emulator::{Emulator, EmulatorConfig, EmulatorHandle, FaultHandle};
 
+use super::cleanup::{Cleanup, RUN_LABEL, own_node, run_id};
+
 pub struct TestCluster {
+    // First, so it drops (deleting what the test made) while the emulator still serves.
+    _cleanup: Cleanup,
     pub kubeconfig: PathBuf,
     /// An administrator's client for arranging and checking what the test does.
     pub client: kube::Client,
@@ -51,6 +55,7 @@ impl TestCluster {
             .expect("a usable kubeconfig");
         let client = kube::Client::try_from(config).expect("a client");
         Self {
+            _cleanup: Cleanup::new(&kubeconfig),
             kubeconfig,
             client,
             emulator,
@@ -79,9 +84,10 @@ impl TestCluster {
         let node: Node = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": { "name": name, "labels": { "nodepulse.test/owner": "tests" } },
+            "metadata": { "name": name, "labels": { "nodepulse.test/owner": "tests", RUN_LABEL: run_id() } },
         }))
         .expect("a node");
+        own_node(name);
         let created = Api::<Node>::all(self.client.clone())
             .create(&PostParams::default(), &node)
             .await
@@ -96,12 +102,15 @@ impl TestCluster {
     }
 }
 
-/// A node name unique to this test process and call.
+/// A node name unique to this test process and call. The running test owns the Node (and
+/// Lease) of that name, however it comes to be created: the clean-up guard deletes them.
 pub fn unique_node_name(prefix: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!(
+    let name = format!(
         "{prefix}-{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    );
+    own_node(&name);
+    name
 }

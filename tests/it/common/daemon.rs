@@ -52,6 +52,7 @@ impl DaemonProcess {
         yaml: &str,
         env: &[(&str, &str)],
     ) -> Self {
+        super::cleanup::own_node(node);
         let mut config = tempfile::NamedTempFile::new().expect("temp file");
         config.write_all(yaml.as_bytes()).expect("write config");
         let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));

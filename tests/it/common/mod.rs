@@ -2,6 +2,7 @@
 
 pub mod actors;
 pub mod attack;
+pub mod cleanup;
 pub mod cluster;
 pub mod collector;
 pub mod containerd;
@@ -11,6 +12,7 @@ pub mod identity;
 pub mod node;
 pub mod observer;
 pub mod pods;
+pub mod skip;
 pub mod spoiling_proxy;
 
 use std::{

@@ -13,6 +13,7 @@ use nodepulse::{
 use nodepulse_actors::{messages::RuntimeHealth, runtime_probe::UpdatePodCidr};
 use nodepulse_supervisor::{Recipient, SupervisorHandle};
 
+use super::cleanup::{RUN_LABEL, own_node, run_id};
 use super::eventually_async;
 
 /// Starts NodeStatus and Lease for node `name` with the configuration `yaml`, through
@@ -43,7 +44,11 @@ pub async fn start_api_actors_with(
 
 /// The settings of node `name` with the configuration `yaml`, and an API client for them.
 pub async fn connect(kubeconfig: &Path, name: &str, yaml: &str) -> (Settings, Arc<KubeApi>) {
-    let config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
+    let mut config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
+    config
+        .node_labels
+        .insert(RUN_LABEL.to_owned(), run_id().to_owned());
+    own_node(name);
     let settings = Settings {
         config,
         node_name: name.to_owned(),

@@ -10,6 +10,7 @@ use nodepulse::node::NodeActors;
 use nodepulse_supervisor::SupervisorHandle;
 use serde_json::{Value, json};
 
+use super::cleanup::{Owned, RUN_LABEL, own, run_id};
 use super::eventually_async;
 
 /// The configuration of a simulated node in the pod tests: quick restarts, a fixed pod CIDR.
@@ -50,7 +51,7 @@ pub async fn start_simulated_node(kubeconfig: &Path, name: &str, yaml: &str) -> 
 /// A pod bound to `node` from `extra` merged over a one-container pod named `name`.
 pub fn pod_manifest(name: &str, namespace: &str, node: &str, extra: Value) -> Pod {
     let mut manifest = json!({
-        "metadata": {"name": name, "namespace": namespace, "labels": {"nodepulse.test/owner": "tests"}},
+        "metadata": {"name": name, "namespace": namespace, "labels": {"nodepulse.test/owner": "tests", RUN_LABEL: run_id()}},
         "spec": {"nodeName": node, "restartPolicy": "Always",
                  "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
     });
@@ -71,6 +72,10 @@ fn merge(into: &mut Value, from: Value) {
 
 pub async fn create(client: &kube::Client, pod: &Pod) -> Pod {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    own(Owned::Pod {
+        namespace: namespace.to_owned(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+    });
     Api::<Pod>::namespaced(client.clone(), namespace)
         .create(&PostParams::default(), pod)
         .await

@@ -1,0 +1,148 @@
+//! The typed decode every write goes through in kube-apiserver: a body whose fields do not fit
+//! the kind's Go types (a string where an int32 goes, an object where a list goes) is refused
+//! before any strategy or validation runs. The k8s-openapi types stand in for the Go ones;
+//! like Go's decoder they ignore unknown fields. Objects are still stored as sent.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{ApiError, ApiResource, FieldError, StoredKind};
+
+/// Why `object` does not decode as the kind `resource` serves, if it does not.
+fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
+    fn check<T: DeserializeOwned>(object: &Value) -> Option<String> {
+        serde_json::from_value::<T>(object.clone())
+            .err()
+            .map(|e| e.to_string())
+    }
+    use k8s_openapi::api::{coordination, core, events};
+    match (resource.stored, resource.group) {
+        (StoredKind::Namespace, _) => check::<core::v1::Namespace>(object),
+        (StoredKind::Node, _) => check::<core::v1::Node>(object),
+        (StoredKind::Pod, _) => check::<core::v1::Pod>(object),
+        (StoredKind::Lease, _) => check::<coordination::v1::Lease>(object),
+        (StoredKind::Event, "events.k8s.io") => check::<events::v1::Event>(object),
+        (StoredKind::Event, _) => check::<core::v1::Event>(object),
+    }
+}
+
+/// A create or update body that does not decode: 400, as the request decoder words it
+/// (`Pod in version "v1" cannot be handled as a Pod: ...`).
+pub fn check_body(resource: &ApiResource, object: &Value) -> Result<(), ApiError> {
+    match decode_error(resource, object) {
+        None => Ok(()),
+        Some(cause) => Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {cause}",
+            kind = resource.kind,
+            version = resource.version,
+        ))),
+    }
+}
+
+/// A patched object that does not decode: 422 Invalid with a cause on `patch`, as the patch
+/// handler answers (`NewInvalid(GroupKind{}, "", [Invalid("patch", ...)])`).
+pub fn check_patched(
+    resource: &ApiResource,
+    patch: &[u8],
+    patched: &Value,
+) -> Result<(), ApiError> {
+    match decode_error(resource, patched) {
+        None => Ok(()),
+        Some(cause) => {
+            let shown = format!("{:?}", String::from_utf8_lossy(patch));
+            Err(ApiError::invalid_patch(&FieldError::invalid_shown(
+                "patch", &shown, &cause,
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::resource::{CORE_EVENTS, EVENTS_V1, LEASES, NODES, PODS};
+    use serde_json::json;
+
+    #[test]
+    fn fields_of_the_wrong_type_do_not_decode_and_unknown_fields_do() {
+        for (resource, object, fits) in [
+            (
+                &PODS,
+                json!({"metadata": {"name": "p"}, "status": {"containerStatuses": [{"name": "c", "restartCount": 1, "ready": true, "image": "i", "imageID": ""}]}}),
+                true,
+            ),
+            (
+                &PODS,
+                json!({"status": {"containerStatuses": [{"name": "c", "restartCount": "one"}]}}),
+                false,
+            ),
+            (&PODS, json!({"status": {"phase": 3}}), false),
+            (
+                &PODS,
+                json!({"status": {"conditions": {"type": "Ready"}}}),
+                false,
+            ),
+            (
+                &NODES,
+                json!({"metadata": {"name": "n"}, "whatever": 1}),
+                true,
+            ),
+            (&NODES, json!({"spec": {"unschedulable": "yes"}}), false),
+            (&LEASES, json!({"spec": {"leaseDurationSeconds": 40}}), true),
+            (
+                &LEASES,
+                json!({"spec": {"leaseDurationSeconds": "40"}}),
+                false,
+            ),
+            (&LEASES, json!({"spec": {"renewTime": "yesterday"}}), false),
+            (
+                &CORE_EVENTS,
+                json!({"involvedObject": {"kind": "Node"}, "count": "x"}),
+                false,
+            ),
+            (
+                &EVENTS_V1,
+                json!({"eventTime": "2026-01-01T00:00:00.000000Z", "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:00.000000Z"}}),
+                true,
+            ),
+        ] {
+            assert_eq!(decode_error(resource, &object).is_none(), fits, "{object}");
+        }
+    }
+
+    #[test]
+    fn a_body_that_does_not_decode_is_400_naming_kind_and_version() {
+        let err = check_body(&LEASES, &json!({"spec": {"leaseDurationSeconds": "40"}}))
+            .expect_err("a string duration");
+        assert_eq!((err.code, err.reason), (400, "BadRequest"));
+        assert!(
+            err.message
+                .starts_with("Lease in version \"v1\" cannot be handled as a Lease: "),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn a_patch_that_does_not_decode_is_422_on_the_patch_field() {
+        let err = check_patched(
+            &PODS,
+            b"{\"status\":{\"phase\":3}}",
+            &json!({"status": {"phase": 3}}),
+        )
+        .expect_err("a numeric phase");
+        assert_eq!((err.code, err.reason), (422, "Invalid"));
+        assert!(
+            err.message
+                .starts_with(" \"\" is invalid: patch: Invalid value: "),
+            "{}",
+            err.message
+        );
+        assert_eq!(
+            err.details
+                .as_ref()
+                .map(|d| d["causes"][0]["field"].clone()),
+            Some(json!("patch"))
+        );
+    }
+}
