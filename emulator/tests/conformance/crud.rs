@@ -370,3 +370,36 @@ async fn a_put_to_a_missing_lease_creates_it_as_leases_allow_create_on_update() 
     );
     cluster.delete(&path, None).await;
 }
+
+/// Go serialises struct-valued fields even when empty: what a client reads back has them.
+#[tokio::test]
+async fn objects_read_back_carry_the_fields_go_always_serialises() {
+    let cluster = Cluster::start().await;
+    let name = unique("go-fields");
+    cluster.create_node(&name).await;
+    let node = cluster.get(&format!("/api/v1/nodes/{name}")).await.body;
+    assert!(node["spec"].is_object(), "{node}");
+    assert_eq!(
+        node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"], 0,
+        "{node}"
+    );
+    for field in [
+        "machineID",
+        "systemUUID",
+        "bootID",
+        "kubeletVersion",
+        "architecture",
+    ] {
+        assert_eq!(node["status"]["nodeInfo"][field], "", "{field}: {node}");
+    }
+    assert!(node["metadata"]["creationTimestamp"].is_string());
+
+    let lease = cluster
+        .post(
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            &json!({"metadata": {"name": name}}),
+        )
+        .await;
+    assert_eq!((lease.status, &lease.body["spec"]), (201, &json!({})));
+    cluster.delete(&format!("/api/v1/nodes/{name}"), None).await;
+}
