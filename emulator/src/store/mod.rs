@@ -6,6 +6,7 @@
 //! requests see the same serialisable order a single etcd would give them. It never does I/O.
 
 mod delete;
+mod go_fields;
 mod history;
 pub mod strategy;
 

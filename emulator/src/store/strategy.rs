@@ -35,6 +35,7 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         StoredKind::Namespace => prepare_namespace(map),
         StoredKind::Lease | StoredKind::Event => {}
     }
+    super::go_fields::fill(resource.stored, map);
 }
 
 /// Carries system fields over from `old` and applies the status-subresource rule: the main
@@ -106,6 +107,7 @@ pub fn prepare_for_update(
             .unwrap_or(0);
         object_entry(map, "metadata").insert("generation".into(), (generation + 1).into());
     }
+    super::go_fields::fill(resource.stored, map);
 }
 
 /// Whether a PUT without `metadata.resourceVersion` overwrites the object (`true`) or is 422

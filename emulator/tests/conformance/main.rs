@@ -16,5 +16,6 @@ mod lifecycle;
 mod patches;
 mod selectors;
 mod subresources;
+mod update;
 mod validation;
 mod watch;

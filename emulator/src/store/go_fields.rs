@@ -1,0 +1,93 @@
+//! The fields Go's API types always serialise, filled in where a stored object lacks them, so
+//! what clients read back has them as kube-apiserver's answers do: struct-valued fields have no
+//! `omitempty` effect in Go (a Lease always has `spec: {}`, a Node `spec: {}` and a `status`
+//! with `daemonEndpoints` and every `nodeInfo` string). Pure; the strategies call it.
+
+use serde_json::{Map, Value, json};
+
+use crate::api::StoredKind;
+
+use super::strategy::object_entry;
+
+/// `NodeSystemInfo`'s string fields, none of them `omitempty`.
+const NODE_INFO: [&str; 10] = [
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+];
+
+/// Adds what Go would serialise for `kind` and `object` lacks; never changes a present value.
+pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
+    match kind {
+        StoredKind::Lease => {
+            object_entry(object, "spec");
+        }
+        StoredKind::Node => {
+            object_entry(object, "spec");
+            let status = object_entry(object, "status");
+            let endpoint = object_entry(object_entry(status, "daemonEndpoints"), "kubeletEndpoint");
+            endpoint.entry("Port").or_insert(json!(0));
+            let info = object_entry(status, "nodeInfo");
+            for field in NODE_INFO {
+                info.entry(field).or_insert(json!(""));
+            }
+        }
+        StoredKind::Pod | StoredKind::Namespace | StoredKind::Event => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(kind: StoredKind, object: Value) -> Value {
+        let mut object = object;
+        if let Some(map) = object.as_object_mut() {
+            fill(kind, map);
+        }
+        object
+    }
+
+    #[test]
+    fn a_bare_node_reads_back_as_go_serialises_it() {
+        let node = filled(StoredKind::Node, json!({"metadata": {"name": "n"}}));
+        assert_eq!(node["spec"], json!({}));
+        assert_eq!(
+            node["status"]["daemonEndpoints"],
+            json!({"kubeletEndpoint": {"Port": 0}})
+        );
+        assert_eq!(node["status"]["nodeInfo"]["bootID"], "");
+        assert_eq!(
+            node["status"]["nodeInfo"].as_object().map(Map::len),
+            Some(10)
+        );
+    }
+
+    #[test]
+    fn present_values_are_kept_and_other_kinds_untouched() {
+        let node = filled(
+            StoredKind::Node,
+            json!({"spec": {"podCIDR": "10.0.0.0/24"}, "status": {"nodeInfo": {"bootID": "b"},
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}}),
+        );
+        assert_eq!(node["spec"], json!({"podCIDR": "10.0.0.0/24"}));
+        assert_eq!(node["status"]["nodeInfo"]["bootID"], "b");
+        assert_eq!(
+            node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+            10250
+        );
+        assert_eq!(
+            filled(StoredKind::Lease, json!({"metadata": {}})),
+            json!({"metadata": {}, "spec": {}})
+        );
+        let event = json!({"metadata": {}});
+        assert_eq!(filled(StoredKind::Event, event.clone()), event);
+    }
+}
