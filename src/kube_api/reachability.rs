@@ -52,9 +52,11 @@ impl Default for Reachability {
 }
 
 impl Reachability {
-    /// A request got an answer: the server is reachable, and back if it was not.
-    pub fn answered(&self) {
-        let Some(down) = self.lock().take() else {
+    /// A request sent at `sent` got an answer: the server is reachable, and back if it was
+    /// not. An answer to a request sent before the failures began says nothing of now (it may
+    /// arrive just after the connection that failed first).
+    pub fn answered(&self, sent: Instant) {
+        let Some(down) = self.lock().take_if(|down| sent >= down.since) else {
             return;
         };
         let down_for = down.since.elapsed();
@@ -175,12 +177,13 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let sent = Instant::now();
         let response = self.inner.call(request);
         let reachability = Arc::clone(&self.reachability);
         Box::pin(async move {
             let result = response.await;
             match &result {
-                Ok(_) => reachability.answered(),
+                Ok(_) => reachability.answered(sent),
                 Err(error) if could_not_connect(error.as_ref()) => {
                     reachability.failed(&with_causes(error.as_ref()));
                 }
@@ -199,15 +202,22 @@ mod tests {
     async fn the_first_answer_after_failures_wakes_waiters_and_clears_the_since() {
         let reachability = Reachability::default();
         let mut recovery = reachability.recovery();
-        reachability.answered();
+        let sent_before = Instant::now();
+        reachability.answered(sent_before);
         assert!(reachability.unreachable_since().is_none());
+        tokio::time::advance(Duration::from_millis(10)).await;
         reachability.failed("client error (Connect): Connection refused");
         reachability.failed("client error (Connect): Connection refused");
         assert!(reachability.is_unreachable());
         assert!(reachability.unreachable_since().is_some());
+        reachability.answered(sent_before);
+        assert!(
+            reachability.is_unreachable(),
+            "an answer to a request sent before the failures is no return"
+        );
         let waiting = tokio::spawn(async move { recovery.sleep(Duration::from_secs(60)).await });
         tokio::task::yield_now().await;
-        reachability.answered();
+        reachability.answered(Instant::now());
         assert!(
             waiting.await.expect("the wait ends"),
             "woken by the recovery"
@@ -220,8 +230,8 @@ mod tests {
     async fn answers_while_reachable_announce_no_recovery() {
         let reachability = Reachability::default();
         let mut recovery = reachability.recovery();
-        reachability.answered();
-        reachability.answered();
+        reachability.answered(Instant::now());
+        reachability.answered(Instant::now());
         assert!(!recovery.sleep(Duration::from_secs(1)).await);
     }
 }

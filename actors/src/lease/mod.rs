@@ -61,6 +61,9 @@ pub struct LeaseActor {
     due: Option<Instant>,
     /// The timer of the next round, cancelled when the API server's return starts it early.
     next_round: Option<SpawnHandle>,
+    /// The API server came back while a round was running: if that round still failed (its
+    /// last attempt was before the return), the next one starts at once, not an interval later.
+    recovered_during_round: bool,
 }
 
 impl LeaseActor {
@@ -77,6 +80,7 @@ impl LeaseActor {
             first_wait: Duration::ZERO,
             due: None,
             next_round: None,
+            recovered_during_round: false,
         }
     }
 
@@ -95,6 +99,7 @@ impl LeaseActor {
             ctx.cancel_future(timer);
         }
         self.round_started = Some(Instant::now());
+        self.recovered_during_round = false;
         let context = RoundContext {
             api: Arc::clone(&self.api),
             node: self.settings.node.clone(),
@@ -105,11 +110,17 @@ impl LeaseActor {
         // Spawned, not awaited: the mailbox and liveness pings stay served while a round waits.
         ctx.spawn(round.into_actor(self).map(|outcome, actor, ctx| {
             actor.finish_round(outcome);
+            let retry_now = std::mem::take(&mut actor.recovered_during_round)
+                && actor.failed_rounds_in_a_row > 0;
             // Sliding: the next wait starts once this round is over, as the kubelet's loop does.
-            let wait = jittered(
-                renew_interval(actor.settings.lease_duration_seconds),
-                rand::random::<f64>(),
-            );
+            let wait = if retry_now {
+                Duration::ZERO
+            } else {
+                jittered(
+                    renew_interval(actor.settings.lease_duration_seconds),
+                    rand::random::<f64>(),
+                )
+            };
             // After a failed round the old deadline stands: the lag of the renewal that
             // finally lands counts from the first one missed.
             actor.due.get_or_insert(Instant::now() + wait);
@@ -163,7 +174,9 @@ impl Actor for LeaseActor {
 /// starts it at once (a round still retrying wakes by itself).
 impl StreamHandler<ApiRecovered> for LeaseActor {
     fn handle(&mut self, _: ApiRecovered, ctx: &mut Context<Self>) {
-        if self.failed_rounds_in_a_row > 0 {
+        if self.round_started.is_some() {
+            self.recovered_during_round = true;
+        } else if self.failed_rounds_in_a_row > 0 {
             self.start_round(ctx);
         }
     }

@@ -9,8 +9,10 @@ use futures::future::BoxFuture;
 use jiff::Timestamp;
 use k8s_openapi::{api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::MicroTime};
 
+use tokio::sync::watch;
+
 use super::round::{RoundContext, renew};
-use crate::ports::{ApiError, ApiResult, LeaseApi, LeaseRenewal};
+use crate::ports::{ApiError, ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, RECOVERY_SPREAD};
 
 #[derive(Default)]
 pub(super) struct FakeState {
@@ -23,6 +25,8 @@ pub(super) struct FakeState {
     pub(super) renewals: Vec<LeaseRenewal>,
     pub(super) creates: u32,
     resets: u32,
+    /// The recovery counter and unreachable flag `recovery()` subscribes to; none: never.
+    reachability: Option<(watch::Receiver<u64>, watch::Receiver<bool>)>,
 }
 
 #[derive(Clone, Default)]
@@ -118,6 +122,15 @@ impl LeaseApi for FakeLeaseApi {
 
     fn reset_heartbeat_connections(&self) {
         self.state().resets += 1;
+    }
+
+    fn recovery(&self) -> ApiRecovery {
+        match &self.state().reachability {
+            Some((recoveries, unreachable)) => {
+                ApiRecovery::new(recoveries.clone(), unreachable.clone())
+            }
+            None => ApiRecovery::never(),
+        }
     }
 }
 
@@ -284,5 +297,34 @@ async fn ensure_waits_at_most_one_renew_interval_and_resets_connections_while_fa
         api.state().resets,
         7,
         "every failure but the first resets the heartbeat connections"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_api_servers_return_ends_the_ensure_backoff_at_once() {
+    let (announce, recoveries) = watch::channel(0_u64);
+    let (_down, unreachable) = watch::channel(true);
+    let api = FakeLeaseApi::with_node("uid-1");
+    api.state().reachability = Some((recoveries, unreachable));
+    // Six refused GETs: waits of 0.2, 0.4, 0.8, 1.6 and 3.2 s, then 6.4 s from 6.2 s on.
+    api.state()
+        .get_failures
+        .extend((0..6).map(|_| ApiError::Other("client error (Connect)".into())));
+    let started = tokio::time::Instant::now();
+    let round = tokio::spawn(renew(context(&api), None, None));
+    let back_after = std::time::Duration::from_secs(7);
+    tokio::time::sleep(back_after).await;
+    announce.send_modify(|count| *count += 1);
+    let outcome = round.await.expect("the round ends");
+    assert_eq!(outcome.result, Ok(()));
+    assert_eq!(
+        api.state().creates,
+        1,
+        "the Lease was created once the API was back"
+    );
+    let took = started.elapsed();
+    assert!(
+        took <= back_after + RECOVERY_SPREAD,
+        "the round ended {took:?} after it began; the backoff alone would have waited until 12.6 s"
     );
 }
