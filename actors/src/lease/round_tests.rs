@@ -309,7 +309,10 @@ async fn the_api_servers_return_ends_the_ensure_backoff_at_once() {
     // Six refused GETs: waits of 0.2, 0.4, 0.8, 1.6 and 3.2 s, then 6.4 s from 6.2 s on.
     api.state()
         .get_failures
-        .extend((0..6).map(|_| ApiError::Other("client error (Connect)".into())));
+        .extend((0..6).map(|_| ApiError::Transport {
+            message: "client error (Connect)".into(),
+            source: std::sync::Arc::new(std::io::Error::other("client error (Connect)")),
+        }));
     let started = tokio::time::Instant::now();
     let round = tokio::spawn(renew(context(&api), None, None));
     let back_after = std::time::Duration::from_secs(7);
