@@ -11,6 +11,7 @@ pub mod host_fixture;
 pub mod identity;
 pub mod node;
 pub mod observer;
+pub mod outage;
 pub mod pods;
 pub mod skip;
 pub mod spoiling_proxy;

@@ -1,0 +1,19 @@
+//! Tests whose figures need the machine to themselves: each takes [`exclusive`] first, so they
+//! run one at a time, and cargo runs this binary on its own, never beside `tests/it`'s many
+//! threads. Only what measures a timing goal under its own load belongs here; everything else
+//! is in `tests/it`, which shares this binary's `common`.
+
+#[allow(dead_code)] // This binary uses a few of the shared helpers.
+#[path = "../it/common/mod.rs"]
+mod common;
+
+mod fleet_recovery;
+
+use tokio::sync::{Mutex, MutexGuard};
+
+/// Held for the whole of a test that must not share the machine with another. (tokio's lock:
+/// it is held across awaits, and a test that failed holding it leaves it usable.)
+async fn exclusive() -> MutexGuard<'static, ()> {
+    static ALONE: Mutex<()> = Mutex::const_new(());
+    ALONE.lock().await
+}
