@@ -20,62 +20,57 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-/// Every `crate::<module>` a file names, with the line it is on.
-fn crate_references(text: &str) -> Vec<(String, usize)> {
-    let mut found = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                found.push((name, number + 1));
-            }
-            rest = after;
-        }
-        // `use crate::{a, b::c}`: the names inside the braces.
-        if let Some(at) = code.find("crate::{") {
-            let inside = &code[at + "crate::{".len()..];
-            for part in inside.split(',') {
-                let name: String = part
-                    .trim()
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.push((name, number + 1));
-                }
-            }
-        }
-    }
-    found
+/// The identifier `text` starts with (after blanks), if any.
+fn leading_ident(text: &str) -> String {
+    text.trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
 }
 
-/// `use crate::{` blocks that span lines: the first path segment of each line inside.
-fn multiline_use_blocks(text: &str) -> Vec<(String, usize)> {
+/// Every module a file names through `crate::` (`crate::x::…`, and each first segment of a
+/// `crate::{x, y::{…}}` group, over as many lines as it spans), with the line it is on.
+/// Comments are left out.
+fn crate_references(text: &str) -> Vec<(String, usize)> {
+    let code: String = text
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let line_of = |offset: usize| code[..offset].matches('\n').count() + 1;
     let mut found = Vec::new();
-    let mut inside = false;
-    for (number, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.starts_with("use crate::{") && !trimmed.ends_with("};") {
-            inside = true;
+    let mut from = 0;
+    while let Some(at) = code[from..].find("crate::") {
+        let start = from + at + "crate::".len();
+        from = start;
+        if !code[start..].starts_with('{') {
+            let name = leading_ident(&code[start..]);
+            if !name.is_empty() {
+                found.push((name, line_of(start)));
+            }
             continue;
         }
-        if inside {
-            if trimmed.starts_with('}') {
-                inside = false;
-                continue;
-            }
-            let name: String = trimmed
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                found.push((name, number + 1));
+        // A group: the first segment of each item at its top level.
+        let mut depth = 0;
+        let mut item_start = start + 1;
+        for (offset, c) in code[start..].char_indices() {
+            let here = start + offset;
+            match c {
+                '{' => depth += 1,
+                '}' | ',' if depth == 1 => {
+                    let name = leading_ident(&code[item_start..here]);
+                    if !name.is_empty() {
+                        let blank = code[item_start..here].len()
+                            - code[item_start..here].trim_start().len();
+                        found.push((name, line_of(item_start + blank)));
+                    }
+                    item_start = here + 1;
+                    if c == '}' {
+                        break;
+                    }
+                }
+                '}' => depth -= 1,
+                _ => {}
             }
         }
     }
@@ -120,9 +115,7 @@ fn the_daemon_modules_depend_on_each_other_one_way() {
         };
         *modules_seen.entry(module.clone()).or_insert(0) += 1;
         let text = std::fs::read_to_string(file).expect("a readable file");
-        let mut references = crate_references(&text);
-        references.extend(multiline_use_blocks(&text));
-        for (used, line) in references {
+        for (used, line) in crate_references(&text) {
             if used == module || used == "self" || used == "super" {
                 continue;
             }
@@ -145,13 +138,20 @@ fn the_daemon_modules_depend_on_each_other_one_way() {
 
 #[test]
 fn the_scan_sees_every_form_of_a_crate_path() {
-    let text = "use crate::{\n    config::Settings,\n    node::NodeActors,\n};\nuse crate::{debug, fleet::Fleet};\nlet x = crate::daemon::run(); // crate::ignored\n";
-    let mut names: Vec<String> = crate_references(text)
-        .into_iter()
-        .chain(multiline_use_blocks(text))
-        .map(|(name, _)| name)
-        .collect();
-    names.sort();
-    names.dedup();
-    assert_eq!(names, ["config", "daemon", "debug", "fleet", "node"]);
+    let text = "use crate::{\n    config::Settings,\n    node::{\n        NodeActors,\n        Parts,\n    },\n    kube_api::KubeApi,\n};\nuse crate::{debug, fleet::Fleet};\nlet x = crate::daemon::run(); // crate::ignored\n";
+    let found = crate_references(text);
+    let mut names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["config", "daemon", "debug", "fleet", "kube_api", "node"]
+    );
+    let line = |module: &str| {
+        found
+            .iter()
+            .find(|(name, _)| name == module)
+            .map(|(_, line)| *line)
+    };
+    assert_eq!(line("kube_api"), Some(7), "the line after a nested group");
+    assert_eq!(line("daemon"), Some(10));
 }
