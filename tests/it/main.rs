@@ -14,6 +14,7 @@ mod chaos;
 mod cli_commands;
 mod config_fuzz;
 mod config_rejection;
+mod cri_runtime;
 mod daemon_process;
 mod debug_endpoint;
 mod deploy_manifests;

@@ -5,13 +5,16 @@ pub mod attack;
 pub mod cluster;
 pub mod collector;
 pub mod containerd;
+pub mod cri_fixture;
 pub mod daemon;
 pub mod host_fixture;
 pub mod identity;
 pub mod node;
 pub mod observer;
+pub mod oci_image;
 pub mod pods;
 pub mod spoiling_proxy;
+pub mod tar_archive;
 
 use std::{
     future::Future,
