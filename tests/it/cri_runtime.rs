@@ -1,6 +1,7 @@
 //! The CRI client's pod calls against a real containerd and runc, with the offline test
 //! images and the CNI bridge, no API server: a sandbox gets its IP from CNI in the test range;
-//! a container writes into a mounted host directory and completes; one exiting 1 says Error;
+//! a container writes into a mounted host directory and completes, and sees the pod's hostname,
+//! DNS config, env and working dir, its stdout in the CRI log file; one exiting 1 says Error;
 //! ExecSync returns output and exit code, and its timeout is told apart; a missing image has
 //! no status; stopped and removed things are no longer listed.
 
@@ -14,7 +15,7 @@ use std::{
 use nodepulse::cri::{clamp_oom_score_adj, own_oom_score_adj};
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError, ContainerState,
-    LinuxResources, Mount, SandboxConfig, SandboxState,
+    DnsConfig, LinuxResources, Mount, SandboxConfig, SandboxState,
 };
 
 /// The runtime's side of a pod: the sandbox's config and id, and how long RunPodSandbox took.
@@ -24,8 +25,7 @@ struct Sandbox {
     took: Duration,
 }
 
-async fn run_sandbox(fixture: &CriFixture, name: &str) -> Sandbox {
-    let config = fixture.sandbox_config(name);
+async fn run_sandbox(fixture: &CriFixture, config: SandboxConfig) -> Sandbox {
     let started = Instant::now();
     let id = fixture
         .client
@@ -39,14 +39,14 @@ async fn run_sandbox(fixture: &CriFixture, name: &str) -> Sandbox {
     }
 }
 
-/// A sandbox for pod `name` with one container from `config`, created and started; the
+/// A sandbox from `sandbox` with one container from `config`, created and started; the
 /// sandbox, the container id, and how long CreateContainer and StartContainer took.
 async fn run_pod(
     fixture: &CriFixture,
-    name: &str,
+    sandbox: SandboxConfig,
     config: ContainerConfig,
 ) -> (Sandbox, String, Duration, Duration) {
-    let sandbox = run_sandbox(fixture, name).await;
+    let sandbox = run_sandbox(fixture, sandbox).await;
     let created = Instant::now();
     let id = fixture
         .client
@@ -72,7 +72,7 @@ async fn a_sandbox_runs_with_an_ip_from_cni_in_the_test_range() {
         return;
     };
     let fixture = CriFixture::start("sandbox-ip").await;
-    let Sandbox { id, took, .. } = run_sandbox(&fixture, "web").await;
+    let Sandbox { id, took, .. } = run_sandbox(&fixture, fixture.sandbox_config("web")).await;
     eprintln!("figure: RunPodSandbox (pause image present, CNI bridge) took {took:?}");
 
     let status = fixture
@@ -133,7 +133,7 @@ async fn a_container_writes_into_a_mounted_host_directory_and_completes() {
         oom_score_adj: -997,
         ..LinuxResources::default()
     });
-    let (_, id, create, start) = run_pod(&fixture, "writer", config).await;
+    let (_, id, create, start) = run_pod(&fixture, fixture.sandbox_config("writer"), config).await;
     eprintln!("figure: CreateContainer took {create:?}, StartContainer {start:?}");
 
     let status = fixture.wait_exited(&id).await;
@@ -156,6 +156,49 @@ async fn a_container_writes_into_a_mounted_host_directory_and_completes() {
 }
 
 #[tokio::test]
+async fn the_container_sees_the_pods_hostname_dns_env_and_working_dir_and_logs_stdout() {
+    let Some(()) = CriFixture::required(
+        "the_container_sees_the_pods_hostname_dns_env_and_working_dir_and_logs_stdout",
+    ) else {
+        return;
+    };
+    let fixture = CriFixture::start("pod-settings").await;
+    let mut sandbox = fixture.sandbox_config("settings");
+    sandbox.hostname = "settings-host".to_owned();
+    sandbox.dns = Some(DnsConfig {
+        servers: vec!["198.18.0.53".to_owned()],
+        searches: vec!["default.svc.cluster.local".to_owned()],
+        options: vec!["ndots:5".to_owned()],
+    });
+    let mut config = shell_container(
+        "main",
+        "hostname; echo \"$GREETING\"; pwd; cat /etc/resolv.conf",
+        vec![],
+    );
+    config.envs = vec![("GREETING".to_owned(), "hello from env".to_owned())];
+    config.working_dir = "/tmp".to_owned();
+    let (sandbox, id, _, _) = run_pod(&fixture, sandbox, config).await;
+    let status = fixture.wait_exited(&id).await;
+    assert_eq!(status.exit_code, 0);
+
+    // CRI log lines: `<time> stdout F <line>`, in the log directory at the container's path.
+    let log =
+        std::fs::read_to_string(sandbox.config.log_directory.join("main/0.log")).expect("log");
+    let lines: Vec<&str> = log
+        .lines()
+        .filter_map(|line| line.split_once(" stdout F ").map(|(_, text)| text))
+        .collect();
+    assert_eq!(
+        lines[..3],
+        ["settings-host", "hello from env", "/tmp"],
+        "{log}"
+    );
+    assert!(lines.contains(&"nameserver 198.18.0.53"), "{log}");
+    assert!(lines.contains(&"search default.svc.cluster.local"), "{log}");
+    assert!(lines.contains(&"options ndots:5"), "{log}");
+}
+
+#[tokio::test]
 async fn a_container_exiting_1_says_error() {
     let Some(()) = CriFixture::required("a_container_exiting_1_says_error") else {
         return;
@@ -163,7 +206,7 @@ async fn a_container_exiting_1_says_error() {
     let fixture = CriFixture::start("exits-1").await;
     let (_, id, _, _) = run_pod(
         &fixture,
-        "failing",
+        fixture.sandbox_config("failing"),
         shell_container("main", "exit 1", vec![]),
     )
     .await;
@@ -181,7 +224,7 @@ async fn exec_sync_returns_output_and_exit_code_and_reports_a_timeout() {
     let fixture = CriFixture::start("exec").await;
     let (_, id, _, _) = run_pod(
         &fixture,
-        "exec",
+        fixture.sandbox_config("exec"),
         shell_container("main", UNTIL_TERM, vec![]),
     )
     .await;
@@ -246,7 +289,7 @@ async fn stop_and_remove_leave_nothing_listed() {
     let fixture = CriFixture::start("stop-remove").await;
     let (sandbox, id, _, _) = run_pod(
         &fixture,
-        "doomed",
+        fixture.sandbox_config("doomed"),
         shell_container("main", UNTIL_TERM, vec![]),
     )
     .await;
