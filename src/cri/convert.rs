@@ -6,8 +6,8 @@ use std::{collections::HashMap, path::Path};
 
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, ImageInfo,
-    Labels, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter, SandboxMetadata,
-    SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
+    Labels, MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
+    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
 };
 
 use super::proto;
@@ -98,7 +98,7 @@ pub(super) fn sandbox_config(config: &SandboxConfig) -> proto::PodSandboxConfig 
                 privileged: security.privileged,
                 run_as_group: int64(security.run_as_group),
             }),
-            sysctls: HashMap::new(),
+            sysctls: map(&config.sysctls),
         }),
     }
 }
@@ -133,7 +133,10 @@ pub(super) fn container_config(
             name: config.name.clone(),
             attempt: config.attempt,
         }),
-        image: Some(image_spec(&config.image)),
+        image: Some(proto::ImageSpec {
+            user_specified_image: config.user_specified_image.clone(),
+            ..image_spec(&config.image)
+        }),
         command: config.command.clone(),
         args: config.args.clone(),
         working_dir: config.working_dir.clone(),
@@ -153,7 +156,16 @@ pub(super) fn container_config(
                 host_path: path(&mount.host_path),
                 readonly: mount.readonly,
                 selinux_relabel: false,
-                propagation: 0,
+                propagation: match mount.propagation {
+                    MountPropagation::Private => proto::MountPropagation::PropagationPrivate,
+                    MountPropagation::HostToContainer => {
+                        proto::MountPropagation::PropagationHostToContainer
+                    }
+                    MountPropagation::Bidirectional => {
+                        proto::MountPropagation::PropagationBidirectional
+                    }
+                }
+                .into(),
             })
             .collect(),
         labels: map(&config.labels),

@@ -119,14 +119,24 @@ async fn a_container_writes_into_a_mounted_host_directory_and_completes() {
     };
     let fixture = CriFixture::start("writes-file").await;
     let out = tempfile::tempdir().expect("host directory");
+    let input = tempfile::tempdir().expect("host directory");
+    std::fs::write(input.path().join("message"), "hello\n").expect("input file");
+    let script = "cat /in/message > /out/greeting; \
+                  if touch /in/x 2>/dev/null; then echo writable; else echo read-only; fi > /out/in; \
+                  cat /proc/self/oom_score_adj > /out/oom_score_adj";
+    let mount = |container: &str, host: &std::path::Path, readonly| Mount {
+        container_path: container.into(),
+        host_path: host.to_path_buf(),
+        readonly,
+        ..Mount::default()
+    };
     let mut config = shell_container(
         "main",
-        "echo hello > /out/greeting; cat /proc/self/oom_score_adj > /out/oom_score_adj",
-        vec![Mount {
-            container_path: "/out".into(),
-            host_path: out.path().to_path_buf(),
-            readonly: false,
-        }],
+        script,
+        vec![
+            mount("/out", out.path(), false),
+            mount("/in", input.path(), true),
+        ],
     );
     // The kubelet's value for a Guaranteed pod, which this process may not set.
     config.resources = Some(LinuxResources {
@@ -146,6 +156,9 @@ async fn a_container_writes_into_a_mounted_host_directory_and_completes() {
     );
     let greeting = std::fs::read_to_string(out.path().join("greeting")).expect("the file");
     assert_eq!(greeting, "hello\n");
+    let input_mount = std::fs::read_to_string(out.path().join("in")).expect("the check");
+    assert_eq!(input_mount, "read-only\n");
+    assert!(!input.path().join("x").exists());
     let oom: i64 = std::fs::read_to_string(out.path().join("oom_score_adj"))
         .expect("oom_score_adj written")
         .trim()

@@ -62,6 +62,8 @@ pub struct SandboxConfig {
     /// `hostNetwork`: the sandbox joins the node's network namespace (no CNI).
     pub host_network: bool,
     pub security: SecurityContext,
+    /// `securityContext.sysctls`, names with `/` already turned into `.`.
+    pub sysctls: Labels,
 }
 
 /// The Linux security settings the kubelet passes for a sandbox or a container.
@@ -116,13 +118,26 @@ pub struct SandboxFilter {
     pub labels: Labels,
 }
 
-/// A host path bind-mounted into a container (CRI `Mount`); the termination message file is
-/// one too, at `terminationMessagePath`.
+/// `volumeMounts[].mountPropagation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MountPropagation {
+    /// `None`: rprivate.
+    #[default]
+    Private,
+    /// `HostToContainer`: rslave.
+    HostToContainer,
+    /// `Bidirectional`: rshared (privileged containers only).
+    Bidirectional,
+}
+
+/// A host path bind-mounted into a container (CRI `Mount`); the termination message file and
+/// `/etc/hosts` are mounts too.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Mount {
     pub container_path: PathBuf,
     pub host_path: PathBuf,
     pub readonly: bool,
+    pub propagation: MountPropagation,
 }
 
 /// CPU and memory as CRI Linux resources (the kubelet's conversion of requests and limits).
@@ -142,7 +157,10 @@ pub struct LinuxResources {
 pub struct ContainerConfig {
     pub name: String,
     pub attempt: u32,
+    /// The image reference ImageStatus or PullImage resolved.
     pub image: String,
+    /// The image as the pod spec names it.
+    pub user_specified_image: String,
     pub command: Vec<String>,
     pub args: Vec<String>,
     pub working_dir: String,

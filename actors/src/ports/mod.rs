@@ -17,9 +17,9 @@ pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
     ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
     ContainerRuntimeResult, ContainerState, ContainerStatus, ContainerSummary, DnsConfig,
-    ExecOutput, ImageInfo, Labels, LinuxResources, Mount, PortMapping, Protocol, PullAuth,
-    SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary,
-    SecurityContext,
+    ExecOutput, ImageInfo, Labels, LinuxResources, Mount, MountPropagation, PortMapping, Protocol,
+    PullAuth, SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus,
+    SandboxSummary, SecurityContext,
 };
 pub use host::{
     FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,

@@ -34,8 +34,16 @@ pub struct KeyValue {
     pub value: Vec<u8>,
 }
 
-/// `Mount` (propagation: `PROPAGATION_PRIVATE = 0`, `HOST_TO_CONTAINER = 1`,
-/// `BIDIRECTIONAL = 2`).
+/// `MountPropagation`: rprivate, rslave, rshared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum MountPropagation {
+    PropagationPrivate = 0,
+    PropagationHostToContainer = 1,
+    PropagationBidirectional = 2,
+}
+
+/// `Mount`
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Mount {
     #[prost(string, tag = "1")]
@@ -46,7 +54,7 @@ pub struct Mount {
     pub readonly: bool,
     #[prost(bool, tag = "4")]
     pub selinux_relabel: bool,
-    #[prost(int32, tag = "5")]
+    #[prost(enumeration = "MountPropagation", tag = "5")]
     pub propagation: i32,
 }
 

@@ -105,6 +105,11 @@ fn sandbox() -> SandboxConfig {
         }],
         labels: [("io.kubernetes.pod.uid".to_owned(), "u-1".to_owned())].into(),
         host_network: true,
+        sysctls: [(
+            "net.ipv4.ip_unprivileged_port_start".to_owned(),
+            "0".to_owned(),
+        )]
+        .into(),
         ..SandboxConfig::default()
     }
 }
@@ -135,6 +140,10 @@ fn run_pod_sandbox_puts_every_field_at_its_cri_number() {
     // linux.security_context.namespace_options: network NODE (2), pid CONTAINER (1).
     assert_eq!(varint(&wire, &[1, 8, 2, 1, 1]), 2);
     assert_eq!(varint(&wire, &[1, 8, 2, 1, 2]), 1);
+    assert_eq!(
+        text(&wire, &[1, 8, 3, 1]),
+        "net.ipv4.ip_unprivileged_port_start"
+    );
 }
 
 #[test]
@@ -142,7 +151,8 @@ fn create_container_puts_every_field_at_its_cri_number() {
     let config = ContainerConfig {
         name: "main".into(),
         attempt: 1,
-        image: "nodepulse.test/busybox:1".into(),
+        image: "sha256:0123".into(),
+        user_specified_image: "nodepulse.test/busybox:1".into(),
         command: vec!["/bin/sh".into()],
         args: vec!["-c".into(), "true".into()],
         working_dir: "/work".into(),
@@ -151,6 +161,7 @@ fn create_container_puts_every_field_at_its_cri_number() {
             container_path: "/out".into(),
             host_path: "/tmp/out".into(),
             readonly: true,
+            propagation: nodepulse_actors::ports::MountPropagation::HostToContainer,
         }],
         log_path: "main/1.log".into(),
         resources: Some(LinuxResources {
@@ -178,7 +189,8 @@ fn create_container_puts_every_field_at_its_cri_number() {
     assert_eq!(text(&wire, &[3, 2]), "web-host");
     assert_eq!(text(&wire, &[2, 1, 1]), "main");
     assert_eq!(varint(&wire, &[2, 1, 2]), 1);
-    assert_eq!(text(&wire, &[2, 2, 1]), "nodepulse.test/busybox:1");
+    assert_eq!(text(&wire, &[2, 2, 1]), "sha256:0123");
+    assert_eq!(text(&wire, &[2, 2, 18]), "nodepulse.test/busybox:1");
     assert_eq!(text(&wire, &[2, 3]), "/bin/sh");
     assert_eq!(text(&wire, &[2, 4]), "-c");
     assert_eq!(text(&wire, &[2, 5]), "/work");
@@ -187,6 +199,7 @@ fn create_container_puts_every_field_at_its_cri_number() {
     assert_eq!(text(&wire, &[2, 7, 1]), "/out");
     assert_eq!(text(&wire, &[2, 7, 2]), "/tmp/out");
     assert_eq!(varint(&wire, &[2, 7, 3]), 1);
+    assert_eq!(varint(&wire, &[2, 7, 5]), 1, "HostToContainer");
     assert_eq!(text(&wire, &[2, 11]), "main/1.log");
     assert_eq!(varint(&wire, &[2, 15, 1, 4]), 64 << 20);
     // The clamped value travels, not the one asked for; 0 is proto3's default, so absent.
@@ -347,4 +360,40 @@ fn pull_auth_goes_to_its_fields_and_never_into_a_debug_line() {
     assert_eq!(text(&wire, &[2, 1]), "robot");
     assert_eq!(text(&wire, &[2, 2]), "hunter2");
     assert_eq!(text(&wire, &[2, 4]), "registry.test");
+}
+
+#[test]
+fn list_filters_put_id_state_sandbox_and_labels_at_their_cri_numbers() {
+    let labels: nodepulse_actors::ports::Labels =
+        [("io.kubernetes.pod.uid".to_owned(), "u-1".to_owned())].into();
+    let wire = ListContainersRequest {
+        filter: Some(convert::container_filter(
+            nodepulse_actors::ports::ContainerFilter {
+                id: Some("c".into()),
+                state: Some(ContainerState::Exited),
+                sandbox_id: Some("sb".into()),
+                labels: labels.clone(),
+            },
+        )),
+    }
+    .encode_to_vec();
+    assert_eq!(text(&wire, &[1, 1]), "c");
+    assert_eq!(varint(&wire, &[1, 2, 1]), 2, "CONTAINER_EXITED");
+    assert_eq!(text(&wire, &[1, 3]), "sb");
+    assert_eq!(text(&wire, &[1, 4, 1]), "io.kubernetes.pod.uid");
+    assert_eq!(text(&wire, &[1, 4, 2]), "u-1");
+
+    let wire = ListPodSandboxRequest {
+        filter: Some(convert::sandbox_filter(
+            nodepulse_actors::ports::SandboxFilter {
+                id: Some("sb".into()),
+                state: Some(SandboxState::NotReady),
+                labels,
+            },
+        )),
+    }
+    .encode_to_vec();
+    assert_eq!(text(&wire, &[1, 1]), "sb");
+    assert_eq!(varint(&wire, &[1, 2, 1]), 1, "SANDBOX_NOTREADY");
+    assert_eq!(text(&wire, &[1, 3, 1]), "io.kubernetes.pod.uid");
 }
