@@ -336,4 +336,27 @@ mod tests {
         assert_eq!(seconds(Duration::from_millis(2500)), 3);
         assert_eq!(seconds(Duration::ZERO), 0);
     }
+
+    #[test]
+    fn not_found_is_an_answer_and_other_statuses_are_failed_calls() {
+        let not_found = CallFailure::Status {
+            code: tonic::Code::NotFound,
+            message: "container \"c\" not found".to_owned(),
+        };
+        assert!(matches!(
+            not_found.into_container_error("ContainerStatus"),
+            ContainerRuntimeError::NotFound {
+                method: "ContainerStatus",
+                ..
+            }
+        ));
+        let invalid = CallFailure::Status {
+            code: tonic::Code::InvalidArgument,
+            message: "bad".to_owned(),
+        };
+        assert_eq!(
+            invalid.into_container_error("CreateContainer").to_string(),
+            "CreateContainer failed: Client specified an invalid argument: bad"
+        );
+    }
 }
