@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the runtime-probe tests start for themselves: containerd, runc and the CNI
-# plugins (/usr/lib/cni). Only what is missing is installed, so running it again is cheap; the
+# Installs what the runtime-probe and CRI tests start for themselves: containerd, runc, the CNI
+# plugins (/usr/lib/cni) and busybox-static (/bin/busybox, the content of the offline test
+# images the tests build and import; these machines reach no registry). Only what is missing is installed, so running it again is cheap; the
 # tests start their own containerd on a private socket, so nothing is enabled or started here.
 set -euo pipefail
 
@@ -8,6 +9,7 @@ missing=()
 command -v containerd >/dev/null 2>&1 || missing+=(containerd)
 command -v runc >/dev/null 2>&1 || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+[ -x /bin/busybox ] || missing+=(busybox-static)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 if [ -f emulator/ci-setup.sh ]; then
   bash emulator/ci-setup.sh
 fi
-bash scripts/ci-setup-containerd.sh  # containerd, runc and CNI plugins for tests/runtime_probe.rs
+bash scripts/ci-setup-containerd.sh  # containerd, runc, CNI plugins and busybox-static for the runtime and pod tests
 # openssl mints the test certificates of tests/kubeconfig_tls.rs.
 if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq

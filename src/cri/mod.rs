@@ -1,9 +1,15 @@
 //! The CRI adapter: [`RuntimeService`] over the container runtime's unix socket with tonic,
 //! using the hand-written messages in [`proto`]. Every call is bounded by
 //! `runtimeRequestTimeout`; a broken or timed-out connection is dropped so the next call dials
-//! afresh (a runtime that restarted is found again without restarting nodepulse).
+//! afresh (a runtime that restarted is found again without restarting nodepulse). The pod
+//! calls ([`ContainerRuntime`](nodepulse_actors::ports::ContainerRuntime)) are in [`pods`].
 
+mod convert;
+mod oom;
+mod pods;
 pub mod proto;
+
+pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
 
 use std::{
     path::{Path, PathBuf},
@@ -31,6 +37,8 @@ pub struct CriClient {
     timeout: Duration,
     /// The current connection; `None` after a failure, until the next call dials again.
     channel: Arc<Mutex<Option<Channel>>>,
+    /// The lowest `oom_score_adj` this process may ask for, read once on first use.
+    oom_floor: Arc<oom::OomFloor>,
 }
 
 impl CriClient {
@@ -41,6 +49,7 @@ impl CriClient {
             socket: Arc::new(socket_path(endpoint)?),
             timeout,
             channel: Arc::new(Mutex::new(None)),
+            oom_floor: Arc::default(),
         })
     }
 
@@ -76,7 +85,7 @@ impl CriClient {
         }
     }
 
-    /// One unary call, bounded by the request timeout.
+    /// One unary call, bounded by the request timeout; any error status is a failed call.
     fn call<Request, Response>(
         &self,
         method: &'static str,
@@ -87,17 +96,37 @@ impl CriClient {
         Request: prost::Message + Send + Sync + 'static,
         Response: prost::Message + Default + Send + Sync + 'static,
     {
+        self.unary(method, path, request, self.timeout)
+            .map(move |result| result.map_err(|failure| failure.into_runtime_error(method)))
+            .boxed()
+    }
+
+    /// One unary call bounded by `timeout`, the runtime's error status kept for the caller to
+    /// tell NotFound and DeadlineExceeded apart.
+    fn unary<Request, Response>(
+        &self,
+        method: &'static str,
+        path: &'static str,
+        request: Request,
+        timeout: Duration,
+    ) -> BoxFuture<'static, Result<Response, CallFailure>>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+    {
         let client = self.clone();
         async move {
             if !client.socket.exists() {
                 client.forget_connection();
-                return Err(RuntimeError::SocketMissing {
+                return Err(CallFailure::Transport(RuntimeError::SocketMissing {
                     path: client.socket.to_path_buf(),
-                });
+                }));
             }
-            let unreachable = |message: String| RuntimeError::Unreachable {
-                path: client.socket.to_path_buf(),
-                message,
+            let unreachable = |message: String| {
+                CallFailure::Transport(RuntimeError::Unreachable {
+                    path: client.socket.to_path_buf(),
+                    message,
+                })
             };
             let exchange = async {
                 let mut grpc = tonic::client::Grpc::new(client.channel());
@@ -114,28 +143,50 @@ impl CriClient {
                 .map_err(|status| match status.code() {
                     // Connection refused, reset or closed: the runtime is gone or restarting.
                     tonic::Code::Unavailable => unreachable(status.message().to_owned()),
-                    code => RuntimeError::Call {
-                        method,
-                        message: format!("{code}: {}", status.message()),
+                    code => CallFailure::Status {
+                        code,
+                        message: status.message().to_owned(),
                     },
                 })
             };
-            let result = match tokio::time::timeout(client.timeout, exchange).await {
+            let result = match tokio::time::timeout(timeout, exchange).await {
                 Ok(result) => result,
-                Err(_) => Err(RuntimeError::Timeout {
+                Err(_) => Err(CallFailure::Transport(RuntimeError::Timeout {
                     method,
-                    timeout: client.timeout,
-                }),
+                    timeout,
+                })),
             };
             if matches!(
                 result,
-                Err(RuntimeError::Unreachable { .. } | RuntimeError::Timeout { .. })
+                Err(CallFailure::Transport(
+                    RuntimeError::Unreachable { .. } | RuntimeError::Timeout { .. }
+                ))
             ) {
                 client.forget_connection();
             }
             result
         }
         .boxed()
+    }
+}
+
+/// How one call failed: on the way (no socket, no connection, no answer in time), or with the
+/// runtime's error status.
+#[derive(Debug)]
+enum CallFailure {
+    Transport(RuntimeError),
+    Status { code: tonic::Code, message: String },
+}
+
+impl CallFailure {
+    fn into_runtime_error(self, method: &'static str) -> RuntimeError {
+        match self {
+            Self::Transport(error) => error,
+            Self::Status { code, message } => RuntimeError::Call {
+                method,
+                message: format!("{code}: {message}"),
+            },
+        }
     }
 }
 

@@ -1,7 +1,26 @@
 //! The few CRI v1 (`runtime.v1`) messages nodepulse exchanges, written by hand with prost's
 //! derives so the build needs no protoc. Field numbers are those of kubernetes/cri-api
 //! `pkg/apis/runtime/v1/api.proto`; fields nodepulse never reads are left out (prost skips
-//! unknown fields on decode, and proto3 omits them on encode).
+//! unknown fields on decode, and proto3 omits them on encode). The pod calls' messages live in
+//! the submodules, one per CRI area.
+
+mod container;
+mod image;
+mod sandbox;
+
+pub use container::*;
+pub use image::*;
+pub use sandbox::*;
+
+#[cfg(test)]
+mod wire_tests;
+
+/// `Int64Value { int64 value = 1; }`: an int64 that can be unset (a user id of 0 is root).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Int64Value {
+    #[prost(int64, tag = "1")]
+    pub value: i64,
+}
 
 /// `VersionRequest { string version = 1; }`
 #[derive(Clone, PartialEq, prost::Message)]
@@ -131,6 +150,21 @@ pub mod paths {
     pub const VERSION: &str = "/runtime.v1.RuntimeService/Version";
     pub const UPDATE_RUNTIME_CONFIG: &str = "/runtime.v1.RuntimeService/UpdateRuntimeConfig";
     pub const IMAGE_FS_INFO: &str = "/runtime.v1.ImageService/ImageFsInfo";
+    pub const RUN_POD_SANDBOX: &str = "/runtime.v1.RuntimeService/RunPodSandbox";
+    pub const STOP_POD_SANDBOX: &str = "/runtime.v1.RuntimeService/StopPodSandbox";
+    pub const REMOVE_POD_SANDBOX: &str = "/runtime.v1.RuntimeService/RemovePodSandbox";
+    pub const POD_SANDBOX_STATUS: &str = "/runtime.v1.RuntimeService/PodSandboxStatus";
+    pub const LIST_POD_SANDBOX: &str = "/runtime.v1.RuntimeService/ListPodSandbox";
+    pub const CREATE_CONTAINER: &str = "/runtime.v1.RuntimeService/CreateContainer";
+    pub const START_CONTAINER: &str = "/runtime.v1.RuntimeService/StartContainer";
+    pub const STOP_CONTAINER: &str = "/runtime.v1.RuntimeService/StopContainer";
+    pub const REMOVE_CONTAINER: &str = "/runtime.v1.RuntimeService/RemoveContainer";
+    pub const CONTAINER_STATUS: &str = "/runtime.v1.RuntimeService/ContainerStatus";
+    pub const LIST_CONTAINERS: &str = "/runtime.v1.RuntimeService/ListContainers";
+    pub const EXEC_SYNC: &str = "/runtime.v1.RuntimeService/ExecSync";
+    pub const IMAGE_STATUS: &str = "/runtime.v1.ImageService/ImageStatus";
+    pub const PULL_IMAGE: &str = "/runtime.v1.ImageService/PullImage";
+    pub const LIST_IMAGES: &str = "/runtime.v1.ImageService/ListImages";
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! return boxed futures so the actors can run them without blocking their mailbox.
 
 mod api;
+mod container_runtime;
 #[cfg(test)]
 pub(crate) mod fakes;
 mod host;
@@ -14,6 +15,13 @@ mod recovery;
 mod runtime;
 
 pub use api::{ApiError, ApiResult};
+pub use container_runtime::{
+    ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
+    ContainerRuntimeResult, ContainerState, ContainerStatus, ContainerSummary, DnsConfig,
+    ExecOutput, ImageInfo, Labels, LinuxResources, Mount, MountPropagation, PortMapping, Protocol,
+    PullAuth, SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus,
+    SandboxSummary, SecurityContext,
+};
 pub use host::{
     FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,
 };

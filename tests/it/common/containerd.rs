@@ -1,5 +1,7 @@
 //! A private containerd for one test: its own socket, root, state and CNI config directory
 //! under a temporary directory, so tests run in parallel and never touch the host's runtime.
+//! Pods run on it: the sandbox image is the offline pause image (`oci_image`), the CNI config
+//! puts them on a bridge in 198.18.0.0/24, and `oom_score_adj` is held to containerd's own.
 //! Installed by `scripts/ci-setup-containerd.sh`; when it is missing, tests skip — except in
 //! CI (`CI=true`), where they fail.
 
@@ -8,18 +10,23 @@ use std::{
     process::{Child, Command, Stdio},
 };
 
+use super::oci_image;
+
 pub struct Containerd {
     dir: tempfile::TempDir,
     child: Option<Child>,
 }
 
-/// A CNI config the CRI plugin accepts (plugins from containernetworking-plugins).
+/// A CNI config the CRI plugin accepts (plugins from containernetworking-plugins). Tests may
+/// use only loopback and their own ranges: 198.18.0.0/24 is from the benchmarking block
+/// (RFC 2544). Every test's containerd shares the bridge and host-local's lease files, which
+/// host-local locks, so parallel tests never get the same address.
 const CONFLIST: &str = r#"{
   "cniVersion": "0.4.0",
   "name": "nodepulse-test",
   "plugins": [
     {"type": "bridge", "bridge": "nptest0", "isGateway": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.254.0.0/24"}]]}},
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.18.0.0/24"}]]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
@@ -63,6 +70,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   address = "{socket}"
 [ttrpc]
   address = "{socket}.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{sandbox_image}"
+  # Without CAP_SYS_RESOURCE nothing may go below its own oom_score_adj; without this the
+  # pause container's -998 fails every RunPodSandbox.
+  restrict_oom_score_adj = true
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = "/usr/lib/cni"
   conf_dir = "{conf_dir}"
@@ -71,6 +83,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             state = path.join("state").display(),
             socket = path.join("containerd.sock").display(),
             conf_dir = path.join("net.d").display(),
+            sandbox_image = oci_image::PAUSE_IMAGE,
         );
         std::fs::write(path.join("config.toml"), config).expect("config");
         let mut containerd = Self { dir, child: None };
@@ -116,6 +129,27 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             CONFLIST,
         )
         .expect("conflist");
+    }
+
+    /// Imports the offline busybox and pause images into the `k8s.io` namespace, where the
+    /// CRI plugin finds them (it learns of them from containerd's events, so a caller polls
+    /// ImageStatus before relying on one). The runtime must be serving.
+    pub fn import_test_images(&self) {
+        let archive = self.dir.path().join("images.tar");
+        std::fs::write(&archive, oci_image::image_archive()).expect("image archive");
+        let output = Command::new("ctr")
+            .arg("--address")
+            .arg(self.socket())
+            .args(["--namespace", "k8s.io", "images", "import"])
+            .arg(&archive)
+            .output()
+            .expect("ctr runs");
+        assert!(
+            output.status.success(),
+            "ctr images import failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     /// SIGKILL, as a crash: the socket file stays behind.

@@ -6,15 +6,18 @@ pub mod cleanup;
 pub mod cluster;
 pub mod collector;
 pub mod containerd;
+pub mod cri_fixture;
 pub mod daemon;
 pub mod host_fixture;
 pub mod identity;
 pub mod node;
 pub mod observer;
+pub mod oci_image;
 pub mod outage;
 pub mod pods;
 pub mod skip;
 pub mod spoiling_proxy;
+pub mod tar_archive;
 
 use std::{
     future::Future,

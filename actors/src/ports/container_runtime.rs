@@ -1,0 +1,362 @@
+//! The container runtime as the CRI pod provider reaches it: sandboxes, containers, exec and
+//! images, in typed requests and answers rather than CRI messages, so the provider can be
+//! tested against a fake. The daemon implements it over the runtime's socket (`CriClient`);
+//! every call is bounded by `runtimeRequestTimeout` (ExecSync by that plus its own timeout).
+
+use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
+
+use futures::future::BoxFuture;
+
+use super::RuntimeError;
+
+/// Labels and annotations, ordered so equal maps compare and print alike.
+pub type Labels = BTreeMap<String, String>;
+
+/// Which pod a sandbox belongs to (CRI `PodSandboxMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxMetadata {
+    pub name: String,
+    pub uid: String,
+    pub namespace: String,
+    pub attempt: u32,
+}
+
+/// The resolv.conf the runtime writes for the sandbox (CRI `DNSConfig`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DnsConfig {
+    pub servers: Vec<String>,
+    pub searches: Vec<String>,
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    #[default]
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+/// A container port published on the host (CRI `PortMapping`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PortMapping {
+    pub protocol: Protocol,
+    pub container_port: i32,
+    pub host_port: i32,
+    pub host_ip: String,
+}
+
+/// What RunPodSandbox is given, and what CreateContainer and PullImage repeat.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxConfig {
+    pub metadata: SandboxMetadata,
+    pub hostname: String,
+    /// `/var/log/pods/<namespace>_<name>_<uid>`; container log paths are relative to it.
+    pub log_directory: PathBuf,
+    /// `None` for `dnsPolicy: None` without a `dnsConfig`: the runtime's default.
+    pub dns: Option<DnsConfig>,
+    pub port_mappings: Vec<PortMapping>,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub cgroup_parent: String,
+    /// `hostNetwork`: the sandbox joins the node's network namespace (no CNI).
+    pub host_network: bool,
+    pub security: SecurityContext,
+    /// `securityContext.sysctls`, names with `/` already turned into `.`.
+    pub sysctls: Labels,
+}
+
+/// The Linux security settings the kubelet passes for a sandbox or a container.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SecurityContext {
+    pub run_as_user: Option<i64>,
+    pub run_as_group: Option<i64>,
+    pub supplemental_groups: Vec<i64>,
+    pub privileged: bool,
+    pub readonly_rootfs: bool,
+    pub add_capabilities: Vec<String>,
+    pub drop_capabilities: Vec<String>,
+    pub no_new_privs: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxState {
+    Ready,
+    NotReady,
+}
+
+/// CRI `PodSandboxStatus`: the pod IPs come from here (the runtime's CNI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxStatus {
+    pub id: String,
+    pub metadata: SandboxMetadata,
+    pub state: SandboxState,
+    /// Nanoseconds since the Unix epoch.
+    pub created_at: i64,
+    /// The primary IP first, then the additional ones; empty on the host network.
+    pub ips: Vec<String>,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+/// One sandbox of ListPodSandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSummary {
+    pub id: String,
+    pub metadata: SandboxMetadata,
+    pub state: SandboxState,
+    pub created_at: i64,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+/// Which sandboxes ListPodSandbox returns; the default lists all.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxFilter {
+    pub id: Option<String>,
+    pub state: Option<SandboxState>,
+    pub labels: Labels,
+}
+
+/// `volumeMounts[].mountPropagation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MountPropagation {
+    /// `None`: rprivate.
+    #[default]
+    Private,
+    /// `HostToContainer`: rslave.
+    HostToContainer,
+    /// `Bidirectional`: rshared (privileged containers only).
+    Bidirectional,
+}
+
+/// A host path bind-mounted into a container (CRI `Mount`); the termination message file and
+/// `/etc/hosts` are mounts too.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Mount {
+    pub container_path: PathBuf,
+    pub host_path: PathBuf,
+    pub readonly: bool,
+    pub propagation: MountPropagation,
+}
+
+/// CPU and memory as CRI Linux resources (the kubelet's conversion of requests and limits).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LinuxResources {
+    pub cpu_period: i64,
+    pub cpu_quota: i64,
+    pub cpu_shares: i64,
+    pub memory_limit_in_bytes: i64,
+    /// What the kubelet asks for (-997 for Guaranteed pods); the client may raise it to what
+    /// it is allowed to set.
+    pub oom_score_adj: i64,
+}
+
+/// What CreateContainer is given.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerConfig {
+    pub name: String,
+    pub attempt: u32,
+    /// The image reference ImageStatus or PullImage resolved.
+    pub image: String,
+    /// The image as the pod spec names it.
+    pub user_specified_image: String,
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+    pub working_dir: String,
+    pub envs: Vec<(String, String)>,
+    pub mounts: Vec<Mount>,
+    pub labels: Labels,
+    pub annotations: Labels,
+    /// Relative to the sandbox's log directory (`<name>/<attempt>.log`).
+    pub log_path: PathBuf,
+    pub resources: Option<LinuxResources>,
+    pub security: SecurityContext,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerState {
+    Created,
+    Running,
+    Exited,
+    Unknown,
+}
+
+/// CRI `ContainerStatus`: times in nanoseconds since the epoch, 0 when not reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerStatus {
+    pub id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub state: ContainerState,
+    pub created_at: i64,
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub exit_code: i32,
+    pub image: String,
+    pub image_ref: String,
+    /// `Completed`, `Error`, `OOMKilled`, … as the runtime says.
+    pub reason: String,
+    pub message: String,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub log_path: PathBuf,
+}
+
+/// One container of ListContainers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerSummary {
+    pub id: String,
+    pub sandbox_id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub image: String,
+    pub image_ref: String,
+    pub state: ContainerState,
+    pub created_at: i64,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+/// Which containers ListContainers returns; the default lists all.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerFilter {
+    pub id: Option<String>,
+    pub state: Option<ContainerState>,
+    pub sandbox_id: Option<String>,
+    pub labels: Labels,
+}
+
+/// What a command run by ExecSync printed and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExecOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+}
+
+/// An image the runtime holds (CRI `Image`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImageInfo {
+    pub id: String,
+    pub repo_tags: Vec<String>,
+    pub repo_digests: Vec<String>,
+    pub size_bytes: u64,
+    pub uid: Option<i64>,
+    pub username: String,
+    pub pinned: bool,
+}
+
+/// Registry credentials from `imagePullSecrets` (CRI `AuthConfig`). `Debug` hides secrets.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct PullAuth {
+    pub username: String,
+    pub password: String,
+    pub auth: String,
+    pub server_address: String,
+    pub identity_token: String,
+    pub registry_token: String,
+}
+
+impl fmt::Debug for PullAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PullAuth")
+            .field("username", &self.username)
+            .field("server_address", &self.server_address)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a pod call failed. `Runtime` covers the transport (missing socket, unreachable,
+/// timed out, any other error status) and may clear up by itself; the others are answers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContainerRuntimeError {
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The sandbox, container or image named does not exist (gRPC NotFound): retrying
+    /// will not help, the caller's view is stale.
+    #[error("{method}: not found: {message}")]
+    NotFound {
+        method: &'static str,
+        message: String,
+    },
+    /// The command ran past its ExecSync timeout (a probe counts this as a failure).
+    #[error("command {command:?} timed out after {timeout:?}")]
+    ExecTimedOut {
+        command: Vec<String>,
+        timeout: Duration,
+    },
+    /// The runtime answered without a field the call needs.
+    #[error("{method}: the runtime answered without {field}")]
+    Incomplete {
+        method: &'static str,
+        field: &'static str,
+    },
+}
+
+pub type ContainerRuntimeResult<T> = Result<T, ContainerRuntimeError>;
+
+/// The CRI pod calls. Futures are `'static` so an actor can run them beside its mailbox.
+pub trait ContainerRuntime: Send + Sync + 'static {
+    /// RunPodSandbox; the sandbox id. `runtime_handler` empty for the default runtime.
+    fn run_pod_sandbox(
+        &self,
+        config: SandboxConfig,
+        runtime_handler: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>>;
+    /// StopPodSandbox: every container of it stops, its network is torn down.
+    fn stop_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>>;
+    /// RemovePodSandbox: the sandbox and its containers are gone.
+    fn remove_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>>;
+    fn pod_sandbox_status(
+        &self,
+        id: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<SandboxStatus>>;
+    fn list_pod_sandboxes(
+        &self,
+        filter: SandboxFilter,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Vec<SandboxSummary>>>;
+    /// CreateContainer in a running sandbox; the container id.
+    fn create_container(
+        &self,
+        sandbox_id: String,
+        config: ContainerConfig,
+        sandbox: SandboxConfig,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>>;
+    fn start_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>>;
+    /// StopContainer: SIGTERM (or the image's stop signal), SIGKILL after `grace`.
+    fn stop_container(
+        &self,
+        id: String,
+        grace: Duration,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<()>>;
+    fn remove_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>>;
+    fn container_status(
+        &self,
+        id: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<ContainerStatus>>;
+    fn list_containers(
+        &self,
+        filter: ContainerFilter,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ContainerSummary>>>;
+    /// ExecSync: `command` in the container, ended after `timeout` (zero: no limit).
+    fn exec_sync(
+        &self,
+        id: String,
+        command: Vec<String>,
+        timeout: Duration,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<ExecOutput>>;
+    /// ImageStatus; `None` when the runtime does not have the image.
+    fn image_status(
+        &self,
+        image: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Option<ImageInfo>>>;
+    /// PullImage; the image reference (id or digest) the runtime now holds.
+    fn pull_image(
+        &self,
+        image: String,
+        auth: Option<PullAuth>,
+        sandbox: Option<SandboxConfig>,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>>;
+    fn list_images(&self) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ImageInfo>>>;
+}

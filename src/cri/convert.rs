@@ -1,0 +1,335 @@
+//! Between the typed requests of [`ContainerRuntime`](nodepulse_actors::ports::ContainerRuntime)
+//! and the CRI messages in [`proto`]: pure functions, no I/O. Namespaces follow the kubelet's
+//! `namespacesForPod`: network from `hostNetwork`, PID per container, IPC per pod.
+
+use std::{collections::HashMap, path::Path};
+
+use nodepulse_actors::ports::{
+    ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, ImageInfo,
+    Labels, MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
+    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
+};
+
+use super::proto;
+
+fn map(labels: &Labels) -> HashMap<String, String> {
+    labels.clone().into_iter().collect()
+}
+
+fn labels(map: HashMap<String, String>) -> Labels {
+    map.into_iter().collect()
+}
+
+fn path(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn int64(value: Option<i64>) -> Option<proto::Int64Value> {
+    value.map(|value| proto::Int64Value { value })
+}
+
+fn namespaces(host_network: bool) -> proto::NamespaceOption {
+    let network = if host_network {
+        proto::NamespaceMode::Node
+    } else {
+        proto::NamespaceMode::Pod
+    };
+    proto::NamespaceOption {
+        network: network.into(),
+        pid: proto::NamespaceMode::Container.into(),
+        ipc: proto::NamespaceMode::Pod.into(),
+    }
+}
+
+fn port_mapping(port: &PortMapping) -> proto::PortMapping {
+    let protocol = match port.protocol {
+        Protocol::Tcp => proto::Protocol::Tcp,
+        Protocol::Udp => proto::Protocol::Udp,
+        Protocol::Sctp => proto::Protocol::Sctp,
+    };
+    proto::PortMapping {
+        protocol: protocol.into(),
+        container_port: port.container_port,
+        host_port: port.host_port,
+        host_ip: port.host_ip.clone(),
+    }
+}
+
+fn sandbox_metadata(metadata: &SandboxMetadata) -> proto::PodSandboxMetadata {
+    proto::PodSandboxMetadata {
+        name: metadata.name.clone(),
+        uid: metadata.uid.clone(),
+        namespace: metadata.namespace.clone(),
+        attempt: metadata.attempt,
+    }
+}
+
+fn metadata_of(metadata: Option<proto::PodSandboxMetadata>) -> SandboxMetadata {
+    let metadata = metadata.unwrap_or_default();
+    SandboxMetadata {
+        name: metadata.name,
+        uid: metadata.uid,
+        namespace: metadata.namespace,
+        attempt: metadata.attempt,
+    }
+}
+
+pub(super) fn sandbox_config(config: &SandboxConfig) -> proto::PodSandboxConfig {
+    let security = &config.security;
+    proto::PodSandboxConfig {
+        metadata: Some(sandbox_metadata(&config.metadata)),
+        hostname: config.hostname.clone(),
+        log_directory: path(&config.log_directory),
+        dns_config: config.dns.as_ref().map(|dns| proto::DnsConfig {
+            servers: dns.servers.clone(),
+            searches: dns.searches.clone(),
+            options: dns.options.clone(),
+        }),
+        port_mappings: config.port_mappings.iter().map(port_mapping).collect(),
+        labels: map(&config.labels),
+        annotations: map(&config.annotations),
+        linux: Some(proto::LinuxPodSandboxConfig {
+            cgroup_parent: config.cgroup_parent.clone(),
+            security_context: Some(proto::LinuxSandboxSecurityContext {
+                namespace_options: Some(namespaces(config.host_network)),
+                run_as_user: int64(security.run_as_user),
+                readonly_rootfs: security.readonly_rootfs,
+                supplemental_groups: security.supplemental_groups.clone(),
+                privileged: security.privileged,
+                run_as_group: int64(security.run_as_group),
+            }),
+            sysctls: map(&config.sysctls),
+        }),
+    }
+}
+
+fn container_security(
+    security: &SecurityContext,
+    host_network: bool,
+) -> proto::LinuxContainerSecurityContext {
+    proto::LinuxContainerSecurityContext {
+        capabilities: Some(proto::Capability {
+            add_capabilities: security.add_capabilities.clone(),
+            drop_capabilities: security.drop_capabilities.clone(),
+        }),
+        privileged: security.privileged,
+        namespace_options: Some(namespaces(host_network)),
+        run_as_user: int64(security.run_as_user),
+        readonly_rootfs: security.readonly_rootfs,
+        supplemental_groups: security.supplemental_groups.clone(),
+        no_new_privs: security.no_new_privs,
+        run_as_group: int64(security.run_as_group),
+    }
+}
+
+/// CreateContainer's config; `oom_score_adj` is the value already clamped by the caller.
+pub(super) fn container_config(
+    config: &ContainerConfig,
+    sandbox: &SandboxConfig,
+    oom_score_adj: Option<i64>,
+) -> proto::ContainerConfig {
+    proto::ContainerConfig {
+        metadata: Some(proto::ContainerMetadata {
+            name: config.name.clone(),
+            attempt: config.attempt,
+        }),
+        image: Some(proto::ImageSpec {
+            user_specified_image: config.user_specified_image.clone(),
+            ..image_spec(&config.image)
+        }),
+        command: config.command.clone(),
+        args: config.args.clone(),
+        working_dir: config.working_dir.clone(),
+        envs: config
+            .envs
+            .iter()
+            .map(|(key, value)| proto::KeyValue {
+                key: key.clone(),
+                value: value.clone().into_bytes(),
+            })
+            .collect(),
+        mounts: config
+            .mounts
+            .iter()
+            .map(|mount| proto::Mount {
+                container_path: path(&mount.container_path),
+                host_path: path(&mount.host_path),
+                readonly: mount.readonly,
+                selinux_relabel: false,
+                propagation: match mount.propagation {
+                    MountPropagation::Private => proto::MountPropagation::PropagationPrivate,
+                    MountPropagation::HostToContainer => {
+                        proto::MountPropagation::PropagationHostToContainer
+                    }
+                    MountPropagation::Bidirectional => {
+                        proto::MountPropagation::PropagationBidirectional
+                    }
+                }
+                .into(),
+            })
+            .collect(),
+        labels: map(&config.labels),
+        annotations: map(&config.annotations),
+        log_path: path(&config.log_path),
+        linux: Some(proto::LinuxContainerConfig {
+            resources: config
+                .resources
+                .as_ref()
+                .map(|resources| proto::LinuxContainerResources {
+                    cpu_period: resources.cpu_period,
+                    cpu_quota: resources.cpu_quota,
+                    cpu_shares: resources.cpu_shares,
+                    memory_limit_in_bytes: resources.memory_limit_in_bytes,
+                    oom_score_adj: oom_score_adj.unwrap_or(resources.oom_score_adj),
+                    memory_swap_limit_in_bytes: 0,
+                }),
+            security_context: Some(container_security(&config.security, sandbox.host_network)),
+        }),
+    }
+}
+
+pub(super) fn image_spec(image: &str) -> proto::ImageSpec {
+    proto::ImageSpec {
+        image: image.to_owned(),
+        ..proto::ImageSpec::default()
+    }
+}
+
+fn sandbox_state(state: i32) -> SandboxState {
+    match proto::PodSandboxState::try_from(state) {
+        Ok(proto::PodSandboxState::SandboxReady) => SandboxState::Ready,
+        _ => SandboxState::NotReady,
+    }
+}
+
+pub(super) fn sandbox_status(status: proto::PodSandboxStatus) -> SandboxStatus {
+    let network = status.network.unwrap_or_default();
+    let ips = std::iter::once(network.ip)
+        .chain(network.additional_ips.into_iter().map(|ip| ip.ip))
+        .filter(|ip| !ip.is_empty())
+        .collect();
+    SandboxStatus {
+        id: status.id,
+        metadata: metadata_of(status.metadata),
+        state: sandbox_state(status.state),
+        created_at: status.created_at,
+        ips,
+        labels: labels(status.labels),
+        annotations: labels(status.annotations),
+    }
+}
+
+pub(super) fn sandbox_summary(sandbox: proto::PodSandbox) -> SandboxSummary {
+    SandboxSummary {
+        id: sandbox.id,
+        metadata: metadata_of(sandbox.metadata),
+        state: sandbox_state(sandbox.state),
+        created_at: sandbox.created_at,
+        labels: labels(sandbox.labels),
+        annotations: labels(sandbox.annotations),
+    }
+}
+
+pub(super) fn sandbox_filter(filter: SandboxFilter) -> proto::PodSandboxFilter {
+    proto::PodSandboxFilter {
+        id: filter.id.unwrap_or_default(),
+        state: filter.state.map(|state| proto::PodSandboxStateValue {
+            state: match state {
+                SandboxState::Ready => proto::PodSandboxState::SandboxReady,
+                SandboxState::NotReady => proto::PodSandboxState::SandboxNotready,
+            }
+            .into(),
+        }),
+        label_selector: map(&filter.labels),
+    }
+}
+
+fn container_state(state: i32) -> ContainerState {
+    match proto::ContainerState::try_from(state) {
+        Ok(proto::ContainerState::ContainerCreated) => ContainerState::Created,
+        Ok(proto::ContainerState::ContainerRunning) => ContainerState::Running,
+        Ok(proto::ContainerState::ContainerExited) => ContainerState::Exited,
+        _ => ContainerState::Unknown,
+    }
+}
+
+fn container_state_value(state: ContainerState) -> proto::ContainerStateValue {
+    let state = match state {
+        ContainerState::Created => proto::ContainerState::ContainerCreated,
+        ContainerState::Running => proto::ContainerState::ContainerRunning,
+        ContainerState::Exited => proto::ContainerState::ContainerExited,
+        ContainerState::Unknown => proto::ContainerState::ContainerUnknown,
+    };
+    proto::ContainerStateValue {
+        state: state.into(),
+    }
+}
+
+pub(super) fn container_status(status: proto::ContainerStatus) -> ContainerStatus {
+    let metadata = status.metadata.unwrap_or_default();
+    ContainerStatus {
+        id: status.id,
+        name: metadata.name,
+        attempt: metadata.attempt,
+        state: container_state(status.state),
+        created_at: status.created_at,
+        started_at: status.started_at,
+        finished_at: status.finished_at,
+        exit_code: status.exit_code,
+        image: status.image.map(|image| image.image).unwrap_or_default(),
+        image_ref: status.image_ref,
+        reason: status.reason,
+        message: status.message,
+        labels: labels(status.labels),
+        annotations: labels(status.annotations),
+        log_path: status.log_path.into(),
+    }
+}
+
+pub(super) fn container_summary(container: proto::Container) -> ContainerSummary {
+    let metadata = container.metadata.unwrap_or_default();
+    ContainerSummary {
+        id: container.id,
+        sandbox_id: container.pod_sandbox_id,
+        name: metadata.name,
+        attempt: metadata.attempt,
+        image: container.image.map(|image| image.image).unwrap_or_default(),
+        image_ref: container.image_ref,
+        state: container_state(container.state),
+        created_at: container.created_at,
+        labels: labels(container.labels),
+        annotations: labels(container.annotations),
+    }
+}
+
+pub(super) fn container_filter(filter: ContainerFilter) -> proto::ContainerFilter {
+    proto::ContainerFilter {
+        id: filter.id.unwrap_or_default(),
+        state: filter.state.map(container_state_value),
+        pod_sandbox_id: filter.sandbox_id.unwrap_or_default(),
+        label_selector: map(&filter.labels),
+    }
+}
+
+pub(super) fn image_info(image: proto::Image) -> ImageInfo {
+    ImageInfo {
+        id: image.id,
+        repo_tags: image.repo_tags,
+        repo_digests: image.repo_digests,
+        size_bytes: image.size,
+        uid: image.uid.map(|uid| uid.value),
+        username: image.username,
+        pinned: image.pinned,
+    }
+}
+
+pub(super) fn auth_config(auth: PullAuth) -> proto::AuthConfig {
+    proto::AuthConfig {
+        username: auth.username,
+        password: auth.password,
+        auth: auth.auth,
+        server_address: auth.server_address,
+        identity_token: auth.identity_token,
+        registry_token: auth.registry_token,
+    }
+}

@@ -1,0 +1,362 @@
+//! [`ContainerRuntime`] over CRI: the sandbox, container, exec and image calls the pod provider
+//! makes. Each call is bounded by `runtimeRequestTimeout`; ExecSync by that plus the command's
+//! own timeout, as the kubelet does, so the runtime can end the command and answer first.
+
+use std::time::Duration;
+
+use futures::{FutureExt, future::BoxFuture};
+use nodepulse_actors::ports::{
+    ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
+    ContainerRuntimeResult, ContainerStatus, ContainerSummary, ExecOutput, ImageInfo, PullAuth,
+    SandboxConfig, SandboxFilter, SandboxStatus, SandboxSummary,
+};
+
+use super::{CallFailure, CriClient, convert, proto, proto::paths};
+
+impl CallFailure {
+    /// NotFound is an answer (the caller's view is stale); other statuses are failed calls.
+    fn into_container_error(self, method: &'static str) -> ContainerRuntimeError {
+        match self {
+            Self::Status {
+                code: tonic::Code::NotFound,
+                message,
+            } => ContainerRuntimeError::NotFound { method, message },
+            other => other.into_runtime_error(method).into(),
+        }
+    }
+}
+
+impl CriClient {
+    fn pod_call<Request, Response>(
+        &self,
+        method: &'static str,
+        path: &'static str,
+        request: Request,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Response>>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+    {
+        self.unary(method, path, request, self.timeout)
+            .map(move |result| result.map_err(|failure| failure.into_container_error(method)))
+            .boxed()
+    }
+
+    fn empty_call<Request>(
+        &self,
+        method: &'static str,
+        path: &'static str,
+        request: Request,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<()>>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+    {
+        self.pod_call::<_, proto::Empty>(method, path, request)
+            .map(|result| result.map(|_| ()))
+            .boxed()
+    }
+}
+
+/// Whole seconds, rounded up so a sub-second limit is not sent as "none" (0).
+fn seconds(duration: Duration) -> i64 {
+    let whole = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+    i64::try_from(whole).unwrap_or(i64::MAX)
+}
+
+impl ContainerRuntime for CriClient {
+    fn run_pod_sandbox(
+        &self,
+        config: SandboxConfig,
+        runtime_handler: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>> {
+        let request = proto::RunPodSandboxRequest {
+            config: Some(convert::sandbox_config(&config)),
+            runtime_handler,
+        };
+        self.pod_call::<_, proto::RunPodSandboxResponse>(
+            "RunPodSandbox",
+            paths::RUN_POD_SANDBOX,
+            request,
+        )
+        .map(|result| result.map(|response| response.pod_sandbox_id))
+        .boxed()
+    }
+
+    fn stop_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::PodSandboxIdRequest { pod_sandbox_id: id };
+        self.empty_call("StopPodSandbox", paths::STOP_POD_SANDBOX, request)
+    }
+
+    fn remove_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::PodSandboxIdRequest { pod_sandbox_id: id };
+        self.empty_call("RemovePodSandbox", paths::REMOVE_POD_SANDBOX, request)
+    }
+
+    fn pod_sandbox_status(
+        &self,
+        id: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<SandboxStatus>> {
+        let request = proto::PodSandboxStatusRequest {
+            pod_sandbox_id: id,
+            verbose: false,
+        };
+        let call = self.pod_call::<_, proto::PodSandboxStatusResponse>(
+            "PodSandboxStatus",
+            paths::POD_SANDBOX_STATUS,
+            request,
+        );
+        async move {
+            let status = call
+                .await?
+                .status
+                .ok_or(ContainerRuntimeError::Incomplete {
+                    method: "PodSandboxStatus",
+                    field: "status",
+                })?;
+            Ok(convert::sandbox_status(status))
+        }
+        .boxed()
+    }
+
+    fn list_pod_sandboxes(
+        &self,
+        filter: SandboxFilter,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Vec<SandboxSummary>>> {
+        let request = proto::ListPodSandboxRequest {
+            filter: Some(convert::sandbox_filter(filter)),
+        };
+        self.pod_call::<_, proto::ListPodSandboxResponse>(
+            "ListPodSandbox",
+            paths::LIST_POD_SANDBOX,
+            request,
+        )
+        .map(|result| {
+            result.map(|response| {
+                response
+                    .items
+                    .into_iter()
+                    .map(convert::sandbox_summary)
+                    .collect()
+            })
+        })
+        .boxed()
+    }
+
+    fn create_container(
+        &self,
+        sandbox_id: String,
+        config: ContainerConfig,
+        sandbox: SandboxConfig,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>> {
+        let oom_score_adj = config
+            .resources
+            .as_ref()
+            .map(|resources| self.oom_floor.apply(resources.oom_score_adj));
+        let request = proto::CreateContainerRequest {
+            pod_sandbox_id: sandbox_id,
+            config: Some(convert::container_config(&config, &sandbox, oom_score_adj)),
+            sandbox_config: Some(convert::sandbox_config(&sandbox)),
+        };
+        self.pod_call::<_, proto::CreateContainerResponse>(
+            "CreateContainer",
+            paths::CREATE_CONTAINER,
+            request,
+        )
+        .map(|result| result.map(|response| response.container_id))
+        .boxed()
+    }
+
+    fn start_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::ContainerIdRequest { container_id: id };
+        self.empty_call("StartContainer", paths::START_CONTAINER, request)
+    }
+
+    fn stop_container(
+        &self,
+        id: String,
+        grace: Duration,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::StopContainerRequest {
+            container_id: id,
+            timeout: seconds(grace),
+        };
+        // The runtime waits out the grace period before it answers.
+        self.unary::<_, proto::Empty>(
+            "StopContainer",
+            paths::STOP_CONTAINER,
+            request,
+            self.timeout + grace,
+        )
+        .map(|result| {
+            result
+                .map(|_| ())
+                .map_err(|failure| failure.into_container_error("StopContainer"))
+        })
+        .boxed()
+    }
+
+    fn remove_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::ContainerIdRequest { container_id: id };
+        self.empty_call("RemoveContainer", paths::REMOVE_CONTAINER, request)
+    }
+
+    fn container_status(
+        &self,
+        id: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<ContainerStatus>> {
+        let request = proto::ContainerIdRequest { container_id: id };
+        let call = self.pod_call::<_, proto::ContainerStatusResponse>(
+            "ContainerStatus",
+            paths::CONTAINER_STATUS,
+            request,
+        );
+        async move {
+            let status = call
+                .await?
+                .status
+                .ok_or(ContainerRuntimeError::Incomplete {
+                    method: "ContainerStatus",
+                    field: "status",
+                })?;
+            Ok(convert::container_status(status))
+        }
+        .boxed()
+    }
+
+    fn list_containers(
+        &self,
+        filter: ContainerFilter,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ContainerSummary>>> {
+        let request = proto::ListContainersRequest {
+            filter: Some(convert::container_filter(filter)),
+        };
+        self.pod_call::<_, proto::ListContainersResponse>(
+            "ListContainers",
+            paths::LIST_CONTAINERS,
+            request,
+        )
+        .map(|result| {
+            result.map(|response| {
+                response
+                    .containers
+                    .into_iter()
+                    .map(convert::container_summary)
+                    .collect()
+            })
+        })
+        .boxed()
+    }
+
+    fn exec_sync(
+        &self,
+        id: String,
+        command: Vec<String>,
+        timeout: Duration,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<ExecOutput>> {
+        let request = proto::ExecSyncRequest {
+            container_id: id,
+            cmd: command.clone(),
+            timeout: seconds(timeout),
+        };
+        self.unary::<_, proto::ExecSyncResponse>(
+            "ExecSync",
+            paths::EXEC_SYNC,
+            request,
+            self.timeout + timeout,
+        )
+        .map(move |result| match result {
+            Ok(response) => Ok(ExecOutput {
+                stdout: response.stdout,
+                stderr: response.stderr,
+                exit_code: response.exit_code,
+            }),
+            // The kubelet reads DeadlineExceeded from ExecSync as the command timing out.
+            Err(CallFailure::Status {
+                code: tonic::Code::DeadlineExceeded,
+                ..
+            }) => Err(ContainerRuntimeError::ExecTimedOut { command, timeout }),
+            Err(failure) => Err(failure.into_container_error("ExecSync")),
+        })
+        .boxed()
+    }
+
+    fn image_status(
+        &self,
+        image: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Option<ImageInfo>>> {
+        let request = proto::ImageStatusRequest {
+            image: Some(convert::image_spec(&image)),
+            verbose: false,
+        };
+        self.pod_call::<_, proto::ImageStatusResponse>("ImageStatus", paths::IMAGE_STATUS, request)
+            .map(|result| result.map(|response| response.image.map(convert::image_info)))
+            .boxed()
+    }
+
+    fn pull_image(
+        &self,
+        image: String,
+        auth: Option<PullAuth>,
+        sandbox: Option<SandboxConfig>,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>> {
+        let request = proto::PullImageRequest {
+            image: Some(convert::image_spec(&image)),
+            auth: auth.map(convert::auth_config),
+            sandbox_config: sandbox.as_ref().map(convert::sandbox_config),
+        };
+        self.pod_call::<_, proto::PullImageResponse>("PullImage", paths::PULL_IMAGE, request)
+            .map(|result| result.map(|response| response.image_ref))
+            .boxed()
+    }
+
+    fn list_images(&self) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ImageInfo>>> {
+        let request = proto::ListImagesRequest { filter: None };
+        self.pod_call::<_, proto::ListImagesResponse>("ListImages", paths::LIST_IMAGES, request)
+            .map(|result| {
+                result.map(|response| {
+                    response
+                        .images
+                        .into_iter()
+                        .map(convert::image_info)
+                        .collect()
+                })
+            })
+            .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_second_limit_is_sent_as_one_second_not_as_none() {
+        assert_eq!(seconds(Duration::from_millis(1)), 1);
+        assert_eq!(seconds(Duration::from_secs(2)), 2);
+        assert_eq!(seconds(Duration::from_millis(2500)), 3);
+        assert_eq!(seconds(Duration::ZERO), 0);
+    }
+
+    #[test]
+    fn not_found_is_an_answer_and_other_statuses_are_failed_calls() {
+        let not_found = CallFailure::Status {
+            code: tonic::Code::NotFound,
+            message: "container \"c\" not found".to_owned(),
+        };
+        assert!(matches!(
+            not_found.into_container_error("ContainerStatus"),
+            ContainerRuntimeError::NotFound {
+                method: "ContainerStatus",
+                ..
+            }
+        ));
+        let invalid = CallFailure::Status {
+            code: tonic::Code::InvalidArgument,
+            message: "bad".to_owned(),
+        };
+        assert_eq!(
+            invalid.into_container_error("CreateContainer").to_string(),
+            "CreateContainer failed: Client specified an invalid argument: bad"
+        );
+    }
+}
