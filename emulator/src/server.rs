@@ -85,7 +85,7 @@ impl Emulator {
             requests: requests.clone(),
             workers: config.workers,
         };
-        let (ending_tx, ending_rx) = tokio::sync::watch::channel(false);
+        let (ending_tx, ending_rx) = tokio::sync::watch::channel(crate::http::Ending::Serving);
         let server = start_http(listener, &parts, ending_rx)
             .map_err(|source| EmulatorError::Bind { address, source })?;
         let current = CurrentServer::default();

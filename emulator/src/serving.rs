@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use crate::config::{AuthConfig, WatchConfig};
 use crate::faults::FaultHandle;
 use crate::faults::outage::Outage;
-use crate::http::{self, AppState};
+use crate::http::{self, AppState, Ending};
 use crate::request_log::RequestLog;
 use crate::store::Store;
 
@@ -41,7 +41,7 @@ pub(crate) type CurrentServer = Arc<Mutex<Option<ServerHandle>>>;
 pub(crate) fn start_http(
     listener: TcpListener,
     parts: &Parts,
-    ending: watch::Receiver<bool>,
+    ending: watch::Receiver<Ending>,
 ) -> std::io::Result<Server> {
     let state = web::Data::new(AppState {
         store: parts.store.clone(),
@@ -70,7 +70,7 @@ pub(crate) fn start_http(
 /// Serves `server` until `shutdown`, going down and coming back for every outage asked for.
 pub(crate) async fn serve(
     mut server: Server,
-    mut ending: watch::Sender<bool>,
+    mut ending: watch::Sender<Ending>,
     address: SocketAddr,
     parts: Parts,
     current: CurrentServer,
@@ -87,7 +87,7 @@ pub(crate) async fn serve(
         });
         let (outage, start_after) = tokio::select! {
             () = stopped(&mut shutdown) => {
-                let _ = ending.send(true);
+                let _ = ending.send(Ending::Clean);
                 handle.stop(true).await;
                 let _ = running.await;
                 return;
@@ -110,7 +110,7 @@ pub(crate) async fn serve(
         // request may be served before the workers' start is reported here.
         let mut bound_at = std::time::Instant::now();
         let (next, next_ending) = loop {
-            let (sender, receiver) = watch::channel(false);
+            let (sender, receiver) = watch::channel(Ending::Serving);
             let started = rebind(address).and_then(|listener| {
                 bound_at = std::time::Instant::now();
                 start_http(listener, &parts, receiver)
@@ -135,16 +135,17 @@ pub(crate) async fn serve(
 async fn go_down(
     outage: &Outage,
     handle: &ServerHandle,
-    ending: &watch::Sender<bool>,
+    ending: &watch::Sender<Ending>,
     address: SocketAddr,
 ) {
     tracing::info!(%address, ?outage, "emulator going down");
     if outage.graceful {
-        let _ = ending.send(true);
+        let _ = ending.send(Ending::Clean);
         handle.stop(true).await;
     } else {
+        // Cut first: a watch still polled while the workers stop must not end cleanly.
+        let _ = ending.send(Ending::Cut);
         handle.stop(false).await;
-        let _ = ending.send(true);
     }
 }
 

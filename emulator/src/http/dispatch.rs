@@ -105,7 +105,9 @@ async fn serve(
         Some(FaultAction::Hang) => {
             let mut shutdown = state.shutdown.clone();
             // Answer nothing until the emulator shuts down (then drop the connection).
-            let _ = shutdown.wait_for(|stopped| *stopped).await;
+            let _ = shutdown
+                .wait_for(|ending| *ending != super::Ending::Serving)
+                .await;
             return Ok(dropped_connection());
         }
         Some(FaultAction::DropConnection) => return Ok(dropped_connection()),

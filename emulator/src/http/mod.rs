@@ -35,8 +35,20 @@ pub struct AppState {
     pub watch: WatchConfig,
     /// Every served resource request, for tests (see `request_log`).
     pub requests: RequestLog,
-    /// Flips to true on shutdown so long-running watches end.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// How this serving period ends, so long-running watches end with it.
+    pub shutdown: tokio::sync::watch::Receiver<Ending>,
+}
+
+/// How a serving period is ending, as its watches see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Serving,
+    /// Shutdown or a graceful outage: watches end cleanly, as a terminating kube-apiserver
+    /// ends them.
+    Clean,
+    /// An abrupt outage: watches are cut, their responses never finished, as a killed
+    /// process leaves them.
+    Cut,
 }
 
 /// Registers every route on an actix-web app.

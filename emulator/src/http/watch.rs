@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
+use super::Ending;
 use super::events_view::present;
 use super::handlers::Request;
 use crate::api::{ApiError, ApiResource};
@@ -122,7 +123,9 @@ struct WatchStream {
     bookmark_every: Option<Duration>,
     next_bookmark: Instant,
     deadline: Instant,
-    shutdown: tokio::sync::watch::Receiver<bool>,
+    shutdown: tokio::sync::watch::Receiver<Ending>,
+    /// The response was cut: nothing more is sent.
+    cut: bool,
 }
 
 impl WatchStream {
@@ -133,7 +136,7 @@ impl WatchStream {
         send_initial: bool,
         bookmark_every: Option<Duration>,
         timeout: Duration,
-        shutdown: tokio::sync::watch::Receiver<bool>,
+        shutdown: tokio::sync::watch::Receiver<Ending>,
     ) -> Self {
         let now = Instant::now();
         let mut stream = WatchStream {
@@ -145,6 +148,7 @@ impl WatchStream {
             next_bookmark: now + bookmark_every.unwrap_or(Duration::MAX / 4),
             deadline: now + timeout,
             shutdown,
+            cut: false,
         };
         if let Some(sub) = subscription {
             stream.progress = sub.revision;
@@ -193,7 +197,10 @@ impl WatchStream {
         encode("BOOKMARK", &object)
     }
 
-    async fn next(mut self) -> Option<(Result<Bytes, std::convert::Infallible>, Self)> {
+    async fn next(mut self) -> Option<(Result<Bytes, std::io::Error>, Self)> {
+        if self.cut {
+            return None;
+        }
         loop {
             if let Some(line) = self.pending.pop_front() {
                 return Some((Ok(line), self));
@@ -212,7 +219,16 @@ impl WatchStream {
                     self.next_bookmark = Instant::now() + self.bookmark_every.unwrap_or_default();
                 }
                 () = tokio::time::sleep_until(self.deadline) => return None,
-                _ = self.shutdown.changed() => return None,
+                _ = self.shutdown.changed() => {
+                    if *self.shutdown.borrow() != Ending::Cut {
+                        return None;
+                    }
+                    // An error ends the response unfinished (no last chunk): the client sees
+                    // its watch cut, as when kube-apiserver is killed.
+                    self.cut = true;
+                    let error = std::io::Error::other("the watch was cut by an outage");
+                    return Some((Err(error), self));
+                }
             }
         }
     }
