@@ -1,7 +1,8 @@
 //! The supervisor of one node's actors. It starts each child from its spec, learns of every
 //! instance's end from the exit guards, finds hung instances by a periodic look at their busy
-//! marks (nothing is sent to them), and restarts with backoff until a child exceeds its restart intensity; then it escalates: every
-//! child is stopped and the escalation is published for the daemon to exit on.
+//! marks (nothing is sent to them), and restarts with backoff until a child exceeds its restart
+//! intensity; then it escalates: every child is stopped and the escalation is published for
+//! the daemon to exit on.
 
 use std::{
     sync::{Arc, atomic::Ordering::Relaxed, mpsc as blocking},
@@ -15,6 +16,8 @@ use tokio::{
     time::Instant,
 };
 
+#[cfg(test)]
+mod blocked_thread_tests;
 #[cfg(test)]
 mod liveness_tests;
 #[cfg(test)]
