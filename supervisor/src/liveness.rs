@@ -129,6 +129,11 @@ impl<F: Future> Future for Watched<F> {
     }
 }
 
+/// How far a check's tick may fire off its schedule (the timer wheel's millisecond rounding
+/// and scheduling delay). Without it, five ticks a period apart can measure 4.999 periods and a
+/// hang waits one more period than the bound promises.
+const TICK_SLACK: Duration = Duration::from_millis(10);
+
 /// What the supervisor's check remembers of one instance: the busy spell it last saw, and when
 /// it first saw it.
 #[derive(Debug, Default)]
@@ -139,8 +144,8 @@ pub(crate) struct BusyWatch {
 impl BusyWatch {
     /// One check at `now`: how long the instance has been seen busy in one spell, once that is
     /// at least `timeout`. A spell is only ever timed from a check that saw it, so a hang is
-    /// never declared early, and is declared by the first check `timeout` after that one:
-    /// within `timeout` plus one check period of the spell's start.
+    /// never declared early (but for [`TICK_SLACK`]), and is declared by the first check
+    /// `timeout` after that one: within `timeout` plus one check period of the spell's start.
     pub(crate) fn check(
         &mut self,
         liveness: &Liveness,
@@ -155,7 +160,7 @@ impl BusyWatch {
         match self.seen {
             Some((spell, since)) if spell == mark => {
                 let busy_for = now.saturating_duration_since(since);
-                (busy_for >= timeout).then_some(busy_for)
+                (busy_for + TICK_SLACK >= timeout).then_some(busy_for)
             }
             _ => {
                 self.seen = Some((mark, now));
@@ -177,11 +182,13 @@ mod tests {
             (Liveness::default(), BusyWatch::default(), Instant::now());
         liveness.begin();
         assert_eq!(watch.check(&liveness, start, TIMEOUT), None);
-        let almost = start + TIMEOUT - Duration::from_millis(1);
+        let almost = start + TIMEOUT - TICK_SLACK - Duration::from_millis(1);
         assert_eq!(watch.check(&liveness, almost, TIMEOUT), None);
+        // A tick a millisecond early is still the tick `timeout` after the first sighting.
+        let jittered = TIMEOUT - Duration::from_millis(1);
         assert_eq!(
-            watch.check(&liveness, start + TIMEOUT, TIMEOUT),
-            Some(TIMEOUT)
+            watch.check(&liveness, start + jittered, TIMEOUT),
+            Some(jittered)
         );
     }
 
