@@ -242,9 +242,11 @@ fn default_burst() -> u32 {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SupervisionConfig {
-    /// An actor that leaves a liveness ping unanswered this long is declared hung and replaced.
+    /// An actor busy in one handler (or timer, or start) this long is declared hung and replaced.
     pub liveness_timeout: GoDuration,
-    /// How often every actor is pinged.
+    /// How often the supervisor checks its actors' busy marks. Nothing is sent to an actor: an
+    /// idle one is never woken. Until issue 16 this was a ping period; its meaning as a bound
+    /// on detection (within `liveness_timeout` plus this) is unchanged.
     pub liveness_interval: GoDuration,
     /// Restarts allowed per actor within `restartWindow` before the node's supervisor escalates.
     pub max_restarts: u32,

@@ -154,11 +154,11 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field(
         "supervision.livenessTimeout",
-        "an actor that leaves a liveness ping unanswered this long is declared hung and replaced",
+        "an actor busy in one handler (or timer, or start) this long is declared hung and replaced",
     ),
     field(
         "supervision.livenessInterval",
-        "how often every actor is pinged (≤ `livenessTimeout`)",
+        "how often the supervisor checks for such an actor, without waking any (≤ `livenessTimeout`; a hang is declared within `livenessTimeout` + this)",
     ),
     field(
         "supervision.maxRestarts",

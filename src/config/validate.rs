@@ -136,7 +136,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
         return Err(invalid(
             "supervision.livenessInterval",
             supervision.liveness_interval,
-            "must not exceed supervision.livenessTimeout, or a hang could go unnoticed for longer than the timeout",
+            "must not exceed supervision.livenessTimeout: a hang is declared within livenessTimeout + livenessInterval, so a longer check period would let it go unnoticed for more than twice the timeout",
         ));
     }
     at_least_one("supervision.maxRestarts", supervision.max_restarts as usize)?;

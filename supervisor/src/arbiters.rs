@@ -10,10 +10,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use actix::{Arbiter, dev::ArbiterHandle};
 
+use crate::liveness::Liveness;
+
 struct Pooled {
     id: u64,
     arbiter: Arbiter,
     live: usize,
+    /// Set around every instance poll on this thread: how supervisors see a blocked thread.
+    busy: Arc<Liveness>,
 }
 
 /// A bounded set of arbiters shared by a supervisor's children (or by several supervisors').
@@ -41,6 +45,7 @@ impl ArbiterPool {
             id: self.next_id,
             arbiter: Arbiter::new(),
             live: 0,
+            busy: Arc::default(),
         });
         self.next_id += 1;
     }
@@ -57,6 +62,16 @@ impl ArbiterPool {
             .expect("the pool always has an active arbiter");
         chosen.live += 1;
         (chosen.id, chosen.arbiter.handle())
+    }
+
+    /// The busy mark of arbiter `id`'s thread (a fresh one for an arbiter no longer pooled).
+    pub(crate) fn thread_mark(&self, id: u64) -> Arc<Liveness> {
+        self.active
+            .iter()
+            .chain(&self.retired)
+            .find(|pooled| pooled.id == id)
+            .map(|pooled| Arc::clone(&pooled.busy))
+            .unwrap_or_default()
     }
 
     /// An instance placed on arbiter `id` has ended.
@@ -170,6 +185,17 @@ impl Arbiters {
             Self::Private(pool) => pool.place(),
             Self::Shared(shared) => shared.lock().place(),
             Self::Current => (0, Arbiter::current()),
+        }
+    }
+
+    /// The busy mark of the thread of arbiter `id`. The supervisor's own arbiter (`Current`)
+    /// gets a mark of its own per instance: its check runs on that thread, so it can never see
+    /// the thread blocked anyway.
+    pub(crate) fn thread_mark(&self, id: u64) -> Arc<Liveness> {
+        match self {
+            Self::Private(pool) => pool.thread_mark(id),
+            Self::Shared(shared) => shared.lock().thread_mark(id),
+            Self::Current => Arc::default(),
         }
     }
 

@@ -19,6 +19,7 @@ use crate::{
     control::{self, Control},
     guard::{ChildExit, ExitGuard},
     inbox::Inbox,
+    liveness::{BusyMarks, Liveness, Watched},
     stats::MailboxStats,
 };
 
@@ -117,6 +118,8 @@ pub(crate) struct StatusDetail {
     pub backoff_until: Option<SystemTime>,
     /// Since when no instance has been running; `None` while one is.
     pub down_since: Option<Instant>,
+    /// The busy mark of the latest instance started.
+    pub liveness: Option<Arc<Liveness>>,
 }
 
 /// What the supervisor and the debug endpoint share about one child.
@@ -171,6 +174,8 @@ pub(crate) struct InstanceStart {
     pub control: mpsc::UnboundedReceiver<Control>,
     pub exits: mpsc::UnboundedSender<ChildExit>,
     pub node: String,
+    /// The instance's and its thread's busy marks, read by the supervisor's hang check.
+    pub marks: BusyMarks,
 }
 
 pub(crate) struct TypedChild<A: Actor> {
@@ -221,14 +226,20 @@ impl<A: SupervisedActor> ChildRuntime for TypedChild<A> {
                 arbiter: start.arbiter_id,
                 exits: start.exits,
             };
-            let actor = span.in_scope(|| factory());
+            // A factory that blocks is a hang like any other; one that panics is a panic.
+            let actor = start.marks.run(|| span.in_scope(|| factory()));
             control::attach(&mut ctx, start.control, guard, inbox.fence.clone(), start.generation);
             inbox.attach(&mut ctx, start.generation);
             if inbox.fence.admits(start.generation) {
                 status.set_state(ChildState::Running);
                 status.detail().down_since = None;
             }
-            actix_rt::spawn(ctx.into_future(actor).instrument(span));
+            // Every handler, timer and control request runs inside one poll of this task.
+            let task = Watched {
+                inner: Box::pin(ctx.into_future(actor)),
+                marks: start.marks,
+            };
+            actix_rt::spawn(task.instrument(span));
         });
     }
 

@@ -1,6 +1,6 @@
-//! The supervisor's private line to one actor instance: liveness pings, state snapshots for the
-//! debug endpoint, and fault injection. It is separate from the mailbox so a full queue never
-//! delays a ping. Dropping the supervisor's end stops the instance.
+//! The supervisor's private line to one actor instance: state snapshots for the debug endpoint
+//! and fault injection. It is separate from the mailbox so a full queue never delays them, and
+//! quiet unless asked. Dropping the supervisor's end stops the instance.
 
 use std::{
     pin::Pin,
@@ -53,7 +53,6 @@ impl std::fmt::Display for KillMode {
 }
 
 pub(crate) enum Control {
-    Ping(oneshot::Sender<()>),
     Snapshot(oneshot::Sender<serde_json::Value>),
     Kill(KillMode, blocking::Receiver<()>),
 }
@@ -99,9 +98,6 @@ impl<A: SupervisedActor> ActorFuture<A> for ControlDriver {
                 return Poll::Pending;
             }
             match this.receiver.poll_next_unpin(task) {
-                Poll::Ready(Some(Control::Ping(reply))) => {
-                    let _ = reply.send(());
-                }
                 Poll::Ready(Some(Control::Snapshot(reply))) => {
                     let _ = reply.send(actor.debug_state());
                 }
@@ -126,7 +122,7 @@ fn kill<A: SupervisedActor>(
         KillMode::Stop => ctx.stop(),
         KillMode::Panic => panic!("fault injection: panic requested through the debug endpoint"),
         KillMode::Hang => {
-            // A real blocked thread: the supervisor can only notice it by the missed pings.
+            // A real blocked thread: the supervisor can only notice it by the poll that never ends.
             // It returns once the supervisor has fenced this instance off and let go.
             let _ = release.recv();
         }

@@ -76,6 +76,14 @@ impl SupervisorHandle {
             .map(|status| snapshot(status, &self.node))
     }
 
+    /// The busy mark of actor `name`'s latest instance, for tests that stand in for a blocked
+    /// handler (on paused time a real one would block the clock too).
+    #[cfg(test)]
+    pub(crate) fn instance_liveness(&self, name: &str) -> Option<Arc<crate::liveness::Liveness>> {
+        let status = self.statuses.iter().find(|status| status.name == name)?;
+        status.detail().liveness.clone()
+    }
+
     /// The actor's own view of its state, as its `debug_state` returns it.
     pub async fn actor_state(
         &self,

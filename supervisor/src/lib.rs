@@ -4,14 +4,14 @@
 //! - [`mailbox`]: a bounded, counted queue whose [`Mailbox`] address survives restarts, so
 //!   nothing sent to an actor that is down is lost, and a full queue is an error, not a drop.
 //! - [`Supervisor`]: starts children from a [`ChildSpec`], detects a stop, a panic (exit guard)
-//!   or a hang (unanswered liveness ping), restarts with [`BackoffPolicy`], and escalates past
-//!   its [`IntensityPolicy`].
+//!   or a hang (one poll of the instance busy past `liveness_timeout`; nothing is sent to an
+//!   idle actor), restarts with [`BackoffPolicy`], and escalates past its [`IntensityPolicy`].
 //! - [`Kept`]: state a child's factory hands to every instance, kept across restarts and panics.
 //! - [`SupervisorHandle`]: the debug view ([`ActorSnapshot`]), fault injection ([`KillMode`])
 //!   and shutdown, for the daemon's debug endpoint.
 //!
-//! Layout: `mailbox`/`envelope`/`inbox`/`stats` (the queue), `control`/`guard`/`panic_capture`
-//! (one instance's lifeline), `backoff`/`intensity` (pure restart policy), `arbiters`
+//! Layout: `mailbox`/`envelope`/`inbox`/`stats` (the queue), `control`/`guard`/`panic_capture`/
+//! `liveness` (one instance's lifeline), `backoff`/`intensity` (pure restart policy), `arbiters`
 //! (threads), `child`/`supervisor`/`handle`/`snapshot` (supervision itself), `kept` (state
 //! across restarts).
 
@@ -27,6 +27,7 @@ mod handle;
 mod inbox;
 mod intensity;
 mod kept;
+mod liveness;
 mod mailbox;
 mod panic_capture;
 mod snapshot;

@@ -1,7 +1,11 @@
 //! Remembers the message of the last panic on each thread, so the exit guard of an actor whose
-//! task unwound can say why it died. The hook chains to the one installed before it.
+//! task unwound can say why it died, and marks the instance panicking before anything slow (a
+//! backtrace) runs, so the hang check leaves it to the exit guard. The hook chains to the one
+//! installed before it.
 
 use std::{cell::RefCell, panic, sync::Once};
+
+use crate::liveness;
 
 thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -14,6 +18,8 @@ pub(crate) fn install() {
     INSTALL.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
+            // First: symbolising a backtrace under load takes seconds, which is not a hang.
+            liveness::mark_running_panicking();
             let payload = info.payload();
             let message = payload
                 .downcast_ref::<&str>()

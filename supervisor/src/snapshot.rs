@@ -23,13 +23,17 @@ pub struct ActorSnapshot {
     pub backoff_until: Option<String>,
     /// Seconds since the actor last had a running instance; absent while it has one.
     pub down_seconds: Option<f64>,
+    /// Times the running instance's task was woken (a message, a timer, a debug request):
+    /// an idle actor's count stands still. Absent while no instance runs.
+    pub wakeups: Option<u64>,
     #[serde(flatten)]
     pub mailbox: MailboxSnapshot,
 }
 
 pub(crate) fn snapshot(status: &ChildStatus, node: &str) -> ActorSnapshot {
-    let (last_failure, backoff_until, down_seconds) = {
+    let (last_failure, backoff_until, down_seconds, wakeups) = {
         let detail = status.detail();
+        let running = detail.down_since.is_none();
         (
             detail.last_failure.clone(),
             detail.backoff_until.map(format_time),
@@ -38,6 +42,11 @@ pub(crate) fn snapshot(status: &ChildStatus, node: &str) -> ActorSnapshot {
                     .saturating_duration_since(since)
                     .as_secs_f64()
             }),
+            detail
+                .liveness
+                .as_ref()
+                .filter(|_| running)
+                .map(|liveness| liveness.polls()),
         )
     };
     ActorSnapshot {
@@ -48,6 +57,7 @@ pub(crate) fn snapshot(status: &ChildStatus, node: &str) -> ActorSnapshot {
         last_failure,
         backoff_until,
         down_seconds,
+        wakeups,
         mailbox: status.stats.snapshot(status.depth()),
     }
 }

@@ -1,7 +1,8 @@
 //! The supervisor of one node's actors. It starts each child from its spec, learns of every
-//! instance's end from the exit guards, finds hung instances by unanswered liveness pings, and
-//! restarts with backoff until a child exceeds its restart intensity; then it escalates: every
-//! child is stopped and the escalation is published for the daemon to exit on.
+//! instance's end from the exit guards, finds hung instances by a periodic look at their busy
+//! marks (nothing is sent to them), and restarts with backoff until a child exceeds its restart
+//! intensity; then it escalates: every child is stopped and the escalation is published for
+//! the daemon to exit on.
 
 use std::{
     sync::{Arc, atomic::Ordering::Relaxed, mpsc as blocking},
@@ -16,6 +17,10 @@ use tokio::{
 };
 
 #[cfg(test)]
+mod blocked_thread_tests;
+#[cfg(test)]
+mod liveness_tests;
+#[cfg(test)]
 mod paused_tests;
 mod requests;
 
@@ -29,6 +34,7 @@ use crate::{
     control::{Control, KillMode},
     guard::{ChildExit, ExitCause},
     intensity::{IntensityPolicy, RestartIntensity},
+    liveness::{BusyMarks, BusyWatch},
     snapshot::format_time,
 };
 
@@ -39,9 +45,10 @@ pub struct SupervisorConfig {
     pub node: String,
     pub backoff: BackoffPolicy,
     pub intensity: IntensityPolicy,
-    /// An instance that leaves a liveness ping unanswered this long is declared hung.
+    /// An instance busy in one poll (a handler, a timer, its factory) this long is declared hung.
     pub liveness_timeout: Duration,
-    /// How often instances are pinged.
+    /// How often the supervisor looks at its instances' busy marks: a hang is declared within
+    /// `liveness_timeout` plus this. A look reads one atomic per instance and wakes no actor.
     pub liveness_interval: Duration,
     /// Threads the children run on; `None` gives each child its own.
     pub arbiters: Option<usize>,
@@ -96,7 +103,9 @@ struct Instance {
     arbiter: u64,
     started: Instant,
     control: mpsc::UnboundedSender<Control>,
-    ping: Option<(Instant, oneshot::Receiver<()>)>,
+    marks: BusyMarks,
+    busy: BusyWatch,
+    thread_busy: BusyWatch,
     kill_requested: Option<KillMode>,
     /// Lets go of a thread blocked by an injected hang once the instance is fenced off.
     hang_release: Option<blocking::Sender<()>>,
@@ -233,21 +242,30 @@ impl Supervisor {
         slot.pending_restart = None;
         slot.generation += 1;
         // futures' channel allocates per message and frees on receipt; tokio's holds 32-slot
-        // blocks (two, once pings pass the first): ~1.6 KiB an instance, a tenth of a fleet
-        // node's memory.
+        // blocks: ~1.6 KiB an instance, a tenth of a fleet node's memory.
         let (control, control_receiver) = mpsc::unbounded();
+        let marks = BusyMarks {
+            instance: Arc::default(),
+            thread: self.pool.thread_mark(arbiter_id),
+        };
         slot.instance = Some(Instance {
             generation: slot.generation,
             arbiter: arbiter_id,
             started: Instant::now(),
             control,
-            ping: None,
+            marks: marks.clone(),
+            busy: BusyWatch::default(),
+            thread_busy: BusyWatch::default(),
             kill_requested: None,
             hang_release: None,
         });
         let status = slot.runtime.status();
         status.set_state(ChildState::Starting);
-        status.detail().backoff_until = None;
+        {
+            let mut detail = status.detail();
+            detail.backoff_until = None;
+            detail.liveness = Some(Arc::clone(&marks.instance));
+        }
         tracing::info!(node = %node, actor = %status.name, generation = slot.generation, "starting actor");
         slot.runtime.start(InstanceStart {
             child: index,
@@ -257,42 +275,35 @@ impl Supervisor {
             control: control_receiver,
             exits: self.exits.clone(),
             node,
+            marks,
         });
     }
 
+    /// Finds instances busy in one poll for `liveness_timeout`. A poll that long means the
+    /// thread is blocked (a handler that awaits is not busy: it returned `Pending`).
     fn check_liveness(&mut self, ctx: &mut Context<Self>) {
-        let timeout = self.config.liveness_timeout;
+        let (now, timeout) = (Instant::now(), self.config.liveness_timeout);
         let mut hung = Vec::new();
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(instance) = slot.instance.as_mut() else {
                 continue;
             };
-            match instance.ping.as_mut() {
-                Some((sent, reply)) => match reply.try_recv() {
-                    Ok(()) | Err(oneshot::error::TryRecvError::Closed) => instance.ping = None,
-                    Err(oneshot::error::TryRecvError::Empty) if sent.elapsed() > timeout => {
-                        hung.push((index, sent.elapsed()));
-                    }
-                    Err(oneshot::error::TryRecvError::Empty) => {}
-                },
-                None => {
-                    let (reply_to, reply) = oneshot::channel();
-                    if instance
-                        .control
-                        .unbounded_send(Control::Ping(reply_to))
-                        .is_ok()
-                    {
-                        instance.ping = Some((Instant::now(), reply));
-                    }
-                }
+            let marks = &instance.marks;
+            if let Some(busy_for) = instance.busy.check(&marks.instance, now, timeout) {
+                hung.push((index, format!("hung: busy in one poll for {busy_for:.1?}")));
+            } else if let Some(busy_for) = instance.thread_busy.check(&marks.thread, now, timeout) {
+                // Idle itself, but nothing it is sent can run: as stuck as the culprit.
+                hung.push((
+                    index,
+                    format!("hung: its thread blocked by another actor for {busy_for:.1?}"),
+                ));
             }
         }
-        for (index, silent_for) in hung {
+        for (index, reason) in hung {
             let Some(instance) = self.slots[index].instance.take() else {
                 continue;
             };
             self.pool.retire(instance.arbiter);
-            let reason = format!("hung: liveness ping unanswered for {silent_for:.1?}");
             self.slots[index].runtime.fence_off();
             // Dropping the release (and the control line) lets an injected hang return and
             // the fenced instance stop; a truly stuck thread stays on its retired arbiter.

@@ -71,7 +71,7 @@ async fn each_kill_mode_is_detected_and_the_actor_restarted() {
     for (round, (mode, expected)) in [
         (KillMode::Stop, "killed on request (mode stop)"),
         (KillMode::Panic, "panicked: fault injection"),
-        (KillMode::Hang, "hung: liveness ping unanswered"),
+        (KillMode::Hang, "hung: busy in one poll"),
     ]
     .into_iter()
     .enumerate()
@@ -453,7 +453,7 @@ async fn an_actor_nobody_can_write_to_keeps_running() {
         .child(ChildSpec::new("recorder", inbox, store.factory()))
         .start();
     running_again(&handle, "recorder", 0).await;
-    // Several liveness rounds: the instance must answer them and never be replaced.
+    // Several liveness checks: an idle instance must never be taken for a hung one.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let state = handle
         .actor_state("recorder", PATIENCE)

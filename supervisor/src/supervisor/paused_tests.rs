@@ -20,7 +20,7 @@ impl Actor for Idle {
 
 impl SupervisedActor for Idle {}
 
-fn paused_config(max_restarts: u32) -> SupervisorConfig {
+pub(super) fn paused_config(max_restarts: u32) -> SupervisorConfig {
     let mut config = SupervisorConfig::new("paused-node");
     config.same_thread = true;
     config.backoff = BackoffPolicy {
@@ -37,20 +37,20 @@ fn paused_config(max_restarts: u32) -> SupervisorConfig {
     config
 }
 
-fn start(config: SupervisorConfig) -> SupervisorHandle {
+pub(super) fn start(config: SupervisorConfig) -> SupervisorHandle {
     let (_address, inbox) = mailbox::<Idle>(8);
     Supervisor::builder(config)
         .child(ChildSpec::new("idle", inbox, || Idle))
         .start()
 }
 
-fn state(handle: &SupervisorHandle) -> (ChildState, u64) {
+pub(super) fn state(handle: &SupervisorHandle) -> (ChildState, u64) {
     let actor = handle.actor("idle").expect("the child is known");
     (actor.state, actor.restarts)
 }
 
 /// Polls every 10 ms of tokio time until the child is `wanted`; returns the tokio time taken.
-async fn until(handle: &SupervisorHandle, wanted: (ChildState, u64)) -> Duration {
+pub(super) async fn until(handle: &SupervisorHandle, wanted: (ChildState, u64)) -> Duration {
     let started = Instant::now();
     while state(handle) != wanted {
         assert!(
