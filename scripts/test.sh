@@ -17,9 +17,9 @@ if ! command -v openssl >/dev/null 2>&1; then
 fi
 
 # The black-box tests (tests/it, one binary) wait on timers and I/O far more than they compute,
-# so they run with more threads than cores. Backtraces stay off: symbolising one under that load
-# takes seconds, long enough for the supervisor to see a panicking handler as a hung one (the
-# panic message still names its file and line).
+# so they run with more threads than cores. Backtraces stay off: the fault tests panic actors on
+# purpose, and symbolising each backtrace under that load takes seconds of CPU the other tests
+# are timed on (the panic message still names its file and line).
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}"
 export RUST_BACKTRACE="${NODEPULSE_TEST_BACKTRACE:-0}"
 cargo test --workspace --all-targets "$@"
