@@ -16,6 +16,7 @@ use crate::{
         attack::needs_emulator,
         cluster::{TestCluster, unique_node_name},
         outage::{leases_renewed, outage_length, poll_until, renew_times},
+        pods::SIMULATED_FLEET,
     },
     exclusive,
 };
@@ -24,14 +25,6 @@ use crate::{
 const FLEET_LEASE_GOAL: Duration = Duration::from_secs(5);
 const SLACK: Duration = Duration::from_secs(3);
 
-/// A simulated fleet's configuration (as `tests/it/fleet.rs`'s), with the kubelet's Lease timing.
-const FLEET: &str = "runtime: simulated
-podCIDR: 10.124.0.0/16
-evictionHard:
-  memory.available: 1Mi
-kubeAPIQPS: 200
-kubeAPIBurst: 400
-";
 const FLEET_NODES: usize = 1000;
 /// How long a 1,000-node fleet may take to become Ready on a loaded 2-core machine.
 const FLEET_START_PATIENCE: Duration = Duration::from_secs(300);
@@ -45,7 +38,9 @@ async fn a_fleet_of_a_thousand_nodes_renews_every_lease_soon_after_an_outage() {
         return;
     }
     let base = unique_node_name("recovery-fleet");
-    let mut config = Config::parse(FLEET, Source::Embedded).expect("valid fleet configuration");
+    // The kubelet's Lease timing: the simulated fleet's configuration and nothing shorter.
+    let mut config =
+        Config::parse(SIMULATED_FLEET, Source::Embedded).expect("valid fleet configuration");
     config.nodes = config::with_generated(&[], &base, FLEET_NODES).expect("enough nodes");
     let names: Vec<String> = config.nodes.iter().map(|node| node.name.clone()).collect();
     let settings = Settings {

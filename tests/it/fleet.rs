@@ -10,6 +10,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use common::{
     cleanup, cluster::TestCluster, cluster::unique_node_name, eventually, eventually_async,
+    pods::SIMULATED_FLEET,
 };
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::{Api, api::ListParams};
@@ -25,14 +26,8 @@ use serde_json::Value;
 const NODES: usize = 50;
 const TOKEN: &str = "fleet-test-token-0123456789";
 
-/// A simulated fleet's configuration: quick restarts, thresholds no test host meets.
-const FLEET: &str = "runtime: simulated
-podCIDR: 10.124.0.0/16
-evictionHard:
-  memory.available: 1Mi
-kubeAPIQPS: 200
-kubeAPIBurst: 400
-supervision:
+/// The fleet's supervision, after [`SIMULATED_FLEET`]: quick restarts.
+const QUICK_RESTARTS: &str = "supervision:
   livenessTimeout: 2s
   livenessInterval: 500ms
   backoff:
@@ -41,7 +36,8 @@ supervision:
 
 /// `NODES` nodes named after `base`; the first is listed with its own labels and capacity.
 fn settings(cluster: &TestCluster, base: &str) -> Settings {
-    let mut config = Config::parse(FLEET, Source::Embedded).expect("valid fleet configuration");
+    let yaml = format!("{SIMULATED_FLEET}{QUICK_RESTARTS}");
+    let mut config = Config::parse(&yaml, Source::Embedded).expect("valid fleet configuration");
     let listed = FleetNodeConfig {
         name: format!("{base}-listed"),
         labels: BTreeMap::from([("nodepulse.test/zone".to_owned(), "a".to_owned())]),

@@ -23,6 +23,16 @@ supervision:
     initial: 50ms
 ";
 
+/// A simulated fleet's configuration: its own pod range, thresholds no test host meets, and a
+/// shared rate limit that registers a thousand nodes in seconds.
+pub const SIMULATED_FLEET: &str = "runtime: simulated
+podCIDR: 10.124.0.0/16
+evictionHard:
+  memory.available: 1Mi
+kubeAPIQPS: 200
+kubeAPIBurst: 400
+";
+
 /// Thresholds no test host meets, unless a test asks for pressure: the host running the
 /// tests may well be short of disk, and a node under pressure rightly evicts the test's pods.
 const NO_PRESSURE: &str = "evictionHard:\n  memory.available: 1Mi\n";
