@@ -28,7 +28,7 @@ pub use renewal::{
     RENEW_JITTER, jittered, new_lease, next_renew_time, node_owner, renew_interval, renewal_of,
     start_phase,
 };
-pub use round::{RoundContext, RoundOutcome};
+pub use round::{RoundContext, RoundError, RoundOutcome};
 
 use crate::{
     messages::NodeRegistered,
@@ -54,7 +54,7 @@ pub struct LeaseActor {
     round_started: Option<Instant>,
     rounds: u64,
     failed_rounds_in_a_row: u64,
-    last_result: Option<(Timestamp, Result<(), String>)>,
+    last_result: Option<(Timestamp, Result<(), RoundError>)>,
     /// How long after start the first round waits.
     first_wait: Duration,
     /// When the current or next round is due, for [`lag::RENEWAL_LAG`].
@@ -214,7 +214,7 @@ impl SupervisedActor for LeaseActor {
             "lastResult": self.last_result.as_ref().map(|(at, result)| json!({
                 "at": at.to_string(),
                 "ok": result.is_ok(),
-                "error": result.as_ref().err(),
+                "error": result.as_ref().err().map(ToString::to_string),
             })),
         })
     }

@@ -26,6 +26,32 @@ pub struct RoundContext {
     pub now: fn() -> Timestamp,
 }
 
+/// Why a round failed. Retrying helps: the next round starts from the API server's Lease.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RoundError {
+    /// The Lease to renew has no name or resourceVersion (a corrupt answer).
+    #[error("the cached lease has no name or resourceVersion")]
+    Unrenewable,
+    /// Every write of one update loop failed; the last failure says why.
+    #[error("failed {attempts} attempts to update lease: {last}")]
+    Updates {
+        attempts: u32,
+        #[source]
+        last: ApiError,
+    },
+}
+
+/// Why the Lease could not be read or created; the ensure loop retries until it can.
+#[derive(Debug, thiserror::Error)]
+enum EnsureError {
+    #[error("the Node's UID is not known yet, and a lease is never created without its owner")]
+    NoOwner,
+    #[error("get lease: {0}")]
+    Get(#[source] ApiError),
+    #[error("create lease: {0}")]
+    Create(#[source] ApiError),
+}
+
 /// How a round ended.
 #[derive(Debug, Clone)]
 pub struct RoundOutcome {
@@ -34,7 +60,7 @@ pub struct RoundOutcome {
     pub node_uid: Option<String>,
     /// Requests that wrote (or tried to write) the Lease.
     pub writes: u32,
-    pub result: Result<(), String>,
+    pub result: Result<(), RoundError>,
 }
 
 pub async fn renew(
@@ -72,7 +98,7 @@ struct Round {
 }
 
 impl Round {
-    fn finish(self, latest: Option<Lease>, result: Result<(), String>) -> RoundOutcome {
+    fn finish(self, latest: Option<Lease>, result: Result<(), RoundError>) -> RoundOutcome {
         RoundOutcome {
             latest,
             node_uid: self.node_uid,
@@ -82,8 +108,8 @@ impl Round {
     }
 
     /// `retryUpdateLease`: at most five writes based on `base`.
-    async fn update(&mut self, mut base: Lease) -> Result<Lease, String> {
-        let mut last_error = String::new();
+    async fn update(&mut self, mut base: Lease) -> Result<Lease, RoundError> {
+        let mut last_error = None;
         for attempt in 0..MAX_UPDATE_ATTEMPTS {
             if !has_owner(&base) {
                 self.learn_node_uid().await;
@@ -95,7 +121,7 @@ impl Round {
                 now,
                 self.node_uid.as_deref(),
             ) else {
-                return Err("the cached lease has no name or resourceVersion".to_owned());
+                return Err(RoundError::Unrenewable);
             };
             self.writes += 1;
             match self.context.api.renew_lease(renewal).await {
@@ -105,19 +131,22 @@ impl Round {
                     // heartbeat failure, so the connections stay.
                     tracing::debug!(%message, "lease conflict; refreshing");
                     base = self.ensure().await.0;
-                    last_error = format!("conflict: {message}");
+                    last_error = Some(ApiError::Conflict(message));
                 }
                 Err(error) => {
                     if attempt > 0 {
                         self.context.api.reset_heartbeat_connections();
                     }
-                    last_error = error.to_string();
+                    last_error = Some(error);
                 }
             }
         }
-        Err(format!(
-            "failed {MAX_UPDATE_ATTEMPTS} attempts to update lease: {last_error}"
-        ))
+        Err(RoundError::Updates {
+            attempts: MAX_UPDATE_ATTEMPTS,
+            // The loop ran at least once (MAX_UPDATE_ATTEMPTS is positive) and every pass that
+            // did not return set it.
+            last: last_error.unwrap_or_else(|| ApiError::Incomplete("no update attempted".into())),
+        })
     }
 
     /// `backoffEnsureLease`: the Lease from the server, created if missing; retries with
@@ -148,15 +177,12 @@ impl Round {
         }
     }
 
-    async fn try_ensure(&mut self) -> Result<(Lease, bool), String> {
+    async fn try_ensure(&mut self) -> Result<(Lease, bool), EnsureError> {
         match self.context.api.get_lease(&self.context.node).await {
             Ok(lease) => Ok((lease, false)),
             Err(ApiError::NotFound(_)) => {
                 self.learn_node_uid().await;
-                let uid = self
-                    .node_uid
-                    .clone()
-                    .ok_or("the Node's UID is not known yet, and a lease is never created without its owner")?;
+                let uid = self.node_uid.clone().ok_or(EnsureError::NoOwner)?;
                 let renew_time = next_renew_time(None, (self.context.now)());
                 let lease = new_lease(
                     &self.context.node,
@@ -170,9 +196,9 @@ impl Round {
                     .create_lease(lease)
                     .await
                     .map(|created| (created, true))
-                    .map_err(|error| format!("create lease: {error}"))
+                    .map_err(EnsureError::Create)
             }
-            Err(error) => Err(format!("get lease: {error}")),
+            Err(error) => Err(EnsureError::Get(error)),
         }
     }
 
