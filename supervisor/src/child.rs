@@ -68,7 +68,7 @@ impl<A: SupervisedActor> ChildSpec<A> {
 }
 
 /// The lifecycle state of a child, as the debug endpoint shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[repr(u8)]
 pub enum ChildState {
@@ -102,7 +102,7 @@ impl ChildState {
 }
 
 /// Why an instance ended, with when, and how long the supervisor waited before restarting it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
     pub at: String,

@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::{
@@ -11,8 +11,9 @@ use crate::{
     stats::MailboxSnapshot,
 };
 
-/// One actor's figures at the moment of reading.
-#[derive(Debug, Clone, Serialize)]
+/// One actor's figures at the moment of reading. Deserializable, so clients of the debug
+/// endpoint (the tests) read it typed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActorSnapshot {
     pub name: String,

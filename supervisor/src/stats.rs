@@ -13,7 +13,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 /// Message types counted separately per actor; more types than this share an `other` counter.
@@ -181,7 +181,7 @@ fn last_path_segment(path: &str) -> &str {
 }
 
 /// The mailbox part of an actor's debug view.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MailboxSnapshot {
     pub mailbox: QueueGauge,
@@ -192,7 +192,7 @@ pub struct MailboxSnapshot {
 }
 
 /// The queue itself: what waits now, how much may wait, and the most that ever waited.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueGauge {
     pub depth: usize,
@@ -200,7 +200,7 @@ pub struct QueueGauge {
     pub high_water: usize,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LastMessage {
     #[serde(rename = "type")]
     pub message_type: String,

@@ -108,8 +108,8 @@ async fn every_actor_killed_in_every_mode_restarts_and_the_node_stays_ready() {
 
     // Every restart is counted by the endpoint and was logged with its actor and reason.
     for &actor in ACTORS {
-        let restarts = daemon.actor(actor).await["restarts"].as_u64();
-        assert_eq!(restarts, Some(kills_per_actor as u64), "{actor}");
+        let restarts = daemon.snapshot(actor).await.restarts;
+        assert_eq!(restarts, kills_per_actor as u64, "{actor}");
         let logged: Vec<_> = daemon
             .events("actor ended; restarting after backoff")
             .into_iter()

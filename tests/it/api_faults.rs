@@ -630,7 +630,7 @@ async fn spoiled_answers_are_retried_or_tolerated_and_never_panic_an_actor() {
     }
     for actor in NODE_ACTORS {
         assert_eq!(
-            daemon.actor(actor).await["restarts"],
+            daemon.snapshot(actor).await.restarts,
             0,
             "{actor} never panicked or stopped"
         );

@@ -44,6 +44,7 @@ use kube::{
     api::{DeleteParams, PostParams},
 };
 use nodepulse_emulator::{FaultAction, FaultRule};
+use nodepulse_supervisor::ChildState;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -136,15 +137,15 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     let mut pending: BTreeMap<&str, u64> = BTreeMap::new(); // actor → restarts expected
     let until = Instant::now() + Duration::from_secs(seconds);
     while Instant::now() < until {
-        let (_, listing) = daemon.get("/debug/actors").await;
-        for actor in listing["actors"].as_array().into_iter().flatten() {
-            let name = actor["name"].as_str().unwrap_or_default();
+        for actor in daemon.snapshots().await {
+            let name = actor.name.as_str();
             assert_ne!(
-                actor["state"], "escalated",
-                "nothing escalates in the chaos phase: {actor}"
+                actor.state,
+                ChildState::Escalated,
+                "nothing escalates in the chaos phase: {actor:?}"
             );
             if pending.get(name).is_some_and(|expected| {
-                actor["state"] == "running" && actor["restarts"].as_u64() == Some(*expected)
+                actor.state == ChildState::Running && actor.restarts == *expected
             }) {
                 pending.remove(name);
             }
@@ -171,8 +172,8 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     // Let the last kills restart.
     for (actor, expected) in &pending {
         common::eventually_async(&format!("{actor} restarts"), || async {
-            let state = daemon.actor(actor).await;
-            state["state"] == "running" && state["restarts"].as_u64() == Some(*expected)
+            let state = daemon.snapshot(actor).await;
+            state.state == ChildState::Running && state.restarts == *expected
         })
         .await;
     }
@@ -297,8 +298,8 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     for &actor in ACTORS {
         let expected = kills.get(actor).copied().unwrap_or(0);
         assert_eq!(
-            daemon.actor(actor).await["restarts"].as_u64(),
-            Some(expected),
+            daemon.snapshot(actor).await.restarts,
+            expected,
             "seed {seed}: {actor}'s restarts are its kills"
         );
         let logged = daemon

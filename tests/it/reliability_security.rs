@@ -44,7 +44,7 @@ async fn fault_injection_is_off_by_default_and_a_wide_bind_is_warned_about() {
             "{body}"
         );
     }
-    assert_eq!(daemon.actor("lease").await["restarts"], 0);
+    assert_eq!(daemon.snapshot("lease").await.restarts, 0);
     clean_up(&cluster, daemon, &name).await;
 }
 

@@ -10,6 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use nodepulse_supervisor::{ActorSnapshot, ChildState};
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -173,6 +174,23 @@ impl DaemonProcess {
         body
     }
 
+    /// `GET /debug/actors/{name}` read as the supervisor's typed view.
+    pub async fn snapshot(&self, name: &str) -> ActorSnapshot {
+        let body = self.actor(name).await;
+        serde_json::from_value(body.clone()).unwrap_or_else(|error| {
+            panic!("{name}'s view does not read as a snapshot ({error}): {body}")
+        })
+    }
+
+    /// `GET /debug/actors`, typed: every actor of every node here.
+    pub async fn snapshots(&self) -> Vec<ActorSnapshot> {
+        let (status, body) = self.get("/debug/actors").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        serde_json::from_value(body["actors"].clone()).unwrap_or_else(|error| {
+            panic!("the actor list does not read as snapshots ({error}): {body}")
+        })
+    }
+
     /// `POST /debug/actors/{name}/kill?mode=…` with the token; the status and JSON body.
     pub async fn kill_actor(&self, name: &str, mode: &str) -> (StatusCode, Value) {
         self.post(
@@ -195,23 +213,24 @@ impl DaemonProcess {
     /// Kills `name` in `mode` and waits until it runs again with one more restart; returns
     /// how long that took (the restart time).
     pub async fn kill_and_wait_restart(&self, name: &str, mode: &str) -> Duration {
-        let before = self.actor(name).await["restarts"].as_u64().unwrap_or(0);
+        let before = self.snapshot(name).await.restarts;
         let killed_at = Instant::now();
         let (status, body) = self.kill_actor(name, mode).await;
         assert_eq!(status, StatusCode::ACCEPTED, "kill {name} {mode}: {body}");
         let deadline = killed_at + PATIENCE;
         loop {
-            let actor = self.actor(name).await;
-            if actor["state"] == "running" && actor["restarts"].as_u64() == Some(before + 1) {
+            let actor = self.snapshot(name).await;
+            if actor.state == ChildState::Running && actor.restarts == before + 1 {
                 return killed_at.elapsed();
             }
-            assert!(
-                actor["state"] != "escalated",
-                "{name} escalated after a {mode} kill: {actor}"
+            assert_ne!(
+                actor.state,
+                ChildState::Escalated,
+                "{name} escalated after a {mode} kill: {actor:?}"
             );
             assert!(
                 Instant::now() < deadline,
-                "{name} was not restarted within {PATIENCE:?} after a {mode} kill: {actor}"
+                "{name} was not restarted within {PATIENCE:?} after a {mode} kill: {actor:?}"
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
