@@ -1,12 +1,14 @@
 //! Tests whose figures need the machine to themselves: each takes [`exclusive`] first, so they
 //! run one at a time, and cargo runs this binary on its own, never beside `tests/it`'s many
-//! threads. Only what measures a timing goal under its own load belongs here; everything else
-//! is in `tests/it`, which shares this binary's `common`.
+//! threads. Only what bounds a timing under load it makes itself belongs here (the chaos run,
+//! a 1,000-node fleet through an outage); everything else is in `tests/it`, which shares this
+//! binary's `common`.
 
 #[allow(dead_code)] // This binary uses a few of the shared helpers.
 #[path = "../it/common/mod.rs"]
 mod common;
 
+mod chaos;
 mod fleet_recovery;
 
 use tokio::sync::{Mutex, MutexGuard};

@@ -1,4 +1,5 @@
-//! The daemon's black-box tests, in one binary so the suite links once instead of 26 times.
+//! The daemon's black-box tests, in one binary so the suite links once instead of 26 times
+//! (`tests/heavy` holds the two that need the machine to themselves).
 //! One module per property; each module's own doc says what it proves. `common` holds what
 //! they share: the test cluster (the emulator, or a real one named by
 //! `NODEPULSE_TEST_KUBECONFIG`), daemons as processes, fixture hosts, a private containerd.
@@ -11,7 +12,6 @@ mod common;
 mod actor_faults;
 mod api_faults;
 mod api_recovery;
-mod chaos;
 mod cleanup;
 mod cli_commands;
 mod config_fuzz;

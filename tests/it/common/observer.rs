@@ -196,6 +196,7 @@ impl NodeObserver {
 
     /// The flips of varying condition `kind` seen since `since`, oldest first: when each new
     /// status was first seen, and the status.
+    #[allow(dead_code)] // Read by tests/heavy/chaos.rs, which shares this module.
     pub fn flips_since(&self, kind: &str, since: Instant) -> Vec<(Instant, String)> {
         self.with(|o| {
             o.flips
@@ -207,6 +208,7 @@ impl NodeObserver {
     }
 
     /// The status of varying condition `kind` at the last poll that saw the Node.
+    #[allow(dead_code)] // Read by tests/heavy/chaos.rs, which shares this module.
     pub fn varying_status(&self, kind: &str) -> Option<String> {
         self.with(|o| o.varying.get(kind).cloned())
     }

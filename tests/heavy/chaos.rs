@@ -15,7 +15,7 @@
 //! and `NODEPULSE_CHAOS_SECONDS` sets its length (default 30; below about 15 s the pressure may
 //! not flip both ways).
 
-use crate::common;
+use crate::{common, exclusive};
 
 use std::{
     collections::BTreeMap,
@@ -82,6 +82,7 @@ fn env_number(name: &str) -> Option<u64> {
 
 #[actix_rt::test]
 async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_bound() {
+    let _alone = exclusive().await;
     let cluster = TestCluster::start_with(lifecycle_emulator()).await;
     if !needs_emulator(
         &cluster,
