@@ -1,7 +1,8 @@
 //! The fields Go's API types always serialise, filled in where a stored object lacks them, so
 //! what clients read back has them as kube-apiserver's answers do: struct-valued fields have no
 //! `omitempty` effect in Go (a Lease always has `spec: {}`, a Node `spec: {}` and a `status`
-//! with `daemonEndpoints` and every `nodeInfo` string). Pure; the strategies call it.
+//! with `daemonEndpoints` and every `nodeInfo` string; a zero `metav1.Time` is `null`). Pure;
+//! the strategies call it.
 
 use serde_json::{Map, Value, json};
 
@@ -39,7 +40,22 @@ pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
                 info.entry(field).or_insert(json!(""));
             }
         }
-        StoredKind::Pod | StoredKind::Namespace | StoredKind::Event => {}
+        StoredKind::Event => fill_core_event(object),
+        StoredKind::Pod | StoredKind::Namespace => {}
+    }
+}
+
+/// A core `v1` Event (the stored form): `involvedObject` and `source` are structs, the three
+/// timestamps zero times (`null`), `reportingComponent`/`reportingInstance` strings without
+/// `omitempty`. The events.k8s.io view renames them (`events_view`).
+fn fill_core_event(event: &mut Map<String, Value>) {
+    object_entry(event, "involvedObject");
+    object_entry(event, "source");
+    for field in ["firstTimestamp", "lastTimestamp", "eventTime"] {
+        event.entry(field).or_insert(Value::Null);
+    }
+    for field in ["reportingComponent", "reportingInstance"] {
+        event.entry(field).or_insert(json!(""));
     }
 }
 
@@ -87,7 +103,21 @@ mod tests {
             filled(StoredKind::Lease, json!({"metadata": {}})),
             json!({"metadata": {}, "spec": {}})
         );
-        let event = json!({"metadata": {}});
-        assert_eq!(filled(StoredKind::Event, event.clone()), event);
+        let namespace = json!({"metadata": {}});
+        assert_eq!(filled(StoredKind::Namespace, namespace.clone()), namespace);
+    }
+
+    #[test]
+    fn a_core_event_reads_back_with_null_times_and_empty_reporter() {
+        let event = filled(
+            StoredKind::Event,
+            json!({"involvedObject": {"kind": "Node"}, "lastTimestamp": "2026-01-01T00:00:00Z"}),
+        );
+        assert_eq!(
+            event,
+            json!({"involvedObject": {"kind": "Node"}, "source": {}, "firstTimestamp": null,
+                "lastTimestamp": "2026-01-01T00:00:00Z", "eventTime": null,
+                "reportingComponent": "", "reportingInstance": ""})
+        );
     }
 }
