@@ -8,6 +8,7 @@
 mod delete;
 mod go_fields;
 mod history;
+mod pod_defaults;
 pub mod strategy;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,151 @@
+//! What kube-apiserver does to a new Pod before storing it: `SetDefaults_Pod`/`_PodSpec`/
+//! `_Container` (pkg/apis/core/v1/defaults.go), the Priority admission plugin with no
+//! PriorityClass marked default, and the strategy's `PrepareForCreate` status. Pure; a field
+//! the client set is kept.
+
+use serde_json::{Map, Value, json};
+
+use super::strategy::object_entry;
+
+/// The built-in PriorityClasses every cluster has, with their values (`scheduling.SystemPriorityClasses`).
+const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
+    ("system-node-critical", 2_000_001_000),
+    ("system-cluster-critical", 2_000_000_000),
+];
+
+/// Defaults, admission and the initial status of a Pod being created.
+pub fn prepare_pod(pod: &mut Map<String, Value>) {
+    object_entry(pod, "metadata").insert("generation".into(), 1.into());
+    let spec = object_entry(pod, "spec");
+    for (field, default) in [
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+    ] {
+        spec.entry(field).or_insert(default);
+    }
+    admit_priority(spec);
+    for list in ["containers", "initContainers"] {
+        if let Some(Value::Array(containers)) = spec.get_mut(list) {
+            containers
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(default_container);
+        }
+    }
+    let qos = qos_class(spec);
+    // PrepareForCreate resets status: clients cannot create a pod with a status.
+    pod.insert(
+        "status".into(),
+        json!({"phase": "Pending", "qosClass": qos}),
+    );
+}
+
+/// The Priority admission plugin on update: a spec without priority or preemption policy keeps
+/// the ones the pod was admitted with.
+pub fn keep_admitted_priority(old: &Value, new: &mut Map<String, Value>) {
+    let Some(Value::Object(spec)) = new.get_mut("spec") else {
+        return;
+    };
+    for field in ["priority", "preemptionPolicy"] {
+        if let (None, Some(admitted)) = (spec.get(field), old.pointer(&format!("/spec/{field}"))) {
+            spec.insert(field.into(), admitted.clone());
+        }
+    }
+}
+
+/// `admitPod` on create: without a class name (and no class marked default) priority 0 and
+/// `PreemptLowerPriority`; the system classes give their values. Other class names are
+/// PriorityClasses the emulator does not serve, left as sent.
+fn admit_priority(spec: &mut Map<String, Value>) {
+    let class = spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let priority = if class.is_empty() {
+        Some(0)
+    } else {
+        SYSTEM_PRIORITY_CLASSES
+            .iter()
+            .find(|(name, _)| *name == class)
+            .map(|(_, value)| *value)
+    };
+    if let Some(priority) = priority {
+        spec.entry("priority").or_insert(json!(priority));
+        spec.entry("preemptionPolicy")
+            .or_insert(json!("PreemptLowerPriority"));
+    }
+}
+
+/// `SetDefaults_Container`, and `SetDefaults_Pod`'s requests defaulted from limits.
+fn default_container(container: &mut Map<String, Value>) {
+    let image = container.get("image").and_then(Value::as_str).unwrap_or("");
+    let policy = if image_tag(image) == Some("latest") {
+        "Always"
+    } else {
+        "IfNotPresent"
+    };
+    container
+        .entry("imagePullPolicy")
+        .or_insert_with(|| json!(policy));
+    container
+        .entry("terminationMessagePath")
+        .or_insert_with(|| json!("/dev/termination-log"));
+    container
+        .entry("terminationMessagePolicy")
+        .or_insert_with(|| json!("File"));
+    let resources = object_entry(container, "resources");
+    if let Some(Value::Object(limits)) = resources.get("limits").cloned() {
+        let requests = object_entry(resources, "requests");
+        for (name, quantity) in limits {
+            requests.entry(name).or_insert(quantity);
+        }
+    }
+}
+
+/// The tag `parsers.ParseImageName` finds: the one after the last path component's `:`, else
+/// `latest` when there is no digest either.
+fn image_tag(image: &str) -> Option<&str> {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (image, None),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    match (last.split_once(':'), digest) {
+        (Some((_, tag)), _) => Some(tag),
+        (None, None) => Some("latest"),
+        (None, Some(_)) => None,
+    }
+}
+
+/// The pod QoS class (`qos.GetPodQOS`), from the cpu/memory requests and limits of all
+/// containers, init containers included.
+fn qos_class(spec: &Map<String, Value>) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|list| spec.get(*list).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        for resource in ["cpu", "memory"] {
+            let request = c.pointer(&format!("/resources/requests/{resource}"));
+            let limit = c.pointer(&format!("/resources/limits/{resource}"));
+            any |= request.is_some() || limit.is_some();
+            guaranteed &= limit.is_some() && (request.is_none() || request == limit);
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+#[cfg(test)]
+#[path = "pod_defaults_tests.rs"]
+mod tests;

@@ -1,0 +1,78 @@
+//! A created Pod as kube-apiserver stores it: decoded into its type (unknown fields dropped),
+//! defaulted (`pkg/apis/core/v1/defaults.go`), admitted by the Priority plugin (no default
+//! PriorityClass: priority 0, `PreemptLowerPriority`) and given its initial status.
+
+use serde_json::{Value, json};
+
+use crate::common::{Cluster, unique};
+
+/// The pod is bound to a node that does not exist, so nothing on a real cluster runs it; the
+/// assertions are on the create answer, before any controller writes the pod.
+#[tokio::test]
+async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
+    let cluster = Cluster::start().await;
+    let name = unique("defaults");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"nodeName": unique("nonode"), "restartPolicy": "Never", "colour": "red",
+            "containers": [
+                {"name": "untagged", "image": "busybox"},
+                {"name": "tagged", "image": "busybox:1.36", "terminationMessagePolicy": "FallbackToLogsOnError",
+                    "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}},
+            ]},
+        "status": {"phase": "Running"}});
+    let created = cluster.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let spec = &created.body["spec"];
+    for (field, expected) in [
+        ("restartPolicy", json!("Never")),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("schedulerName", json!("default-scheduler")),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+        ("priority", json!(0)),
+        ("preemptionPolicy", json!("PreemptLowerPriority")),
+    ] {
+        assert_eq!(spec.get(field), Some(&expected), "spec.{field}: {spec}");
+    }
+    assert_eq!(
+        spec.get("colour"),
+        None,
+        "a field the Pod type lacks is dropped"
+    );
+    let container = |i: usize, field: &str| spec["containers"][i].get(field).cloned();
+    for (i, pull, message_policy) in [
+        (0, "Always", "File"),
+        (1, "IfNotPresent", "FallbackToLogsOnError"),
+    ] {
+        assert_eq!(container(i, "imagePullPolicy"), Some(json!(pull)), "{spec}");
+        assert_eq!(
+            container(i, "terminationMessagePolicy"),
+            Some(json!(message_policy))
+        );
+        assert_eq!(
+            container(i, "terminationMessagePath"),
+            Some(json!("/dev/termination-log"))
+        );
+    }
+    assert_eq!(container(0, "resources"), Some(json!({})));
+    assert_eq!(
+        spec["containers"][1]["resources"]["requests"],
+        json!({"cpu": "100m", "memory": "64Mi"}),
+        "requests default to limits"
+    );
+    let status = &created.body["status"];
+    assert_eq!(
+        (status.get("phase"), status.get("qosClass")),
+        (Some(&json!("Pending")), Some(&json!("Burstable"))),
+        "{status}"
+    );
+    let read = cluster
+        .get(&format!("/api/v1/namespaces/default/pods/{name}"))
+        .await;
+    assert_eq!(
+        read.body["spec"]["containers"], spec["containers"],
+        "read back as created"
+    );
+    assert_eq!(read.body["spec"].get("colour"), None::<&Value>);
+}
