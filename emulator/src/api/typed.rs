@@ -1,8 +1,8 @@
 //! The typed decode every write goes through in kube-apiserver: a body whose fields do not fit
 //! the kind's Go types (a string where an int32 goes, an object where a list goes) is refused
 //! before any strategy or validation runs. The k8s-openapi types stand in for the Go ones;
-//! like Go's decoder they ignore unknown fields. Pods are stored as their typed object
-//! serialises (fields the type lacks are gone); the other kinds are still stored as sent.
+//! like Go's decoder they ignore unknown fields. Pods and Events are stored as their typed
+//! object serialises (fields the type lacks are gone, times in UTC); other kinds as sent.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -27,7 +27,8 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
     }
 }
 
-/// `object` as its typed form serialises it, for the kinds stored from the typed object (Pods):
+/// `object` as its typed form serialises it, for the kinds stored from the typed object (Pods,
+/// Events in their stored core form):
 /// what a client reads back has only the fields the type has. Left as it is when it does not
 /// decode (the handlers refused such a body already).
 pub fn round_trip(kind: StoredKind, object: &mut Value) {
@@ -39,7 +40,8 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
     }
     match kind {
         StoredKind::Pod => through::<k8s_openapi::api::core::v1::Pod>(object),
-        StoredKind::Node | StoredKind::Lease | StoredKind::Namespace | StoredKind::Event => {}
+        StoredKind::Event => through::<k8s_openapi::api::core::v1::Event>(object),
+        StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
     }
 }
 
@@ -128,7 +130,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_round_trips_without_the_fields_its_type_lacks() {
+    fn pods_and_events_round_trip_without_the_fields_their_type_lacks() {
         let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "bogus": 1},
             "spec": {"containers": [{"name": "c", "image": "i", "colour": "red"}], "priority": 0},
             "status": {"phase": "Pending"}, "extra": true});
@@ -138,6 +140,14 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                 "spec": {"containers": [{"name": "c", "image": "i"}], "priority": 0},
                 "status": {"phase": "Pending"}})
+        );
+        let mut event = json!({"involvedObject": {"kind": "Node"}, "metadata": {},
+            "lastTimestamp": "2026-01-01T01:00:00+01:00", "extra": true});
+        round_trip(StoredKind::Event, &mut event);
+        assert_eq!(
+            event,
+            json!({"apiVersion": "v1", "kind": "Event", "involvedObject": {"kind": "Node"},
+                "metadata": {}, "lastTimestamp": "2026-01-01T00:00:00Z"})
         );
         let mut node = json!({"extra": true});
         round_trip(StoredKind::Node, &mut node);

@@ -36,14 +36,16 @@ async fn events_v1_are_visible_as_core_events_selected_by_involved_object() {
 
 /// Go's `Event` types serialise struct fields (`source`, `regarding`) even when empty, a zero
 /// `metav1.Time`/`MicroTime` as `null`, and core's reporter strings without `omitempty`
-/// (events.k8s.io/v1's have it): `staging/src/k8s.io/api/{core,events}/v1/types.go`.
+/// (events.k8s.io/v1's have it): `staging/src/k8s.io/api/{core,events}/v1/types.go`. Decoded into
+/// the type, an unknown field is gone and a time is written back in UTC (`metav1.Time`).
 #[tokio::test]
 async fn events_read_back_with_the_fields_go_always_serialises() {
     let cluster = Cluster::start().await;
     let name = unique("evbare");
     let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
         "involvedObject": {"kind": "Node", "name": unique("evnode"), "apiVersion": "v1"},
-        "reason": "NodeReady", "message": "node is ready", "type": "Normal"});
+        "reason": "NodeReady", "message": "node is ready", "type": "Normal",
+        "lastTimestamp": "2026-01-01T01:00:00+01:00", "colour": "red"});
     let created = cluster
         .post("/api/v1/namespaces/default/events", &event)
         .await;
@@ -54,7 +56,7 @@ async fn events_read_back_with_the_fields_go_always_serialises() {
     for (field, expected) in [
         ("source", json!({})),
         ("firstTimestamp", json!(null)),
-        ("lastTimestamp", json!(null)),
+        ("lastTimestamp", json!("2026-01-01T00:00:00Z")),
         ("eventTime", json!(null)),
         ("reportingComponent", json!("")),
         ("reportingInstance", json!("")),
@@ -67,6 +69,11 @@ async fn events_read_back_with_the_fields_go_always_serialises() {
         );
     }
     assert_eq!(core.body.get("count"), None, "count is omitempty");
+    assert_eq!(
+        core.body.get("colour"),
+        None,
+        "a field the Event type lacks is dropped"
+    );
     let v1 = cluster
         .get(&format!(
             "/apis/events.k8s.io/v1/namespaces/default/events/{name}"
@@ -75,7 +82,7 @@ async fn events_read_back_with_the_fields_go_always_serialises() {
     for (field, expected) in [
         ("deprecatedSource", json!({})),
         ("deprecatedFirstTimestamp", json!(null)),
-        ("deprecatedLastTimestamp", json!(null)),
+        ("deprecatedLastTimestamp", json!("2026-01-01T00:00:00Z")),
         ("eventTime", json!(null)),
     ] {
         assert_eq!(
