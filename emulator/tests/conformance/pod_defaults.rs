@@ -1,6 +1,7 @@
 //! A created Pod as kube-apiserver stores it: decoded into its type (unknown fields dropped),
 //! defaulted (`pkg/apis/core/v1/defaults.go`), admitted by the Priority plugin (no default
-//! PriorityClass: priority 0, `PreemptLowerPriority`) and given its initial status.
+//! PriorityClass: priority 0, `PreemptLowerPriority`) and given its initial status; a written
+//! status read back as Go serialises it.
 
 use serde_json::{Value, json};
 
@@ -75,4 +76,47 @@ async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
         "read back as created"
     );
     assert_eq!(read.body["spec"].get("colour"), None::<&Value>);
+}
+
+/// Go's `PodCondition` times and `ContainerStateRunning.startedAt` are `metav1.Time` structs (a
+/// zero one is `null`), `ContainerStatus.lastState` a struct (`{}`): a status written without
+/// them reads back with them.
+#[tokio::test]
+async fn a_pod_status_reads_back_as_go_serialises_it() {
+    let cluster = Cluster::start().await;
+    let name = unique("gostatus");
+    let pod = json!({"metadata": {"name": name}, "spec": {"nodeName": unique("nonode"),
+        "containers": [{"name": "c", "image": "busybox:1.36"}]}});
+    let created = cluster.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let status = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}],
+        "containerStatuses": [{"name": "c", "image": "busybox:1.36", "imageID": "", "ready": false,
+            "restartCount": 0, "state": {"running": {}}}]}});
+    let patched = cluster
+        .patch(
+            &format!("/api/v1/namespaces/default/pods/{name}/status"),
+            "application/merge-patch+json",
+            &status,
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    let read = cluster
+        .get(&format!("/api/v1/namespaces/default/pods/{name}"))
+        .await;
+    let condition = &read.body["status"]["conditions"][0];
+    assert_eq!(
+        (
+            condition.get("lastProbeTime"),
+            condition.get("lastTransitionTime")
+        ),
+        (Some(&Value::Null), Some(&Value::Null)),
+        "{condition}"
+    );
+    let container = &read.body["status"]["containerStatuses"][0];
+    assert_eq!(container.get("lastState"), Some(&json!({})), "{container}");
+    assert_eq!(
+        container["state"]["running"].get("startedAt"),
+        Some(&Value::Null),
+        "{container}"
+    );
 }
