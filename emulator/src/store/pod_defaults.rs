@@ -13,6 +13,8 @@ const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
     ("system-cluster-critical", 2_000_000_000),
 ];
 
+const PREEMPT_LOWER_PRIORITY: &str = "PreemptLowerPriority";
+
 /// Defaults, admission and the initial status of a Pod being created.
 pub fn prepare_pod(pod: &mut Map<String, Value>) {
     object_entry(pod, "metadata").insert("generation".into(), 1.into());
@@ -57,26 +59,44 @@ pub fn keep_admitted_priority(old: &Value, new: &mut Map<String, Value>) {
     }
 }
 
-/// `admitPod` on create: without a class name (and no class marked default) priority 0 and
-/// `PreemptLowerPriority`; the system classes give their values. Other class names are
-/// PriorityClasses the emulator does not serve, left as sent.
-fn admit_priority(spec: &mut Map<String, Value>) {
+/// The priority `admitPod` computes on create: 0 without a class name (no class is marked
+/// default), the system classes' values; `None` for other class names, PriorityClasses the
+/// emulator does not serve (left as sent).
+fn class_priority(spec: &Map<String, Value>) -> Option<i64> {
     let class = spec
         .get("priorityClassName")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let priority = if class.is_empty() {
-        Some(0)
-    } else {
-        SYSTEM_PRIORITY_CLASSES
-            .iter()
-            .find(|(name, _)| *name == class)
-            .map(|(_, value)| *value)
-    };
-    if let Some(priority) = priority {
+    if class.is_empty() {
+        return Some(0);
+    }
+    SYSTEM_PRIORITY_CLASSES
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map(|(_, value)| *value)
+}
+
+/// Why the Priority admission plugin refuses a new pod (403 Forbidden): a `priority` or
+/// `preemptionPolicy` of its own that differs from what its class gives.
+pub fn priority_refusal(pod: &Value) -> Option<String> {
+    let spec = pod.get("spec").and_then(Value::as_object)?;
+    let computed = class_priority(spec)?;
+    if let Some(given) = spec.get("priority").filter(|p| **p != json!(computed)) {
+        return Some(format!(
+            "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {computed} from the given PriorityClass name"
+        ));
+    }
+    let policy = spec.get("preemptionPolicy").and_then(Value::as_str)?;
+    (policy != PREEMPT_LOWER_PRIORITY).then(|| format!("the string value of PreemptionPolicy ({policy}) must not be provided in pod spec; priority admission controller computed {PREEMPT_LOWER_PRIORITY} from the given PriorityClass name"))
+}
+
+/// `admitPod` on create: the class's priority, and `PreemptLowerPriority` (the policy of the
+/// system classes and of no class at all).
+fn admit_priority(spec: &mut Map<String, Value>) {
+    if let Some(priority) = class_priority(spec) {
         spec.entry("priority").or_insert(json!(priority));
         spec.entry("preemptionPolicy")
-            .or_insert(json!("PreemptLowerPriority"));
+            .or_insert(json!(PREEMPT_LOWER_PRIORITY));
     }
 }
 

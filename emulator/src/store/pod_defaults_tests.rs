@@ -75,3 +75,33 @@ fn requests_default_to_limits_and_set_the_qos_class() {
     );
     assert_eq!(pod["spec"]["containers"][0]["resources"], json!({}));
 }
+
+#[test]
+fn a_priority_or_policy_other_than_the_class_gives_is_refused() {
+    for (spec, refused) in [
+        (json!({"priority": 0}), None),
+        (
+            json!({"priorityClassName": "system-node-critical", "priority": 2_000_001_000}),
+            None,
+        ),
+        (json!({"priorityClassName": "custom", "priority": 5}), None),
+        (
+            json!({"priority": 5}),
+            Some(
+                "the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name",
+            ),
+        ),
+        (
+            json!({"preemptionPolicy": "Never"}),
+            Some(
+                "the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given PriorityClass name",
+            ),
+        ),
+    ] {
+        assert_eq!(
+            priority_refusal(&json!({"spec": spec})).as_deref(),
+            refused,
+            "{spec}"
+        );
+    }
+}

@@ -120,3 +120,36 @@ async fn a_pod_status_reads_back_as_go_serialises_it() {
         "{container}"
     );
 }
+
+/// The Priority admission plugin (`plugin/pkg/admission/priority`) refuses a pod whose own
+/// priority or preemption policy differs from what its (here: no) PriorityClass gives.
+#[tokio::test]
+async fn a_pod_with_its_own_priority_is_forbidden() {
+    let cluster = Cluster::start().await;
+    for (field, value, shown) in [
+        ("priority", json!(5), "priority (5)"),
+        (
+            "preemptionPolicy",
+            json!("Never"),
+            "PreemptionPolicy (Never)",
+        ),
+    ] {
+        let name = unique("ownprio");
+        let mut pod = json!({"metadata": {"name": name}, "spec": {"nodeName": unique("nonode"),
+            "containers": [{"name": "c", "image": "busybox:1.36"}]}});
+        pod["spec"][field] = value;
+        let refused = cluster.post("/api/v1/namespaces/default/pods", &pod).await;
+        assert_eq!(
+            (refused.status, refused.body["reason"].as_str()),
+            (403, Some("Forbidden")),
+            "{:?}",
+            refused.body
+        );
+        let message = refused.body["message"].as_str().unwrap_or("");
+        assert!(
+            message.starts_with(&format!("pods {name:?} is forbidden: the "))
+                && message.contains(&format!("{shown} must not be provided in pod spec")),
+            "{message}"
+        );
+    }
+}
