@@ -30,6 +30,7 @@ pub fn prepare_pod(pod: &mut Map<String, Value>) {
         spec.entry(field).or_insert(default);
     }
     admit_priority(spec);
+    default_volumes(spec);
     for list in ["containers", "initContainers"] {
         if let Some(Value::Array(containers)) = spec.get_mut(list) {
             containers
@@ -117,11 +118,55 @@ fn default_container(container: &mut Map<String, Value>) {
     container
         .entry("terminationMessagePolicy")
         .or_insert_with(|| json!("File"));
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(Value::Object(probe)) = container.get_mut(probe) {
+            default_probe(probe);
+        }
+    }
+    if let Some(Value::Array(ports)) = container.get_mut("ports") {
+        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+            port.entry("protocol").or_insert(json!("TCP"));
+        }
+    }
     let resources = object_entry(container, "resources");
     if let Some(Value::Object(limits)) = resources.get("limits").cloned() {
         let requests = object_entry(resources, "requests");
         for (name, quantity) in limits {
             requests.entry(name).or_insert(quantity);
+        }
+    }
+}
+
+/// `SetDefaults_Probe` and `SetDefaults_HTTPGetAction`.
+fn default_probe(probe: &mut Map<String, Value>) {
+    for (field, default) in [
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ] {
+        probe.entry(field).or_insert(json!(default));
+    }
+    if let Some(Value::Object(get)) = probe.get_mut("httpGet") {
+        get.entry("path").or_insert(json!("/"));
+        get.entry("scheme").or_insert(json!("HTTP"));
+    }
+}
+
+/// The volume source defaults: file mode 0644 (420) for secret, configMap, downwardAPI and
+/// projected volumes, an empty `hostPath` type.
+fn default_volumes(spec: &mut Map<String, Value>) {
+    let Some(Value::Array(volumes)) = spec.get_mut("volumes") else {
+        return;
+    };
+    for volume in volumes.iter_mut().filter_map(Value::as_object_mut) {
+        for source in ["secret", "configMap", "downwardAPI", "projected"] {
+            if let Some(Value::Object(source)) = volume.get_mut(source) {
+                source.entry("defaultMode").or_insert(json!(420));
+            }
+        }
+        if let Some(Value::Object(host_path)) = volume.get_mut("hostPath") {
+            host_path.entry("type").or_insert(json!(""));
         }
     }
 }

@@ -105,3 +105,23 @@ fn a_priority_or_policy_other_than_the_class_gives_is_refused() {
         );
     }
 }
+
+#[test]
+fn probes_ports_and_volumes_get_their_defaults() {
+    let pod = prepared(json!({"spec": {
+        "containers": [{"name": "c", "image": "i:1", "ports": [{"containerPort": 80}],
+            "readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 5}}],
+        "volumes": [{"name": "s", "secret": {"secretName": "s"}}, {"name": "h", "hostPath": {"path": "/x"}},
+            {"name": "m", "configMap": {"name": "m", "defaultMode": 256}}]}}));
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(container["ports"][0]["protocol"], "TCP");
+    assert_eq!(
+        container["readinessProbe"],
+        json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "periodSeconds": 5,
+            "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3})
+    );
+    let volumes = &pod["spec"]["volumes"];
+    assert_eq!(volumes[0]["secret"]["defaultMode"], 420);
+    assert_eq!(volumes[1]["hostPath"]["type"], "");
+    assert_eq!(volumes[2]["configMap"]["defaultMode"], 256);
+}

@@ -1,5 +1,5 @@
 //! A created Pod as kube-apiserver stores it: decoded into its type (unknown fields dropped),
-//! defaulted (`pkg/apis/core/v1/defaults.go`), admitted by the Priority plugin (no default
+//! defaulted (`pkg/apis/core/v1/defaults.go`: spec, containers, ports, probes, volumes), admitted by the Priority plugin (no default
 //! PriorityClass: priority 0, `PreemptLowerPriority`) and given its initial status; a written
 //! status read back as Go serialises it.
 
@@ -18,8 +18,11 @@ async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
             "containers": [
                 {"name": "untagged", "image": "busybox"},
                 {"name": "tagged", "image": "busybox:1.36", "terminationMessagePolicy": "FallbackToLogsOnError",
-                    "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}},
-            ]},
+                    "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}},
+                    "ports": [{"containerPort": 8080}],
+                    "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 5}},
+            ],
+            "volumes": [{"name": "token", "secret": {"secretName": unique("nosecret")}}]},
         "status": {"phase": "Running"}});
     let created = cluster.post("/api/v1/namespaces/default/pods", &pod).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
@@ -61,6 +64,19 @@ async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
         spec["containers"][1]["resources"]["requests"],
         json!({"cpu": "100m", "memory": "64Mi"}),
         "requests default to limits"
+    );
+    assert_eq!(spec["containers"][1]["ports"][0]["protocol"], "TCP");
+    assert_eq!(
+        spec["containers"][1]["readinessProbe"],
+        json!({"httpGet": {"port": 8080, "path": "/", "scheme": "HTTP"}, "periodSeconds": 5,
+            "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3})
+    );
+    let volumes = spec["volumes"].as_array().cloned().unwrap_or_default();
+    let token = volumes.iter().find(|v| v["name"] == "token");
+    assert_eq!(
+        token.map(|v| v["secret"]["defaultMode"].clone()),
+        Some(json!(420)),
+        "{volumes:?}"
     );
     let status = &created.body["status"];
     assert_eq!(
