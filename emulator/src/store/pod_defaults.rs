@@ -123,6 +123,11 @@ fn default_container(container: &mut Map<String, Value>) {
             default_probe(probe);
         }
     }
+    if let Some(Value::Array(env)) = container.get_mut("env") {
+        for var in env.iter_mut() {
+            default_field_ref(var.pointer_mut("/valueFrom/fieldRef"));
+        }
+    }
     if let Some(Value::Array(ports)) = container.get_mut("ports") {
         for port in ports.iter_mut().filter_map(Value::as_object_mut) {
             port.entry("protocol").or_insert(json!("TCP"));
@@ -153,13 +158,29 @@ fn default_probe(probe: &mut Map<String, Value>) {
     }
 }
 
-/// The volume source defaults: file mode 0644 (420) for secret, configMap, downwardAPI and
-/// projected volumes, an empty `hostPath` type.
+/// The volume defaults: a volume without a source is an `emptyDir` (`SetDefaults_Volume`); file
+/// mode 0644 (420) for secret, configMap, downwardAPI and projected volumes, an empty
+/// `hostPath` type, projected tokens valid an hour, field references to `v1`.
 fn default_volumes(spec: &mut Map<String, Value>) {
     let Some(Value::Array(volumes)) = spec.get_mut("volumes") else {
         return;
     };
     for volume in volumes.iter_mut().filter_map(Value::as_object_mut) {
+        if volume.keys().all(|k| k == "name") {
+            volume.insert("emptyDir".into(), json!({}));
+        }
+        default_field_refs(volume.get_mut("downwardAPI"));
+        let sources = volume
+            .get_mut("projected")
+            .and_then(|p| p.get_mut("sources"));
+        if let Some(Value::Array(sources)) = sources {
+            for source in sources.iter_mut() {
+                if let Some(Value::Object(token)) = source.get_mut("serviceAccountToken") {
+                    token.entry("expirationSeconds").or_insert(json!(3600));
+                }
+                default_field_refs(source.get_mut("downwardAPI"));
+            }
+        }
         for source in ["secret", "configMap", "downwardAPI", "projected"] {
             if let Some(Value::Object(source)) = volume.get_mut(source) {
                 source.entry("defaultMode").or_insert(json!(420));
@@ -168,6 +189,22 @@ fn default_volumes(spec: &mut Map<String, Value>) {
         if let Some(Value::Object(host_path)) = volume.get_mut("hostPath") {
             host_path.entry("type").or_insert(json!(""));
         }
+    }
+}
+
+/// `SetDefaults_ObjectFieldSelector` on a downwardAPI source's items.
+fn default_field_refs(downward_api: Option<&mut Value>) {
+    let items = downward_api.and_then(|d| d.get_mut("items"));
+    if let Some(Value::Array(items)) = items {
+        items
+            .iter_mut()
+            .for_each(|item| default_field_ref(item.get_mut("fieldRef")));
+    }
+}
+
+fn default_field_ref(field_ref: Option<&mut Value>) {
+    if let Some(Value::Object(field_ref)) = field_ref {
+        field_ref.entry("apiVersion").or_insert(json!("v1"));
     }
 }
 

@@ -125,3 +125,26 @@ fn probes_ports_and_volumes_get_their_defaults() {
     assert_eq!(volumes[1]["hostPath"]["type"], "");
     assert_eq!(volumes[2]["configMap"]["defaultMode"], 256);
 }
+
+#[test]
+fn field_references_tokens_and_sourceless_volumes_get_their_defaults() {
+    let pod = prepared(json!({"spec": {
+        "containers": [{"name": "c", "image": "i:1",
+            "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}],
+        "volumes": [{"name": "scratch"},
+            {"name": "p", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}},
+                {"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}}]}}));
+    assert_eq!(
+        pod["spec"]["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["apiVersion"],
+        "v1"
+    );
+    let volumes = &pod["spec"]["volumes"];
+    assert_eq!(volumes[0], json!({"name": "scratch", "emptyDir": {}}));
+    let sources = &volumes[1]["projected"]["sources"];
+    assert_eq!(sources[0]["serviceAccountToken"]["expirationSeconds"], 3600);
+    assert_eq!(
+        sources[1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
+        "v1"
+    );
+    assert_eq!(volumes[1]["projected"]["defaultMode"], 420);
+}

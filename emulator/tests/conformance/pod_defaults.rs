@@ -16,13 +16,14 @@ async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
         "spec": {"nodeName": unique("nonode"), "restartPolicy": "Never", "colour": "red",
             "containers": [
-                {"name": "untagged", "image": "busybox"},
+                {"name": "untagged", "image": "busybox",
+                    "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]},
                 {"name": "tagged", "image": "busybox:1.36", "terminationMessagePolicy": "FallbackToLogsOnError",
                     "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}},
                     "ports": [{"containerPort": 8080}],
                     "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 5}},
             ],
-            "volumes": [{"name": "token", "secret": {"secretName": unique("nosecret")}}]},
+            "volumes": [{"name": "token", "secret": {"secretName": unique("nosecret")}}, {"name": "scratch"}]},
         "status": {"phase": "Running"}});
     let created = cluster.post("/api/v1/namespaces/default/pods", &pod).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
@@ -77,6 +78,16 @@ async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
         token.map(|v| v["secret"]["defaultMode"].clone()),
         Some(json!(420)),
         "{volumes:?}"
+    );
+    let scratch = volumes.iter().find(|v| v["name"] == "scratch");
+    assert_eq!(
+        scratch,
+        Some(&json!({"name": "scratch", "emptyDir": {}})),
+        "a volume without a source"
+    );
+    assert_eq!(
+        spec["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["apiVersion"],
+        "v1"
     );
     let status = &created.body["status"];
     assert_eq!(
