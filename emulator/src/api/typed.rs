@@ -1,7 +1,8 @@
 //! The typed decode every write goes through in kube-apiserver: a body whose fields do not fit
 //! the kind's Go types (a string where an int32 goes, an object where a list goes) is refused
 //! before any strategy or validation runs. The k8s-openapi types stand in for the Go ones;
-//! like Go's decoder they ignore unknown fields. Objects are still stored as sent.
+//! like Go's decoder they ignore unknown fields. Pods and Events are stored as their typed
+//! object serialises (fields the type lacks are gone, times in UTC); other kinds as sent.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -23,6 +24,24 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::Lease, _) => check::<coordination::v1::Lease>(object),
         (StoredKind::Event, "events.k8s.io") => check::<events::v1::Event>(object),
         (StoredKind::Event, _) => check::<core::v1::Event>(object),
+    }
+}
+
+/// `object` as its typed form serialises it, for the kinds stored from the typed object (Pods,
+/// Events in their stored core form):
+/// what a client reads back has only the fields the type has. Left as it is when it does not
+/// decode (the handlers refused such a body already).
+pub fn round_trip(kind: StoredKind, object: &mut Value) {
+    fn through<T: DeserializeOwned + serde::Serialize>(object: &mut Value) {
+        let typed = serde_json::from_value::<T>(object.clone()).ok();
+        if let Some(value) = typed.and_then(|t| serde_json::to_value(t).ok()) {
+            *object = value;
+        }
+    }
+    match kind {
+        StoredKind::Pod => through::<k8s_openapi::api::core::v1::Pod>(object),
+        StoredKind::Event => through::<k8s_openapi::api::core::v1::Event>(object),
+        StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
     }
 }
 
@@ -108,6 +127,35 @@ mod tests {
         ] {
             assert_eq!(decode_error(resource, &object).is_none(), fits, "{object}");
         }
+    }
+
+    #[test]
+    fn pods_and_events_round_trip_without_the_fields_their_type_lacks() {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "bogus": 1},
+            "spec": {"containers": [{"name": "c", "image": "i", "colour": "red"}], "priority": 0},
+            "status": {"phase": "Pending"}, "extra": true});
+        round_trip(StoredKind::Pod, &mut pod);
+        assert_eq!(
+            pod,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "i"}], "priority": 0},
+                "status": {"phase": "Pending"}})
+        );
+        let mut event = json!({"involvedObject": {"kind": "Node"}, "metadata": {},
+            "lastTimestamp": "2026-01-01T01:00:00+01:00", "extra": true});
+        round_trip(StoredKind::Event, &mut event);
+        assert_eq!(
+            event,
+            json!({"apiVersion": "v1", "kind": "Event", "involvedObject": {"kind": "Node"},
+                "metadata": {}, "lastTimestamp": "2026-01-01T00:00:00Z"})
+        );
+        let mut node = json!({"extra": true});
+        round_trip(StoredKind::Node, &mut node);
+        assert_eq!(
+            node,
+            json!({"extra": true}),
+            "other kinds are stored as sent"
+        );
     }
 
     #[test]

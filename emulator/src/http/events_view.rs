@@ -34,6 +34,12 @@ pub fn to_events_v1(core: &Value) -> Value {
             .find(|(c, _)| *c == core_name)
             .map(|(_, v1)| *v1)
     });
+    // Unlike core's, the events.k8s.io/v1 reporter strings are `omitempty`.
+    for field in ["reportingController", "reportingInstance"] {
+        if out.get(field).and_then(Value::as_str) == Some("") {
+            out.remove(field);
+        }
+    }
     out.insert("apiVersion".into(), "events.k8s.io/v1".into());
     out.insert("kind".into(), "Event".into());
     Value::Object(out)
@@ -100,5 +106,16 @@ mod tests {
         assert_eq!(core["reportingComponent"], "nodepulse");
         assert_eq!(core["apiVersion"], "v1");
         assert_eq!(to_events_v1(&core), v1);
+    }
+
+    #[test]
+    fn empty_reporter_strings_are_omitted_from_the_events_v1_view_only() {
+        let core = json!({"regarding": {}, "reportingComponent": "", "reportingInstance": "",
+            "eventTime": null, "firstTimestamp": null});
+        let v1 = to_events_v1(&core);
+        assert_eq!(v1.get("reportingController"), None);
+        assert_eq!(v1.get("reportingInstance"), None);
+        assert_eq!(v1["eventTime"], Value::Null);
+        assert_eq!(v1.get("deprecatedFirstTimestamp"), Some(&Value::Null));
     }
 }

@@ -1,7 +1,8 @@
 //! The fields Go's API types always serialise, filled in where a stored object lacks them, so
 //! what clients read back has them as kube-apiserver's answers do: struct-valued fields have no
 //! `omitempty` effect in Go (a Lease always has `spec: {}`, a Node `spec: {}` and a `status`
-//! with `daemonEndpoints` and every `nodeInfo` string). Pure; the strategies call it.
+//! with `daemonEndpoints` and every `nodeInfo` string; a zero `metav1.Time` is `null`, as in a
+//! Pod condition's `lastProbeTime`). Pure; the strategies call it.
 
 use serde_json::{Map, Value, json};
 
@@ -39,7 +40,65 @@ pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
                 info.entry(field).or_insert(json!(""));
             }
         }
-        StoredKind::Pod | StoredKind::Namespace | StoredKind::Event => {}
+        StoredKind::Event => fill_core_event(object),
+        StoredKind::Pod => fill_pod(object),
+        StoredKind::Namespace => {}
+    }
+}
+
+/// A Pod: `spec` and `status` are structs; a condition's zero times are `null`; a container
+/// status always has its `state` and `lastState` structs, and a running or terminated state
+/// its zero times as `null`.
+fn fill_pod(pod: &mut Map<String, Value>) {
+    object_entry(pod, "spec");
+    let status = object_entry(pod, "status");
+    if let Some(Value::Array(conditions)) = status.get_mut("conditions") {
+        for condition in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            for field in ["lastProbeTime", "lastTransitionTime"] {
+                condition.entry(field).or_insert(Value::Null);
+            }
+        }
+    }
+    for list in [
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+    ] {
+        let Some(Value::Array(statuses)) = status.get_mut(list) else {
+            continue;
+        };
+        for container in statuses.iter_mut().filter_map(Value::as_object_mut) {
+            for state in ["state", "lastState"] {
+                fill_container_state(object_entry(container, state));
+            }
+        }
+    }
+}
+
+fn fill_container_state(state: &mut Map<String, Value>) {
+    for (phase, times) in [
+        ("running", &["startedAt"][..]),
+        ("terminated", &["startedAt", "finishedAt"][..]),
+    ] {
+        if let Some(Value::Object(detail)) = state.get_mut(phase) {
+            for time in times {
+                detail.entry(*time).or_insert(Value::Null);
+            }
+        }
+    }
+}
+
+/// A core `v1` Event (the stored form): `involvedObject` and `source` are structs, the three
+/// timestamps zero times (`null`), `reportingComponent`/`reportingInstance` strings without
+/// `omitempty`. The events.k8s.io view renames them (`events_view`).
+fn fill_core_event(event: &mut Map<String, Value>) {
+    object_entry(event, "involvedObject");
+    object_entry(event, "source");
+    for field in ["firstTimestamp", "lastTimestamp", "eventTime"] {
+        event.entry(field).or_insert(Value::Null);
+    }
+    for field in ["reportingComponent", "reportingInstance"] {
+        event.entry(field).or_insert(json!(""));
     }
 }
 
@@ -87,7 +146,38 @@ mod tests {
             filled(StoredKind::Lease, json!({"metadata": {}})),
             json!({"metadata": {}, "spec": {}})
         );
-        let event = json!({"metadata": {}});
-        assert_eq!(filled(StoredKind::Event, event.clone()), event);
+        let namespace = json!({"metadata": {}});
+        assert_eq!(filled(StoredKind::Namespace, namespace.clone()), namespace);
+    }
+
+    #[test]
+    fn pod_conditions_and_container_states_read_back_as_go_serialises_them() {
+        let pod = filled(
+            StoredKind::Pod,
+            json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "containerStatuses": [{"name": "c", "state": {"terminated": {"exitCode": 0}}}]}}),
+        );
+        assert_eq!(
+            pod,
+            json!({"spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:00Z", "lastProbeTime": null}],
+                "containerStatuses": [{"name": "c", "lastState": {},
+                    "state": {"terminated": {"exitCode": 0, "startedAt": null, "finishedAt": null}}}]}})
+        );
+    }
+
+    #[test]
+    fn a_core_event_reads_back_with_null_times_and_empty_reporter() {
+        let event = filled(
+            StoredKind::Event,
+            json!({"involvedObject": {"kind": "Node"}, "lastTimestamp": "2026-01-01T00:00:00Z"}),
+        );
+        assert_eq!(
+            event,
+            json!({"involvedObject": {"kind": "Node"}, "source": {}, "firstTimestamp": null,
+                "lastTimestamp": "2026-01-01T00:00:00Z", "eventTime": null,
+                "reportingComponent": "", "reportingInstance": ""})
+        );
     }
 }

@@ -8,6 +8,7 @@
 mod delete;
 mod go_fields;
 mod history;
+mod pod_defaults;
 pub mod strategy;
 
 use std::collections::{BTreeMap, HashMap};
@@ -152,8 +153,14 @@ impl Store {
                 );
             }
         }
-        let errors = strategy::validate_create(resource, &object);
         let name = meta_str(&object, "name").to_string();
+        // Mutating admission runs before validation.
+        if resource.stored == StoredKind::Pod
+            && let Some(cause) = pod_defaults::priority_refusal(&object)
+        {
+            return Err(ApiError::forbidden(resource, &name, &cause));
+        }
+        let errors = strategy::validate_create(resource, &object);
         if !errors.is_empty() {
             return Err(ApiError::invalid(resource, &name, &errors));
         }

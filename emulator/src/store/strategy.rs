@@ -31,11 +31,14 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
     meta.remove("generation");
     match resource.stored {
         StoredKind::Node => add_not_ready_taint(map),
-        StoredKind::Pod => prepare_pod(map),
+        StoredKind::Pod => super::pod_defaults::prepare_pod(map),
         StoredKind::Namespace => prepare_namespace(map),
         StoredKind::Lease | StoredKind::Event => {}
     }
-    super::go_fields::fill(resource.stored, map);
+    crate::api::typed::round_trip(resource.stored, object);
+    if let Some(map) = object.as_object_mut() {
+        super::go_fields::fill(resource.stored, map);
+    }
 }
 
 /// Carries system fields over from `old` and applies the status-subresource rule: the main
@@ -100,6 +103,9 @@ pub fn prepare_for_update(
             copy_field(&old_meta, meta, "deletionTimestamp");
         }
     }
+    if resource.stored == StoredKind::Pod {
+        super::pod_defaults::keep_admitted_priority(old, map);
+    }
     if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
         let generation = old_meta
             .get("generation")
@@ -107,7 +113,10 @@ pub fn prepare_for_update(
             .unwrap_or(0);
         object_entry(map, "metadata").insert("generation".into(), (generation + 1).into());
     }
-    super::go_fields::fill(resource.stored, map);
+    crate::api::typed::round_trip(resource.stored, new);
+    if let Some(map) = new.as_object_mut() {
+        super::go_fields::fill(resource.stored, map);
+    }
 }
 
 /// Whether a PUT without `metadata.resourceVersion` overwrites the object (`true`) or is 422
@@ -249,69 +258,6 @@ fn add_not_ready_taint(node: &mut Map<String, Value>) {
     });
     if !present {
         list.push(json!({"key": NOT_READY_TAINT_KEY, "effect": "NoSchedule"}));
-    }
-}
-
-fn prepare_pod(pod: &mut Map<String, Value>) {
-    object_entry(pod, "metadata").insert("generation".into(), 1.into());
-    let spec = object_entry(pod, "spec");
-    for (field, default) in [
-        ("restartPolicy", json!("Always")),
-        ("terminationGracePeriodSeconds", json!(30)),
-        ("dnsPolicy", json!("ClusterFirst")),
-        ("schedulerName", json!("default-scheduler")),
-        ("securityContext", json!({})),
-        ("enableServiceLinks", json!(true)),
-    ] {
-        spec.entry(field).or_insert(default);
-    }
-    let qos = qos_class(spec);
-    if let Some(Value::Array(containers)) = spec.get_mut("containers") {
-        for container in containers.iter_mut().filter_map(Value::as_object_mut) {
-            let latest = container
-                .get("image")
-                .and_then(Value::as_str)
-                .is_some_and(|i| !i.contains(':') || i.ends_with(":latest"));
-            container
-                .entry("imagePullPolicy")
-                .or_insert_with(|| json!(if latest { "Always" } else { "IfNotPresent" }));
-            container
-                .entry("terminationMessagePath")
-                .or_insert_with(|| json!("/dev/termination-log"));
-            container
-                .entry("terminationMessagePolicy")
-                .or_insert_with(|| json!("File"));
-            container.entry("resources").or_insert_with(|| json!({}));
-        }
-    }
-    // PrepareForCreate resets status: clients cannot create a pod with a status.
-    pod.insert(
-        "status".into(),
-        json!({"phase": "Pending", "qosClass": qos}),
-    );
-}
-
-/// The pod QoS class (`qos.GetPodQOS`), from the containers' cpu/memory requests and limits.
-fn qos_class(spec: &Map<String, Value>) -> &'static str {
-    let containers: Vec<&Value> = spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .map(|c| c.iter().collect())
-        .unwrap_or_default();
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        for resource in ["cpu", "memory"] {
-            let request = c.pointer(&format!("/resources/requests/{resource}"));
-            let limit = c.pointer(&format!("/resources/limits/{resource}"));
-            any |= request.is_some() || limit.is_some();
-            guaranteed &= limit.is_some() && (request.is_none() || request == limit);
-        }
-    }
-    match (any, guaranteed) {
-        (false, _) => "BestEffort",
-        (true, true) => "Guaranteed",
-        (true, false) => "Burstable",
     }
 }
 

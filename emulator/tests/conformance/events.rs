@@ -33,3 +33,76 @@ async fn events_v1_are_visible_as_core_events_selected_by_involved_object() {
         .await;
     assert_eq!(v1.body["regarding"]["name"], node.as_str());
 }
+
+/// Go's `Event` types serialise struct fields (`source`, `regarding`) even when empty, a zero
+/// `metav1.Time`/`MicroTime` as `null`, and core's reporter strings without `omitempty`
+/// (events.k8s.io/v1's have it): `staging/src/k8s.io/api/{core,events}/v1/types.go`. Decoded into
+/// the type, an unknown field is gone and a time is written back in UTC (`metav1.Time`).
+#[tokio::test]
+async fn events_read_back_with_the_fields_go_always_serialises() {
+    let cluster = Cluster::start().await;
+    let name = unique("evbare");
+    let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+        "involvedObject": {"kind": "Node", "name": unique("evnode"), "apiVersion": "v1"},
+        "reason": "NodeReady", "message": "node is ready", "type": "Normal",
+        "lastTimestamp": "2026-01-01T01:00:00+01:00", "colour": "red"});
+    let created = cluster
+        .post("/api/v1/namespaces/default/events", &event)
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let core = cluster
+        .get(&format!("/api/v1/namespaces/default/events/{name}"))
+        .await;
+    for (field, expected) in [
+        ("source", json!({})),
+        ("firstTimestamp", json!(null)),
+        ("lastTimestamp", json!("2026-01-01T00:00:00Z")),
+        ("eventTime", json!(null)),
+        ("reportingComponent", json!("")),
+        ("reportingInstance", json!("")),
+    ] {
+        assert_eq!(
+            core.body.get(field),
+            Some(&expected),
+            "core {field}: {:?}",
+            core.body
+        );
+    }
+    assert_eq!(core.body.get("count"), None, "count is omitempty");
+    assert_eq!(
+        core.body.get("colour"),
+        None,
+        "a field the Event type lacks is dropped"
+    );
+    let v1 = cluster
+        .get(&format!(
+            "/apis/events.k8s.io/v1/namespaces/default/events/{name}"
+        ))
+        .await;
+    for (field, expected) in [
+        ("deprecatedSource", json!({})),
+        ("deprecatedFirstTimestamp", json!(null)),
+        ("deprecatedLastTimestamp", json!("2026-01-01T00:00:00Z")),
+        ("eventTime", json!(null)),
+    ] {
+        assert_eq!(
+            v1.body.get(field),
+            Some(&expected),
+            "v1 {field}: {:?}",
+            v1.body
+        );
+    }
+    for field in [
+        "reportingController",
+        "reportingInstance",
+        "deprecatedCount",
+    ] {
+        assert_eq!(
+            v1.body.get(field),
+            None,
+            "v1 {field} is omitempty: {:?}",
+            v1.body
+        );
+    }
+    assert_eq!(v1.body["regarding"]["kind"], "Node");
+}

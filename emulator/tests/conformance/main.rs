@@ -14,6 +14,7 @@ mod kube_client;
 mod kubectl;
 mod lifecycle;
 mod patches;
+mod pod_defaults;
 mod selectors;
 mod subresources;
 mod update;
