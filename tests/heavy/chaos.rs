@@ -12,7 +12,7 @@
 //! kubelet does, and nothing is evicted within the run.
 //!
 //! The seed is printed; `NODEPULSE_CHAOS_SEED=<seed>` replays a run (kills and pressure flips)
-//! and `NODEPULSE_CHAOS_SECONDS` sets its length (default 30; below about 15 s the pressure may
+//! and `NODEPULSE_CHAOS_SECONDS` sets its length (default 20; below about 15 s the pressure may
 //! not flip both ways).
 
 use crate::{common, exclusive};
@@ -91,7 +91,7 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
         return;
     }
     let seed = env_number("NODEPULSE_CHAOS_SEED").unwrap_or_else(rand::random);
-    let seconds = env_number("NODEPULSE_CHAOS_SECONDS").unwrap_or(30);
+    let seconds = env_number("NODEPULSE_CHAOS_SECONDS").unwrap_or(20);
     eprintln!("chaos seed {seed} for {seconds}s (replay: NODEPULSE_CHAOS_SEED={seed})");
     let mut rng = StdRng::seed_from_u64(seed);
     // Room for a kill per actor every two seconds or so.
@@ -364,7 +364,7 @@ async fn pod_churn(client: kube::Client, node: String, created: Arc<AtomicU64>) 
 
 /// When the host's memory pressure flips within a run of `length`, and to what: first within
 /// three seconds, then after phases of [`PRESSURE_PHASE_SECONDS`], alternating on and off from
-/// off (so a 30 s run flips on, off and on at least). Drawn from `seed` alone.
+/// off (so a 20 s run flips on and off at least; a 30 s one on, off and on). Drawn from `seed` alone.
 fn pressure_flips(seed: u64, length: Duration) -> Vec<(Duration, bool)> {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x6d65_6d6f_7279); // "memory"
     let mut at = Duration::from_secs_f64(rng.random_range(1.0..3.0));
