@@ -42,6 +42,24 @@ impl CriClient {
             .boxed()
     }
 
+    /// A call whose answer `answer` turns into the port's type.
+    fn call_with<Request, Response, Out>(
+        &self,
+        method: &'static str,
+        path: &'static str,
+        request: Request,
+        answer: impl FnOnce(Response) -> ContainerRuntimeResult<Out> + Send + 'static,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Out>>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+        Out: Send + 'static,
+    {
+        self.pod_call::<_, Response>(method, path, request)
+            .map(|result| result.and_then(answer))
+            .boxed()
+    }
+
     fn empty_call<Request>(
         &self,
         method: &'static str,
@@ -51,10 +69,20 @@ impl CriClient {
     where
         Request: prost::Message + Send + Sync + 'static,
     {
-        self.pod_call::<_, proto::Empty>(method, path, request)
-            .map(|result| result.map(|_| ()))
-            .boxed()
+        self.call_with(method, path, request, |_: proto::Empty| Ok(()))
     }
+}
+
+/// A field the runtime must answer with; its absence is an incomplete answer.
+fn required<T>(
+    field: Option<T>,
+    method: &'static str,
+    name: &'static str,
+) -> ContainerRuntimeResult<T> {
+    field.ok_or(ContainerRuntimeError::Incomplete {
+        method,
+        field: name,
+    })
 }
 
 /// Whole seconds, rounded up so a sub-second limit is not sent as "none" (0).
@@ -100,22 +128,19 @@ impl ContainerRuntime for CriClient {
             pod_sandbox_id: id,
             verbose: false,
         };
-        let call = self.pod_call::<_, proto::PodSandboxStatusResponse>(
-            "PodSandboxStatus",
+        let method = "PodSandboxStatus";
+        self.call_with(
+            method,
             paths::POD_SANDBOX_STATUS,
             request,
-        );
-        async move {
-            let status = call
-                .await?
-                .status
-                .ok_or(ContainerRuntimeError::Incomplete {
-                    method: "PodSandboxStatus",
-                    field: "status",
-                })?;
-            Ok(convert::sandbox_status(status))
-        }
-        .boxed()
+            move |response: proto::PodSandboxStatusResponse| {
+                Ok(convert::sandbox_status(required(
+                    response.status,
+                    method,
+                    "status",
+                )?))
+            },
+        )
     }
 
     fn list_pod_sandboxes(
@@ -125,21 +150,18 @@ impl ContainerRuntime for CriClient {
         let request = proto::ListPodSandboxRequest {
             filter: Some(convert::sandbox_filter(filter)),
         };
-        self.pod_call::<_, proto::ListPodSandboxResponse>(
+        self.call_with(
             "ListPodSandbox",
             paths::LIST_POD_SANDBOX,
             request,
-        )
-        .map(|result| {
-            result.map(|response| {
-                response
+            |response: proto::ListPodSandboxResponse| {
+                Ok(response
                     .items
                     .into_iter()
                     .map(convert::sandbox_summary)
-                    .collect()
-            })
-        })
-        .boxed()
+                    .collect())
+            },
+        )
     }
 
     fn create_container(
@@ -205,22 +227,19 @@ impl ContainerRuntime for CriClient {
         id: String,
     ) -> BoxFuture<'static, ContainerRuntimeResult<ContainerStatus>> {
         let request = proto::ContainerIdRequest { container_id: id };
-        let call = self.pod_call::<_, proto::ContainerStatusResponse>(
-            "ContainerStatus",
+        let method = "ContainerStatus";
+        self.call_with(
+            method,
             paths::CONTAINER_STATUS,
             request,
-        );
-        async move {
-            let status = call
-                .await?
-                .status
-                .ok_or(ContainerRuntimeError::Incomplete {
-                    method: "ContainerStatus",
-                    field: "status",
-                })?;
-            Ok(convert::container_status(status))
-        }
-        .boxed()
+            move |response: proto::ContainerStatusResponse| {
+                Ok(convert::container_status(required(
+                    response.status,
+                    method,
+                    "status",
+                )?))
+            },
+        )
     }
 
     fn list_containers(
@@ -230,21 +249,18 @@ impl ContainerRuntime for CriClient {
         let request = proto::ListContainersRequest {
             filter: Some(convert::container_filter(filter)),
         };
-        self.pod_call::<_, proto::ListContainersResponse>(
+        self.call_with(
             "ListContainers",
             paths::LIST_CONTAINERS,
             request,
-        )
-        .map(|result| {
-            result.map(|response| {
-                response
+            |response: proto::ListContainersResponse| {
+                Ok(response
                     .containers
                     .into_iter()
                     .map(convert::container_summary)
-                    .collect()
-            })
-        })
-        .boxed()
+                    .collect())
+            },
+        )
     }
 
     fn exec_sync(
@@ -288,9 +304,12 @@ impl ContainerRuntime for CriClient {
             image: Some(convert::image_spec(&image)),
             verbose: false,
         };
-        self.pod_call::<_, proto::ImageStatusResponse>("ImageStatus", paths::IMAGE_STATUS, request)
-            .map(|result| result.map(|response| response.image.map(convert::image_info)))
-            .boxed()
+        self.call_with(
+            "ImageStatus",
+            paths::IMAGE_STATUS,
+            request,
+            |response: proto::ImageStatusResponse| Ok(response.image.map(convert::image_info)),
+        )
     }
 
     fn pull_image(
@@ -311,17 +330,18 @@ impl ContainerRuntime for CriClient {
 
     fn list_images(&self) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ImageInfo>>> {
         let request = proto::ListImagesRequest { filter: None };
-        self.pod_call::<_, proto::ListImagesResponse>("ListImages", paths::LIST_IMAGES, request)
-            .map(|result| {
-                result.map(|response| {
-                    response
-                        .images
-                        .into_iter()
-                        .map(convert::image_info)
-                        .collect()
-                })
-            })
-            .boxed()
+        self.call_with(
+            "ListImages",
+            paths::LIST_IMAGES,
+            request,
+            |response: proto::ListImagesResponse| {
+                Ok(response
+                    .images
+                    .into_iter()
+                    .map(convert::image_info)
+                    .collect())
+            },
+        )
     }
 }
 
