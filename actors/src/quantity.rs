@@ -1,6 +1,8 @@
 //! Kubernetes resource quantities (`100Mi`, `1.5Gi`, `500m`, `2k`, `1e3`) as plain numbers,
 //! for reservations and eviction thresholds. Parsing follows apimachinery's suffixes: binary
 //! (`Ki`…`Ei`), decimal (`n`, `u`, `m`, `k`, `M`, `G`, `T`, `P`, `E`) and exponents (`e3`).
+//! [`value`] and [`milli_value`] are exact integers rounded up, as apimachinery's `Value()` and
+//! `MilliValue()`, for the scheduler's arithmetic (a float makes `0.1` cpu 101 millicores).
 
 /// Why a quantity was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +66,88 @@ pub fn parse_quantity(text: &str) -> Result<f64, QuantityError> {
     }
 }
 
+/// `Quantity.Value()`: the quantity in whole units, rounded up (`1.5` → 2, `100m` → 1).
+pub fn value(text: &str) -> Result<i64, QuantityError> {
+    scaled(text, 0)
+}
+
+/// `Quantity.MilliValue()`: the quantity in thousandths, rounded up (`0.1` → 100, `1u` → 1).
+pub fn milli_value(text: &str) -> Result<i64, QuantityError> {
+    scaled(text, 3)
+}
+
+/// The quantity × 10^`scale`, rounded up, computed on integers: mantissa digits, a power of
+/// ten and a power of 1024, so no decimal fraction is ever approximated.
+fn scaled(text: &str, scale: i32) -> Result<i64, QuantityError> {
+    let error = |reason| QuantityError {
+        text: text.to_owned(),
+        reason,
+    };
+    let trimmed = text.trim();
+    let (negative, unsigned) = match trimmed.as_bytes().first() {
+        Some(b'-') => (true, &trimmed[1..]),
+        Some(b'+') => (false, &trimmed[1..]),
+        _ => (false, trimmed),
+    };
+    let number_end = unsigned
+        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
+        .unwrap_or(unsigned.len());
+    let (number, suffix) = unsigned.split_at(number_end);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
+        return Err(error("expected a number, such as 100Mi"));
+    }
+    let (binary_power, mut decimal_power): (u32, i32) = match suffix {
+        "" => (0, 0),
+        "Ki" => (1, 0),
+        "Mi" => (2, 0),
+        "Gi" => (3, 0),
+        "Ti" => (4, 0),
+        "Pi" => (5, 0),
+        "Ei" => (6, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        exponent if exponent.starts_with(['e', 'E']) => (
+            0,
+            exponent[1..].parse().map_err(|_| error("unknown suffix"))?,
+        ),
+        _ => return Err(error("unknown suffix")),
+    };
+    let too_large = || error("too large");
+    let mut mantissa: i128 = 0;
+    for digit in whole.bytes().chain(fraction.bytes()) {
+        mantissa = mantissa
+            .checked_mul(10)
+            .and_then(|m| m.checked_add(i128::from(digit - b'0')))
+            .ok_or_else(too_large)?;
+    }
+    decimal_power += scale - i32::try_from(fraction.len()).map_err(|_| too_large())?;
+    mantissa = mantissa
+        .checked_mul(1i128 << (10 * binary_power))
+        .ok_or_else(too_large)?;
+    if decimal_power >= 0 {
+        let factor = 10i128
+            .checked_pow(decimal_power.unsigned_abs())
+            .ok_or_else(too_large)?;
+        mantissa = mantissa.checked_mul(factor).ok_or_else(too_large)?;
+    } else {
+        // Beyond 10^38 every i128 mantissa rounds up to 1 (or stays 0).
+        let divisor = 10i128
+            .checked_pow(decimal_power.unsigned_abs())
+            .unwrap_or(i128::MAX);
+        mantissa = mantissa / divisor + i128::from(mantissa % divisor != 0);
+    }
+    let magnitude = i64::try_from(mantissa).map_err(|_| too_large())?;
+    Ok(if negative { -magnitude } else { magnitude })
+}
+
 /// Formats a byte count as the API server would a BinarySI quantity: the largest binary suffix
 /// that divides it exactly (`16393248Ki`, `100Mi`), plain bytes otherwise.
 pub fn format_binary(bytes: u64) -> String {
@@ -123,6 +207,33 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(parse_quantity(text), Ok(expected), "{text}");
         }
+    }
+
+    #[test]
+    fn exact_values_round_up_as_apimachinery() {
+        let cases = [
+            ("0.1", 100, 1),
+            ("100m", 100, 1),
+            ("1500m", 1500, 2),
+            ("2", 2000, 2),
+            ("1u", 1, 1),
+            ("1Gi", 1_073_741_824_000, 1_073_741_824),
+            ("1.5Ki", 1_536_000, 1536),
+            ("1e3", 1_000_000, 1000),
+            ("128974848", 128_974_848_000, 128_974_848),
+            ("129e6", 129_000_000_000, 129_000_000),
+            ("123Mi", 128_974_848_000, 128_974_848),
+            ("0", 0, 0),
+            (".5", 500, 1),
+        ];
+        for (text, milli, whole) in cases {
+            assert_eq!(milli_value(text), Ok(milli), "milli {text}");
+            assert_eq!(value(text), Ok(whole), "value {text}");
+        }
+        assert!(value("1.2.3").is_err());
+        assert!(value("10Xi").is_err());
+        assert!(value("").is_err());
+        assert!(value("99999999999E").is_err());
     }
 
     #[test]

@@ -3,8 +3,13 @@
 //! `SetContainerReadiness` and `TerminatePod`.
 
 mod actor;
+pub mod admission;
+#[cfg(test)]
+mod admission_tests;
 pub mod annotations;
 pub mod ip_pool;
+mod node_affinity;
+pub mod pod_requests;
 mod provider;
 mod simulated;
 mod simulated_status;
