@@ -50,11 +50,14 @@ fn refused(reason: &str, message: &str) -> Result<(), Rejection> {
     })
 }
 
+/// (case, pod, node, pods already admitted, expected verdict)
+type AdmissionCase = (&'static str, Pod, Node, Vec<Pod>, Result<(), Rejection>);
+
 #[test]
 fn every_refusal_has_the_kubelets_reason_and_message() {
     let busy_port = pod(json!({"containers": [{"name": "web", "image": "nginx",
         "ports": [{"containerPort": 80, "hostPort": 8080}]}]}));
-    let cases: Vec<(&str, Pod, Node, Vec<Pod>, Result<(), Rejection>)> = vec![
+    let cases: Vec<AdmissionCase> = vec![
         (
             "fits",
             requesting("500m", "100Mi"),

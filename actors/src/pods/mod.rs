@@ -7,10 +7,17 @@ pub mod admission;
 #[cfg(test)]
 mod admission_tests;
 pub mod annotations;
+pub mod env;
+mod env_sources;
+#[cfg(test)]
+mod env_tests;
+mod expansion;
+mod field_ref;
 pub mod ip_pool;
 mod node_affinity;
 pub mod pod_requests;
 mod provider;
+mod resource_field;
 mod simulated;
 mod simulated_status;
 #[cfg(test)]

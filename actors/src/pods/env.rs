@@ -1,0 +1,175 @@
+//! A container's environment as the kubelet's `makeEnvironmentVariables` builds it: `envFrom`
+//! in order (prefix, optional sources skipped), then `env` in order — `$(VAR)`-expanded values,
+//! downward-API `fieldRef` and `resourceFieldRef`, ConfigMap and Secret keys — and `$(VAR)` in
+//! command and args. Pure: objects come through [`EnvSources`]. Service-link variables
+//! (`enableServiceLinks`, `KUBERNETES_SERVICE_HOST`) are not built here.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::{Container, Pod},
+    apimachinery::pkg::api::resource::Quantity,
+};
+
+pub use super::env_sources::{EnvSources, SourceError};
+use super::{
+    env_sources::{Kind, Objects},
+    expansion::expand,
+    field_ref::field_value,
+    resource_field::resource_field_value,
+};
+use crate::{ports::PodEvent, quantity::QuantityError};
+
+/// The waiting reason of a container whose configuration cannot be built.
+pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
+
+/// Why the environment could not be built; the text is the kubelet's, shown as the waiting
+/// message of [`CREATE_CONTAINER_CONFIG_ERROR`]. All clear up only when the pod's objects or
+/// spec change (or, for `Source`, when the cache answers).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    #[error("configmap {name:?} not found")]
+    ConfigMapNotFound { name: String },
+    #[error("secret {name:?} not found")]
+    SecretNotFound { name: String },
+    #[error("couldn't find key {key} in ConfigMap {namespace}/{name}")]
+    ConfigMapKeyNotFound {
+        key: String,
+        namespace: String,
+        name: String,
+    },
+    #[error("couldn't find key {key} in Secret {namespace}/{name}")]
+    SecretKeyNotFound {
+        key: String,
+        namespace: String,
+        name: String,
+    },
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// A `fieldRef` the kubelet cannot resolve (its conversion and extraction errors).
+    #[error("{0}")]
+    FieldPath(String),
+    #[error("unsupported container resource : {0}")]
+    UnsupportedResource(String),
+    #[error("container {0} not found")]
+    ContainerNotFound(String),
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+}
+
+impl EnvError {
+    /// The Warning the kubelet records when the container cannot be configured.
+    pub fn event(&self) -> PodEvent {
+        PodEvent {
+            warning: true,
+            reason: "Failed".to_owned(),
+            message: format!("Error: {self}"),
+            annotations: BTreeMap::new(),
+        }
+    }
+}
+
+/// What the downward API reads besides the pod itself.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvContext<'a> {
+    pub pod: &'a Pod,
+    /// The sandbox's IPs, the node's preferred family first (the kubelet's `sortPodIPs`).
+    pub pod_ips: &'a [String],
+    /// The Node's IPs as `status.hostIPs` reports them.
+    pub host_ips: &'a [String],
+    /// The Node's allocatable: the limit `resourceFieldRef` reports when none is set.
+    pub node_allocatable: &'a BTreeMap<String, Quantity>,
+}
+
+/// The container's environment, sorted by name (the kubelet hands CRI a map's order).
+pub fn container_env(
+    context: &EnvContext<'_>,
+    container: &Container,
+    sources: &dyn EnvSources,
+) -> Result<Vec<(String, String)>, EnvError> {
+    let namespace = context
+        .pod
+        .metadata
+        .namespace
+        .as_deref()
+        .unwrap_or_default();
+    let mut objects = Objects::new(namespace, sources);
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    // Every key is kept, as the kubelet does since relaxed variable names (1.34).
+    for from in container.env_from.iter().flatten() {
+        let prefix = from.prefix.as_deref().unwrap_or_default();
+        let reference = match (&from.config_map_ref, &from.secret_ref) {
+            (Some(map), _) => Some((Kind::ConfigMap, &map.name, map.optional)),
+            (None, Some(secret)) => Some((Kind::Secret, &secret.name, secret.optional)),
+            (None, None) => None,
+        };
+        let Some((kind, name, optional)) = reference else {
+            continue;
+        };
+        if let Some(data) = objects.data(kind, name, optional)? {
+            env.extend(
+                data.iter()
+                    .map(|(key, value)| (format!("{prefix}{key}"), value.clone())),
+            );
+        }
+    }
+    for variable in container.env.iter().flatten() {
+        let value = variable.value.as_deref().unwrap_or_default();
+        let resolved = if !value.is_empty() {
+            expand(value, |name| env.get(name).map(String::as_str))
+        } else if let Some(source) = &variable.value_from {
+            let resolved = if let Some(field) = &source.field_ref {
+                Some(field_value(context, field)?)
+            } else if let Some(field) = &source.resource_field_ref {
+                Some(resource_field_value(context, container, field)?)
+            } else if let Some(selector) = &source.config_map_key_ref {
+                objects.key(
+                    Kind::ConfigMap,
+                    &selector.name,
+                    &selector.key,
+                    selector.optional,
+                )?
+            } else if let Some(selector) = &source.secret_key_ref {
+                objects.key(
+                    Kind::Secret,
+                    &selector.name,
+                    &selector.key,
+                    selector.optional,
+                )?
+            } else {
+                Some(String::new())
+            };
+            // An optional reference that resolves to nothing leaves the variable unset.
+            let Some(resolved) = resolved else { continue };
+            resolved
+        } else {
+            String::new()
+        };
+        env.insert(variable.name.clone(), resolved);
+    }
+    Ok(env.into_iter().collect())
+}
+
+/// Command and args with `$(VAR)` expanded against the final environment.
+pub fn expand_command_and_args(
+    container: &Container,
+    env: &[(String, String)],
+) -> (Vec<String>, Vec<String>) {
+    let variables: BTreeMap<&str, &str> = env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    let expand_all = |items: &Option<Vec<String>>| {
+        items
+            .iter()
+            .flatten()
+            .map(|item| expand(item, |name| variables.get(name).copied()))
+            .collect()
+    };
+    (expand_all(&container.command), expand_all(&container.args))
+}
+
+/// Secret bytes as text (Go's `string(bytes)`; invalid UTF-8 becomes U+FFFD here).
+pub(super) fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
