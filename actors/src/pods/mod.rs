@@ -13,10 +13,16 @@ mod env_sources;
 mod env_tests;
 mod expansion;
 mod field_ref;
+pub mod image_ref;
+pub mod images;
+#[cfg(test)]
+mod images_tests;
 pub mod ip_pool;
 mod node_affinity;
 pub mod pod_requests;
 mod provider;
+pub mod pull_auth;
+mod pull_backoff;
 mod resource_field;
 mod simulated;
 mod simulated_status;
