@@ -64,6 +64,7 @@ fn runtime() -> RuntimeHealth {
         runtime_version: Some("containerd://1.7.13".into()),
         observed_at: Timestamp::UNIX_EPOCH,
         simulated: false,
+        images: Vec::new(),
     }
 }
 

@@ -33,6 +33,9 @@ pub struct RuntimeHealth {
     pub observed_at: Timestamp,
     /// A simulated runtime (for simulated nodes), labelled as such in `/debug/node`.
     pub simulated: bool,
+    /// The runtime's images as last listed (none for a simulated runtime), for the Node's
+    /// `status.images`.
+    pub images: Vec<crate::ports::ImageInfo>,
 }
 
 /// One eviction signal as last observed, for `/debug/node` and the pressure events.

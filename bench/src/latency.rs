@@ -37,6 +37,7 @@ fn health(healthy: bool) -> RuntimeHealth {
         runtime_version: Some("containerd://1.7.13".into()),
         observed_at: jiff::Timestamp::now(),
         simulated: true,
+        images: Vec::new(),
     }
 }
 

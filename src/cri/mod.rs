@@ -20,8 +20,8 @@ use std::{
 use futures::{FutureExt, future::BoxFuture};
 use hyper_util::rt::TokioIo;
 use nodepulse_actors::ports::{
-    ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
-    RuntimeVersion,
+    ImageFsUsage, ImageInfo, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService,
+    RuntimeStatus, RuntimeVersion,
 };
 use tonic::{
     codegen::http::{Uri, uri::PathAndQuery},
@@ -257,6 +257,23 @@ impl RuntimeService for CriClient {
                         inodes_used: fs.inodes_used.map(|used| used.value),
                     })
                 })
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn list_images(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageInfo>>> {
+        let call = self.call::<_, proto::ListImagesResponse>(
+            "ListImages",
+            proto::paths::LIST_IMAGES,
+            proto::ListImagesRequest { filter: None },
+        );
+        async move {
+            Ok(call
+                .await?
+                .images
+                .into_iter()
+                .map(convert::image_info)
                 .collect())
         }
         .boxed()

@@ -66,4 +66,11 @@ impl RuntimeService for UnusableEndpoint {
     ) -> futures::future::BoxFuture<'static, RuntimeResult<()>> {
         self.fail()
     }
+
+    fn list_images(
+        &self,
+    ) -> futures::future::BoxFuture<'static, RuntimeResult<Vec<nodepulse_actors::ports::ImageInfo>>>
+    {
+        self.fail()
+    }
 }

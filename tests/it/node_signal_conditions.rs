@@ -1,11 +1,13 @@
 //! The Node's conditions in the API, driven end to end by the real signal actors: Ready follows
 //! a real containerd's CNI config; a killed containerd makes the Node NotReady with "container
 //! runtime is down" once its last success is `containerRuntimeDownAfter` old, and Ready again after a restart; and
-//! MemoryPressure follows a host (a fixture tree) within one housekeeping pass plus one PATCH.
-//! Prints the measured latencies.
+//! MemoryPressure follows a host (a fixture tree) within one housekeeping pass plus one PATCH;
+//! images imported into the runtime show up in the Node's `status.images`. Prints the measured
+//! latencies.
 
 use crate::common;
 use crate::common::containerd;
+use crate::common::oci_image;
 
 use std::{
     path::Path,
@@ -144,6 +146,36 @@ async fn node_ready_follows_the_cni_config_of_a_real_containerd() {
             .as_array()
             .is_some_and(Vec::is_empty),
         "{state}"
+    );
+
+    // The runtime's images reach `status.images` (the kubelet's image list setter).
+    let Some(()) = oci_image::busybox_required("node_ready_follows_the_cni_config: images") else {
+        return;
+    };
+    containerd.import_test_images();
+    let imported = Instant::now();
+    eventually_async("the imported busybox image is in status.images", || async {
+        let node = Api::<Node>::all(cluster.client.clone())
+            .get_opt(&name)
+            .await
+            .ok()
+            .flatten();
+        let images = node
+            .and_then(|node| node.status?.images)
+            .unwrap_or_default();
+        images.iter().any(|image| {
+            image.size_bytes.is_some_and(|size| size > 0)
+                && image
+                    .names
+                    .iter()
+                    .flatten()
+                    .any(|name| name == oci_image::BUSYBOX_IMAGE)
+        })
+    })
+    .await;
+    eprintln!(
+        "images imported → Node status.images lists busybox: {:?}",
+        imported.elapsed()
     );
 }
 

@@ -20,7 +20,9 @@ use futures::{FutureExt, future::BoxFuture};
 use nodepulse::cri::CriClient;
 use nodepulse_actors::{
     messages::RuntimeHealth,
-    ports::{ImageFsUsage, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion},
+    ports::{
+        ImageFsUsage, ImageInfo, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion,
+    },
     runtime_probe::{
         NETWORK_STATE_UNKNOWN, ProbeStore, RuntimeProbeActor, RuntimeProbeSettings, UpdatePodCidr,
     },
@@ -268,6 +270,10 @@ impl RuntimeService for HangingRuntime {
     }
 
     fn update_pod_cidr(&self, _: String) -> BoxFuture<'static, RuntimeResult<()>> {
+        futures::future::pending().boxed()
+    }
+
+    fn list_images(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageInfo>>> {
         futures::future::pending().boxed()
     }
 }

@@ -22,7 +22,8 @@ use nodepulse::{
 use nodepulse_actors::{
     messages::{PressureChanged, RuntimeHealth},
     ports::{
-        HostSignals, ImageFsUsage, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion,
+        HostSignals, ImageFsUsage, ImageInfo, RuntimeResult, RuntimeService, RuntimeStatus,
+        RuntimeVersion,
     },
 };
 use nodepulse_supervisor::{ChildState, mailbox};
@@ -180,6 +181,10 @@ impl RuntimeService for HangingRuntime {
     }
 
     fn update_pod_cidr(&self, _: String) -> BoxFuture<'static, RuntimeResult<()>> {
+        futures::future::pending().boxed()
+    }
+
+    fn list_images(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageInfo>>> {
         futures::future::pending().boxed()
     }
 }

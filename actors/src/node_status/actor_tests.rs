@@ -74,6 +74,7 @@ fn healthy() -> RuntimeHealth {
         runtime_version: Some("containerd://1.7.0".to_owned()),
         observed_at: Timestamp::now(),
         simulated: false,
+        images: Vec::new(),
     }
 }
 

@@ -171,6 +171,7 @@ fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
         runtime_version: Some("containerd://1.7.13".into()),
         observed_at: Timestamp::UNIX_EPOCH,
         simulated: false,
+        images: Vec::new(),
     };
     let inputs = StatusInputs {
         node_name: "ip-10-0-113-214.eu-west-1.compute.internal",

@@ -75,4 +75,6 @@ pub trait RuntimeService: Send + Sync + 'static {
     fn image_fs_info(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageFsUsage>>>;
     /// `RuntimeService/UpdateRuntimeConfig` with `network_config.pod_cidr`.
     fn update_pod_cidr(&self, pod_cidr: String) -> BoxFuture<'static, RuntimeResult<()>>;
+    /// `ImageService/ListImages`: every image, for the Node's `status.images`.
+    fn list_images(&self) -> BoxFuture<'static, RuntimeResult<Vec<super::ImageInfo>>>;
 }

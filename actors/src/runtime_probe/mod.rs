@@ -21,7 +21,9 @@ pub use state::{NETWORK_STATE_UNKNOWN, RuntimeState, render_condition};
 
 use crate::{
     messages::RuntimeHealth,
-    ports::{RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion},
+    ports::{
+        ImageInfo, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion,
+    },
 };
 
 /// The name RuntimeProbeActor has in the supervisor, logs and the debug endpoint.
@@ -51,9 +53,11 @@ pub struct ProbeStore {
 #[rtype(result = "bool")]
 pub struct UpdatePodCidr(pub String);
 
+/// Status; Version when it is not known yet; ListImages after a good Status.
 type ProbeResult = (
     RuntimeResult<RuntimeStatus>,
     Option<RuntimeResult<RuntimeVersion>>,
+    Option<RuntimeResult<Vec<ImageInfo>>>,
 );
 
 pub struct RuntimeProbeActor {
@@ -121,7 +125,12 @@ impl RuntimeProbeActor {
             } else {
                 None
             };
-            (status, version)
+            let images = if status.is_ok() {
+                Some(bounded(timeout, "ListImages", runtime.list_images()).await)
+            } else {
+                None
+            };
+            (status, version, images)
         };
         // Spawned, not awaited: the mailbox and liveness pings stay served while a call waits.
         ctx.spawn(
@@ -131,7 +140,7 @@ impl RuntimeProbeActor {
         );
     }
 
-    fn finish_probe(&mut self, (status, version): ProbeResult) {
+    fn finish_probe(&mut self, (status, version, images): ProbeResult) {
         self.probe_started = None;
         self.probes += 1;
         let now = Instant::now();
@@ -152,6 +161,12 @@ impl RuntimeProbeActor {
             Some(Err(error)) => tracing::warn!(%error, "container runtime version check failed"),
             None => {}
         }
+        match images {
+            Some(Ok(images)) => self.store().state.images = images,
+            // The last list stands, as in the kubelet's image cache.
+            Some(Err(error)) => tracing::warn!(%error, "listing the runtime's images failed"),
+            None => {}
+        }
         self.send_health();
     }
 
@@ -166,6 +181,7 @@ impl RuntimeProbeActor {
             runtime_version: state.runtime_version,
             observed_at: Timestamp::now(),
             simulated: self.runtime.is_none(),
+            images: state.images,
         };
         let changed = self.last_sent.as_ref().is_none_or(|last| {
             (

@@ -5,7 +5,7 @@
 
 use tokio::time::Instant;
 
-use crate::ports::{RuntimeCondition, RuntimeError, RuntimeStatus, RuntimeVersion};
+use crate::ports::{ImageInfo, RuntimeCondition, RuntimeError, RuntimeStatus, RuntimeVersion};
 
 /// The network error before the first answer.
 pub const NETWORK_STATE_UNKNOWN: &str = "network state unknown";
@@ -17,6 +17,9 @@ pub struct RuntimeState {
     pub runtime_error: Option<String>,
     pub network_error: Option<String>,
     pub runtime_version: Option<String>,
+    /// The images as last listed successfully (the kubelet's image cache keeps its last list
+    /// when a listing fails too); none before the first.
+    pub images: Vec<ImageInfo>,
 }
 
 impl Default for RuntimeState {
@@ -26,6 +29,7 @@ impl Default for RuntimeState {
             runtime_error: None,
             network_error: Some(NETWORK_STATE_UNKNOWN.to_owned()),
             runtime_version: None,
+            images: Vec::new(),
         }
     }
 }
@@ -101,6 +105,7 @@ impl RuntimeState {
             runtime_error: None,
             network_error: None,
             runtime_version: Some("simulated://0.0.0".to_owned()),
+            images: Vec::new(),
         }
     }
 }

@@ -70,6 +70,7 @@ pub fn healthy_runtime() -> RuntimeHealth {
         runtime_version: Some("containerd://1.6.20".into()),
         observed_at: jiff::Timestamp::now(),
         simulated: true,
+        images: Vec::new(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The status setters, in the kubelet's order: addresses, machine info, version info, daemon
-//! endpoints, then the conditions MemoryPressure, DiskPressure, PIDPressure and Ready. Ready is
+//! endpoints, images, then the conditions MemoryPressure, DiskPressure, PIDPressure and Ready. Ready is
 //! last on purpose: the pressure setters append new conditions, so a fresh Node lists Ready
 //! last, which old control planes relied on (kubernetes#16961). Every setter runs even when an
 //! earlier one failed; errors are collected, and setters return the events they want recorded
@@ -7,6 +7,7 @@
 
 mod addresses;
 mod conditions;
+mod images;
 mod machine;
 #[cfg(test)]
 mod tests;
@@ -19,6 +20,7 @@ use k8s_openapi::api::core::v1::Node;
 use tokio::time::Instant;
 
 pub use conditions::{RUNTIME_DOWN_AFTER, ready_errors};
+pub use images::{MAX_IMAGES, MAX_NAMES_PER_IMAGE, node_images};
 pub use version::platform;
 
 pub use crate::ports::NodeEvent;
@@ -80,6 +82,7 @@ pub fn run_setters(inputs: &StatusInputs<'_>, now: Timestamp, node: &mut Node) -
     record(addresses::set(inputs, node));
     record(machine::set(inputs, node));
     record(version::set(inputs, node));
+    record(images::set(inputs, node));
     for pressure in &conditions::PRESSURES {
         record(Ok(conditions::set_pressure(pressure, inputs, now, node)));
     }

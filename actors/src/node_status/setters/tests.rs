@@ -43,6 +43,7 @@ fn healthy(at: Instant) -> RuntimeHealth {
         runtime_version: Some("containerd://1.6.20".into()),
         observed_at: Timestamp::UNIX_EPOCH,
         simulated: false,
+        images: Vec::new(),
     }
 }
 
@@ -352,5 +353,41 @@ fn a_new_boot_id_is_a_rebooted_warning() {
     assert_eq!(
         rebooted.message,
         "Node worker-1 has been rebooted, boot id: boot-1"
+    );
+}
+
+#[test]
+fn images_come_from_the_runtime_report_and_wait_for_the_first() {
+    let mut node = Node::default();
+    run(&machine(), &settings(), None, at(0), &mut node);
+    assert_eq!(
+        node.status
+            .as_ref()
+            .and_then(|status| status.images.as_ref()),
+        None
+    );
+    let busybox = crate::ports::ImageInfo {
+        id: "sha256:b".to_owned(),
+        repo_tags: vec!["nodepulse.test/busybox:1".to_owned()],
+        size_bytes: 1_234_567,
+        ..Default::default()
+    };
+    let runtime = RuntimeHealth {
+        images: vec![busybox],
+        ..healthy(Instant::now())
+    };
+    let report = run(&machine(), &settings(), Some(&runtime), at(1), &mut node);
+    assert!(report.errors.is_empty(), "{report:?}");
+    let images = node
+        .status
+        .as_ref()
+        .and_then(|status| status.images.clone());
+    let images = images.expect("status.images");
+    assert_eq!(
+        (images[0].names.as_deref(), images[0].size_bytes),
+        (
+            Some(&["nodepulse.test/busybox:1".to_owned()][..]),
+            Some(1_234_567)
+        )
     );
 }
