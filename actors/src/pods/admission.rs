@@ -1,7 +1,8 @@
 //! The kubelet's predicate admission (`lifecycle/predicate.go` over the scheduler's
 //! `AdmissionCheck`): may this pod run here beside the pods already admitted? Checked in the
-//! kubelet's order — pod count and resources, node affinity, node name, host ports, untolerated
-//! NoExecute taints — and only the first failure is reported, with the kubelet's reason and text.
+//! kubelet's order — OS label and field, SupplementalGroupsPolicy, pod count and resources, node
+//! affinity, node name, host ports, untolerated NoExecute taints — and only the first failure is
+//! reported, with the kubelet's reason and text.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +39,7 @@ impl Rejection {
 /// yet terminal (the kubelet's active pods, `pod` itself not among them). Static pods do not
 /// exist here, so the NoExecute taint check applies to every pod.
 pub fn admit(pod: &Pod, node: &Node, admitted: &[Pod]) -> Result<(), Rejection> {
+    check_platform(pod, node)?;
     let unexpected = |error: crate::quantity::QuantityError| {
         Rejection::new("UnexpectedAdmissionError", error.to_string())
     };
@@ -128,6 +130,53 @@ pub fn rejection_event(rejection: &Rejection) -> PodEvent {
         message: rejection.message.clone(),
         annotations: BTreeMap::new(),
     }
+}
+
+/// The checks preemption cannot help with, made first: the pod's `kubernetes.io/os` label,
+/// `spec.os`, and a Strict
+/// SupplementalGroupsPolicy on a Node that does not declare support for it.
+fn check_platform(pod: &Pod, node: &Node) -> Result<(), Rejection> {
+    const OS_LABEL: &str = "kubernetes.io/os";
+    // A Node label that is missing or names another OS is read as this OS (the kubelet
+    // corrects the label on its next status sync), so the pod's label is compared with ours.
+    let this_os = std::env::consts::OS;
+    let pod_os = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(OS_LABEL));
+    if pod_os.is_some_and(|os| os != this_os) {
+        return Err(Rejection::new(
+            "PodOSSelectorNodeLabelDoesNotMatch",
+            "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+        ));
+    }
+    let spec = pod.spec.as_ref();
+    if spec
+        .and_then(|spec| spec.os.as_ref())
+        .is_some_and(|os| os.name != this_os)
+    {
+        return Err(Rejection::new(
+            "PodOSNotSupported",
+            "Failed to admit pod as the OS field doesn't match node OS",
+        ));
+    }
+    let policy = spec
+        .and_then(|spec| spec.security_context.as_ref())
+        .and_then(|context| context.supplemental_groups_policy.as_deref());
+    let supported = node
+        .status
+        .as_ref()
+        .and_then(|status| status.features.as_ref())
+        .and_then(|features| features.supplemental_groups_policy)
+        .unwrap_or(false);
+    if policy == Some("Strict") && !supported {
+        return Err(Rejection::new(
+            "SupplementalGroupsPolicyNotSupported",
+            "SupplementalGroupsPolicy=Strict is not supported in this node",
+        ));
+    }
+    Ok(())
 }
 
 /// The scheduler's `fitsRequest`: pods first, then cpu, memory, ephemeral-storage, then the
