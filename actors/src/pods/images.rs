@@ -7,7 +7,8 @@ use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::api::core::v1::Container;
 
-use super::image_ref::{parse_image_name, with_default_tag};
+use super::image_ref::parse_image_name;
+pub use super::image_ref::with_default_tag;
 pub use super::pull_backoff::PullBackoff;
 use crate::ports::PodEvent;
 
@@ -77,9 +78,10 @@ impl ImageFailure {
     }
 }
 
-/// Decides the step for `container` of pod `pod_uid`. `present` is ImageStatus's answer
-/// (`Ok(Some(id))` present, `Ok(None)` absent, `Err(text)` the call failed), ignored under
-/// `Always`; `backoff` is the node's pull back-off at `now`.
+/// Decides the step for `container` of pod `pod_uid`. `present` is ImageStatus's answer for
+/// [`with_default_tag`] of the spec's image, asked only when [`PullPolicy::checks_presence`]
+/// (`Ok(Some(id))` present, `Ok(None)` absent or not asked, `Err(text)` the call failed);
+/// `backoff` is the node's pull back-off at `now`.
 pub fn next_step(
     container: &Container,
     pod_uid: &str,

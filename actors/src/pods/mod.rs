@@ -1,6 +1,7 @@
 //! The pods bound to this node: PodLifecycleActor watches them and drives a lifecycle provider
 //! (the `simulated` one here), whose updates become StatusManager's `SetPodStatus`,
-//! `SetContainerReadiness` and `TerminatePod`.
+//! `SetContainerReadiness` and `TerminatePod`. Beside it, the kubelet's pure pod rules a real
+//! provider applies: [`admission`], the container environment ([`env`]) and [`images`].
 
 mod actor;
 pub mod admission;
