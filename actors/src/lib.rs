@@ -4,7 +4,8 @@
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`messages`]: one type per fact the actors tell each other.
-//! - [`pods`]: PodLifecycleActor and the simulated pod lifecycle provider.
+//! - [`pods`]: PodLifecycleActor, the simulated pod lifecycle provider and the kubelet's pure pod
+//!   rules (admission, container environment, images).
 //! - [`ports`]: the API interfaces the daemon implements with kube-rs and tests with fakes.
 //! - [`quantity`]: Kubernetes resource quantities as numbers.
 //! - [`runtime_probe`]: RuntimeProbeActor, the container runtime's health over CRI.

@@ -53,6 +53,10 @@ pub enum EnvError {
     UnsupportedResource(String),
     #[error("container {0} not found")]
     ContainerNotFound(String),
+    /// `valueFrom.fileKeyRef` (the EnvFiles feature) reads a volume's file: not built here, and
+    /// refused rather than set empty.
+    #[error("env var {0}: fileKeyRef is not supported by this node")]
+    FileKeyRefUnsupported(String),
     #[error(transparent)]
     Quantity(#[from] QuantityError),
 }
@@ -95,7 +99,8 @@ pub fn container_env(
         .unwrap_or_default();
     let mut objects = Objects::new(namespace, sources);
     let mut env: BTreeMap<String, String> = BTreeMap::new();
-    // Every key is kept, as the kubelet does since relaxed variable names (1.34).
+    // Every key is kept: the kubelet no longer skips keys that are not C identifiers (relaxed
+    // environment variable names), so there is no InvalidEnvironmentVariableNames event.
     for from in container.env_from.iter().flatten() {
         let prefix = from.prefix.as_deref().unwrap_or_default();
         let reference = match (&from.config_map_ref, &from.secret_ref) {
@@ -136,6 +141,8 @@ pub fn container_env(
                     &selector.key,
                     selector.optional,
                 )?
+            } else if source.file_key_ref.is_some() {
+                return Err(EnvError::FileKeyRefUnsupported(variable.name.clone()));
             } else {
                 Some(String::new())
             };

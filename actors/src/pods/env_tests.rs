@@ -312,6 +312,12 @@ fn every_source_resolves_as_the_kubelet() {
             resource("limits.gpu", None, None),
             Err(EnvError::UnsupportedResource("limits.gpu".to_owned())),
         ),
+        (
+            "fileKeyRef is refused, not set empty",
+            json!({"env": [{"name": "F", "valueFrom": {"fileKeyRef":
+                {"volumeName": "v", "path": "env", "key": "K"}}}]}),
+            Err(EnvError::FileKeyRefUnsupported("F".to_owned())),
+        ),
     ];
     for (name, spec, expected) in cases {
         assert_eq!(env_of(spec, &ok), expected, "{name}");
@@ -356,6 +362,10 @@ fn errors_read_as_the_kubelets_create_container_config_error() {
         (
             EnvError::ContainerNotFound("c".to_owned()),
             "container c not found",
+        ),
+        (
+            EnvError::FileKeyRefUnsupported("F".to_owned()),
+            "env var F: fileKeyRef is not supported by this node",
         ),
     ];
     for (error, text) in cases {
