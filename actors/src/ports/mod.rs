@@ -4,6 +4,7 @@
 
 mod api;
 mod container_runtime;
+mod csi_node;
 #[cfg(test)]
 pub(crate) mod fakes;
 mod host;
@@ -23,6 +24,7 @@ pub use container_runtime::{
     PullAuth, SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus,
     SandboxSummary, SecurityContext,
 };
+pub use csi_node::{CsiCallError, CsiError, CsiNode, CsiNodeInfo, CsiPod, CsiVolume};
 pub use host::{
     FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,
 };
