@@ -4,6 +4,7 @@
 //! `nodepulse_actors::volume_manager`; this module only carries it out on the real filesystem.
 
 pub mod atomic_writer;
+pub mod csi;
 pub mod empty_dir;
 pub mod host_path;
 pub mod mount;
