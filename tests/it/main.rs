@@ -17,6 +17,7 @@ mod cli_commands;
 mod config_fuzz;
 mod config_rejection;
 mod cri_runtime;
+mod csi;
 mod daemon_process;
 mod debug_endpoint;
 mod deploy_manifests;

@@ -11,6 +11,7 @@ pub mod grpc;
 pub mod layout;
 pub mod mounter;
 pub mod proto;
+pub mod registration_proto;
 
 pub use client::{CSI_TIMEOUT, CsiClient};
 pub use drivers::{CsiDrivers, RegisteredDriver};

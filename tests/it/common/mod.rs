@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod collector;
 pub mod containerd;
 pub mod cri_fixture;
+pub mod csi_plugin;
 pub mod daemon;
 pub mod host_fixture;
 pub mod identity;
