@@ -10,6 +10,7 @@ pub mod host_path;
 pub mod mount;
 pub mod operations;
 pub mod payload_paths;
+pub mod plugin_watcher;
 pub mod pod_dir;
 pub mod reconstruct;
 

@@ -5,6 +5,7 @@
 mod api;
 mod container_runtime;
 mod csi_node;
+mod csi_registration;
 #[cfg(test)]
 pub(crate) mod fakes;
 mod host;
@@ -25,6 +26,7 @@ pub use container_runtime::{
     SandboxSummary, SecurityContext,
 };
 pub use csi_node::{CsiCallError, CsiError, CsiNode, CsiNodeInfo, CsiPod, CsiVolume};
+pub use csi_registration::{CsiDriverRegistration, CsiNodeApi, NODE_ID_ANNOTATION};
 pub use host::{
     FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,
 };

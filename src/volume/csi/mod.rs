@@ -11,8 +11,10 @@ pub mod grpc;
 pub mod layout;
 pub mod mounter;
 pub mod proto;
+pub mod registration;
 pub mod registration_proto;
 
 pub use client::{CSI_TIMEOUT, CsiClient};
 pub use drivers::{CsiDrivers, RegisteredDriver};
 pub use mounter::CsiMounter;
+pub use registration::{CsiRegistrationHandler, RegistrationError};
