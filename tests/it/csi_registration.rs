@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use crate::common::{
     cluster::{TestCluster, unique_node_name},
     csi_plugin::{CsiPlugin, PluginOptions},
-    eventually, eventually_async,
+    eventually, eventually_async, storage,
 };
 
 /// The watcher task, stopped when the test ends, passing or failing.
@@ -83,6 +83,7 @@ async fn a_registered_driver_lands_in_csinode_and_the_node_annotation_until_its_
     let cluster = TestCluster::start().await;
     let node = unique_node_name("csi-reg");
     let node_uid = cluster.create_node(&node).await;
+    storage::own_csi_node(&node);
     let root = tempfile::tempdir().expect("root dir");
     let watching = watch(&cluster, &node, root.path()).await;
     let driver = driver_name(&node);

@@ -18,6 +18,7 @@ mod config_fuzz;
 mod config_rejection;
 mod cri_runtime;
 mod csi;
+mod csi_attach;
 mod csi_registration;
 mod daemon_process;
 mod debug_endpoint;

@@ -4,6 +4,8 @@
 //! the TTL controller (the TTL annotation). It writes through the store with the same rules as
 //! API clients, so watchers see its writes as they would a real control plane's.
 
+mod attach_detach;
+pub(crate) mod attach_loop;
 mod health;
 mod taints;
 mod ttl;

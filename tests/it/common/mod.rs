@@ -18,6 +18,7 @@ pub mod outage;
 pub mod pods;
 pub mod skip;
 pub mod spoiling_proxy;
+pub mod storage;
 pub mod tar_archive;
 
 use std::{
