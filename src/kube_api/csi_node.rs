@@ -62,6 +62,28 @@ pub fn topology_labels(
     Ok(topology.clone())
 }
 
+fn node_id_annotation(node: &Node) -> Option<&str> {
+    node.metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(NODE_ID_ANNOTATION))
+        .map(String::as_str)
+}
+
+async fn merge_patch(
+    api: &Api<Node>,
+    name: &str,
+    timeout: std::time::Duration,
+    patch: &serde_json::Value,
+) -> ApiResult<()> {
+    timed(
+        timeout,
+        api.patch(name, &PatchParams::default(), &Patch::Merge(patch)),
+    )
+    .await
+    .map(|_| ())
+}
+
 /// The CSINode entry for a registration.
 pub fn driver_entry(registration: &CsiDriverRegistration) -> CSINodeDriver {
     CSINodeDriver {
@@ -99,12 +121,7 @@ impl CsiNodeApi for KubeApi {
                     message,
                 }
             })?;
-            let annotation = current
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|annotations| annotations.get(NODE_ID_ANNOTATION))
-                .map(String::as_str);
+            let annotation = node_id_annotation(&current);
             let patch = json!({
                 "metadata": {
                     "resourceVersion": current.metadata.resource_version,
@@ -114,12 +131,7 @@ impl CsiNodeApi for KubeApi {
                     "labels": labels,
                 }
             });
-            timed(
-                timeout,
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await
-            .map(|_| ())
+            merge_patch(&api, &name, timeout, &patch).await
         })
     }
 
@@ -180,12 +192,7 @@ impl CsiNodeApi for KubeApi {
         Box::pin(async move {
             let api = Api::<Node>::all(client.await);
             let current = timed(timeout, api.get(&name)).await?;
-            let Some(annotation) = current
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|annotations| annotations.get(NODE_ID_ANNOTATION))
-            else {
+            let Some(annotation) = node_id_annotation(&current) else {
                 return Ok(());
             };
             let patch = json!({
@@ -194,12 +201,7 @@ impl CsiNodeApi for KubeApi {
                     "annotations": { NODE_ID_ANNOTATION: without_driver(Some(annotation), &driver) },
                 }
             });
-            timed(
-                timeout,
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await
-            .map(|_| ())
+            merge_patch(&api, &name, timeout, &patch).await
         })
     }
 

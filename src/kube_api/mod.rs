@@ -20,6 +20,7 @@ mod reachability;
 mod resume;
 mod retry_after;
 mod shared_watch;
+pub mod storage;
 
 use std::{
     num::NonZeroU32,

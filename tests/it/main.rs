@@ -19,6 +19,7 @@ mod config_rejection;
 mod cri_runtime;
 mod csi;
 mod csi_attach;
+mod csi_claims;
 mod csi_registration;
 mod daemon_process;
 mod debug_endpoint;

@@ -16,6 +16,7 @@ mod pod_volumes;
 mod pods;
 mod recovery;
 mod runtime;
+mod storage;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
@@ -41,3 +42,4 @@ pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
+pub use storage::{ResolvedClaim, StorageApi, resolve_claim};

@@ -8,7 +8,6 @@ use k8s_openapi::api::{
     storage::v1::CSIDriver,
 };
 
-use super::{layout::UniqueVolumeName, plugin::Plugin};
 use crate::ports::CsiVolume;
 
 /// Why a claim cannot be used yet, with the kubelet's texts. All of them clear up by themselves
@@ -157,16 +156,6 @@ pub fn attach_required(driver: Option<&CSIDriver>) -> bool {
     driver
         .and_then(|driver| driver.spec.attach_required)
         .unwrap_or(true)
-}
-
-/// The CSI volume's name in the desired state and in `volumesInUse` /
-/// `volumesAttached`: `kubernetes.io/csi/<driver>^<volumeHandle>`. CSI volumes are
-/// device-mountable, so the name is shared by every pod even when no attach is required.
-pub fn csi_unique_name(volume: &CsiVolume) -> UniqueVolumeName {
-    UniqueVolumeName::attachable(
-        Plugin::Csi,
-        &format!("{}^{}", volume.driver, volume.volume_handle),
-    )
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use k8s_openapi::api::{
 use serde_json::json;
 
 use super::*;
+use crate::volume_manager::csi_unique_name;
 
 const CLAIM: ClaimRef<'static> = ClaimRef {
     namespace: "apps",

@@ -3,6 +3,7 @@
 //! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
 
 pub mod claim;
+pub mod csi_names;
 #[cfg(test)]
 mod fixtures;
 pub mod layout;
@@ -13,9 +14,9 @@ pub mod state;
 pub mod wait;
 
 pub use claim::{
-    ClaimError, ClaimReason, ClaimRef, attach_required, bound_volume_name, csi_unique_name,
-    csi_volume,
+    ClaimError, ClaimReason, ClaimRef, attach_required, bound_volume_name, csi_volume,
 };
+pub use csi_names::{attachment_name, csi_unique_name};
 pub use layout::{PodDirs, UniqueVolumeName};
 pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};

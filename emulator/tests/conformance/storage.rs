@@ -28,16 +28,21 @@ fn causes(reply: &Value) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn discovery_lists_the_storage_kinds() {
-    let cluster = Cluster::start().await;
-    let core = cluster.get("/api/v1").await;
-    let core_names: Vec<&str> = core.body["resources"]
+/// The resource names a discovery document lists.
+fn resource_names(reply: &Value) -> Vec<&str> {
+    reply["resources"]
         .as_array()
         .expect("resources")
         .iter()
         .filter_map(|resource| resource["name"].as_str())
-        .collect();
+        .collect()
+}
+
+#[tokio::test]
+async fn discovery_lists_the_storage_kinds() {
+    let cluster = Cluster::start().await;
+    let core = cluster.get("/api/v1").await;
+    let core_names = resource_names(&core.body);
     for name in [
         "persistentvolumes",
         "persistentvolumeclaims",
@@ -47,12 +52,7 @@ async fn discovery_lists_the_storage_kinds() {
     }
     let storage = cluster.get("/apis/storage.k8s.io/v1").await;
     assert_eq!(storage.status, 200);
-    let names: Vec<&str> = storage.body["resources"]
-        .as_array()
-        .expect("resources")
-        .iter()
-        .filter_map(|resource| resource["name"].as_str())
-        .collect();
+    let names = resource_names(&storage.body);
     for name in [
         "csidrivers",
         "csinodes",

@@ -1,22 +1,15 @@
 //! Where the kubelet 1.36 keeps a CSI volume on disk (§1.9, §1.15) and the names it derives
 //! from SHA-256: the per-node staging directory, the per-pod publish target, their
-//! `vol_data.json`, and the VolumeAttachment name. Path arithmetic only.
+//! `vol_data.json` (the VolumeAttachment name comes from the pure core's `csi_names`). Path
+//! arithmetic only.
 
 use std::path::{Path, PathBuf};
 
-use nodepulse_actors::volume_manager::{Plugin, PodDirs};
+pub use nodepulse_actors::volume_manager::attachment_name;
+use nodepulse_actors::volume_manager::{Plugin, PodDirs, csi_names::sha256_hex};
 
 /// The file beside a staging or publish directory that says which volume it is.
 pub const VOL_DATA_FILE: &str = "vol_data.json";
-
-/// Lowercase hex SHA-256 of `input` (Go's `fmt.Sprintf("%x", sha256.Sum256(...))`).
-pub fn sha256_hex(input: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, input.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
 
 /// `<root>/plugins/kubernetes.io/csi/<driver>/<sha256(volumeHandle)>/globalmount`: where the
 /// driver stages the volume once for the node (`makeDeviceMountPath`).
@@ -33,15 +26,6 @@ pub fn staging_path(root_dir: &Path, driver: &str, volume_handle: &str) -> PathB
 /// volume for one pod, and what its containers mount.
 pub fn publish_target(dirs: &PodDirs, pod_uid: &str, pv_name: &str) -> PathBuf {
     dirs.volume_dir(pod_uid, Plugin::Csi, pv_name).join("mount")
-}
-
-/// `csi-<sha256(volumeHandle + driver + nodeName)>`: the VolumeAttachment the attach/detach
-/// controller creates for the volume on the node (`getAttachmentName`).
-pub fn attachment_name(volume_handle: &str, driver: &str, node_name: &str) -> String {
-    format!(
-        "csi-{}",
-        sha256_hex(&format!("{volume_handle}{driver}{node_name}"))
-    )
 }
 
 /// The `vol_data.json` beside `mount_dir` (a staging or publish directory).
@@ -81,14 +65,5 @@ mod tests {
             vol_data_path(&publish_target(&dirs, "u1", "pv-1")),
             Path::new("/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv-1/vol_data.json")
         );
-    }
-
-    #[test]
-    fn attachment_names_hash_handle_driver_and_node_in_that_order() {
-        assert_eq!(
-            attachment_name("a", "b", "c"),
-            format!("csi-{}", sha256_hex("abc"))
-        );
-        assert_eq!(attachment_name("a", "b", "c").len(), 4 + 64);
     }
 }
