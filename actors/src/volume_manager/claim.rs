@@ -18,7 +18,8 @@ pub enum ClaimError {
     Claim {
         namespace: String,
         claim: String,
-        reason: ClaimReason,
+        /// Boxed: the error travels in every populator result, the reason is rarely there.
+        reason: Box<ClaimReason>,
     },
 }
 
@@ -74,7 +75,7 @@ impl ClaimRef<'_> {
         ClaimError::Claim {
             namespace: self.namespace.to_owned(),
             claim: self.claim.to_owned(),
-            reason,
+            reason: Box::new(reason),
         }
     }
 }

@@ -124,19 +124,13 @@ pub fn prepare_for_update(
 /// Invalid (`AllowUnconditionalUpdate()` of the kind's registry strategy). Of the kinds served,
 /// only the coordination Lease strategy refuses.
 pub fn allows_unconditional_update(kind: StoredKind) -> bool {
-    match kind {
-        StoredKind::Lease => false,
-        _ => true,
-    }
+    kind != StoredKind::Lease
 }
 
 /// Whether a PUT to a missing object creates it (`AllowCreateOnUpdate()`): Leases and Events
-/// yes, Nodes, Pods and Namespaces no (404).
+/// yes, every other kind served no (404).
 pub fn allows_create_on_update(kind: StoredKind) -> bool {
-    match kind {
-        StoredKind::Lease | StoredKind::Event => true,
-        _ => false,
-    }
+    matches!(kind, StoredKind::Lease | StoredKind::Event)
 }
 
 /// Validation shared by every kind on create: the name and a few kind-specific required fields.
