@@ -13,6 +13,7 @@ pub mod mounter;
 pub mod proto;
 pub mod registration;
 pub mod registration_proto;
+pub mod vol_data;
 
 pub use client::{CSI_TIMEOUT, CsiClient};
 pub use drivers::{CsiDrivers, RegisteredDriver};

@@ -20,6 +20,7 @@ use super::{
     client::CsiClient,
     drivers::CsiDrivers,
     layout::{attachment_name, publish_target, staging_path, vol_data_path},
+    vol_data::{self, keys},
 };
 use crate::volume::mount::is_likely_mount_point;
 
@@ -58,8 +59,8 @@ impl CsiMounter {
             OPERATION,
             &staging,
             &BTreeMap::from([
-                ("driverName", volume.driver.clone()),
-                ("volumeHandle", volume.volume_handle.clone()),
+                (keys::DRIVER_NAME, volume.driver.clone()),
+                (keys::VOLUME_HANDLE, volume.volume_handle.clone()),
             ]),
         )?;
         if !stage {
@@ -93,14 +94,14 @@ impl CsiMounter {
             &target,
             &BTreeMap::from([
                 (
-                    "attachmentID",
+                    keys::ATTACHMENT_ID,
                     attachment_name(&volume.volume_handle, &volume.driver, &pod.node_name),
                 ),
-                ("driverName", volume.driver.clone()),
-                ("nodeName", pod.node_name.clone()),
-                ("specVolID", volume.pv_name.clone()),
-                ("volumeHandle", volume.volume_handle.clone()),
-                ("volumeLifecycleMode", "Persistent".to_owned()),
+                (keys::DRIVER_NAME, volume.driver.clone()),
+                (keys::NODE_NAME, pod.node_name.clone()),
+                (keys::SPEC_VOLUME_ID, volume.pv_name.clone()),
+                (keys::VOLUME_HANDLE, volume.volume_handle.clone()),
+                (keys::LIFECYCLE_MODE, "Persistent".to_owned()),
             ]),
         )?;
         if let Err(error) = client
@@ -198,16 +199,16 @@ fn make_dir_0750(operation: &'static str, dir: &Path) -> Result<(), CsiError> {
     ))
 }
 
-/// Writes `vol_data.json` beside `mount_dir` as Go's `json.Marshal` of a map writes it: keys
-/// sorted, no spaces.
 fn save_vol_data(
     operation: &'static str,
     mount_dir: &Path,
     data: &BTreeMap<&str, String>,
 ) -> Result<(), CsiError> {
-    let path = vol_data_path(mount_dir);
-    let json = serde_json::to_vec(data).unwrap_or_default();
-    fs::write(&path, json).map_err(filesystem_error(operation, "save volume data", &path))
+    vol_data::save(mount_dir, data).map_err(filesystem_error(
+        operation,
+        "save volume data",
+        &vol_data_path(mount_dir),
+    ))
 }
 
 /// The kubelet's `removeMountDir`: when `mount_dir` is no longer a mount point, remove it, its
