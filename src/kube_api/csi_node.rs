@@ -1,7 +1,8 @@
 //! [`CsiNodeApi`] over kube-rs, as the kubelet's `nodeinfomanager` writes: the Node's
 //! `csi.volume.kubernetes.io/nodeid` annotation and topology labels in a merge patch carrying
 //! the read `resourceVersion` (a concurrent writer gets a 409 and the caller's backoff reads
-//! again), and the driver's entry in CSINode by read-modify-replace. All through the main,
+//! again), and the driver's entry in CSINode by read-modify-replace (a CSINode owned by an
+//! earlier Node of the same name is deleted and made afresh). All through the main,
 //! rate-limited client.
 
 use std::collections::BTreeMap;
@@ -97,6 +98,46 @@ pub fn driver_entry(registration: &CsiDriverRegistration) -> CSINodeDriver {
     }
 }
 
+/// Whether `csi_node` belongs to the Node whose UID is `node_uid` (an object without a Node
+/// owner is taken as this node's, as one made by hand would be).
+fn owned_by(csi_node: &CSINode, node_uid: &str) -> bool {
+    csi_node
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|owner| owner.kind == "Node")
+        .all(|owner| owner.uid == node_uid)
+}
+
+async fn create_csi_node(
+    api: &Api<CSINode>,
+    name: &str,
+    owner_uid: &str,
+    entry: CSINodeDriver,
+    timeout: std::time::Duration,
+) -> ApiResult<()> {
+    let csi_node = CSINode {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".to_owned(),
+                kind: "Node".to_owned(),
+                name: name.to_owned(),
+                uid: owner_uid.to_owned(),
+                ..OwnerReference::default()
+            }]),
+            ..ObjectMeta::default()
+        },
+        spec: CSINodeSpec {
+            drivers: vec![entry],
+        },
+    };
+    timed(timeout, api.create(&PostParams::default(), &csi_node))
+        .await
+        .map(|_| ())
+}
+
 /// `spec.drivers` with `entry` in place of any entry of the same name.
 fn replace_driver(drivers: &mut Vec<CSINodeDriver>, entry: CSINodeDriver) {
     drivers.retain(|driver| driver.name != entry.name);
@@ -145,8 +186,10 @@ impl CsiNodeApi for KubeApi {
         Box::pin(async move {
             let client = client.await;
             let api = Api::<CSINode>::all(client.clone());
+            let owner = timed(timeout, Api::<Node>::all(client).get(&name)).await?;
+            let owner_uid = owner.metadata.uid.unwrap_or_default();
             match timed(timeout, api.get(&name)).await {
-                Ok(mut csi_node) => {
+                Ok(mut csi_node) if owned_by(&csi_node, &owner_uid) => {
                     replace_driver(&mut csi_node.spec.drivers, entry);
                     timed(
                         timeout,
@@ -155,27 +198,21 @@ impl CsiNodeApi for KubeApi {
                     .await
                     .map(|_| ())
                 }
-                Err(ApiError::NotFound(_)) => {
-                    let owner = timed(timeout, Api::<Node>::all(client).get(&name)).await?;
-                    let csi_node = CSINode {
-                        metadata: ObjectMeta {
-                            name: Some(name.clone()),
-                            owner_references: Some(vec![OwnerReference {
-                                api_version: "v1".to_owned(),
-                                kind: "Node".to_owned(),
-                                name: name.clone(),
-                                uid: owner.metadata.uid.unwrap_or_default(),
-                                ..OwnerReference::default()
-                            }]),
-                            ..ObjectMeta::default()
-                        },
-                        spec: CSINodeSpec {
-                            drivers: vec![entry],
-                        },
+                Ok(stale) => {
+                    // Left by an earlier Node of the same name: its drivers are not this
+                    // node's. The kubelet deletes it and starts afresh.
+                    let delete = kube::api::DeleteParams {
+                        preconditions: stale.metadata.uid.map(|uid| kube::api::Preconditions {
+                            uid: Some(uid),
+                            resource_version: None,
+                        }),
+                        ..kube::api::DeleteParams::default()
                     };
-                    timed(timeout, api.create(&PostParams::default(), &csi_node))
-                        .await
-                        .map(|_| ())
+                    timed(timeout, api.delete(&name, &delete)).await?;
+                    create_csi_node(&api, &name, &owner_uid, entry, timeout).await
+                }
+                Err(ApiError::NotFound(_)) => {
+                    create_csi_node(&api, &name, &owner_uid, entry, timeout).await
                 }
                 Err(error) => Err(error),
             }

@@ -213,3 +213,44 @@ async fn a_plugin_offering_no_supported_version_is_told_why_and_writes_nothing()
     assert_eq!(node_id_annotation(&cluster, &node).await, None);
     assert!(watching.drivers.names().is_empty());
 }
+
+#[tokio::test]
+async fn a_csinode_left_by_an_earlier_node_of_the_same_name_is_made_afresh() {
+    let cluster = TestCluster::start().await;
+    let node = unique_node_name("csi-stale");
+    let node_uid = cluster.create_node(&node).await;
+    storage::own_csi_node(&node);
+    let stale: CSINode = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": node, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Node", "name": node, "uid": "0d1e5a1e-0000-4000-8000-000000000000"}]},
+        "spec": {"drivers": [{"name": "old.csi.nodepulse.test", "nodeID": "old"}]},
+    }))
+    .expect("a CSINode");
+    Api::<CSINode>::all(cluster.client.clone())
+        .create(&kube::api::PostParams::default(), &stale)
+        .await
+        .expect("the stale CSINode is created");
+    let root = tempfile::tempdir().expect("root dir");
+    let watching = watch(&cluster, &node, root.path()).await;
+    let driver = driver_name(&node);
+    let mut plugin = CsiPlugin::start(
+        PluginOptions::new(&driver),
+        &root.path().join("plugins").join(&driver).join("csi.sock"),
+    );
+    plugin.register_in(&watching.registry);
+
+    eventually_async(
+        "CSINode belongs to this Node and lists only its driver",
+        || async {
+            read_csi_node(&cluster, &node)
+                .await
+                .is_some_and(|csi_node| {
+                    let owners = csi_node.metadata.owner_references.unwrap_or_default();
+                    let drivers: Vec<String> =
+                        csi_node.spec.drivers.into_iter().map(|d| d.name).collect();
+                    owners.len() == 1 && owners[0].uid == node_uid && drivers == [driver.clone()]
+                })
+        },
+    )
+    .await;
+}
