@@ -16,6 +16,9 @@ pub struct EmulatorConfig {
     /// controller (`node.alpha.kubernetes.io/ttl`). On by default, in tests too, so a test that
     /// assumes nobody else writes Nodes fails here as it would on a real cluster.
     pub node_controllers: bool,
+    /// kube-controller-manager's attach/detach controller for CSI volumes, and the drivers'
+    /// external attachers.
+    pub attach_detach: AttachDetachConfig,
     pub auth: AuthConfig,
     pub watch: WatchConfig,
     /// HTTP worker threads.
@@ -28,6 +31,7 @@ impl Default for EmulatorConfig {
             address: SocketAddr::from(([127, 0, 0, 1], 16443)),
             lifecycle: LifecycleConfig::default(),
             node_controllers: true,
+            attach_detach: AttachDetachConfig::default(),
             auth: AuthConfig::default(),
             watch: WatchConfig::default(),
             workers: 2,
@@ -46,6 +50,27 @@ impl EmulatorConfig {
                 ..LifecycleConfig::default()
             },
             ..EmulatorConfig::default()
+        }
+    }
+}
+
+/// The attach/detach controller: VolumeAttachments for the attachable CSI volumes of pods on
+/// nodes that let the controller attach (`volumes.kubernetes.io/controller-managed-attach-detach`),
+/// `status.volumesAttached`, and detach once a volume left `volumesInUse`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttachDetachConfig {
+    pub enabled: bool,
+    /// Whether the emulator also plays every driver's external attacher (for drivers with a
+    /// CSIDriver object): it sets `status.attached` once the node's CSINode has the driver.
+    /// Off, a test plays the attacher itself, as it must on a real cluster.
+    pub attacher: bool,
+}
+
+impl Default for AttachDetachConfig {
+    fn default() -> Self {
+        AttachDetachConfig {
+            enabled: true,
+            attacher: true,
         }
     }
 }

@@ -31,7 +31,9 @@ pub mod faults;
 pub mod time;
 
 pub use api::{StoredKind, Verb};
-pub use config::{AuthConfig, EmulatorConfig, LifecycleConfig, User, WatchConfig};
+pub use config::{
+    AttachDetachConfig, AuthConfig, EmulatorConfig, LifecycleConfig, User, WatchConfig,
+};
 pub use faults::{
     FaultAction, FaultCounters, FaultHandle, FaultRule, Outage, OutageError, OutageReport, Serving,
 };

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Parser;
 use nodepulse_emulator::config::parse_duration;
 use nodepulse_emulator::{
-    AuthConfig, Emulator, EmulatorConfig, LifecycleConfig, User, WatchConfig,
+    AttachDetachConfig, AuthConfig, Emulator, EmulatorConfig, LifecycleConfig, User, WatchConfig,
 };
 
 /// A Kubernetes API server emulator for nodepulse's tests and standalone mode.
@@ -29,6 +29,12 @@ struct Args {
     /// Disable the taint manager and TTL controller writes to Nodes.
     #[arg(long)]
     no_node_controllers: bool,
+    /// Disable the attach/detach controller (VolumeAttachments, node volumesAttached).
+    #[arg(long)]
+    no_attach_detach: bool,
+    /// Do not play the CSI drivers' external attachers (leave VolumeAttachment status alone).
+    #[arg(long)]
+    no_attacher: bool,
     /// How often node health is evaluated.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     node_monitor_period: Duration,
@@ -82,6 +88,10 @@ impl Args {
                 startup_grace_period: self.node_startup_grace_period,
             },
             node_controllers: !self.no_node_controllers,
+            attach_detach: AttachDetachConfig {
+                enabled: !self.no_attach_detach,
+                attacher: !self.no_attacher,
+            },
             auth,
             watch: WatchConfig {
                 history: self.watch_history,

@@ -97,6 +97,14 @@ impl Emulator {
             Arc::clone(&current),
             shutdown_rx.clone(),
         ));
+        // Ends when `shutdown` flips or its sender goes with the handle.
+        let _attach_detach = config.attach_detach.enabled.then(|| {
+            tokio::spawn(crate::lifecycle::attach_loop::run(
+                store.clone(),
+                config.attach_detach.clone(),
+                shutdown_rx.clone(),
+            ))
+        });
         let lifecycle_task = (config.lifecycle.enabled || config.node_controllers).then(|| {
             tokio::spawn(crate::lifecycle::run(
                 store.clone(),

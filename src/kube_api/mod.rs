@@ -10,6 +10,7 @@
 //! shared [`Reachability`]; while the server is unreachable a cheap probe asks it every few
 //! hundred milliseconds, and its first answer wakes every watch and retry wait at once.
 
+pub mod csi_node;
 mod errors;
 pub mod lease;
 pub mod metrics;
@@ -19,6 +20,7 @@ mod reachability;
 mod resume;
 mod retry_after;
 mod shared_watch;
+pub mod storage;
 
 use std::{
     num::NonZeroU32,

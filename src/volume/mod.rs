@@ -4,11 +4,13 @@
 //! `nodepulse_actors::volume_manager`; this module only carries it out on the real filesystem.
 
 pub mod atomic_writer;
+pub mod csi;
 pub mod empty_dir;
 pub mod host_path;
 pub mod mount;
 pub mod operations;
 pub mod payload_paths;
+pub mod plugin_watcher;
 pub mod pod_dir;
 pub mod reconstruct;
 

@@ -96,3 +96,14 @@ pub fn mount_count(path: &Path) -> io::Result<usize> {
         .filter(|line| line.split(' ').nth(4) == Some(wanted.as_ref()))
         .count())
 }
+
+/// The kubelet's `IsLikelyNotMountPoint`, inverted: `path` is on another device than its
+/// parent. Misses bind mounts from the same filesystem, as the kubelet's check does.
+pub fn is_likely_mount_point(path: &Path) -> io::Result<bool> {
+    let Some(parent) = path.parent() else {
+        return Ok(true);
+    };
+    let own = std::fs::symlink_metadata(path)?;
+    let parent = std::fs::metadata(parent)?;
+    Ok(own.dev() != parent.dev())
+}

@@ -4,6 +4,8 @@
 
 mod api;
 mod container_runtime;
+mod csi_node;
+mod csi_registration;
 #[cfg(test)]
 pub(crate) mod fakes;
 mod host;
@@ -14,6 +16,7 @@ mod pod_volumes;
 mod pods;
 mod recovery;
 mod runtime;
+mod storage;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
@@ -23,6 +26,8 @@ pub use container_runtime::{
     PullAuth, SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus,
     SandboxSummary, SecurityContext,
 };
+pub use csi_node::{CsiCallError, CsiError, CsiNode, CsiNodeInfo, CsiPod, CsiVolume};
+pub use csi_registration::{CsiDriverRegistration, CsiNodeApi, NODE_ID_ANNOTATION};
 pub use host::{
     FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,
 };
@@ -37,3 +42,4 @@ pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
+pub use storage::{ResolvedClaim, StorageApi, resolve_claim};

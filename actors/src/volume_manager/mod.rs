@@ -2,6 +2,8 @@
 //! is set up on disk (actual state), and the operations that reconcile them, after the kubelet's
 //! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
 
+pub mod claim;
+pub mod csi_names;
 #[cfg(test)]
 mod fixtures;
 pub mod layout;
@@ -11,6 +13,10 @@ pub mod spec;
 pub mod state;
 pub mod wait;
 
+pub use claim::{
+    ClaimError, ClaimReason, ClaimRef, attach_required, bound_volume_name, csi_volume,
+};
+pub use csi_names::{attachment_name, csi_unique_name};
 pub use layout::{PodDirs, UniqueVolumeName};
 pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};

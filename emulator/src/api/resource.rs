@@ -12,6 +12,11 @@ pub enum StoredKind {
     Pod,
     Lease,
     Event,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    CsiDriver,
+    CsiNode,
+    VolumeAttachment,
 }
 
 /// One served resource: its names, scope, verbs and whether it has a `/status` subresource.
@@ -106,18 +111,83 @@ pub static EVENTS_V1: ApiResource = ApiResource {
     short_names: &["ev"],
 };
 
+pub static PERSISTENT_VOLUMES: ApiResource = ApiResource {
+    stored: StoredKind::PersistentVolume,
+    group: "",
+    version: "v1",
+    plural: "persistentvolumes",
+    singular: "persistentvolume",
+    kind: "PersistentVolume",
+    namespaced: false,
+    has_status: true,
+    short_names: &["pv"],
+};
+pub static PERSISTENT_VOLUME_CLAIMS: ApiResource = ApiResource {
+    stored: StoredKind::PersistentVolumeClaim,
+    group: "",
+    version: "v1",
+    plural: "persistentvolumeclaims",
+    singular: "persistentvolumeclaim",
+    kind: "PersistentVolumeClaim",
+    namespaced: true,
+    has_status: true,
+    short_names: &["pvc"],
+};
+pub static CSI_DRIVERS: ApiResource = ApiResource {
+    stored: StoredKind::CsiDriver,
+    group: "storage.k8s.io",
+    version: "v1",
+    plural: "csidrivers",
+    singular: "csidriver",
+    kind: "CSIDriver",
+    namespaced: false,
+    has_status: false,
+    short_names: &[],
+};
+pub static CSI_NODES: ApiResource = ApiResource {
+    stored: StoredKind::CsiNode,
+    group: "storage.k8s.io",
+    version: "v1",
+    plural: "csinodes",
+    singular: "csinode",
+    kind: "CSINode",
+    namespaced: false,
+    has_status: false,
+    short_names: &[],
+};
+pub static VOLUME_ATTACHMENTS: ApiResource = ApiResource {
+    stored: StoredKind::VolumeAttachment,
+    group: "storage.k8s.io",
+    version: "v1",
+    plural: "volumeattachments",
+    singular: "volumeattachment",
+    kind: "VolumeAttachment",
+    namespaced: false,
+    has_status: true,
+    short_names: &[],
+};
+
 /// Every served resource, in discovery order.
-pub static ALL: [&ApiResource; 6] = [
+pub static ALL: [&ApiResource; 11] = [
     &NAMESPACES,
     &NODES,
     &PODS,
+    &PERSISTENT_VOLUMES,
+    &PERSISTENT_VOLUME_CLAIMS,
     &CORE_EVENTS,
     &LEASES,
     &EVENTS_V1,
+    &CSI_DRIVERS,
+    &CSI_NODES,
+    &VOLUME_ATTACHMENTS,
 ];
 
 /// The API groups besides the core group, with their single served version.
-pub static GROUPS: [(&str, &str); 2] = [("coordination.k8s.io", "v1"), ("events.k8s.io", "v1")];
+pub static GROUPS: [(&str, &str); 3] = [
+    ("coordination.k8s.io", "v1"),
+    ("events.k8s.io", "v1"),
+    ("storage.k8s.io", "v1"),
+];
 
 impl ApiResource {
     /// Finds the resource served at `group/version/plural`.
@@ -135,6 +205,11 @@ impl ApiResource {
             StoredKind::Pod => &PODS,
             StoredKind::Lease => &LEASES,
             StoredKind::Event => &CORE_EVENTS,
+            StoredKind::PersistentVolume => &PERSISTENT_VOLUMES,
+            StoredKind::PersistentVolumeClaim => &PERSISTENT_VOLUME_CLAIMS,
+            StoredKind::CsiDriver => &CSI_DRIVERS,
+            StoredKind::CsiNode => &CSI_NODES,
+            StoredKind::VolumeAttachment => &VOLUME_ATTACHMENTS,
         }
     }
 

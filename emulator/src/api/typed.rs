@@ -1,8 +1,9 @@
 //! The typed decode every write goes through in kube-apiserver: a body whose fields do not fit
 //! the kind's Go types (a string where an int32 goes, an object where a list goes) is refused
 //! before any strategy or validation runs. The k8s-openapi types stand in for the Go ones;
-//! like Go's decoder they ignore unknown fields. Pods and Events are stored as their typed
-//! object serialises (fields the type lacks are gone, times in UTC); other kinds as sent.
+//! like Go's decoder they ignore unknown fields. Pods, Events and the storage kinds are stored
+//! as their typed object serialises (fields the type lacks are gone, times in UTC); other kinds
+//! as sent.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -16,7 +17,7 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
             .err()
             .map(|e| e.to_string())
     }
-    use k8s_openapi::api::{coordination, core, events};
+    use k8s_openapi::api::{coordination, core, events, storage};
     match (resource.stored, resource.group) {
         (StoredKind::Namespace, _) => check::<core::v1::Namespace>(object),
         (StoredKind::Node, _) => check::<core::v1::Node>(object),
@@ -24,6 +25,11 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::Lease, _) => check::<coordination::v1::Lease>(object),
         (StoredKind::Event, "events.k8s.io") => check::<events::v1::Event>(object),
         (StoredKind::Event, _) => check::<core::v1::Event>(object),
+        (StoredKind::PersistentVolume, _) => check::<core::v1::PersistentVolume>(object),
+        (StoredKind::PersistentVolumeClaim, _) => check::<core::v1::PersistentVolumeClaim>(object),
+        (StoredKind::CsiDriver, _) => check::<storage::v1::CSIDriver>(object),
+        (StoredKind::CsiNode, _) => check::<storage::v1::CSINode>(object),
+        (StoredKind::VolumeAttachment, _) => check::<storage::v1::VolumeAttachment>(object),
     }
 }
 
@@ -41,6 +47,17 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
     match kind {
         StoredKind::Pod => through::<k8s_openapi::api::core::v1::Pod>(object),
         StoredKind::Event => through::<k8s_openapi::api::core::v1::Event>(object),
+        StoredKind::PersistentVolume => {
+            through::<k8s_openapi::api::core::v1::PersistentVolume>(object);
+        }
+        StoredKind::PersistentVolumeClaim => {
+            through::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(object);
+        }
+        StoredKind::CsiDriver => through::<k8s_openapi::api::storage::v1::CSIDriver>(object),
+        StoredKind::CsiNode => through::<k8s_openapi::api::storage::v1::CSINode>(object),
+        StoredKind::VolumeAttachment => {
+            through::<k8s_openapi::api::storage::v1::VolumeAttachment>(object);
+        }
         StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
     }
 }

@@ -81,6 +81,44 @@ fn columns(kind: StoredKind) -> &'static [(&'static str, &'static str, u8)] {
             ("Object", "string", 0),
             ("Message", "string", 0),
         ],
+        StoredKind::PersistentVolume => &[
+            ("Name", "string", 0),
+            ("Capacity", "string", 0),
+            ("Access Modes", "string", 0),
+            ("Reclaim Policy", "string", 0),
+            ("Status", "string", 0),
+            ("Claim", "string", 0),
+            ("StorageClass", "string", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::PersistentVolumeClaim => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Volume", "string", 0),
+            ("Capacity", "string", 0),
+            ("Access Modes", "string", 0),
+            ("StorageClass", "string", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::CsiDriver => &[
+            ("Name", "string", 0),
+            ("AttachRequired", "boolean", 0),
+            ("PodInfoOnMount", "boolean", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::CsiNode => &[
+            ("Name", "string", 0),
+            ("Drivers", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::VolumeAttachment => &[
+            ("Name", "string", 0),
+            ("Attacher", "string", 0),
+            ("PV", "string", 0),
+            ("Node", "string", 0),
+            ("Attached", "boolean", 0),
+            ("Age", "string", 0),
+        ],
     }
 }
 
@@ -191,8 +229,81 @@ fn cells(kind: StoredKind, o: &Value, now: SystemTime) -> Vec<Value> {
                 s("/message"),
             ]
         }
+        StoredKind::PersistentVolume => {
+            let claim = if s("/spec/claimRef/name").is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "{}/{}",
+                    s("/spec/claimRef/namespace"),
+                    s("/spec/claimRef/name")
+                )
+            };
+            vec![
+                name,
+                s("/spec/capacity/storage"),
+                access_modes(o.pointer("/spec/accessModes")),
+                s("/spec/persistentVolumeReclaimPolicy"),
+                s("/status/phase"),
+                claim,
+                s("/spec/storageClassName"),
+                age,
+            ]
+        }
+        StoredKind::PersistentVolumeClaim => vec![
+            name,
+            s("/status/phase"),
+            s("/spec/volumeName"),
+            s("/status/capacity/storage"),
+            access_modes(o.pointer("/status/accessModes")),
+            s("/spec/storageClassName"),
+            age,
+        ],
+        StoredKind::CsiDriver => vec![
+            name,
+            flag(o.pointer("/spec/attachRequired")),
+            flag(o.pointer("/spec/podInfoOnMount")),
+            age,
+        ],
+        StoredKind::CsiNode => {
+            let drivers = o
+                .pointer("/spec/drivers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            vec![name, drivers.to_string(), age]
+        }
+        StoredKind::VolumeAttachment => vec![
+            name,
+            s("/spec/attacher"),
+            s("/spec/source/persistentVolumeName"),
+            s("/spec/nodeName"),
+            flag(o.pointer("/status/attached")),
+            age,
+        ],
     };
     strings.into_iter().map(Value::String).collect()
+}
+
+/// kubectl's short access modes: `RWO,ROX`.
+fn access_modes(modes: Option<&Value>) -> String {
+    let short: Vec<&str> = modes
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|mode| match mode {
+            "ReadWriteOnce" => "RWO",
+            "ReadOnlyMany" => "ROX",
+            "ReadWriteMany" => "RWX",
+            "ReadWriteOncePod" => "RWOP",
+            other => other,
+        })
+        .collect();
+    short.join(",")
+}
+
+fn flag(value: Option<&Value>) -> String {
+    value.and_then(Value::as_bool).unwrap_or(false).to_string()
 }
 
 fn condition(o: &Value, kind: &str) -> Option<String> {

@@ -2,8 +2,11 @@
 //! monitor period marks silent nodes' conditions Unknown (recording `NodeNotReady` and marking
 //! their pods not ready), and, on every Node change, the taint manager (condition taints) and
 //! the TTL controller (the TTL annotation). It writes through the store with the same rules as
-//! API clients, so watchers see its writes as they would a real control plane's.
+//! API clients, so watchers see its writes as they would a real control plane's. The
+//! attach/detach controller (`attach_detach`, `attach_loop`) runs as its own task.
 
+mod attach_detach;
+pub(crate) mod attach_loop;
 mod health;
 mod taints;
 mod ttl;

@@ -80,6 +80,11 @@ fn canonical_field(field: &str, resource: &ApiResource) -> Option<&'static str> 
         StoredKind::Lease => &["metadata.name", "metadata.namespace"],
         StoredKind::Pod => POD,
         StoredKind::Event => EVENT,
+        StoredKind::PersistentVolumeClaim => &["metadata.name", "metadata.namespace"],
+        StoredKind::PersistentVolume
+        | StoredKind::CsiDriver
+        | StoredKind::CsiNode
+        | StoredKind::VolumeAttachment => &["metadata.name"],
     };
     // events.k8s.io/v1 names some event fields differently; they select the same stored field.
     let field = if resource.group == "events.k8s.io" {

@@ -42,6 +42,15 @@ pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
         }
         StoredKind::Event => fill_core_event(object),
         StoredKind::Pod => fill_pod(object),
+        StoredKind::CsiNode | StoredKind::CsiDriver => {
+            object_entry(object, "spec");
+        }
+        StoredKind::PersistentVolume
+        | StoredKind::PersistentVolumeClaim
+        | StoredKind::VolumeAttachment => {
+            object_entry(object, "spec");
+            object_entry(object, "status");
+        }
         StoredKind::Namespace => {}
     }
 }

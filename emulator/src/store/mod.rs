@@ -9,6 +9,7 @@ mod delete;
 mod go_fields;
 mod history;
 mod pod_defaults;
+mod storage_kinds;
 pub mod strategy;
 
 use std::collections::{BTreeMap, HashMap};
@@ -361,6 +362,11 @@ pub fn storage_key(kind: StoredKind, key: &ObjectKey) -> String {
         StoredKind::Pod => "pods",
         StoredKind::Lease => "leases",
         StoredKind::Event => "events",
+        StoredKind::PersistentVolume => "persistentvolumes",
+        StoredKind::PersistentVolumeClaim => "persistentvolumeclaims",
+        StoredKind::CsiDriver => "csidrivers",
+        StoredKind::CsiNode => "csinodes",
+        StoredKind::VolumeAttachment => "volumeattachments",
     };
     if key.namespace.is_empty() {
         format!("/registry/{prefix}/{}", key.name)

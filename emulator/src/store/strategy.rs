@@ -34,6 +34,7 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         StoredKind::Pod => super::pod_defaults::prepare_pod(map),
         StoredKind::Namespace => prepare_namespace(map),
         StoredKind::Lease | StoredKind::Event => {}
+        storage => super::storage_kinds::prepare(storage, map),
     }
     crate::api::typed::round_trip(resource.stored, object);
     if let Some(map) = object.as_object_mut() {
@@ -123,19 +124,13 @@ pub fn prepare_for_update(
 /// Invalid (`AllowUnconditionalUpdate()` of the kind's registry strategy). Of the kinds served,
 /// only the coordination Lease strategy refuses.
 pub fn allows_unconditional_update(kind: StoredKind) -> bool {
-    match kind {
-        StoredKind::Lease => false,
-        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace | StoredKind::Event => true,
-    }
+    kind != StoredKind::Lease
 }
 
 /// Whether a PUT to a missing object creates it (`AllowCreateOnUpdate()`): Leases and Events
-/// yes, Nodes, Pods and Namespaces no (404).
+/// yes, every other kind served no (404).
 pub fn allows_create_on_update(kind: StoredKind) -> bool {
-    match kind {
-        StoredKind::Lease | StoredKind::Event => true,
-        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace => false,
-    }
+    matches!(kind, StoredKind::Lease | StoredKind::Event)
 }
 
 /// Validation shared by every kind on create: the name and a few kind-specific required fields.
@@ -156,7 +151,7 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
     match resource.stored {
         StoredKind::Pod => validate_pod_spec(object, &mut errors),
         StoredKind::Lease => validate_lease_spec(object, &mut errors),
-        _ => {}
+        other => super::storage_kinds::validate(other, object, &mut errors),
     }
     errors
 }
@@ -200,6 +195,7 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
     if resource.stored == StoredKind::Lease {
         validate_lease_spec(new, &mut errors);
     }
+    super::storage_kinds::validate(resource.stored, new, &mut errors);
     errors
 }
 

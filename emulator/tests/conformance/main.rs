@@ -16,6 +16,7 @@ mod lifecycle;
 mod patches;
 mod pod_defaults;
 mod selectors;
+mod storage;
 mod subresources;
 mod update;
 mod validation;

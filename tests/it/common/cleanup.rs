@@ -45,6 +45,10 @@ pub enum Owned {
         namespace: String,
         name: String,
     },
+    /// Any other object, by its API path (`/api/v1/persistentvolumes/pv-1`).
+    Object {
+        path: String,
+    },
 }
 
 thread_local! {
@@ -150,6 +154,7 @@ pub async fn delete_all(client: &kube::Client, owned: &[Owned]) {
                 .delete(name, &force)
                 .await
                 .err(),
+            Owned::Object { path } => raw(client, "DELETE", path).await.err(),
         };
         match result {
             None => {}
@@ -166,6 +171,7 @@ async fn delete_events_about(client: &kube::Client, object: &Owned) {
     let (namespace, name) = match object {
         Owned::Node(name) => (None, name),
         Owned::Pod { namespace, name } => (Some(namespace.as_str()), name),
+        Owned::Object { .. } => return,
     };
     let events: Api<Event> = match namespace {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
@@ -226,6 +232,11 @@ pub async fn leftovers(client: &kube::Client, owned: &[Owned]) -> Vec<String> {
                         left.push(format!("pod {namespace}/{name}"));
                     }
                 }
+                Owned::Object { path } => {
+                    if raw(client, "GET", path).await.is_ok() {
+                        left.push(path.clone());
+                    }
+                }
             }
         }
         if left.is_empty() || tokio::time::Instant::now() >= deadline {
@@ -233,6 +244,16 @@ pub async fn leftovers(client: &kube::Client, owned: &[Owned]) -> Vec<String> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A request without a body to `path`; an error answer (404 included) is an `Err`.
+async fn raw(client: &kube::Client, method: &str, path: &str) -> Result<(), kube::Error> {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .body(Vec::new())
+        .expect("a valid request");
+    client.request_text(request).await.map(|_| ())
 }
 
 /// (namespace, name) of listed objects; none when the list failed (the by-name checks remain).

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod collector;
 pub mod containerd;
 pub mod cri_fixture;
+pub mod csi_plugin;
 pub mod daemon;
 pub mod host_fixture;
 pub mod identity;
@@ -17,6 +18,7 @@ pub mod outage;
 pub mod pods;
 pub mod skip;
 pub mod spoiling_proxy;
+pub mod storage;
 pub mod tar_archive;
 
 use std::{
