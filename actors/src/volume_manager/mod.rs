@@ -2,6 +2,7 @@
 //! is set up on disk (actual state), and the operations that reconcile them, after the kubelet's
 //! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
 
+pub mod content;
 #[cfg(test)]
 mod fixtures;
 pub mod layout;
