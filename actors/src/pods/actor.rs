@@ -177,6 +177,7 @@ impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
                     self.state.queue([Outgoing::Gone(uid)]);
                 }
             }
+            PodWatchEvent::Listed => {}
         }
         self.drain(ctx);
     }

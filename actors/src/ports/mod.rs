@@ -14,6 +14,8 @@ mod pod_volumes;
 mod pods;
 mod recovery;
 mod runtime;
+mod volume_host;
+mod volume_sources;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
@@ -33,6 +35,8 @@ pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub(crate) use recovery::warn_unless_unreachable;
 pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
+pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
+pub use volume_sources::VolumeSourceApi;
 pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,

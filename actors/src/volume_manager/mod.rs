@@ -3,8 +3,12 @@
 //! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
 
 pub mod content;
+mod actor;
+mod debug;
+mod fetch;
 #[cfg(test)]
 mod fixtures;
+pub mod memory;
 pub mod layout;
 pub mod plugin;
 pub mod reconcile;
@@ -12,9 +16,14 @@ pub mod spec;
 pub mod state;
 pub mod wait;
 
+pub use actor::{RECONCILE_PERIOD, VolumeManagerActor, VolumeManagerPeers, VolumeManagerSettings};
+pub use memory::{VolumeManagerMemory, VolumeView};
 pub use layout::{PodDirs, UniqueVolumeName};
 pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{PodVolume, PodVolumes, SpecError, pod_volumes};
 pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume};
 pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness};
+
+/// The name VolumeManagerActor has in the supervisor, logs and the debug endpoint.
+pub const NAME: &str = "volume-manager";

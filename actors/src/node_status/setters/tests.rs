@@ -54,6 +54,7 @@ fn run(
     node: &mut Node,
 ) -> SetterReport {
     let inputs = StatusInputs {
+        volumes_in_use: None,
         node_name: "worker-1",
         machine,
         settings,
@@ -206,6 +207,7 @@ fn ready_messages_follow_the_kubelets_order_and_aggregation() {
     for (runtime, expected) in cases {
         let mut node = Node::default();
         let inputs = StatusInputs {
+            volumes_in_use: None,
             node_name: "worker-1",
             machine: &machine(),
             settings: &settings(),
@@ -334,6 +336,7 @@ fn addresses_are_the_internal_ip_then_the_hostname() {
 fn a_new_boot_id_is_a_rebooted_warning() {
     let mut node = Node::default();
     let inputs = StatusInputs {
+        volumes_in_use: None,
         node_name: "worker-1",
         machine: &machine(),
         settings: &settings(),
@@ -353,4 +356,22 @@ fn a_new_boot_id_is_a_rebooted_warning() {
         rebooted.message,
         "Node worker-1 has been rebooted, boot id: boot-1"
     );
+}
+
+/// Runs `f` on inputs that differ from the defaults only in `volumesInUse`.
+pub(super) fn with_volume_inputs<R>(
+    volumes_in_use: Option<&[String]>,
+    f: impl FnOnce(&StatusInputs<'_>) -> R,
+) -> R {
+    let (machine, settings) = (machine(), settings());
+    f(&StatusInputs {
+        volumes_in_use,
+        node_name: "worker-1",
+        machine: &machine,
+        settings: &settings,
+        runtime: None,
+        pressure: None,
+        previous_boot_id: None,
+        now_instant: Instant::now(),
+    })
 }
