@@ -19,6 +19,7 @@ mod reachability;
 mod resume;
 mod retry_after;
 mod shared_watch;
+mod volume_sources;
 
 use std::{
     num::NonZeroU32,
@@ -35,6 +36,7 @@ pub use lease::renewal_patch;
 pub use node::node_event;
 pub use reachability::{REMINDER_EVERY, Reachability};
 pub use shared_watch::SharedWatches;
+pub use volume_sources::token_request;
 
 use crate::config::Config;
 

@@ -40,8 +40,6 @@ pub trait VolumeHost: Send + Sync + 'static {
     fn tear_down(&self, pod_uid: &str, volume: &str, plugin: Plugin) -> Result<(), VolumeHostError>;
     /// Removes `<rootDir>/pods/<uid>` once nothing of it is set up.
     fn remove_pod_dir(&self, pod_uid: &str) -> Result<(), VolumeHostError>;
-    /// Where the volume is on the host (for the containers' mounts).
-    fn host_path(&self, pod_uid: &str, volume: &PodVolume) -> std::path::PathBuf;
     /// What the host allows (memory-backed volumes), for the debug view.
     fn describe(&self) -> serde_json::Value {
         serde_json::Value::Null

@@ -99,7 +99,9 @@ impl VolumeView {
 impl PodVolumeView for VolumeView {
     fn readiness(&self, pod_uid: &str) -> MountReadiness {
         self.memory.read(|memory| {
-            let desired = memory.desired(&self.node_name);
+            // The one pod's desired state: providers ask for every pending pod on each tick.
+            let pod = memory.pods.get(pod_uid);
+            let desired = DesiredState::from_pods(pod, &self.node_name);
             mount_readiness(&desired, &memory.actual, &memory.volumes_attached, pod_uid)
         })
     }
