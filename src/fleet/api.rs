@@ -15,8 +15,8 @@ use k8s_openapi::api::{
 };
 use nodepulse_actors::{
     ports::{
-        ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, NodeApi, NodeEvent, NodeWatchEvent,
-        PodApi, PodEvent, PodWatchEvent, VolumeSourceApi,
+        ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, NodeApi, NodeEvent, NodeWatchEvent, PodApi,
+        PodEvent, PodWatchEvent, VolumeSourceApi,
     },
     volume_manager::content::{TokenSpec, token::IssuedToken},
 };

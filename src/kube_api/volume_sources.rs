@@ -35,7 +35,11 @@ pub fn token_request(spec: &TokenSpec) -> TokenRequest {
 }
 
 impl VolumeSourceApi for KubeApi {
-    fn get_config_map(&self, namespace: &str, name: &str) -> BoxFuture<'static, ApiResult<ConfigMap>> {
+    fn get_config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> BoxFuture<'static, ApiResult<ConfigMap>> {
         let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
         let (namespace, name) = (namespace.to_owned(), name.to_owned());
         Box::pin(async move {
@@ -61,7 +65,12 @@ impl VolumeSourceApi for KubeApi {
             let issued_at = Timestamp::now();
             let answer: TokenRequest = timed(
                 timeout,
-                api.create_subresource("token", &spec.service_account, &PostParams::default(), &request),
+                api.create_subresource(
+                    "token",
+                    &spec.service_account,
+                    &PostParams::default(),
+                    &request,
+                ),
             )
             .await?;
             let incomplete =

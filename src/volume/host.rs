@@ -153,7 +153,12 @@ impl VolumeHost for DiskVolumeHost {
         }
     }
 
-    fn tear_down(&self, pod_uid: &str, volume: &str, plugin: Plugin) -> Result<(), VolumeHostError> {
+    fn tear_down(
+        &self,
+        pod_uid: &str,
+        volume: &str,
+        plugin: Plugin,
+    ) -> Result<(), VolumeHostError> {
         tear_down(&self.dirs, pod_uid, volume, plugin).map_err(failed)
     }
 

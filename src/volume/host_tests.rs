@@ -49,8 +49,15 @@ fn api_volumes_are_written_through_the_atomic_writer_and_torn_down_whole() {
         let dir = host.dirs().volume_dir("u1", volume.plugin, &volume.name);
         let file = dir.join("key");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), volume.name);
-        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, mode);
-        assert!(std::fs::symlink_metadata(dir.join("..data")).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            mode
+        );
+        assert!(
+            std::fs::symlink_metadata(dir.join("..data"))
+                .unwrap()
+                .is_symlink()
+        );
         // Idempotent: a second SetUp with the same content writes nothing new.
         host.set_up(volume, context).unwrap();
     }

@@ -148,7 +148,9 @@ impl NodeStatusActor {
                     allocatable
                         .iter()
                         .filter_map(|(name, q)| {
-                            crate::quantity::parse_quantity(&q.0).ok().map(|v| (name.clone(), v))
+                            crate::quantity::parse_quantity(&q.0)
+                                .ok()
+                                .map(|v| (name.clone(), v))
                         })
                         .collect()
                 })
@@ -158,7 +160,8 @@ impl NodeStatusActor {
             return;
         }
         if volumes.try_send(facts.clone()).is_ok() {
-            self.memory.update(|memory| memory.volume_facts = Some(facts));
+            self.memory
+                .update(|memory| memory.volume_facts = Some(facts));
         }
     }
 

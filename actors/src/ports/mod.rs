@@ -35,9 +35,9 @@ pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub(crate) use recovery::warn_unless_unreachable;
 pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
-pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
-pub use volume_sources::VolumeSourceApi;
 pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
+pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
+pub use volume_sources::VolumeSourceApi;

@@ -37,7 +37,8 @@ pub trait VolumeHost: Send + Sync + 'static {
     /// Sets `volume` up (idempotent: a second call neither stacks a mount nor duplicates).
     fn set_up(&self, volume: &PodVolume, context: SetUpContext<'_>) -> Result<(), VolumeHostError>;
     /// Tears the volume down (idempotent).
-    fn tear_down(&self, pod_uid: &str, volume: &str, plugin: Plugin) -> Result<(), VolumeHostError>;
+    fn tear_down(&self, pod_uid: &str, volume: &str, plugin: Plugin)
+    -> Result<(), VolumeHostError>;
     /// Removes `<rootDir>/pods/<uid>` once nothing of it is set up.
     fn remove_pod_dir(&self, pod_uid: &str) -> Result<(), VolumeHostError>;
     /// What the host allows (memory-backed volumes), for the debug view.

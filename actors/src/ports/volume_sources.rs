@@ -9,7 +9,11 @@ use super::ApiResult;
 use crate::volume_manager::content::{TokenSpec, token::IssuedToken};
 
 pub trait VolumeSourceApi: Send + Sync + 'static {
-    fn get_config_map(&self, namespace: &str, name: &str) -> BoxFuture<'static, ApiResult<ConfigMap>>;
+    fn get_config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> BoxFuture<'static, ApiResult<ConfigMap>>;
     fn get_secret(&self, namespace: &str, name: &str) -> BoxFuture<'static, ApiResult<Secret>>;
     /// `POST serviceaccounts/{sa}/token` with the spec's audiences, expiration and the pod as
     /// bound object.

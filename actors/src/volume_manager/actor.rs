@@ -154,7 +154,9 @@ impl VolumeManagerActor {
         }
         let in_use = self.memory.update(|memory| {
             memory.synced = memory.reconstructed;
-            memory.tokens.retain_pods(|uid| desired.pods.contains_key(uid));
+            memory
+                .tokens
+                .retain_pods(|uid| desired.pods.contains_key(uid));
             volumes_in_use(&desired, &memory.actual, memory.synced)
         });
         self.report_in_use(in_use);
@@ -258,31 +260,40 @@ impl VolumeManagerActor {
             }
             Plugin::ConfigMap | Plugin::Secret | Plugin::DownwardApi | Plugin::Projected => {
                 let sources = sources_of(&pod, &volume.spec);
-                let outcome = self
-                    .memory
-                    .read(|m| fetch(Arc::clone(&self.sources), sources, &m.tokens, Timestamp::now()));
+                let outcome = self.memory.read(|m| {
+                    fetch(
+                        Arc::clone(&self.sources),
+                        sources,
+                        &m.tokens,
+                        Timestamp::now(),
+                    )
+                });
                 self.in_flight.insert(key.clone());
-                ctx.spawn(outcome.into_actor(self).map(move |outcome: FetchOutcome, actor, ctx| {
-                    actor.in_flight.remove(&key);
-                    actor.memory.update(|m| {
-                        for (spec, token) in outcome.issued {
-                            m.tokens.insert(spec, token);
+                ctx.spawn(outcome.into_actor(self).map(
+                    move |outcome: FetchOutcome, actor, ctx| {
+                        actor.in_flight.remove(&key);
+                        actor.memory.update(|m| {
+                            for (spec, token) in outcome.issued {
+                                m.tokens.insert(spec, token);
+                            }
+                        });
+                        // The pod may have gone while the API answered.
+                        let still_wanted = actor
+                            .memory
+                            .read(|m| m.desired(&actor.settings.node_name).wants(&key.0, &key.1));
+                        if still_wanted {
+                            let allocatable = actor.memory.read(|m| m.allocatable.clone());
+                            let result =
+                                payload_of(&pod, &volume.spec, &outcome.fetched, &allocatable)
+                                    .map_err(|e: ContentError| e.to_string())
+                                    .and_then(|payload| {
+                                        actor.finish_set_up(&pod, &volume, Some(&payload))
+                                    });
+                            actor.settle(&key, result, Instant::now());
                         }
-                    });
-                    // The pod may have gone while the API answered.
-                    let still_wanted = actor.memory.read(|m| {
-                        m.desired(&actor.settings.node_name)
-                            .wants(&key.0, &key.1)
-                    });
-                    if still_wanted {
-                        let allocatable = actor.memory.read(|m| m.allocatable.clone());
-                        let result = payload_of(&pod, &volume.spec, &outcome.fetched, &allocatable)
-                            .map_err(|e: ContentError| e.to_string())
-                            .and_then(|payload| actor.finish_set_up(&pod, &volume, Some(&payload)));
-                        actor.settle(&key, result, Instant::now());
-                    }
-                    actor.pass(ctx);
-                }));
+                        actor.pass(ctx);
+                    },
+                ));
                 true
             }
         }
@@ -335,7 +346,11 @@ impl VolumeManagerActor {
                     (m.pods.get(&key.0).cloned(), failure)
                 });
                 tracing::warn!(pod_uid = %key.0, volume = %key.1, %error, retry_in = ?failure.backoff, "volume operation failed");
-                let (Some(pod), true) = (pod, self.memory.read(|m| m.desired(&self.settings.node_name).wants(&key.0, &key.1))) else {
+                let (Some(pod), true) = (
+                    pod,
+                    self.memory
+                        .read(|m| m.desired(&self.settings.node_name).wants(&key.0, &key.1)),
+                ) else {
                     return;
                 };
                 let event = PodEvent {
@@ -363,7 +378,10 @@ impl VolumeManagerActor {
                 })
                 .is_err()
         {
-            tracing::debug!(pod_uid, "the pod lifecycle actor's mailbox is full; it polls anyway");
+            tracing::debug!(
+                pod_uid,
+                "the pod lifecycle actor's mailbox is full; it polls anyway"
+            );
         }
     }
 }
@@ -412,7 +430,9 @@ impl StreamHandler<PodWatchEvent> for VolumeManagerActor {
                 let Some(uid) = pod.metadata.uid.clone() else {
                     return;
                 };
-                let new = self.memory.update(|m| m.pods.insert(uid.clone(), *pod).is_none());
+                let new = self
+                    .memory
+                    .update(|m| m.pods.insert(uid.clone(), *pod).is_none());
                 if new {
                     self.changed(&uid);
                 }
@@ -458,6 +478,12 @@ impl Handler<NodeVolumeFacts> for VolumeManagerActor {
 
 impl SupervisedActor for VolumeManagerActor {
     fn debug_state(&self) -> serde_json::Value {
-        super::debug::describe(&self.memory, &self.settings, &self.in_flight, self.host.describe(), (self.passes, self.operations))
+        super::debug::describe(
+            &self.memory,
+            &self.settings,
+            &self.in_flight,
+            self.host.describe(),
+            (self.passes, self.operations),
+        )
     }
 }

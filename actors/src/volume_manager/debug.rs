@@ -8,9 +8,7 @@ use nodepulse_supervisor::Kept;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{
-    MountState, actor::VolumeManagerSettings, memory::VolumeManagerMemory,
-};
+use super::{MountState, actor::VolumeManagerSettings, memory::VolumeManagerMemory};
 
 pub fn describe(
     memory: &Kept<VolumeManagerMemory>,

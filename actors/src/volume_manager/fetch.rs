@@ -47,9 +47,11 @@ pub fn fetch(
         let mut outcome = FetchOutcome::default();
         for source in sources {
             let fetched = match &source {
-                SourceObject::ConfigMap { namespace, name } => {
-                    object(api.get_config_map(namespace, name).await.map(config_map_data))
-                }
+                SourceObject::ConfigMap { namespace, name } => object(
+                    api.get_config_map(namespace, name)
+                        .await
+                        .map(config_map_data),
+                ),
                 SourceObject::Secret { namespace, name } => {
                     object(api.get_secret(namespace, name).await.map(secret_data))
                 }

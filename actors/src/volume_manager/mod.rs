@@ -2,14 +2,14 @@
 //! is set up on disk (actual state), and the operations that reconcile them, after the kubelet's
 //! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
 
-pub mod content;
 mod actor;
+pub mod content;
 mod debug;
 mod fetch;
 #[cfg(test)]
 mod fixtures;
-pub mod memory;
 pub mod layout;
+pub mod memory;
 pub mod plugin;
 pub mod reconcile;
 pub mod spec;
@@ -17,8 +17,8 @@ pub mod state;
 pub mod wait;
 
 pub use actor::{RECONCILE_PERIOD, VolumeManagerActor, VolumeManagerPeers, VolumeManagerSettings};
-pub use memory::{VolumeManagerMemory, VolumeView};
 pub use layout::{PodDirs, UniqueVolumeName};
+pub use memory::{VolumeManagerMemory, VolumeView};
 pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{PodVolume, PodVolumes, SpecError, pod_volumes};

@@ -99,8 +99,12 @@ impl Target {
         if namespace.is_some() && !resource.namespaced {
             return Err(TargetError::Unknown);
         }
+        let served = |sub: &str| {
+            (sub == "status" && resource.has_status)
+                || (sub == "token" && resource.stored == super::StoredKind::ServiceAccount)
+        };
         if let Some(sub) = &subresource
-            && (sub != "status" || !resource.has_status)
+            && !served(sub)
         {
             return Err(TargetError::Unknown);
         }
@@ -120,6 +124,8 @@ impl Target {
             ("GET" | "HEAD", true) if watch => Verb::Watch,
             ("GET" | "HEAD", true) => Verb::Get,
             ("POST", false) => Verb::Create,
+            // TokenRequest: `POST serviceaccounts/{name}/token` creates a token.
+            ("POST", true) if self.subresource.as_deref() == Some("token") => Verb::Create,
             ("PUT", true) => Verb::Update,
             ("PATCH", true) => Verb::Patch,
             ("DELETE", true) => Verb::Delete,

@@ -24,6 +24,9 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::Lease, _) => check::<coordination::v1::Lease>(object),
         (StoredKind::Event, "events.k8s.io") => check::<events::v1::Event>(object),
         (StoredKind::Event, _) => check::<core::v1::Event>(object),
+        (StoredKind::ConfigMap, _) => check::<core::v1::ConfigMap>(object),
+        (StoredKind::Secret, _) => check::<core::v1::Secret>(object),
+        (StoredKind::ServiceAccount, _) => check::<core::v1::ServiceAccount>(object),
     }
 }
 
@@ -41,6 +44,11 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
     match kind {
         StoredKind::Pod => through::<k8s_openapi::api::core::v1::Pod>(object),
         StoredKind::Event => through::<k8s_openapi::api::core::v1::Event>(object),
+        StoredKind::ConfigMap => through::<k8s_openapi::api::core::v1::ConfigMap>(object),
+        StoredKind::Secret => through::<k8s_openapi::api::core::v1::Secret>(object),
+        StoredKind::ServiceAccount => {
+            through::<k8s_openapi::api::core::v1::ServiceAccount>(object);
+        }
         StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
     }
 }

@@ -42,7 +42,10 @@ pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
         }
         StoredKind::Event => fill_core_event(object),
         StoredKind::Pod => fill_pod(object),
-        StoredKind::Namespace => {}
+        StoredKind::Namespace
+        | StoredKind::ConfigMap
+        | StoredKind::Secret
+        | StoredKind::ServiceAccount => {}
     }
 }
 

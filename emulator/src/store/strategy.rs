@@ -33,7 +33,11 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         StoredKind::Node => add_not_ready_taint(map),
         StoredKind::Pod => super::pod_defaults::prepare_pod(map),
         StoredKind::Namespace => prepare_namespace(map),
-        StoredKind::Lease | StoredKind::Event => {}
+        StoredKind::Secret => super::config_data::prepare_secret(map),
+        StoredKind::Lease
+        | StoredKind::Event
+        | StoredKind::ConfigMap
+        | StoredKind::ServiceAccount => {}
     }
     crate::api::typed::round_trip(resource.stored, object);
     if let Some(map) = object.as_object_mut() {
@@ -106,6 +110,9 @@ pub fn prepare_for_update(
     if resource.stored == StoredKind::Pod {
         super::pod_defaults::keep_admitted_priority(old, map);
     }
+    if resource.stored == StoredKind::Secret {
+        super::config_data::prepare_secret(map);
+    }
     if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
         let generation = old_meta
             .get("generation")
@@ -125,7 +132,13 @@ pub fn prepare_for_update(
 pub fn allows_unconditional_update(kind: StoredKind) -> bool {
     match kind {
         StoredKind::Lease => false,
-        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace | StoredKind::Event => true,
+        StoredKind::Node
+        | StoredKind::Pod
+        | StoredKind::Namespace
+        | StoredKind::Event
+        | StoredKind::ConfigMap
+        | StoredKind::Secret
+        | StoredKind::ServiceAccount => true,
     }
 }
 
@@ -134,7 +147,12 @@ pub fn allows_unconditional_update(kind: StoredKind) -> bool {
 pub fn allows_create_on_update(kind: StoredKind) -> bool {
     match kind {
         StoredKind::Lease | StoredKind::Event => true,
-        StoredKind::Node | StoredKind::Pod | StoredKind::Namespace => false,
+        StoredKind::Node
+        | StoredKind::Pod
+        | StoredKind::Namespace
+        | StoredKind::ConfigMap
+        | StoredKind::Secret
+        | StoredKind::ServiceAccount => false,
     }
 }
 
@@ -156,6 +174,9 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
     match resource.stored {
         StoredKind::Pod => validate_pod_spec(object, &mut errors),
         StoredKind::Lease => validate_lease_spec(object, &mut errors),
+        StoredKind::ConfigMap | StoredKind::Secret => {
+            super::config_data::validate_keys(resource.stored, object, &mut errors);
+        }
         _ => {}
     }
     errors
@@ -199,6 +220,10 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
     }
     if resource.stored == StoredKind::Lease {
         validate_lease_spec(new, &mut errors);
+    }
+    if matches!(resource.stored, StoredKind::ConfigMap | StoredKind::Secret) {
+        super::config_data::validate_keys(resource.stored, new, &mut errors);
+        super::config_data::validate_immutable(resource.stored, old, new, &mut errors);
     }
     errors
 }

@@ -26,7 +26,10 @@ mod tests {
         let mut node = Node::default();
         node.status.get_or_insert_default().volumes_in_use = Some(vec!["old".into()]);
         with_volume_inputs(None, |inputs| set(inputs, &mut node)).unwrap();
-        assert_eq!(node.status.as_ref().unwrap().volumes_in_use, Some(vec!["old".into()]));
+        assert_eq!(
+            node.status.as_ref().unwrap().volumes_in_use,
+            Some(vec!["old".into()])
+        );
         let list = vec!["kubernetes.io/csi/d^v1".to_owned()];
         with_volume_inputs(Some(&list), |inputs| set(inputs, &mut node)).unwrap();
         assert_eq!(node.status.as_ref().unwrap().volumes_in_use, Some(list));
