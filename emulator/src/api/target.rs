@@ -187,7 +187,18 @@ mod tests {
 
     #[test]
     fn rejects_unknown_resources_and_subresources() {
-        assert_eq!(Target::parse("/api/v1/secrets"), Err(TargetError::Unknown));
+        assert_eq!(
+            Target::parse("/api/v1/persistentvolumes"),
+            Err(TargetError::Unknown)
+        );
+        assert_eq!(
+            Target::parse("/api/v1/namespaces/x/pods/p/token"),
+            Err(TargetError::Unknown),
+            "only ServiceAccounts have a token subresource"
+        );
+        let token = Target::parse("/api/v1/namespaces/x/serviceaccounts/default/token")
+            .expect("a TokenRequest");
+        assert_eq!(token.verb("POST", false), Some(Verb::Create));
         assert_eq!(
             Target::parse("/apis/coordination.k8s.io/v1/namespaces/x/leases/n/status"),
             Err(TargetError::Unknown)
