@@ -462,7 +462,7 @@ async fn the_pod_watch_reports_this_nodes_pods_only() {
     cluster.create_node(&node).await;
     cluster.create_node(&other).await;
     let manager = start_manager(&cluster, &node).await;
-    let mut events = manager.api.watch_pods(&node);
+    let events = manager.api.watch_pods(&node);
     let mine = create_pod(&cluster, &format!("{node}-mine"), &node).await;
     create_pod(&cluster, &format!("{other}-theirs"), &other).await;
     let name_of = |event: &PodWatchEvent| match event {

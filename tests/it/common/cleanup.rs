@@ -45,6 +45,12 @@ pub enum Owned {
         namespace: String,
         name: String,
     },
+    /// A ConfigMap or a Secret a pod's volume reads (`kind` is `ConfigMap` or `Secret`).
+    VolumeSource {
+        kind: &'static str,
+        namespace: String,
+        name: String,
+    },
 }
 
 thread_local! {
@@ -150,6 +156,14 @@ pub async fn delete_all(client: &kube::Client, owned: &[Owned]) {
                 .delete(name, &force)
                 .await
                 .err(),
+            Owned::VolumeSource {
+                kind,
+                namespace,
+                name,
+            } => volume_source(client, kind, namespace)
+                .delete(name, &DeleteParams::default())
+                .await
+                .err(),
         };
         match result {
             None => {}
@@ -166,6 +180,7 @@ async fn delete_events_about(client: &kube::Client, object: &Owned) {
     let (namespace, name) = match object {
         Owned::Node(name) => (None, name),
         Owned::Pod { namespace, name } => (Some(namespace.as_str()), name),
+        Owned::VolumeSource { .. } => return,
     };
     let events: Api<Event> = match namespace {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
@@ -226,6 +241,16 @@ pub async fn leftovers(client: &kube::Client, owned: &[Owned]) -> Vec<String> {
                         left.push(format!("pod {namespace}/{name}"));
                     }
                 }
+                Owned::VolumeSource {
+                    kind,
+                    namespace,
+                    name,
+                } => {
+                    let objects = volume_source(client, kind, namespace);
+                    if matches!(objects.get_opt(name).await, Ok(Some(_))) {
+                        left.push(format!("{kind} {namespace}/{name}"));
+                    }
+                }
             }
         }
         if left.is_empty() || tokio::time::Instant::now() >= deadline {
@@ -233,6 +258,21 @@ pub async fn leftovers(client: &kube::Client, owned: &[Owned]) -> Vec<String> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The ConfigMaps or Secrets of `namespace`, untyped (one helper for both kinds).
+fn volume_source(
+    client: &kube::Client,
+    kind: &str,
+    namespace: &str,
+) -> Api<kube::api::DynamicObject> {
+    let resource = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+    let resource = if kind == "Secret" {
+        kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&())
+    } else {
+        resource
+    };
+    Api::namespaced_with(client.clone(), namespace, &resource)
 }
 
 /// (namespace, name) of listed objects; none when the list failed (the by-name checks remain).
