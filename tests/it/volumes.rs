@@ -498,3 +498,61 @@ fn all_mounted(state: &Value, pods: usize) -> bool {
         .count();
     mounted == pods
 }
+
+#[actix_rt::test]
+async fn the_daemon_killed_mid_mount_and_restarted_shows_every_volume_once_in_debug_volumes() {
+    let cluster = TestCluster::start().await;
+    let node = unique_node_name("vol-daemon");
+    let root = tempfile::tempdir().expect("a rootDir");
+    let yaml = format!(
+        "runtime: simulated\nrootDir: {}\n{SYNC}podCIDR: 10.125.0.0/16\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n",
+        root.path().display()
+    );
+    let mut daemon = common::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+    let cm = format!("{node}-cm");
+    create_config_map(&cluster, &cm, json!({"data": {"key": "v"}})).await;
+    let names: Vec<String> = (0..5).map(|i| format!("{node}-{i}")).collect();
+    for name in &names {
+        create(
+            &cluster.client,
+            &pod_with_volumes(
+                name,
+                &node,
+                json!([{"name": "cfg", "configMap": {"name": cm}}]),
+            ),
+        )
+        .await;
+    }
+    // Killed while it sets the volumes up (SIGKILL: no drain, nothing finished on purpose).
+    daemon.signal("KILL");
+    daemon.wait_exit(Duration::from_secs(10)).await;
+    let daemon = common::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+    let mut uids = Vec::new();
+    for name in &names {
+        uids.push(uid(&running(&cluster, name).await));
+    }
+    eventually_async(
+        "/debug/volumes shows every pod's volume mounted",
+        || async {
+            let (status, state) = daemon.get("/debug/volumes").await;
+            status.is_success() && all_mounted(&state, names.len())
+        },
+    )
+    .await;
+    for pod_uid in &uids {
+        let cfg = volume_dir(root.path(), pod_uid, "configmap", "cfg");
+        assert_eq!(read(&cfg.join("key")), b"v");
+        assert_eq!(
+            data_dirs(&cfg).len(),
+            1,
+            "one data directory in {}",
+            cfg.display()
+        );
+    }
+    let (_, node_view) = daemon.get("/debug/node").await;
+    assert_eq!(
+        node_view["volumes"]["volumesInUse"]["reported"], true,
+        "the reconciler synced, so volumesInUse is reported: {}",
+        node_view["volumes"]
+    );
+}
