@@ -174,22 +174,6 @@ impl PodApi for FleetApi {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_shared_client_is_reset_at_most_once_a_period() {
-        let gate = ResetGate::default();
-        let start = Instant::now();
-        let period = Duration::from_secs(10);
-        assert!(gate.admit(start, period), "the first reset goes through");
-        assert!(!gate.admit(start + Duration::from_secs(1), period));
-        assert!(!gate.admit(start + Duration::from_millis(9_999), period));
-        assert!(gate.admit(start + period, period), "a period later, again");
-    }
-}
-
 impl VolumeSourceApi for FleetApi {
     fn get_config_map(
         &self,
@@ -209,5 +193,21 @@ impl VolumeSourceApi for FleetApi {
 
     fn request_token(&self, spec: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
         self.api.request_token(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_client_is_reset_at_most_once_a_period() {
+        let gate = ResetGate::default();
+        let start = Instant::now();
+        let period = Duration::from_secs(10);
+        assert!(gate.admit(start, period), "the first reset goes through");
+        assert!(!gate.admit(start + Duration::from_secs(1), period));
+        assert!(!gate.admit(start + Duration::from_millis(9_999), period));
+        assert!(gate.admit(start + period, period), "a period later, again");
     }
 }

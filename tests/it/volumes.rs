@@ -282,7 +282,7 @@ async fn a_config_map_update_reaches_the_file_within_one_sync_period() {
         changed.elapsed()
     );
     assert_eq!(
-        data_dirs(&file.parent().expect("the volume")).len(),
+        data_dirs(file.parent().expect("the volume")).len(),
         1,
         "the old data directory is gone"
     );

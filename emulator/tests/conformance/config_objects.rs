@@ -128,7 +128,7 @@ async fn a_token_request_gets_the_defaults_and_a_bound_pod_is_checked() {
     assert!(
         !reply.body["spec"]["audiences"]
             .as_array()
-            .map_or(true, Vec::is_empty)
+            .is_none_or(Vec::is_empty)
     );
     let token = reply.body["status"]["token"].as_str().unwrap_or_default();
     assert_eq!(token.split('.').count(), 3, "JWT-shaped: {token}");
