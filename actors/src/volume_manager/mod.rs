@@ -3,6 +3,8 @@
 //! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
 
 mod actor;
+#[cfg(test)]
+mod actor_tests;
 pub mod content;
 mod debug;
 mod fetch;
