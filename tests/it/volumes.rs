@@ -556,3 +556,73 @@ async fn the_daemon_killed_mid_mount_and_restarted_shows_every_volume_once_in_de
         node_view["volumes"]
     );
 }
+
+#[actix_rt::test]
+async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
+    use nodepulse::{
+        config::{self, Config, Settings, Source},
+        fleet::{Fleet, FleetOptions, node_root_dir},
+        kube_api::KubeApi,
+    };
+    let cluster = TestCluster::start().await;
+    let base = unique_node_name("vol-fleet");
+    let root = tempfile::tempdir().expect("a rootDir");
+    let yaml = format!(
+        "{}rootDir: {}\n",
+        common::pods::SIMULATED_FLEET,
+        root.path().display()
+    );
+    let mut config = Config::parse(&yaml, Source::Embedded).expect("a fleet configuration");
+    config.nodes = config::with_generated(&[], &base, 3).expect("three nodes");
+    config.node_labels.insert(
+        common::cleanup::RUN_LABEL.to_owned(),
+        common::cleanup::run_id().to_owned(),
+    );
+    for node in &config.nodes {
+        common::cleanup::own_node(&node.name);
+    }
+    let names: Vec<String> = config.nodes.iter().map(|n| n.name.clone()).collect();
+    let settings = Settings {
+        config,
+        node_name: base.clone(),
+        kubeconfig: Some(cluster.kubeconfig.clone()),
+        standalone: false,
+    };
+    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
+        .await
+        .expect("connects");
+    let _fleet = Fleet::start(&settings, api, &FleetOptions { arbiters: 2 });
+    let cm = format!("{base}-cm");
+    create_config_map(&cluster, &cm, json!({"data": {"key": "fleet"}})).await;
+    let mut placed = Vec::new();
+    for node in &names[..2] {
+        let name = format!("{node}-pod");
+        let pod = create(
+            &cluster.client,
+            &pod_with_volumes(
+                &name,
+                node,
+                json!([{"name": "cfg", "configMap": {"name": cm}}]),
+            ),
+        )
+        .await;
+        placed.push((node.clone(), name, uid(&pod)));
+    }
+    for (node, name, pod_uid) in &placed {
+        running(&cluster, name).await;
+        let own_root = node_root_dir(root.path(), node);
+        let file = volume_dir(&own_root, pod_uid, "configmap", "cfg").join("key");
+        assert_eq!(read(&file), b"fleet", "{node}'s pod under its own rootDir");
+        for (other, _, _) in placed.iter().filter(|(other, _, _)| other != node) {
+            let elsewhere = node_root_dir(root.path(), other).join("pods").join(pod_uid);
+            assert!(
+                !elsewhere.exists(),
+                "{node}'s pod is not under {other}'s rootDir"
+            );
+        }
+    }
+    assert!(
+        !root.path().join("pods").exists(),
+        "no node of a fleet writes to the shared rootDir itself"
+    );
+}
