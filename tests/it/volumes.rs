@@ -49,37 +49,36 @@ fn node_yaml(root: &Path) -> String {
 }
 
 async fn create_config_map(cluster: &TestCluster, name: &str, body: Value) -> ConfigMap {
-    own(Owned::VolumeSource {
-        kind: "ConfigMap",
-        namespace: NAMESPACE.to_owned(),
-        name: name.to_owned(),
-    });
-    let mut object = json!({"metadata": {"name": name, "namespace": NAMESPACE}});
-    merge(&mut object, body);
-    Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).expect("a ConfigMap"),
-        )
-        .await
-        .expect("the ConfigMap is created")
+    create_source(cluster, "ConfigMap", name, body).await
 }
 
 async fn create_secret(cluster: &TestCluster, name: &str, body: Value) -> Secret {
+    create_source(cluster, "Secret", name, body).await
+}
+
+/// Creates a ConfigMap or Secret (`kind`) for the test, deleted when it ends.
+async fn create_source<K>(cluster: &TestCluster, kind: &'static str, name: &str, body: Value) -> K
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+{
     own(Owned::VolumeSource {
-        kind: "Secret",
+        kind,
         namespace: NAMESPACE.to_owned(),
         name: name.to_owned(),
     });
     let mut object = json!({"metadata": {"name": name, "namespace": NAMESPACE}});
     merge(&mut object, body);
-    Api::<Secret>::namespaced(cluster.client.clone(), NAMESPACE)
+    Api::<K>::namespaced(cluster.client.clone(), NAMESPACE)
         .create(
             &PostParams::default(),
-            &serde_json::from_value(object).expect("a Secret"),
+            &serde_json::from_value(object).expect(kind),
         )
         .await
-        .expect("the Secret is created")
+        .unwrap_or_else(|e| panic!("the {kind} is created: {e}"))
 }
 
 fn merge(into: &mut Value, from: Value) {
