@@ -211,6 +211,8 @@ pub async fn run(run: &VolumesRun, scratch: &Path) -> Result<Value, String> {
     tokio::time::sleep(run.steady).await;
     let steady_end = usage(me).map_err(|error| error.to_string())?;
     let _ = supervisor.shutdown(Duration::from_secs(10)).await;
+    // The node leaves its pods' tmpfs mounts in place when it stops, as the kubelet does.
+    nodepulse::volume::mount::detach_all_below(&root).map_err(|error| error.to_string())?;
     Ok(json!({
         "boundToMountedMs": {
             "samples": latencies.len(),

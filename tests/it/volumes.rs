@@ -32,13 +32,44 @@ const NAMESPACE: &str = "default";
 /// Short enough for a test to see a ConfigMap change land; the kubelet's default is 1m.
 const SYNC: &str = "syncFrequency: 2s\n";
 
+/// A temporary `rootDir` whose mounts (the tmpfs of secret, downwardAPI and projected volumes)
+/// are detached when the test ends, passing or failing: nodepulse, like the kubelet, leaves its
+/// pods' mounts in place when it stops.
+struct RootDir(tempfile::TempDir);
+
+impl RootDir {
+    fn new() -> Self {
+        Self(tempfile::tempdir().expect("a rootDir"))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for RootDir {
+    fn drop(&mut self) {
+        if let Err(error) = nodepulse::volume::mount::detach_all_below(self.0.path()) {
+            eprintln!(
+                "cannot detach the mounts under {}: {error}",
+                self.0.path().display()
+            );
+        }
+    }
+}
+
+/// Stops the node, so nothing sets a volume up again while the test's objects are deleted.
+async fn stop(supervisor: SupervisorHandle) {
+    assert!(
+        supervisor.shutdown(Duration::from_secs(10)).await,
+        "the node stops"
+    );
+}
+
 /// A simulated node whose pods' volumes live under a fresh `rootDir`.
-async fn volume_node(
-    cluster: &TestCluster,
-    prefix: &str,
-) -> (SupervisorHandle, String, tempfile::TempDir) {
+async fn volume_node(cluster: &TestCluster, prefix: &str) -> (SupervisorHandle, String, RootDir) {
     let node = unique_node_name(prefix);
-    let root = tempfile::tempdir().expect("a rootDir");
+    let root = RootDir::new();
     let supervisor =
         start_simulated_node(&cluster.kubeconfig, &node, &node_yaml(root.path())).await;
     (supervisor, node, root)
@@ -158,7 +189,7 @@ async fn running(cluster: &TestCluster, name: &str) -> Pod {
 #[actix_rt::test]
 async fn each_volume_type_is_written_byte_for_byte_with_its_modes() {
     let cluster = TestCluster::start().await;
-    let (_supervisor, node, root) = volume_node(&cluster, "vol-types").await;
+    let (supervisor, node, root) = volume_node(&cluster, "vol-types").await;
     let (cm, secret) = (format!("{node}-cm"), format!("{node}-secret"));
     create_config_map(
         &cluster,
@@ -243,12 +274,24 @@ async fn each_volume_type_is_written_byte_for_byte_with_its_modes() {
             .exists(),
         "hostPath mounts nothing under the pod"
     );
+    if nodepulse::volume::host::probe_tmpfs().is_none() {
+        let tmpfs = |dir: PathBuf| {
+            nodepulse::volume::mount::is_tmpfs_mount_point(&dir).expect("stat the volume")
+        };
+        assert!(
+            tmpfs(dir("secret", "creds")),
+            "a secret is on a tmpfs, as the kubelet does"
+        );
+        assert!(tmpfs(dir("projected", "proj")));
+        assert!(!tmpfs(dir("configmap", "all")), "a configMap is on disk");
+    }
+    stop(supervisor).await;
 }
 
 #[actix_rt::test]
 async fn a_config_map_update_reaches_the_file_within_one_sync_period() {
     let cluster = TestCluster::start().await;
-    let (_supervisor, node, root) = volume_node(&cluster, "vol-update").await;
+    let (supervisor, node, root) = volume_node(&cluster, "vol-update").await;
     let cm = format!("{node}-cm");
     create_config_map(&cluster, &cm, json!({"data": {"key": "one"}})).await;
     let name = format!("{node}-pod");
@@ -285,12 +328,13 @@ async fn a_config_map_update_reaches_the_file_within_one_sync_period() {
         1,
         "the old data directory is gone"
     );
+    stop(supervisor).await;
 }
 
 #[actix_rt::test]
 async fn a_missing_config_map_gives_failed_mount_and_the_pod_recovers_when_it_appears() {
     let cluster = TestCluster::start().await;
-    let (_supervisor, node, root) = volume_node(&cluster, "vol-missing").await;
+    let (supervisor, node, root) = volume_node(&cluster, "vol-missing").await;
     let cm = format!("{node}-late");
     let name = format!("{node}-pod");
     let pod = create(
@@ -341,12 +385,13 @@ async fn a_missing_config_map_gives_failed_mount_and_the_pod_recovers_when_it_ap
     running(&cluster, &name).await;
     let file = volume_dir(root.path(), &uid(&pod), "configmap", "cfg").join("key");
     assert_eq!(read(&file), b"here");
+    stop(supervisor).await;
 }
 
 #[actix_rt::test]
 async fn a_deleted_pod_leaves_nothing_and_another_pods_volumes_stay() {
     let cluster = TestCluster::start().await;
-    let (_supervisor, node, root) = volume_node(&cluster, "vol-delete").await;
+    let (supervisor, node, root) = volume_node(&cluster, "vol-delete").await;
     let cm = format!("{node}-cm");
     create_config_map(&cluster, &cm, json!({"data": {"key": "v"}})).await;
     let volumes = json!([
@@ -380,6 +425,7 @@ async fn a_deleted_pod_leaves_nothing_and_another_pods_volumes_stay() {
         read(&volume_dir(root.path(), &uid(&stays_pod), "configmap", "cfg").join("key")),
         b"v"
     );
+    stop(supervisor).await;
 }
 
 #[actix_rt::test]
@@ -480,6 +526,7 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
     for name in &names {
         assert!(running_and_ready(&running(&cluster, name).await));
     }
+    stop(restarted).await;
 }
 
 /// Whether the volume manager's debug state shows `pods` pods with every volume mounted.
@@ -502,7 +549,7 @@ fn all_mounted(state: &Value, pods: usize) -> bool {
 async fn the_daemon_killed_mid_mount_and_restarted_shows_every_volume_once_in_debug_volumes() {
     let cluster = TestCluster::start().await;
     let node = unique_node_name("vol-daemon");
-    let root = tempfile::tempdir().expect("a rootDir");
+    let root = RootDir::new();
     let yaml = format!(
         "runtime: simulated\nrootDir: {}\n{SYNC}podCIDR: 10.125.0.0/16\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n",
         root.path().display()
@@ -565,7 +612,7 @@ async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
     };
     let cluster = TestCluster::start().await;
     let base = unique_node_name("vol-fleet");
-    let root = tempfile::tempdir().expect("a rootDir");
+    let root = RootDir::new();
     let yaml = format!(
         "{}rootDir: {}\n",
         common::pods::SIMULATED_FLEET,
@@ -590,7 +637,7 @@ async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await
         .expect("connects");
-    let _fleet = Fleet::start(&settings, api, &FleetOptions { arbiters: 2 });
+    let fleet = Fleet::start(&settings, api, &FleetOptions { arbiters: 2 });
     let cm = format!("{base}-cm");
     create_config_map(&cluster, &cm, json!({"data": {"key": "fleet"}})).await;
     let mut placed = Vec::new();
@@ -623,5 +670,9 @@ async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
     assert!(
         !root.path().join("pods").exists(),
         "no node of a fleet writes to the shared rootDir itself"
+    );
+    assert!(
+        fleet.shutdown(Duration::from_secs(10)).await,
+        "the fleet stops"
     );
 }
