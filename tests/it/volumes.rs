@@ -434,6 +434,9 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
     let (supervisor, node, root) = volume_node(&cluster, "vol-kill").await;
     let cm = format!("{node}-cm");
     create_config_map(&cluster, &cm, json!({"data": {"key": "v"}})).await;
+    let secret = format!("{node}-secret");
+    create_secret(&cluster, &secret, json!({"stringData": {"password": "p"}})).await;
+    let tmpfs = nodepulse::volume::host::probe_tmpfs().is_none();
     let mut names = Vec::new();
     for (round, mode) in [KillMode::Stop, KillMode::Panic, KillMode::Hang]
         .into_iter()
@@ -446,7 +449,11 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
                 &pod_with_volumes(
                     name,
                     &node,
-                    json!([{"name": "cfg", "configMap": {"name": cm}}, {"name": "scratch", "emptyDir": {}}]),
+                    json!([
+                        {"name": "cfg", "configMap": {"name": cm}},
+                        {"name": "creds", "secret": {"secretName": secret}},
+                        {"name": "scratch", "emptyDir": {}},
+                    ]),
                 ),
             )
             .await;
@@ -481,6 +488,16 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
                 "one data directory"
             );
             assert!(!cfg.join("..data_tmp").exists(), "no half-swapped link");
+            let creds = volume_dir(root, pod_uid, "secret", "creds");
+            assert_eq!(read(&creds.join("password")), b"p");
+            if tmpfs {
+                assert_eq!(
+                    nodepulse::volume::mount::mount_count(&creds).expect("the mount table"),
+                    1,
+                    "one tmpfs, never a second stacked on it: {}",
+                    creds.display()
+                );
+            }
         }
         let pods: Vec<String> = std::fs::read_dir(root.join("pods"))
             .expect("pods dir")
