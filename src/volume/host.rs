@@ -24,8 +24,10 @@ pub struct DiskVolumeHost {
     dirs: PodDirs,
     /// Why a tmpfs cannot be mounted here, if it cannot (probed once at start).
     no_tmpfs: Option<String>,
-    said_no_tmpfs: AtomicBool,
 }
+
+/// The fallback to disk is said once per process, not once per node of a fleet.
+static SAID_NO_TMPFS: AtomicBool = AtomicBool::new(false);
 
 impl DiskVolumeHost {
     /// Probes whether tmpfs mounts work here (see [`probe_tmpfs`]).
@@ -35,11 +37,7 @@ impl DiskVolumeHost {
 
     /// With the answer of an earlier [`probe_tmpfs`] (a fleet probes once for all its nodes).
     pub fn with_tmpfs(dirs: PodDirs, no_tmpfs: Option<String>) -> Self {
-        Self {
-            dirs,
-            no_tmpfs,
-            said_no_tmpfs: AtomicBool::new(false),
-        }
+        Self { dirs, no_tmpfs }
     }
 
     pub fn dirs(&self) -> &PodDirs {
@@ -57,7 +55,7 @@ impl DiskVolumeHost {
                 size_bytes: empty_dir::tmpfs_size(&[bounds.node_allocatable, bounds.pod_limit]),
             },
             Some(reason) => {
-                if !self.said_no_tmpfs.swap(true, Ordering::Relaxed) {
+                if !SAID_NO_TMPFS.swap(true, Ordering::Relaxed) {
                     tracing::warn!(%reason, "secret, downwardAPI and projected volumes are written to disk under rootDir, not to a tmpfs as the kubelet does: nodepulse may not mount here");
                 }
                 Medium::Disk
