@@ -99,7 +99,7 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field(
         "syncFrequency",
-        "the pod resync period: configMap, secret, downwardAPI and projected volume contents are read again and rewritten (when changed) this often (`1m0s`, the kubelet's default)",
+        "the pod resync period: configMap, secret, downwardAPI and projected volume contents are read again and rewritten (when changed) this often, as the kubelet's pod resync",
     ),
     field("maxPods", "capacity `pods`"),
     field(
