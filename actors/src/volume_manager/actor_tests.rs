@@ -307,3 +307,52 @@ async fn volumes_in_use_is_reported_once_the_reconciler_synced() {
         "an empty list once synced, never None after it, sent once"
     );
 }
+
+#[actix_rt::test]
+async fn full_peer_mailboxes_never_hold_the_volume_manager_up() {
+    tokio::time::pause();
+    let fakes = Fakes::default();
+    fakes
+        .state()
+        .config_maps
+        .insert("app".into(), [("k".to_owned(), "v".to_owned())].into());
+    let (watch, receiver) = mpsc::unbounded_channel();
+    *fakes.watch.lock().unwrap() = Some(receiver);
+    let memory = Kept::<VolumeManagerMemory>::default();
+    // Both peers refuse everything, as full mailboxes do.
+    let peers = VolumeManagerPeers {
+        node_status: Some(Recipient::from_fn(|m| {
+            Err(nodepulse_supervisor::SendError::Full(m))
+        })),
+        pod_lifecycle: Some(Recipient::from_fn(|m| {
+            Err(nodepulse_supervisor::SendError::Full(m))
+        })),
+    };
+    let settings = VolumeManagerSettings {
+        node_name: "n1".into(),
+        dirs: PodDirs::new("/var/lib/kubelet"),
+        sync_period: Duration::from_secs(60),
+    };
+    let _actor = VolumeManagerActor::new(
+        settings,
+        Arc::new(fakes.clone()),
+        Arc::new(fakes.clone()),
+        Arc::new(fakes.clone()),
+        memory.clone(),
+        peers,
+    )
+    .start();
+    let uids: Vec<String> = (0..200).map(|i| format!("u{i}")).collect();
+    for uid in &uids {
+        watch
+            .send(PodWatchEvent::Applied(Box::new(cfg_pod(uid))))
+            .unwrap();
+    }
+    watch.send(PodWatchEvent::Listed).unwrap();
+    eventually(
+        "every pod's volume is mounted",
+        Duration::from_secs(5),
+        || uids.iter().all(|uid| mounted(&memory, uid)),
+    )
+    .await;
+}
