@@ -152,6 +152,7 @@ impl VolumeManagerActor {
         for operation in operations {
             waiting |= self.run(operation, now, ctx);
         }
+        self.report_pod_errors(&desired);
         let in_use = self.memory.update(|memory| {
             memory.synced = memory.reconstructed;
             memory
@@ -165,6 +166,46 @@ impl VolumeManagerActor {
         } else if let Some(refresh) = self.next_refresh(now) {
             self.wake_in(refresh, ctx);
         }
+    }
+
+    /// A FailedMount event, once per pod, for pods with volumes that cannot enter the desired
+    /// state (the kubelet records it on every pod sync; a pod here waits without resyncs).
+    fn report_pod_errors(&self, desired: &super::DesiredState) {
+        let due: Vec<(k8s_openapi::api::core::v1::Pod, String)> = self.memory.update(|m| {
+            m.pod_errors_reported
+                .retain(|uid| desired.pods.contains_key(uid));
+            let mut due = Vec::new();
+            for uid in desired.pods.keys() {
+                if m.pod_errors_reported.contains(uid) {
+                    continue;
+                }
+                let message = super::pod_error_message(desired, &m.actual, uid);
+                if let (Some(message), Some(pod)) = (message, m.pods.get(uid)) {
+                    m.pod_errors_reported.insert(uid.clone());
+                    due.push((pod.clone(), message));
+                }
+            }
+            due
+        });
+        for (pod, message) in due {
+            self.record_failed_mount(&pod, message);
+        }
+    }
+
+    /// The kubelet's Warning `FailedMount` event on `pod`.
+    fn record_failed_mount(&self, pod: &k8s_openapi::api::core::v1::Pod, message: String) {
+        let event = PodEvent {
+            warning: true,
+            reason: "FailedMount".to_owned(),
+            message,
+            annotations: Default::default(),
+        };
+        let request = self.pods.record_pod_event(pod, event);
+        actix::spawn(async move {
+            if let Err(error) = request.await {
+                tracing::debug!(%error, "cannot record the FailedMount event");
+            }
+        });
     }
 
     /// When the next content refresh is due: the earliest remountable volume's sync period.
@@ -354,18 +395,10 @@ impl VolumeManagerActor {
                 ) else {
                     return;
                 };
-                let event = PodEvent {
-                    warning: true,
-                    reason: "FailedMount".to_owned(),
-                    message: format!("MountVolume.SetUp failed for volume {:?} : {error}", key.1),
-                    annotations: Default::default(),
-                };
-                let request = self.pods.record_pod_event(&pod, event);
-                actix::spawn(async move {
-                    if let Err(error) = request.await {
-                        tracing::debug!(%error, "cannot record the FailedMount event");
-                    }
-                });
+                self.record_failed_mount(
+                    &pod,
+                    format!("MountVolume.SetUp failed for volume {:?} : {error}", key.1),
+                );
                 self.changed(&key.0);
             }
         }

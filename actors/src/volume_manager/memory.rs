@@ -63,6 +63,8 @@ pub struct VolumeManagerMemory {
     pub tokens: TokenCache,
     /// By (pod UID, outer volume name).
     pub failures: BTreeMap<(String, String), Failure>,
+    /// Pods told (a FailedMount event) that some of their volumes cannot be served.
+    pub pod_errors_reported: BTreeSet<String>,
     /// Pod UIDs whose directory could not be removed, with why.
     pub pod_dir_failures: BTreeMap<String, String>,
 }

@@ -25,7 +25,7 @@ pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{PodVolume, PodVolumes, SpecError, pod_volumes};
 pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume};
-pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness};
+pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness, pod_error_message};
 
 /// The name VolumeManagerActor has in the supervisor, logs and the debug endpoint.
 pub const NAME: &str = "volume-manager";
