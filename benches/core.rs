@@ -71,6 +71,7 @@ fn runtime() -> RuntimeHealth {
 fn node_status(c: &mut Criterion) {
     let (machine, settings, runtime) = (machine(), settings(), runtime());
     let inputs = StatusInputs {
+        volumes_in_use: None,
         node_name: "ip-10-0-113-214.eu-west-1.compute.internal",
         machine: &machine,
         settings: &settings,

@@ -142,3 +142,20 @@ pub struct StopPod {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Message)]
 #[rtype(result = "Option<usize>")]
 pub struct FlushPodStatuses;
+
+/// NodeStatusActor → VolumeManagerActor: what the Node says that volumes depend on, sent when
+/// it changes: `status.volumesAttached` (the attach/detach controller's word that an
+/// attachable volume may be mounted) and `status.allocatable` (downwardAPI limits default to
+/// it), in cores for `cpu` and bytes otherwise.
+#[derive(Debug, Clone, PartialEq, Message)]
+#[rtype(result = "()")]
+pub struct NodeVolumeFacts {
+    pub volumes_attached: Vec<String>,
+    pub allocatable: std::collections::BTreeMap<String, f64>,
+}
+
+/// VolumeManagerActor → NodeStatusActor: `status.volumesInUse`, sorted; `None` until the
+/// reconciler has synced once since start (the field is then left as found).
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct VolumesInUse(pub Option<Vec<String>>);

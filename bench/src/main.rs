@@ -1,7 +1,8 @@
 //! `nodepulse-bench`: nodepulse's system benchmarks. `single` measures one node (its own
 //! process, against the emulator in another): start → Ready, resident memory, CPU, requests and
 //! bytes per node-minute on the wire, and input change → PATCH latency. `fleet` measures many
-//! simulated nodes in this process against the emulator in another; `plot` renders its figures.
+//! simulated nodes in this process against the emulator in another; `plot` renders its figures;
+//! `volumes` measures the volume manager (bound → mounted, 100 pods × 4 volumes).
 //! Results go to `bench/results/*.json` with the machine they were taken on.
 
 mod fleet;
@@ -12,6 +13,7 @@ mod procfs;
 mod proxy;
 mod results;
 mod single;
+mod volumes;
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
@@ -55,6 +57,18 @@ enum Command {
     },
     /// Renders `fleet.json` in the results directory as `fleet.svg`.
     Plot,
+    /// The volume manager: pod bound → volumes set up, and 100 pods × 4 volumes on one node.
+    Volumes {
+        /// Pods timed one at a time from bound to mounted.
+        #[arg(long, default_value_t = 20)]
+        samples: usize,
+        /// Pods set up together, four volumes each.
+        #[arg(long, default_value_t = 100)]
+        pods: usize,
+        /// The window at rest after they are set up.
+        #[arg(long, default_value_t = 70)]
+        steady_seconds: u64,
+    },
 }
 
 fn scratch() -> Result<PathBuf, String> {
@@ -121,6 +135,31 @@ fn main() -> ExitCode {
             })
         }
         Command::Plot => plot(&cli.out_dir),
+        Command::Volumes {
+            samples,
+            pods,
+            steady_seconds,
+        } => {
+            let run = volumes::VolumesRun {
+                samples,
+                pods,
+                steady: Duration::from_secs(steady_seconds),
+            };
+            scratch().and_then(|scratch| {
+                let outcome = actix_rt::System::new().block_on(async {
+                    let figures = volumes::run(&run, &scratch).await?;
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&figures).unwrap_or_default()
+                    );
+                    let path = results::write(&cli.out_dir, "volumes", figures)?;
+                    eprintln!("written to {}", path.display());
+                    Ok(())
+                });
+                let _ = std::fs::remove_dir_all(&scratch);
+                outcome
+            })
+        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

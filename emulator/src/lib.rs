@@ -23,6 +23,7 @@ mod patch;
 mod request_log;
 mod select;
 mod server;
+mod service_accounts;
 mod serving;
 mod store;
 

@@ -73,6 +73,7 @@ impl Emulator {
                     namespace: namespace.into(),
                     message: e.message,
                 })?;
+            crate::service_accounts::ensure_default(&store, namespace, SystemTime::now());
         }
         let faults = FaultHandle::default();
         let requests = RequestLog::default();

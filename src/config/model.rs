@@ -97,6 +97,10 @@ pub struct Config {
     /// How often the runtime's status is probed (5s; hard-coded in the kubelet).
     #[serde(default = "default_runtime_probe_period")]
     pub runtime_probe_period: GoDuration,
+    /// The pod resync period (the kubelet's `syncFrequency`, 1m): how often configMap, secret,
+    /// downwardAPI and projected volume contents are read again and rewritten when changed.
+    #[serde(default = "default_sync_frequency")]
+    pub sync_frequency: GoDuration,
     /// `cri`: probe the runtime at `containerRuntimeEndpoint`; `simulated`: report a healthy
     /// runtime without one (for simulated nodes), labelled as simulated.
     #[serde(default)]
@@ -177,6 +181,10 @@ fn default_runtime_request_timeout() -> GoDuration {
 
 fn default_pod_cidr() -> String {
     "10.88.0.0/16".to_owned()
+}
+
+fn default_sync_frequency() -> GoDuration {
+    seconds(60)
 }
 
 fn default_runtime_probe_period() -> GoDuration {

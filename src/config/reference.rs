@@ -97,6 +97,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "rootDir",
         "whose filesystem gives `ephemeral-storage` capacity and the nodefs signals, as the host sees it (looked up under `hostRoot`; its nearest existing ancestor when missing)",
     ),
+    field(
+        "syncFrequency",
+        "the pod resync period: configMap, secret, downwardAPI and projected volume contents are read again and rewritten (when changed) this often, as the kubelet's pod resync",
+    ),
     field("maxPods", "capacity `pods`"),
     field(
         "podsPerCore",

@@ -217,6 +217,7 @@ fn validate_runtime(config: &Config) -> Result<(), Invalid> {
     }
     positive("runtimeRequestTimeout", config.runtime_request_timeout)?;
     positive("runtimeProbePeriod", config.runtime_probe_period)?;
+    positive("syncFrequency", config.sync_frequency)?;
     Ok(())
 }
 

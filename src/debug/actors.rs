@@ -63,6 +63,23 @@ pub async fn node(
         })
 }
 
+/// `GET /debug/volumes`: the volume manager's desired and actual state per pod, and why each
+/// volume is where it is.
+pub async fn volumes(
+    context: web::Data<DebugContext>,
+    query: web::Query<NodeQuery>,
+) -> Result<HttpResponse, DebugError> {
+    let name = nodepulse_actors::volume_manager::NAME;
+    let handle = context.nodes.owner_of(name, query.node.as_deref())?;
+    handle
+        .actor_state(name, STATE_TIMEOUT)
+        .await
+        .map(|state| HttpResponse::Ok().json(state))
+        .map_err(|error| {
+            DebugError::Unavailable(format!("the volume manager cannot answer now: {error}"))
+        })
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KillQuery {

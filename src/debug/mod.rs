@@ -7,6 +7,7 @@
 //! - `POST /debug/actors/{name}/kill?mode=stop|panic|hang[&node=]` — fault injection, when
 //!   enabled in the configuration, with `Authorization: Bearer <token>`
 //! - `GET /debug/node[?node=]` — the Node status as last computed and sent, and why
+//! - `GET /debug/volumes[?node=]` — the volume manager's desired and actual state per pod
 //! - `GET /healthz` — "ok", or 503 with the reasons
 //! - `GET /metrics` — the OpenMetrics text format: the registry handed to [`start`], plus
 //!   every actor's figures
@@ -131,6 +132,7 @@ fn routes(config: &mut web::ServiceConfig) {
             }),
         )
         .route("/debug/node", web::get().to(actors::node))
+        .route("/debug/volumes", web::get().to(actors::volumes))
         .service(
             web::resource("/debug/actors")
                 .get(actors::list)

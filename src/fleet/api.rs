@@ -13,9 +13,12 @@ use k8s_openapi::api::{
     coordination::v1::Lease,
     core::v1::{Node, Pod},
 };
-use nodepulse_actors::ports::{
-    ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, NodeApi, NodeEvent, NodeWatchEvent, PodApi,
-    PodEvent, PodWatchEvent,
+use nodepulse_actors::{
+    ports::{
+        ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, NodeApi, NodeEvent, NodeWatchEvent, PodApi,
+        PodEvent, PodWatchEvent, VolumeSourceApi,
+    },
+    volume_manager::content::{TokenSpec, token::IssuedToken},
 };
 
 use crate::kube_api::{KubeApi, SharedWatches};
@@ -168,6 +171,28 @@ impl PodApi for FleetApi {
 
     fn recovery(&self) -> ApiRecovery {
         self.api.reachability().recovery()
+    }
+}
+
+impl VolumeSourceApi for FleetApi {
+    fn get_config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> BoxFuture<'static, ApiResult<k8s_openapi::api::core::v1::ConfigMap>> {
+        self.api.get_config_map(namespace, name)
+    }
+
+    fn get_secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> BoxFuture<'static, ApiResult<k8s_openapi::api::core::v1::Secret>> {
+        self.api.get_secret(namespace, name)
+    }
+
+    fn request_token(&self, spec: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
+        self.api.request_token(spec)
     }
 }
 

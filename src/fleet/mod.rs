@@ -122,8 +122,14 @@ impl Fleet {
     }
 }
 
+/// Where a fleet node keeps its pods' directories: two nodes never share one `pods/`.
+pub fn node_root_dir(root_dir: &std::path::Path, node: &str) -> std::path::PathBuf {
+    root_dir.join("nodes").join(node)
+}
+
 /// One node: the fleet's settings under its own name, its labels over the common ones, its
-/// capacity over the host's.
+/// capacity over the host's, its pods' volumes under its own `<rootDir>/nodes/<name>` (the
+/// host's resources, measured once at `rootDir`, are shared).
 fn start_node(
     base: &Settings,
     api: &Arc<FleetApi>,
@@ -133,6 +139,7 @@ fn start_node(
 ) -> SupervisorHandle {
     let mut settings = base.clone();
     settings.node_name.clone_from(&node.name);
+    settings.config.root_dir = node_root_dir(&base.config.root_dir, &node.name);
     settings.config.node_labels.extend(
         node.labels
             .iter()

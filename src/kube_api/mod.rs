@@ -21,6 +21,7 @@ mod resume;
 mod retry_after;
 mod shared_watch;
 pub mod storage;
+mod volume_sources;
 
 use std::{
     num::NonZeroU32,
@@ -37,6 +38,7 @@ pub use lease::renewal_patch;
 pub use node::node_event;
 pub use reachability::{REMINDER_EVERY, Reachability};
 pub use shared_watch::SharedWatches;
+pub use volume_sources::token_request;
 
 use crate::config::Config;
 

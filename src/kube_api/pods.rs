@@ -189,6 +189,7 @@ impl Relist {
                 gone.into_iter()
                     .filter_map(|name| self.known.remove(&name))
                     .map(|pod| PodWatchEvent::Deleted(Box::new(pod)))
+                    .chain([PodWatchEvent::Listed])
                     .collect()
             }
             Err(error) => {

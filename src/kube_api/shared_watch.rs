@@ -32,7 +32,9 @@ pub(crate) trait Router: Send + 'static {
 
 struct Routes<R: Router> {
     router: R,
-    subscribers: HashMap<String, mpsc::UnboundedSender<R::Event>>,
+    /// Several actors of one node may watch the same kind (the pod lifecycle actor and the
+    /// volume manager both watch the node's pods).
+    subscribers: HashMap<String, Vec<mpsc::UnboundedSender<R::Event>>>,
 }
 
 /// Routes one watch's events to per-node subscribers. Routing and subscribing hold the same
@@ -59,16 +61,18 @@ impl<R: Router> Demux<R> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The stream of `node`'s events; it replaces the node's previous stream (an actor that
-    /// restarted asks again). Unbounded: one node's watch events are few and each actor drains
-    /// its stream as it comes.
+    /// A stream of `node`'s events, beside the node's other live streams (a restarted actor's
+    /// old stream is dropped with its instance, and pruned here). Unbounded: one node's watch
+    /// events are few and each actor drains its stream as it comes.
     pub(crate) fn subscribe(&self, node: &str) -> BoxStream<'static, R::Event> {
         let (sender, mut receiver) = mpsc::unbounded_channel();
         let mut routes = self.lock();
         for event in routes.router.replay(node) {
             let _ = sender.send(event);
         }
-        routes.subscribers.insert(node.to_owned(), sender);
+        let streams = routes.subscribers.entry(node.to_owned()).or_default();
+        streams.retain(|stream| !stream.is_closed());
+        streams.push(sender);
         futures::stream::poll_fn(move |task| receiver.poll_recv(task)).boxed()
     }
 
@@ -76,11 +80,11 @@ impl<R: Router> Demux<R> {
     pub(crate) fn route(&self, event: Result<watcher::Event<R::Object>, watcher::Error>) {
         let mut routes = self.lock();
         for (node, event) in routes.router.step(event) {
-            let gone = routes
-                .subscribers
-                .get(&node)
-                .is_some_and(|subscriber| subscriber.send(event).is_err());
-            if gone {
+            let Some(streams) = routes.subscribers.get_mut(&node) else {
+                continue;
+            };
+            streams.retain(|stream| stream.send(event.clone()).is_ok());
+            if streams.is_empty() {
                 routes.subscribers.remove(&node);
             }
         }
@@ -173,6 +177,8 @@ pub(crate) struct PodRouter {
     /// node → (namespace/name → pod)
     known: HashMap<String, HashMap<String, Pod>>,
     relisted: Option<HashSet<(String, String)>>,
+    /// The first list is complete: a subscriber's replay ends with `Listed`.
+    listed: bool,
 }
 
 impl PodRouter {
@@ -181,6 +187,7 @@ impl PodRouter {
             members,
             known: HashMap::new(),
             relisted: None,
+            listed: false,
         }
     }
 }
@@ -249,6 +256,12 @@ impl Router for PodRouter {
                     });
                 }
                 self.known.retain(|_, pods| !pods.is_empty());
+                self.listed = true;
+                gone.extend(
+                    self.members
+                        .iter()
+                        .map(|node| (node.clone(), PodWatchEvent::Listed)),
+                );
                 gone
             }
             Err(error) => {
@@ -264,9 +277,12 @@ impl Router for PodRouter {
             .map(|pods| {
                 pods.values()
                     .map(|pod| PodWatchEvent::Applied(Box::new(pod.clone())))
-                    .collect()
+                    .collect::<Vec<_>>()
             })
             .unwrap_or_default()
+            .into_iter()
+            .chain(self.listed.then_some(PodWatchEvent::Listed))
+            .collect()
     }
 }
 

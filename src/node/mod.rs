@@ -1,8 +1,8 @@
 //! One node's actors, wired to each other, to the API port and to the host, and added to the
 //! node's supervisor. Every mailbox is created first (`NodeAddresses`), so each actor is handed
 //! its peers' addresses before any of them starts; then the parts asked for are added in start
-//! order: NodeStatus (it registers the Node) and Lease, StatusManager and the pod lifecycle
-//! actor that feeds it, then the signal actors that feed NodeStatus (RuntimeProbe,
+//! order: NodeStatus (it registers the Node) and Lease, StatusManager, the volume manager and
+//! the pod lifecycle actor that feeds the first and waits for the second, then the signal actors that feed NodeStatus (RuntimeProbe,
 //! EvictionSignal, which also evicts through StatusManager). State that must outlive an actor's
 //! restart is created here and handed to every generation by its factory.
 
@@ -19,9 +19,10 @@ use nodepulse_actors::{
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
     pods::PodLifecycleActor,
-    ports::{LeaseApi, NodeApi, PodApi, PodStatsSource},
+    ports::{LeaseApi, NodeApi, PodApi, PodStatsSource, VolumeSourceApi},
     runtime_probe::{RuntimeProbeActor, UpdatePodCidr},
     status_manager::StatusManagerActor,
+    volume_manager::VolumeManagerActor,
 };
 use nodepulse_supervisor::{Mailbox, Recipient, Supervisor, SupervisorBuilder, SupervisorHandle};
 
@@ -33,9 +34,9 @@ use crate::config::Settings;
 use wiring::{Wiring, mailboxes};
 
 /// The API ports a node's actors use; the daemon's `KubeApi`, or a fleet's view of it.
-pub trait ApiPorts: NodeApi + LeaseApi + PodApi {}
+pub trait ApiPorts: NodeApi + LeaseApi + PodApi + VolumeSourceApi {}
 
-impl<T: NodeApi + LeaseApi + PodApi> ApiPorts for T {}
+impl<T: NodeApi + LeaseApi + PodApi + VolumeSourceApi> ApiPorts for T {}
 
 /// Which of a node's actors to start. The daemon starts all of them; a test starts a part and
 /// plays the rest.
@@ -43,7 +44,7 @@ impl<T: NodeApi + LeaseApi + PodApi> ApiPorts for T {}
 pub struct Parts {
     /// NodeStatus and Lease.
     pub heartbeat: bool,
-    /// StatusManager and the pod lifecycle actor.
+    /// StatusManager, the volume manager and the pod lifecycle actor.
     pub pods: bool,
     /// RuntimeProbe and EvictionSignal.
     pub signals: bool,
@@ -93,6 +94,7 @@ pub struct NodeAddresses {
     pub pod_lifecycle: Mailbox<PodLifecycleActor>,
     pub runtime_probe: Mailbox<RuntimeProbeActor>,
     pub eviction_signal: Mailbox<EvictionSignalActor>,
+    pub volume_manager: Mailbox<VolumeManagerActor>,
 }
 
 /// Builds one node's actors: `NodeActors::new(&settings).api(api).start()` for the whole node.
@@ -205,13 +207,15 @@ impl NodeActors {
         }
         let mut pod_state = None;
         if let Some(api) = api.filter(|_| parts.pods) {
-            let state = wiring.pod_state();
+            let (volume_memory, volume_view) = wiring.volume_memory();
+            let state = wiring.pod_state(volume_view);
             builder = wiring.pods(
                 builder,
                 &api,
-                Arc::clone(&state),
+                (Arc::clone(&state), volume_memory),
                 inboxes.status_manager,
                 inboxes.pod_lifecycle,
+                inboxes.volume_manager,
             );
             pod_state = Some(state);
         }

@@ -26,6 +26,9 @@ pub struct NodeResources {
     /// node; a fleet ticks less often, as 10,000 nodes × 4 ticks a second would be 40,000
     /// wakeups a second, nearly all for nodes without pods.
     pub pod_tick: Duration,
+    /// Why this process cannot mount a tmpfs for memory-backed volumes, if it cannot (probed
+    /// once, shared by a fleet's nodes).
+    pub no_tmpfs: Option<String>,
 }
 
 impl NodeResources {
@@ -39,6 +42,7 @@ impl NodeResources {
             host_ip: host_ip(settings),
             spread_timers: false,
             pod_tick: TICK,
+            no_tmpfs: crate::volume::host::probe_tmpfs(),
         }
     }
 }

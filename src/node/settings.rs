@@ -16,6 +16,7 @@ use nodepulse_actors::{
     pods::ip_pool::Cidr,
     quantity::parse_quantity,
     runtime_probe::RuntimeProbeSettings,
+    volume_manager::{PodDirs, VolumeManagerSettings},
 };
 use nodepulse_supervisor::{BackoffPolicy, IntensityPolicy, SupervisorConfig};
 
@@ -48,6 +49,16 @@ pub fn lease_settings(settings: &Settings) -> LeaseSettings {
     LeaseSettings {
         node: settings.node_name.clone(),
         lease_duration_seconds: settings.config.node_lease_duration_seconds,
+    }
+}
+
+/// The volume manager's: pods' volumes under `rootDir` (as nodepulse sees it, under
+/// `hostRoot`), refreshed every `syncFrequency`.
+pub fn volume_manager_settings(settings: &Settings) -> VolumeManagerSettings {
+    VolumeManagerSettings {
+        node_name: settings.node_name.clone(),
+        dirs: PodDirs::new(settings.config.root_dir_on_host()),
+        sync_period: settings.config.sync_frequency.into(),
     }
 }
 

@@ -16,9 +16,12 @@ use nodepulse_actors::{
         self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
         SimulatedSettings,
     },
-    ports::{LeaseApi, NodeApi, PodApi},
+    ports::{LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
+    volume_manager::{
+        self, VolumeManagerActor, VolumeManagerMemory, VolumeManagerPeers, VolumeView,
+    },
 };
 use nodepulse_supervisor::{
     ChildSpec, Drain, Inbox, Kept, Mailbox, Recipient, SupervisorBuilder, mailbox,
@@ -28,7 +31,10 @@ use super::{
     ApiPorts, NodeAddresses, NodeResources, Parts, eviction_settings, node_status_settings,
     settings,
 };
-use crate::config::{RuntimeKind, Settings};
+use crate::{
+    config::{RuntimeKind, Settings},
+    volume::host::DiskVolumeHost,
+};
 
 /// Every inbox of one node, taken by the part that starts its actor.
 pub(super) struct Inboxes {
@@ -38,6 +44,7 @@ pub(super) struct Inboxes {
     pub pod_lifecycle: Inbox<PodLifecycleActor>,
     pub runtime_probe: Inbox<RuntimeProbeActor>,
     pub eviction_signal: Inbox<EvictionSignalActor>,
+    pub volume_manager: Inbox<VolumeManagerActor>,
 }
 
 pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
@@ -47,6 +54,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
     let (pod_lifecycle, pod_lifecycle_inbox) = mailbox(capacity);
     let (runtime_probe, runtime_probe_inbox) = mailbox(capacity);
     let (eviction_signal, eviction_signal_inbox) = mailbox(capacity);
+    let (volume_manager, volume_manager_inbox) = mailbox(capacity);
     (
         NodeAddresses {
             node_status,
@@ -55,6 +63,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             pod_lifecycle,
             runtime_probe,
             eviction_signal,
+            volume_manager,
         },
         Inboxes {
             node_status: node_status_inbox,
@@ -63,6 +72,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             pod_lifecycle: pod_lifecycle_inbox,
             runtime_probe: runtime_probe_inbox,
             eviction_signal: eviction_signal_inbox,
+            volume_manager: volume_manager_inbox,
         },
     )
 }
@@ -95,15 +105,24 @@ impl Wiring<'_> {
         let memory = Kept::<NodeStatusMemory>::default();
         let lease = self.addresses.lease.recipient();
         let pod_cidr = self.pod_cidr_recipient();
+        // The volume manager runs with the pod actors; it needs `volumesAttached`.
+        let volumes = self
+            .parts
+            .pods
+            .then(|| self.addresses.volume_manager.recipient());
         let node_status = ChildSpec::new(node_status::NAME, node_status_inbox, move || {
-            NodeStatusActor::new(
+            let actor = NodeStatusActor::new(
                 status_settings.clone(),
                 Arc::clone(&node_api),
                 Arc::clone(&machine),
                 memory.clone(),
                 Some(lease.clone()),
                 pod_cidr.clone(),
-            )
+            );
+            match &volumes {
+                Some(volumes) => actor.with_volume_manager(volumes.clone()),
+                None => actor,
+            }
         });
 
         let lease_api: Arc<dyn LeaseApi> = Arc::clone(api) as Arc<dyn LeaseApi>;
@@ -152,31 +171,83 @@ impl Wiring<'_> {
         }
     }
 
-    /// The pods' provider: simulated pods for a simulated runtime, none otherwise (a CRI
-    /// provider is the next layer). Shared with eviction, which ranks the active pods.
-    pub fn pod_state(&self) -> Arc<PodLifecycleState> {
+    /// The volume manager's memory (kept across its restarts) and the view of it the pods'
+    /// provider reads.
+    pub fn volume_memory(&self) -> (Kept<VolumeManagerMemory>, Arc<dyn PodVolumeView>) {
+        let memory = Kept::<VolumeManagerMemory>::default();
+        let volume_settings = settings::volume_manager_settings(self.settings);
+        let view = VolumeView::new(
+            memory.clone(),
+            volume_settings.node_name,
+            volume_settings.dirs,
+        );
+        (memory, Arc::new(view))
+    }
+
+    /// The pods' provider: simulated pods for a simulated runtime (starting a pod's
+    /// containers once `volumes` says its volumes are set up), none otherwise (a CRI provider
+    /// is the next layer). Shared with eviction, which ranks the active pods.
+    pub fn pod_state(&self, volumes: Arc<dyn PodVolumeView>) -> Arc<PodLifecycleState> {
         let config = &self.settings.config;
         Arc::new(match config.runtime {
-            RuntimeKind::Simulated => {
-                PodLifecycleState::new(SimulatedPods::new(SimulatedSettings {
+            RuntimeKind::Simulated => PodLifecycleState::new(
+                SimulatedPods::new(SimulatedSettings {
                     host_ip: self.resources.host_ip,
                     fallback_cidr: settings::fallback_pod_cidr(config),
-                }))
-            }
+                })
+                .with_volumes(volumes),
+            ),
             RuntimeKind::Cri => PodLifecycleState::new(NoPods),
         })
     }
 
-    /// StatusManager, then the pod lifecycle actor that feeds it; and the shutdown drain that
-    /// sends every pod status the API lacks.
+    /// VolumeManager: pods' volumes on disk under `rootDir`, `volumesInUse` to NodeStatus,
+    /// changed readiness to the pod lifecycle actor.
+    fn volume_manager(
+        &self,
+        api: &Arc<dyn ApiPorts>,
+        memory: Kept<VolumeManagerMemory>,
+        inbox: Inbox<VolumeManagerActor>,
+    ) -> ChildSpec<VolumeManagerActor> {
+        let volume_settings = settings::volume_manager_settings(self.settings);
+        let host: Arc<dyn VolumeHost> = Arc::new(DiskVolumeHost::with_tmpfs(
+            volume_settings.dirs.clone(),
+            self.resources.no_tmpfs.clone(),
+        ));
+        let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
+        let sources: Arc<dyn VolumeSourceApi> = Arc::clone(api) as Arc<dyn VolumeSourceApi>;
+        let peers = VolumeManagerPeers {
+            node_status: self
+                .parts
+                .heartbeat
+                .then(|| self.addresses.node_status.recipient()),
+            pod_lifecycle: Some(self.addresses.pod_lifecycle.recipient()),
+        };
+        ChildSpec::new(volume_manager::NAME, inbox, move || {
+            VolumeManagerActor::new(
+                volume_settings.clone(),
+                Arc::clone(&pod_api),
+                Arc::clone(&sources),
+                Arc::clone(&host),
+                memory.clone(),
+                peers.clone(),
+            )
+        })
+    }
+
+    /// StatusManager, the volume manager, then the pod lifecycle actor that feeds the first
+    /// and waits for the second; and the shutdown drain that sends every pod status the API
+    /// lacks.
     pub fn pods(
         &self,
         builder: SupervisorBuilder,
         api: &Arc<dyn ApiPorts>,
-        state: Arc<PodLifecycleState>,
+        (state, volume_memory): (Arc<PodLifecycleState>, Kept<VolumeManagerMemory>),
         status_manager_inbox: Inbox<StatusManagerActor>,
         pod_lifecycle_inbox: Inbox<PodLifecycleActor>,
+        volume_manager_inbox: Inbox<VolumeManagerActor>,
     ) -> SupervisorBuilder {
+        let volumes = self.volume_manager(api, volume_memory, volume_manager_inbox);
         let node_name = &self.settings.node_name;
         let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
         let store = Kept::<PodStatusStore>::default();
@@ -210,6 +281,7 @@ impl Wiring<'_> {
         let flush = flush_pod_statuses(self.addresses.status_manager.clone(), node_name.clone());
         builder
             .child(manager)
+            .child(volumes)
             .child(lifecycle)
             .drain_on_shutdown(flush)
     }

@@ -4,7 +4,7 @@
 //! rename, and every user-visible name is a symlink into `..data`. It never touches other paths.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeSet,
     fs, io,
     os::unix::fs::{PermissionsExt, chown, symlink},
     path::{Path, PathBuf},
@@ -19,18 +19,8 @@ use super::{
 pub const DATA_DIR_NAME: &str = "..data";
 const NEW_DATA_DIR_NAME: &str = "..data_tmp";
 
-/// One file of the payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileProjection {
-    pub data: Vec<u8>,
-    /// Exact permission bits (the umask does not apply).
-    pub mode: u32,
-    /// Owner to set, for projected token files of pods with `runAsUser`.
-    pub fs_user: Option<u32>,
-}
-
-/// Relative path → file.
-pub type Payload = BTreeMap<String, FileProjection>;
+// The payload is built by the volume manager's pure core; the writer only puts it on disk.
+pub use nodepulse_actors::volume_manager::content::{FileProjection, Payload};
 
 /// What a write did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 pub mod atomic_writer;
 pub mod csi;
 pub mod empty_dir;
+pub mod host;
 pub mod host_path;
 pub mod mount;
 pub mod operations;

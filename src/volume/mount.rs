@@ -86,6 +86,24 @@ pub fn in_private_mount_namespace<T: Send>(f: impl FnOnce() -> T + Send) -> io::
     })
 }
 
+/// Detaches every mount at or below `dir` (deepest first), for whoever removes a whole
+/// `rootDir` on purpose — a test or a benchmark when it ends: nodepulse itself, like the
+/// kubelet, leaves the mounts of running pods in place when it stops. Returns how many.
+pub fn detach_all_below(dir: &Path) -> io::Result<usize> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let mut points: Vec<&str> = table
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .filter(|point| Path::new(point).starts_with(dir))
+        .collect();
+    points.sort_by_key(|point| std::cmp::Reverse(point.len()));
+    points.dedup();
+    for point in &points {
+        unmount(*point, UnmountFlags::DETACH).map_err(io::Error::from)?;
+    }
+    Ok(points.len())
+}
+
 /// Mounts of this thread's namespace whose mount point is `path` (from
 /// `/proc/thread-self/mountinfo`), to prove a setup did not stack a second mount.
 pub fn mount_count(path: &Path) -> io::Result<usize> {

@@ -28,12 +28,21 @@ pub enum VolumeOpError {
     HostPath(#[from] HostPathError),
     /// The operation belongs to a layer not built yet; retrying does not help.
     #[error(
-        "{plugin} volumes are set up by the volume manager's API sources, not on the node alone"
+        "{plugin} volumes are not set up by the node-local operations: {}",
+        not_local_reason(*.plugin)
     )]
     NotLocal { plugin: Plugin },
     /// The volume's spec does not match its plugin (a caller's bug; retrying does not help).
     #[error("volume {0:?} has no source for its plugin")]
     MissingSource(String),
+}
+
+/// Why `plugin` is not set up by [`set_up_local`].
+fn not_local_reason(plugin: Plugin) -> &'static str {
+    match plugin {
+        Plugin::Csi => "the CSI layer sets them up, and it is not part of this build",
+        _ => "their content is read from the API first",
+    }
 }
 
 /// SetUp of an emptyDir or hostPath volume for `pod_uid`. Idempotent.

@@ -117,9 +117,9 @@ async fn every_node_of_a_fleet_becomes_ready_with_its_lease_on_shared_threads_an
     assert_eq!(
         fleet.arbiters().threads(),
         2,
-        "six actors per node on two threads"
+        "seven actors per node on two threads"
     );
-    assert_eq!(fleet.arbiters().live_instances(), NODES * 6);
+    assert_eq!(fleet.arbiters().live_instances(), NODES * 7);
     eventually(
         "every node holds one Node stream and one pod stream",
         || fleet.api().watches().subscribers() == (NODES, NODES),
@@ -189,14 +189,14 @@ async fn each_node_is_killable_by_name_and_a_kill_disturbs_no_other_node() {
     assert_eq!(status, 200);
     assert_eq!(
         actors(&everything).len(),
-        NODES * 6,
-        "every node's six actors"
+        NODES * 7,
+        "every node's seven actors"
     );
     let victim = config::generated_name(&base, 7);
     let (status, own) = debug_call(address, false, &format!("/debug/actors?node={victim}")).await;
     assert_eq!(status, 200);
     let own = actors(&own);
-    assert_eq!(own.len(), 6);
+    assert_eq!(own.len(), 7);
     assert!(own.iter().all(|actor| actor["node"] == victim.as_str()));
     let (status, _) = debug_call(address, false, "/debug/actors?node=no-such-node").await;
     assert_eq!(status, 404, "an unknown node is named as such");

@@ -41,3 +41,4 @@ mod runtime_probe;
 mod signal_actors;
 mod status_manager;
 mod supervision;
+mod volumes;

@@ -462,14 +462,17 @@ async fn the_pod_watch_reports_this_nodes_pods_only() {
     cluster.create_node(&node).await;
     cluster.create_node(&other).await;
     let manager = start_manager(&cluster, &node).await;
-    let mut events = manager.api.watch_pods(&node);
+    let events = manager.api.watch_pods(&node);
     let mine = create_pod(&cluster, &format!("{node}-mine"), &node).await;
     create_pod(&cluster, &format!("{other}-theirs"), &other).await;
     let name_of = |event: &PodWatchEvent| match event {
         PodWatchEvent::Applied(pod) | PodWatchEvent::Deleted(pod) => {
             pod.metadata.name.clone().unwrap_or_default()
         }
+        PodWatchEvent::Listed => String::new(),
     };
+    // `Listed` only says a (re)list is complete; the pods are what this test is about.
+    let mut events = events.filter(|event| std::future::ready(*event != PodWatchEvent::Listed));
     let first = tokio::time::timeout(PATIENCE, events.next())
         .await
         .expect("an event in time")

@@ -20,7 +20,7 @@ use super::{
     sync::{Registered, StatusJob, SyncOutcome, register, sync_status},
 };
 use crate::{
-    messages::{NodeRegistered, PressureChanged, RuntimeHealth},
+    messages::{NodeRegistered, NodeVolumeFacts, PressureChanged, RuntimeHealth, VolumesInUse},
     ports::{
         ApiRecovered, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent, warn_unless_unreachable,
     },
@@ -60,6 +60,10 @@ pub struct NodeStatusMemory {
     pressure: Option<PressureChanged>,
     boot_id: Option<String>,
     announced: bool,
+    /// The volume manager's `volumesInUse`; `None` until its reconciler synced.
+    volumes_in_use: Option<Vec<String>>,
+    /// The facts last handed to the volume manager.
+    volume_facts: Option<NodeVolumeFacts>,
 }
 
 pub struct NodeStatusActor {
@@ -71,6 +75,8 @@ pub struct NodeStatusActor {
     /// Where a changed `spec.podCIDRs` is pushed (the runtime probe, which hands it to the
     /// runtime with CRI UpdateRuntimeConfig, and the pods' provider).
     pod_cidr: Option<Recipient<UpdatePodCidr>>,
+    /// Where `volumesAttached` and allocatable are handed (the volume manager).
+    volumes: Option<Recipient<NodeVolumeFacts>>,
     /// The pod CIDRs last pushed to the runtime, as the kubelet's `runtimeState.cidr`.
     last_pod_cidr: Option<String>,
     /// A pod CIDR change forces the next status PATCH.
@@ -103,6 +109,7 @@ impl NodeStatusActor {
             memory,
             lease,
             pod_cidr,
+            volumes: None,
             last_pod_cidr: None,
             force_report: false,
             node: None,
@@ -114,6 +121,47 @@ impl NodeStatusActor {
             last_sync: None,
             field_changed_at: BTreeMap::new(),
             wall_clock: Arc::new(Timestamp::now),
+        }
+    }
+
+    /// Hands `status.volumesAttached` and `status.allocatable` to `volumes` whenever they change.
+    #[must_use]
+    pub fn with_volume_manager(mut self, volumes: Recipient<NodeVolumeFacts>) -> Self {
+        self.volumes = Some(volumes);
+        self
+    }
+
+    /// Tells the volume manager what the Node says about volumes, when it changed.
+    fn observe_volumes(&mut self, node: &Node) {
+        let Some(volumes) = &self.volumes else {
+            return;
+        };
+        let status = node.status.as_ref();
+        let facts = NodeVolumeFacts {
+            volumes_attached: status
+                .and_then(|s| s.volumes_attached.as_ref())
+                .map(|attached| attached.iter().map(|v| v.name.clone()).collect())
+                .unwrap_or_default(),
+            allocatable: status
+                .and_then(|s| s.allocatable.as_ref())
+                .map(|allocatable| {
+                    allocatable
+                        .iter()
+                        .filter_map(|(name, q)| {
+                            crate::quantity::parse_quantity(&q.0)
+                                .ok()
+                                .map(|v| (name.clone(), v))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        if self.memory.get().volume_facts.as_ref() == Some(&facts) {
+            return;
+        }
+        if volumes.try_send(facts.clone()).is_ok() {
+            self.memory
+                .update(|memory| memory.volume_facts = Some(facts));
         }
     }
 
@@ -134,6 +182,7 @@ impl NodeStatusActor {
             runtime: remembered.runtime,
             pressure: remembered.pressure,
             previous_boot_id: remembered.boot_id,
+            volumes_in_use: remembered.volumes_in_use,
             now: (self.wall_clock)(),
             now_instant: Instant::now(),
         }
@@ -230,6 +279,7 @@ impl NodeStatusActor {
             ));
         }
         self.memory.update(|memory| memory.announced = true);
+        self.observe_volumes(&registered.node);
         self.node = Some(registered.node);
         self.record(events);
         if let Some(lease) = &self.lease
@@ -263,6 +313,7 @@ impl NodeStatusActor {
                     .map(|info| info.boot_id.clone());
                 self.memory.update(|memory| memory.boot_id = boot_id);
                 self.note_computed(*computed, now);
+                self.observe_volumes(&node);
                 self.node = Some(*node);
                 self.last_sent = Some((now, patch));
                 self.last_sync = Some((
@@ -406,6 +457,7 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
             NodeWatchEvent::Present(node) => {
                 if self.node.is_some() {
                     self.observe_pod_cidr(&node, ctx);
+                    self.observe_volumes(&node);
                     self.node = Some(*node);
                 }
             }
@@ -465,6 +517,20 @@ impl Handler<PressureChanged> for NodeStatusActor {
     }
 }
 
+/// The kubelet's setter reads the volume manager when the status is computed; here the list
+/// arrives when it changes and a changed list is synced at once.
+impl Handler<VolumesInUse> for NodeStatusActor {
+    type Result = ();
+
+    fn handle(&mut self, VolumesInUse(in_use): VolumesInUse, ctx: &mut Context<Self>) {
+        let changed = self.memory.get().volumes_in_use != in_use;
+        self.memory.update(|memory| memory.volumes_in_use = in_use);
+        if changed && self.settings.register_node && self.node.is_some() {
+            self.sync(ctx);
+        }
+    }
+}
+
 impl SupervisedActor for NodeStatusActor {
     fn debug_state(&self) -> Value {
         super::debug::describe(self.debug_view())
@@ -482,6 +548,8 @@ impl NodeStatusActor {
             field_changed_at: &self.field_changed_at,
             remembered_runtime: self.memory.get().runtime,
             remembered_pressure: self.memory.get().pressure,
+            volumes_in_use: self.memory.get().volumes_in_use,
+            volume_facts: self.memory.get().volume_facts,
             last_report: self.report.last_report(),
             status: &self.settings.status,
         }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::setters::{StatusSettings, ready_errors};
-use crate::messages::{PressureChanged, RuntimeHealth};
+use crate::messages::{NodeVolumeFacts, PressureChanged, RuntimeHealth};
 
 pub struct DebugView<'a> {
     pub node_name: &'a str,
@@ -21,6 +21,10 @@ pub struct DebugView<'a> {
     pub field_changed_at: &'a BTreeMap<String, Timestamp>,
     pub remembered_runtime: Option<RuntimeHealth>,
     pub remembered_pressure: Option<PressureChanged>,
+    /// From the volume manager; `None` until its reconciler synced.
+    pub volumes_in_use: Option<Vec<String>>,
+    /// Last handed to the volume manager.
+    pub volume_facts: Option<NodeVolumeFacts>,
     pub last_report: Option<Instant>,
     pub status: &'a StatusSettings,
 }
@@ -107,6 +111,15 @@ pub fn describe(view: DebugView<'_>) -> Value {
         "inputs": { "runtime": runtime_json(runtime), "pressure": pressure_json(pressure), "settings": format!("{:?}", view.status) },
         "lastComputed": view.last_computed.map(|node| serde_json::to_value(&node.status).unwrap_or(Value::Null)),
         "lastSent": view.last_sent.map(|(at, patch)| json!({ "at": at.to_string(), "patch": patch })),
+        "volumes": json!({
+            "volumesInUse": match &view.volumes_in_use {
+                None => json!({"reported": false, "why": "the volume manager's reconciler has not synced since start (or no volume manager runs): the field is left as found"}),
+                Some(list) => json!({"reported": true, "list": list, "why": "attachable volumes the pods want or that are still mounted, from the volume manager"}),
+            },
+            "volumesAttached": view.registered.and_then(|node| node.status.as_ref()).and_then(|s| s.volumes_attached.as_ref()).map(|attached| attached.iter().map(|v| json!({"name": v.name, "devicePath": v.device_path})).collect::<Vec<_>>()).unwrap_or_default(),
+            "volumesAttachedWhy": "written by the attach/detach controller; read back from the Node and handed to the volume manager, which mounts an attachable volume only once it is listed",
+            "handedToVolumeManager": view.volume_facts.as_ref().map(|facts| &facts.volumes_attached),
+        }),
         "fieldChangedAt": view.field_changed_at.iter().map(|(field, at)| (field.clone(), json!(at.to_string()))).collect::<serde_json::Map<_, _>>(),
     })
 }

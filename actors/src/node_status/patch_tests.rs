@@ -174,6 +174,7 @@ fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
         images: Vec::new(),
     };
     let inputs = StatusInputs {
+        volumes_in_use: None,
         node_name: "ip-10-0-113-214.eu-west-1.compute.internal",
         machine: &machine,
         settings: &settings,

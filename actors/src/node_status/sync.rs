@@ -35,6 +35,7 @@ pub struct StatusJob {
     pub runtime: Option<RuntimeHealth>,
     pub pressure: Option<PressureChanged>,
     pub previous_boot_id: Option<String>,
+    pub volumes_in_use: Option<Vec<String>>,
     pub now: Timestamp,
     pub now_instant: Instant,
 }
@@ -61,6 +62,7 @@ impl StatusJob {
             pressure: self.pressure.as_ref(),
             previous_boot_id: self.previous_boot_id.as_deref(),
             now_instant: self.now_instant,
+            volumes_in_use: self.volumes_in_use.as_deref(),
         };
         let report = run_setters(&inputs, self.now, &mut node);
         (node, report, labels_fixed)

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::provider::{Outgoing, PodLifecycleState, PodUpdate};
 use crate::{
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
-    ports::{PodApi, PodWatchEvent},
+    ports::{PodApi, PodVolumesChanged, PodWatchEvent},
     runtime_probe::UpdatePodCidr,
     status_manager::StatusManagerActor,
 };
@@ -177,6 +177,7 @@ impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
                     self.state.queue([Outgoing::Gone(uid)]);
                 }
             }
+            PodWatchEvent::Listed => {}
         }
         self.drain(ctx);
     }
@@ -205,6 +206,20 @@ impl Handler<StopPod> for PodLifecycleActor {
 
     fn handle(&mut self, stop: StopPod, ctx: &mut Context<Self>) {
         let updates = self.state.provider().stop_pod(&stop, Timestamp::now());
+        self.queue_updates(updates);
+        self.drain(ctx);
+    }
+}
+
+/// A pod waiting for its volumes may start now (or learn why not).
+impl Handler<PodVolumesChanged> for PodLifecycleActor {
+    type Result = ();
+
+    fn handle(&mut self, changed: PodVolumesChanged, ctx: &mut Context<Self>) {
+        let updates = self
+            .state
+            .provider()
+            .volumes_changed(&changed.pod_uid, Timestamp::now());
         self.queue_updates(updates);
         self.drain(ctx);
     }

@@ -9,6 +9,7 @@
 use std::{
     collections::{BTreeMap, HashMap},
     net::IpAddr,
+    sync::Arc,
     time::Duration,
 };
 
@@ -24,7 +25,8 @@ use super::{
 };
 use crate::{
     messages::StopPod,
-    ports::{ContainerStats, PodStats},
+    ports::{ContainerStats, PodStats, PodVolumeView},
+    volume_manager::{MountReadiness, pod_volumes},
 };
 
 /// The exit code of a container killed by SIGKILL.
@@ -53,6 +55,9 @@ pub struct SimulatedPods {
     settings: SimulatedSettings,
     pool: IpPool,
     pods: HashMap<String, SimulatedPod>,
+    /// The volume manager's verdicts: a pod's containers start only once its volumes are set
+    /// up. `None` on nodes without a volume manager.
+    volumes: Option<Arc<dyn PodVolumeView>>,
 }
 
 fn uid(pod: &Pod) -> Option<&str> {
@@ -89,6 +94,30 @@ impl SimulatedPods {
             pool: IpPool::new(settings.fallback_cidr),
             settings,
             pods: HashMap::new(),
+            volumes: None,
+        }
+    }
+
+    /// Waits for `volumes` to say a pod's volumes are set up before starting its containers.
+    #[must_use]
+    pub fn with_volumes(mut self, volumes: Arc<dyn PodVolumeView>) -> Self {
+        self.volumes = Some(volumes);
+        self
+    }
+
+    /// Whether the pod's volumes are set up (the kubelet's WaitForAttachAndMount). A pod the
+    /// volume manager has not seen yet waits unless it mounts nothing at all.
+    fn volumes_ready(&self, uid: &str) -> bool {
+        let (Some(volumes), Some(sim)) = (&self.volumes, self.pods.get(uid)) else {
+            return true;
+        };
+        match volumes.readiness(uid) {
+            MountReadiness::Ready => true,
+            MountReadiness::NotDesired => {
+                let found = pod_volumes(&sim.pod);
+                found.volumes.is_empty() && found.errors.is_empty()
+            }
+            MountReadiness::PodErrors(_) | MountReadiness::Waiting(_) => false,
         }
     }
 
@@ -132,7 +161,7 @@ impl SimulatedPods {
         let Some(stage) = self.pods.get(uid).map(|sim| sim.stage.clone()) else {
             return updates;
         };
-        if stage == Stage::Pending && self.place(uid) {
+        if stage == Stage::Pending && self.volumes_ready(uid) && self.place(uid) {
             if let Some(sim) = self.pods.get_mut(uid) {
                 sim.stage = Stage::Running;
             }
@@ -322,6 +351,18 @@ impl PodLifecycleProvider for SimulatedPods {
             .into_iter()
             .flat_map(|uid| self.advance(&uid, now))
             .collect()
+    }
+
+    fn volumes_changed(&mut self, pod_uid: &str, now: Timestamp) -> Vec<PodUpdate> {
+        let pending = self
+            .pods
+            .get(pod_uid)
+            .is_some_and(|sim| sim.stage == Stage::Pending);
+        if pending {
+            self.advance(pod_uid, now)
+        } else {
+            Vec::new()
+        }
     }
 
     fn stop_pod(&mut self, stop: &StopPod, now: Timestamp) -> Vec<PodUpdate> {

@@ -17,6 +17,8 @@ mod pods;
 mod recovery;
 mod runtime;
 mod storage;
+mod volume_host;
+mod volume_sources;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
@@ -43,3 +45,5 @@ pub use runtime::{
     RuntimeVersion,
 };
 pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
+pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
+pub use volume_sources::VolumeSourceApi;

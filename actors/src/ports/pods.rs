@@ -16,6 +16,10 @@ pub enum PodWatchEvent {
     Applied(Box<Pod>),
     /// The pod is gone, as last seen.
     Deleted(Box<Pod>),
+    /// Every pod bound to the node has now been reported (after the first list, and after each
+    /// relist): what was not reported is not there. The volume manager unmounts nothing before
+    /// it, as the kubelet waits for its pod sources to be ready.
+    Listed,
 }
 
 pub trait PodApi: Send + Sync + 'static {

@@ -75,6 +75,11 @@ impl UniqueVolumeName {
         Self(format!("{}/{plugin_volume_name}", plugin.name()))
     }
 
+    /// A name as the Node reports it in `volumesInUse` or `volumesAttached`.
+    pub fn from_reported(name: &str) -> Self {
+        Self(name.to_owned())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

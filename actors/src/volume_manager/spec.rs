@@ -33,6 +33,15 @@ pub enum SpecError {
     Undeclared { volume: String },
 }
 
+impl SpecError {
+    /// The outer name of the volume that cannot enter the desired state.
+    pub fn volume(&self) -> &str {
+        match self {
+            SpecError::Unsupported { volume, .. } | SpecError::Undeclared { volume } => volume,
+        }
+    }
+}
+
 /// The volumes of `pod` its containers use, and the errors of those nodepulse cannot serve.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodVolumes {

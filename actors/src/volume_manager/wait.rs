@@ -54,6 +54,44 @@ impl UnmountedVolumes {
     }
 }
 
+/// The kubelet's FailedMount text for a pod whose volumes cannot all enter the desired state
+/// (WaitForAttachAndMount stops at once with the pod errors; SyncPod records it), e.g.
+/// `Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed
+/// to process volumes=[data]: volume "data": ...`. `None` when the pod has no such error.
+pub fn pod_error_message(
+    desired: &DesiredState,
+    actual: &ActualState,
+    pod_uid: &str,
+) -> Option<String> {
+    let pod = desired.pods.get(pod_uid)?;
+    if pod.errors.is_empty() {
+        return None;
+    }
+    let failed: BTreeSet<String> = pod.errors.iter().map(|e| e.volume().to_owned()).collect();
+    let mut unmounted: BTreeSet<String> = failed.clone();
+    unmounted.extend(
+        pod.volumes
+            .keys()
+            .filter(|name| {
+                !actual
+                    .mounts
+                    .get(&(pod_uid.to_owned(), (*name).clone()))
+                    .is_some_and(|m| m.state == MountState::Mounted)
+            })
+            .cloned(),
+    );
+    let errors: Vec<String> = pod.errors.iter().map(ToString::to_string).collect();
+    let lists = UnmountedVolumes {
+        unmounted: unmounted.into_iter().collect(),
+        unattached: Vec::new(),
+        failed_to_process: failed.into_iter().collect(),
+    };
+    Some(format!(
+        "Unable to attach or mount volumes: {}",
+        lists.message(&errors.join("; "))
+    ))
+}
+
 /// A Go `%v` of a string slice: `[a b]`.
 fn go_list(items: &[String]) -> String {
     format!("[{}]", items.join(" "))
@@ -155,6 +193,33 @@ mod tests {
                     .into()
             )
         );
+    }
+
+    #[test]
+    fn a_pod_error_gives_the_kubelets_failed_mount_text() {
+        let desired = DesiredState::from_pods(
+            &[pod(
+                "u1",
+                "n1",
+                json!([
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "c"}},
+                    {"name": "cfg", "configMap": {"name": "app"}},
+                ]),
+            )],
+            "n1",
+        );
+        let mut actual = ActualState::default();
+        actual.mark_mounted("u1", &desired.pods["u1"].volumes["cfg"], Instant::now());
+        assert_eq!(
+            pod_error_message(&desired, &actual, "u1").as_deref(),
+            Some(
+                "Unable to attach or mount volumes: unmounted volumes=[data], unattached \
+                 volumes=[], failed to process volumes=[data]: volume \"data\": \
+                 persistentVolumeClaim volumes are not supported by nodepulse yet"
+            )
+        );
+        let fine = DesiredState::from_pods(&[pod_with_cfg_and_cache("u2", "n1")], "n1");
+        assert_eq!(pod_error_message(&fine, &actual, "u2"), None);
     }
 
     #[test]

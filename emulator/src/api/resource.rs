@@ -17,6 +17,9 @@ pub enum StoredKind {
     CsiDriver,
     CsiNode,
     VolumeAttachment,
+    ConfigMap,
+    Secret,
+    ServiceAccount,
 }
 
 /// One served resource: its names, scope, verbs and whether it has a `/status` subresource.
@@ -167,14 +170,51 @@ pub static VOLUME_ATTACHMENTS: ApiResource = ApiResource {
     short_names: &[],
 };
 
+pub static CONFIG_MAPS: ApiResource = ApiResource {
+    stored: StoredKind::ConfigMap,
+    group: "",
+    version: "v1",
+    plural: "configmaps",
+    singular: "configmap",
+    kind: "ConfigMap",
+    namespaced: true,
+    has_status: false,
+    short_names: &["cm"],
+};
+pub static SECRETS: ApiResource = ApiResource {
+    stored: StoredKind::Secret,
+    group: "",
+    version: "v1",
+    plural: "secrets",
+    singular: "secret",
+    kind: "Secret",
+    namespaced: true,
+    has_status: false,
+    short_names: &[],
+};
+pub static SERVICE_ACCOUNTS: ApiResource = ApiResource {
+    stored: StoredKind::ServiceAccount,
+    group: "",
+    version: "v1",
+    plural: "serviceaccounts",
+    singular: "serviceaccount",
+    kind: "ServiceAccount",
+    namespaced: true,
+    has_status: false,
+    short_names: &["sa"],
+};
+
 /// Every served resource, in discovery order.
-pub static ALL: [&ApiResource; 11] = [
+pub static ALL: [&ApiResource; 14] = [
     &NAMESPACES,
     &NODES,
     &PODS,
     &PERSISTENT_VOLUMES,
     &PERSISTENT_VOLUME_CLAIMS,
     &CORE_EVENTS,
+    &CONFIG_MAPS,
+    &SECRETS,
+    &SERVICE_ACCOUNTS,
     &LEASES,
     &EVENTS_V1,
     &CSI_DRIVERS,
@@ -210,6 +250,9 @@ impl ApiResource {
             StoredKind::CsiDriver => &CSI_DRIVERS,
             StoredKind::CsiNode => &CSI_NODES,
             StoredKind::VolumeAttachment => &VOLUME_ATTACHMENTS,
+            StoredKind::ConfigMap => &CONFIG_MAPS,
+            StoredKind::Secret => &SECRETS,
+            StoredKind::ServiceAccount => &SERVICE_ACCOUNTS,
         }
     }
 
@@ -265,6 +308,6 @@ mod tests {
         let v1 = ApiResource::lookup("events.k8s.io", "v1", "events").map(|r| r.stored);
         assert_eq!(core, Some(StoredKind::Event));
         assert_eq!(core, v1);
-        assert!(ApiResource::lookup("", "v1", "secrets").is_none());
+        assert!(ApiResource::lookup("", "v1", "persistentvolumes").is_none());
     }
 }

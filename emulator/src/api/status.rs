@@ -39,6 +39,15 @@ impl FieldError {
         }
     }
 
+    /// `Forbidden: <detail>`.
+    pub fn forbidden(field: &str, detail: &str) -> Self {
+        FieldError {
+            reason: "FieldValueForbidden",
+            field: field.to_string(),
+            message: format!("Forbidden: {detail}"),
+        }
+    }
+
     /// `Required value: <detail>`.
     pub fn required(field: &str, detail: &str) -> Self {
         let message = if detail.is_empty() {
@@ -183,7 +192,7 @@ impl ApiError {
     }
 
     /// `errors.NewInvalid` for the `GroupKind` (`group`, `kind`), printed as `qualified`.
-    fn invalid_named(
+    pub(crate) fn invalid_named(
         qualified: &str,
         group: &str,
         kind: &str,

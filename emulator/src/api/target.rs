@@ -99,8 +99,12 @@ impl Target {
         if namespace.is_some() && !resource.namespaced {
             return Err(TargetError::Unknown);
         }
+        let served = |sub: &str| {
+            (sub == "status" && resource.has_status)
+                || (sub == "token" && resource.stored == super::StoredKind::ServiceAccount)
+        };
         if let Some(sub) = &subresource
-            && (sub != "status" || !resource.has_status)
+            && !served(sub)
         {
             return Err(TargetError::Unknown);
         }
@@ -120,6 +124,8 @@ impl Target {
             ("GET" | "HEAD", true) if watch => Verb::Watch,
             ("GET" | "HEAD", true) => Verb::Get,
             ("POST", false) => Verb::Create,
+            // TokenRequest: `POST serviceaccounts/{name}/token` creates a token.
+            ("POST", true) if self.subresource.as_deref() == Some("token") => Verb::Create,
             ("PUT", true) => Verb::Update,
             ("PATCH", true) => Verb::Patch,
             ("DELETE", true) => Verb::Delete,
@@ -181,7 +187,18 @@ mod tests {
 
     #[test]
     fn rejects_unknown_resources_and_subresources() {
-        assert_eq!(Target::parse("/api/v1/secrets"), Err(TargetError::Unknown));
+        assert_eq!(
+            Target::parse("/api/v1/persistentvolumes"),
+            Err(TargetError::Unknown)
+        );
+        assert_eq!(
+            Target::parse("/api/v1/namespaces/x/pods/p/token"),
+            Err(TargetError::Unknown),
+            "only ServiceAccounts have a token subresource"
+        );
+        let token = Target::parse("/api/v1/namespaces/x/serviceaccounts/default/token")
+            .expect("a TokenRequest");
+        assert_eq!(token.verb("POST", false), Some(Verb::Create));
         assert_eq!(
             Target::parse("/apis/coordination.k8s.io/v1/namespaces/x/leases/n/status"),
             Err(TargetError::Unknown)

@@ -30,6 +30,9 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::CsiDriver, _) => check::<storage::v1::CSIDriver>(object),
         (StoredKind::CsiNode, _) => check::<storage::v1::CSINode>(object),
         (StoredKind::VolumeAttachment, _) => check::<storage::v1::VolumeAttachment>(object),
+        (StoredKind::ConfigMap, _) => check::<core::v1::ConfigMap>(object),
+        (StoredKind::Secret, _) => check::<core::v1::Secret>(object),
+        (StoredKind::ServiceAccount, _) => check::<core::v1::ServiceAccount>(object),
     }
 }
 
@@ -57,6 +60,11 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
         StoredKind::CsiNode => through::<k8s_openapi::api::storage::v1::CSINode>(object),
         StoredKind::VolumeAttachment => {
             through::<k8s_openapi::api::storage::v1::VolumeAttachment>(object);
+        }
+        StoredKind::ConfigMap => through::<k8s_openapi::api::core::v1::ConfigMap>(object),
+        StoredKind::Secret => through::<k8s_openapi::api::core::v1::Secret>(object),
+        StoredKind::ServiceAccount => {
+            through::<k8s_openapi::api::core::v1::ServiceAccount>(object);
         }
         StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
     }

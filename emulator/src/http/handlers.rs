@@ -135,10 +135,24 @@ fn list_item(resource: &ApiResource, object: &Value) -> Value {
 
 pub fn create(req: &Request<'_>, now: SystemTime) -> Result<HttpResponse, ApiError> {
     let resource = req.resource();
+    if req.target.subresource.as_deref() == Some("token") {
+        let answer = crate::service_accounts::create_token(
+            &req.state.store,
+            req.target.namespace_or_empty(),
+            req.target.name.as_deref().unwrap_or_default(),
+            req.body,
+            now,
+        )?;
+        return Ok(json_response(StatusCode::CREATED, &answer));
+    }
     let mut object = decode_body(req, resource)?;
     align_namespace(req, &mut object)?;
     req.authorize(None, Some(&object))?;
     let created = req.state.store.create(resource, object, now)?;
+    if resource.stored == crate::api::StoredKind::Namespace {
+        // kube-controller-manager's service-account controller follows at once.
+        crate::service_accounts::ensure_default(&req.state.store, meta_str(&created, "name"), now);
+    }
     tracing::debug!(
         resource = resource.plural,
         name = meta_str(&created, "name"),

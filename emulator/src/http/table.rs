@@ -74,6 +74,22 @@ fn columns(kind: StoredKind) -> &'static [(&'static str, &'static str, u8)] {
             ("Status", "string", 0),
             ("Age", "string", 0),
         ],
+        StoredKind::ConfigMap => &[
+            ("Name", "string", 0),
+            ("Data", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::Secret => &[
+            ("Name", "string", 0),
+            ("Type", "string", 0),
+            ("Data", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        StoredKind::ServiceAccount => &[
+            ("Name", "string", 0),
+            ("Secrets", "integer", 0),
+            ("Age", "string", 0),
+        ],
         StoredKind::Event => &[
             ("Last Seen", "string", 0),
             ("Type", "string", 0),
@@ -211,6 +227,29 @@ fn cells(kind: StoredKind, o: &Value, now: SystemTime) -> Vec<Value> {
         }
         StoredKind::Lease => vec![name, s("/spec/holderIdentity"), age],
         StoredKind::Namespace => vec![name, s("/status/phase"), age],
+        StoredKind::ConfigMap => {
+            let count = |p: &str| {
+                o.pointer(p)
+                    .and_then(Value::as_object)
+                    .map_or(0, |m| m.len())
+            };
+            let data = count("/data") + count("/binaryData");
+            vec![name, data.to_string(), age]
+        }
+        StoredKind::Secret => {
+            let data = o
+                .pointer("/data")
+                .and_then(Value::as_object)
+                .map_or(0, |m| m.len());
+            vec![name, s("/type"), data.to_string(), age]
+        }
+        StoredKind::ServiceAccount => {
+            let secrets = o
+                .pointer("/secrets")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            vec![name, secrets.to_string(), age]
+        }
         StoredKind::Event => {
             let last = o
                 .pointer("/lastTimestamp")

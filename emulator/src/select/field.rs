@@ -85,6 +85,10 @@ fn canonical_field(field: &str, resource: &ApiResource) -> Option<&'static str> 
         | StoredKind::CsiDriver
         | StoredKind::CsiNode
         | StoredKind::VolumeAttachment => &["metadata.name"],
+        StoredKind::ConfigMap | StoredKind::ServiceAccount => {
+            &["metadata.name", "metadata.namespace"]
+        }
+        StoredKind::Secret => &["metadata.name", "metadata.namespace", "type"],
     };
     // events.k8s.io/v1 names some event fields differently; they select the same stored field.
     let field = if resource.group == "events.k8s.io" {

@@ -5,6 +5,7 @@
 //! the kind's strategy, optimistic concurrency and preconditions under one lock, so concurrent
 //! requests see the same serialisable order a single etcd would give them. It never does I/O.
 
+mod config_data;
 mod delete;
 mod go_fields;
 mod history;
@@ -367,6 +368,9 @@ pub fn storage_key(kind: StoredKind, key: &ObjectKey) -> String {
         StoredKind::CsiDriver => "csidrivers",
         StoredKind::CsiNode => "csinodes",
         StoredKind::VolumeAttachment => "volumeattachments",
+        StoredKind::ConfigMap => "configmaps",
+        StoredKind::Secret => "secrets",
+        StoredKind::ServiceAccount => "serviceaccounts",
     };
     if key.namespace.is_empty() {
         format!("/registry/{prefix}/{}", key.name)

@@ -33,7 +33,11 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         StoredKind::Node => add_not_ready_taint(map),
         StoredKind::Pod => super::pod_defaults::prepare_pod(map),
         StoredKind::Namespace => prepare_namespace(map),
-        StoredKind::Lease | StoredKind::Event => {}
+        StoredKind::Secret => super::config_data::prepare_secret(map),
+        StoredKind::Lease
+        | StoredKind::Event
+        | StoredKind::ConfigMap
+        | StoredKind::ServiceAccount => {}
         storage => super::storage_kinds::prepare(storage, map),
     }
     crate::api::typed::round_trip(resource.stored, object);
@@ -107,6 +111,9 @@ pub fn prepare_for_update(
     if resource.stored == StoredKind::Pod {
         super::pod_defaults::keep_admitted_priority(old, map);
     }
+    if resource.stored == StoredKind::Secret {
+        super::config_data::prepare_secret(map);
+    }
     if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
         let generation = old_meta
             .get("generation")
@@ -151,6 +158,9 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
     match resource.stored {
         StoredKind::Pod => validate_pod_spec(object, &mut errors),
         StoredKind::Lease => validate_lease_spec(object, &mut errors),
+        StoredKind::ConfigMap | StoredKind::Secret => {
+            super::config_data::validate_keys(resource.stored, object, &mut errors);
+        }
         other => super::storage_kinds::validate(other, object, &mut errors),
     }
     errors
@@ -196,6 +206,10 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
         validate_lease_spec(new, &mut errors);
     }
     super::storage_kinds::validate(resource.stored, new, &mut errors);
+    if matches!(resource.stored, StoredKind::ConfigMap | StoredKind::Secret) {
+        super::config_data::validate_keys(resource.stored, new, &mut errors);
+        super::config_data::validate_immutable(resource.stored, old, new, &mut errors);
+    }
     errors
 }
 

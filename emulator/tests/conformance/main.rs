@@ -5,6 +5,7 @@
 mod auth;
 mod cleanup;
 mod common;
+mod config_objects;
 mod crud;
 mod deletion;
 mod embedding;

@@ -12,6 +12,7 @@ mod machine;
 #[cfg(test)]
 mod tests;
 mod version;
+mod volumes;
 
 use std::{collections::BTreeMap, net::IpAddr};
 
@@ -63,6 +64,8 @@ pub struct StatusInputs<'a> {
     pub previous_boot_id: Option<&'a str>,
     /// For judging the runtime's staleness.
     pub now_instant: Instant,
+    /// The volume manager's `volumesInUse`; `None` until its reconciler synced once.
+    pub volumes_in_use: Option<&'a [String]>,
 }
 
 /// What running the setters produced besides the Node itself.
@@ -87,5 +90,7 @@ pub fn run_setters(inputs: &StatusInputs<'_>, now: Timestamp, node: &mut Node) -
         record(Ok(conditions::set_pressure(pressure, inputs, now, node)));
     }
     record(Ok(conditions::set_ready(inputs, now, node)));
+    // After Ready, as in the kubelet's list; it touches no condition.
+    record(volumes::set(inputs, node));
     report
 }

@@ -55,6 +55,7 @@ fn run(
     node: &mut Node,
 ) -> SetterReport {
     let inputs = StatusInputs {
+        volumes_in_use: None,
         node_name: "worker-1",
         machine,
         settings,
@@ -207,6 +208,7 @@ fn ready_messages_follow_the_kubelets_order_and_aggregation() {
     for (runtime, expected) in cases {
         let mut node = Node::default();
         let inputs = StatusInputs {
+            volumes_in_use: None,
             node_name: "worker-1",
             machine: &machine(),
             settings: &settings(),
@@ -335,6 +337,7 @@ fn addresses_are_the_internal_ip_then_the_hostname() {
 fn a_new_boot_id_is_a_rebooted_warning() {
     let mut node = Node::default();
     let inputs = StatusInputs {
+        volumes_in_use: None,
         node_name: "worker-1",
         machine: &machine(),
         settings: &settings(),
@@ -390,4 +393,22 @@ fn images_come_from_the_runtime_report_and_wait_for_the_first() {
             Some(1_234_567)
         )
     );
+}
+
+/// Runs `f` on inputs that differ from the defaults only in `volumesInUse`.
+pub(super) fn with_volume_inputs<R>(
+    volumes_in_use: Option<&[String]>,
+    f: impl FnOnce(&StatusInputs<'_>) -> R,
+) -> R {
+    let (machine, settings) = (machine(), settings());
+    f(&StatusInputs {
+        volumes_in_use,
+        node_name: "worker-1",
+        machine: &machine,
+        settings: &settings,
+        runtime: None,
+        pressure: None,
+        previous_boot_id: None,
+        now_instant: Instant::now(),
+    })
 }

@@ -1,0 +1,21 @@
+//! The API objects API-backed volumes are built from, as the volume manager reaches them:
+//! ConfigMaps and Secrets read live (the kubelet's `Get` change-detection strategy; each
+//! remount reads again) and service-account tokens from the TokenRequest API, bound to the pod.
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+
+use super::ApiResult;
+use crate::volume_manager::content::{TokenSpec, token::IssuedToken};
+
+pub trait VolumeSourceApi: Send + Sync + 'static {
+    fn get_config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> BoxFuture<'static, ApiResult<ConfigMap>>;
+    fn get_secret(&self, namespace: &str, name: &str) -> BoxFuture<'static, ApiResult<Secret>>;
+    /// `POST serviceaccounts/{sa}/token` with the spec's audiences, expiration and the pod as
+    /// bound object.
+    fn request_token(&self, spec: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>>;
+}

@@ -1,0 +1,523 @@
+//! VolumeManagerActor: the kubelet's volume manager. The pod watch fills the desired state
+//! (the populator), the disk is read back at start (reconstruction), and a reconciler pass
+//! runs every 100 ms while there is work — nothing while idle but one wake-up for the next
+//! content refresh (`syncFrequency`). It tells NodeStatus `volumesInUse`, the pod lifecycle
+//! actor which pods' volumes changed, and records FailedMount events on the pods.
+
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
+
+use actix::{
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, StreamHandler, WrapFuture,
+};
+use jiff::Timestamp;
+use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
+use tokio::time::Instant;
+
+use super::{
+    MountState, Operation, Plugin, PodDirs, PodVolume, UniqueVolumeName,
+    content::{ContentError, payload_of, sources_of},
+    fetch::{FetchOutcome, fetch},
+    memory::{Failure, VolumeManagerMemory},
+    reconcile, volumes_in_use,
+};
+use crate::{
+    messages::{NodeVolumeFacts, VolumesInUse},
+    ports::{
+        PodApi, PodEvent, PodVolumesChanged, PodWatchEvent, SetUpContext, VolumeHost,
+        VolumeSourceApi,
+    },
+};
+
+/// The kubelet's reconciler period, while there is work.
+pub const RECONCILE_PERIOD: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone)]
+pub struct VolumeManagerSettings {
+    pub node_name: String,
+    pub dirs: PodDirs,
+    /// How often configMap, secret, downwardAPI and projected content is refreshed (the
+    /// kubelet's `syncFrequency`, 1 min).
+    pub sync_period: Duration,
+}
+
+/// Where the actor's messages go.
+#[derive(Clone, Default)]
+pub struct VolumeManagerPeers {
+    pub node_status: Option<Recipient<VolumesInUse>>,
+    pub pod_lifecycle: Option<Recipient<PodVolumesChanged>>,
+}
+
+pub struct VolumeManagerActor {
+    settings: VolumeManagerSettings,
+    pods: Arc<dyn PodApi>,
+    sources: Arc<dyn VolumeSourceApi>,
+    host: Arc<dyn VolumeHost>,
+    memory: Kept<VolumeManagerMemory>,
+    peers: VolumeManagerPeers,
+    /// (pod UID, volume) whose content is being fetched.
+    in_flight: BTreeSet<(String, String)>,
+    next_pass: Option<(Instant, SpawnHandle)>,
+    last_in_use: Option<Option<Vec<String>>>,
+    passes: u64,
+    operations: u64,
+}
+
+type Key = (String, String);
+
+impl VolumeManagerActor {
+    pub fn new(
+        settings: VolumeManagerSettings,
+        pods: Arc<dyn PodApi>,
+        sources: Arc<dyn VolumeSourceApi>,
+        host: Arc<dyn VolumeHost>,
+        memory: Kept<VolumeManagerMemory>,
+        peers: VolumeManagerPeers,
+    ) -> Self {
+        Self {
+            settings,
+            pods,
+            sources,
+            host,
+            memory,
+            peers,
+            in_flight: BTreeSet::new(),
+            next_pass: None,
+            last_in_use: None,
+            passes: 0,
+            operations: 0,
+        }
+    }
+
+    /// Rebuilds the actual state from disk. What this process already knew for certain (a
+    /// previous instance's mounts still on disk, hostPath volumes that leave no directory)
+    /// stays; anything else found is uncertain and set up again before a pod may use it.
+    fn reconstruct(&self) {
+        let found = match self.host.reconstruct() {
+            Ok(found) => found,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the pods' volumes back from disk; retrying at the next pass");
+                return;
+            }
+        };
+        self.memory.update(|memory| {
+            let known = std::mem::take(&mut memory.actual.mounts);
+            let mut actual = found;
+            for (key, mounted) in known {
+                if !mounted.plugin.has_volume_dir() || actual.mounts.contains_key(&key) {
+                    actual.pod_dirs.insert(key.0.clone());
+                    actual.mounts.insert(key, mounted);
+                }
+            }
+            memory.actual = actual;
+            memory.reconstructed = true;
+        });
+    }
+
+    /// Runs a pass at `after` from now, unless one is due sooner.
+    fn wake_in(&mut self, after: Duration, ctx: &mut Context<Self>) {
+        let at = Instant::now() + after;
+        if let Some((due, handle)) = self.next_pass {
+            if due <= at {
+                return;
+            }
+            ctx.cancel_future(handle);
+        }
+        let handle = ctx.run_later(after, |actor, ctx| {
+            actor.next_pass = None;
+            actor.pass(ctx);
+        });
+        self.next_pass = Some((at, handle));
+    }
+
+    /// One reconciler pass: the operations due now, then when to look again.
+    fn pass(&mut self, ctx: &mut Context<Self>) {
+        self.passes += 1;
+        if !self.memory.read(|m| m.reconstructed) {
+            self.reconstruct();
+        }
+        let now = Instant::now();
+        let node = self.settings.node_name.clone();
+        let (desired, operations) = self.memory.read(|memory| {
+            let desired = memory.desired(&node);
+            let operations = reconcile(
+                &desired,
+                &memory.actual,
+                &memory.volumes_attached,
+                now,
+                self.settings.sync_period,
+            );
+            (desired, operations)
+        });
+        let mut waiting = false;
+        for operation in operations {
+            waiting |= self.run(operation, now, ctx);
+        }
+        self.report_pod_errors(&desired);
+        let in_use = self.memory.update(|memory| {
+            memory.synced = memory.reconstructed;
+            memory
+                .tokens
+                .retain_pods(|uid| desired.pods.contains_key(uid));
+            volumes_in_use(&desired, &memory.actual, memory.synced)
+        });
+        self.report_in_use(in_use);
+        if waiting || !self.in_flight.is_empty() {
+            self.wake_in(RECONCILE_PERIOD, ctx);
+        } else if let Some(refresh) = self.next_refresh(now) {
+            self.wake_in(refresh, ctx);
+        }
+    }
+
+    /// A FailedMount event, once per pod, for pods with volumes that cannot enter the desired
+    /// state (the kubelet records it on every pod sync; a pod here waits without resyncs).
+    fn report_pod_errors(&self, desired: &super::DesiredState) {
+        let due: Vec<(k8s_openapi::api::core::v1::Pod, String)> = self.memory.update(|m| {
+            m.pod_errors_reported
+                .retain(|uid| desired.pods.contains_key(uid));
+            let mut due = Vec::new();
+            for uid in desired.pods.keys() {
+                if m.pod_errors_reported.contains(uid) {
+                    continue;
+                }
+                let message = super::pod_error_message(desired, &m.actual, uid);
+                if let (Some(message), Some(pod)) = (message, m.pods.get(uid)) {
+                    m.pod_errors_reported.insert(uid.clone());
+                    due.push((pod.clone(), message));
+                }
+            }
+            due
+        });
+        for (pod, message) in due {
+            self.record_failed_mount(&pod, message);
+        }
+    }
+
+    /// The kubelet's Warning `FailedMount` event on `pod`.
+    fn record_failed_mount(&self, pod: &k8s_openapi::api::core::v1::Pod, message: String) {
+        let event = PodEvent {
+            warning: true,
+            reason: "FailedMount".to_owned(),
+            message,
+            annotations: Default::default(),
+        };
+        let request = self.pods.record_pod_event(pod, event);
+        actix::spawn(async move {
+            if let Err(error) = request.await {
+                tracing::debug!(%error, "cannot record the FailedMount event");
+            }
+        });
+    }
+
+    /// When the next content refresh is due: the earliest remountable volume's sync period.
+    fn next_refresh(&self, now: Instant) -> Option<Duration> {
+        self.memory.read(|memory| {
+            memory
+                .actual
+                .mounts
+                .values()
+                .filter(|m| m.plugin.requires_remount())
+                .filter_map(|m| m.set_up_at)
+                .map(|at| (at + self.settings.sync_period).saturating_duration_since(now))
+                .min()
+        })
+    }
+
+    fn report_in_use(&mut self, in_use: Option<Vec<UniqueVolumeName>>) {
+        let names = in_use.map(|names| names.iter().map(ToString::to_string).collect::<Vec<_>>());
+        if self.last_in_use.as_ref() == Some(&names) {
+            return;
+        }
+        if let Some(node_status) = &self.peers.node_status
+            && node_status.try_send(VolumesInUse(names.clone())).is_err()
+        {
+            tracing::warn!("cannot tell NodeStatus the volumes in use; trying again next pass");
+            return;
+        }
+        self.last_in_use = Some(names);
+    }
+
+    /// Runs one operation if it is not running and not backing off; whether it is still to do.
+    fn run(&mut self, operation: Operation, now: Instant, ctx: &mut Context<Self>) -> bool {
+        let key = operation_key(&operation);
+        if self.in_flight.contains(&key) {
+            return true;
+        }
+        let backing_off = self
+            .memory
+            .read(|m| m.failures.get(&key).map(|f| f.retry_at))
+            .filter(|at| *at > now);
+        if let Some(retry_at) = backing_off {
+            // Sleep until the back-off ends rather than polling through it.
+            self.wake_in(retry_at.saturating_duration_since(now), ctx);
+            return false;
+        }
+        self.operations += 1;
+        match operation {
+            Operation::Unmount {
+                pod_uid,
+                volume,
+                plugin,
+            } => {
+                let result = self.host.tear_down(&pod_uid, &volume, plugin);
+                self.settle(&key, result.map_err(|e| e.message), now);
+                if self.memory.read(|m| !m.failures.contains_key(&key)) {
+                    self.memory
+                        .update(|m| m.actual.mark_unmounted(&pod_uid, &volume));
+                    tracing::info!(pod_uid, volume, "volume torn down");
+                }
+                self.changed(&pod_uid);
+                false
+            }
+            Operation::RemovePodDir { pod_uid } => {
+                match self.host.remove_pod_dir(&pod_uid) {
+                    Ok(()) => self.memory.update(|m| {
+                        m.actual.mark_pod_dir_removed(&pod_uid);
+                        m.pod_dir_failures.remove(&pod_uid);
+                    }),
+                    Err(error) => self.memory.update(|m| {
+                        m.pod_dir_failures.insert(pod_uid.clone(), error.message);
+                    }),
+                }
+                false
+            }
+            Operation::Mount { pod_uid, volume } | Operation::Remount { pod_uid, volume } => {
+                self.set_up(pod_uid, volume, ctx)
+            }
+        }
+    }
+
+    /// SetUp of one volume: at once for emptyDir and hostPath, after fetching its sources
+    /// for the API-backed plugins. CSI is the attach/detach layer's, not built here.
+    fn set_up(&mut self, pod_uid: String, volume: PodVolume, ctx: &mut Context<Self>) -> bool {
+        let key = (pod_uid.clone(), volume.name.clone());
+        let Some(pod) = self.memory.read(|m| m.pods.get(&pod_uid).cloned()) else {
+            return false;
+        };
+        match volume.plugin {
+            Plugin::EmptyDir | Plugin::HostPath | Plugin::Csi => {
+                let result = self.finish_set_up(&pod, &volume, None);
+                self.settle(&key, result, Instant::now());
+                false
+            }
+            Plugin::ConfigMap | Plugin::Secret | Plugin::DownwardApi | Plugin::Projected => {
+                let sources = sources_of(&pod, &volume.spec);
+                let outcome = self.memory.read(|m| {
+                    fetch(
+                        Arc::clone(&self.sources),
+                        sources,
+                        &m.tokens,
+                        Timestamp::now(),
+                    )
+                });
+                self.in_flight.insert(key.clone());
+                ctx.spawn(outcome.into_actor(self).map(
+                    move |outcome: FetchOutcome, actor, ctx| {
+                        actor.in_flight.remove(&key);
+                        actor.memory.update(|m| {
+                            for (spec, token) in outcome.issued {
+                                m.tokens.insert(spec, token);
+                            }
+                        });
+                        // The pod may have gone while the API answered.
+                        let still_wanted = actor
+                            .memory
+                            .read(|m| m.desired(&actor.settings.node_name).wants(&key.0, &key.1));
+                        if still_wanted {
+                            let allocatable = actor.memory.read(|m| m.allocatable.clone());
+                            let result =
+                                payload_of(&pod, &volume.spec, &outcome.fetched, &allocatable)
+                                    .map_err(|e: ContentError| e.to_string())
+                                    .and_then(|payload| {
+                                        actor.finish_set_up(&pod, &volume, Some(&payload))
+                                    });
+                            actor.settle(&key, result, Instant::now());
+                        }
+                        // Completions arriving together share one pass.
+                        actor.wake_in(Duration::ZERO, ctx);
+                    },
+                ));
+                true
+            }
+        }
+    }
+
+    /// The disk half of SetUp; records the mount on success.
+    fn finish_set_up(
+        &self,
+        pod: &k8s_openapi::api::core::v1::Pod,
+        volume: &PodVolume,
+        content: Option<&super::content::Payload>,
+    ) -> Result<(), String> {
+        let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let allocatable = self.memory.read(|m| m.allocatable.clone());
+        let context = SetUpContext {
+            pod_uid,
+            pod_memory_limit: pod_memory_limit(pod),
+            allocatable: &allocatable,
+            content,
+        };
+        self.host
+            .set_up(volume, context)
+            .map_err(|error| error.message)?;
+        let was_ready = self.memory.read(|m| {
+            m.actual
+                .mounts
+                .get(&(pod_uid.to_owned(), volume.name.clone()))
+                .is_some_and(|mounted| mounted.state == MountState::Mounted)
+        });
+        self.memory
+            .update(|m| m.actual.mark_mounted(pod_uid, volume, Instant::now()));
+        if !was_ready {
+            tracing::info!(pod_uid, volume = %volume.name, plugin = %volume.plugin, "volume set up");
+            self.changed(pod_uid);
+        }
+        Ok(())
+    }
+
+    /// Records the outcome of an operation on `key`: a failure backs off and is reported on
+    /// the pod as the kubelet's FailedMount event; a success clears the failure.
+    fn settle(&self, key: &Key, result: Result<(), String>, now: Instant) {
+        match result {
+            Ok(()) => {
+                self.memory.update(|m| m.failures.remove(key));
+            }
+            Err(error) => {
+                let (pod, failure) = self.memory.update(|m| {
+                    let failure = Failure::next(m.failures.get(key), error.clone(), now);
+                    m.failures.insert(key.clone(), failure.clone());
+                    (m.pods.get(&key.0).cloned(), failure)
+                });
+                tracing::warn!(pod_uid = %key.0, volume = %key.1, %error, retry_in = ?failure.backoff, "volume operation failed");
+                let (Some(pod), true) = (
+                    pod,
+                    self.memory
+                        .read(|m| m.desired(&self.settings.node_name).wants(&key.0, &key.1)),
+                ) else {
+                    return;
+                };
+                self.record_failed_mount(
+                    &pod,
+                    format!("MountVolume.SetUp failed for volume {:?} : {error}", key.1),
+                );
+                self.changed(&key.0);
+            }
+        }
+    }
+
+    fn changed(&self, pod_uid: &str) {
+        if let Some(lifecycle) = &self.peers.pod_lifecycle
+            && lifecycle
+                .try_send(PodVolumesChanged {
+                    pod_uid: pod_uid.to_owned(),
+                })
+                .is_err()
+        {
+            tracing::debug!(
+                pod_uid,
+                "the pod lifecycle actor's mailbox is full; it polls anyway"
+            );
+        }
+    }
+}
+
+fn operation_key(operation: &Operation) -> Key {
+    match operation {
+        Operation::Mount { pod_uid, volume } | Operation::Remount { pod_uid, volume } => {
+            (pod_uid.clone(), volume.name.clone())
+        }
+        Operation::Unmount {
+            pod_uid, volume, ..
+        } => (pod_uid.clone(), volume.clone()),
+        Operation::RemovePodDir { pod_uid } => (pod_uid.clone(), String::new()),
+    }
+}
+
+/// The pod's memory limit when every container has one (bounds a memory-backed volume).
+fn pod_memory_limit(pod: &k8s_openapi::api::core::v1::Pod) -> Option<u64> {
+    let containers = &pod.spec.as_ref()?.containers;
+    containers
+        .iter()
+        .map(|c| {
+            let limit = c.resources.as_ref()?.limits.as_ref()?.get("memory")?;
+            crate::quantity::parse_quantity(&limit.0).ok()
+        })
+        .sum::<Option<f64>>()
+        .map(|bytes| bytes.max(0.0) as u64)
+}
+
+impl Actor for VolumeManagerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // A fresh instance reads the disk back before its first pass: a predecessor killed
+        // mid-operation may have left more (or less) than its memory says.
+        self.reconstruct();
+        ctx.add_stream(self.pods.watch_pods(&self.settings.node_name));
+        self.wake_in(Duration::ZERO, ctx);
+    }
+}
+
+impl StreamHandler<PodWatchEvent> for VolumeManagerActor {
+    fn handle(&mut self, event: PodWatchEvent, ctx: &mut Context<Self>) {
+        match event {
+            PodWatchEvent::Applied(pod) => {
+                let Some(uid) = pod.metadata.uid.clone() else {
+                    return;
+                };
+                let new = self
+                    .memory
+                    .update(|m| m.pods.insert(uid.clone(), *pod).is_none());
+                if new {
+                    self.changed(&uid);
+                }
+            }
+            PodWatchEvent::Deleted(pod) => {
+                if let Some(uid) = pod.metadata.uid.as_deref() {
+                    self.memory.update(|m| {
+                        m.pods.remove(uid);
+                        m.failures.retain(|(pod_uid, _), _| pod_uid != uid);
+                    });
+                }
+            }
+            PodWatchEvent::Listed => self.memory.update(|m| m.listed = true),
+        }
+        self.wake_in(Duration::ZERO, ctx);
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {
+        tracing::warn!("the watch on this node's pods ended; volumes follow no new pods");
+    }
+}
+
+impl Handler<NodeVolumeFacts> for VolumeManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, facts: NodeVolumeFacts, ctx: &mut Context<Self>) {
+        let attached: BTreeSet<UniqueVolumeName> = facts
+            .volumes_attached
+            .iter()
+            .map(|name| UniqueVolumeName::from_reported(name))
+            .collect();
+        let changed = self.memory.update(|m| {
+            let changed = m.volumes_attached != attached;
+            m.volumes_attached = attached;
+            m.allocatable = facts.allocatable;
+            changed
+        });
+        if changed {
+            self.wake_in(Duration::ZERO, ctx);
+        }
+    }
+}
+
+impl SupervisedActor for VolumeManagerActor {
+    fn debug_state(&self) -> serde_json::Value {
+        super::debug::describe(
+            &self.memory,
+            &self.settings,
+            &self.in_flight,
+            self.host.describe(),
+            (self.passes, self.operations),
+        )
+    }
+}

@@ -1,0 +1,358 @@
+//! VolumeManagerActor against in-memory fakes of its three ports on paused tokio time: a
+//! missing ConfigMap backs off and is reported, then mounts once it appears; an idle manager
+//! wakes only for the next refresh; nothing reconstructed is torn down before the pod list is
+//! complete; `volumesInUse` goes to NodeStatus once the reconciler synced.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use actix::Actor;
+use futures::{future::BoxFuture, stream::BoxStream};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use nodepulse_supervisor::{Kept, Recipient};
+use tokio::sync::mpsc;
+
+use super::{
+    ActualState, MountState, MountedVolume, Plugin, PodDirs, PodVolume, UniqueVolumeName,
+    VolumeManagerActor, VolumeManagerMemory, VolumeManagerPeers, VolumeManagerSettings,
+    content::{TokenSpec, token::IssuedToken},
+    fixtures::pod,
+};
+use crate::{
+    messages::VolumesInUse,
+    ports::{
+        ApiError, ApiResult, PodApi, PodEvent, PodVolumesChanged, PodWatchEvent, SetUpContext,
+        VolumeHost, VolumeHostError, VolumeSourceApi, fakes::eventually,
+    },
+};
+
+#[derive(Default)]
+struct Recorded {
+    events: Vec<(String, PodEvent)>,
+    config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    set_ups: Vec<(String, String)>,
+    tear_downs: Vec<(String, String)>,
+    on_disk: ActualState,
+}
+
+#[derive(Clone, Default)]
+struct Fakes {
+    recorded: Arc<Mutex<Recorded>>,
+    watch: Arc<Mutex<Option<mpsc::UnboundedReceiver<PodWatchEvent>>>>,
+}
+
+impl Fakes {
+    fn state(&self) -> std::sync::MutexGuard<'_, Recorded> {
+        self.recorded.lock().unwrap()
+    }
+}
+
+impl PodApi for Fakes {
+    fn get_pod(&self, _: &str, _: &str) -> BoxFuture<'static, ApiResult<Pod>> {
+        Box::pin(async { Err(ApiError::NotFound("unused".into())) })
+    }
+    fn patch_pod_status(
+        &self,
+        _: &str,
+        _: &str,
+        _: serde_json::Value,
+    ) -> BoxFuture<'static, ApiResult<Pod>> {
+        Box::pin(async { Err(ApiError::NotFound("unused".into())) })
+    }
+    fn delete_pod(&self, _: &str, _: &str, _: &str) -> BoxFuture<'static, ApiResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn watch_pods(&self, _: &str) -> BoxStream<'static, PodWatchEvent> {
+        let mut receiver = self.watch.lock().unwrap().take().expect("one watch");
+        Box::pin(futures::stream::poll_fn(move |cx| receiver.poll_recv(cx)))
+    }
+    fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        self.state().events.push((name, event));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+impl VolumeSourceApi for Fakes {
+    fn get_config_map(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<ConfigMap>> {
+        let found = self.state().config_maps.get(name).cloned();
+        let name = name.to_owned();
+        Box::pin(async move {
+            found
+                .map(|data| ConfigMap {
+                    data: Some(data),
+                    ..ConfigMap::default()
+                })
+                .ok_or(ApiError::NotFound(format!("configmaps {name:?} not found")))
+        })
+    }
+    fn get_secret(&self, _: &str, _: &str) -> BoxFuture<'static, ApiResult<Secret>> {
+        Box::pin(async { Err(ApiError::NotFound("no secrets here".into())) })
+    }
+    fn request_token(&self, _: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
+        Box::pin(async { Err(ApiError::NotFound("no tokens here".into())) })
+    }
+}
+
+impl VolumeHost for Fakes {
+    fn reconstruct(&self) -> Result<ActualState, VolumeHostError> {
+        Ok(self.state().on_disk.clone())
+    }
+    fn set_up(&self, volume: &PodVolume, context: SetUpContext<'_>) -> Result<(), VolumeHostError> {
+        self.state()
+            .set_ups
+            .push((context.pod_uid.to_owned(), volume.name.clone()));
+        Ok(())
+    }
+    fn tear_down(&self, pod_uid: &str, volume: &str, _: Plugin) -> Result<(), VolumeHostError> {
+        self.state()
+            .tear_downs
+            .push((pod_uid.to_owned(), volume.to_owned()));
+        Ok(())
+    }
+    fn remove_pod_dir(&self, _: &str) -> Result<(), VolumeHostError> {
+        Ok(())
+    }
+}
+
+struct Running {
+    fakes: Fakes,
+    watch: mpsc::UnboundedSender<PodWatchEvent>,
+    memory: Kept<VolumeManagerMemory>,
+    in_use: Arc<Mutex<Vec<Option<Vec<String>>>>>,
+    changed: Arc<Mutex<BTreeSet<String>>>,
+    _actor: actix::Addr<VolumeManagerActor>,
+}
+
+fn start(fakes: Fakes) -> Running {
+    let (watch, receiver) = mpsc::unbounded_channel();
+    *fakes.watch.lock().unwrap() = Some(receiver);
+    let memory = Kept::<VolumeManagerMemory>::default();
+    let in_use = Arc::new(Mutex::new(Vec::new()));
+    let changed = Arc::new(Mutex::new(BTreeSet::new()));
+    let (sink, woken) = (Arc::clone(&in_use), Arc::clone(&changed));
+    let peers = VolumeManagerPeers {
+        node_status: Some(Recipient::from_fn(move |VolumesInUse(list)| {
+            sink.lock().unwrap().push(list);
+            Ok(())
+        })),
+        pod_lifecycle: Some(Recipient::from_fn(move |c: PodVolumesChanged| {
+            woken.lock().unwrap().insert(c.pod_uid);
+            Ok(())
+        })),
+    };
+    let settings = VolumeManagerSettings {
+        node_name: "n1".into(),
+        dirs: PodDirs::new("/var/lib/kubelet"),
+        sync_period: Duration::from_secs(60),
+    };
+    let actor = VolumeManagerActor::new(
+        settings,
+        Arc::new(fakes.clone()),
+        Arc::new(fakes.clone()),
+        Arc::new(fakes.clone()),
+        memory.clone(),
+        peers,
+    )
+    .start();
+    Running {
+        fakes,
+        watch,
+        memory,
+        in_use,
+        changed,
+        _actor: actor,
+    }
+}
+
+fn cfg_pod(uid: &str) -> Pod {
+    pod(
+        uid,
+        "n1",
+        serde_json::json!([{"name": "cfg", "configMap": {"name": "app"}}]),
+    )
+}
+
+fn mounted(memory: &Kept<VolumeManagerMemory>, uid: &str) -> bool {
+    memory.read(|m| {
+        m.actual
+            .mounts
+            .get(&(uid.to_owned(), "cfg".to_owned()))
+            .is_some_and(|v| v.state == MountState::Mounted)
+    })
+}
+
+#[actix_rt::test]
+async fn a_missing_config_map_backs_off_with_failed_mount_events_then_mounts_once_it_appears() {
+    tokio::time::pause();
+    let node = start(Fakes::default());
+    node.watch
+        .send(PodWatchEvent::Applied(Box::new(cfg_pod("u1"))))
+        .unwrap();
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually("a FailedMount event", Duration::from_secs(1), || {
+        !node.fakes.state().events.is_empty()
+    })
+    .await;
+    let (pod, event) = node.fakes.state().events[0].clone();
+    assert_eq!(pod, "pod-u1");
+    assert_eq!(
+        (event.warning, event.reason.as_str(), event.message.as_str()),
+        (
+            true,
+            "FailedMount",
+            "MountVolume.SetUp failed for volume \"cfg\" : configmap \"app\" not found"
+        )
+    );
+    // 0.5 s, 1 s, 2 s, 4 s, 8 s: six attempts within 16 s, not one per 100 ms pass.
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    let failures = node.fakes.state().events.len();
+    assert!((5..=6).contains(&failures), "{failures} attempts in 16 s");
+    assert!(!mounted(&node.memory, "u1"));
+
+    node.fakes
+        .state()
+        .config_maps
+        .insert("app".into(), [("k".to_owned(), "v".to_owned())].into());
+    eventually("the volume is mounted", Duration::from_secs(20), || {
+        mounted(&node.memory, "u1")
+    })
+    .await;
+    assert!(
+        node.changed.lock().unwrap().contains("u1"),
+        "the pod lifecycle actor is woken"
+    );
+    assert_eq!(
+        node.fakes.state().set_ups,
+        [("u1".to_owned(), "cfg".to_owned())]
+    );
+}
+
+#[actix_rt::test]
+async fn an_idle_manager_wakes_only_to_refresh_content_each_sync_period() {
+    tokio::time::pause();
+    let node = start(Fakes::default());
+    node.fakes
+        .state()
+        .config_maps
+        .insert("app".into(), [("k".to_owned(), "v".to_owned())].into());
+    node.watch
+        .send(PodWatchEvent::Applied(Box::new(cfg_pod("u1"))))
+        .unwrap();
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually("mounted", Duration::from_secs(1), || {
+        mounted(&node.memory, "u1")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    assert_eq!(
+        node.fakes.state().set_ups.len(),
+        1,
+        "no refresh before the sync period"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        node.fakes.state().set_ups.len(),
+        2,
+        "one refresh at the sync period"
+    );
+}
+
+#[actix_rt::test]
+async fn nothing_reconstructed_is_torn_down_before_the_pod_list_is_complete() {
+    tokio::time::pause();
+    let fakes = Fakes::default();
+    let volume = MountedVolume {
+        plugin: Plugin::EmptyDir,
+        unique_name: UniqueVolumeName::pod_scoped(Plugin::EmptyDir, "old", "data"),
+        attachable: false,
+        state: MountState::Uncertain,
+        set_up_at: None,
+    };
+    {
+        let mut state = fakes.state();
+        state
+            .on_disk
+            .mounts
+            .insert(("old".into(), "data".into()), volume);
+        state.on_disk.pod_dirs.insert("old".into());
+    }
+    let node = start(fakes);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        node.fakes.state().tear_downs.is_empty(),
+        "the pod may still come"
+    );
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually("the orphan is torn down", Duration::from_secs(1), || {
+        node.fakes.state().tear_downs == [("old".to_owned(), "data".to_owned())]
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn volumes_in_use_is_reported_once_the_reconciler_synced() {
+    tokio::time::pause();
+    let node = start(Fakes::default());
+    eventually("volumesInUse is reported", Duration::from_secs(1), || {
+        !node.in_use.lock().unwrap().is_empty()
+    })
+    .await;
+    assert_eq!(
+        *node.in_use.lock().unwrap(),
+        [Some(Vec::<String>::new())],
+        "an empty list once synced, never None after it, sent once"
+    );
+}
+
+#[actix_rt::test]
+async fn full_peer_mailboxes_never_hold_the_volume_manager_up() {
+    tokio::time::pause();
+    let fakes = Fakes::default();
+    fakes
+        .state()
+        .config_maps
+        .insert("app".into(), [("k".to_owned(), "v".to_owned())].into());
+    let (watch, receiver) = mpsc::unbounded_channel();
+    *fakes.watch.lock().unwrap() = Some(receiver);
+    let memory = Kept::<VolumeManagerMemory>::default();
+    // Both peers refuse everything, as full mailboxes do.
+    let peers = VolumeManagerPeers {
+        node_status: Some(Recipient::from_fn(|m| {
+            Err(nodepulse_supervisor::SendError::Full(m))
+        })),
+        pod_lifecycle: Some(Recipient::from_fn(|m| {
+            Err(nodepulse_supervisor::SendError::Full(m))
+        })),
+    };
+    let settings = VolumeManagerSettings {
+        node_name: "n1".into(),
+        dirs: PodDirs::new("/var/lib/kubelet"),
+        sync_period: Duration::from_secs(60),
+    };
+    let _actor = VolumeManagerActor::new(
+        settings,
+        Arc::new(fakes.clone()),
+        Arc::new(fakes.clone()),
+        Arc::new(fakes.clone()),
+        memory.clone(),
+        peers,
+    )
+    .start();
+    let uids: Vec<String> = (0..200).map(|i| format!("u{i}")).collect();
+    for uid in &uids {
+        watch
+            .send(PodWatchEvent::Applied(Box::new(cfg_pod(uid))))
+            .unwrap();
+    }
+    watch.send(PodWatchEvent::Listed).unwrap();
+    eventually(
+        "every pod's volume is mounted",
+        Duration::from_secs(5),
+        || uids.iter().all(|uid| mounted(&memory, uid)),
+    )
+    .await;
+}

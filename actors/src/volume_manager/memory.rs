@@ -1,0 +1,139 @@
+//! What the volume manager keeps across restarts of its actor (in a `Kept`, as the other
+//! actors do): the pods the watch reported, the actual state, the tokens issued, the failed
+//! operations with their back-off, and `volumesAttached`. The [`VolumeView`] handed to the pod
+//! providers reads the same memory, so a restart never blinds them.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::Pod;
+use nodepulse_supervisor::Kept;
+use tokio::time::Instant;
+
+use super::{
+    ActualState, DesiredState, MountReadiness, Plugin, PodDirs, UniqueVolumeName,
+    content::{NodeAllocatable, token::TokenCache},
+    mount_readiness,
+};
+use crate::ports::PodVolumeView;
+
+/// First wait after a failed operation; it doubles up to [`MAX_BACKOFF`] (§1.3).
+pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(122);
+
+/// A failed operation on one (pod, volume): when it may run again, and why it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub error: String,
+    pub retry_at: Instant,
+    pub backoff: Duration,
+    pub failures: u32,
+}
+
+impl Failure {
+    /// The failure after `previous` (doubling its wait), at `now`.
+    pub fn next(previous: Option<&Failure>, error: String, now: Instant) -> Self {
+        let backoff = previous.map_or(INITIAL_BACKOFF, |p| (p.backoff * 2).min(MAX_BACKOFF));
+        Self {
+            error,
+            retry_at: now + backoff,
+            backoff,
+            failures: previous.map_or(1, |p| p.failures + 1),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct VolumeManagerMemory {
+    /// The pods the watch reported, by UID.
+    pub pods: BTreeMap<String, Pod>,
+    /// The watch has delivered a complete list since this process started.
+    pub listed: bool,
+    pub actual: ActualState,
+    /// The actual state was rebuilt from disk (once per process; instances merge with it).
+    pub reconstructed: bool,
+    /// The reconciler has run a pass since the process started (the kubelet's
+    /// `ReconcilerStatesHasBeenSynced`).
+    pub synced: bool,
+    pub volumes_attached: BTreeSet<UniqueVolumeName>,
+    pub allocatable: NodeAllocatable,
+    pub tokens: TokenCache,
+    /// By (pod UID, outer volume name).
+    pub failures: BTreeMap<(String, String), Failure>,
+    /// Pods told (a FailedMount event) that some of their volumes cannot be served.
+    pub pod_errors_reported: BTreeSet<String>,
+    /// Pod UIDs whose directory could not be removed, with why.
+    pub pod_dir_failures: BTreeMap<String, String>,
+}
+
+impl VolumeManagerMemory {
+    /// The desired state from the pods the watch reported. Complete (so unmounting may begin)
+    /// only once the watch has listed every pod.
+    pub fn desired(&self, node_name: &str) -> DesiredState {
+        let mut desired = DesiredState::from_pods(self.pods.values(), node_name);
+        desired.populated = self.listed;
+        desired
+    }
+}
+
+/// What the pod providers read ([`PodVolumeView`]): the verdict for a pod, computed from the
+/// volume manager's memory when asked.
+#[derive(Clone)]
+pub struct VolumeView {
+    memory: Kept<VolumeManagerMemory>,
+    node_name: String,
+    dirs: PodDirs,
+}
+
+impl VolumeView {
+    pub fn new(memory: Kept<VolumeManagerMemory>, node_name: String, dirs: PodDirs) -> Self {
+        Self {
+            memory,
+            node_name,
+            dirs,
+        }
+    }
+}
+
+impl PodVolumeView for VolumeView {
+    fn readiness(&self, pod_uid: &str) -> MountReadiness {
+        self.memory.read(|memory| {
+            // The one pod's desired state: providers ask for every pending pod on each tick.
+            let pod = memory.pods.get(pod_uid);
+            let desired = DesiredState::from_pods(pod, &self.node_name);
+            mount_readiness(&desired, &memory.actual, &memory.volumes_attached, pod_uid)
+        })
+    }
+
+    fn host_paths(&self, pod_uid: &str) -> BTreeMap<String, PathBuf> {
+        self.memory.read(|memory| {
+            let desired = memory.desired(&self.node_name);
+            let Some(pod) = desired.pods.get(pod_uid) else {
+                return BTreeMap::new();
+            };
+            pod.volumes
+                .values()
+                .filter(|volume| {
+                    memory
+                        .actual
+                        .mounts
+                        .contains_key(&(pod_uid.to_owned(), volume.name.clone()))
+                })
+                .map(|volume| {
+                    let path = match (&volume.plugin, &volume.spec.host_path) {
+                        (Plugin::HostPath, Some(source)) => PathBuf::from(&source.path),
+                        (Plugin::Csi, _) => self
+                            .dirs
+                            .volume_dir(pod_uid, volume.plugin, &volume.name)
+                            .join("mount"),
+                        _ => self.dirs.volume_dir(pod_uid, volume.plugin, &volume.name),
+                    };
+                    (volume.name.clone(), path)
+                })
+                .collect()
+        })
+    }
+}
