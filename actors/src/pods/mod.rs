@@ -1,9 +1,10 @@
 //! The pods bound to this node: PodLifecycleActor watches them and drives a lifecycle provider
-//! (the `simulated` one here), whose updates become StatusManager's `SetPodStatus`,
+//! (`simulated`, or `cri` for real containers), whose updates become StatusManager's `SetPodStatus`,
 //! `SetContainerReadiness` and `TerminatePod`.
 
 mod actor;
 pub mod annotations;
+pub mod cri;
 pub mod ip_pool;
 mod provider;
 mod simulated;
@@ -12,7 +13,9 @@ mod simulated_status;
 mod tests;
 
 pub use actor::{PodLifecycleActor, PodLifecycleSettings};
-pub use provider::{NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate};
+pub use provider::{
+    NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink,
+};
 pub use simulated::{SimulatedPods, SimulatedSettings, TICK};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
 

@@ -1,0 +1,140 @@
+//! Tearing a pod down (deleted, evicted, or gone from the API): every container stopped in
+//! parallel with the grace period left (the runtime sends SIGTERM, then SIGKILL), the
+//! sandboxes stopped, the final status reported, the sandboxes removed, and TerminatePod.
+
+use std::{sync::Arc, time::Duration};
+
+use futures::future::join_all;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{
+    engine::{Ending, Engine},
+    status::{StatusInputs, pod_status},
+};
+use crate::{pods::provider::PodUpdate, ports::ContainerState};
+
+/// The kubelet never gives a container less than this to stop (`minimumGracePeriodInSeconds`).
+const MIN_GRACE: Duration = Duration::from_secs(2);
+/// `terminationGracePeriodSeconds`' API default.
+const DEFAULT_GRACE_SECONDS: i64 = 30;
+
+/// The grace period left to the pod's containers at `now`: what remains until its
+/// `deletionTimestamp` (within `deletionGracePeriodSeconds`), never under two seconds. An
+/// eviction here is a hard one: the minimum.
+pub fn grace_left(pod: &Pod, ending: &Ending, now: Timestamp) -> Duration {
+    if matches!(ending, Ending::Evicted { .. }) {
+        return MIN_GRACE;
+    }
+    let seconds = pod
+        .metadata
+        .deletion_grace_period_seconds
+        .or_else(|| pod.spec.as_ref()?.termination_grace_period_seconds)
+        .unwrap_or(DEFAULT_GRACE_SECONDS);
+    let full = Duration::from_secs(u64::try_from(seconds).unwrap_or(0));
+    let left = pod
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .and_then(|deadline| Duration::try_from(deadline.0.duration_since(now)).ok())
+        .map_or(full, |left| left.min(full));
+    left.max(MIN_GRACE)
+}
+
+impl Engine {
+    pub async fn terminate(self: &Arc<Self>, uid: &str, ending: Ending) {
+        let _ = self.runtime_name().await;
+        if let Err(error) = self.refresh(uid).await {
+            tracing::warn!(%error, uid, "cannot list the pod's containers to stop them; retrying");
+            self.retry_soon(uid);
+            return;
+        }
+        let Some((pod, runtime)) = self
+            .core()
+            .pods
+            .get(uid)
+            .map(|e| (e.pod.clone(), e.runtime.clone()))
+        else {
+            return;
+        };
+        let grace = grace_left(&pod, &ending, self.now());
+        let stops = runtime
+            .containers
+            .iter()
+            .filter(|c| matches!(c.state, ContainerState::Running | ContainerState::Created))
+            .map(|c| self.runtime.stop_container(c.id.clone(), grace));
+        for result in join_all(stops).await {
+            if let Err(error) = result {
+                tracing::warn!(%error, uid, "StopContainer failed");
+            }
+        }
+        let _ = self.refresh(uid).await;
+        for sandbox in &runtime.sandboxes {
+            if let Err(error) = self.runtime.stop_pod_sandbox(sandbox.id.clone()).await {
+                tracing::warn!(%error, uid, "error killing pod");
+                self.retry_soon(uid);
+                return;
+            }
+        }
+        self.report_final(uid, &ending);
+        for sandbox in &runtime.sandboxes {
+            if let Err(error) = self.runtime.remove_pod_sandbox(sandbox.id.clone()).await {
+                tracing::warn!(%error, uid, "RemovePodSandbox failed; the sandbox stays stopped");
+            }
+        }
+        let mut core = self.core();
+        core.crash.forget(&format!("{uid}/"));
+        if ending == Ending::Gone {
+            core.pods.remove(uid);
+        }
+        drop(core);
+        self.wake();
+    }
+
+    fn retry_soon(&self, uid: &str) {
+        let at = self.now();
+        if let Some(entry) = self.core().pods.get_mut(uid) {
+            entry.retry_at = Some(at);
+        }
+    }
+
+    /// The status the pod ends with (its containers as they stopped), then TerminatePod.
+    fn report_final(&self, uid: &str, ending: &Ending) {
+        let mut core = self.core();
+        let runtime_name = core.runtime_name.clone().unwrap_or_default();
+        let Some(entry) = core.pods.get_mut(uid) else {
+            return;
+        };
+        entry.finished = true;
+        if *ending == Ending::Gone {
+            return;
+        }
+        let evicted = match ending {
+            Ending::Evicted { reason, message } => Some((reason.as_str(), message.as_str())),
+            _ => None,
+        };
+        let status = pod_status(
+            &entry.pod,
+            &entry.runtime,
+            &StatusInputs {
+                runtime_name: &runtime_name,
+                host_ips: &self.settings.host_ips,
+                known_pod_ips: &entry.pod_ips,
+                start_time: Some(entry.start_time),
+                errors: None,
+                terminal: true,
+                evicted,
+            },
+        );
+        let pod = Box::new(entry.pod.clone());
+        let send_terminated = !std::mem::replace(&mut entry.terminated_sent, true);
+        entry.last_sent = Some(status.clone());
+        core.outbox.push(PodUpdate::Status {
+            pod: pod.clone(),
+            status: Box::new(status),
+        });
+        if send_terminated {
+            core.outbox.push(PodUpdate::Terminated { pod });
+        }
+    }
+}
