@@ -15,6 +15,7 @@ use nodepulse_actors::{
     pods::{
         self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
         SimulatedSettings,
+        cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
     ports::{LeaseApi, NodeApi, PodApi},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
@@ -28,7 +29,10 @@ use super::{
     ApiPorts, NodeAddresses, NodeResources, Parts, eviction_settings, node_status_settings,
     settings,
 };
-use crate::config::{RuntimeKind, Settings};
+use crate::{
+    config::{RuntimeKind, Settings},
+    cri::CriClient,
+};
 
 /// Every inbox of one node, taken by the part that starts its actor.
 pub(super) struct Inboxes {
@@ -152,8 +156,8 @@ impl Wiring<'_> {
         }
     }
 
-    /// The pods' provider: simulated pods for a simulated runtime, none otherwise (a CRI
-    /// provider is the next layer). Shared with eviction, which ranks the active pods.
+    /// The pods' provider: simulated pods for a simulated runtime, real ones on the CRI
+    /// runtime otherwise. Shared with eviction, which ranks the active pods.
     pub fn pod_state(&self) -> Arc<PodLifecycleState> {
         let config = &self.settings.config;
         Arc::new(match config.runtime {
@@ -163,8 +167,44 @@ impl Wiring<'_> {
                     fallback_cidr: settings::fallback_pod_cidr(config),
                 }))
             }
-            RuntimeKind::Cri => PodLifecycleState::new(NoPods),
+            RuntimeKind::Cri => match self.cri_pods() {
+                Ok(pods) => PodLifecycleState::new(pods),
+                Err(error) => {
+                    tracing::error!(%error, "cannot start the CRI pod provider; this node runs no pods");
+                    PodLifecycleState::new(NoPods)
+                }
+            },
         })
+    }
+
+    /// The CRI provider, on a client of its own (its connection lives on the provider's
+    /// thread) and without a volume view until the volume manager publishes one: containers
+    /// then mount no volumes.
+    fn cri_pods(&self) -> Result<CriPods, String> {
+        let config = &self.settings.config;
+        let client = CriClient::new(
+            &config.container_runtime_endpoint,
+            config.runtime_request_timeout.0,
+        )
+        .map_err(|error| error.to_string())?;
+        let mut host_ips: Vec<String> = config.node_ip.clone();
+        if host_ips.is_empty() {
+            host_ips.extend(self.resources.host_ip.map(|ip| ip.to_string()));
+        }
+        let settings = CriPodsSettings {
+            host_ips,
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            root_dir: config.root_dir.clone(),
+            cluster_dns: ClusterDns {
+                servers: config.cluster_dns.clone(),
+                domain: config.cluster_domain.clone(),
+            },
+            resolv_conf: config.resolv_conf.clone(),
+            memory_capacity: self.resources.machine.read().memory_bytes,
+            relist_period: RELIST_PERIOD,
+            clock: Arc::new(jiff::Timestamp::now),
+        };
+        CriPods::on_own_thread(settings, Arc::new(client), None).map_err(|error| error.to_string())
     }
 
     /// StatusManager, then the pod lifecycle actor that feeds it; and the shutdown drain that
