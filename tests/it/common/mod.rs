@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod collector;
 pub mod containerd;
 pub mod cri_fixture;
+pub mod cri_node;
 pub mod daemon;
 pub mod host_fixture;
 pub mod identity;

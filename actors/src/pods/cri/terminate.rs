@@ -1,6 +1,7 @@
 //! Tearing a pod down (deleted, evicted, or gone from the API): every container stopped in
 //! parallel with the grace period left (the runtime sends SIGTERM, then SIGKILL), the
-//! sandboxes stopped, the final status reported, the sandboxes removed, and TerminatePod.
+//! sandboxes stopped and removed, then the final status and TerminatePod — so a pod the API
+//! no longer shows has nothing left in the runtime.
 
 use std::{sync::Arc, time::Duration};
 
@@ -68,7 +69,6 @@ impl Engine {
                 tracing::warn!(%error, uid, "StopContainer failed");
             }
         }
-        let _ = self.refresh(uid).await;
         for sandbox in &runtime.sandboxes {
             if let Err(error) = self.runtime.stop_pod_sandbox(sandbox.id.clone()).await {
                 tracing::warn!(%error, uid, "error killing pod");
@@ -76,12 +76,14 @@ impl Engine {
                 return;
             }
         }
-        self.report_final(uid, &ending);
+        // The containers as they ended, read before RemovePodSandbox takes them away.
+        let _ = self.refresh(uid).await;
         for sandbox in &runtime.sandboxes {
             if let Err(error) = self.runtime.remove_pod_sandbox(sandbox.id.clone()).await {
                 tracing::warn!(%error, uid, "RemovePodSandbox failed; the sandbox stays stopped");
             }
         }
+        self.report_final(uid, &ending);
         let mut core = self.core();
         core.crash.forget(&format!("{uid}/"));
         if ending == Ending::Gone {

@@ -570,6 +570,10 @@ async fn deletion_stops_containers_with_the_grace_left_then_the_sandbox_then_ter
         "{calls:?}"
     );
     assert!(calls[1].starts_with("StopPodSandbox") && calls[2].starts_with("RemovePodSandbox"));
+    assert!(
+        harness.runtime.sandbox_configs().is_empty(),
+        "nothing is left before TerminatePod"
+    );
     let last = harness.updates.last().unwrap();
     assert!(
         matches!(last, PodUpdate::Terminated { .. }),
