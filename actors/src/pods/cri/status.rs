@@ -129,7 +129,7 @@ fn container_status(
     }
     let error = inputs.errors.and_then(|errors| errors.get(&container.name));
     if let Some(error) = error {
-        let wants_start = !status.state.as_ref().is_some_and(|s| s.running.is_some());
+        let wants_start = status.state.as_ref().is_none_or(|s| s.running.is_none());
         if wants_start {
             if let Some(state) = status.state.take().filter(|s| s.terminated.is_some()) {
                 status.last_state = Some(state);
@@ -170,11 +170,11 @@ fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &
         {
             pending_init = true;
         } else if let Some(code) = terminated_code(status).or_else(|| last_terminated_code(status))
+            && code != 0
         {
-            if code != 0 {
-                failed_init = true;
-                pending_init = true;
-            }
+            // A failed init container holds the pod back while it may run again.
+            failed_init = true;
+            pending_init = true;
         }
     }
     let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);

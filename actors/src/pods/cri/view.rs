@@ -68,8 +68,8 @@ impl Fingerprint {
 impl PodRuntime {
     /// Sorts both lists newest first.
     pub fn new(mut sandboxes: Vec<SandboxStatus>, mut containers: Vec<ContainerStatus>) -> Self {
-        sandboxes.sort_by(|a, b| b.created_at.cmp(&a.created_at));
-        containers.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        sandboxes.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+        containers.sort_by_key(|c| std::cmp::Reverse(c.created_at));
         Self {
             sandboxes,
             containers,

@@ -290,13 +290,13 @@ impl ContainerRuntime for FakeRuntime {
         let now = self.nanos();
         let mut state = self.state();
         let code = state.stop_exit_code;
-        if let Some((_, status, _)) = state.containers.get_mut(&id) {
-            if status.state == ContainerState::Running {
-                status.state = ContainerState::Exited;
-                status.exit_code = code;
-                status.finished_at = now;
-                status.reason = if code == 0 { "Completed" } else { "Error" }.to_owned();
-            }
+        if let Some((_, status, _)) = state.containers.get_mut(&id)
+            && status.state == ContainerState::Running
+        {
+            status.state = ContainerState::Exited;
+            status.exit_code = code;
+            status.finished_at = now;
+            status.reason = if code == 0 { "Completed" } else { "Error" }.to_owned();
         }
         done(Ok(()))
     }
