@@ -69,6 +69,29 @@ async fn runtime_containers(fixture: &CriFixture, pod: &Pod) -> Vec<String> {
     containers.into_iter().map(|c| c.id).collect()
 }
 
+/// A CRI node on a private containerd against a test cluster; dropped in this order, so the
+/// sandboxes go while containerd still runs.
+struct Setup {
+    node: CriNode,
+    fixture: CriFixture,
+    cluster: TestCluster,
+}
+
+impl Setup {
+    /// `None` (skip) where containerd is missing, outside CI only.
+    async fn start(test: &str, prefix: &str) -> Option<Self> {
+        CriFixture::required(test)?;
+        let cluster = TestCluster::start().await;
+        let fixture = CriFixture::start(prefix).await;
+        let node = CriNode::start(&cluster.kubeconfig, &fixture, prefix).await;
+        Some(Self {
+            node,
+            fixture,
+            cluster,
+        })
+    }
+}
+
 fn runtime_id(status: &ContainerStatus) -> String {
     let id = status.container_id.clone().expect("a container ID");
     id.strip_prefix("containerd://")
@@ -78,14 +101,18 @@ fn runtime_id(status: &ContainerStatus) -> String {
 
 #[actix_rt::test]
 async fn a_pod_runs_on_containerd_and_shows_running_with_its_cni_address() {
-    let Some(()) =
-        CriFixture::required("a_pod_runs_on_containerd_and_shows_running_with_its_cni_address")
+    let Some(Setup {
+        node,
+        fixture,
+        cluster,
+    }) = Setup::start(
+        "a_pod_runs_on_containerd_and_shows_running_with_its_cni_address",
+        "cri-runs",
+    )
+    .await
     else {
         return;
     };
-    let cluster = TestCluster::start().await;
-    let fixture = CriFixture::start("cri-pod-runs").await;
-    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-runs").await;
     node.guard(async {
         let name = format!("{}-web", node.name);
         let script = format!("echo $GREETING from $(hostname) > /tmp/out; {UNTIL_TERM}");
@@ -151,14 +178,18 @@ async fn a_pod_runs_on_containerd_and_shows_running_with_its_cni_address() {
 
 #[actix_rt::test]
 async fn a_container_exiting_1_under_always_reaches_crash_loop_back_off() {
-    let Some(()) =
-        CriFixture::required("a_container_exiting_1_under_always_reaches_crash_loop_back_off")
+    let Some(Setup {
+        node,
+        fixture,
+        cluster,
+    }) = Setup::start(
+        "a_container_exiting_1_under_always_reaches_crash_loop_back_off",
+        "cri-crash",
+    )
+    .await
     else {
         return;
     };
-    let cluster = TestCluster::start().await;
-    let fixture = CriFixture::start("cri-crashloop").await;
-    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-crash").await;
     node.guard(async {
         let name = format!("{}-crash", node.name);
         create(
@@ -218,14 +249,18 @@ async fn a_container_exiting_1_under_always_reaches_crash_loop_back_off() {
 
 #[actix_rt::test]
 async fn on_failure_and_never_pods_end_succeeded_and_failed_with_the_exit_code() {
-    let Some(()) = CriFixture::required(
+    let Some(Setup {
+        node,
+        fixture,
+        cluster,
+    }) = Setup::start(
         "on_failure_and_never_pods_end_succeeded_and_failed_with_the_exit_code",
-    ) else {
+        "cri-phases",
+    )
+    .await
+    else {
         return;
     };
-    let cluster = TestCluster::start().await;
-    let fixture = CriFixture::start("cri-phases").await;
-    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-phases").await;
     node.guard(async {
         let done = format!("{}-done", node.name);
         let failed = format!("{}-failed", node.name);
@@ -282,14 +317,18 @@ async fn on_failure_and_never_pods_end_succeeded_and_failed_with_the_exit_code()
 
 #[actix_rt::test]
 async fn an_init_container_runs_to_completion_before_the_app_starts() {
-    let Some(()) =
-        CriFixture::required("an_init_container_runs_to_completion_before_the_app_starts")
+    let Some(Setup {
+        node,
+        fixture,
+        cluster,
+    }) = Setup::start(
+        "an_init_container_runs_to_completion_before_the_app_starts",
+        "cri-init",
+    )
+    .await
     else {
         return;
     };
-    let cluster = TestCluster::start().await;
-    let fixture = CriFixture::start("cri-init").await;
-    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-init").await;
     node.guard(async {
         let name = format!("{}-gated", node.name);
         let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
@@ -351,14 +390,18 @@ async fn an_init_container_runs_to_completion_before_the_app_starts() {
 
 #[actix_rt::test]
 async fn a_missing_image_under_never_waits_with_err_image_never_pull() {
-    let Some(()) =
-        CriFixture::required("a_missing_image_under_never_waits_with_err_image_never_pull")
+    let Some(Setup {
+        node,
+        fixture: _fixture,
+        cluster,
+    }) = Setup::start(
+        "a_missing_image_under_never_waits_with_err_image_never_pull",
+        "cri-never",
+    )
+    .await
     else {
         return;
     };
-    let cluster = TestCluster::start().await;
-    let fixture = CriFixture::start("cri-never-pull").await;
-    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-never").await;
     node.guard(async {
         let name = format!("{}-missing", node.name);
         let container = json!({"name": "app", "image": "nodepulse.test/missing:1", "imagePullPolicy": "Never"});
@@ -406,14 +449,18 @@ async fn delete_and_wait_gone(api: &Api<Pod>, name: &str, grace: u32) -> Pod {
 
 #[actix_rt::test]
 async fn deletion_ends_containers_with_sigterm_then_sigkill_after_the_grace_period() {
-    let Some(()) = CriFixture::required(
+    let Some(Setup {
+        node,
+        fixture,
+        cluster,
+    }) = Setup::start(
         "deletion_ends_containers_with_sigterm_then_sigkill_after_the_grace_period",
-    ) else {
+        "cri-delete",
+    )
+    .await
+    else {
         return;
     };
-    let cluster = TestCluster::start().await;
-    let fixture = CriFixture::start("cri-delete").await;
-    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-delete").await;
     node.guard(async {
         let polite = format!("{}-polite", node.name);
         let stubborn = format!("{}-stubborn", node.name);

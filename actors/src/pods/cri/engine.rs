@@ -267,6 +267,33 @@ impl Engine {
         Ok(())
     }
 
+    /// The pod's status now; `ending` given, as it ends (its containers all stopped).
+    pub fn status_of(
+        &self,
+        entry: &PodEntry,
+        runtime_name: &str,
+        ending: Option<&Ending>,
+    ) -> PodStatus {
+        let evicted = match ending {
+            Some(Ending::Evicted { reason, message }) => Some((reason.as_str(), message.as_str())),
+            _ => None,
+        };
+        pod_status(
+            &entry.pod,
+            &entry.runtime,
+            &StatusInputs {
+                runtime_name,
+                host_ips: &self.settings.host_ips,
+                known_pod_ips: &entry.pod_ips,
+                start_time: Some(entry.start_time),
+                // A pod that ends shows how its containers ended, not why they did not start.
+                errors: ending.is_none().then_some(&entry.errors),
+                terminal: ending.is_some(),
+                evicted,
+            },
+        )
+    }
+
     /// Queues the pod's status when it changed; a pod that reached a terminal phase is
     /// finished and told to StatusManager as terminated.
     pub fn publish(&self, core: &mut Core, uid: &str) {
@@ -278,19 +305,7 @@ impl Engine {
         if entry.finished || entry.ending.is_some() {
             return;
         }
-        let status = pod_status(
-            &entry.pod,
-            &entry.runtime,
-            &StatusInputs {
-                runtime_name: &runtime_name,
-                host_ips: &self.settings.host_ips,
-                known_pod_ips: &entry.pod_ips,
-                start_time: Some(entry.start_time),
-                errors: Some(&entry.errors),
-                terminal: false,
-                evicted: None,
-            },
-        );
+        let status = self.status_of(entry, &runtime_name, None);
         let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
         let ips = reported_ips(&status);
         if !ips.is_empty() {

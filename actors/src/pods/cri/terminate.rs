@@ -9,10 +9,7 @@ use futures::future::join_all;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{
-    engine::{Ending, Engine},
-    status::{StatusInputs, pod_status},
-};
+use super::engine::{Ending, Engine};
 use crate::{pods::provider::PodUpdate, ports::ContainerState};
 
 /// The kubelet never gives a container less than this to stop (`minimumGracePeriodInSeconds`).
@@ -111,23 +108,7 @@ impl Engine {
         if *ending == Ending::Gone {
             return;
         }
-        let evicted = match ending {
-            Ending::Evicted { reason, message } => Some((reason.as_str(), message.as_str())),
-            _ => None,
-        };
-        let status = pod_status(
-            &entry.pod,
-            &entry.runtime,
-            &StatusInputs {
-                runtime_name: &runtime_name,
-                host_ips: &self.settings.host_ips,
-                known_pod_ips: &entry.pod_ips,
-                start_time: Some(entry.start_time),
-                errors: None,
-                terminal: true,
-                evicted,
-            },
-        );
+        let status = self.status_of(entry, &runtime_name, Some(ending));
         let pod = Box::new(entry.pod.clone());
         let send_terminated = !std::mem::replace(&mut entry.terminated_sent, true);
         entry.last_sent = Some(status.clone());

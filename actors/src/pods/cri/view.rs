@@ -48,20 +48,29 @@ fn state_name(state: ContainerState) -> &'static str {
 }
 
 impl Fingerprint {
-    pub fn of_listing(sandboxes: &[&SandboxSummary], containers: &[&ContainerSummary]) -> Self {
+    /// From (id, ready) of each sandbox and (id, state) of each container, in any order.
+    fn new(
+        sandboxes: impl Iterator<Item = (String, bool)>,
+        containers: impl Iterator<Item = (String, ContainerState)>,
+    ) -> Self {
         let mut print = Self {
-            sandboxes: sandboxes
-                .iter()
-                .map(|s| (s.id.clone(), s.state == SandboxState::Ready))
-                .collect(),
+            sandboxes: sandboxes.collect(),
             containers: containers
-                .iter()
-                .map(|c| (c.id.clone(), state_name(c.state)))
+                .map(|(id, state)| (id, state_name(state)))
                 .collect(),
         };
         print.sandboxes.sort();
         print.containers.sort();
         print
+    }
+
+    pub fn of_listing(sandboxes: &[&SandboxSummary], containers: &[&ContainerSummary]) -> Self {
+        Self::new(
+            sandboxes
+                .iter()
+                .map(|s| (s.id.clone(), s.state == SandboxState::Ready)),
+            containers.iter().map(|c| (c.id.clone(), c.state)),
+        )
     }
 }
 
@@ -77,21 +86,12 @@ impl PodRuntime {
     }
 
     pub fn fingerprint(&self) -> Fingerprint {
-        let mut print = Fingerprint {
-            sandboxes: self
-                .sandboxes
+        Fingerprint::new(
+            self.sandboxes
                 .iter()
-                .map(|s| (s.id.clone(), s.state == SandboxState::Ready))
-                .collect(),
-            containers: self
-                .containers
-                .iter()
-                .map(|c| (c.id.clone(), state_name(c.state)))
-                .collect(),
-        };
-        print.sandboxes.sort();
-        print.containers.sort();
-        print
+                .map(|s| (s.id.clone(), s.state == SandboxState::Ready)),
+            self.containers.iter().map(|c| (c.id.clone(), c.state)),
+        )
     }
 
     pub fn newest_sandbox(&self) -> Option<&SandboxStatus> {

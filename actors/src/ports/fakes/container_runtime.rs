@@ -47,6 +47,16 @@ fn not_found(method: &'static str, id: &str) -> ContainerRuntimeError {
     }
 }
 
+/// A running container ends with `code` at `now`, with the reason containerd gives.
+fn end(status: &mut ContainerStatus, code: i32, now: i64) {
+    if status.state == ContainerState::Running {
+        status.state = ContainerState::Exited;
+        status.exit_code = code;
+        status.finished_at = now;
+        status.reason = if code == 0 { "Completed" } else { "Error" }.to_owned();
+    }
+}
+
 fn matches(labels: &Labels, wanted: &Labels) -> bool {
     wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
@@ -106,11 +116,8 @@ impl FakeRuntime {
         let now = self.nanos();
         let mut state = self.state();
         for (_, status, _) in state.containers.values_mut() {
-            if status.name == name && status.state == ContainerState::Running {
-                status.state = ContainerState::Exited;
-                status.exit_code = code;
-                status.finished_at = now;
-                status.reason = if code == 0 { "Completed" } else { "Error" }.to_owned();
+            if status.name == name {
+                end(status, code, now);
             }
         }
     }
@@ -190,10 +197,8 @@ impl ContainerRuntime for FakeRuntime {
         };
         sandbox.state = SandboxState::NotReady;
         for (owner, status, _) in state.containers.values_mut() {
-            if *owner == id && status.state == ContainerState::Running {
-                status.state = ContainerState::Exited;
-                status.exit_code = 137;
-                status.finished_at = now;
+            if *owner == id {
+                end(status, 137, now);
             }
         }
         done(Ok(()))
@@ -290,13 +295,8 @@ impl ContainerRuntime for FakeRuntime {
         let now = self.nanos();
         let mut state = self.state();
         let code = state.stop_exit_code;
-        if let Some((_, status, _)) = state.containers.get_mut(&id)
-            && status.state == ContainerState::Running
-        {
-            status.state = ContainerState::Exited;
-            status.exit_code = code;
-            status.finished_at = now;
-            status.reason = if code == 0 { "Completed" } else { "Error" }.to_owned();
+        if let Some((_, status, _)) = state.containers.get_mut(&id) {
+            end(status, code, now);
         }
         done(Ok(()))
     }
