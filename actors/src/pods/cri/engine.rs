@@ -331,14 +331,24 @@ impl Engine {
 
     /// The PLEG: relists while the node has pods, sleeps on [`Notify`] while it has none.
     async fn pleg(self: Arc<Self>) {
+        // Said once when relisting starts failing and once when it works again.
+        let mut failing = false;
         loop {
             let active = self.core().pods.values().any(|entry| !entry.finished);
             if !active {
                 self.pods_present.notified().await;
                 continue;
             }
-            if let Err(error) = self.relist().await {
-                tracing::warn!(%error, "PLEG relist failed; trying again next period");
+            match self.relist().await {
+                Err(error) if !failing => {
+                    failing = true;
+                    tracing::warn!(%error, "PLEG relist failed; trying again every period");
+                }
+                Ok(()) if failing => {
+                    failing = false;
+                    tracing::info!("PLEG relists again");
+                }
+                _ => {}
             }
             self.wake();
             tokio::time::sleep(self.settings.relist_period).await;

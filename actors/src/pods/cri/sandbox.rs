@@ -243,3 +243,110 @@ pub fn sandbox_config(
         sysctls,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u1"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn cluster() -> ClusterDns {
+        ClusterDns {
+            servers: vec!["10.96.0.10".to_owned()],
+            domain: "cluster.local".to_owned(),
+        }
+    }
+
+    fn host() -> DnsConfig {
+        parse_resolv_conf("nameserver 1.1.1.1\nsearch corp.example # office\noptions edns0\n")
+    }
+
+    #[test]
+    fn cluster_first_gets_the_cluster_resolvers_and_search_paths_then_the_hosts() {
+        let dns = dns_config(&pod(json!({"containers": []})), &cluster(), &host()).unwrap();
+        assert_eq!(dns.servers, ["10.96.0.10"]);
+        assert_eq!(
+            dns.searches,
+            [
+                "shop.svc.cluster.local",
+                "svc.cluster.local",
+                "cluster.local",
+                "corp.example"
+            ]
+        );
+        assert_eq!(dns.options, ["ndots:5"]);
+    }
+
+    #[test]
+    fn host_network_and_default_policies_get_the_hosts_dns() {
+        let host_network = pod(json!({"containers": [], "hostNetwork": true}));
+        assert_eq!(dns_config(&host_network, &cluster(), &host()), Some(host()));
+        let with_host_net = pod(
+            json!({"containers": [], "hostNetwork": true, "dnsPolicy": "ClusterFirstWithHostNet"}),
+        );
+        assert_eq!(
+            dns_config(&with_host_net, &cluster(), &host())
+                .unwrap()
+                .servers,
+            ["10.96.0.10"]
+        );
+        let default = pod(json!({"containers": [], "dnsPolicy": "Default"}));
+        assert_eq!(dns_config(&default, &cluster(), &host()), Some(host()));
+    }
+
+    #[test]
+    fn without_cluster_dns_cluster_first_falls_back_to_the_host() {
+        let dns = dns_config(
+            &pod(json!({"containers": []})),
+            &ClusterDns::default(),
+            &host(),
+        );
+        assert_eq!(dns, Some(host()));
+    }
+
+    #[test]
+    fn policy_none_takes_only_the_pods_dns_config_and_nothing_without_one() {
+        let bare = pod(json!({"containers": [], "dnsPolicy": "None"}));
+        assert_eq!(dns_config(&bare, &cluster(), &host()), None);
+        let own = pod(json!({"containers": [], "dnsPolicy": "None", "dnsConfig": {
+            "nameservers": ["9.9.9.9"], "searches": ["a.example"],
+            "options": [{"name": "ndots", "value": "2"}, {"name": "rotate"}]}}));
+        let dns = dns_config(&own, &cluster(), &host()).unwrap();
+        assert_eq!(
+            (dns.servers, dns.searches, dns.options),
+            (
+                vec!["9.9.9.9".to_owned()],
+                vec!["a.example".to_owned()],
+                vec!["ndots:2".to_owned(), "rotate".to_owned()]
+            )
+        );
+    }
+
+    #[test]
+    fn a_pods_option_replaces_the_cluster_option_of_the_same_name() {
+        let tuned = pod(
+            json!({"containers": [], "dnsConfig": {"options": [{"name": "ndots", "value": "1"}]}}),
+        );
+        assert_eq!(
+            dns_config(&tuned, &cluster(), &host()).unwrap().options,
+            ["ndots:1"]
+        );
+    }
+
+    #[test]
+    fn hostnames_are_cut_to_63_characters_without_a_trailing_dash() {
+        let long = format!("{}-x", "a".repeat(62));
+        let named: Pod =
+            serde_json::from_value(json!({"metadata": {"name": long}, "spec": {"containers": []}}))
+                .unwrap();
+        assert_eq!(hostname(&named), "a".repeat(62));
+    }
+}

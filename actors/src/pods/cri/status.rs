@@ -378,3 +378,181 @@ pub fn reported_ips(status: &PodStatus) -> Vec<String> {
         .map(|ip| ip.ip.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::ports::{Labels, SandboxMetadata, SandboxState, SandboxStatus};
+
+    fn pod(policy: &str, names: &[&str]) -> Pod {
+        let containers: Vec<_> = names
+            .iter()
+            .map(|n| json!({"name": n, "image": "busybox:1"}))
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+            "spec": {"restartPolicy": policy, "containers": containers},
+        }))
+        .unwrap()
+    }
+
+    fn container(
+        name: &str,
+        state: ContainerState,
+        exit_code: i32,
+        created_at: i64,
+    ) -> ContainerStatus {
+        ContainerStatus {
+            id: format!("{name}-{created_at}"),
+            name: name.to_owned(),
+            attempt: 0,
+            state,
+            created_at,
+            started_at: 1_000_000_000,
+            finished_at: if state == ContainerState::Exited {
+                2_000_000_000
+            } else {
+                0
+            },
+            exit_code,
+            image: "busybox:1".to_owned(),
+            image_ref: "sha256:b".to_owned(),
+            reason: String::new(),
+            message: String::new(),
+            labels: Labels::new(),
+            annotations: Labels::new(),
+            log_path: "x".into(),
+        }
+    }
+
+    fn runtime(containers: Vec<ContainerStatus>) -> PodRuntime {
+        let sandbox = SandboxStatus {
+            id: "s".to_owned(),
+            metadata: SandboxMetadata::default(),
+            state: SandboxState::Ready,
+            created_at: 1,
+            ips: vec![
+                "10.0.0.2".to_owned(),
+                "fd00::2".to_owned(),
+                "10.0.0.3".to_owned(),
+            ],
+            labels: Labels::new(),
+            annotations: Labels::new(),
+        };
+        PodRuntime::new(vec![sandbox], containers)
+    }
+
+    fn status(pod: &Pod, runtime: &PodRuntime) -> PodStatus {
+        pod_status(
+            pod,
+            runtime,
+            &StatusInputs {
+                runtime_name: "containerd",
+                ..StatusInputs::default()
+            },
+        )
+    }
+
+    #[test]
+    fn the_phase_follows_the_kubelets_rules_for_each_restart_policy() {
+        use ContainerState::{Exited, Running};
+        let cases: [(&str, Vec<ContainerStatus>, &str); 7] = [
+            ("Always", vec![], "Pending"),
+            ("Always", vec![container("a", Running, 0, 2)], "Running"),
+            ("Always", vec![container("a", Exited, 1, 2)], "Running"),
+            ("OnFailure", vec![container("a", Exited, 0, 2)], "Succeeded"),
+            ("OnFailure", vec![container("a", Exited, 1, 2)], "Running"),
+            ("Never", vec![container("a", Exited, 1, 2)], "Failed"),
+            ("Never", vec![container("a", Exited, 0, 2)], "Succeeded"),
+        ];
+        for (policy, containers, expected) in cases {
+            let got = status(&pod(policy, &["a"]), &runtime(containers.clone()));
+            assert_eq!(
+                got.phase.as_deref(),
+                Some(expected),
+                "{policy} {containers:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_newest_instance_is_the_state_and_the_one_before_the_last_state() {
+        let runtime = runtime(vec![
+            container("a", ContainerState::Exited, 2, 2),
+            container("a", ContainerState::Running, 0, 3),
+        ]);
+        let status = status(&pod("Always", &["a"]), &runtime);
+        let a = &status.container_statuses.unwrap()[0];
+        assert_eq!(a.container_id.as_deref(), Some("containerd://a-3"));
+        assert!(a.state.as_ref().unwrap().running.is_some());
+        let last = a.last_state.as_ref().unwrap().terminated.as_ref().unwrap();
+        assert_eq!(
+            (last.exit_code, last.container_id.as_deref()),
+            (2, Some("containerd://a-2"))
+        );
+        assert_eq!(status.pod_ips.unwrap().len(), 2, "one address per family");
+    }
+
+    #[test]
+    fn unready_containers_are_named_in_the_ready_conditions_sorted_by_name() {
+        let runtime = runtime(vec![container("b", ContainerState::Running, 0, 2)]);
+        let status = status(&pod("Always", &["c", "b", "a"]), &runtime);
+        let names: Vec<String> = status
+            .container_statuses
+            .clone()
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        let ready = status
+            .conditions
+            .unwrap()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(
+            ready.message.as_deref(),
+            Some("containers with unready status: [a c]")
+        );
+        assert_eq!(ready.reason.as_deref(), Some("ContainersNotReady"));
+    }
+
+    #[test]
+    fn a_failed_start_shows_as_waiting_and_moves_the_last_run_to_last_state() {
+        let runtime = runtime(vec![container("a", ContainerState::Exited, 1, 2)]);
+        let errors = [(
+            "a".to_owned(),
+            StartError {
+                reason: "CrashLoopBackOff".to_owned(),
+                message: "back-off 10s".to_owned(),
+            },
+        )]
+        .into();
+        let status = pod_status(
+            &pod("Always", &["a"]),
+            &runtime,
+            &StatusInputs {
+                runtime_name: "containerd",
+                errors: Some(&errors),
+                ..StatusInputs::default()
+            },
+        );
+        let a = &status.container_statuses.unwrap()[0];
+        let waiting = a.state.as_ref().unwrap().waiting.as_ref().unwrap();
+        assert_eq!(waiting.reason.as_deref(), Some("CrashLoopBackOff"));
+        assert_eq!(
+            a.last_state
+                .as_ref()
+                .unwrap()
+                .terminated
+                .as_ref()
+                .unwrap()
+                .exit_code,
+            1
+        );
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+    }
+}
