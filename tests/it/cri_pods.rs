@@ -4,7 +4,8 @@
 //! CrashLoopBackOff; `OnFailure`/`Never` end Succeeded/Failed with the exit code; an init
 //! container gates the app; a missing image under `Never` waits with ErrImageNeverPull;
 //! deletion stops containers with SIGTERM, then SIGKILL after the grace period; a daemon
-//! SIGKILLed and restarted adopts its running pod without a second container.
+//! SIGKILLed and restarted adopts its running pod without a second container, and so does a
+//! pod actor killed while pods start.
 
 use crate::common;
 
@@ -26,7 +27,11 @@ use kube::{
     Api,
     api::{DeleteParams, WatchEvent, WatchParams},
 };
-use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState};
+use nodepulse_actors::{
+    pods,
+    ports::{ContainerFilter, ContainerRuntime, ContainerState},
+};
+use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = "default";
@@ -639,4 +644,85 @@ async fn a_daemon_killed_and_restarted_adopts_its_running_pod_without_a_second_c
         .expect("ListContainers");
     assert_eq!(states.len(), 1, "one running container");
     drop(daemon);
+}
+
+#[actix_rt::test]
+async fn killing_the_pod_actor_while_pods_start_starts_no_container_twice() {
+    let Some(Setup {
+        node,
+        fixture,
+        cluster,
+    }) = Setup::start(
+        "killing_the_pod_actor_while_pods_start_starts_no_container_twice",
+        "cri-kill",
+    )
+    .await
+    else {
+        return;
+    };
+    node.guard(async {
+        let names: Vec<String> = (0..3).map(|i| format!("{}-{i}", node.name)).collect();
+        for name in &names {
+            let manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
+            create(
+                &cluster.client,
+                &pod_manifest(name, NAMESPACE, &node.name, manifest),
+            )
+            .await;
+        }
+        for mode in [KillMode::Hang, KillMode::Panic] {
+            let before = node
+                .supervisor
+                .actor(pods::NAME)
+                .expect("the actor")
+                .restarts;
+            node.supervisor
+                .kill(pods::NAME, mode)
+                .await
+                .expect("the kill is accepted");
+            common::eventually("the pod actor runs again", || {
+                node.supervisor.actor(pods::NAME).is_some_and(|actor| {
+                    actor.restarts > before && actor.state == ChildState::Running
+                })
+            })
+            .await;
+        }
+        let mut first = None;
+        for name in &names {
+            let pod = wait_pod(
+                &cluster.client,
+                NAMESPACE,
+                name,
+                "Running and Ready",
+                running_and_ready,
+            )
+            .await;
+            assert_eq!(
+                runtime_containers(&fixture, &pod).await.len(),
+                1,
+                "{name}: one container"
+            );
+            first.get_or_insert(app(&pod));
+        }
+        // The restarted actor still hears from the provider: a container's end is reported.
+        let first = first.expect("a pod");
+        fixture
+            .client
+            .exec_sync(
+                runtime_id(&first),
+                vec!["kill".into(), "1".into()],
+                Duration::from_secs(10),
+            )
+            .await
+            .expect("ExecSync");
+        wait_pod(
+            &cluster.client,
+            NAMESPACE,
+            &names[0],
+            "restarted once",
+            |pod| app(pod).restart_count == 1 && running_and_ready(pod),
+        )
+        .await;
+    })
+    .await;
 }
