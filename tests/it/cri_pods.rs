@@ -3,7 +3,8 @@
 //! and the pod shows Running with the pod IP from CNI; exit 1 under `Always` reaches
 //! CrashLoopBackOff; `OnFailure`/`Never` end Succeeded/Failed with the exit code; an init
 //! container gates the app; a missing image under `Never` waits with ErrImageNeverPull;
-//! deletion stops containers with SIGTERM, then SIGKILL after the grace period; a daemon
+//! deletion runs the preStop hook, then stops containers with SIGTERM, then SIGKILL after the
+//! grace period; a daemon
 //! SIGKILLed and restarted adopts its running pod without a second container, and so does a
 //! pod actor killed while pods start.
 
@@ -453,13 +454,13 @@ async fn delete_and_wait_gone(api: &Api<Pod>, name: &str, grace: u32) -> Pod {
 }
 
 #[actix_rt::test]
-async fn deletion_ends_containers_with_sigterm_then_sigkill_after_the_grace_period() {
+async fn deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period() {
     let Some(Setup {
         node,
         fixture,
         cluster,
     }) = Setup::start(
-        "deletion_ends_containers_with_sigterm_then_sigkill_after_the_grace_period",
+        "deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period",
         "cri-delete",
     )
     .await
@@ -490,7 +491,21 @@ async fn deletion_ends_containers_with_sigterm_then_sigkill_after_the_grace_peri
             ),
         )
         .await;
-        for name in [&polite, &stubborn] {
+        // The preStop hook signals the shell, which then ends with 3 before any SIGTERM.
+        let hooked = format!("{}-hooked", node.name);
+        let mut container = shell("app", &format!("trap 'exit 3' USR1; {UNTIL_TERM}"));
+        container["lifecycle"] = json!({"preStop": {"exec": {"command": ["kill", "-USR1", "1"]}}});
+        create(
+            &cluster.client,
+            &pod_manifest(
+                &hooked,
+                NAMESPACE,
+                &node.name,
+                spec("Always", json!([container])),
+            ),
+        )
+        .await;
+        for name in [&polite, &stubborn, &hooked] {
             wait_pod(
                 &cluster.client,
                 NAMESPACE,
@@ -501,9 +516,10 @@ async fn deletion_ends_containers_with_sigterm_then_sigkill_after_the_grace_peri
             .await;
         }
         let api: Api<Pod> = Api::namespaced(cluster.client.clone(), NAMESPACE);
-        let (polite_end, stubborn_end) = futures::join!(
+        let (polite_end, stubborn_end, hooked_end) = futures::join!(
             delete_and_wait_gone(&api, &polite, 3),
-            delete_and_wait_gone(&api, &stubborn, 3)
+            delete_and_wait_gone(&api, &stubborn, 3),
+            delete_and_wait_gone(&api, &hooked, 3)
         );
         let end = |pod: &Pod| {
             app(pod)
@@ -521,7 +537,12 @@ async fn deletion_ends_containers_with_sigterm_then_sigkill_after_the_grace_peri
             137,
             "SIGTERM ignored: SIGKILL after the grace period"
         );
-        for pod in [&polite_end, &stubborn_end] {
+        assert_eq!(
+            end(&hooked_end).exit_code,
+            3,
+            "the preStop hook ran before SIGTERM"
+        );
+        for pod in [&polite_end, &stubborn_end, &hooked_end] {
             assert!(
                 runtime_containers(&fixture, pod).await.is_empty(),
                 "the sandbox is removed"

@@ -582,6 +582,39 @@ async fn deletion_stops_containers_with_the_grace_left_then_the_sandbox_then_ter
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_pre_stop_hook_runs_first_and_its_time_comes_off_the_grace_period() {
+    let mut harness = Harness::new();
+    let hooked = pod(
+        "Always",
+        json!({"containers": [{"name": "app", "image": IMAGE,
+            "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 5"]}}}}]}),
+    );
+    harness.apply(&hooked);
+    harness
+        .status_where("Running", |s| phase(s) == "Running")
+        .await;
+    harness.runtime.exec_takes(Duration::from_secs(5));
+    harness.apply(&deleted(&hooked, 30));
+    harness.wait_terminated().await;
+    let calls: Vec<String> = harness
+        .runtime
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("ExecSync") || c.starts_with("StopContainer"))
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[0].starts_with("ExecSync"),
+        "the hook runs before the stop: {calls:?}"
+    );
+    // 30 s less the hook's 5 whole seconds (and what the worker took before it).
+    assert!(
+        calls[1].ends_with(" 25s") || calls[1].ends_with(" 24s"),
+        "{calls:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_evicted_pod_is_killed_and_ends_failed_with_the_evictions_reason() {
     let mut harness = Harness::new();
     harness.apply(&pod("Always", json!({})));

@@ -29,6 +29,7 @@ struct State {
     pull_error: Option<String>,
     calls: Vec<String>,
     stop_exit_code: i32,
+    exec_takes: Duration,
 }
 
 pub struct FakeRuntime {
@@ -97,6 +98,11 @@ impl FakeRuntime {
     /// The code a container stopped by StopContainer exits with (0: it trapped SIGTERM).
     pub fn stop_with(&self, code: i32) {
         self.state().stop_exit_code = code;
+    }
+
+    /// How long each ExecSync runs (tokio time).
+    pub fn exec_takes(&self, duration: Duration) {
+        self.state().exec_takes = duration;
     }
 
     /// The calls so far, as `Method name-or-id`.
@@ -348,7 +354,11 @@ impl ContainerRuntime for FakeRuntime {
         _timeout: Duration,
     ) -> BoxFuture<'static, ContainerRuntimeResult<ExecOutput>> {
         self.record(format!("ExecSync {id}"));
-        done(Ok(ExecOutput::default()))
+        let takes = self.state().exec_takes;
+        Box::pin(async move {
+            tokio::time::sleep(takes).await;
+            Ok(ExecOutput::default())
+        })
     }
 
     fn image_status(
