@@ -259,11 +259,15 @@ impl Engine {
                 Err(error) => return Err(error),
             }
         }
-        let mut core = self.core();
-        if let Some(entry) = core.pods.get_mut(uid) {
-            entry.runtime = PodRuntime::new(sandboxes, containers);
+        {
+            let mut core = self.core();
+            if let Some(entry) = core.pods.get_mut(uid) {
+                entry.runtime = PodRuntime::new(sandboxes, containers);
+            }
+            self.publish(&mut core, uid);
         }
-        self.publish(&mut core, uid);
+        // The status goes out now, not at the next relist.
+        self.wake();
         Ok(())
     }
 

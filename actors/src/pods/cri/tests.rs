@@ -726,3 +726,28 @@ async fn with_no_pods_the_pleg_makes_no_runtime_calls() {
         "a finished pod is not relisted"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_actor_is_woken_through_its_sink_when_updates_wait() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut harness = Harness::new();
+    let woken = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&woken);
+    harness.pods.set_update_sink(Arc::new(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    }));
+    assert_eq!(woken.load(Ordering::SeqCst), 0, "nothing waits yet");
+    harness.apply(&pod("Always", json!({})));
+    let started = tokio::time::Instant::now();
+    while woken.load(Ordering::SeqCst) == 0 {
+        assert!(started.elapsed() < BUDGET, "never woken");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let updates = harness.pods.tick(Timestamp::now());
+    assert!(
+        updates
+            .iter()
+            .any(|u| matches!(u, PodUpdate::Status { .. })),
+        "{updates:?}"
+    );
+}

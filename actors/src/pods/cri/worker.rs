@@ -114,6 +114,8 @@ impl Engine {
             }
         }
         self.publish(&mut core, uid);
+        drop(core);
+        self.wake();
     }
 
     fn retry_later(&self, uid: &str) {
