@@ -19,7 +19,7 @@ use super::{
     backoff::Backoff,
     sandbox::ClusterDns,
     status::{StartError, StatusInputs, pod_status, reported_ips},
-    view::{PodRuntime, pod_uid},
+    view::PodRuntime,
 };
 use crate::{
     node_status::WallClock,
@@ -101,7 +101,7 @@ pub struct Engine {
     pub runtime: Arc<dyn PodRuntimePort>,
     pub volumes: Option<Arc<dyn PodVolumeView>>,
     core: Mutex<Core>,
-    pods_present: Notify,
+    pub(super) pods_present: Notify,
     spawner: Handle,
 }
 
@@ -237,7 +237,7 @@ impl Engine {
     }
 
     /// Fetches the statuses of these sandboxes and containers of `uid`, and reports.
-    async fn inspect(
+    pub(super) async fn inspect(
         &self,
         uid: &str,
         sandbox_ids: Vec<String>,
@@ -331,96 +331,5 @@ impl Engine {
                 });
             }
         }
-    }
-
-    /// The PLEG: relists while the node has pods, sleeps on [`Notify`] while it has none.
-    async fn pleg(self: Arc<Self>) {
-        // Said once when relisting starts failing and once when it works again.
-        let mut failing = false;
-        loop {
-            let active = self.core().pods.values().any(|entry| !entry.finished);
-            if !active {
-                self.pods_present.notified().await;
-                continue;
-            }
-            match self.relist().await {
-                Err(error) if !failing => {
-                    failing = true;
-                    tracing::warn!(%error, "PLEG relist failed; trying again every period");
-                }
-                Ok(()) if failing => {
-                    failing = false;
-                    tracing::info!("PLEG relists again");
-                }
-                _ => {}
-            }
-            self.wake();
-            tokio::time::sleep(self.settings.relist_period).await;
-        }
-    }
-
-    /// One relist: pods whose sandboxes or containers changed are inspected and synced; pods
-    /// whose back-off ran out are synced.
-    async fn relist(self: &Arc<Self>) -> ContainerRuntimeResult<()> {
-        if self.runtime_name().await.is_none() {
-            return Ok(());
-        }
-        let sandboxes = self
-            .runtime
-            .list_pod_sandboxes(SandboxFilter::default())
-            .await?;
-        let containers = self
-            .runtime
-            .list_containers(ContainerFilter::default())
-            .await?;
-        let mut changed = Vec::new();
-        {
-            let mut core = self.core();
-            core.relists += 1;
-            for (uid, entry) in &core.pods {
-                if entry.finished {
-                    continue;
-                }
-                let own_sandboxes: Vec<_> = sandboxes
-                    .iter()
-                    .filter(|s| pod_uid(&s.labels) == Some(uid.as_str()))
-                    .collect();
-                let own_containers: Vec<_> = containers
-                    .iter()
-                    .filter(|c| pod_uid(&c.labels) == Some(uid.as_str()))
-                    .collect();
-                let print = super::view::Fingerprint::of_listing(&own_sandboxes, &own_containers);
-                if print != entry.runtime.fingerprint() {
-                    let ids = own_sandboxes
-                        .iter()
-                        .map(|s| s.id.clone())
-                        .collect::<Vec<_>>();
-                    let cids = own_containers
-                        .iter()
-                        .map(|c| c.id.clone())
-                        .collect::<Vec<_>>();
-                    changed.push((uid.clone(), ids, cids));
-                }
-            }
-        }
-        for (uid, sandbox_ids, container_ids) in changed {
-            self.inspect(&uid, sandbox_ids, container_ids).await?;
-            self.request_sync(&uid);
-        }
-        let now = self.now();
-        let due: Vec<String> = {
-            let mut core = self.core();
-            core.crash.gc(now);
-            core.images.gc(now);
-            core.pods
-                .iter()
-                .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
-                .map(|(uid, _)| uid.clone())
-                .collect()
-        };
-        for uid in due {
-            self.request_sync(&uid);
-        }
-        Ok(())
     }
 }

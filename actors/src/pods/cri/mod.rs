@@ -7,6 +7,7 @@ mod backoff;
 mod container;
 mod engine;
 mod plan;
+mod pleg;
 mod pull;
 mod sandbox;
 mod status;
