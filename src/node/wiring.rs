@@ -239,18 +239,21 @@ impl Wiring<'_> {
             tick: self.resources.pod_tick,
         };
         let to_manager = self.addresses.status_manager.clone();
+        let lifecycle_state = Arc::clone(&state);
         let lifecycle = ChildSpec::new(pods::NAME, pod_lifecycle_inbox, move || {
             PodLifecycleActor::new(
                 lifecycle_settings.clone(),
                 Arc::clone(&pod_api),
-                Arc::clone(&state),
+                Arc::clone(&lifecycle_state),
                 to_manager.clone(),
             )
         });
         let flush = flush_pod_statuses(self.addresses.status_manager.clone(), node_name.clone());
+        let stop = stop_provider(Arc::clone(&state));
         builder
             .child(manager)
             .child(lifecycle)
+            .drain_on_shutdown(stop)
             .drain_on_shutdown(flush)
     }
 
@@ -295,6 +298,15 @@ impl Wiring<'_> {
         });
         builder.child(probe).child(eviction)
     }
+}
+
+/// At shutdown: the pod provider stops acting on the runtime (what runs keeps running, for the
+/// next nodepulse to adopt), so nothing starts or stops a container while the node winds down.
+fn stop_provider(state: Arc<PodLifecycleState>) -> Drain {
+    Box::new(move || {
+        state.provider().stop();
+        Box::pin(async {})
+    })
 }
 
 /// At shutdown, before the actors stop: every pod status the API lacks is sent, so a status

@@ -61,6 +61,9 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn next_wakeup(&self) -> Option<Timestamp> {
         None
     }
+    /// nodepulse is shutting down: stop acting on the pods. What runs keeps running, as when
+    /// the kubelet stops, and the next nodepulse adopts it.
+    fn stop(&mut self) {}
     /// The pods that may still run, with what they use.
     fn active_pods(&self) -> Vec<PodStats>;
     fn debug_state(&self) -> serde_json::Value;

@@ -94,6 +94,8 @@ pub struct Core {
     pub runtime_name: Option<String>,
     pub relists: u64,
     pub pleg_started: bool,
+    /// nodepulse is shutting down: no sync starts, the PLEG ends.
+    pub stopped: bool,
 }
 
 pub struct Engine {
@@ -158,6 +160,9 @@ impl Engine {
     pub fn request_sync(self: &Arc<Self>, uid: &str) {
         {
             let mut core = self.core();
+            if core.stopped {
+                return;
+            }
             let Some(entry) = core.pods.get_mut(uid) else {
                 return;
             };
@@ -175,9 +180,12 @@ impl Engine {
     /// One pod's worker: syncs (or tears down) until nobody asked for another round.
     async fn worker(self: Arc<Self>, uid: String) {
         loop {
-            let ending = match self.core().pods.get(&uid) {
-                Some(entry) if !entry.finished => entry.ending.clone(),
-                _ => break,
+            let ending = {
+                let core = self.core();
+                match core.pods.get(&uid) {
+                    Some(entry) if !entry.finished && !core.stopped => entry.ending.clone(),
+                    _ => break,
+                }
             };
             match ending {
                 Some(ending) => self.terminate(&uid, ending).await,

@@ -39,7 +39,7 @@ use crate::{
 pub struct CriPods {
     engine: Arc<Engine>,
     /// Dropping it ends the engine's own thread, when it has one.
-    _stop: Option<oneshot::Sender<()>>,
+    stop_thread: Option<oneshot::Sender<()>>,
 }
 
 fn is_terminal(pod: &Pod) -> bool {
@@ -59,7 +59,7 @@ impl CriPods {
     ) -> Self {
         Self {
             engine: Arc::new(Engine::new(settings, runtime, volumes, spawner)),
-            _stop: None,
+            stop_thread: None,
         }
     }
 
@@ -83,7 +83,7 @@ impl CriPods {
                 });
             })?;
         let mut pods = Self::new(settings, runtime, volumes, handle);
-        pods._stop = Some(stop);
+        pods.stop_thread = Some(stop);
         Ok(pods)
     }
 
@@ -205,6 +205,13 @@ impl PodLifecycleProvider for CriPods {
     fn volumes_changed(&mut self, pod_uid: &str, _now: Timestamp) -> Vec<PodUpdate> {
         self.engine.request_sync(pod_uid);
         self.drain()
+    }
+
+    fn stop(&mut self) {
+        self.engine.core().stopped = true;
+        self.engine.pods_present.notify_one();
+        // Its tasks end with the thread's runtime; CRI calls in flight are abandoned.
+        self.stop_thread.take();
     }
 
     fn set_update_sink(&mut self, sink: UpdateSink) {

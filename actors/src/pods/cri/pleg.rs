@@ -12,12 +12,22 @@ use super::{
 use crate::ports::{ContainerFilter, ContainerRuntimeResult, SandboxFilter};
 
 impl Engine {
-    /// The PLEG: relists while the node has pods, sleeps on [`Notify`] while it has none.
+    /// The PLEG: relists while the node has pods, waits to be told of pods while it has none.
     pub(super) async fn pleg(self: Arc<Self>) {
         // Said once when relisting starts failing and once when it works again.
         let mut failing = false;
         loop {
-            let active = self.core().pods.values().any(|entry| !entry.finished);
+            // A stop ends the loop even where the runtime it runs on goes on (tests).
+            let (active, stopped) = {
+                let core = self.core();
+                (
+                    core.pods.values().any(|entry| !entry.finished),
+                    core.stopped,
+                )
+            };
+            if stopped {
+                return;
+            }
             if !active {
                 self.pods_present.notified().await;
                 continue;

@@ -751,3 +751,27 @@ async fn the_actor_is_woken_through_its_sink_when_updates_wait() {
         "{updates:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_provider_leaves_what_runs_alone_and_calls_the_runtime_no_more() {
+    let mut harness = Harness::new();
+    harness.apply(&pod("Always", json!({})));
+    harness
+        .status_where("Running", |s| phase(s) == "Running")
+        .await;
+    harness.pods.stop();
+    let calls = harness.runtime.calls().len();
+    harness.runtime.exit("app", 1);
+    harness.apply(&pod("Always", json!({})));
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        harness.runtime.calls().len(),
+        calls,
+        "no call after the stop"
+    );
+    assert_eq!(
+        harness.runtime.states("app"),
+        [ContainerState::Exited],
+        "nothing restarted"
+    );
+}
