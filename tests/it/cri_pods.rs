@@ -37,8 +37,24 @@ use serde_json::{Value, json};
 
 const NAMESPACE: &str = "default";
 
-/// A shell that runs until SIGTERM, which ends it with 0.
-const UNTIL_TERM: &str = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+/// A shell that runs until SIGTERM, which ends it with 0; `/tmp/trapped` says its traps are
+/// set (a signal that comes first finds PID 1 without a handler, and is ignored).
+const UNTIL_TERM: &str =
+    "trap 'exit 0' TERM; touch /tmp/trapped; while :; do sleep 3600 & wait $!; done";
+
+/// Waits until the container's shell has set its traps (see [`UNTIL_TERM`]).
+async fn wait_trapped(fixture: &CriFixture, pod: &Pod) {
+    let id = runtime_id(&app(pod));
+    eventually_async("the container's shell set its traps", || {
+        let check = fixture.client.exec_sync(
+            id.clone(),
+            vec!["test".into(), "-e".into(), "/tmp/trapped".into()],
+            Duration::from_secs(10),
+        );
+        async move { check.await.is_ok_and(|output| output.exit_code == 0) }
+    })
+    .await;
+}
 
 fn shell(name: &str, script: &str) -> Value {
     json!({"name": name, "image": BUSYBOX_IMAGE, "command": ["/bin/sh", "-c", script]})
@@ -480,7 +496,7 @@ async fn deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period
             ),
         )
         .await;
-        let ignores = "trap '' TERM; while :; do sleep 1; done";
+        let ignores = "trap '' TERM; touch /tmp/trapped; while :; do sleep 1; done";
         create(
             &cluster.client,
             &pod_manifest(
@@ -506,7 +522,7 @@ async fn deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period
         )
         .await;
         for name in [&polite, &stubborn, &hooked] {
-            wait_pod(
+            let pod = wait_pod(
                 &cluster.client,
                 NAMESPACE,
                 name,
@@ -514,6 +530,7 @@ async fn deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period
                 running_and_ready,
             )
             .await;
+            wait_trapped(&fixture, &pod).await;
         }
         let api: Api<Pod> = Api::namespaced(cluster.client.clone(), NAMESPACE);
         let (polite_end, stubborn_end, hooked_end) = futures::join!(
@@ -629,6 +646,7 @@ async fn a_daemon_killed_and_restarted_adopts_its_running_pod_without_a_second_c
 
     // Statuses continue: the container ends (SIGTERM to its shell) and the new daemon
     // restarts it, counting from the restart count the runtime keeps.
+    wait_trapped(&fixture, &pod).await;
     fixture
         .client
         .exec_sync(
@@ -727,6 +745,15 @@ async fn killing_the_pod_actor_while_pods_start_starts_no_container_twice() {
         }
         // The restarted actor still hears from the provider: a container's end is reported.
         let first = first.expect("a pod");
+        let first_pod = wait_pod(
+            &cluster.client,
+            NAMESPACE,
+            &names[0],
+            "Running",
+            running_and_ready,
+        )
+        .await;
+        wait_trapped(&fixture, &first_pod).await;
         fixture
             .client
             .exec_sync(
