@@ -109,6 +109,19 @@ pub struct Config {
     /// (the kubelet's `podCIDR`, used there in standalone mode).
     #[serde(default = "default_pod_cidr", rename = "podCIDR")]
     pub pod_cidr: String,
+    /// The cluster's DNS resolvers, given to `ClusterFirst` pods (the kubelet's `clusterDNS`);
+    /// empty: such pods get the host's DNS, as the kubelet falls back.
+    #[serde(default, rename = "clusterDNS")]
+    pub cluster_dns: Vec<String>,
+    /// The cluster's DNS domain for pods' search paths (`cluster.local`).
+    #[serde(default = "default_cluster_domain")]
+    pub cluster_domain: String,
+    /// The host's resolv.conf, for `dnsPolicy: Default` pods and the fallback.
+    #[serde(default = "default_resolv_conf")]
+    pub resolv_conf: PathBuf,
+    /// Where pods' container logs go, a directory per pod (`<namespace>_<name>_<uid>`).
+    #[serde(default = "default_pod_logs_dir")]
+    pub pod_logs_dir: PathBuf,
     /// Hard eviction thresholds by signal (`memory.available: 100Mi`, `nodefs.available: 10%`);
     /// the kubelet's Linux defaults when omitted.
     #[serde(default = "default_eviction_hard")]
@@ -185,6 +198,18 @@ fn default_pod_cidr() -> String {
 
 fn default_sync_frequency() -> GoDuration {
     seconds(60)
+}
+
+fn default_cluster_domain() -> String {
+    "cluster.local".to_owned()
+}
+
+fn default_resolv_conf() -> PathBuf {
+    PathBuf::from("/etc/resolv.conf")
+}
+
+fn default_pod_logs_dir() -> PathBuf {
+    PathBuf::from("/var/log/pods")
 }
 
 fn default_runtime_probe_period() -> GoDuration {

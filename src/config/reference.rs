@@ -120,6 +120,22 @@ pub const FIELDS: &[FieldDoc] = &[
         "where a simulated node's pod addresses come from until the Node has a `spec.podCIDR`",
     ),
     field(
+        "clusterDNS",
+        "the cluster's DNS resolvers for `ClusterFirst` pods on `runtime: cri`; empty: the host's DNS, as the kubelet falls back",
+    ),
+    field(
+        "clusterDomain",
+        "the cluster's DNS domain in pods' search paths",
+    ),
+    field(
+        "resolvConf",
+        "the host's resolv.conf, for `dnsPolicy: Default` pods and the fallback",
+    ),
+    field(
+        "podLogsDir",
+        "where `runtime: cri` pods' container logs go, a directory `<namespace>_<name>_<uid>` per pod",
+    ),
+    field(
         "containerRuntimeEndpoint",
         "the CRI socket (only `unix://` endpoints)",
     ),

@@ -120,6 +120,11 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             "must be at least eventRecordQPS",
         ));
     }
+    for server in &config.cluster_dns {
+        if server.parse::<std::net::IpAddr>().is_err() {
+            return Err(invalid("clusterDNS", server, "not an IP address"));
+        }
+    }
     if let Err(reason) = nodepulse_actors::pods::ip_pool::Cidr::parse(&config.pod_cidr) {
         return Err(invalid("podCIDR", &config.pod_cidr, &reason));
     }

@@ -15,6 +15,7 @@ use nodepulse_actors::{
     pods::{
         self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
         SimulatedSettings,
+        cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
     ports::{LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
@@ -33,6 +34,7 @@ use super::{
 };
 use crate::{
     config::{RuntimeKind, Settings},
+    cri::CriClient,
     volume::host::DiskVolumeHost,
 };
 
@@ -184,9 +186,9 @@ impl Wiring<'_> {
         (memory, Arc::new(view))
     }
 
-    /// The pods' provider: simulated pods for a simulated runtime (starting a pod's
-    /// containers once `volumes` says its volumes are set up), none otherwise (a CRI provider
-    /// is the next layer). Shared with eviction, which ranks the active pods.
+    /// The pods' provider: simulated pods for a simulated runtime, real ones on the CRI
+    /// runtime otherwise; either starts a pod's containers once `volumes` says its volumes are
+    /// set up. Shared with eviction, which ranks the active pods.
     pub fn pod_state(&self, volumes: Arc<dyn PodVolumeView>) -> Arc<PodLifecycleState> {
         let config = &self.settings.config;
         Arc::new(match config.runtime {
@@ -197,8 +199,44 @@ impl Wiring<'_> {
                 })
                 .with_volumes(volumes),
             ),
-            RuntimeKind::Cri => PodLifecycleState::new(NoPods),
+            RuntimeKind::Cri => match self.cri_pods(volumes) {
+                Ok(pods) => PodLifecycleState::new(pods),
+                Err(error) => {
+                    tracing::error!(%error, "cannot start the CRI pod provider; this node runs no pods");
+                    PodLifecycleState::new(NoPods)
+                }
+            },
         })
+    }
+
+    /// The CRI provider, on a client of its own (its connection lives on the provider's
+    /// thread); containers mount what the volume manager set up (`volumes`).
+    fn cri_pods(&self, volumes: Arc<dyn PodVolumeView>) -> Result<CriPods, String> {
+        let config = &self.settings.config;
+        let client = CriClient::new(
+            &config.container_runtime_endpoint,
+            config.runtime_request_timeout.0,
+        )
+        .map_err(|error| error.to_string())?;
+        let mut host_ips: Vec<String> = config.node_ip.clone();
+        if host_ips.is_empty() {
+            host_ips.extend(self.resources.host_ip.map(|ip| ip.to_string()));
+        }
+        let settings = CriPodsSettings {
+            host_ips,
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            root_dir: config.root_dir.clone(),
+            cluster_dns: ClusterDns {
+                servers: config.cluster_dns.clone(),
+                domain: config.cluster_domain.clone(),
+            },
+            resolv_conf: config.resolv_conf.clone(),
+            memory_capacity: self.resources.machine.read().memory_bytes,
+            relist_period: RELIST_PERIOD,
+            clock: Arc::new(jiff::Timestamp::now),
+        };
+        CriPods::on_own_thread(settings, Arc::new(client), Some(volumes))
+            .map_err(|error| error.to_string())
     }
 
     /// VolumeManager: pods' volumes on disk under `rootDir`, `volumesInUse` to NodeStatus,
@@ -270,19 +308,22 @@ impl Wiring<'_> {
             tick: self.resources.pod_tick,
         };
         let to_manager = self.addresses.status_manager.clone();
+        let lifecycle_state = Arc::clone(&state);
         let lifecycle = ChildSpec::new(pods::NAME, pod_lifecycle_inbox, move || {
             PodLifecycleActor::new(
                 lifecycle_settings.clone(),
                 Arc::clone(&pod_api),
-                Arc::clone(&state),
+                Arc::clone(&lifecycle_state),
                 to_manager.clone(),
             )
         });
         let flush = flush_pod_statuses(self.addresses.status_manager.clone(), node_name.clone());
+        let stop = stop_provider(Arc::clone(&state));
         builder
             .child(manager)
             .child(volumes)
             .child(lifecycle)
+            .drain_on_shutdown(stop)
             .drain_on_shutdown(flush)
     }
 
@@ -327,6 +368,15 @@ impl Wiring<'_> {
         });
         builder.child(probe).child(eviction)
     }
+}
+
+/// At shutdown: the pod provider stops acting on the runtime (what runs keeps running, for the
+/// next nodepulse to adopt), so nothing starts or stops a container while the node winds down.
+fn stop_provider(state: Arc<PodLifecycleState>) -> Drain {
+    Box::new(move || {
+        state.provider().stop();
+        Box::pin(async {})
+    })
 }
 
 /// At shutdown, before the actors stop: every pod status the API lacks is sent, so a status

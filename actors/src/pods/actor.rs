@@ -5,7 +5,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use actix::{Actor, AsyncContext, Context, Handler, StreamHandler};
+use actix::{Actor, AsyncContext, Context, Handler, Message, StreamHandler};
 use jiff::Timestamp;
 use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
 use serde_json::json;
@@ -147,11 +147,30 @@ impl PodLifecycleActor {
     }
 }
 
+/// The provider has updates waiting (sent by its update sink, from any thread).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+struct ProviderUpdates;
+
+impl Handler<ProviderUpdates> for PodLifecycleActor {
+    type Result = ();
+
+    fn handle(&mut self, _: ProviderUpdates, ctx: &mut Context<Self>) {
+        let updates = self.state.provider().tick(Timestamp::now());
+        self.queue_updates(updates);
+        self.drain(ctx);
+    }
+}
+
 impl Actor for PodLifecycleActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.add_stream(self.api.watch_pods(&self.settings.node_name));
+        let address = ctx.address();
+        self.state
+            .provider()
+            .set_update_sink(Arc::new(move || address.do_send(ProviderUpdates)));
         ctx.run_interval(self.settings.tick, |actor, ctx| {
             let updates = actor.state.provider().tick(Timestamp::now());
             actor.queue_updates(updates);

@@ -1,13 +1,15 @@
 //! The pods bound to this node: PodLifecycleActor watches them and drives a lifecycle provider
-//! (the `simulated` one here), whose updates become StatusManager's `SetPodStatus`,
-//! `SetContainerReadiness` and `TerminatePod`. Beside it, the kubelet's pure pod rules a real
-//! provider applies: [`admission`], the container environment ([`env`]) and [`images`].
+//! (`simulated`, or `cri` for real containers), whose updates become StatusManager's
+//! `SetPodStatus`, `SetContainerReadiness` and `TerminatePod`. Beside it, the kubelet's pure pod
+//! rules a real provider applies: [`admission`], the container environment ([`env`]) and
+//! [`images`].
 
 mod actor;
 pub mod admission;
 #[cfg(test)]
 mod admission_tests;
 pub mod annotations;
+pub mod cri;
 pub mod env;
 mod env_sources;
 #[cfg(test)]
@@ -31,7 +33,9 @@ mod simulated_status;
 mod tests;
 
 pub use actor::{PodLifecycleActor, PodLifecycleSettings};
-pub use provider::{NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate};
+pub use provider::{
+    NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink,
+};
 pub use simulated::{SimulatedPods, SimulatedSettings, TICK};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
 

@@ -5,7 +5,7 @@
 
 use std::{
     collections::VecDeque,
-    sync::{Mutex, MutexGuard, PoisonError},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
 use jiff::Timestamp;
@@ -34,6 +34,9 @@ pub enum PodUpdate {
     Terminated { pod: Box<Pod> },
 }
 
+/// How a provider that works asynchronously tells the actor that updates wait for `tick`.
+pub type UpdateSink = Arc<dyn Fn() + Send + Sync>;
+
 pub trait PodLifecycleProvider: Send + 'static {
     /// A pod bound to this node, as the API has it now (listed, added or modified).
     fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate>;
@@ -50,6 +53,17 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn volumes_changed(&mut self, _pod_uid: &str, _now: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
     }
+    /// Where to signal that updates wait; each actor instance hands over its own on start.
+    /// Providers that answer only when called ignore it.
+    fn set_update_sink(&mut self, _sink: UpdateSink) {}
+    /// When the provider next has something come due without any event (issue 16: the actor
+    /// arms one timer for it); `None`: nothing, or the provider wakes the actor itself.
+    fn next_wakeup(&self) -> Option<Timestamp> {
+        None
+    }
+    /// nodepulse is shutting down: stop acting on the pods. What runs keeps running, as when
+    /// the kubelet stops, and the next nodepulse adopts it.
+    fn stop(&mut self) {}
     /// The pods that may still run, with what they use.
     fn active_pods(&self) -> Vec<PodStats>;
     fn debug_state(&self) -> serde_json::Value;

@@ -64,7 +64,7 @@ fn init_containers(pod: &Pod) -> &[Container] {
         .unwrap_or_default()
 }
 
-fn condition(
+pub(crate) fn condition(
     kind: &str,
     status: bool,
     reason: Option<&str>,

@@ -308,6 +308,6 @@ mod tests {
         let v1 = ApiResource::lookup("events.k8s.io", "v1", "events").map(|r| r.stored);
         assert_eq!(core, Some(StoredKind::Event));
         assert_eq!(core, v1);
-        assert!(ApiResource::lookup("", "v1", "persistentvolumes").is_none());
+        assert!(ApiResource::lookup("", "v1", "services").is_none());
     }
 }

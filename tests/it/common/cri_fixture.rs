@@ -1,7 +1,8 @@
 //! A private containerd ready to run pods through the CRI client: CNI config written, the
 //! network ready, the offline images imported and visible to the CRI plugin. Every sandbox a
-//! test makes carries its run label, and the fixture stops and removes them all when dropped,
-//! also when the test fails, before containerd itself is killed.
+//! test makes itself carries its run label (listings see only those); when dropped, also when
+//! the test fails, the fixture stops and removes every sandbox of its private containerd —
+//! the test's own and those a node made for its pods — before containerd itself is killed.
 
 use std::{
     path::Path,
@@ -150,7 +151,8 @@ pub fn shell_container(name: &str, script: &str, mounts: Vec<Mount>) -> Containe
     }
 }
 
-/// Stops and removes every sandbox of the run (and with them their containers and network).
+/// Stops and removes every sandbox of the private containerd (and with them their containers
+/// and network), again while a node still running on another thread makes new ones.
 struct Cleanup {
     endpoint: String,
     run: String,
@@ -159,7 +161,6 @@ struct Cleanup {
 impl Drop for Cleanup {
     fn drop(&mut self) {
         let endpoint = self.endpoint.clone();
-        let run = self.run.clone();
         // Drop cannot await, and the test's runtime may be unwinding: a runtime of its own.
         let cleaned = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -168,16 +169,19 @@ impl Drop for Cleanup {
                 .expect("runtime");
             runtime.block_on(async move {
                 let client = CriClient::new(&endpoint, REQUEST_TIMEOUT).expect("endpoint");
-                let filter = SandboxFilter {
-                    labels: [(RUN_LABEL.to_owned(), run)].into(),
-                    ..SandboxFilter::default()
-                };
-                let Ok(sandboxes) = client.list_pod_sandboxes(filter).await else {
-                    return;
-                };
-                for sandbox in sandboxes {
-                    let _ = client.stop_pod_sandbox(sandbox.id.clone()).await;
-                    let _ = client.remove_pod_sandbox(sandbox.id).await;
+                for _ in 0..5 {
+                    let sandboxes = client.list_pod_sandboxes(SandboxFilter::default()).await;
+                    let Ok(sandboxes) = sandboxes.map_err(drop) else {
+                        return;
+                    };
+                    if sandboxes.is_empty() {
+                        return;
+                    }
+                    for sandbox in sandboxes {
+                        let _ = client.stop_pod_sandbox(sandbox.id.clone()).await;
+                        let _ = client.remove_pod_sandbox(sandbox.id).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             });
         })

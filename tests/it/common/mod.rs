@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod collector;
 pub mod containerd;
 pub mod cri_fixture;
+pub mod cri_node;
 pub mod csi_plugin;
 pub mod daemon;
 pub mod host_fixture;
@@ -16,43 +17,10 @@ pub mod observer;
 pub mod oci_image;
 pub mod outage;
 pub mod pods;
+mod poll;
 pub mod skip;
 pub mod spoiling_proxy;
 pub mod storage;
 pub mod tar_archive;
 
-use std::{
-    future::Future,
-    time::{Duration, Instant},
-};
-
-/// How long any condition may take before a test fails; generous, since CI machines are slow.
-pub const PATIENCE: Duration = Duration::from_secs(30);
-
-/// Polls `condition` until it holds, failing the test with `what` after [`PATIENCE`].
-pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {PATIENCE:?} waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Like [`eventually`], for conditions that must be awaited.
-pub async fn eventually_async<F, Fut>(what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + PATIENCE;
-    while !condition().await {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {PATIENCE:?} waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+pub use poll::{PATIENCE, eventually, eventually_async};

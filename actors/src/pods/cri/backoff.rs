@@ -1,0 +1,158 @@
+//! The kubelet's back-off (`flowcontrol.Backoff`) for crashing containers and failing image
+//! pulls: 10 s doubling to 5 min, no jitter, an entry forgotten (reset) when the next event
+//! comes more than twice the maximum after the last. Pure: every time is an argument.
+
+use std::{collections::HashMap, time::Duration};
+
+use jiff::{SignedDuration, Timestamp};
+
+/// The first delay, for crash loops and image pulls alike.
+pub const INITIAL: Duration = Duration::from_secs(10);
+/// `crashLoopBackOff.maxContainerRestartPeriod` and the image pull maximum.
+pub const MAX: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    delay: Duration,
+    last_update: Timestamp,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Backoff {
+    entries: HashMap<String, Entry>,
+}
+
+fn since(later: Timestamp, earlier: Timestamp) -> Duration {
+    Duration::try_from(later.duration_since(earlier)).unwrap_or(Duration::ZERO)
+}
+
+/// Whether an event at `event` comes so long after `last_update` that the entry is stale.
+fn expired(event: Timestamp, last_update: Timestamp) -> bool {
+    since(event, last_update) > MAX * 2
+}
+
+impl Backoff {
+    /// The current delay when `key` is still backing off from `event` at `now`.
+    pub fn in_backoff_since(
+        &self,
+        key: &str,
+        event: Timestamp,
+        now: Timestamp,
+    ) -> Option<Duration> {
+        let entry = self.entries.get(key)?;
+        if expired(event, entry.last_update) {
+            return None;
+        }
+        (since(now, event) < entry.delay).then_some(entry.delay)
+    }
+
+    /// Whether `key` is backing off at `now`, counted from its last event (image pulls).
+    pub fn in_backoff_since_update(&self, key: &str, now: Timestamp) -> bool {
+        self.entries
+            .get(key)
+            .is_some_and(|entry| since(now, entry.last_update) < entry.delay)
+    }
+
+    /// When the back-off of `key`, counted from its last event, ends.
+    pub fn expiry(&self, key: &str) -> Option<Timestamp> {
+        let entry = self.entries.get(key)?;
+        self.expires_at(key, entry.last_update)
+    }
+
+    /// When the back-off of `key`, counted from `event`, ends.
+    pub fn expires_at(&self, key: &str, event: Timestamp) -> Option<Timestamp> {
+        let entry = self.entries.get(key)?;
+        let delay = SignedDuration::try_from(entry.delay).ok()?;
+        event.checked_add(delay).ok()
+    }
+
+    /// Records an event: the first (or one after a long quiet) starts at [`INITIAL`], each
+    /// further one doubles the delay up to [`MAX`].
+    pub fn next(&mut self, key: &str, event: Timestamp) {
+        let delay = match self.entries.get(key) {
+            Some(entry) if !expired(event, entry.last_update) => (entry.delay * 2).min(MAX),
+            _ => INITIAL,
+        };
+        self.entries.insert(
+            key.to_owned(),
+            Entry {
+                delay,
+                last_update: event,
+            },
+        );
+    }
+
+    /// Forgets entries idle for longer than twice the maximum.
+    pub fn gc(&mut self, now: Timestamp) {
+        self.entries
+            .retain(|_, entry| !expired(now, entry.last_update));
+    }
+
+    pub fn forget(&mut self, key_prefix: &str) {
+        self.entries.retain(|key, _| !key.starts_with(key_prefix));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// A whole-second duration as Go's `time.Duration.String` writes it: `10s`, `1m20s`, `5m0s`.
+pub fn go_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    if hours > 0 {
+        format!("{hours}h{minutes}m{seconds}s")
+    } else if minutes > 0 {
+        format!("{minutes}m{seconds}s")
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + second).unwrap()
+    }
+
+    #[test]
+    fn delays_double_from_ten_seconds_to_five_minutes() {
+        let mut backoff = Backoff::default();
+        let mut delays = Vec::new();
+        for i in 0..7 {
+            backoff.next("c", at(i * 10));
+            delays.push(backoff.entries["c"].delay.as_secs());
+        }
+        assert_eq!(delays, [10, 20, 40, 80, 160, 300, 300]);
+    }
+
+    #[test]
+    fn an_event_more_than_ten_minutes_after_the_last_resets_the_delay() {
+        let mut backoff = Backoff::default();
+        backoff.next("c", at(0));
+        backoff.next("c", at(10));
+        assert_eq!(backoff.entries["c"].delay, Duration::from_secs(20));
+        backoff.next("c", at(10 + 601));
+        assert_eq!(backoff.entries["c"].delay, INITIAL);
+    }
+
+    #[test]
+    fn a_key_is_in_backoff_until_its_delay_has_passed_since_the_event() {
+        let mut backoff = Backoff::default();
+        assert_eq!(backoff.in_backoff_since("c", at(0), at(0)), None);
+        backoff.next("c", at(0));
+        assert_eq!(backoff.in_backoff_since("c", at(0), at(9)), Some(INITIAL));
+        assert_eq!(backoff.in_backoff_since("c", at(0), at(10)), None);
+        assert_eq!(backoff.expires_at("c", at(0)), Some(at(10)));
+    }
+
+    #[test]
+    fn durations_print_as_go_prints_them() {
+        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(go_duration(Duration::from_secs(80)), "1m20s");
+        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
+    }
+}

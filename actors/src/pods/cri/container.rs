@@ -1,0 +1,230 @@
+//! CreateContainer's config as the kubelet's `generateContainerConfig` makes it: command,
+//! args, working dir, plain `env` values, mounts for the volumes the volume manager set up,
+//! the termination-message file, CPU and memory as CRI Linux resources with the QoS class's
+//! `oom_score_adj`, the basic security context, and the kubelet's labels and annotations.
+//! Pure: the caller creates the termination-message file and passes its path.
+
+use std::{
+    collections::{BTreeMap, hash_map::DefaultHasher},
+    hash::{Hash, Hasher},
+    path::{Path, PathBuf},
+};
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::view::{
+    CONTAINER_HASH_ANNOTATION, CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL,
+    POD_UID_LABEL, RESTART_COUNT_ANNOTATION, TERMINATION_GRACE_ANNOTATION,
+    TERMINATION_MESSAGE_PATH_ANNOTATION, TERMINATION_MESSAGE_POLICY_ANNOTATION,
+};
+use crate::{
+    pods::simulated_status::qos_class,
+    ports::{ContainerConfig, Labels, LinuxResources, Mount, SecurityContext},
+    quantity::parse_quantity,
+};
+
+const CPU_PERIOD: i64 = 100_000;
+const MIN_SHARES: i64 = 2;
+const MIN_QUOTA: i64 = 1_000;
+/// The kubelet's `oom_score_adj` for Guaranteed pods, and BestEffort's.
+pub const GUARANTEED_OOM_SCORE_ADJ: i64 = -997;
+pub const BEST_EFFORT_OOM_SCORE_ADJ: i64 = 1000;
+pub const DEFAULT_TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+
+/// The hash the kubelet's annotation carries: of the container's name and image (what a
+/// change of restarts the container).
+pub fn container_hash(container: &Container) -> String {
+    let mut hasher = DefaultHasher::new();
+    container.name.hash(&mut hasher);
+    container.image.hash(&mut hasher);
+    format!("{:x}", hasher.finish() as u32)
+}
+
+fn quantity(container: &Container, limits: bool, resource: &str) -> Option<f64> {
+    let resources = container.resources.as_ref()?;
+    let map = if limits {
+        &resources.limits
+    } else {
+        &resources.requests
+    };
+    let value = map.as_ref()?.get(resource)?;
+    parse_quantity(&value.0).ok()
+}
+
+#[allow(clippy::cast_possible_truncation)]
+fn millicores(cores: f64) -> i64 {
+    (cores * 1000.0).ceil() as i64
+}
+
+/// `oom_score_adj` by QoS class: Guaranteed -997, BestEffort 1000, Burstable scaled by the
+/// memory request against the node's memory, kept within 3..=999.
+#[allow(clippy::cast_possible_truncation)]
+pub fn oom_score_adj(pod: &Pod, container: &Container, memory_capacity: u64) -> i64 {
+    match qos_class(pod) {
+        "Guaranteed" => GUARANTEED_OOM_SCORE_ADJ,
+        "BestEffort" => BEST_EFFORT_OOM_SCORE_ADJ,
+        _ => {
+            let request = quantity(container, false, "memory").unwrap_or(0.0);
+            let capacity = memory_capacity.max(1) as f64;
+            let adj = 1000 - (1000.0 * request / capacity) as i64;
+            adj.clamp(
+                1000 + GUARANTEED_OOM_SCORE_ADJ,
+                BEST_EFFORT_OOM_SCORE_ADJ - 1,
+            )
+        }
+    }
+}
+
+/// CPU shares from the request (or the limit, as the API defaults it), a CFS quota from the
+/// limit, the memory limit.
+pub fn linux_resources(pod: &Pod, container: &Container, memory_capacity: u64) -> LinuxResources {
+    let cpu_limit = quantity(container, true, "cpu").map(millicores);
+    let cpu_request = quantity(container, false, "cpu")
+        .map(millicores)
+        .or(cpu_limit);
+    let cpu_shares = cpu_request.map_or(MIN_SHARES, |m| (m * 1024 / 1000).max(MIN_SHARES));
+    #[allow(clippy::cast_possible_truncation)]
+    let memory_limit_in_bytes = quantity(container, true, "memory").map_or(0, |b| b as i64);
+    LinuxResources {
+        cpu_period: if cpu_limit.is_some() { CPU_PERIOD } else { 0 },
+        cpu_quota: cpu_limit.map_or(0, |m| (m * CPU_PERIOD / 1000).max(MIN_QUOTA)),
+        cpu_shares,
+        memory_limit_in_bytes,
+        oom_score_adj: oom_score_adj(pod, container, memory_capacity),
+    }
+}
+
+fn security(pod: &Pod, container: &Container) -> SecurityContext {
+    let pod_context = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.clone())
+        .unwrap_or_default();
+    let context = container.security_context.clone().unwrap_or_default();
+    let capabilities = context.capabilities.unwrap_or_default();
+    SecurityContext {
+        run_as_user: context.run_as_user.or(pod_context.run_as_user),
+        run_as_group: context.run_as_group.or(pod_context.run_as_group),
+        supplemental_groups: pod_context.supplemental_groups.unwrap_or_default(),
+        privileged: context.privileged.unwrap_or(false),
+        readonly_rootfs: context.read_only_root_filesystem.unwrap_or(false),
+        add_capabilities: capabilities.add.unwrap_or_default(),
+        drop_capabilities: capabilities.drop.unwrap_or_default(),
+        no_new_privs: context.allow_privilege_escalation == Some(false),
+    }
+}
+
+/// A mount for each `volumeMounts` entry whose volume the volume manager reports set up
+/// (`host_paths`, by volume name), with its `subPath`; others are left to the volume manager.
+pub fn mounts(container: &Container, host_paths: &BTreeMap<String, PathBuf>) -> Vec<Mount> {
+    container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .filter_map(|mount| {
+            let host = host_paths.get(&mount.name)?;
+            let host_path = match mount.sub_path.as_deref() {
+                Some(sub) if !sub.is_empty() => host.join(sub),
+                _ => host.clone(),
+            };
+            Some(Mount {
+                container_path: PathBuf::from(&mount.mount_path),
+                host_path,
+                readonly: mount.read_only.unwrap_or(false),
+                ..Mount::default()
+            })
+        })
+        .collect()
+}
+
+pub fn termination_message_path(container: &Container) -> String {
+    container
+        .termination_message_path
+        .clone()
+        .filter(|path| !path.is_empty())
+        .unwrap_or_else(|| DEFAULT_TERMINATION_MESSAGE_PATH.to_owned())
+}
+
+/// What the caller resolved for one container start.
+pub struct Resolved<'a> {
+    pub restart_count: u32,
+    pub image_ref: &'a str,
+    pub host_paths: &'a BTreeMap<String, PathBuf>,
+    /// The host file mounted at `terminationMessagePath`, if made.
+    pub termination_file: Option<&'a Path>,
+    pub memory_capacity: u64,
+}
+
+/// CreateContainer's config for `container` of `pod`.
+pub fn container_config(
+    pod: &Pod,
+    container: &Container,
+    resolved: &Resolved<'_>,
+) -> ContainerConfig {
+    let meta = &pod.metadata;
+    let labels: Labels = [
+        (POD_NAME_LABEL, meta.name.clone().unwrap_or_default()),
+        (
+            POD_NAMESPACE_LABEL,
+            meta.namespace.clone().unwrap_or_default(),
+        ),
+        (POD_UID_LABEL, meta.uid.clone().unwrap_or_default()),
+        (CONTAINER_NAME_LABEL, container.name.clone()),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value))
+    .collect();
+    let grace = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(30);
+    let message_path = termination_message_path(container);
+    let annotations: Labels = [
+        (CONTAINER_HASH_ANNOTATION, container_hash(container)),
+        (RESTART_COUNT_ANNOTATION, resolved.restart_count.to_string()),
+        (TERMINATION_MESSAGE_PATH_ANNOTATION, message_path.clone()),
+        (
+            TERMINATION_MESSAGE_POLICY_ANNOTATION,
+            container
+                .termination_message_policy
+                .clone()
+                .unwrap_or_else(|| "File".to_owned()),
+        ),
+        (TERMINATION_GRACE_ANNOTATION, grace.to_string()),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value))
+    .collect();
+    let mut mounts = mounts(container, resolved.host_paths);
+    if let Some(file) = resolved.termination_file {
+        mounts.push(Mount {
+            container_path: PathBuf::from(message_path),
+            host_path: file.to_owned(),
+            ..Mount::default()
+        });
+    }
+    let envs = container
+        .env
+        .iter()
+        .flatten()
+        .filter(|var| var.value_from.is_none())
+        .map(|var| (var.name.clone(), var.value.clone().unwrap_or_default()))
+        .collect();
+    ContainerConfig {
+        name: container.name.clone(),
+        attempt: resolved.restart_count,
+        image: resolved.image_ref.to_owned(),
+        user_specified_image: container.image.clone().unwrap_or_default(),
+        command: container.command.clone().unwrap_or_default(),
+        args: container.args.clone().unwrap_or_default(),
+        working_dir: container.working_dir.clone().unwrap_or_default(),
+        envs,
+        mounts,
+        labels,
+        annotations,
+        log_path: Path::new(&container.name).join(format!("{}.log", resolved.restart_count)),
+        resources: Some(linux_resources(pod, container, resolved.memory_capacity)),
+        security: security(pod, container),
+    }
+}

@@ -1,0 +1,343 @@
+//! The CRI provider's engine: the pods it runs and what the runtime holds for each, shared
+//! between the provider's synchronous methods and its async tasks — one worker per pod (one
+//! sync at a time per pod, pods in parallel, as the kubelet's pod workers) and the PLEG, which
+//! relists every second while the node has pods and none otherwise. Tasks put their updates
+//! in the outbox and wake the actor through the sink it handed over.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::PathBuf,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use tokio::{runtime::Handle, sync::Notify};
+
+use super::{
+    backoff::Backoff,
+    sandbox::ClusterDns,
+    status::{StartError, StatusInputs, pod_status, reported_ips},
+    view::PodRuntime,
+};
+use crate::{
+    node_status::WallClock,
+    pods::provider::{PodUpdate, UpdateSink},
+    ports::{
+        ContainerFilter, ContainerRuntime, ContainerRuntimeResult, PodVolumeView, RuntimeService,
+        SandboxFilter,
+    },
+};
+
+/// The kubelet's relist period.
+pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
+/// How long a pod waits after a failed sync that set no back-off of its own.
+pub const SYNC_ERROR_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The runtime the provider drives: pod calls, and the version for container IDs.
+pub trait PodRuntimePort: ContainerRuntime + RuntimeService {}
+impl<T: ContainerRuntime + RuntimeService> PodRuntimePort for T {}
+
+#[derive(Clone)]
+pub struct CriPodsSettings {
+    /// The node's addresses (`hostIP(s)`, and the pod IPs of `hostNetwork` pods).
+    pub host_ips: Vec<String>,
+    /// `podLogsDir` (`/var/log/pods`).
+    pub pod_logs_dir: PathBuf,
+    /// `rootDir`: termination-message files go under `pods/<uid>/containers/<name>/`.
+    pub root_dir: PathBuf,
+    pub cluster_dns: ClusterDns,
+    /// The host's resolv.conf, for `dnsPolicy: Default` and as the fallback.
+    pub resolv_conf: PathBuf,
+    /// The node's memory, for Burstable containers' `oom_score_adj`.
+    pub memory_capacity: u64,
+    pub relist_period: Duration,
+    pub clock: WallClock,
+}
+
+/// Why a pod is being torn down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// It has a `deletionTimestamp`.
+    Deleted,
+    /// Evicted: it ends Failed with this reason and message.
+    Evicted { reason: String, message: String },
+    /// The API object is gone: clean up and forget it.
+    Gone,
+}
+
+pub struct PodEntry {
+    pub pod: Pod,
+    pub runtime: PodRuntime,
+    pub errors: BTreeMap<String, StartError>,
+    pub start_time: Timestamp,
+    pub pod_ips: Vec<String>,
+    pub busy: bool,
+    pub again: bool,
+    pub retry_at: Option<Timestamp>,
+    pub ending: Option<Ending>,
+    /// Nothing more runs or is reported (terminal).
+    pub finished: bool,
+    pub terminated_sent: bool,
+    pub last_sent: Option<PodStatus>,
+}
+
+#[derive(Default)]
+pub struct Core {
+    pub pods: HashMap<String, PodEntry>,
+    pub outbox: Vec<PodUpdate>,
+    pub sink: Option<UpdateSink>,
+    pub crash: Backoff,
+    pub images: Backoff,
+    pub pull_errors: HashMap<String, String>,
+    pub runtime_name: Option<String>,
+    pub relists: u64,
+    pub pleg_started: bool,
+    /// nodepulse is shutting down: no sync starts, the PLEG ends.
+    pub stopped: bool,
+}
+
+pub struct Engine {
+    pub settings: CriPodsSettings,
+    pub runtime: Arc<dyn PodRuntimePort>,
+    pub volumes: Option<Arc<dyn PodVolumeView>>,
+    core: Mutex<Core>,
+    pub(super) pods_present: Notify,
+    spawner: Handle,
+}
+
+impl Engine {
+    pub fn new(
+        settings: CriPodsSettings,
+        runtime: Arc<dyn PodRuntimePort>,
+        volumes: Option<Arc<dyn PodVolumeView>>,
+        spawner: Handle,
+    ) -> Self {
+        Self {
+            settings,
+            runtime,
+            volumes,
+            core: Mutex::new(Core::default()),
+            pods_present: Notify::new(),
+            spawner,
+        }
+    }
+
+    pub fn core(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn now(&self) -> Timestamp {
+        (self.settings.clock)()
+    }
+
+    /// Tells the actor that updates wait in the outbox.
+    pub fn wake(&self) {
+        let sink = {
+            let core = self.core();
+            if core.outbox.is_empty() {
+                return;
+            }
+            core.sink.clone()
+        };
+        if let Some(sink) = sink {
+            sink();
+        }
+    }
+
+    /// Starts the PLEG on first use, and wakes it: the node has pods.
+    pub fn pods_arrived(self: &Arc<Self>) {
+        let start = !std::mem::replace(&mut self.core().pleg_started, true);
+        if start {
+            let engine = Arc::clone(self);
+            self.spawner.spawn(async move { engine.pleg().await });
+        }
+        self.pods_present.notify_one();
+    }
+
+    /// Asks for a sync of `uid`: run now, or once more after the one in progress.
+    pub fn request_sync(self: &Arc<Self>, uid: &str) {
+        {
+            let mut core = self.core();
+            if core.stopped {
+                return;
+            }
+            let Some(entry) = core.pods.get_mut(uid) else {
+                return;
+            };
+            if entry.busy {
+                entry.again = true;
+                return;
+            }
+            entry.busy = true;
+            entry.retry_at = None;
+        }
+        let (engine, uid) = (Arc::clone(self), uid.to_owned());
+        self.spawner.spawn(async move { engine.worker(uid).await });
+    }
+
+    /// One pod's worker: syncs (or tears down) until nobody asked for another round.
+    async fn worker(self: Arc<Self>, uid: String) {
+        loop {
+            let ending = {
+                let core = self.core();
+                match core.pods.get(&uid) {
+                    Some(entry) if !entry.finished && !core.stopped => entry.ending.clone(),
+                    _ => break,
+                }
+            };
+            match ending {
+                Some(ending) => self.terminate(&uid, ending).await,
+                None => self.sync_pod(&uid).await,
+            }
+            let mut core = self.core();
+            let Some(entry) = core.pods.get_mut(&uid) else {
+                return;
+            };
+            if !std::mem::take(&mut entry.again) {
+                entry.busy = false;
+                return;
+            }
+        }
+        if let Some(entry) = self.core().pods.get_mut(&uid) {
+            entry.busy = false;
+        }
+    }
+
+    /// The runtime's name for container IDs, asked once.
+    pub async fn runtime_name(&self) -> Option<String> {
+        if let Some(name) = self.core().runtime_name.clone() {
+            return Some(name);
+        }
+        match self.runtime.version().await {
+            Ok(version) => {
+                self.core().runtime_name = Some(version.runtime_name.clone());
+                Some(version.runtime_name)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot ask the runtime its name; pod syncs wait");
+                None
+            }
+        }
+    }
+
+    /// Reads what the runtime holds for `uid` by its label, and reports the status.
+    pub async fn refresh(&self, uid: &str) -> ContainerRuntimeResult<()> {
+        let labels = [(super::view::POD_UID_LABEL.to_owned(), uid.to_owned())];
+        let sandboxes = self
+            .runtime
+            .list_pod_sandboxes(SandboxFilter {
+                labels: labels.clone().into(),
+                ..SandboxFilter::default()
+            })
+            .await?;
+        let containers = self
+            .runtime
+            .list_containers(ContainerFilter {
+                labels: labels.into(),
+                ..ContainerFilter::default()
+            })
+            .await?;
+        let ids: Vec<String> = sandboxes.into_iter().map(|s| s.id).collect();
+        let container_ids: Vec<String> = containers.into_iter().map(|c| c.id).collect();
+        self.inspect(uid, ids, container_ids).await
+    }
+
+    /// Fetches the statuses of these sandboxes and containers of `uid`, and reports.
+    pub(super) async fn inspect(
+        &self,
+        uid: &str,
+        sandbox_ids: Vec<String>,
+        container_ids: Vec<String>,
+    ) -> ContainerRuntimeResult<()> {
+        let mut sandboxes = Vec::new();
+        for id in sandbox_ids {
+            match self.runtime.pod_sandbox_status(id).await {
+                Ok(status) => sandboxes.push(status),
+                Err(crate::ports::ContainerRuntimeError::NotFound { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let mut containers = Vec::new();
+        for id in container_ids {
+            match self.runtime.container_status(id).await {
+                Ok(status) => containers.push(status),
+                Err(crate::ports::ContainerRuntimeError::NotFound { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        {
+            let mut core = self.core();
+            if let Some(entry) = core.pods.get_mut(uid) {
+                entry.runtime = PodRuntime::new(sandboxes, containers);
+            }
+            self.publish(&mut core, uid);
+        }
+        // The status goes out now, not at the next relist.
+        self.wake();
+        Ok(())
+    }
+
+    /// The pod's status now; `ending` given, as it ends (its containers all stopped).
+    pub fn status_of(
+        &self,
+        entry: &PodEntry,
+        runtime_name: &str,
+        ending: Option<&Ending>,
+    ) -> PodStatus {
+        let evicted = match ending {
+            Some(Ending::Evicted { reason, message }) => Some((reason.as_str(), message.as_str())),
+            _ => None,
+        };
+        pod_status(
+            &entry.pod,
+            &entry.runtime,
+            &StatusInputs {
+                runtime_name,
+                host_ips: &self.settings.host_ips,
+                known_pod_ips: &entry.pod_ips,
+                start_time: Some(entry.start_time),
+                // A pod that ends shows how its containers ended, not why they did not start.
+                errors: ending.is_none().then_some(&entry.errors),
+                terminal: ending.is_some(),
+                evicted,
+            },
+        )
+    }
+
+    /// Queues the pod's status when it changed; a pod that reached a terminal phase is
+    /// finished and told to StatusManager as terminated.
+    pub fn publish(&self, core: &mut Core, uid: &str) {
+        let runtime_name = core.runtime_name.clone().unwrap_or_default();
+        let Some(entry) = core.pods.get_mut(uid) else {
+            return;
+        };
+        // A pod being torn down reports once, at the end (`terminate`).
+        if entry.finished || entry.ending.is_some() {
+            return;
+        }
+        let status = self.status_of(entry, &runtime_name, None);
+        let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
+        let ips = reported_ips(&status);
+        if !ips.is_empty() {
+            entry.pod_ips = ips;
+        }
+        if entry.last_sent.as_ref() != Some(&status) {
+            entry.last_sent = Some(status.clone());
+            core.outbox.push(PodUpdate::Status {
+                pod: Box::new(entry.pod.clone()),
+                status: Box::new(status),
+            });
+        }
+        // Finished once nothing of it runs, its sandbox included (the worker stops that).
+        if terminal && !entry.runtime.any_running() && entry.runtime.ready_sandbox().is_none() {
+            entry.finished = true;
+            if !std::mem::replace(&mut entry.terminated_sent, true) {
+                core.outbox.push(PodUpdate::Terminated {
+                    pod: Box::new(entry.pod.clone()),
+                });
+            }
+        }
+    }
+}

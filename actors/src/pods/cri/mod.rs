@@ -1,0 +1,254 @@
+//! The CRI pod lifecycle provider (the default for `runtime: cri`): runs the pods bound to
+//! this node on the container runtime through the [`ContainerRuntime`] port, and reports their
+//! statuses as the kubelet would. Its methods only record what happened and hand work to the
+//! async [`engine`]; results come back through the outbox, and the actor is woken for them.
+
+mod backoff;
+mod container;
+mod engine;
+mod plan;
+mod pleg;
+mod pull;
+mod sandbox;
+mod status;
+mod terminate;
+#[cfg(test)]
+mod tests;
+mod view;
+mod worker;
+
+use std::{io, sync::Arc};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+use tokio::{runtime::Handle, sync::oneshot};
+
+pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD};
+pub use sandbox::ClusterDns;
+pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
+
+use engine::{Ending, Engine, PodEntry};
+
+use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
+use crate::{
+    messages::StopPod,
+    ports::{PodStats, PodVolumeView},
+};
+
+pub struct CriPods {
+    engine: Arc<Engine>,
+    /// Dropping it ends the engine's own thread, when it has one.
+    stop_thread: Option<oneshot::Sender<()>>,
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+impl CriPods {
+    /// A provider whose tasks run on `spawner` (tests: the test's runtime, on paused time).
+    pub fn new(
+        settings: CriPodsSettings,
+        runtime: Arc<dyn PodRuntimePort>,
+        volumes: Option<Arc<dyn PodVolumeView>>,
+        spawner: Handle,
+    ) -> Self {
+        Self {
+            engine: Arc::new(Engine::new(settings, runtime, volumes, spawner)),
+            stop_thread: None,
+        }
+    }
+
+    /// A provider with a thread of its own for its tasks: they keep running whatever happens
+    /// to the actor's arbiter (a hung instance is abandoned with it).
+    pub fn on_own_thread(
+        settings: CriPodsSettings,
+        runtime: Arc<dyn PodRuntimePort>,
+        volumes: Option<Arc<dyn PodVolumeView>>,
+    ) -> io::Result<Self> {
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = tokio.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("cri-pods".to_owned())
+            .spawn(move || {
+                tokio.block_on(async move {
+                    let _ = stopped.await;
+                });
+            })?;
+        let mut pods = Self::new(settings, runtime, volumes, handle);
+        pods.stop_thread = Some(stop);
+        Ok(pods)
+    }
+
+    fn drain(&self) -> Vec<PodUpdate> {
+        std::mem::take(&mut self.engine.core().outbox)
+    }
+}
+
+impl PodLifecycleProvider for CriPods {
+    fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate> {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return Vec::new();
+        };
+        let deleting = pod.metadata.deletion_timestamp.is_some();
+        let sync;
+        {
+            let mut core = self.engine.core();
+            match core.pods.get_mut(&uid) {
+                Some(entry) => {
+                    entry.pod = pod.clone();
+                    if deleting && entry.ending.is_none() && !entry.finished {
+                        entry.ending = Some(Ending::Deleted);
+                    }
+                    // As the kubelet's pod workers: every update of a live pod is a sync.
+                    sync = !entry.finished;
+                    if deleting && entry.finished && !entry.terminated_sent {
+                        entry.terminated_sent = true;
+                        core.outbox.push(PodUpdate::Terminated {
+                            pod: Box::new(pod.clone()),
+                        });
+                    }
+                }
+                None => {
+                    let status = pod.status.clone().unwrap_or_default();
+                    let finished = is_terminal(pod);
+                    core.pods.insert(
+                        uid.clone(),
+                        PodEntry {
+                            pod: pod.clone(),
+                            runtime: view::PodRuntime::default(),
+                            errors: Default::default(),
+                            start_time: status.start_time.map_or(now, |t| t.0),
+                            pod_ips: status
+                                .pod_ips
+                                .iter()
+                                .flatten()
+                                .map(|ip| ip.ip.clone())
+                                .collect(),
+                            busy: false,
+                            again: false,
+                            retry_at: None,
+                            ending: deleting.then_some(Ending::Deleted),
+                            finished,
+                            terminated_sent: finished && deleting,
+                            last_sent: None,
+                        },
+                    );
+                    if finished && deleting {
+                        core.outbox.push(PodUpdate::Terminated {
+                            pod: Box::new(pod.clone()),
+                        });
+                    }
+                    sync = !finished;
+                }
+            }
+        }
+        if sync {
+            self.engine.pods_arrived();
+            self.engine.request_sync(&uid);
+        }
+        self.drain()
+    }
+
+    fn pod_deleted(&mut self, pod: &Pod) {
+        let Some(uid) = pod.metadata.uid.as_deref() else {
+            return;
+        };
+        let mut core = self.engine.core();
+        let Some(entry) = core.pods.get_mut(uid) else {
+            return;
+        };
+        if entry.finished && entry.runtime.sandboxes.is_empty() {
+            core.pods.remove(uid);
+            return;
+        }
+        entry.ending = Some(Ending::Gone);
+        entry.finished = false;
+        drop(core);
+        self.engine.request_sync(uid);
+    }
+
+    fn tick(&mut self, _now: Timestamp) -> Vec<PodUpdate> {
+        self.drain()
+    }
+
+    fn stop_pod(&mut self, stop: &StopPod, _now: Timestamp) -> Vec<PodUpdate> {
+        {
+            let mut core = self.engine.core();
+            let Some(entry) = core.pods.get_mut(&stop.uid) else {
+                return Vec::new();
+            };
+            if entry.finished {
+                return Vec::new();
+            }
+            entry.ending = Some(Ending::Evicted {
+                reason: stop.reason.clone(),
+                message: stop.message.clone(),
+            });
+        }
+        self.engine.request_sync(&stop.uid);
+        self.drain()
+    }
+
+    fn set_pod_cidrs(&mut self, _cidrs: &str, _now: Timestamp) -> Vec<PodUpdate> {
+        // The runtime's CNI gives pods their addresses; RuntimeProbe hands it the CIDR.
+        Vec::new()
+    }
+
+    fn volumes_changed(&mut self, pod_uid: &str, _now: Timestamp) -> Vec<PodUpdate> {
+        self.engine.request_sync(pod_uid);
+        self.drain()
+    }
+
+    fn stop(&mut self) {
+        self.engine.core().stopped = true;
+        self.engine.pods_present.notify_one();
+        // Its tasks end with the thread's runtime; CRI calls in flight are abandoned.
+        self.stop_thread.take();
+    }
+
+    fn set_update_sink(&mut self, sink: UpdateSink) {
+        self.engine.core().sink = Some(sink);
+        self.engine.wake();
+    }
+
+    fn active_pods(&self) -> Vec<PodStats> {
+        self.engine
+            .core()
+            .pods
+            .values()
+            .filter(|entry| !entry.finished)
+            .map(|entry| PodStats {
+                pod: entry.pod.clone(),
+                containers: None,
+                processes: None,
+            })
+            .collect()
+    }
+
+    fn debug_state(&self) -> serde_json::Value {
+        let core = self.engine.core();
+        let running = core
+            .pods
+            .values()
+            .filter(|e| e.runtime.any_running())
+            .count();
+        let finished = core.pods.values().filter(|e| e.finished).count();
+        json!({
+            "provider": "cri",
+            "pods": core.pods.len(),
+            "podsWithRunningContainers": running,
+            "finished": finished,
+            "relists": core.relists,
+            "crashLoopEntries": core.crash.len(),
+            "undeliveredUpdates": core.outbox.len(),
+        })
+    }
+}

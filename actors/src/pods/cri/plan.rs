@@ -1,0 +1,173 @@
+//! The kubelet's `computePodActions`: from the pod spec and what the runtime holds, whether a
+//! new sandbox is needed, which container starts next (init containers one at a time, then
+//! the app containers in spec order) and whether the pod is done and its sandbox can stop.
+//! Pure; back-off and images are the worker's business.
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::view::PodRuntime;
+use crate::ports::{ContainerState, ContainerStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartPolicy {
+    Always,
+    OnFailure,
+    Never,
+}
+
+impl RestartPolicy {
+    pub fn of(pod: &Pod) -> Self {
+        match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
+            Some("Never") => Self::Never,
+            Some("OnFailure") => Self::OnFailure,
+            _ => Self::Always,
+        }
+    }
+
+    /// Whether a container that exited with `exit_code` starts again.
+    pub fn restarts(self, exit_code: i32) -> bool {
+        match self {
+            Self::Always => true,
+            Self::OnFailure => exit_code != 0,
+            Self::Never => false,
+        }
+    }
+}
+
+/// Whether the container is init or app: init containers start one at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Init,
+    App,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    /// RunPodSandbox with this attempt number.
+    pub create_sandbox: Option<u32>,
+    /// Containers to start, in order.
+    pub start: Vec<(Kind, String)>,
+    /// Nothing runs and nothing will: stop the sandbox.
+    pub kill_pod: bool,
+}
+
+pub fn init_containers(pod: &Pod) -> &[Container] {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.init_containers.as_deref())
+        .unwrap_or_default()
+}
+
+pub fn app_containers(pod: &Pod) -> &[Container] {
+    pod.spec
+        .as_ref()
+        .map(|spec| spec.containers.as_slice())
+        .unwrap_or_default()
+}
+
+pub fn host_network(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.host_network)
+        .unwrap_or(false)
+}
+
+fn succeeded(status: &ContainerStatus) -> bool {
+    status.state == ContainerState::Exited && status.exit_code == 0
+}
+
+/// Whether the newest instance (if any) asks for a start under `policy`.
+fn wants_start(newest: Option<&ContainerStatus>, policy: RestartPolicy) -> bool {
+    match newest {
+        None => true,
+        Some(status) => match status.state {
+            ContainerState::Created | ContainerState::Unknown => true,
+            ContainerState::Running => false,
+            ContainerState::Exited => policy.restarts(status.exit_code),
+        },
+    }
+}
+
+/// What to do for `pod` now that the runtime holds `runtime`.
+pub fn plan(pod: &Pod, runtime: &PodRuntime) -> Plan {
+    let policy = RestartPolicy::of(pod);
+    let newest_sandbox = runtime.newest_sandbox();
+    let needs_sandbox = runtime
+        .ready_sandbox()
+        .is_none_or(|sandbox| !host_network(pod) && sandbox.ips.is_empty());
+    if needs_sandbox {
+        let attempt = newest_sandbox.map_or(0, |sandbox| sandbox.metadata.attempt + 1);
+        // A pod that never restarts and already ran is done; its sandbox is not made again.
+        if policy == RestartPolicy::Never
+            && newest_sandbox.is_some()
+            && !runtime.containers.is_empty()
+        {
+            return Plan::default();
+        }
+        let start: Vec<(Kind, String)> = match init_containers(pod).first() {
+            Some(first) => vec![(Kind::Init, first.name.clone())],
+            None => app_containers(pod)
+                .iter()
+                .filter(|c| {
+                    policy != RestartPolicy::OnFailure
+                        || !runtime.newest(&c.name).is_some_and(succeeded)
+                })
+                .map(|c| (Kind::App, c.name.clone()))
+                .collect(),
+        };
+        let app_created = app_containers(pod)
+            .iter()
+            .any(|c| runtime.newest(&c.name).is_some());
+        if start.is_empty() && app_created {
+            return Plan::default();
+        }
+        return Plan {
+            create_sandbox: Some(attempt),
+            start,
+            kill_pod: false,
+        };
+    }
+    // Init containers strictly in order: the first one not yet succeeded decides.
+    let app_started = app_containers(pod)
+        .iter()
+        .any(|c| runtime.newest(&c.name).is_some());
+    if !app_started {
+        for init in init_containers(pod) {
+            match runtime.newest(&init.name) {
+                Some(status) if succeeded(status) => {}
+                Some(status) if status.state == ContainerState::Running => {
+                    return Plan::default();
+                }
+                Some(status) if status.state == ContainerState::Exited => {
+                    if policy == RestartPolicy::Never {
+                        return Plan {
+                            kill_pod: !runtime.any_running(),
+                            ..Plan::default()
+                        };
+                    }
+                    return Plan {
+                        start: vec![(Kind::Init, init.name.clone())],
+                        ..Plan::default()
+                    };
+                }
+                _ => {
+                    return Plan {
+                        start: vec![(Kind::Init, init.name.clone())],
+                        ..Plan::default()
+                    };
+                }
+            }
+        }
+    }
+    let start: Vec<(Kind, String)> = app_containers(pod)
+        .iter()
+        .filter(|c| wants_start(runtime.newest(&c.name), policy))
+        .map(|c| (Kind::App, c.name.clone()))
+        .collect();
+    let kill_pod = start.is_empty() && !runtime.any_running();
+    Plan {
+        create_sandbox: None,
+        start,
+        kill_pod,
+    }
+}

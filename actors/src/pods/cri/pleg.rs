@@ -1,0 +1,115 @@
+//! The PLEG (the kubelet's generic pod lifecycle event generator): relists every sandbox and
+//! container each second while the node has pods — and sleeps without a timer while it has
+//! none — inspecting the pods whose containers changed and syncing them, and syncing the pods
+//! whose back-off ran out.
+
+use std::sync::Arc;
+
+use super::{
+    engine::Engine,
+    view::{Fingerprint, pod_uid},
+};
+use crate::ports::{ContainerFilter, ContainerRuntimeResult, SandboxFilter};
+
+impl Engine {
+    /// The PLEG: relists while the node has pods, waits to be told of pods while it has none.
+    pub(super) async fn pleg(self: Arc<Self>) {
+        // Said once when relisting starts failing and once when it works again.
+        let mut failing = false;
+        loop {
+            // A stop ends the loop even where the runtime it runs on goes on (tests).
+            let (active, stopped) = {
+                let core = self.core();
+                (
+                    core.pods.values().any(|entry| !entry.finished),
+                    core.stopped,
+                )
+            };
+            if stopped {
+                return;
+            }
+            if !active {
+                self.pods_present.notified().await;
+                continue;
+            }
+            match self.relist().await {
+                Err(error) if !failing => {
+                    failing = true;
+                    tracing::warn!(%error, "PLEG relist failed; trying again every period");
+                }
+                Ok(()) if failing => {
+                    failing = false;
+                    tracing::info!("PLEG relists again");
+                }
+                _ => {}
+            }
+            self.wake();
+            tokio::time::sleep(self.settings.relist_period).await;
+        }
+    }
+
+    /// One relist: pods whose sandboxes or containers changed are inspected and synced; pods
+    /// whose back-off ran out are synced.
+    async fn relist(self: &Arc<Self>) -> ContainerRuntimeResult<()> {
+        if self.runtime_name().await.is_none() {
+            return Ok(());
+        }
+        let sandboxes = self
+            .runtime
+            .list_pod_sandboxes(SandboxFilter::default())
+            .await?;
+        let containers = self
+            .runtime
+            .list_containers(ContainerFilter::default())
+            .await?;
+        let mut changed = Vec::new();
+        {
+            let mut core = self.core();
+            core.relists += 1;
+            for (uid, entry) in &core.pods {
+                if entry.finished {
+                    continue;
+                }
+                let own_sandboxes: Vec<_> = sandboxes
+                    .iter()
+                    .filter(|s| pod_uid(&s.labels) == Some(uid.as_str()))
+                    .collect();
+                let own_containers: Vec<_> = containers
+                    .iter()
+                    .filter(|c| pod_uid(&c.labels) == Some(uid.as_str()))
+                    .collect();
+                let print = Fingerprint::of_listing(&own_sandboxes, &own_containers);
+                if print != entry.runtime.fingerprint() {
+                    let ids = own_sandboxes
+                        .iter()
+                        .map(|s| s.id.clone())
+                        .collect::<Vec<_>>();
+                    let cids = own_containers
+                        .iter()
+                        .map(|c| c.id.clone())
+                        .collect::<Vec<_>>();
+                    changed.push((uid.clone(), ids, cids));
+                }
+            }
+        }
+        for (uid, sandbox_ids, container_ids) in changed {
+            self.inspect(&uid, sandbox_ids, container_ids).await?;
+            self.request_sync(&uid);
+        }
+        let now = self.now();
+        let due: Vec<String> = {
+            let mut core = self.core();
+            core.crash.gc(now);
+            core.images.gc(now);
+            core.pods
+                .iter()
+                .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
+                .map(|(uid, _)| uid.clone())
+                .collect()
+        };
+        for uid in due {
+            self.request_sync(&uid);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! What the runtime holds for one pod, as the PLEG last saw it: its sandboxes and containers
+//! with their CRI statuses, newest first, found by the kubelet's labels. The kubelet's label
+//! and annotation names live here, since they are how a restarted nodepulse finds its pods.
+
+use crate::ports::{
+    ContainerState, ContainerStatus, ContainerSummary, Labels, SandboxState, SandboxStatus,
+    SandboxSummary,
+};
+
+pub const POD_NAME_LABEL: &str = "io.kubernetes.pod.name";
+pub const POD_NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
+pub const POD_UID_LABEL: &str = "io.kubernetes.pod.uid";
+pub const CONTAINER_NAME_LABEL: &str = "io.kubernetes.container.name";
+pub const CONTAINER_HASH_ANNOTATION: &str = "io.kubernetes.container.hash";
+pub const RESTART_COUNT_ANNOTATION: &str = "io.kubernetes.container.restartCount";
+pub const TERMINATION_MESSAGE_PATH_ANNOTATION: &str =
+    "io.kubernetes.container.terminationMessagePath";
+pub const TERMINATION_MESSAGE_POLICY_ANNOTATION: &str =
+    "io.kubernetes.container.terminationMessagePolicy";
+pub const TERMINATION_GRACE_ANNOTATION: &str = "io.kubernetes.pod.terminationGracePeriod";
+
+/// The pod UID a sandbox or container carries, if it is one of the kubelet's (or ours).
+pub fn pod_uid(labels: &Labels) -> Option<&str> {
+    labels.get(POD_UID_LABEL).map(String::as_str)
+}
+
+/// One pod's sandboxes and containers, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodRuntime {
+    pub sandboxes: Vec<SandboxStatus>,
+    pub containers: Vec<ContainerStatus>,
+}
+
+/// What changed between two listings is judged on ids and states only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    sandboxes: Vec<(String, bool)>,
+    containers: Vec<(String, &'static str)>,
+}
+
+fn state_name(state: ContainerState) -> &'static str {
+    match state {
+        ContainerState::Created => "created",
+        ContainerState::Running => "running",
+        ContainerState::Exited => "exited",
+        ContainerState::Unknown => "unknown",
+    }
+}
+
+impl Fingerprint {
+    /// From (id, ready) of each sandbox and (id, state) of each container, in any order.
+    fn new(
+        sandboxes: impl Iterator<Item = (String, bool)>,
+        containers: impl Iterator<Item = (String, ContainerState)>,
+    ) -> Self {
+        let mut print = Self {
+            sandboxes: sandboxes.collect(),
+            containers: containers
+                .map(|(id, state)| (id, state_name(state)))
+                .collect(),
+        };
+        print.sandboxes.sort();
+        print.containers.sort();
+        print
+    }
+
+    pub fn of_listing(sandboxes: &[&SandboxSummary], containers: &[&ContainerSummary]) -> Self {
+        Self::new(
+            sandboxes
+                .iter()
+                .map(|s| (s.id.clone(), s.state == SandboxState::Ready)),
+            containers.iter().map(|c| (c.id.clone(), c.state)),
+        )
+    }
+}
+
+impl PodRuntime {
+    /// Sorts both lists newest first.
+    pub fn new(mut sandboxes: Vec<SandboxStatus>, mut containers: Vec<ContainerStatus>) -> Self {
+        sandboxes.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+        containers.sort_by_key(|c| std::cmp::Reverse(c.created_at));
+        Self {
+            sandboxes,
+            containers,
+        }
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::new(
+            self.sandboxes
+                .iter()
+                .map(|s| (s.id.clone(), s.state == SandboxState::Ready)),
+            self.containers.iter().map(|c| (c.id.clone(), c.state)),
+        )
+    }
+
+    pub fn newest_sandbox(&self) -> Option<&SandboxStatus> {
+        self.sandboxes.first()
+    }
+
+    /// The newest sandbox when it is ready: the one containers are created in.
+    pub fn ready_sandbox(&self) -> Option<&SandboxStatus> {
+        self.newest_sandbox()
+            .filter(|sandbox| sandbox.state == SandboxState::Ready)
+    }
+
+    /// The instances of container `name`, newest first.
+    pub fn instances<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a ContainerStatus> {
+        self.containers
+            .iter()
+            .filter(move |container| container_name(container) == name)
+    }
+
+    pub fn newest(&self, name: &str) -> Option<&ContainerStatus> {
+        self.containers
+            .iter()
+            .find(|container| container_name(container) == name)
+    }
+
+    pub fn any_running(&self) -> bool {
+        self.containers
+            .iter()
+            .any(|container| container.state == ContainerState::Running)
+    }
+}
+
+/// The container's name in the pod spec: its label, else the CRI metadata name.
+pub fn container_name(status: &ContainerStatus) -> &str {
+    status
+        .labels
+        .get(CONTAINER_NAME_LABEL)
+        .map_or(status.name.as_str(), String::as_str)
+}
+
+/// The restart count the kubelet keeps in the container's annotation.
+pub fn restart_count(status: &ContainerStatus) -> u32 {
+    status
+        .annotations
+        .get(RESTART_COUNT_ANNOTATION)
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(status.attempt)
+}

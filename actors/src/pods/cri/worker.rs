@@ -1,0 +1,348 @@
+//! One pod's sync (the kubelet's runtime `SyncPod`): a sandbox when the pod needs one, then
+//! the containers the plan names — each through the crash-loop back-off, its image (pull
+//! policy, pull back-off), CreateContainer and StartContainer — and the sandbox stopped once
+//! the pod is done. A failed start is kept as the container's waiting reason.
+
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::{
+    backoff::go_duration,
+    container::{Resolved, container_config},
+    engine::{Engine, SYNC_ERROR_BACKOFF},
+    plan::{Kind, app_containers, init_containers, plan},
+    pull::{
+        PullPolicy, backoff_key, inspect_failed, never_pull, pull_backoff, pull_failed, pull_policy,
+    },
+    sandbox::{parse_resolv_conf, sandbox_config},
+    status::StartError,
+    view::{PodRuntime, restart_count},
+};
+use crate::ports::{ContainerState, DnsConfig, SandboxConfig};
+
+/// A failed start: what the container shows, and when to try again.
+struct Failure {
+    error: StartError,
+    retry_at: Timestamp,
+}
+
+fn later(now: Timestamp, by: std::time::Duration) -> Timestamp {
+    SignedDuration::try_from(by)
+        .ok()
+        .and_then(|by| now.checked_add(by).ok())
+        .unwrap_or(now)
+}
+
+fn nanos(time: i64) -> Timestamp {
+    Timestamp::from_nanosecond(i128::from(time)).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+fn failure(reason: &str, message: String, retry_at: Timestamp) -> Failure {
+    Failure {
+        error: StartError {
+            reason: reason.to_owned(),
+            message,
+        },
+        retry_at,
+    }
+}
+
+/// `<name>_<namespace>(<uid>)`, as the kubelet names a pod in messages.
+fn pod_label(pod: &Pod) -> String {
+    let meta = &pod.metadata;
+    format!(
+        "{}_{}({})",
+        meta.name.as_deref().unwrap_or_default(),
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default()
+    )
+}
+
+/// The crash-loop key: pod, container and image (a new image starts afresh).
+fn crash_key(pod: &Pod, container: &Container) -> String {
+    format!(
+        "{}/{}/{}",
+        pod.metadata.uid.as_deref().unwrap_or_default(),
+        container.name,
+        container.image.as_deref().unwrap_or_default()
+    )
+}
+
+impl Engine {
+    pub fn host_dns(&self) -> DnsConfig {
+        std::fs::read_to_string(&self.settings.resolv_conf)
+            .map(|text| parse_resolv_conf(&text))
+            .unwrap_or_default()
+    }
+
+    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> SandboxConfig {
+        sandbox_config(
+            pod,
+            attempt,
+            &self.settings.pod_logs_dir,
+            &self.settings.cluster_dns,
+            &self.host_dns(),
+        )
+    }
+
+    fn snapshot(&self, uid: &str) -> Option<(Pod, PodRuntime)> {
+        let core = self.core();
+        let entry = core.pods.get(uid)?;
+        Some((entry.pod.clone(), entry.runtime.clone()))
+    }
+
+    /// Records the outcome of one start and reports the status.
+    fn record(&self, uid: &str, name: &str, outcome: Result<(), Failure>) {
+        let mut core = self.core();
+        let Some(entry) = core.pods.get_mut(uid) else {
+            return;
+        };
+        match outcome {
+            Ok(()) => {
+                entry.errors.remove(name);
+            }
+            Err(failure) => {
+                tracing::info!(pod = %pod_label(&entry.pod), container = name, reason = %failure.error.reason, message = %failure.error.message, "container start failed");
+                entry.errors.insert(name.to_owned(), failure.error);
+                entry.retry_at = Some(
+                    entry
+                        .retry_at
+                        .map_or(failure.retry_at, |at| at.min(failure.retry_at)),
+                );
+            }
+        }
+        self.publish(&mut core, uid);
+        drop(core);
+        self.wake();
+    }
+
+    fn retry_later(&self, uid: &str) {
+        let at = later(self.now(), SYNC_ERROR_BACKOFF);
+        if let Some(entry) = self.core().pods.get_mut(uid) {
+            entry.retry_at = Some(at);
+        }
+    }
+
+    pub async fn sync_pod(self: &Arc<Self>, uid: &str) {
+        if self.runtime_name().await.is_none() || self.refresh(uid).await.is_err() {
+            self.retry_later(uid);
+            return;
+        }
+        let Some((pod, runtime)) = self.snapshot(uid) else {
+            return;
+        };
+        self.remove_dead(&pod, &runtime).await;
+        let plan = plan(&pod, &runtime);
+        if let Some(attempt) = plan.create_sandbox {
+            for old in runtime
+                .sandboxes
+                .iter()
+                .filter(|s| s.state == crate::ports::SandboxState::Ready)
+            {
+                let _ = self.runtime.stop_pod_sandbox(old.id.clone()).await;
+            }
+            let config = self.sandbox_config(&pod, attempt);
+            if let Err(error) = std::fs::create_dir_all(&config.log_directory) {
+                tracing::warn!(%error, dir = %config.log_directory.display(), "cannot make the pod's log directory");
+            }
+            if let Err(error) = self.runtime.run_pod_sandbox(config, String::new()).await {
+                tracing::warn!(pod = %pod_label(&pod), %error, "Failed to create pod sandbox");
+                self.retry_later(uid);
+                return;
+            }
+            if self.refresh(uid).await.is_err() {
+                self.retry_later(uid);
+                return;
+            }
+        }
+        let Some((_, runtime)) = self.snapshot(uid) else {
+            return;
+        };
+        let Some(sandbox) = runtime.ready_sandbox().cloned() else {
+            return;
+        };
+        let config = self.sandbox_config(&pod, sandbox.metadata.attempt);
+        for (kind, name) in &plan.start {
+            let containers = match kind {
+                Kind::Init => init_containers(&pod),
+                Kind::App => app_containers(&pod),
+            };
+            let Some(container) = containers.iter().find(|c| &c.name == name) else {
+                continue;
+            };
+            let outcome = self
+                .start(&pod, container, &runtime, &sandbox.id, &config)
+                .await;
+            let failed = outcome.is_err();
+            self.record(uid, name, outcome);
+            if failed && *kind == Kind::Init {
+                break;
+            }
+        }
+        if plan.kill_pod {
+            for sandbox in runtime
+                .sandboxes
+                .iter()
+                .filter(|s| s.state == crate::ports::SandboxState::Ready)
+            {
+                if let Err(error) = self.runtime.stop_pod_sandbox(sandbox.id.clone()).await {
+                    tracing::warn!(pod = %pod_label(&pod), %error, "error killing pod");
+                }
+            }
+        }
+        if self.refresh(uid).await.is_err() {
+            self.retry_later(uid);
+        }
+    }
+
+    /// Dead containers beyond the newest dead one per name go (the kubelet keeps one).
+    async fn remove_dead(&self, pod: &Pod, runtime: &PodRuntime) {
+        let names = init_containers(pod)
+            .iter()
+            .chain(app_containers(pod))
+            .map(|c| c.name.as_str());
+        for name in names {
+            let dead = runtime
+                .instances(name)
+                .filter(|c| c.state == ContainerState::Exited);
+            for old in dead.skip(1) {
+                if let Err(error) = self.runtime.remove_container(old.id.clone()).await {
+                    tracing::debug!(%error, id = %old.id, "cannot remove a dead container");
+                }
+            }
+        }
+    }
+
+    async fn start(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        runtime: &PodRuntime,
+        sandbox_id: &str,
+        sandbox: &SandboxConfig,
+    ) -> Result<(), Failure> {
+        let now = self.now();
+        let previous = runtime.newest(&container.name);
+        if let Some(previous) = previous.filter(|p| p.state == ContainerState::Exited) {
+            let key = crash_key(pod, container);
+            let finished = nanos(previous.finished_at);
+            let mut core = self.core();
+            if let Some(delay) = core.crash.in_backoff_since(&key, finished, now) {
+                let message = format!(
+                    "back-off {} restarting failed container={} pod={}",
+                    go_duration(delay),
+                    container.name,
+                    pod_label(pod)
+                );
+                let retry_at = core.crash.expires_at(&key, finished).unwrap_or(now);
+                return Err(failure("CrashLoopBackOff", message, retry_at));
+            }
+            core.crash.next(&key, finished);
+        }
+        let image_ref = self.ensure_image(pod, container, sandbox).await?;
+        let restart_count = previous.map_or(0, |p| restart_count(p) + 1);
+        let retry = later(now, SYNC_ERROR_BACKOFF);
+        let termination_file = self
+            .termination_file(pod, container)
+            .map_err(|error| failure("CreateContainerConfigError", error.to_string(), retry))?;
+        let host_paths: BTreeMap<String, PathBuf> = self
+            .volumes
+            .as_ref()
+            .map(|view| view.host_paths(pod.metadata.uid.as_deref().unwrap_or_default()))
+            .unwrap_or_default();
+        let config = container_config(
+            pod,
+            container,
+            &Resolved {
+                restart_count,
+                image_ref: &image_ref,
+                host_paths: &host_paths,
+                termination_file: Some(&termination_file),
+                memory_capacity: self.settings.memory_capacity,
+            },
+        );
+        let id = self
+            .runtime
+            .create_container(sandbox_id.to_owned(), config, sandbox.clone())
+            .await
+            .map_err(|error| failure("CreateContainerError", error.to_string(), retry))?;
+        self.runtime
+            .start_container(id)
+            .await
+            .map_err(|error| failure("RunContainerError", error.to_string(), retry))
+    }
+
+    /// `<rootDir>/pods/<uid>/containers/<name>/<8 hex>`, made 0666 for any user to write.
+    fn termination_file(&self, pod: &Pod, container: &Container) -> std::io::Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self
+            .settings
+            .root_dir
+            .join("pods")
+            .join(pod.metadata.uid.as_deref().unwrap_or_default())
+            .join("containers")
+            .join(&container.name);
+        std::fs::create_dir_all(&dir)?;
+        let file = dir.join(format!("{:08x}", rand::random::<u32>()));
+        std::fs::File::create(&file)?;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))?;
+        Ok(file)
+    }
+
+    /// The image reference to create the container from, by the pull policy.
+    async fn ensure_image(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        sandbox: &SandboxConfig,
+    ) -> Result<String, Failure> {
+        let image = container.image.clone().unwrap_or_default();
+        let now = self.now();
+        let retry = later(now, SYNC_ERROR_BACKOFF);
+        let policy = pull_policy(container);
+        if policy != PullPolicy::Always {
+            match self.runtime.image_status(image.clone()).await {
+                Ok(Some(info)) => return Ok(info.id),
+                Ok(None) if policy == PullPolicy::Never => {
+                    let error = never_pull(&image);
+                    return Err(failure(&error.reason, error.message, retry));
+                }
+                Ok(None) => {}
+                Err(cause) => {
+                    let error = inspect_failed(&image, &cause.to_string());
+                    return Err(failure(&error.reason, error.message, retry));
+                }
+            }
+        }
+        let key = backoff_key(pod.metadata.uid.as_deref().unwrap_or_default(), &image);
+        {
+            let core = self.core();
+            if core.images.in_backoff_since_update(&key, now) {
+                let last = core.pull_errors.get(&key).cloned().unwrap_or_default();
+                let error = pull_backoff(&image, &last);
+                let retry_at = core.images.expiry(&key).unwrap_or(retry);
+                return Err(failure(&error.reason, error.message, retry_at));
+            }
+        }
+        match self
+            .runtime
+            .pull_image(image.clone(), None, Some(sandbox.clone()))
+            .await
+        {
+            Ok(reference) => {
+                self.core().pull_errors.remove(&key);
+                Ok(reference)
+            }
+            Err(cause) => {
+                let error = pull_failed(&image, &cause.to_string());
+                let mut core = self.core();
+                core.images.next(&key, now);
+                core.pull_errors.insert(key.clone(), error.message.clone());
+                let retry_at = core.images.expiry(&key).unwrap_or(retry);
+                Err(failure(&error.reason, error.message, retry_at))
+            }
+        }
+    }
+}

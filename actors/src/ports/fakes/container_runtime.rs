@@ -1,0 +1,427 @@
+//! An in-memory container runtime for the CRI provider's tests: sandboxes and containers with
+//! their states, filters as the CRI plugin applies them, images present or pulled, and a log
+//! of the calls made. Tests make containers exit (`exit`) as a process would.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+
+use crate::{
+    node_status::WallClock,
+    ports::{
+        ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
+        ContainerRuntimeResult, ContainerState, ContainerStatus, ContainerSummary, ExecOutput,
+        ImageFsUsage, ImageInfo, Labels, PullAuth, RuntimeResult, RuntimeService, RuntimeStatus,
+        RuntimeVersion, SandboxConfig, SandboxFilter, SandboxState, SandboxStatus, SandboxSummary,
+    },
+};
+
+#[derive(Default)]
+struct State {
+    next: i64,
+    sandboxes: BTreeMap<String, (SandboxStatus, SandboxConfig)>,
+    containers: BTreeMap<String, (String, ContainerStatus, ContainerConfig)>,
+    images: BTreeMap<String, ImageInfo>,
+    pull_error: Option<String>,
+    calls: Vec<String>,
+    stop_exit_code: i32,
+    exec_takes: Duration,
+}
+
+pub struct FakeRuntime {
+    clock: WallClock,
+    state: Mutex<State>,
+}
+
+fn done<T: Send + 'static>(value: T) -> BoxFuture<'static, T> {
+    Box::pin(async move { value })
+}
+
+fn not_found(method: &'static str, id: &str) -> ContainerRuntimeError {
+    ContainerRuntimeError::NotFound {
+        method,
+        message: format!("{id} not found"),
+    }
+}
+
+/// A running container ends with `code` at `now`, with the reason containerd gives.
+fn end(status: &mut ContainerStatus, code: i32, now: i64) {
+    if status.state == ContainerState::Running {
+        status.state = ContainerState::Exited;
+        status.exit_code = code;
+        status.finished_at = now;
+        status.reason = if code == 0 { "Completed" } else { "Error" }.to_owned();
+    }
+}
+
+fn matches(labels: &Labels, wanted: &Labels) -> bool {
+    wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+impl FakeRuntime {
+    pub fn new(clock: WallClock) -> Self {
+        Self {
+            clock,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn nanos(&self) -> i64 {
+        i64::try_from((self.clock)().as_nanosecond()).unwrap_or(i64::MAX)
+    }
+
+    pub fn with_image(self, name: &str) -> Self {
+        self.state().images.insert(
+            name.to_owned(),
+            ImageInfo {
+                id: format!("sha256:{name}"),
+                repo_tags: vec![name.to_owned()],
+                ..ImageInfo::default()
+            },
+        );
+        self
+    }
+
+    /// Every PullImage fails with `message` (or succeeds again with `None`).
+    pub fn fail_pulls(&self, message: Option<&str>) {
+        self.state().pull_error = message.map(str::to_owned);
+    }
+
+    /// The code a container stopped by StopContainer exits with (0: it trapped SIGTERM).
+    pub fn stop_with(&self, code: i32) {
+        self.state().stop_exit_code = code;
+    }
+
+    /// How long each ExecSync runs (tokio time).
+    pub fn exec_takes(&self, duration: Duration) {
+        self.state().exec_takes = duration;
+    }
+
+    /// The calls so far, as `Method name-or-id`.
+    pub fn calls(&self) -> Vec<String> {
+        self.state().calls.clone()
+    }
+
+    pub fn count(&self, method: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.split(' ').next() == Some(method))
+            .count()
+    }
+
+    /// The running container named `name` exits with `code`.
+    pub fn exit(&self, name: &str, code: i32) {
+        let now = self.nanos();
+        let mut state = self.state();
+        for (_, status, _) in state.containers.values_mut() {
+            if status.name == name {
+                end(status, code, now);
+            }
+        }
+    }
+
+    /// The configs of every container ever created named `name`, oldest first.
+    pub fn created(&self, name: &str) -> Vec<ContainerConfig> {
+        let state = self.state();
+        let mut all: Vec<(i64, ContainerConfig)> = state
+            .containers
+            .values()
+            .filter(|(_, s, _)| s.name == name)
+            .map(|(_, s, c)| (s.created_at, c.clone()))
+            .collect();
+        all.sort_by_key(|(at, _)| *at);
+        all.into_iter().map(|(_, c)| c).collect()
+    }
+
+    pub fn sandbox_configs(&self) -> Vec<SandboxConfig> {
+        self.state()
+            .sandboxes
+            .values()
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+
+    pub fn states(&self, name: &str) -> Vec<ContainerState> {
+        let state = self.state();
+        let mut all: Vec<(i64, ContainerState)> = state
+            .containers
+            .values()
+            .filter(|(_, s, _)| s.name == name)
+            .map(|(_, s, _)| (s.created_at, s.state))
+            .collect();
+        all.sort_by_key(|(at, _)| *at);
+        all.into_iter().map(|(_, s)| s).collect()
+    }
+
+    fn record(&self, call: String) -> i64 {
+        let mut state = self.state();
+        state.calls.push(call);
+        state.next += 1;
+        state.next
+    }
+}
+
+impl ContainerRuntime for FakeRuntime {
+    fn run_pod_sandbox(
+        &self,
+        config: SandboxConfig,
+        _runtime_handler: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>> {
+        let serial = self.record(format!("RunPodSandbox {}", config.metadata.name));
+        let id = format!("sandbox-{serial}");
+        let status = SandboxStatus {
+            id: id.clone(),
+            metadata: config.metadata.clone(),
+            state: SandboxState::Ready,
+            created_at: self.nanos() + serial,
+            ips: if config.host_network {
+                vec![]
+            } else {
+                vec![format!("10.0.0.{serial}")]
+            },
+            labels: config.labels.clone(),
+            annotations: config.annotations.clone(),
+        };
+        self.state().sandboxes.insert(id.clone(), (status, config));
+        done(Ok(id))
+    }
+
+    fn stop_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("StopPodSandbox {id}"));
+        let now = self.nanos();
+        let mut state = self.state();
+        let Some((sandbox, _)) = state.sandboxes.get_mut(&id) else {
+            return done(Err(not_found("StopPodSandbox", &id)));
+        };
+        sandbox.state = SandboxState::NotReady;
+        for (owner, status, _) in state.containers.values_mut() {
+            if *owner == id {
+                end(status, 137, now);
+            }
+        }
+        done(Ok(()))
+    }
+
+    fn remove_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("RemovePodSandbox {id}"));
+        let mut state = self.state();
+        state.sandboxes.remove(&id);
+        state.containers.retain(|_, (owner, _, _)| *owner != id);
+        done(Ok(()))
+    }
+
+    fn pod_sandbox_status(
+        &self,
+        id: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<SandboxStatus>> {
+        let found = self.state().sandboxes.get(&id).map(|(s, _)| s.clone());
+        done(found.ok_or_else(|| not_found("PodSandboxStatus", &id)))
+    }
+
+    fn list_pod_sandboxes(
+        &self,
+        filter: SandboxFilter,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Vec<SandboxSummary>>> {
+        self.record("ListPodSandbox".to_owned());
+        let list = self
+            .state()
+            .sandboxes
+            .values()
+            .map(|(s, _)| s)
+            .filter(|s| matches(&s.labels, &filter.labels))
+            .map(|s| SandboxSummary {
+                id: s.id.clone(),
+                metadata: s.metadata.clone(),
+                state: s.state,
+                created_at: s.created_at,
+                labels: s.labels.clone(),
+                annotations: s.annotations.clone(),
+            })
+            .collect();
+        done(Ok(list))
+    }
+
+    fn create_container(
+        &self,
+        sandbox_id: String,
+        config: ContainerConfig,
+        _sandbox: SandboxConfig,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>> {
+        let serial = self.record(format!("CreateContainer {}", config.name));
+        let id = format!("container-{serial}");
+        let status = ContainerStatus {
+            id: id.clone(),
+            name: config.name.clone(),
+            attempt: config.attempt,
+            state: ContainerState::Created,
+            created_at: self.nanos() + serial,
+            started_at: 0,
+            finished_at: 0,
+            exit_code: 0,
+            image: config.user_specified_image.clone(),
+            image_ref: config.image.clone(),
+            reason: String::new(),
+            message: String::new(),
+            labels: config.labels.clone(),
+            annotations: config.annotations.clone(),
+            log_path: config.log_path.clone(),
+        };
+        self.state()
+            .containers
+            .insert(id.clone(), (sandbox_id, status, config));
+        done(Ok(id))
+    }
+
+    fn start_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("StartContainer {id}"));
+        let now = self.nanos();
+        let mut state = self.state();
+        let Some((_, status, _)) = state.containers.get_mut(&id) else {
+            return done(Err(not_found("StartContainer", &id)));
+        };
+        status.state = ContainerState::Running;
+        status.started_at = now;
+        done(Ok(()))
+    }
+
+    fn stop_container(
+        &self,
+        id: String,
+        grace: Duration,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("StopContainer {id} {}s", grace.as_secs()));
+        let now = self.nanos();
+        let mut state = self.state();
+        let code = state.stop_exit_code;
+        if let Some((_, status, _)) = state.containers.get_mut(&id) {
+            end(status, code, now);
+        }
+        done(Ok(()))
+    }
+
+    fn remove_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("RemoveContainer {id}"));
+        self.state().containers.remove(&id);
+        done(Ok(()))
+    }
+
+    fn container_status(
+        &self,
+        id: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<ContainerStatus>> {
+        let found = self.state().containers.get(&id).map(|(_, s, _)| s.clone());
+        done(found.ok_or_else(|| not_found("ContainerStatus", &id)))
+    }
+
+    fn list_containers(
+        &self,
+        filter: ContainerFilter,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ContainerSummary>>> {
+        self.record("ListContainers".to_owned());
+        let list = self
+            .state()
+            .containers
+            .values()
+            .filter(|(_, s, _)| matches(&s.labels, &filter.labels))
+            .map(|(sandbox, s, _)| ContainerSummary {
+                id: s.id.clone(),
+                sandbox_id: sandbox.clone(),
+                name: s.name.clone(),
+                attempt: s.attempt,
+                image: s.image.clone(),
+                image_ref: s.image_ref.clone(),
+                state: s.state,
+                created_at: s.created_at,
+                labels: s.labels.clone(),
+                annotations: s.annotations.clone(),
+            })
+            .collect();
+        done(Ok(list))
+    }
+
+    fn exec_sync(
+        &self,
+        id: String,
+        _command: Vec<String>,
+        _timeout: Duration,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<ExecOutput>> {
+        self.record(format!("ExecSync {id}"));
+        let takes = self.state().exec_takes;
+        Box::pin(async move {
+            tokio::time::sleep(takes).await;
+            Ok(ExecOutput::default())
+        })
+    }
+
+    fn image_status(
+        &self,
+        image: String,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<Option<ImageInfo>>> {
+        self.record(format!("ImageStatus {image}"));
+        done(Ok(self.state().images.get(&image).cloned()))
+    }
+
+    fn pull_image(
+        &self,
+        image: String,
+        _auth: Option<PullAuth>,
+        _sandbox: Option<SandboxConfig>,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<String>> {
+        self.record(format!("PullImage {image}"));
+        let mut state = self.state();
+        if let Some(message) = state.pull_error.clone() {
+            return done(Err(ContainerRuntimeError::NotFound {
+                method: "PullImage",
+                message,
+            }));
+        }
+        let id = format!("sha256:{image}");
+        state.images.insert(
+            image.clone(),
+            ImageInfo {
+                id: id.clone(),
+                repo_tags: vec![image],
+                ..ImageInfo::default()
+            },
+        );
+        done(Ok(id))
+    }
+
+    fn list_images(&self) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ImageInfo>>> {
+        done(Ok(self.state().images.values().cloned().collect()))
+    }
+}
+
+impl RuntimeService for FakeRuntime {
+    fn status(&self) -> BoxFuture<'static, RuntimeResult<RuntimeStatus>> {
+        done(Ok(RuntimeStatus::default()))
+    }
+
+    fn version(&self) -> BoxFuture<'static, RuntimeResult<RuntimeVersion>> {
+        done(Ok(RuntimeVersion {
+            runtime_name: "containerd".to_owned(),
+            runtime_version: "1.7.0".to_owned(),
+            runtime_api_version: "v1".to_owned(),
+        }))
+    }
+
+    fn image_fs_info(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageFsUsage>>> {
+        done(Ok(Vec::new()))
+    }
+
+    fn list_images(&self) -> BoxFuture<'static, RuntimeResult<Vec<ImageInfo>>> {
+        done(Ok(self.state().images.values().cloned().collect()))
+    }
+
+    fn update_pod_cidr(&self, _pod_cidr: String) -> BoxFuture<'static, RuntimeResult<()>> {
+        done(Ok(()))
+    }
+}
