@@ -37,10 +37,6 @@ use crate::{
 /// periods (10 s), so a pressure change still shows within one of them.
 const HOST_READING_MAX_AGE: Duration = Duration::from_secs(1);
 
-/// How often a fleet node's simulated pods advance: a scripted pod phase then lands within a
-/// second of its time, instead of a quarter of one.
-const POD_TICK: Duration = Duration::from_secs(1);
-
 /// How a fleet runs, beyond its configuration.
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
@@ -81,7 +77,6 @@ impl Fleet {
         shared.machine = Arc::new(CachedMachine::new(shared.machine, HOST_READING_MAX_AGE));
         shared.host = Arc::new(CachedHost::new(shared.host, HOST_READING_MAX_AGE));
         shared.spread_timers = true;
-        shared.pod_tick = POD_TICK;
         let handles = nodes
             .iter()
             .map(|node| start_node(&base, &api, &shared, &arbiters, node))

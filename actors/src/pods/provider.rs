@@ -1,7 +1,8 @@
 //! The pod lifecycle provider: what decides what each pod's containers are doing (a simulation
 //! here; a CRI-backed provider can follow) and says so as [`PodUpdate`]s for StatusManager. It
-//! is driven by the pod watch, a timer and evictions, and lives outside the actor instance —
-//! with the updates not yet delivered — so a restart of the actor loses nothing.
+//! is driven by the pod watch, evictions and a timer set to its own next due time (none when
+//! nothing is due), and lives outside the actor instance — with the updates not yet delivered
+//! — so a restart of the actor loses nothing.
 
 use std::{
     collections::VecDeque,
@@ -41,6 +42,11 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn pod_deleted(&mut self, pod: &Pod);
     /// What has come due by `now` (scripted exits, pods waiting for an address).
     fn tick(&mut self, now: Timestamp) -> Vec<PodUpdate>;
+    /// When [`tick`](Self::tick) next has something to do; `None` when nothing is due until
+    /// the next event (a watch event, an eviction, a CIDR or volume change), so an idle node's
+    /// actor is never woken. A time already past means at once. Asked after every event and
+    /// tick, so the answer only has to hold until then.
+    fn next_wakeup(&self) -> Option<Timestamp>;
     /// Stops the pod's containers for good and ends it as `stop` says (an eviction).
     fn stop_pod(&mut self, stop: &StopPod, now: Timestamp) -> Vec<PodUpdate>;
     /// The Node's `spec.podCIDRs` (joined with ",") changed.
@@ -67,6 +73,9 @@ impl PodLifecycleProvider for NoPods {
     fn pod_deleted(&mut self, _: &Pod) {}
     fn tick(&mut self, _: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
+    }
+    fn next_wakeup(&self) -> Option<Timestamp> {
+        None
     }
     fn stop_pod(&mut self, _: &StopPod, _: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
