@@ -43,8 +43,10 @@ enum Command {
         /// Node counts, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
         nodes: Vec<usize>,
-        #[arg(long, default_value_t = 500)]
-        qps: u32,
+        /// kubeAPIQPS = kubeAPIBurst of the fleet's shared client; the fleet's defaults (50
+        /// and 100 a node, at most 500 and 1000) when omitted.
+        #[arg(long)]
+        qps: Option<u32>,
         /// `supervision.mailboxCapacity`; 1024 is the configuration's default.
         #[arg(long, default_value_t = 1024)]
         mailbox_capacity: usize,

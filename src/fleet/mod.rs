@@ -8,8 +8,8 @@
 //!
 //! Sizing: about 95 KiB a node at 10,000 nodes, whatever `supervision.mailboxCapacity` is
 //! (a mailbox's queue grows with what is queued; measured in `bench/results/fleet.json`).
-//! `kubeAPIQPS` is shared by the whole fleet and paces registration (500 registers 10,000
-//! nodes in about 30 s).
+//! `kubeAPIQPS` is shared by the whole fleet and paces registration; by default it grows with
+//! the fleet (`Config::effective_api_qps`: 500 registers 10,000 nodes in about 20–30 s).
 
 mod api;
 mod host;
