@@ -35,7 +35,9 @@ pub struct Cli {
     #[arg(long)]
     pub standalone: bool,
     /// Run N simulated nodes in this process (a fleet): those under `nodes:` in the file, then
-    /// `<nodeName>-<i>` up to N. Needs `runtime: simulated`.
+    /// `<nodeName>-<i>` up to N. Without --config this implies `runtime: simulated`; a file
+    /// must say `runtime: simulated`. The fleet's kubeAPIQPS/kubeAPIBurst default to 50/100 a
+    /// node, at most 500/1000, unless the file sets them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: Option<u32>,
     /// Log format; `RUST_LOG` filters (default `info`).

@@ -19,9 +19,9 @@ use crate::{processes::start_emulator, results};
 /// How a fleet run is configured.
 #[derive(Debug, Clone)]
 pub struct FleetRun {
-    /// The fleet's shared main-client rate limit (kubeAPIQPS = kubeAPIBurst): it paces
-    /// registration, so 10,000 nodes do not open thousands of connections at once.
-    pub qps: u32,
+    /// The fleet's shared main-client rate limit (kubeAPIQPS = kubeAPIBurst), which paces
+    /// registration; `None`: the fleet's defaults, which scale with its size.
+    pub qps: Option<u32>,
     /// `supervision.mailboxCapacity`: a bound, not an allocation, so the default serves a
     /// fleet as well as one node.
     pub mailbox_capacity: usize,
@@ -32,7 +32,8 @@ pub struct FleetRun {
 fn entry(figures: &FleetFigures, run: &FleetRun) -> Value {
     json!({
         "config": {
-            "kubeAPIQPS": run.qps,
+            "kubeAPIQPS": figures.api_qps,
+            "kubeAPIBurst": figures.api_burst,
             "mailboxCapacity": run.mailbox_capacity,
             "arbiterThreads": figures.arbiter_threads,
             "warmupSeconds": run.warmup.as_secs_f64(),
@@ -58,11 +59,13 @@ async fn measure_one(nodes: usize, run: &FleetRun, scratch: &Path) -> Result<Val
     let kubeconfig = scratch.join("fleet.kubeconfig");
     let text = nodepulse_emulator::kubeconfig::render(&format!("http://{address}"), None);
     std::fs::write(&kubeconfig, text).map_err(|error| error.to_string())?;
+    let limits = run.qps.map_or_else(String::new, |qps| {
+        format!("kubeAPIQPS: {qps}\nkubeAPIBurst: {qps}\n")
+    });
     let yaml = format!(
-        "runtime: simulated\nnodeName: sim\nkubeAPIQPS: {qps}\nkubeAPIBurst: {qps}\n\
+        "runtime: simulated\nnodeName: sim\n{limits}\
          evictionHard:\n  memory.available: 1Mi\nsupervision:\n  mailboxCapacity: {}\n",
         run.mailbox_capacity,
-        qps = run.qps,
     );
     let mut config = Config::parse(&yaml, Source::Embedded).map_err(|error| error.to_string())?;
     config.nodes = config::with_generated(&[], "sim", nodes).map_err(|error| error.to_string())?;

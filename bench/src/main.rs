@@ -39,14 +39,20 @@ enum Command {
         /// Input changes timed for the latency figure.
         #[arg(long, default_value_t = 50)]
         samples: usize,
+        /// The daemon binary to measure (another build, for A/B runs); the `nodepulse` beside
+        /// this binary when omitted.
+        #[arg(long, value_name = "PATH")]
+        daemon: Option<PathBuf>,
     },
     /// A simulated fleet at each node count: time to Ready, renewal lag, memory, CPU.
     Fleet {
         /// Node counts, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
         nodes: Vec<usize>,
-        #[arg(long, default_value_t = 500)]
-        qps: u32,
+        /// kubeAPIQPS = kubeAPIBurst of the fleet's shared client; the fleet's defaults (50
+        /// and 100 a node, at most 500 and 1000) when omitted.
+        #[arg(long)]
+        qps: Option<u32>,
         /// `supervision.mailboxCapacity`; 1024 is the configuration's default.
         #[arg(long, default_value_t = 1024)]
         mailbox_capacity: usize,
@@ -77,9 +83,14 @@ fn scratch() -> Result<PathBuf, String> {
     Ok(scratch)
 }
 
-async fn single(out_dir: &std::path::Path, seconds: u64, samples: usize) -> Result<(), String> {
+async fn single(
+    out_dir: &std::path::Path,
+    seconds: u64,
+    samples: usize,
+    daemon: Option<&std::path::Path>,
+) -> Result<(), String> {
     let scratch = scratch()?;
-    let mut figures = single::run(Duration::from_secs(seconds), &scratch).await?;
+    let mut figures = single::run(Duration::from_secs(seconds), &scratch, daemon).await?;
     figures["latency"] = latency::run(samples, &scratch).await?;
     let _ = std::fs::remove_dir_all(&scratch);
     println!(
@@ -107,9 +118,16 @@ fn plot(out_dir: &std::path::Path) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Single { seconds, samples } => {
-            actix_rt::System::new().block_on(single(&cli.out_dir, seconds, samples))
-        }
+        Command::Single {
+            seconds,
+            samples,
+            daemon,
+        } => actix_rt::System::new().block_on(single(
+            &cli.out_dir,
+            seconds,
+            samples,
+            daemon.as_deref(),
+        )),
         Command::Fleet {
             nodes,
             qps,

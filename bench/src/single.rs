@@ -37,7 +37,32 @@ fn per_minute(count: u64, window: Duration) -> f64 {
     count as f64 * 60.0 / window.as_secs_f64()
 }
 
-pub async fn run(window: Duration, scratch: &Path) -> Result<Value, String> {
+/// The thread names of `pid`, each with how many threads carry it (`/proc/<pid>/task/*/comm`).
+fn thread_names(pid: u32) -> serde_json::Map<String, Value> {
+    let mut names = std::collections::BTreeMap::<String, u64>::new();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    for task in tasks.flatten() {
+        if let Ok(name) = std::fs::read_to_string(task.path().join("comm")) {
+            *names.entry(name.trim().to_owned()).or_default() += 1;
+        }
+    }
+    names
+        .into_iter()
+        .map(|(name, count)| (name, json!(count)))
+        .collect()
+}
+
+/// Runs the daemon `daemon` (the `nodepulse` beside this binary unless given) and measures it.
+pub async fn run(window: Duration, scratch: &Path, daemon: Option<&Path>) -> Result<Value, String> {
+    let binary = match daemon {
+        Some(path) => path.to_path_buf(),
+        None => sibling("nodepulse")?,
+    };
+    let binary_bytes = std::fs::metadata(&binary)
+        .map_err(|error| format!("{}: {error}", binary.display()))?
+        .len();
     let (_emulator, api_address) = start_emulator()?;
     let (proxy_address, traffic) = proxy::start(api_address)
         .await
@@ -59,7 +84,7 @@ pub async fn run(window: Duration, scratch: &Path) -> Result<Value, String> {
     let nodes = Api::<Node>::all(client(&format!("http://{api_address}")).await?);
     let started = Instant::now();
     let daemon = Running::spawn(
-        &sibling("nodepulse")?,
+        &binary,
         &[
             "--config".into(),
             config.display().to_string(),
@@ -92,8 +117,10 @@ pub async fn run(window: Duration, scratch: &Path) -> Result<Value, String> {
     let traffic_before: Traffic = traffic.lock().map_err(|error| error.to_string())?.clone();
     let window_start = Instant::now();
     let mut peak_rss = before.rss_bytes;
+    // Sampled sparsely: every sample wakes this process, not the daemon, but keeps the
+    // machine a little busier than a quiet node's would be.
     while window_start.elapsed() < window {
-        tokio::time::sleep(Duration::from_millis(500).min(window)).await;
+        tokio::time::sleep(Duration::from_secs(5).min(window)).await;
         let now = procfs::usage(daemon.pid()).map_err(|error| error.to_string())?;
         peak_rss = peak_rss.max(now.rss_bytes);
     }
@@ -109,6 +136,11 @@ pub async fn run(window: Duration, scratch: &Path) -> Result<Value, String> {
         .map(|(kind, count)| (kind.clone(), json!(per_minute(*count, elapsed))))
         .collect();
     Ok(json!({
+        "binary": binary.display().to_string(),
+        "binaryBytes": binary_bytes,
+        "anonBytes": after.anon_bytes,
+        "threads": after.threads,
+        "threadNames": thread_names(daemon.pid()),
         "startToReadySeconds": start_to_ready.as_secs_f64(),
         "windowSeconds": elapsed.as_secs_f64(),
         "rssBytes": after.rss_bytes,

@@ -30,6 +30,9 @@ fn single_runs_on_a_tiny_window_and_writes_every_figure() {
     for figure in [
         "startToReadySeconds",
         "rssBytes",
+        "anonBytes",
+        "threads",
+        "binaryBytes",
         "cpuCores",
         "requestsPerNodeMinuteTotal",
         "bytesPerNodeMinuteToServer",
@@ -101,4 +104,9 @@ fn fleet_runs_a_tiny_fleet_and_writes_its_run() {
     );
     assert!(run["rssBytes"].as_u64().unwrap_or(0) > 0, "{run}");
     assert!(run["renewalLagSeconds"]["p99"].is_number(), "{run}");
+    assert_eq!(
+        (&run["config"]["kubeAPIQPS"], &run["config"]["kubeAPIBurst"]),
+        (&serde_json::json!(150), &serde_json::json!(300)),
+        "no --qps: the fleet's defaults, 50 and 100 a node"
+    );
 }

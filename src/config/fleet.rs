@@ -1,7 +1,44 @@
 //! The nodes of a simulated fleet: those listed under `nodes:`, filled up to `--nodes N` with
-//! generated names.
+//! generated names; and the main API client's limits a fleet gets by default, which grow with
+//! its size.
 
-use super::FleetNodeConfig;
+use super::{Config, FleetNodeConfig};
+
+/// The kubelet's own main-client budget (`kubeAPIQPS`, `kubeAPIBurst`): one node's default,
+/// and what each simulated node brings to its fleet's shared client.
+pub const NODE_API_QPS: u32 = 50;
+pub const NODE_API_BURST: u32 = 100;
+
+/// The most a fleet's shared client asks by default: ten kubelets' budget. Past about this
+/// rate one client holds most of a kube-apiserver's default in-flight limit for writes (200)
+/// and is answered 429 along with every real node; it still registers 1,000 nodes in about
+/// 2 s and 10,000 in about 20 s. An explicit `kubeAPIQPS`/`kubeAPIBurst` goes past it.
+pub const FLEET_API_QPS_CAP: u32 = 500;
+pub const FLEET_API_BURST_CAP: u32 = 1_000;
+
+/// `per_node` for each of `nodes` nodes (one node at least), at most `cap`.
+fn scaled(per_node: u32, nodes: usize, cap: u32) -> u32 {
+    let nodes = u32::try_from(nodes.max(1)).unwrap_or(u32::MAX);
+    per_node.saturating_mul(nodes).min(cap.max(per_node))
+}
+
+impl Config {
+    /// `kubeAPIQPS`, or by default the kubelet's 50 for each node of the fleet (one node:
+    /// 50), at most [`FLEET_API_QPS_CAP`].
+    pub fn effective_api_qps(&self) -> u32 {
+        self.kube_api_qps
+            .unwrap_or_else(|| scaled(NODE_API_QPS, self.nodes.len(), FLEET_API_QPS_CAP))
+    }
+
+    /// `kubeAPIBurst`, or by default the kubelet's 100 for each node, at most
+    /// [`FLEET_API_BURST_CAP`], and never below the QPS.
+    pub fn effective_api_burst(&self) -> u32 {
+        self.kube_api_burst.unwrap_or_else(|| {
+            scaled(NODE_API_BURST, self.nodes.len(), FLEET_API_BURST_CAP)
+                .max(self.effective_api_qps())
+        })
+    }
+}
 
 /// A fleet size that cannot hold the nodes the configuration lists.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +101,19 @@ mod tests {
         let names: Vec<&str> = nodes.iter().map(|node| node.name.as_str()).collect();
         assert_eq!(names, ["sim-1", "sim-0", "sim-2"]);
         assert_eq!(nodes[0].labels.get("zone").map(String::as_str), Some("a"));
+    }
+
+    #[test]
+    fn default_api_limits_grow_with_the_fleet_up_to_the_cap() {
+        assert_eq!(scaled(NODE_API_QPS, 0, FLEET_API_QPS_CAP), 50, "one node");
+        assert_eq!(scaled(NODE_API_QPS, 4, FLEET_API_QPS_CAP), 200);
+        assert_eq!(scaled(NODE_API_QPS, 10_000, FLEET_API_QPS_CAP), 500);
+        assert_eq!(scaled(NODE_API_BURST, 10_000, FLEET_API_BURST_CAP), 1_000);
+        assert_eq!(
+            scaled(NODE_API_QPS, usize::MAX, FLEET_API_QPS_CAP),
+            500,
+            "no overflow"
+        );
     }
 
     #[test]

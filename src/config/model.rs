@@ -26,11 +26,13 @@ pub struct Config {
     /// `spec.leaseDurationSeconds` of the node Lease (40); renewals every quarter of it.
     #[serde(default = "default_lease_duration")]
     pub node_lease_duration_seconds: i32,
-    /// Main API client rate limit (the heartbeat client is never limited).
-    #[serde(default = "default_qps", rename = "kubeAPIQPS")]
-    pub kube_api_qps: u32,
-    #[serde(default = "default_burst", rename = "kubeAPIBurst")]
-    pub kube_api_burst: u32,
+    /// Main API client rate limit (the heartbeat client is never limited); unset: the
+    /// kubelet's 50, or a fleet's scaled default (see [`Config::effective_api_qps`]).
+    #[serde(default, rename = "kubeAPIQPS")]
+    pub kube_api_qps: Option<u32>,
+    /// Unset: the kubelet's 100, or a fleet's scaled default.
+    #[serde(default, rename = "kubeAPIBurst")]
+    pub kube_api_burst: Option<u32>,
     /// The longest a status may go unposted when nothing changed (kubelet default 5m; when
     /// unset and `nodeStatusUpdateFrequency` is set, the update frequency, as the kubelet does).
     #[serde(default)]
@@ -232,6 +234,14 @@ fn default_max_pods() -> u32 {
     110
 }
 
+fn default_qps() -> u32 {
+    50
+}
+
+fn default_burst() -> u32 {
+    100
+}
+
 fn default_port() -> u16 {
     10250
 }
@@ -261,14 +271,6 @@ fn default_update_frequency() -> GoDuration {
 
 fn default_lease_duration() -> i32 {
     40
-}
-
-fn default_qps() -> u32 {
-    50
-}
-
-fn default_burst() -> u32 {
-    100
 }
 
 /// How actors are watched and restarted.

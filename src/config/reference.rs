@@ -57,11 +57,16 @@ pub const FIELDS: &[FieldDoc] = &[
         "nodeLeaseDurationSeconds",
         "the Lease's `spec.leaseDurationSeconds`; renewed every quarter of it (jitter 0.04)",
     ),
-    field(
+    field_defaulting(
         "kubeAPIQPS",
-        "requests per second of the main API client; Lease and status heartbeats are never limited",
+        "`50`; a fleet: 50 a node, at most 500",
+        "requests per second of the main API client; Lease and status heartbeats are never limited; a fleet's nodes share it",
     ),
-    field("kubeAPIBurst", "burst of the main API client"),
+    field_defaulting(
+        "kubeAPIBurst",
+        "`100`; a fleet: 100 a node, at most 1000",
+        "burst of the main API client",
+    ),
     field(
         "eventRecordQPS",
         "Events per second nodepulse may record; more are dropped with a log line",

@@ -40,7 +40,7 @@ pub enum SettingsError {
     #[error("cannot determine the node name from the host name ({0}); set nodeName or --node-name")]
     Hostname(String),
     #[error(
-        "--nodes: a fleet of nodes in one process needs runtime: simulated in the configuration"
+        "--nodes: a fleet of nodes in one process needs runtime: simulated in the configuration file"
     )]
     FleetNeedsSimulatedRuntime,
     #[error("--nodes: {0}")]
@@ -68,6 +68,11 @@ impl Settings {
             (None, None) => host_node_name()?,
         };
         if let Some(count) = overrides.nodes {
+            // Without a file, the embedded default's `runtime: cri` is nobody's choice, and a
+            // fleet can only be simulated: `--nodes N` alone says enough.
+            if overrides.config_file.is_none() {
+                config.runtime = RuntimeKind::Simulated;
+            }
             if config.runtime != RuntimeKind::Simulated {
                 return Err(SettingsError::FleetNeedsSimulatedRuntime);
             }

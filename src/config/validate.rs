@@ -38,11 +38,15 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             "must be greater than zero",
         ));
     }
-    at_least_one("kubeAPIQPS", config.kube_api_qps as usize)?;
-    if config.kube_api_burst < config.kube_api_qps {
+    if let Some(qps) = config.kube_api_qps {
+        at_least_one("kubeAPIQPS", qps as usize)?;
+    }
+    if let Some(burst) = config.kube_api_burst
+        && burst < config.effective_api_qps()
+    {
         return Err(invalid(
             "kubeAPIBurst",
-            config.kube_api_burst,
+            burst,
             "must be at least kubeAPIQPS",
         ));
     }

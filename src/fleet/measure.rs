@@ -83,6 +83,9 @@ impl Spread {
 pub struct FleetFigures {
     pub nodes: usize,
     pub arbiter_threads: usize,
+    /// The shared main client's limits the fleet ran with (`kubeAPIQPS`, `kubeAPIBurst`).
+    pub api_qps: u32,
+    pub api_burst: u32,
     /// Building and starting every supervisor.
     pub start_seconds: f64,
     /// From the start to the last node seen Ready; `None` when not all were within the timeout.
@@ -168,6 +171,8 @@ pub async fn measure(
     Ok(FleetFigures {
         nodes,
         arbiter_threads: options.fleet.arbiters,
+        api_qps: settings.config.effective_api_qps(),
+        api_burst: settings.config.effective_api_burst(),
         start_seconds,
         all_ready_seconds: all_ready_seconds.filter(|_| ready_after.len() == nodes),
         ready_nodes: ready_after.len(),

@@ -8,8 +8,8 @@
 //!
 //! Sizing: about 95 KiB a node at 10,000 nodes, whatever `supervision.mailboxCapacity` is
 //! (a mailbox's queue grows with what is queued; measured in `bench/results/fleet.json`).
-//! `kubeAPIQPS` is shared by the whole fleet and paces registration (500 registers 10,000
-//! nodes in about 30 s).
+//! `kubeAPIQPS` is shared by the whole fleet and paces registration; by default it grows with
+//! the fleet (`Config::effective_api_qps`: 500 registers 10,000 nodes in about 20–30 s).
 
 mod api;
 mod host;
@@ -36,10 +36,6 @@ use crate::{
 /// How long one reading of the host serves every node: well under the housekeeping and status
 /// periods (10 s), so a pressure change still shows within one of them.
 const HOST_READING_MAX_AGE: Duration = Duration::from_secs(1);
-
-/// How often a fleet node's simulated pods advance: a scripted pod phase then lands within a
-/// second of its time, instead of a quarter of one.
-const POD_TICK: Duration = Duration::from_secs(1);
 
 /// How a fleet runs, beyond its configuration.
 #[derive(Debug, Clone)]
@@ -81,7 +77,6 @@ impl Fleet {
         shared.machine = Arc::new(CachedMachine::new(shared.machine, HOST_READING_MAX_AGE));
         shared.host = Arc::new(CachedHost::new(shared.host, HOST_READING_MAX_AGE));
         shared.spread_timers = true;
-        shared.pod_tick = POD_TICK;
         let handles = nodes
             .iter()
             .map(|node| start_node(&base, &api, &shared, &arbiters, node))

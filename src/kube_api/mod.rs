@@ -202,8 +202,8 @@ impl KubeApi {
             Quota::per_second(qps).allow_burst(NonZeroU32::new(burst).unwrap_or(qps))
         };
         let main_limiter = Arc::new(RateLimiter::direct(quota(
-            config.kube_api_qps,
-            config.kube_api_burst,
+            config.effective_api_qps(),
+            config.effective_api_burst(),
         )));
         // The main client carries the long watches, which are quiet for minutes between
         // bookmarks: it keeps kube-rs's read timeout (just above the watcher's 290 s server

@@ -2,12 +2,9 @@
 //! the machine facts, the host's resource signals, the runtime client and the address
 //! simulated pods report.
 
-use std::{net::IpAddr, sync::Arc, time::Duration};
+use std::{net::IpAddr, sync::Arc};
 
-use nodepulse_actors::{
-    pods::TICK,
-    ports::{HostSignals, MachineFacts, RuntimeService},
-};
+use nodepulse_actors::ports::{HostSignals, MachineFacts, RuntimeService};
 
 use super::runtime::runtime;
 use crate::{config::Settings, host::HostProbe, machine::ProcMachine};
@@ -22,10 +19,6 @@ pub struct NodeResources {
     /// Start the Lease and status timers at a random phase: nodes started together (a fleet)
     /// then do not renew and report in step.
     pub spread_timers: bool,
-    /// How often the pod lifecycle provider is asked what has come due: [`TICK`] for one
-    /// node; a fleet ticks less often, as 10,000 nodes × 4 ticks a second would be 40,000
-    /// wakeups a second, nearly all for nodes without pods.
-    pub pod_tick: Duration,
     /// Why this process cannot mount a tmpfs for memory-backed volumes, if it cannot (probed
     /// once, shared by a fleet's nodes).
     pub no_tmpfs: Option<String>,
@@ -41,7 +34,6 @@ impl NodeResources {
             runtime: runtime(config),
             host_ip: host_ip(settings),
             spread_timers: false,
-            pod_tick: TICK,
             no_tmpfs: crate::volume::host::probe_tmpfs(),
         }
     }

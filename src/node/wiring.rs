@@ -305,7 +305,6 @@ impl Wiring<'_> {
 
         let lifecycle_settings = PodLifecycleSettings {
             node_name: node_name.clone(),
-            tick: self.resources.pod_tick,
         };
         let to_manager = self.addresses.status_manager.clone();
         let lifecycle_state = Arc::clone(&state);

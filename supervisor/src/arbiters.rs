@@ -4,13 +4,13 @@
 //!
 //! A supervisor has a private pool by default. A fleet of nodes in one process hands every
 //! supervisor the same [`SharedArbiters`] instead, so ten thousand nodes run on a few threads
-//! rather than on ten thousand times six.
+//! rather than on ten thousand times six, and are checked for hangs by one timer.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use actix::{Arbiter, dev::ArbiterHandle};
 
-use crate::liveness::Liveness;
+use crate::{hang_check::PoolCheck, liveness::Liveness};
 
 struct Pooled {
     id: u64,
@@ -125,6 +125,8 @@ impl Drop for ArbiterPool {
 #[derive(Clone)]
 pub struct SharedArbiters {
     pool: Arc<Mutex<ArbiterPool>>,
+    /// The one hang check of every supervisor placed on the pool.
+    check: Arc<PoolCheck>,
 }
 
 impl SharedArbiters {
@@ -133,7 +135,13 @@ impl SharedArbiters {
     pub fn new(threads: usize) -> Self {
         Self {
             pool: Arc::new(Mutex::new(ArbiterPool::new(threads))),
+            check: Arc::default(),
         }
+    }
+
+    /// The hang check shared by every supervisor on this pool.
+    pub(crate) fn check(&self) -> &Arc<PoolCheck> {
+        &self.check
     }
 
     /// Arbiters taking placements now (the size asked for; retired ones are not counted).

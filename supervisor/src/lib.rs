@@ -11,7 +11,7 @@
 //!   and shutdown, for the daemon's debug endpoint.
 //!
 //! Layout: `mailbox`/`envelope`/`inbox`/`stats` (the queue), `control`/`guard`/`panic_capture`/
-//! `liveness` (one instance's lifeline), `backoff`/`intensity` (pure restart policy), `arbiters`
+//! `liveness`/`hang_check` (one instance's lifeline, and who looks at it), `backoff`/`intensity` (pure restart policy), `arbiters`
 //! (threads), `child`/`supervisor`/`handle`/`snapshot` (supervision itself), `kept` (state
 //! across restarts).
 
@@ -24,6 +24,7 @@ mod drain;
 mod envelope;
 mod guard;
 mod handle;
+mod hang_check;
 mod inbox;
 mod intensity;
 mod kept;

@@ -33,8 +33,9 @@ use crate::{
     child::{ChildRuntime, ChildState, ChildStatus, Failure, InstanceStart, RestartPolicy},
     control::{Control, KillMode},
     guard::{ChildExit, ExitCause},
+    hang_check::{HangWatch, HungInstance},
     intensity::{IntensityPolicy, RestartIntensity},
-    liveness::{BusyMarks, BusyWatch},
+    liveness::BusyMarks,
     snapshot::format_time,
 };
 
@@ -49,6 +50,8 @@ pub struct SupervisorConfig {
     pub liveness_timeout: Duration,
     /// How often the supervisor looks at its instances' busy marks: a hang is declared within
     /// `liveness_timeout` plus this. A look reads one atomic per instance and wakes no actor.
+    /// Supervisors on one shared pool are looked at together, every period of the first one
+    /// placed on it.
     pub liveness_interval: Duration,
     /// Threads the children run on; `None` gives each child its own.
     pub arbiters: Option<usize>,
@@ -103,9 +106,6 @@ struct Instance {
     arbiter: u64,
     started: Instant,
     control: mpsc::UnboundedSender<Control>,
-    marks: BusyMarks,
-    busy: BusyWatch,
-    thread_busy: BusyWatch,
     kill_requested: Option<KillMode>,
     /// Lets go of a thread blocked by an injected hang once the instance is fenced off.
     hang_release: Option<blocking::Sender<()>>,
@@ -125,6 +125,9 @@ pub struct Supervisor {
     config: SupervisorConfig,
     slots: Vec<Slot>,
     pool: Arbiters,
+    /// The running instances, as the hang check (this supervisor's, or its shared pool's)
+    /// looks at them.
+    hang_watch: Arc<HangWatch>,
     exits: mpsc::UnboundedSender<ChildExit>,
     exit_stream: Option<mpsc::UnboundedReceiver<ChildExit>>,
     escalation: watch::Sender<Option<Escalation>>,
@@ -198,6 +201,7 @@ impl SupervisorBuilder {
         let node = self.config.node.clone();
         let restart_limit = self.config.backoff.max + self.config.liveness_timeout;
         let supervisor = Supervisor {
+            hang_watch: Arc::new(HangWatch::new(self.config.liveness_timeout)),
             config: self.config,
             slots,
             pool,
@@ -228,9 +232,17 @@ impl Actor for Supervisor {
         for index in 0..self.slots.len() {
             self.start_child(index);
         }
-        ctx.run_interval(self.config.liveness_interval, |supervisor, ctx| {
-            supervisor.check_liveness(ctx);
-        });
+        let period = self.config.liveness_interval;
+        if let Arbiters::Shared(shared) = &self.pool {
+            let tell = ctx.address().recipient();
+            shared.check().register(&self.hang_watch, tell, period);
+        } else {
+            ctx.run_interval(period, |supervisor, ctx| {
+                for hung in supervisor.hang_watch.check(Instant::now()) {
+                    supervisor.declare_hung(hung, ctx);
+                }
+            });
+        }
     }
 }
 
@@ -248,14 +260,12 @@ impl Supervisor {
             instance: Arc::default(),
             thread: self.pool.thread_mark(arbiter_id),
         };
+        self.hang_watch.watch(index, slot.generation, marks.clone());
         slot.instance = Some(Instance {
             generation: slot.generation,
             arbiter: arbiter_id,
             started: Instant::now(),
             control,
-            marks: marks.clone(),
-            busy: BusyWatch::default(),
-            thread_busy: BusyWatch::default(),
             kill_requested: None,
             hang_release: None,
         });
@@ -279,37 +289,29 @@ impl Supervisor {
         });
     }
 
-    /// Finds instances busy in one poll for `liveness_timeout`. A poll that long means the
-    /// thread is blocked (a handler that awaits is not busy: it returned `Pending`).
-    fn check_liveness(&mut self, ctx: &mut Context<Self>) {
-        let (now, timeout) = (Instant::now(), self.config.liveness_timeout);
-        let mut hung = Vec::new();
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            let Some(instance) = slot.instance.as_mut() else {
-                continue;
-            };
-            let marks = &instance.marks;
-            if let Some(busy_for) = instance.busy.check(&marks.instance, now, timeout) {
-                hung.push((index, format!("hung: busy in one poll for {busy_for:.1?}")));
-            } else if let Some(busy_for) = instance.thread_busy.check(&marks.thread, now, timeout) {
-                // Idle itself, but nothing it is sent can run: as stuck as the culprit.
-                hung.push((
-                    index,
-                    format!("hung: its thread blocked by another actor for {busy_for:.1?}"),
-                ));
-            }
+    /// Gives up on an instance the hang check found busy in one poll (or idle on a blocked
+    /// thread) for `liveness_timeout`; a poll that long means its thread is blocked (a handler
+    /// that awaits is not busy: it returned `Pending`). A report about an instance that has
+    /// already ended or been replaced changes nothing.
+    fn declare_hung(&mut self, hung: HungInstance, ctx: &mut Context<Self>) {
+        let index = hung.child;
+        let current = self.slots.get(index).is_some_and(|slot| {
+            slot.instance
+                .as_ref()
+                .is_some_and(|instance| instance.generation == hung.generation)
+        });
+        if !current {
+            return;
         }
-        for (index, reason) in hung {
-            let Some(instance) = self.slots[index].instance.take() else {
-                continue;
-            };
-            self.pool.retire(instance.arbiter);
-            self.slots[index].runtime.fence_off();
-            // Dropping the release (and the control line) lets an injected hang return and
-            // the fenced instance stop; a truly stuck thread stays on its retired arbiter.
-            drop(instance.hang_release);
-            self.after_instance_ended(index, instance.started, reason, true, ctx);
-        }
+        let Some(instance) = self.slots[index].instance.take() else {
+            return;
+        };
+        self.pool.retire(instance.arbiter);
+        self.slots[index].runtime.fence_off();
+        // Dropping the release (and the control line) lets an injected hang return and the
+        // fenced instance stop; a truly stuck thread stays on its retired arbiter.
+        drop(instance.hang_release);
+        self.after_instance_ended(index, instance.started, hung.reason, true, ctx);
     }
 
     /// Decides what follows the end of a child's current instance.
@@ -400,6 +402,7 @@ impl Supervisor {
             slot.runtime.close_mailbox();
             // Dropping the instance drops its control line, which stops it.
             slot.instance = None;
+            self.hang_watch.unwatch(index);
         }
         let _ = self.escalation.send(Some(escalation.clone()));
     }
@@ -411,6 +414,15 @@ impl Supervisor {
             }
             self.pool.stop_owned();
         }
+    }
+}
+
+/// From the shared pool's hang check.
+impl actix::Handler<HungInstance> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, hung: HungInstance, ctx: &mut Context<Self>) {
+        self.declare_hung(hung, ctx);
     }
 }
 
@@ -428,6 +440,7 @@ impl StreamHandler<ChildExit> for Supervisor {
         let Some(instance) = slot.instance.take() else {
             return;
         };
+        self.hang_watch.unwatch(exit.child);
         slot.runtime.fence_off();
         let (reason, failed) = match (exit.cause, instance.kill_requested) {
             (ExitCause::Panicked(message), _) => (format!("panicked: {message}"), true),

@@ -332,3 +332,66 @@ fn nodes_flag_fills_the_fleet_up_to_n_and_needs_a_simulated_runtime() {
         "{error}"
     );
 }
+
+/// `--nodes 1000` alone is a simulated fleet whose shared client gets the kubelet's budget a
+/// node, capped (500 QPS, burst 1000); a value in the file still wins; one node keeps 50/100.
+#[test]
+fn a_fleet_from_the_defaults_is_simulated_with_scaled_api_limits_and_an_explicit_qps_wins() {
+    use clap::Parser;
+    let settings = |args: &[&str]| {
+        let mut argv = vec!["nodepulse", "--node-name", "sim"];
+        argv.extend_from_slice(args);
+        nodepulse::cli::Cli::try_parse_from(argv)
+            .expect("flags parse")
+            .settings()
+            .expect("valid settings")
+    };
+    let fleet = settings(&["--standalone", "--nodes", "1000"]);
+    assert_eq!(
+        fleet.config.runtime,
+        nodepulse::config::RuntimeKind::Simulated
+    );
+    assert_eq!(fleet.config.nodes.len(), 1000);
+    assert_eq!(
+        (
+            fleet.config.effective_api_qps(),
+            fleet.config.effective_api_burst()
+        ),
+        (500, 1000)
+    );
+    let small = settings(&["--nodes", "3"]);
+    assert_eq!(
+        (
+            small.config.effective_api_qps(),
+            small.config.effective_api_burst()
+        ),
+        (150, 300),
+        "50 and 100 a node below the cap"
+    );
+    let one = settings(&[]);
+    assert_eq!(
+        (
+            one.config.effective_api_qps(),
+            one.config.effective_api_burst()
+        ),
+        (50, 100),
+        "one node: the kubelet's defaults"
+    );
+
+    let directory = tempfile::tempdir().expect("a temp dir");
+    let file = directory.path().join("fleet.yaml");
+    std::fs::write(
+        &file,
+        "runtime: simulated\nkubeAPIQPS: 20\nkubeAPIBurst: 40\n",
+    )
+    .expect("written");
+    let explicit = settings(&["--config", file.to_str().expect("UTF-8"), "--nodes", "1000"]);
+    assert_eq!(
+        (
+            explicit.config.effective_api_qps(),
+            explicit.config.effective_api_burst()
+        ),
+        (20, 40),
+        "the file's values win"
+    );
+}

@@ -653,3 +653,47 @@ async fn eviction_passes(supervisor: &SupervisorHandle) -> u64 {
         .and_then(|state| state["passes"].as_u64())
         .unwrap_or(0)
 }
+
+/// An idle simulated node wakes neither its pod lifecycle actor (nothing is due: it sleeps
+/// until its provider's next due time) nor its runtime probe (a simulated runtime is
+/// reported once): over three housekeeping passes the probe is woken only by messages, and
+/// the pod actor's timer never fires.
+#[actix_rt::test]
+async fn an_idle_simulated_node_wakes_neither_its_pod_timer_nor_its_runtime_probe() {
+    let cluster = TestCluster::start().await;
+    let supervisor = start_simulated_node(
+        &cluster.kubeconfig,
+        &unique_node_name("pods-idle"),
+        "runtimeProbePeriod: 100ms\nhousekeepingInterval: 1s\n",
+    )
+    .await;
+    let passes = || eviction_passes(&supervisor);
+    eventually_async("a first housekeeping pass", || async {
+        passes().await >= 1
+    })
+    .await;
+    let probe = || supervisor.actor("runtime-probe").expect("supervised");
+    let before = probe();
+    let first = passes().await;
+    eventually_async("three more housekeeping passes", || async {
+        passes().await >= first + 3
+    })
+    .await;
+    let after = probe();
+    let woken = after.wakeups.unwrap_or(0) - before.wakeups.unwrap_or(0);
+    let messages = after.mailbox.handled - before.mailbox.handled;
+    assert!(
+        woken <= messages,
+        "the simulated runtime probe was woken {woken} times for {messages} messages (a 100 ms probe period would wake it ~30 times)"
+    );
+    let pod_state = supervisor
+        .actor_state("pod-lifecycle", Duration::from_secs(5))
+        .await
+        .expect("the pod lifecycle actor answers");
+    assert_eq!(pod_state["ticks"], 0, "{pod_state}");
+    assert_eq!(
+        pod_state["nextWakeup"],
+        serde_json::Value::Null,
+        "{pod_state}"
+    );
+}

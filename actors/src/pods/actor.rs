@@ -1,11 +1,12 @@
 //! PodLifecycleActor: watches the pods bound to this node (`spec.nodeName=<node>`), drives the
-//! lifecycle provider with what the watch says, with its timer and with evictions, and
-//! delivers the provider's updates to StatusManagerActor in order. Undelivered updates wait in
-//! the shared state, not in the instance: a full mailbox delays them, a restart keeps them.
+//! lifecycle provider with what the watch says, with evictions and with one timer set to the
+//! provider's next due time (none while nothing is due: a node without pods is never woken),
+//! and delivers the provider's updates to StatusManagerActor in order. Undelivered updates wait
+//! in the shared state, not in the instance: a full mailbox delays them, a restart keeps them.
 
 use std::{sync::Arc, time::Duration};
 
-use actix::{Actor, AsyncContext, Context, Handler, Message, StreamHandler};
+use actix::{Actor, AsyncContext, Context, Handler, Message, SpawnHandle, StreamHandler};
 use jiff::Timestamp;
 use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
 use serde_json::json;
@@ -24,8 +25,6 @@ const RETRY_FULL: Duration = Duration::from_millis(20);
 #[derive(Debug, Clone)]
 pub struct PodLifecycleSettings {
     pub node_name: String,
-    /// How often the provider is asked what has come due.
-    pub tick: Duration,
 }
 
 pub struct PodLifecycleActor {
@@ -36,6 +35,10 @@ pub struct PodLifecycleActor {
     watch_events: u64,
     delivered: u64,
     retry_scheduled: bool,
+    /// The timer set to the provider's next due time, if anything is due.
+    wakeup: Option<SpawnHandle>,
+    /// Times the provider was ticked, for the debug view.
+    ticks: u64,
 }
 
 /// Whether the message went, and if not, the item back and whether the mailbox is closed.
@@ -63,6 +66,8 @@ impl PodLifecycleActor {
             watch_events: 0,
             delivered: 0,
             retry_scheduled: false,
+            wakeup: None,
+            ticks: 0,
         }
     }
 
@@ -145,6 +150,29 @@ impl PodLifecycleActor {
     fn queue_updates(&self, updates: Vec<PodUpdate>) {
         self.state.queue(updates.into_iter().map(Outgoing::Update));
     }
+
+    /// What follows every event and tick: the updates delivered, and the one timer set
+    /// again to the provider's next due time (or cleared: nothing is due).
+    fn settle(&mut self, ctx: &mut Context<Self>) {
+        self.drain(ctx);
+        if let Some(timer) = self.wakeup.take() {
+            ctx.cancel_future(timer);
+        }
+        let Some(due) = self.state.provider().next_wakeup() else {
+            return;
+        };
+        let wait = Timestamp::now()
+            .duration_until(due)
+            .try_into()
+            .unwrap_or(Duration::ZERO);
+        self.wakeup = Some(ctx.run_later(wait, |actor, ctx| {
+            actor.wakeup = None;
+            actor.ticks += 1;
+            let updates = actor.state.provider().tick(Timestamp::now());
+            actor.queue_updates(updates);
+            actor.settle(ctx);
+        }));
+    }
 }
 
 /// The provider has updates waiting (sent by its update sink, from any thread).
@@ -158,7 +186,7 @@ impl Handler<ProviderUpdates> for PodLifecycleActor {
     fn handle(&mut self, _: ProviderUpdates, ctx: &mut Context<Self>) {
         let updates = self.state.provider().tick(Timestamp::now());
         self.queue_updates(updates);
-        self.drain(ctx);
+        self.settle(ctx);
     }
 }
 
@@ -171,13 +199,8 @@ impl Actor for PodLifecycleActor {
         self.state
             .provider()
             .set_update_sink(Arc::new(move || address.do_send(ProviderUpdates)));
-        ctx.run_interval(self.settings.tick, |actor, ctx| {
-            let updates = actor.state.provider().tick(Timestamp::now());
-            actor.queue_updates(updates);
-            actor.drain(ctx);
-        });
-        // What a predecessor had not delivered goes first.
-        self.drain(ctx);
+        // What a predecessor had not delivered goes first; what came due meanwhile follows.
+        self.settle(ctx);
     }
 }
 
@@ -198,7 +221,7 @@ impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
             }
             PodWatchEvent::Listed => {}
         }
-        self.drain(ctx);
+        self.settle(ctx);
     }
 
     fn finished(&mut self, _: &mut Context<Self>) {
@@ -215,7 +238,7 @@ impl Handler<UpdatePodCidr> for PodLifecycleActor {
             .provider()
             .set_pod_cidrs(&cidrs, Timestamp::now());
         self.queue_updates(updates);
-        self.drain(ctx);
+        self.settle(ctx);
         true
     }
 }
@@ -226,7 +249,7 @@ impl Handler<StopPod> for PodLifecycleActor {
     fn handle(&mut self, stop: StopPod, ctx: &mut Context<Self>) {
         let updates = self.state.provider().stop_pod(&stop, Timestamp::now());
         self.queue_updates(updates);
-        self.drain(ctx);
+        self.settle(ctx);
     }
 }
 
@@ -250,6 +273,8 @@ impl SupervisedActor for PodLifecycleActor {
             "node": self.settings.node_name,
             "watchEvents": self.watch_events,
             "delivered": self.delivered,
+            "ticks": self.ticks,
+            "nextWakeup": self.state.provider().next_wakeup().map(|due| due.to_string()),
             "undelivered": self.state.outbox().len(),
             "provider": self.state.provider().debug_state(),
         })

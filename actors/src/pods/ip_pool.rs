@@ -108,6 +108,13 @@ impl IpPool {
         Some(address)
     }
 
+    /// Whether [`allocate`](Self::allocate) would hand out an address now.
+    pub fn has_free(&self) -> bool {
+        (2..)
+            .map_while(|offset| self.cidr.host(offset))
+            .any(|address| !self.in_use.contains(&address))
+    }
+
     /// Marks `address` as taken (a pod that already had it, seen again after a restart).
     pub fn claim(&mut self, address: IpAddr) {
         self.in_use.insert(address);
@@ -146,7 +153,9 @@ mod tests {
     #[test]
     fn a_full_block_hands_out_nothing_and_never_the_broadcast_address() {
         let mut pool = pool("10.0.0.0/30");
+        assert!(pool.has_free());
         assert_eq!(pool.allocate(), Some("10.0.0.2".parse().unwrap()));
+        assert!(!pool.has_free());
         assert_eq!(pool.allocate(), None, "10.0.0.3 is the broadcast address");
     }
 

@@ -36,7 +36,7 @@ pub use actor::{PodLifecycleActor, PodLifecycleSettings};
 pub use provider::{
     NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink,
 };
-pub use simulated::{SimulatedPods, SimulatedSettings, TICK};
+pub use simulated::{SimulatedPods, SimulatedSettings};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
 
 /// The name PodLifecycleActor has in the supervisor, logs and the debug endpoint.

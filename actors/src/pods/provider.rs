@@ -1,7 +1,8 @@
 //! The pod lifecycle provider: what decides what each pod's containers are doing (a simulation
 //! here; a CRI-backed provider can follow) and says so as [`PodUpdate`]s for StatusManager. It
-//! is driven by the pod watch, a timer and evictions, and lives outside the actor instance —
-//! with the updates not yet delivered — so a restart of the actor loses nothing.
+//! is driven by the pod watch, evictions and a timer set to its own next due time (none when
+//! nothing is due), and lives outside the actor instance — with the updates not yet delivered
+//! — so a restart of the actor loses nothing.
 
 use std::{
     collections::VecDeque,
@@ -44,6 +45,11 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn pod_deleted(&mut self, pod: &Pod);
     /// What has come due by `now` (scripted exits, pods waiting for an address).
     fn tick(&mut self, now: Timestamp) -> Vec<PodUpdate>;
+    /// When [`tick`](Self::tick) next has something to do; `None` when nothing is due until
+    /// the next event (a watch event, an eviction, a CIDR or volume change), so an idle node's
+    /// actor is never woken. A time already past means at once. Asked after every event and
+    /// tick, so the answer only has to hold until then.
+    fn next_wakeup(&self) -> Option<Timestamp>;
     /// Stops the pod's containers for good and ends it as `stop` says (an eviction).
     fn stop_pod(&mut self, stop: &StopPod, now: Timestamp) -> Vec<PodUpdate>;
     /// The Node's `spec.podCIDRs` (joined with ",") changed.
@@ -56,11 +62,6 @@ pub trait PodLifecycleProvider: Send + 'static {
     /// Where to signal that updates wait; each actor instance hands over its own on start.
     /// Providers that answer only when called ignore it.
     fn set_update_sink(&mut self, _sink: UpdateSink) {}
-    /// When the provider next has something come due without any event (issue 16: the actor
-    /// arms one timer for it); `None`: nothing, or the provider wakes the actor itself.
-    fn next_wakeup(&self) -> Option<Timestamp> {
-        None
-    }
     /// nodepulse is shutting down: stop acting on the pods. What runs keeps running, as when
     /// the kubelet stops, and the next nodepulse adopts it.
     fn stop(&mut self) {}
@@ -69,8 +70,8 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn debug_state(&self) -> serde_json::Value;
 }
 
-/// A provider for nodes whose pods nodepulse does not run (a CRI node until a CRI provider
-/// exists): it reports nothing, so their statuses stay whatever else writes them.
+/// A provider for nodes whose pods nodepulse does not run (a CRI node whose provider could not
+/// start): it reports nothing, so their statuses stay whatever else writes them.
 #[derive(Debug, Default)]
 pub struct NoPods;
 
@@ -81,6 +82,9 @@ impl PodLifecycleProvider for NoPods {
     fn pod_deleted(&mut self, _: &Pod) {}
     fn tick(&mut self, _: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
+    }
+    fn next_wakeup(&self) -> Option<Timestamp> {
+        None
     }
     fn stop_pod(&mut self, _: &StopPod, _: Timestamp) -> Vec<PodUpdate> {
         Vec::new()

@@ -10,7 +10,6 @@ use std::{
     collections::{BTreeMap, HashMap},
     net::IpAddr,
     sync::Arc,
-    time::Duration,
 };
 
 use jiff::{SignedDuration, Timestamp};
@@ -78,6 +77,13 @@ fn is_terminal(pod: &Pod) -> bool {
             .and_then(|status| status.phase.as_deref()),
         Some("Succeeded" | "Failed")
     )
+}
+
+/// When a running pod's scripted exit is due, if it has one.
+fn scripted_exit_due(sim: &SimulatedPod) -> Option<Timestamp> {
+    let (_, after) = annotations::scripted_exit(&sim.pod)?;
+    let after = SignedDuration::try_from(after).ok()?;
+    sim.placement.started_at.checked_add(after).ok()
 }
 
 fn first_container(pod: &Pod) -> String {
@@ -171,15 +177,10 @@ impl SimulatedPods {
             return updates;
         };
         if sim.stage == Stage::Running
-            && let Some((code, after)) = annotations::scripted_exit(&sim.pod)
+            && let Some((code, _)) = annotations::scripted_exit(&sim.pod)
+            && scripted_exit_due(sim).is_some_and(|due| due <= now)
         {
-            let due = SignedDuration::try_from(after)
-                .ok()
-                .and_then(|after| sim.placement.started_at.checked_add(after).ok())
-                .is_some_and(|due| due <= now);
-            if due {
-                updates.extend(self.finish(uid, code, None, now));
-            }
+            updates.extend(self.finish(uid, code, None, now));
         }
         updates
     }
@@ -365,6 +366,27 @@ impl PodLifecycleProvider for SimulatedPods {
         }
     }
 
+    /// The earliest scripted exit of a running pod; at once for a pending pod that can be
+    /// given an address now (one was freed, or the pod CIDR changed). A pending pod waiting
+    /// for a free address, and every other pod, waits for an event instead.
+    fn next_wakeup(&self) -> Option<Timestamp> {
+        let can_place = |sim: &SimulatedPod| {
+            if host_network(&sim.pod) {
+                self.settings.host_ip.is_some()
+            } else {
+                self.pool.has_free()
+            }
+        };
+        self.pods
+            .values()
+            .filter_map(|sim| match sim.stage {
+                Stage::Pending => can_place(sim).then_some(sim.placement.started_at),
+                Stage::Running => scripted_exit_due(sim),
+                Stage::Finished { .. } => None,
+            })
+            .min()
+    }
+
     fn stop_pod(&mut self, stop: &StopPod, now: Timestamp) -> Vec<PodUpdate> {
         let ended = Some((stop.reason.clone(), stop.message.clone()));
         self.finish(&stop.uid, KILLED, ended, now)
@@ -439,6 +461,3 @@ impl PodLifecycleProvider for SimulatedPods {
         })
     }
 }
-
-/// How often the simulation looks at what has come due (scripted exits).
-pub const TICK: Duration = Duration::from_millis(250);

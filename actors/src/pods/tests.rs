@@ -263,3 +263,45 @@ fn active_pods_carry_the_annotated_usage() {
     assert_eq!(containers[1].memory_bytes, 0);
     assert_eq!(active[0].processes, Some(12));
 }
+
+#[test]
+fn nothing_is_due_without_pods_or_scripts_and_a_scripted_exit_is_due_at_its_time() {
+    let mut pods = provider();
+    assert_eq!(pods.next_wakeup(), None, "no pods: never woken");
+    pods.pod_applied(&pod("a", "Always", json!({})), now());
+    assert_eq!(pods.next_wakeup(), None, "a running pod without a script");
+    let scripted = pod(
+        "b",
+        "Never",
+        json!({annotations::EXIT_CODE: "0", annotations::EXIT_AFTER: "5"}),
+    );
+    pods.pod_applied(&scripted, now());
+    let exit = now()
+        .checked_add(jiff::SignedDuration::from_secs(5))
+        .unwrap();
+    assert_eq!(pods.next_wakeup(), Some(exit));
+    let done = pods.tick(exit);
+    assert_eq!(statuses(&done).last().unwrap()["phase"], "Succeeded");
+    assert_eq!(pods.next_wakeup(), None, "finished: nothing more is due");
+}
+
+#[test]
+fn a_pod_waiting_for_an_address_is_due_once_one_is_freed() {
+    let mut pods = provider();
+    // A /30 holds one pod address (.2; .3 is the broadcast address).
+    pods.set_pod_cidrs("10.244.9.0/30", now());
+    pods.pod_applied(&pod("a", "Always", json!({})), now());
+    let waiting = pods.pod_applied(&pod("b", "Always", json!({})), now());
+    assert!(statuses(&waiting).iter().all(|s| s["phase"] == "Pending"));
+    assert_eq!(
+        pods.next_wakeup(),
+        None,
+        "no free address: wait for an event"
+    );
+    pods.pod_deleted(&pod("a", "Always", json!({})));
+    let due = pods.next_wakeup().expect("an address is free: due");
+    assert!(due <= now(), "at once");
+    let placed = pods.tick(now());
+    assert_eq!(statuses(&placed).last().unwrap()["podIP"], "10.244.9.2");
+    assert_eq!(pods.next_wakeup(), None);
+}

@@ -1,7 +1,8 @@
 //! RuntimeProbeActor: every runtime probe period it asks the container runtime for its status
 //! over CRI (the kubelet's updateRuntimeUp) and tells NodeStatusActor the result as
 //! `RuntimeHealth`: at once when anything changed, and every period regardless, so staleness
-//! is judged on fresh news. It owns the runtime state (kept across its restarts) and the pod
+//! is judged on fresh news. A simulated runtime has nothing to ask: it is reported healthy
+//! once, and is never woken again. It owns the runtime state (kept across its restarts) and the pod
 //! CIDR last pushed to the runtime; it never blocks: each probe runs beside its mailbox.
 
 mod state;
@@ -103,6 +104,18 @@ impl RuntimeProbeActor {
             self.send_health(); // a probe hangs: freshness goes out regardless
         }
         self.start_probe(ctx);
+    }
+
+    /// A simulated runtime has nothing to ask and never goes stale (NodeStatus does not age
+    /// its health): its health is sent once, and again each period only until delivered.
+    fn resend_until_delivered(&mut self, ctx: &mut Context<Self>) {
+        if self.last_sent.is_some() {
+            return;
+        }
+        ctx.run_later(self.settings.probe_period, |actor, ctx| {
+            actor.start_probe(ctx);
+            actor.resend_until_delivered(ctx);
+        });
     }
 
     fn start_probe(&mut self, ctx: &mut Context<Self>) {
@@ -223,7 +236,11 @@ impl Actor for RuntimeProbeActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         // Probe once at once (the kubelet runs updateRuntimeUp before its first status sync).
         self.start_probe(ctx);
-        ctx.run_interval(self.settings.probe_period, Self::tick);
+        if self.runtime.is_some() {
+            ctx.run_interval(self.settings.probe_period, Self::tick);
+        } else {
+            self.resend_until_delivered(ctx);
+        }
     }
 }
 

@@ -1,9 +1,10 @@
 //! StatusManagerActor: the only writer of pod statuses. Its entry points (SetPodStatus,
 //! SetContainerReadiness, TerminatePod) update the versioned cache, which lives in a store the
 //! factory hands to every instance, so a status accepted once is never lost to a crash. A
-//! change starts that pod's sync at once; every `sync_period` a batch pass resends every
-//! version the API lacks, reconciles a status the API shows differently (edited behind
-//! nodepulse's back, as the pod watch reports it) and retries the deletion of finished pods.
+//! change starts that pod's sync at once; every `sync_period` while it knows a pod, a batch
+//! pass resends every version the API lacks, reconciles a status the API shows differently
+//! (edited behind nodepulse's back, as the pod watch reports it) and retries the deletion of
+//! finished pods (with no pod there is nothing to pass over, and the actor sleeps).
 //! A new instance takes the store over (its generation), sends what is unsent, and fences off
 //! an older, hung one. An eviction is recorded as a Warning event and handed to the provider,
 //! which stops the pod and reports its final status.
@@ -14,7 +15,9 @@ use std::{
     time::Duration,
 };
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, StreamHandler, WrapFuture};
+use actix::{
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, StreamHandler, WrapFuture,
+};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
@@ -148,6 +151,8 @@ pub struct StatusManagerActor {
     last_error: Option<(Timestamp, String)>,
     /// Flush requests waiting for every unsent status to have been tried.
     flushes: Vec<tokio::sync::oneshot::Sender<usize>>,
+    /// The batch pass's timer, set while the store knows a pod.
+    batch_timer: Option<SpawnHandle>,
 }
 
 impl StatusManagerActor {
@@ -167,6 +172,7 @@ impl StatusManagerActor {
             counters: Counters::default(),
             last_error: None,
             flushes: Vec::new(),
+            batch_timer: None,
         }
     }
 
@@ -197,6 +203,7 @@ impl StatusManagerActor {
                 .cache
                 .update(pod, status, force, finished, Timestamp::now())
         };
+        self.arm_batch(ctx);
         match outcome {
             UpdateOutcome::Stored { .. } => {
                 self.failed.remove(&uid);
@@ -285,6 +292,15 @@ impl StatusManagerActor {
         }
     }
 
+    /// Sets the batch pass's timer when the store knows a pod and it is not set yet; the pass
+    /// clears it once the store is empty again.
+    fn arm_batch(&mut self, ctx: &mut Context<Self>) {
+        if self.batch_timer.is_none() && self.store.read(|store| !store.pods.is_empty()) {
+            let timer = ctx.run_interval(self.settings.sync_period, |actor, ctx| actor.batch(ctx));
+            self.batch_timer = Some(timer);
+        }
+    }
+
     /// `syncBatch(all=false)`: every pod whose cached version the API lacks.
     fn start_unsent(&mut self, ctx: &mut Context<Self>) {
         let mut unsent = self.store.lock().cache.unsent_pods();
@@ -348,6 +364,11 @@ impl StatusManagerActor {
         for uid in finished {
             self.start(ctx, &uid);
         }
+        if self.store.read(|store| store.pods.is_empty())
+            && let Some(timer) = self.batch_timer.take()
+        {
+            ctx.cancel_future(timer);
+        }
     }
 }
 
@@ -358,7 +379,7 @@ impl Actor for StatusManagerActor {
         self.generation = self.store.update(PodStatusStore::take_over);
         // A restarted instance first sends whatever its predecessor had not.
         self.start_unsent(ctx);
-        ctx.run_interval(self.settings.sync_period, |actor, ctx| actor.batch(ctx));
+        self.arm_batch(ctx);
         ctx.add_stream(self.api.recovery().stream());
     }
 }

@@ -566,3 +566,23 @@ async fn a_flush_says_how_many_statuses_the_api_still_refuses() {
     assert_eq!(unsent, Some(2), "both were tried again and refused again");
     assert_eq!(api.state().patches.len(), 4);
 }
+
+#[actix_rt::test]
+async fn with_no_pod_known_no_batch_pass_wakes_the_actor() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(
+        store.read(PodStatusStore::batch_passes),
+        0,
+        "six periods without a pod: no pass"
+    );
+    set_status(&manager, pod("web", "uid-1"), running(true)).await;
+    eventually("batch passes run once a pod is known", || {
+        store.read(PodStatusStore::batch_passes) >= 2
+    })
+    .await;
+}

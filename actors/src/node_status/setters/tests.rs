@@ -223,6 +223,32 @@ fn ready_messages_follow_the_kubelets_order_and_aggregation() {
 }
 
 #[test]
+fn a_simulated_runtime_reported_once_never_goes_down() {
+    let now = Instant::now();
+    let long_ago = now
+        .checked_sub(Duration::from_secs(3600))
+        .expect("an instant an hour ago");
+    let simulated = RuntimeHealth {
+        last_successful_probe: Some(long_ago),
+        simulated: true,
+        ..healthy(now)
+    };
+    let mut node = Node::default();
+    run(&machine(), &settings(), Some(&simulated), at(0), &mut node);
+    assert_eq!(condition(&node, "Ready").status, "True");
+    let real = RuntimeHealth {
+        simulated: false,
+        ..simulated
+    };
+    run(&machine(), &settings(), Some(&real), at(0), &mut node);
+    assert_eq!(
+        condition(&node, "Ready").message.as_deref(),
+        Some("container runtime is down"),
+        "a real runtime's health ages"
+    );
+}
+
+#[test]
 fn missing_capacity_keeps_the_node_not_ready() {
     let mut without_storage = machine();
     without_storage.ephemeral_storage_bytes = None;

@@ -179,6 +179,12 @@ impl PodLifecycleProvider for CriPods {
         self.drain()
     }
 
+    /// Never: the engine's own tasks (pod workers, the PLEG) wake the actor through the update
+    /// sink when they have something to report.
+    fn next_wakeup(&self) -> Option<Timestamp> {
+        None
+    }
+
     fn stop_pod(&mut self, stop: &StopPod, _now: Timestamp) -> Vec<PodUpdate> {
         {
             let mut core = self.engine.core();
