@@ -278,6 +278,9 @@ fn default_lease_duration() -> i32 {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SupervisionConfig {
     /// An actor busy in one handler (or timer, or start) this long is declared hung and replaced.
+    /// Every handler is non-blocking (I/O is async or on blocking threads), so 1 s of one poll
+    /// is already a hang; a short timeout keeps a hung LeaseActor from costing a renewal
+    /// (issue 16: the largest gap between two renewals under the kill plan is ≤ 12 s).
     pub liveness_timeout: GoDuration,
     /// How often the supervisor checks its actors' busy marks. Nothing is sent to an actor: an
     /// idle one is never woken. Until issue 16 this was a ping period; its meaning as a bound
@@ -294,8 +297,8 @@ pub struct SupervisionConfig {
 impl Default for SupervisionConfig {
     fn default() -> Self {
         Self {
-            liveness_timeout: seconds(5),
-            liveness_interval: seconds(1),
+            liveness_timeout: seconds(1),
+            liveness_interval: GoDuration(Duration::from_millis(500)),
             max_restarts: 10,
             restart_window: seconds(60),
             backoff: BackoffConfig::default(),

@@ -15,7 +15,7 @@ fn parse(yaml: &str) -> Result<Config, ConfigError> {
 #[test]
 fn the_embedded_default_is_valid_and_matches_the_documented_defaults() {
     let config = Config::embedded_default().expect("the shipped default parses");
-    assert_eq!(config.supervision.liveness_timeout.to_string(), "5s");
+    assert_eq!(config.supervision.liveness_timeout.to_string(), "1s");
     assert_eq!(config.supervision.backoff.initial.to_string(), "100ms");
     assert_eq!(config.supervision.max_restarts, 10);
     assert_eq!(config.debug.address, "127.0.0.1:10280");
