@@ -19,6 +19,7 @@ pub mod cri;
 pub mod daemon;
 pub mod debug;
 pub mod fleet;
+pub mod grpc;
 pub mod host;
 pub mod kube_api;
 pub mod logging;

@@ -13,30 +13,24 @@ pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Duration,
 };
 
 use futures::{FutureExt, future::BoxFuture};
-use hyper_util::rt::TokioIo;
 use nodepulse_actors::ports::{
     ImageFsUsage, ImageInfo, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService,
     RuntimeStatus, RuntimeVersion,
 };
-use tonic::{
-    codegen::http::{Uri, uri::PathAndQuery},
-    transport::{Channel, Endpoint},
-};
 
 pub use crate::config::{EndpointError, socket_path};
+use crate::grpc::{UnaryFailure, UnixGrpc};
 
 /// A CRI client on one unix socket. Cheap to clone; clones share the connection.
 #[derive(Clone)]
 pub struct CriClient {
-    socket: Arc<PathBuf>,
+    grpc: UnixGrpc,
     timeout: Duration,
-    /// The current connection; `None` after a failure, until the next call dials again.
-    channel: Arc<Mutex<Option<Channel>>>,
     /// The lowest `oom_score_adj` this process may ask for, read once on first use.
     oom_floor: Arc<oom::OomFloor>,
 }
@@ -46,43 +40,14 @@ impl CriClient {
     /// until the first call.
     pub fn new(endpoint: &str, timeout: Duration) -> Result<Self, EndpointError> {
         Ok(Self {
-            socket: Arc::new(socket_path(endpoint)?),
+            grpc: UnixGrpc::new(socket_path(endpoint)?),
             timeout,
-            channel: Arc::new(Mutex::new(None)),
             oom_floor: Arc::default(),
         })
     }
 
     pub fn socket(&self) -> &Path {
-        &self.socket
-    }
-
-    fn channel(&self) -> Channel {
-        let mut slot = self
-            .channel
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        slot.get_or_insert_with(|| {
-            let socket = Arc::clone(&self.socket);
-            let connector = tower::service_fn(move |_: Uri| {
-                let socket = Arc::clone(&socket);
-                async move {
-                    let stream = tokio::net::UnixStream::connect(socket.as_path()).await?;
-                    Ok::<_, std::io::Error>(TokioIo::new(stream))
-                }
-            });
-            // The URI only names the authority for HTTP/2; the connector ignores it.
-            Endpoint::from_static("http://runtime.cri")
-                .connect_timeout(self.timeout)
-                .connect_with_connector_lazy(connector)
-        })
-        .clone()
-    }
-
-    fn forget_connection(&self) {
-        if let Ok(mut slot) = self.channel.lock() {
-            *slot = None;
-        }
+        self.grpc.socket()
     }
 
     /// One unary call, bounded by the request timeout; any error status is a failed call.
@@ -114,57 +79,29 @@ impl CriClient {
         Request: prost::Message + Send + Sync + 'static,
         Response: prost::Message + Default + Send + Sync + 'static,
     {
-        let client = self.clone();
+        let grpc = self.grpc.clone();
         async move {
-            if !client.socket.exists() {
-                client.forget_connection();
+            let path_buf = || grpc.socket().to_path_buf();
+            if !grpc.socket().exists() {
+                grpc.forget_connection();
                 return Err(CallFailure::Transport(RuntimeError::SocketMissing {
-                    path: client.socket.to_path_buf(),
+                    path: path_buf(),
                 }));
             }
-            let unreachable = |message: String| {
-                CallFailure::Transport(RuntimeError::Unreachable {
-                    path: client.socket.to_path_buf(),
-                    message,
-                })
-            };
-            let exchange = async {
-                let mut grpc = tonic::client::Grpc::new(client.channel());
-                grpc.ready()
-                    .await
-                    .map_err(|error| unreachable(error.to_string()))?;
-                grpc.unary(
-                    tonic::Request::new(request),
-                    PathAndQuery::from_static(path),
-                    tonic_prost::ProstCodec::<Request, Response>::new(),
-                )
+            grpc.unary(path, request, timeout)
                 .await
-                .map(tonic::Response::into_inner)
-                .map_err(|status| match status.code() {
-                    // Connection refused, reset or closed: the runtime is gone or restarting.
-                    tonic::Code::Unavailable => unreachable(status.message().to_owned()),
-                    code => CallFailure::Status {
-                        code,
-                        message: status.message().to_owned(),
-                    },
+                .map_err(|failure| match failure {
+                    UnaryFailure::Unreachable(message) => {
+                        CallFailure::Transport(RuntimeError::Unreachable {
+                            path: path_buf(),
+                            message,
+                        })
+                    }
+                    UnaryFailure::Timeout => {
+                        CallFailure::Transport(RuntimeError::Timeout { method, timeout })
+                    }
+                    UnaryFailure::Status { code, message } => CallFailure::Status { code, message },
                 })
-            };
-            let result = match tokio::time::timeout(timeout, exchange).await {
-                Ok(result) => result,
-                Err(_) => Err(CallFailure::Transport(RuntimeError::Timeout {
-                    method,
-                    timeout,
-                })),
-            };
-            if matches!(
-                result,
-                Err(CallFailure::Transport(
-                    RuntimeError::Unreachable { .. } | RuntimeError::Timeout { .. }
-                ))
-            ) {
-                client.forget_connection();
-            }
-            result
         }
         .boxed()
     }

@@ -14,7 +14,7 @@ use std::{
 
 use crate::volume::csi::{
     CsiRegistrationHandler,
-    grpc::UnixGrpc,
+    grpc::CsiGrpc,
     registration_proto::{self as proto, CSI_PLUGIN_TYPE, paths},
 };
 
@@ -112,7 +112,7 @@ impl PluginWatcher {
     /// Registers the plugin at `socket`; its driver name when it is registered. A failure is
     /// told to the plugin and tried again on the next pass, as the kubelet's reconciler does.
     async fn register(&self, socket: &Path) -> Option<String> {
-        let client = UnixGrpc::new(&socket.display().to_string());
+        let client = CsiGrpc::new(&socket.display().to_string());
         let info: proto::PluginInfo = match client
             .unary(paths::GET_INFO, proto::InfoRequest {}, GET_INFO_TIMEOUT)
             .await

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["fleet", "standalone"],
     &["node"],
     &["debug", "kube_api", "cri", "host", "machine", "volume"],
-    &["config"],
+    &["config", "grpc"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -7,7 +7,7 @@ use std::{collections::HashMap, path::Path, time::Duration};
 use nodepulse_actors::ports::{CsiCallError, CsiNodeInfo, CsiVolume};
 
 use super::{
-    grpc::UnixGrpc,
+    grpc::CsiGrpc,
     proto::{self, csi_access_mode, node_capability, paths},
 };
 
@@ -17,7 +17,7 @@ pub const CSI_TIMEOUT: Duration = Duration::from_secs(120);
 /// A client of one driver's node service. Cheap to clone.
 #[derive(Clone)]
 pub struct CsiClient {
-    grpc: UnixGrpc,
+    grpc: CsiGrpc,
     timeout: Duration,
 }
 
@@ -29,7 +29,7 @@ impl CsiClient {
 
     pub fn with_timeout(endpoint: &str, timeout: Duration) -> Self {
         Self {
-            grpc: UnixGrpc::new(endpoint),
+            grpc: CsiGrpc::new(endpoint),
             timeout,
         }
     }

@@ -1,0 +1,118 @@
+//! Unary gRPC calls over one unix socket, shared by the CRI client and the CSI clients. The
+//! connection is dialled lazily and dropped after a transport failure or a timeout, so a runtime
+//! or driver that restarted is found again on the next call without restarting nodepulse. The
+//! callers turn a [`UnaryFailure`] into their own typed errors.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use hyper_util::rt::TokioIo;
+use tonic::{
+    codegen::http::{Uri, uri::PathAndQuery},
+    transport::{Channel, Endpoint},
+};
+
+/// A gRPC client on one unix socket. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct UnixGrpc {
+    socket: Arc<PathBuf>,
+    /// The current connection; `None` after a failure, until the next call dials again.
+    channel: Arc<Mutex<Option<Channel>>>,
+}
+
+/// How one call failed.
+#[derive(Debug)]
+pub enum UnaryFailure {
+    /// No connection could be made or kept (refused, reset, closed: the peer is gone or
+    /// restarting), with tonic's text.
+    Unreachable(String),
+    /// No answer within the call's timeout.
+    Timeout,
+    /// The peer answered with an error status.
+    Status { code: tonic::Code, message: String },
+}
+
+impl UnixGrpc {
+    /// A client for the socket at `socket`. Nothing is dialled until the first call.
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        Self {
+            socket: Arc::new(socket.into()),
+            channel: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    fn channel(&self, timeout: Duration) -> Channel {
+        let mut slot = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.get_or_insert_with(|| {
+            let socket = Arc::clone(&self.socket);
+            let connector = tower::service_fn(move |_: Uri| {
+                let socket = Arc::clone(&socket);
+                async move {
+                    let stream = tokio::net::UnixStream::connect(socket.as_path()).await?;
+                    Ok::<_, std::io::Error>(TokioIo::new(stream))
+                }
+            });
+            // The URI only names the authority for HTTP/2; the connector ignores it.
+            Endpoint::from_static("http://unix.socket")
+                .connect_timeout(timeout)
+                .connect_with_connector_lazy(connector)
+        })
+        .clone()
+    }
+
+    /// Drops the connection: the next call dials afresh.
+    pub fn forget_connection(&self) {
+        *self.channel.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// One unary call at `path` (`/package.Service/Method`), bounded by `timeout`. A transport
+    /// failure or a timeout drops the connection.
+    pub async fn unary<Request, Response>(
+        &self,
+        path: &'static str,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, UnaryFailure>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+    {
+        let exchange = async {
+            let mut grpc = tonic::client::Grpc::new(self.channel(timeout));
+            grpc.ready()
+                .await
+                .map_err(|error| UnaryFailure::Unreachable(error.to_string()))?;
+            grpc.unary(
+                tonic::Request::new(request),
+                PathAndQuery::from_static(path),
+                tonic_prost::ProstCodec::<Request, Response>::new(),
+            )
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| match status.code() {
+                tonic::Code::Unavailable => UnaryFailure::Unreachable(status.message().to_owned()),
+                code => UnaryFailure::Status {
+                    code,
+                    message: status.message().to_owned(),
+                },
+            })
+        };
+        let result = tokio::time::timeout(timeout, exchange)
+            .await
+            .unwrap_or(Err(UnaryFailure::Timeout));
+        if matches!(
+            result,
+            Err(UnaryFailure::Unreachable(_) | UnaryFailure::Timeout)
+        ) {
+            self.forget_connection();
+        }
+        result
+    }
+}
