@@ -112,6 +112,8 @@ pub fn mount_readiness(
         return MountReadiness::PodErrors(errors.join("; "));
     }
     let mut waiting = UnmountedVolumes::default();
+    // A claim not resolved yet is not in the desired state: unmounted, as the kubelet lists it.
+    waiting.unmounted.extend(pod.unresolved.iter().cloned());
     for (name, volume) in &pod.volumes {
         let mounted = actual
             .mounts
@@ -125,6 +127,7 @@ pub fn mount_readiness(
             waiting.unattached.push(name.clone());
         }
     }
+    waiting.unmounted.sort();
     if waiting.unmounted.is_empty() {
         MountReadiness::Ready
     } else {
