@@ -54,6 +54,7 @@ pub fn reconstruct(dirs: &PodDirs) -> Result<Reconstructed, ReconstructError> {
                                 attachable: false,
                                 state: MountState::Uncertain,
                                 set_up_at: None,
+                                csi: None,
                             },
                         );
                     }

@@ -64,6 +64,8 @@ pub struct VolumeManagerActor {
     csi: Option<CsiPorts>,
     /// (pod UID, volume) whose content is being fetched or whose claim or CSI step runs.
     in_flight: BTreeSet<(String, String)>,
+    /// CSI volumes being staged: a second pod's SetUp waits rather than staging twice.
+    staging: BTreeSet<UniqueVolumeName>,
     next_pass: Option<(Instant, SpawnHandle)>,
     last_in_use: Option<Option<Vec<String>>>,
     passes: u64,
@@ -90,6 +92,7 @@ impl VolumeManagerActor {
             peers,
             csi: None,
             in_flight: BTreeSet::new(),
+            staging: BTreeSet::new(),
             next_pass: None,
             last_in_use: None,
             passes: 0,

@@ -120,9 +120,11 @@ impl VolumeManagerActor {
             return false;
         };
         let node = self.settings.node_name.clone();
-        let staged = self
-            .memory
-            .read(|m| m.staged.contains(&volume.unique_name));
+        let staged = self.memory.read(|m| m.staged.contains(&volume.unique_name));
+        if !staged && !self.staging.insert(volume.unique_name.clone()) {
+            // Another pod's SetUp stages it; this one follows once it is staged.
+            return true;
+        }
         self.in_flight.insert(key.clone());
         let work = async move {
             if volume.attachable {
@@ -153,6 +155,9 @@ impl VolumeManagerActor {
         };
         ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
             actor.in_flight.remove(&key);
+            if !staged {
+                actor.staging.remove(&volume.unique_name);
+            }
             let now_staged = outcome.is_ok() || outcome.as_ref().is_err_and(|(s, _)| *s);
             if now_staged || staged {
                 actor

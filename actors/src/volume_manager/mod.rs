@@ -4,6 +4,8 @@
 
 mod actor;
 #[cfg(test)]
+mod actor_csi_tests;
+#[cfg(test)]
 mod actor_tests;
 pub mod claim;
 pub mod content;

@@ -157,7 +157,10 @@ fn a_resolved_claim_is_its_csi_volume_and_a_failed_one_the_pods_error() {
     let data = &got.volumes[0];
     assert_eq!(data.plugin, Plugin::Csi);
     assert!(data.attachable);
-    assert_eq!(data.unique_name.to_string(), "kubernetes.io/csi/d.csi.test^h1");
+    assert_eq!(
+        data.unique_name.to_string(),
+        "kubernetes.io/csi/d.csi.test^h1"
+    );
     assert_eq!(data.csi.as_ref(), Some(&volume));
 
     let claim = ClaimRef {

@@ -1,6 +1,7 @@
 //! In-memory fakes of the ports for actor-level tests, one per port, each recording the calls
 //! it gets and answering as the API server (or the host) would. Tests only.
 
+pub mod csi;
 pub mod host;
 pub mod node;
 pub mod strategic;
