@@ -159,8 +159,9 @@ impl VolumeManagerActor {
         let now = Instant::now();
         self.resolve_claims(now, ctx);
         let node = self.settings.node_name.clone();
-        let (desired, operations) = self.memory.read(|memory| {
+        let (desired, operations) = self.memory.update(|memory| {
             let desired = memory.desired(&node);
+            memory.actual.adopt_csi(&desired);
             let operations = reconcile(
                 &desired,
                 &memory.actual,

@@ -169,6 +169,37 @@ impl ActualState {
         self.mounts.keys().any(|(uid, _)| uid == pod_uid)
     }
 
+    /// Takes over CSI mounts read back from disk, which are keyed by their directory (the PV's
+    /// name) rather than the pod's outer volume name: a duplicate of a mount this process
+    /// already knows is dropped; one a desired pod's claim names is moved to that volume's key
+    /// (still uncertain, so its idempotent SetUp runs again).
+    pub fn adopt_csi(&mut self, desired: &DesiredState) {
+        let by_dir: Vec<(String, String)> = self
+            .mounts
+            .iter()
+            .filter(|((_, name), m)| m.csi.as_ref().is_some_and(|csi| &csi.pv_name == name))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for (uid, pv) in by_dir {
+            let known = self.mounts.iter().any(|((other_uid, name), m)| {
+                other_uid == &uid && name != &pv && m.csi.as_ref().is_some_and(|c| c.pv_name == pv)
+            });
+            let wanted = desired.pods.get(&uid).and_then(|pod| {
+                pod.volumes
+                    .values()
+                    .find(|v| v.csi.as_ref().is_some_and(|c| c.pv_name == pv))
+            });
+            if known {
+                self.mounts.remove(&(uid, pv));
+            } else if let Some(volume) = wanted.filter(|v| v.name != pv) {
+                let mut mounted = self.mounts.remove(&(uid.clone(), pv)).expect("listed");
+                mounted.attachable = volume.attachable;
+                mounted.unique_name = volume.unique_name.clone();
+                self.mounts.insert((uid, volume.name.clone()), mounted);
+            }
+        }
+    }
+
     /// Whether a pod other than `except` (pod UID, volume) has `unique_name` set up.
     pub fn others_use(&self, unique_name: &UniqueVolumeName, except: &(String, String)) -> bool {
         self.mounts
