@@ -17,7 +17,6 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams},
 };
 use nodepulse::volume::csi::layout::attachment_name;
-use nodepulse_emulator::{AttachDetachConfig, EmulatorConfig};
 use serde_json::json;
 
 use crate::common::{
@@ -25,7 +24,10 @@ use crate::common::{
     csi_plugin::{CsiPlugin, PluginOptions},
     eventually_async,
     pods::{self, running_and_ready, start_simulated_node, wait_pod},
-    storage::{create_bound_claim, create_csi_driver, own_csi_node, own_volume_attachment},
+    storage::{
+        cluster_with_test_attacher, create_bound_claim, create_csi_driver, own_csi_node,
+        own_volume_attachment, read_attachment,
+    },
 };
 
 const NAMESPACE: &str = "default";
@@ -40,10 +42,7 @@ async fn volumes_in_use(cluster: &TestCluster, node: &str) -> Vec<String> {
 }
 
 async fn attachment(cluster: &TestCluster, name: &str) -> Option<VolumeAttachment> {
-    Api::<VolumeAttachment>::all(cluster.client.clone())
-        .get_opt(name)
-        .await
-        .expect("VolumeAttachment read")
+    read_attachment(&cluster.client, name).await
 }
 
 /// A `rootDir` for the node, removed with the test.
@@ -65,14 +64,7 @@ fn publish_dir(root: &Path, pod_uid: &str, pv: &str) -> std::path::PathBuf {
 #[actix_rt::test]
 async fn a_pods_claim_is_attached_staged_published_and_released_in_the_kubelets_order() {
     // The controller attaches nothing by itself: the test is the external attacher.
-    let cluster = TestCluster::start_with(EmulatorConfig {
-        attach_detach: AttachDetachConfig {
-            enabled: true,
-            attacher: false,
-        },
-        ..EmulatorConfig::for_tests()
-    })
-    .await;
+    let cluster = cluster_with_test_attacher().await;
     let node = unique_node_name("csi-pod");
     let root = root_dir();
     let driver = format!("{node}.csi.nodepulse.test");
