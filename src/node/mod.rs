@@ -2,7 +2,8 @@
 //! node's supervisor. Every mailbox is created first (`NodeAddresses`), so each actor is handed
 //! its peers' addresses before any of them starts; then the parts asked for are added in start
 //! order: NodeStatus (it registers the Node) and Lease, StatusManager, the volume manager and
-//! the pod lifecycle actor that feeds the first and waits for the second, then the signal actors that feed NodeStatus (RuntimeProbe,
+//! the pod lifecycle actor that feeds the first and waits for the second, the CSI plugin
+//! watcher (not on fleet nodes), then the signal actors that feed NodeStatus (RuntimeProbe,
 //! EvictionSignal, which also evicts through StatusManager). State that must outlive an actor's
 //! restart is created here and handed to every generation by its factory.
 

@@ -106,6 +106,23 @@ async fn a_pods_claim_is_attached_staged_published_and_released_in_the_kubelets_
     let pod = pods::create(&cluster.client, &manifest).await;
     let uid = pod.metadata.uid.clone().expect("a UID");
 
+    eventually_async(
+        "the node is registered for controller attach/detach",
+        || async {
+            Api::<Node>::all(cluster.client.clone())
+                .get_opt(&node)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|node| node.metadata.annotations)
+                .is_some_and(|annotations| {
+                    annotations
+                        .get("volumes.kubernetes.io/controller-managed-attach-detach")
+                        .is_some_and(|value| value == "true")
+                })
+        },
+    )
+    .await;
     eventually_async("the node reports the volume in use", || async {
         volumes_in_use(&cluster, &node).await == [unique.clone()]
     })
