@@ -62,6 +62,8 @@ impl VolumeManagerActor {
             if !self.in_flight.insert(key.clone()) {
                 continue;
             }
+            // Due now: no retry time left to wake for while the lookup runs.
+            self.memory.update(|m| m.claim_retry_at.remove(&key));
             let (storage, node) = (Arc::clone(&ports.storage), node.clone());
             let work = async move {
                 let claim = ClaimRef {

@@ -261,6 +261,14 @@ async fn a_missing_claim_is_the_pods_error_until_it_appears() {
         node.view.readiness("u1"),
         MountReadiness::PodErrors(_)
     ));
+    // Looked up again CLAIM_RETRY after the last lookup answered, not in a loop.
+    let lookups = node.csi.claim_lookups();
+    tokio::time::sleep(super::CLAIM_RETRY * 5).await;
+    let more = node.csi.claim_lookups() - lookups;
+    assert!(
+        (3..=4).contains(&more),
+        "{more} lookups in 10 s (a 1 s lookup every 2 s)"
+    );
     node.csi.claims.lock().unwrap().insert("data".into());
     eventually("ready once the claim exists", BUDGET, || {
         node.view.readiness("u1") == MountReadiness::Ready

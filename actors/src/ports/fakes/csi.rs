@@ -32,6 +32,7 @@ pub struct FakeCsi {
     pub claims: Arc<Mutex<BTreeSet<String>>>,
     pub attach_required: bool,
     pub call_time: Duration,
+    lookups: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl FakeCsi {
@@ -41,7 +42,13 @@ impl FakeCsi {
             claims: Arc::default(),
             attach_required,
             call_time: Duration::from_secs(1),
+            lookups: Arc::default(),
         }
+    }
+
+    /// How many claims were looked up so far.
+    pub fn claim_lookups(&self) -> usize {
+        self.lookups.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The CSI calls logged so far, in order.
@@ -76,6 +83,8 @@ impl StorageApi for FakeCsi {
         ns: &str,
         name: &str,
     ) -> BoxFuture<'static, ApiResult<PersistentVolumeClaim>> {
+        self.lookups
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let found = self.claims.lock().unwrap().contains(name);
         let claim = serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}")},
@@ -83,7 +92,9 @@ impl StorageApi for FakeCsi {
             "status": {"phase": "Bound"},
         }));
         let missing = format!("persistentvolumeclaims {name:?} not found");
+        let time = self.call_time;
         Box::pin(async move {
+            tokio::time::sleep(time).await;
             if !found {
                 return Err(ApiError::NotFound(missing));
             }
