@@ -269,7 +269,10 @@ async fn after_a_node_restart_the_published_volume_is_read_back_kept_in_use_and_
         },
     )
     .await;
-    assert_eq!(scene.volumes_in_use(&cluster).await, [scene.unique.clone()]);
+    assert_eq!(
+        scene.volumes_in_use(&cluster).await,
+        std::slice::from_ref(&scene.unique)
+    );
     assert!(scene.publish_dir().is_dir(), "still published");
     let unpublished = scene
         .plugin
