@@ -4,6 +4,7 @@
 //! Heartbeat connection resets are shared too, so they are bounded for the whole fleet.
 
 use std::{
+    collections::BTreeMap,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -11,12 +12,13 @@ use std::{
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::{
     coordination::v1::Lease,
-    core::v1::{Node, Pod},
+    core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod},
+    storage::v1::CSIDriver,
 };
 use nodepulse_actors::{
     ports::{
-        ApiRecovery, ApiResult, LeaseApi, LeaseRenewal, NodeApi, NodeEvent, NodeWatchEvent, PodApi,
-        PodEvent, PodWatchEvent, VolumeSourceApi,
+        ApiRecovery, ApiResult, CsiDriverRegistration, CsiNodeApi, LeaseApi, LeaseRenewal, NodeApi,
+        NodeEvent, NodeWatchEvent, PodApi, PodEvent, PodWatchEvent, StorageApi, VolumeSourceApi,
     },
     volume_manager::content::{TokenSpec, token::IssuedToken},
 };
@@ -193,6 +195,68 @@ impl VolumeSourceApi for FleetApi {
 
     fn request_token(&self, spec: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
         self.api.request_token(spec)
+    }
+}
+
+impl StorageApi for FleetApi {
+    fn get_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> BoxFuture<'static, ApiResult<PersistentVolumeClaim>> {
+        self.api.get_claim(namespace, name)
+    }
+
+    fn get_volume(&self, name: &str) -> BoxFuture<'static, ApiResult<PersistentVolume>> {
+        self.api.get_volume(name)
+    }
+
+    fn get_csi_driver(&self, name: &str) -> BoxFuture<'static, ApiResult<Option<CSIDriver>>> {
+        self.api.get_csi_driver(name)
+    }
+
+    fn attachment_metadata(
+        &self,
+        driver: &str,
+        volume_handle: &str,
+        node: &str,
+    ) -> BoxFuture<'static, ApiResult<BTreeMap<String, String>>> {
+        self.api.attachment_metadata(driver, volume_handle, node)
+    }
+}
+
+/// Fleet nodes run no plugin watcher, but the port is the node's: delegated all the same.
+impl CsiNodeApi for FleetApi {
+    fn add_driver_to_node(
+        &self,
+        node: &str,
+        registration: &CsiDriverRegistration,
+    ) -> BoxFuture<'static, ApiResult<()>> {
+        self.api.add_driver_to_node(node, registration)
+    }
+
+    fn add_driver_to_csi_node(
+        &self,
+        node: &str,
+        registration: &CsiDriverRegistration,
+    ) -> BoxFuture<'static, ApiResult<()>> {
+        self.api.add_driver_to_csi_node(node, registration)
+    }
+
+    fn remove_driver_from_node(
+        &self,
+        node: &str,
+        driver: &str,
+    ) -> BoxFuture<'static, ApiResult<()>> {
+        self.api.remove_driver_from_node(node, driver)
+    }
+
+    fn remove_driver_from_csi_node(
+        &self,
+        node: &str,
+        driver: &str,
+    ) -> BoxFuture<'static, ApiResult<()>> {
+        self.api.remove_driver_from_csi_node(node, driver)
     }
 }
 

@@ -161,6 +161,7 @@ fn start_node(
     let (builder, _addresses) = NodeActors::new(&settings)
         .api(api)
         .resources(resources)
+        .without_plugin_watcher()
         .add_to(Supervisor::builder(supervision))
         // The whole node with an API: nothing for the wiring to refuse.
         .expect("a whole node is wired");

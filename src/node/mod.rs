@@ -2,10 +2,12 @@
 //! node's supervisor. Every mailbox is created first (`NodeAddresses`), so each actor is handed
 //! its peers' addresses before any of them starts; then the parts asked for are added in start
 //! order: NodeStatus (it registers the Node) and Lease, StatusManager, the volume manager and
-//! the pod lifecycle actor that feeds the first and waits for the second, then the signal actors that feed NodeStatus (RuntimeProbe,
+//! the pod lifecycle actor that feeds the first and waits for the second, the CSI plugin
+//! watcher (not on fleet nodes), then the signal actors that feed NodeStatus (RuntimeProbe,
 //! EvictionSignal, which also evicts through StatusManager). State that must outlive an actor's
 //! restart is created here and handed to every generation by its factory.
 
+mod csi;
 mod resources;
 mod runtime;
 mod settings;
@@ -19,7 +21,7 @@ use nodepulse_actors::{
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
     pods::PodLifecycleActor,
-    ports::{LeaseApi, NodeApi, PodApi, PodStatsSource, VolumeSourceApi},
+    ports::{CsiNodeApi, LeaseApi, NodeApi, PodApi, PodStatsSource, StorageApi, VolumeSourceApi},
     runtime_probe::{RuntimeProbeActor, UpdatePodCidr},
     status_manager::StatusManagerActor,
     volume_manager::VolumeManagerActor,
@@ -34,9 +36,12 @@ use crate::config::Settings;
 use wiring::{Wiring, mailboxes};
 
 /// The API ports a node's actors use; the daemon's `KubeApi`, or a fleet's view of it.
-pub trait ApiPorts: NodeApi + LeaseApi + PodApi + VolumeSourceApi {}
+pub trait ApiPorts:
+    NodeApi + LeaseApi + PodApi + VolumeSourceApi + StorageApi + CsiNodeApi
+{
+}
 
-impl<T: NodeApi + LeaseApi + PodApi + VolumeSourceApi> ApiPorts for T {}
+impl<T: NodeApi + LeaseApi + PodApi + VolumeSourceApi + StorageApi + CsiNodeApi> ApiPorts for T {}
 
 /// Which of a node's actors to start. The daemon starts all of them; a test starts a part and
 /// plays the rest.
@@ -105,6 +110,7 @@ pub struct NodeActors {
     api: Option<Arc<dyn ApiPorts>>,
     signal_reports: Option<(Recipient<RuntimeHealth>, Recipient<PressureChanged>)>,
     pod_cidr: Option<Recipient<UpdatePodCidr>>,
+    plugin_watcher: bool,
 }
 
 impl NodeActors {
@@ -117,6 +123,7 @@ impl NodeActors {
             api: None,
             signal_reports: None,
             pod_cidr: None,
+            plugin_watcher: true,
         }
     }
 
@@ -150,6 +157,14 @@ impl NodeActors {
         self
     }
 
+    /// No CSI plugin watcher (a fleet's simulated nodes): claim volumes still resolve, but
+    /// no driver registers, so their pods wait.
+    #[must_use]
+    pub fn without_plugin_watcher(mut self) -> Self {
+        self.plugin_watcher = false;
+        self
+    }
+
     /// NodeStatus pushes a changed pod CIDR here instead of to the runtime and the pods'
     /// provider (tests that record it).
     #[must_use]
@@ -177,6 +192,7 @@ impl NodeActors {
             api,
             signal_reports,
             pod_cidr,
+            plugin_watcher,
         } = self;
         if (parts.heartbeat || parts.pods) && api.is_none() {
             return Err(WiringError::NoApi);
@@ -200,6 +216,7 @@ impl NodeActors {
             addresses: &addresses,
             parts,
             pod_cidr,
+            plugin_watcher,
         };
         let mut builder = builder;
         if let Some(api) = api.as_ref().filter(|_| parts.heartbeat) {

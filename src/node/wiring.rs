@@ -29,13 +29,13 @@ use nodepulse_supervisor::{
 };
 
 use super::{
-    ApiPorts, NodeAddresses, NodeResources, Parts, eviction_settings, node_status_settings,
-    settings,
+    ApiPorts, NodeAddresses, NodeResources, Parts, csi::csi_ports, eviction_settings,
+    node_status_settings, settings,
 };
 use crate::{
     config::{RuntimeKind, Settings},
     cri::CriClient,
-    volume::host::DiskVolumeHost,
+    volume::{csi::CsiDrivers, host::DiskVolumeHost},
 };
 
 /// Every inbox of one node, taken by the part that starts its actor.
@@ -87,6 +87,8 @@ pub(super) struct Wiring<'a> {
     pub parts: Parts,
     /// Where NodeStatus pushes a changed pod CIDR, when not to its peers.
     pub pod_cidr: Option<Recipient<UpdatePodCidr>>,
+    /// Whether CSI drivers may register on this node (not on a fleet's simulated nodes).
+    pub plugin_watcher: bool,
 }
 
 impl Wiring<'_> {
@@ -246,6 +248,7 @@ impl Wiring<'_> {
         api: &Arc<dyn ApiPorts>,
         memory: Kept<VolumeManagerMemory>,
         inbox: Inbox<VolumeManagerActor>,
+        drivers: CsiDrivers,
     ) -> ChildSpec<VolumeManagerActor> {
         let volume_settings = settings::volume_manager_settings(self.settings);
         let host: Arc<dyn VolumeHost> = Arc::new(DiskVolumeHost::with_tmpfs(
@@ -254,6 +257,7 @@ impl Wiring<'_> {
         ));
         let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
         let sources: Arc<dyn VolumeSourceApi> = Arc::clone(api) as Arc<dyn VolumeSourceApi>;
+        let csi = csi_ports(api, volume_settings.dirs.clone(), drivers);
         let peers = VolumeManagerPeers {
             node_status: self
                 .parts
@@ -270,6 +274,7 @@ impl Wiring<'_> {
                 memory.clone(),
                 peers.clone(),
             )
+            .with_csi(csi.clone())
         })
     }
 
@@ -285,7 +290,13 @@ impl Wiring<'_> {
         pod_lifecycle_inbox: Inbox<PodLifecycleActor>,
         volume_manager_inbox: Inbox<VolumeManagerActor>,
     ) -> SupervisorBuilder {
-        let volumes = self.volume_manager(api, volume_memory, volume_manager_inbox);
+        let drivers = CsiDrivers::default();
+        let volumes =
+            self.volume_manager(api, volume_memory, volume_manager_inbox, drivers.clone());
+        let dirs = settings::volume_manager_settings(self.settings).dirs;
+        let watcher = self
+            .plugin_watcher
+            .then(|| self.plugin_watcher(api, &dirs, drivers));
         let node_name = &self.settings.node_name;
         let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
         let store = Kept::<PodStatusStore>::default();
@@ -318,12 +329,12 @@ impl Wiring<'_> {
         });
         let flush = flush_pod_statuses(self.addresses.status_manager.clone(), node_name.clone());
         let stop = stop_provider(Arc::clone(&state));
-        builder
-            .child(manager)
-            .child(volumes)
-            .child(lifecycle)
-            .drain_on_shutdown(stop)
-            .drain_on_shutdown(flush)
+        let builder = builder.child(manager).child(volumes).child(lifecycle);
+        let builder = match watcher {
+            Some(watcher) => builder.child(watcher),
+            None => builder,
+        };
+        builder.drain_on_shutdown(stop).drain_on_shutdown(flush)
     }
 
     /// RuntimeProbe, then EvictionSignal, reporting to `reports`.

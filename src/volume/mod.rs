@@ -1,6 +1,7 @@
 //! The volume manager's disk adapters: the atomic writer, emptyDir and hostPath SetUp and
 //! TearDown, pod directory cleanup, and the scan of `<rootDir>/pods` that rebuilds the actual
-//! state after a restart. What to do is decided by the pure core in
+//! state after a restart; CSI (the node plugin client, the mounter, the plugin watcher and its
+//! supervised actor). What to do is decided by the pure core in
 //! `nodepulse_actors::volume_manager`; this module only carries it out on the real filesystem.
 
 pub mod atomic_writer;
@@ -12,6 +13,7 @@ pub mod mount;
 pub mod operations;
 pub mod payload_paths;
 pub mod plugin_watcher;
+pub mod plugin_watcher_actor;
 pub mod pod_dir;
 pub mod reconstruct;
 

@@ -12,6 +12,7 @@ fn volume(name: &str, plugin: Plugin, spec: serde_json::Value) -> PodVolume {
         unique_name: UniqueVolumeName::pod_scoped(plugin, "u1", name),
         attachable: false,
         spec: serde_json::from_value(spec).unwrap(),
+        csi: None,
     }
 }
 

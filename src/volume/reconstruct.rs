@@ -1,12 +1,18 @@
 //! Rebuilds the actual state of the world from disk after a restart (§1.5): every
 //! `<root>/pods/<uid>/volumes/<escaped plugin>/<volume>` becomes an uncertain mount, and every
-//! pod directory is listed so orphans can be cleaned up (§1.17). Reads only; never deletes.
+//! pod directory is listed so orphans can be cleaned up (§1.17); a CSI volume is read back
+//! through its `vol_data.json`. Reads only; never deletes.
 
 use std::{fs, io, path::Path};
 
-use nodepulse_actors::volume_manager::{
-    ActualState, MountState, MountedVolume, Plugin, PodDirs, UniqueVolumeName,
+use nodepulse_actors::{
+    ports::CsiVolume,
+    volume_manager::{
+        ActualState, MountState, MountedVolume, Plugin, PodDirs, UniqueVolumeName, csi_unique_name,
+    },
 };
+
+use super::csi::vol_data;
 
 /// A volume directory found on disk that nodepulse cannot take over (an unknown plugin, e.g.
 /// one a kubelet left behind). It is never deleted by nodepulse.
@@ -42,7 +48,23 @@ pub fn reconstruct(dirs: &PodDirs) -> Result<Reconstructed, ReconstructError> {
         for plugin_dir in subdirectories(&dirs.pod_volumes_dir(&pod_uid))? {
             let volumes_of_plugin = dirs.pod_volumes_dir(&pod_uid).join(&plugin_dir);
             for volume in subdirectories(&volumes_of_plugin)? {
-                match Plugin::from_escaped_name(&plugin_dir).filter(|p| *p != Plugin::Csi) {
+                match Plugin::from_escaped_name(&plugin_dir) {
+                    Some(Plugin::Csi) => {
+                        let mount_dir = volumes_of_plugin.join(&volume).join("mount");
+                        match csi_mount(&volume, &mount_dir) {
+                            Some(mounted) => {
+                                found
+                                    .actual
+                                    .mounts
+                                    .insert((pod_uid.clone(), volume.clone()), mounted);
+                            }
+                            None => found.failed.push(FailedReconstruction {
+                                pod_uid: pod_uid.clone(),
+                                plugin_dir: plugin_dir.clone(),
+                                volume,
+                            }),
+                        }
+                    }
                     Some(plugin) => {
                         found.actual.mounts.insert(
                             (pod_uid.clone(), volume.clone()),
@@ -54,10 +76,11 @@ pub fn reconstruct(dirs: &PodDirs) -> Result<Reconstructed, ReconstructError> {
                                 attachable: false,
                                 state: MountState::Uncertain,
                                 set_up_at: None,
+                                csi: None,
                             },
                         );
                     }
-                    // CSI needs `vol_data.json` (the next layer); others are not ours.
+                    // Others are not ours.
                     None => found.failed.push(FailedReconstruction {
                         pod_uid: pod_uid.clone(),
                         plugin_dir: plugin_dir.clone(),
@@ -69,6 +92,38 @@ pub fn reconstruct(dirs: &PodDirs) -> Result<Reconstructed, ReconstructError> {
         found.actual.pod_dirs.insert(pod_uid);
     }
     Ok(found)
+}
+
+/// A CSI publish directory read back through its `vol_data.json`: keyed by its PV's name until
+/// the volume manager adopts it under the pod's volume name. Counted attachable (so it stays in
+/// `volumesInUse`) until then: the disk does not say, and a detach under a mount is worse.
+fn csi_mount(pv_name: &str, mount_dir: &Path) -> Option<MountedVolume> {
+    let data = match vol_data::load(mount_dir) {
+        Ok(data) => data,
+        Err(error) => {
+            tracing::warn!(%error, "cannot take over a CSI volume directory");
+            return None;
+        }
+    };
+    let field = |key: &str| data.get(key).cloned().unwrap_or_default();
+    let volume = CsiVolume {
+        driver: field(vol_data::keys::DRIVER_NAME),
+        volume_handle: field(vol_data::keys::VOLUME_HANDLE),
+        pv_name: pv_name.to_owned(),
+        ..CsiVolume::default()
+    };
+    if volume.driver.is_empty() || volume.volume_handle.is_empty() {
+        tracing::warn!(dir = %mount_dir.display(), "a CSI volume directory without driver or handle");
+        return None;
+    }
+    Some(MountedVolume {
+        plugin: Plugin::Csi,
+        unique_name: csi_unique_name(&volume),
+        attachable: true,
+        state: MountState::Uncertain,
+        set_up_at: None,
+        csi: Some(volume),
+    })
 }
 
 /// Names of the directories directly under `dir` (not following symlinks), sorted; none if

@@ -234,3 +234,40 @@ fn after_a_restart_nothing_is_mounted_twice_and_nothing_is_forgotten() {
         ["u1/cache: set up", "u1/cfg: Unchanged", "u4: kept (true)"]
     );
 }
+
+#[test]
+fn a_csi_publish_directory_is_read_back_through_its_vol_data() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = PodDirs::new(root.path());
+    let mount = crate::volume::csi::layout::publish_target(&dirs, "u1", "pv-1");
+    fs::create_dir_all(&mount).unwrap();
+    let data = std::collections::BTreeMap::from([
+        (vol_data::keys::DRIVER_NAME, "d.csi.test".to_owned()),
+        (vol_data::keys::VOLUME_HANDLE, "h1".to_owned()),
+    ]);
+    vol_data::save(&mount, &data).unwrap();
+    let broken = crate::volume::csi::layout::publish_target(&dirs, "u1", "pv-2");
+    fs::create_dir_all(&broken).unwrap();
+
+    let found = reconstruct(&dirs).unwrap();
+    let mounted = &found.actual.mounts[&("u1".to_owned(), "pv-1".to_owned())];
+    assert_eq!(mounted.plugin, Plugin::Csi);
+    assert_eq!(
+        mounted.unique_name.as_str(),
+        "kubernetes.io/csi/d.csi.test^h1"
+    );
+    assert_eq!(mounted.state, MountState::Uncertain);
+    assert!(mounted.attachable, "kept in volumesInUse until adopted");
+    let csi = mounted.csi.as_ref().unwrap();
+    assert_eq!(
+        (
+            csi.driver.as_str(),
+            csi.volume_handle.as_str(),
+            csi.pv_name.as_str()
+        ),
+        ("d.csi.test", "h1", "pv-1")
+    );
+    assert_eq!(found.actual.mounts.len(), 1, "pv-2 has no vol_data.json");
+    assert_eq!(found.failed.len(), 1);
+    assert_eq!(found.failed[0].volume, "pv-2");
+}

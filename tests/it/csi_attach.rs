@@ -12,14 +12,16 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams},
 };
 use nodepulse::volume::csi::layout::attachment_name;
-use nodepulse_emulator::{AttachDetachConfig, EmulatorConfig};
 use serde_json::json;
 
 use crate::common::{
     cluster::{TestCluster, unique_node_name},
     eventually_async, pods,
     skip::skipped,
-    storage::{create_bound_claim, create_csi_driver, create_csi_node, own_volume_attachment},
+    storage::{
+        cluster_with_test_attacher, create_bound_claim, create_csi_driver, create_csi_node,
+        own_volume_attachment, read_attachment,
+    },
 };
 
 const NAMESPACE: &str = "default";
@@ -82,10 +84,7 @@ async fn scene(cluster: &TestCluster, prefix: &str) -> Scene {
 }
 
 async fn attachment(cluster: &TestCluster, name: &str) -> Option<VolumeAttachment> {
-    Api::<VolumeAttachment>::all(cluster.client.clone())
-        .get_opt(name)
-        .await
-        .expect("VolumeAttachment read")
+    read_attachment(&cluster.client, name).await
 }
 
 async fn volumes_attached(cluster: &TestCluster, node: &str) -> Vec<(String, String)> {
@@ -115,14 +114,7 @@ async fn set_volumes_in_use(cluster: &TestCluster, node: &str, volumes: &[&str])
 #[tokio::test]
 async fn a_pods_csi_volume_is_attached_and_detached_only_after_it_leaves_volumes_in_use() {
     // The test plays the external attacher, here as on a real cluster.
-    let cluster = TestCluster::start_with(EmulatorConfig {
-        attach_detach: AttachDetachConfig {
-            enabled: true,
-            attacher: false,
-        },
-        ..EmulatorConfig::for_tests()
-    })
-    .await;
+    let cluster = cluster_with_test_attacher().await;
     let scene = scene(&cluster, "csi-attach").await;
 
     eventually_async("the controller creates the VolumeAttachment", || async {

@@ -54,6 +54,19 @@ const DOCUMENTED: &[(&str, &str, &[&str], &str)] = &[
     ("", "pods", &["get", "list", "watch", "delete"], ""),
     ("", "pods/status", &["patch"], ""),
     ("", "events", &["create", "patch"], ""),
+    ("", "configmaps", &["get"], ""),
+    ("", "secrets", &["get"], ""),
+    ("", "serviceaccounts/token", &["create"], ""),
+    ("", "persistentvolumeclaims", &["get"], ""),
+    ("", "persistentvolumes", &["get"], ""),
+    ("storage.k8s.io", "csidrivers", &["get"], ""),
+    ("storage.k8s.io", "volumeattachments", &["get"], ""),
+    (
+        "storage.k8s.io",
+        "csinodes",
+        &["get", "create", "update", "delete"],
+        "",
+    ),
 ];
 
 /// One request in RBAC's terms; `namespace` is "" for cluster-scoped resources and requests

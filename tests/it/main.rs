@@ -21,6 +21,7 @@ mod cri_runtime;
 mod csi;
 mod csi_attach;
 mod csi_claims;
+mod csi_pod;
 mod csi_registration;
 mod daemon_process;
 mod debug_endpoint;

@@ -121,7 +121,7 @@ impl SimulatedPods {
             MountReadiness::Ready => true,
             MountReadiness::NotDesired => {
                 let found = pod_volumes(&sim.pod);
-                found.volumes.is_empty() && found.errors.is_empty()
+                found.volumes.is_empty() && found.errors.is_empty() && found.unresolved.is_empty()
             }
             MountReadiness::PodErrors(_) | MountReadiness::Waiting(_) => false,
         }

@@ -2,7 +2,8 @@
 //! (the populator), the disk is read back at start (reconstruction), and a reconciler pass
 //! runs every 100 ms while there is work — nothing while idle but one wake-up for the next
 //! content refresh (`syncFrequency`). It tells NodeStatus `volumesInUse`, the pod lifecycle
-//! actor which pods' volumes changed, and records FailedMount events on the pods.
+//! actor which pods' volumes changed, and records FailedMount events on the pods. Claims and
+//! CSI volumes are the [`csi`] half's.
 
 use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
@@ -27,6 +28,11 @@ use crate::{
         VolumeSourceApi,
     },
 };
+
+#[path = "actor_csi.rs"]
+mod csi;
+
+pub use csi::{CLAIM_RETRY, CsiPorts};
 
 /// The kubelet's reconciler period, while there is work.
 pub const RECONCILE_PERIOD: Duration = Duration::from_millis(100);
@@ -54,8 +60,12 @@ pub struct VolumeManagerActor {
     host: Arc<dyn VolumeHost>,
     memory: Kept<VolumeManagerMemory>,
     peers: VolumeManagerPeers,
-    /// (pod UID, volume) whose content is being fetched.
+    /// Without them, claim volumes stay unresolved and their pods wait.
+    csi: Option<CsiPorts>,
+    /// (pod UID, volume) whose content is being fetched or whose claim or CSI step runs.
     in_flight: BTreeSet<(String, String)>,
+    /// CSI volumes being staged: a second pod's SetUp waits rather than staging twice.
+    staging: BTreeSet<UniqueVolumeName>,
     next_pass: Option<(Instant, SpawnHandle)>,
     last_in_use: Option<Option<Vec<String>>>,
     passes: u64,
@@ -80,12 +90,20 @@ impl VolumeManagerActor {
             host,
             memory,
             peers,
+            csi: None,
             in_flight: BTreeSet::new(),
+            staging: BTreeSet::new(),
             next_pass: None,
             last_in_use: None,
             passes: 0,
             operations: 0,
         }
+    }
+
+    /// Serves `persistentVolumeClaim` volumes through these ports.
+    pub fn with_csi(mut self, ports: CsiPorts) -> Self {
+        self.csi = Some(ports);
+        self
     }
 
     /// Rebuilds the actual state from disk. What this process already knew for certain (a
@@ -103,7 +121,10 @@ impl VolumeManagerActor {
             let known = std::mem::take(&mut memory.actual.mounts);
             let mut actual = found;
             for (key, mounted) in known {
-                if !mounted.plugin.has_volume_dir() || actual.mounts.contains_key(&key) {
+                // CSI publish directories are not read back from disk: what a previous instance
+                // published is known from memory only, and must not be forgotten.
+                let kept = !mounted.plugin.has_volume_dir() || mounted.plugin == Plugin::Csi;
+                if kept || actual.mounts.contains_key(&key) {
                     actual.pod_dirs.insert(key.0.clone());
                     actual.mounts.insert(key, mounted);
                 }
@@ -136,9 +157,11 @@ impl VolumeManagerActor {
             self.reconstruct();
         }
         let now = Instant::now();
+        self.resolve_claims(now, ctx);
         let node = self.settings.node_name.clone();
-        let (desired, operations) = self.memory.read(|memory| {
+        let (desired, operations) = self.memory.update(|memory| {
             let desired = memory.desired(&node);
+            memory.actual.adopt_csi(&desired);
             let operations = reconcile(
                 &desired,
                 &memory.actual,
@@ -160,11 +183,15 @@ impl VolumeManagerActor {
                 .retain_pods(|uid| desired.pods.contains_key(uid));
             volumes_in_use(&desired, &memory.actual, memory.synced)
         });
+        self.forget_claims(|uid| desired.pods.contains_key(uid));
         self.report_in_use(in_use);
         if waiting || !self.in_flight.is_empty() {
             self.wake_in(RECONCILE_PERIOD, ctx);
         } else if let Some(refresh) = self.next_refresh(now) {
             self.wake_in(refresh, ctx);
+        }
+        if let Some(retry) = self.next_claim_retry(now) {
+            self.wake_in(retry, ctx);
         }
     }
 
@@ -256,6 +283,11 @@ impl VolumeManagerActor {
             Operation::Unmount {
                 pod_uid,
                 volume,
+                plugin: Plugin::Csi,
+            } => self.csi_tear_down((pod_uid, volume), ctx),
+            Operation::Unmount {
+                pod_uid,
+                volume,
                 plugin,
             } => {
                 let result = self.host.tear_down(&pod_uid, &volume, plugin);
@@ -287,14 +319,15 @@ impl VolumeManagerActor {
     }
 
     /// SetUp of one volume: at once for emptyDir and hostPath, after fetching its sources
-    /// for the API-backed plugins. CSI is the attach/detach layer's, not built here.
+    /// for the API-backed plugins, through the CSI node plugin for claims.
     fn set_up(&mut self, pod_uid: String, volume: PodVolume, ctx: &mut Context<Self>) -> bool {
         let key = (pod_uid.clone(), volume.name.clone());
         let Some(pod) = self.memory.read(|m| m.pods.get(&pod_uid).cloned()) else {
             return false;
         };
         match volume.plugin {
-            Plugin::EmptyDir | Plugin::HostPath | Plugin::Csi => {
+            Plugin::Csi => self.csi_set_up(pod_uid, volume, ctx),
+            Plugin::EmptyDir | Plugin::HostPath => {
                 let result = self.finish_set_up(&pod, &volume, None);
                 self.settle(&key, result, Instant::now());
                 false
@@ -377,6 +410,11 @@ impl VolumeManagerActor {
     /// Records the outcome of an operation on `key`: a failure backs off and is reported on
     /// the pod as the kubelet's FailedMount event; a success clears the failure.
     fn settle(&self, key: &Key, result: Result<(), String>, now: Instant) {
+        self.settle_as("MountVolume.SetUp", key, result, now);
+    }
+
+    /// [`Self::settle`] for a failure of the kubelet's `operation` (`MountVolume.MountDevice`).
+    fn settle_as(&self, operation: &str, key: &Key, result: Result<(), String>, now: Instant) {
         match result {
             Ok(()) => {
                 self.memory.update(|m| m.failures.remove(key));
@@ -397,7 +435,7 @@ impl VolumeManagerActor {
                 };
                 self.record_failed_mount(
                     &pod,
-                    format!("MountVolume.SetUp failed for volume {:?} : {error}", key.1),
+                    format!("{operation} failed for volume {:?} : {error}", key.1),
                 );
                 self.changed(&key.0);
             }

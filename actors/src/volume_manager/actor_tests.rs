@@ -39,12 +39,16 @@ struct Recorded {
 }
 
 #[derive(Clone, Default)]
-struct Fakes {
+pub(super) struct Fakes {
     recorded: Arc<Mutex<Recorded>>,
-    watch: Arc<Mutex<Option<mpsc::UnboundedReceiver<PodWatchEvent>>>>,
+    pub(super) watch: Arc<Mutex<Option<mpsc::UnboundedReceiver<PodWatchEvent>>>>,
 }
 
 impl Fakes {
+    pub(super) fn events(&self) -> Vec<(String, PodEvent)> {
+        self.state().events.clone()
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, Recorded> {
         self.recorded.lock().unwrap()
     }
@@ -271,6 +275,7 @@ async fn nothing_reconstructed_is_torn_down_before_the_pod_list_is_complete() {
         attachable: false,
         state: MountState::Uncertain,
         set_up_at: None,
+        csi: None,
     };
     {
         let mut state = fakes.state();

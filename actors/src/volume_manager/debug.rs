@@ -1,6 +1,7 @@
 //! What `GET /debug/actors/volume-manager` shows (the debug endpoint's `/debug/volumes` reads
 //! the same): per pod, each volume the pod wants and each one set up, with why it is where it
-//! is — mounted, set up again after a restart, backing off after an error, waiting for attach.
+//! is — mounted, set up again after a restart, backing off after an error, waiting for attach,
+//! a claim being resolved — and the CSI volumes staged on the node.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,7 +9,7 @@ use nodepulse_supervisor::Kept;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{MountState, actor::VolumeManagerSettings, memory::VolumeManagerMemory};
+use super::{MountState, Plugin, actor::VolumeManagerSettings, memory::VolumeManagerMemory};
 
 pub fn describe(
     memory: &Kept<VolumeManagerMemory>,
@@ -30,6 +31,9 @@ pub fn describe(
                     let mounted = m.actual.mounts.get(&key);
                     let failure = m.failures.get(&key);
                     let why = match (mounted.map(|v| v.state), failure) {
+                        _ if in_flight.contains(&key) && volume.plugin == Plugin::Csi => {
+                            "setting up: staging and publishing through the CSI driver".to_owned()
+                        }
                         _ if in_flight.contains(&key) => "setting up: fetching its sources".to_owned(),
                         (_, Some(f)) => format!(
                             "SetUp failed ({} times): {}; retrying in {:.1}s",
@@ -64,6 +68,7 @@ pub fn describe(
                     "pod": format!("{}/{}", pod.namespace, pod.name),
                     "desired": volumes,
                     "errors": pod.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "claimsBeingResolved": pod.unresolved,
                 }),
             );
         }
@@ -100,6 +105,7 @@ pub fn describe(
             "reconcilerSynced": m.synced,
             "volumesAttached": m.volumes_attached.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
             "tokens": m.tokens.len(),
+            "csiStaged": m.staged.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
             "passes": passes,
             "operations": operations,
             "host": host,

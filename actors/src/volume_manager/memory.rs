@@ -14,9 +14,10 @@ use nodepulse_supervisor::Kept;
 use tokio::time::Instant;
 
 use super::{
-    ActualState, DesiredState, MountReadiness, Plugin, PodDirs, UniqueVolumeName,
+    ActualState, DesiredState, MountReadiness, Plugin, PodDirs, PodVolume, UniqueVolumeName,
     content::{NodeAllocatable, token::TokenCache},
     mount_readiness,
+    spec::ResolvedClaims,
 };
 use crate::ports::PodVolumeView;
 
@@ -67,13 +68,19 @@ pub struct VolumeManagerMemory {
     pub pod_errors_reported: BTreeSet<String>,
     /// Pod UIDs whose directory could not be removed, with why.
     pub pod_dir_failures: BTreeMap<String, String>,
+    /// The pods' claim volumes resolved to CSI volumes (or why not), by (pod UID, volume).
+    pub claims: ResolvedClaims,
+    /// When a failed claim is resolved again, by (pod UID, volume).
+    pub claim_retry_at: BTreeMap<(String, String), Instant>,
+    /// CSI volumes staged on this node (MountDevice done), by unique name.
+    pub staged: BTreeSet<UniqueVolumeName>,
 }
 
 impl VolumeManagerMemory {
     /// The desired state from the pods the watch reported. Complete (so unmounting may begin)
     /// only once the watch has listed every pod.
     pub fn desired(&self, node_name: &str) -> DesiredState {
-        let mut desired = DesiredState::from_pods(self.pods.values(), node_name);
+        let mut desired = DesiredState::from_pods_with(self.pods.values(), node_name, &self.claims);
         desired.populated = self.listed;
         desired
     }
@@ -103,7 +110,7 @@ impl PodVolumeView for VolumeView {
         self.memory.read(|memory| {
             // The one pod's desired state: providers ask for every pending pod on each tick.
             let pod = memory.pods.get(pod_uid);
-            let desired = DesiredState::from_pods(pod, &self.node_name);
+            let desired = DesiredState::from_pods_with(pod, &self.node_name, &memory.claims);
             mount_readiness(&desired, &memory.actual, &memory.volumes_attached, pod_uid)
         })
     }
@@ -125,9 +132,10 @@ impl PodVolumeView for VolumeView {
                 .map(|volume| {
                     let path = match (&volume.plugin, &volume.spec.host_path) {
                         (Plugin::HostPath, Some(source)) => PathBuf::from(&source.path),
+                        // A claim's directory is named after its PV, as the kubelet's.
                         (Plugin::Csi, _) => self
                             .dirs
-                            .volume_dir(pod_uid, volume.plugin, &volume.name)
+                            .volume_dir(pod_uid, volume.plugin, csi_dir_name(volume))
                             .join("mount"),
                         _ => self.dirs.volume_dir(pod_uid, volume.plugin, &volume.name),
                     };
@@ -136,4 +144,12 @@ impl PodVolumeView for VolumeView {
                 .collect()
         })
     }
+}
+
+/// The directory of a CSI volume under `kubernetes.io~csi/`: its PV's name.
+fn csi_dir_name(volume: &PodVolume) -> &str {
+    volume
+        .csi
+        .as_ref()
+        .map_or(volume.name.as_str(), |csi| csi.pv_name.as_str())
 }

@@ -4,6 +4,8 @@
 
 mod actor;
 #[cfg(test)]
+mod actor_csi_tests;
+#[cfg(test)]
 mod actor_tests;
 pub mod claim;
 pub mod content;
@@ -20,7 +22,10 @@ pub mod spec;
 pub mod state;
 pub mod wait;
 
-pub use actor::{RECONCILE_PERIOD, VolumeManagerActor, VolumeManagerPeers, VolumeManagerSettings};
+pub use actor::{
+    CLAIM_RETRY, CsiPorts, RECONCILE_PERIOD, VolumeManagerActor, VolumeManagerPeers,
+    VolumeManagerSettings,
+};
 pub use claim::{
     ClaimError, ClaimReason, ClaimRef, attach_required, bound_volume_name, csi_volume,
 };
@@ -29,7 +34,7 @@ pub use layout::{PodDirs, UniqueVolumeName};
 pub use memory::{VolumeManagerMemory, VolumeView};
 pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
-pub use spec::{PodVolume, PodVolumes, SpecError, pod_volumes};
+pub use spec::{PodVolume, PodVolumes, ResolvedClaims, SpecError, pod_volumes, pod_volumes_with};
 pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume};
 pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness, pod_error_message};
 

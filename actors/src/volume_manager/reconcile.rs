@@ -51,7 +51,14 @@ pub fn reconcile(
     // of a pod that simply has not been seen yet.
     if desired.populated {
         for ((pod_uid, volume), mounted) in &actual.mounts {
-            if !desired.wants(pod_uid, volume) {
+            // A CSI mount read back from disk is named after its PV until the pod's claim is
+            // resolved and it is adopted under the pod's volume name: not an orphan before.
+            let adoptable = mounted.plugin == Plugin::Csi
+                && desired
+                    .pods
+                    .get(pod_uid)
+                    .is_some_and(|pod| !pod.unresolved.is_empty());
+            if !desired.wants(pod_uid, volume) && !adoptable {
                 operations.push(Operation::Unmount {
                     pod_uid: pod_uid.clone(),
                     volume: volume.clone(),

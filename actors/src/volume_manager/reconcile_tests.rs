@@ -214,3 +214,94 @@ fn volumes_in_use_waits_for_the_first_sync_and_lists_attachable_volumes_only() {
         Some(vec![])
     );
 }
+
+mod csi_adoption {
+    use super::*;
+    use crate::{
+        ports::{CsiVolume, ResolvedClaim},
+        volume_manager::{MountState, MountedVolume, ResolvedClaims, csi_unique_name},
+    };
+
+    fn csi_volume() -> CsiVolume {
+        CsiVolume {
+            driver: "d.csi.test".into(),
+            volume_handle: "h1".into(),
+            pv_name: "pv-1".into(),
+            ..CsiVolume::default()
+        }
+    }
+
+    /// A CSI mount as reconstruction reads it back: keyed by its PV's directory.
+    fn read_back() -> ActualState {
+        let mut actual = ActualState::default();
+        actual.pod_dirs.insert("u1".into());
+        actual.mounts.insert(
+            ("u1".into(), "pv-1".into()),
+            MountedVolume {
+                plugin: Plugin::Csi,
+                unique_name: csi_unique_name(&csi_volume()),
+                attachable: true,
+                state: MountState::Uncertain,
+                set_up_at: None,
+                csi: Some(csi_volume()),
+            },
+        );
+        actual
+    }
+
+    fn claim_pods() -> Vec<k8s_openapi::api::core::v1::Pod> {
+        vec![pod(
+            "u1",
+            "n1",
+            json!([{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]),
+        )]
+    }
+
+    fn resolved(attachable: bool) -> ResolvedClaims {
+        let claim = ResolvedClaim {
+            volume: csi_volume(),
+            unique_name: csi_unique_name(&csi_volume()),
+            attachable,
+        };
+        [(("u1".to_owned(), "data".to_owned()), Ok(claim))].into()
+    }
+
+    #[test]
+    fn a_read_back_csi_mount_waits_for_its_pods_claim_then_is_adopted_not_remounted_twice() {
+        let now = Instant::now();
+        let actual = read_back();
+        let unresolved = DesiredState::from_pods(&claim_pods(), "n1");
+        assert_eq!(run(&unresolved, &actual, now), Vec::<String>::new());
+
+        let desired = DesiredState::from_pods_with(&claim_pods(), "n1", &resolved(false));
+        let mut adopted = actual.clone();
+        adopted.adopt_csi(&desired);
+        let keys: Vec<_> = adopted.mounts.keys().cloned().collect();
+        assert_eq!(keys, [("u1".to_owned(), "data".to_owned())]);
+        assert!(
+            !adopted.mounts[&keys[0]].attachable,
+            "the claim's driver says"
+        );
+        // Uncertain: its idempotent SetUp runs again; nothing is unpublished.
+        assert_eq!(run(&desired, &adopted, now), ["mount u1/data"]);
+    }
+
+    #[test]
+    fn a_read_back_duplicate_of_a_known_mount_is_dropped() {
+        let desired = DesiredState::from_pods_with(&claim_pods(), "n1", &resolved(true));
+        let mut actual = all_mounted(&desired, Instant::now());
+        actual.mounts.extend(read_back().mounts);
+        actual.adopt_csi(&desired);
+        let keys: Vec<_> = actual.mounts.keys().cloned().collect();
+        assert_eq!(keys, [("u1".to_owned(), "data".to_owned())]);
+        assert_eq!(actual.mounts[&keys[0]].state, MountState::Mounted);
+    }
+
+    #[test]
+    fn a_read_back_csi_mount_of_a_gone_pod_is_unmounted() {
+        let mut actual = read_back();
+        let gone = DesiredState::from_pods(&[], "n1");
+        actual.adopt_csi(&gone);
+        assert_eq!(run(&gone, &actual, Instant::now()), ["unmount u1/pv-1"]);
+    }
+}

@@ -1,12 +1,17 @@
 //! A pod's volumes as the volume manager sees them: the volumes its containers mount, each with
 //! its plugin and unique name (§1.2). Volumes no container references are skipped, as the
-//! kubelet's populator does. Pure: reads the `Pod` object only.
+//! kubelet's populator does. Pure: reads the `Pod` object and the claims the actor resolved.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Pod, Volume};
 
-use super::{layout::UniqueVolumeName, plugin::Plugin};
+use super::{claim::ClaimError, layout::UniqueVolumeName, plugin::Plugin};
+use crate::ports::{CsiVolume, ResolvedClaim};
+
+/// The pods' `persistentVolumeClaim` volumes the actor resolved (or failed to), by (pod UID,
+/// outer volume name). A claim volume missing here is not resolved yet: the pod waits for it.
+pub type ResolvedClaims = BTreeMap<(String, String), Result<ResolvedClaim, ClaimError>>;
 
 /// One volume of one pod, ready for the desired state of the world.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +24,8 @@ pub struct PodVolume {
     pub attachable: bool,
     /// The spec, for the plugin's SetUp.
     pub spec: Volume,
+    /// The CSI volume behind a resolved claim (for [`Plugin::Csi`] only).
+    pub csi: Option<CsiVolume>,
 }
 
 /// Why a volume of a pod cannot enter the desired state.
@@ -31,13 +38,22 @@ pub enum SpecError {
     /// pods; seen only from a hand-made object).
     #[error("volume {volume:?} is mounted by a container but not declared in the pod spec")]
     Undeclared { volume: String },
+    /// The claim cannot be used yet (not bound, PV missing, ...); the actor resolves it again.
+    #[error("{error}")]
+    Claim {
+        volume: String,
+        #[source]
+        error: ClaimError,
+    },
 }
 
 impl SpecError {
     /// The outer name of the volume that cannot enter the desired state.
     pub fn volume(&self) -> &str {
         match self {
-            SpecError::Unsupported { volume, .. } | SpecError::Undeclared { volume } => volume,
+            SpecError::Unsupported { volume, .. }
+            | SpecError::Undeclared { volume }
+            | SpecError::Claim { volume, .. } => volume,
         }
     }
 }
@@ -47,11 +63,19 @@ impl SpecError {
 pub struct PodVolumes {
     pub volumes: Vec<PodVolume>,
     pub errors: Vec<SpecError>,
+    /// Claim volumes not resolved yet, by outer name.
+    pub unresolved: Vec<String>,
 }
 
 /// The pod's volumes referenced by a `volumeMounts` or `volumeDevices` entry of an init,
-/// regular or ephemeral container.
+/// regular or ephemeral container; claim volumes count as unresolved.
 pub fn pod_volumes(pod: &Pod) -> PodVolumes {
+    pod_volumes_with(pod, &ResolvedClaims::new())
+}
+
+/// [`pod_volumes`] with the claims resolved so far: a resolved claim is its CSI volume, a failed
+/// one the pod's error.
+pub fn pod_volumes_with(pod: &Pod, claims: &ResolvedClaims) -> PodVolumes {
     let Some(spec) = &pod.spec else {
         return PodVolumes::default();
     };
@@ -64,6 +88,23 @@ pub fn pod_volumes(pod: &Pod) -> PodVolumes {
             None => out.errors.push(SpecError::Undeclared {
                 volume: name.clone(),
             }),
+            Some(volume) if volume.persistent_volume_claim.is_some() => {
+                match claims.get(&(uid.to_owned(), volume.name.clone())) {
+                    None => out.unresolved.push(volume.name.clone()),
+                    Some(Err(error)) => out.errors.push(SpecError::Claim {
+                        volume: volume.name.clone(),
+                        error: error.clone(),
+                    }),
+                    Some(Ok(resolved)) => out.volumes.push(PodVolume {
+                        name: volume.name.clone(),
+                        plugin: Plugin::Csi,
+                        unique_name: resolved.unique_name.clone(),
+                        attachable: resolved.attachable,
+                        spec: volume.clone(),
+                        csi: Some(resolved.volume.clone()),
+                    }),
+                }
+            }
             Some(volume) => match plugin_of(volume) {
                 Ok(plugin) => out.volumes.push(PodVolume {
                     name: volume.name.clone(),
@@ -71,6 +112,7 @@ pub fn pod_volumes(pod: &Pod) -> PodVolumes {
                     unique_name: UniqueVolumeName::pod_scoped(plugin, uid, &volume.name),
                     attachable: false,
                     spec: volume.clone(),
+                    csi: None,
                 }),
                 Err(kind) => out.errors.push(SpecError::Unsupported {
                     volume: volume.name.clone(),
@@ -96,8 +138,6 @@ fn plugin_of(volume: &Volume) -> Result<Plugin, &'static str> {
         Ok(Plugin::Projected)
     } else if volume.host_path.is_some() {
         Ok(Plugin::HostPath)
-    } else if volume.persistent_volume_claim.is_some() {
-        Err("persistentVolumeClaim")
     } else if volume.csi.is_some() {
         Err("csi")
     } else if volume.ephemeral.is_some() {

@@ -88,7 +88,7 @@ fn unsupported_and_undeclared_volumes_are_errors_not_silence() {
         "u1",
         "n1",
         json!([
-            {"name": "data", "persistentVolumeClaim": {"claimName": "c"}},
+            {"name": "data", "csi": {"driver": "inline.csi.test"}},
             {"name": "ok", "emptyDir": {}},
         ]),
     );
@@ -105,7 +105,7 @@ fn unsupported_and_undeclared_volumes_are_errors_not_silence() {
         [
             SpecError::Unsupported {
                 volume: "data".into(),
-                kind: "persistentVolumeClaim"
+                kind: "csi"
             },
             SpecError::Undeclared {
                 volume: "ghost".into()
@@ -114,6 +114,69 @@ fn unsupported_and_undeclared_volumes_are_errors_not_silence() {
     );
     assert_eq!(
         got.errors[0].to_string(),
-        "volume \"data\": persistentVolumeClaim volumes are not supported by nodepulse yet"
+        "volume \"data\": csi volumes are not supported by nodepulse yet"
+    );
+}
+
+fn claim_pod() -> k8s_openapi::api::core::v1::Pod {
+    pod(
+        "u1",
+        "n1",
+        json!([{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]),
+    )
+}
+
+#[test]
+fn an_unresolved_claim_waits_and_is_no_error() {
+    let got = pod_volumes(&claim_pod());
+    assert!(got.volumes.is_empty() && got.errors.is_empty());
+    assert_eq!(got.unresolved, ["data"]);
+}
+
+#[test]
+fn a_resolved_claim_is_its_csi_volume_and_a_failed_one_the_pods_error() {
+    use crate::{
+        ports::{CsiVolume, ResolvedClaim},
+        volume_manager::{ClaimRef, ResolvedClaims, csi_unique_name, spec::pod_volumes_with},
+    };
+    let volume = CsiVolume {
+        driver: "d.csi.test".into(),
+        volume_handle: "h1".into(),
+        pv_name: "pv1".into(),
+        ..CsiVolume::default()
+    };
+    let key = ("u1".to_owned(), "data".to_owned());
+    let resolved = ResolvedClaim {
+        unique_name: csi_unique_name(&volume),
+        volume: volume.clone(),
+        attachable: true,
+    };
+    let claims: ResolvedClaims = [(key.clone(), Ok(resolved))].into();
+    let got = pod_volumes_with(&claim_pod(), &claims);
+    assert_eq!(got.volumes.len(), 1);
+    let data = &got.volumes[0];
+    assert_eq!(data.plugin, Plugin::Csi);
+    assert!(data.attachable);
+    assert_eq!(
+        data.unique_name.to_string(),
+        "kubernetes.io/csi/d.csi.test^h1"
+    );
+    assert_eq!(data.csi.as_ref(), Some(&volume));
+
+    let claim = ClaimRef {
+        namespace: "default",
+        claim: "c",
+        read_only: false,
+    };
+    let error = claim.error(crate::volume_manager::ClaimReason::FetchClaim(
+        "persistentvolumeclaims \"c\" not found".into(),
+    ));
+    let claims: ResolvedClaims = [(key, Err(error))].into();
+    let got = pod_volumes_with(&claim_pod(), &claims);
+    assert!(got.volumes.is_empty());
+    assert_eq!(got.errors[0].volume(), "data");
+    assert_eq!(
+        got.errors[0].to_string(),
+        "error processing PVC default/c: failed to fetch PVC from API server: persistentvolumeclaims \"c\" not found"
     );
 }

@@ -11,8 +11,9 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{
     layout::UniqueVolumeName,
     plugin::Plugin,
-    spec::{PodVolume, SpecError, pod_volumes},
+    spec::{PodVolume, ResolvedClaims, SpecError, pod_volumes_with},
 };
+use crate::ports::CsiVolume;
 
 /// One pod the node must serve volumes to.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +24,8 @@ pub struct DesiredPod {
     pub volumes: BTreeMap<String, PodVolume>,
     /// Volumes that cannot enter the desired state; they keep the pod from starting.
     pub errors: Vec<SpecError>,
+    /// Claim volumes whose claim is not resolved yet: the pod waits for them.
+    pub unresolved: Vec<String>,
 }
 
 /// The volumes the pods bound to this node need, by pod UID.
@@ -39,12 +42,21 @@ impl DesiredState {
     /// The desired state from the complete list of pods the node knows: those bound to
     /// `node_name` and not terminated.
     pub fn from_pods<'a>(pods: impl IntoIterator<Item = &'a Pod>, node_name: &str) -> Self {
+        Self::from_pods_with(pods, node_name, &ResolvedClaims::new())
+    }
+
+    /// [`DesiredState::from_pods`] with the claims resolved so far.
+    pub fn from_pods_with<'a>(
+        pods: impl IntoIterator<Item = &'a Pod>,
+        node_name: &str,
+        claims: &ResolvedClaims,
+    ) -> Self {
         let pods = pods
             .into_iter()
             .filter(|pod| is_bound_to(pod, node_name) && !is_terminated(pod))
             .filter_map(|pod| {
                 let uid = pod.metadata.uid.clone()?;
-                let found = pod_volumes(pod);
+                let found = pod_volumes_with(pod, claims);
                 let desired = DesiredPod {
                     namespace: pod.metadata.namespace.clone().unwrap_or_default(),
                     name: pod.metadata.name.clone().unwrap_or_default(),
@@ -54,6 +66,7 @@ impl DesiredState {
                         .map(|volume| (volume.name.clone(), volume))
                         .collect(),
                     errors: found.errors,
+                    unresolved: found.unresolved,
                 };
                 Some((uid, desired))
             })
@@ -69,6 +82,14 @@ impl DesiredState {
         self.pods
             .get(pod_uid)
             .is_some_and(|pod| pod.volumes.contains_key(volume))
+    }
+
+    /// Whether some pod needs the volume named `unique_name` (a CSI volume stays staged then).
+    pub fn wants_unique(&self, unique_name: &UniqueVolumeName) -> bool {
+        self.pods
+            .values()
+            .flat_map(|pod| pod.volumes.values())
+            .any(|volume| &volume.unique_name == unique_name)
     }
 }
 
@@ -103,6 +124,8 @@ pub struct MountedVolume {
     /// When SetUp last wrote the content; `None` after reconstruction, so the first pass
     /// refreshes it as the kubelet's populator does on re-adding the pod.
     pub set_up_at: Option<Instant>,
+    /// The CSI volume published, for its TearDown and UnmountDevice.
+    pub csi: Option<CsiVolume>,
 }
 
 /// What is set up on disk: the pod mounts, and every pod directory under `<root>/pods`.
@@ -126,6 +149,7 @@ impl ActualState {
                 attachable: volume.attachable,
                 state: MountState::Mounted,
                 set_up_at: Some(now),
+                csi: volume.csi.clone(),
             },
         );
     }
@@ -143,5 +167,43 @@ impl ActualState {
     /// Whether any volume of `pod_uid` is (possibly) still set up.
     pub fn pod_has_mounts(&self, pod_uid: &str) -> bool {
         self.mounts.keys().any(|(uid, _)| uid == pod_uid)
+    }
+
+    /// Takes over CSI mounts read back from disk, which are keyed by their directory (the PV's
+    /// name) rather than the pod's outer volume name: a duplicate of a mount this process
+    /// already knows is dropped; one a desired pod's claim names is moved to that volume's key
+    /// (still uncertain, so its idempotent SetUp runs again).
+    pub fn adopt_csi(&mut self, desired: &DesiredState) {
+        let by_dir: Vec<(String, String)> = self
+            .mounts
+            .iter()
+            .filter(|((_, name), m)| m.csi.as_ref().is_some_and(|csi| &csi.pv_name == name))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for (uid, pv) in by_dir {
+            let known = self.mounts.iter().any(|((other_uid, name), m)| {
+                other_uid == &uid && name != &pv && m.csi.as_ref().is_some_and(|c| c.pv_name == pv)
+            });
+            let wanted = desired.pods.get(&uid).and_then(|pod| {
+                pod.volumes
+                    .values()
+                    .find(|v| v.csi.as_ref().is_some_and(|c| c.pv_name == pv))
+            });
+            if known {
+                self.mounts.remove(&(uid, pv));
+            } else if let Some(volume) = wanted.filter(|v| v.name != pv) {
+                let mut mounted = self.mounts.remove(&(uid.clone(), pv)).expect("listed");
+                mounted.attachable = volume.attachable;
+                mounted.unique_name = volume.unique_name.clone();
+                self.mounts.insert((uid, volume.name.clone()), mounted);
+            }
+        }
+    }
+
+    /// Whether a pod other than `except` (pod UID, volume) has `unique_name` set up.
+    pub fn others_use(&self, unique_name: &UniqueVolumeName, except: &(String, String)) -> bool {
+        self.mounts
+            .iter()
+            .any(|(key, mounted)| key != except && &mounted.unique_name == unique_name)
     }
 }

@@ -112,6 +112,8 @@ pub fn mount_readiness(
         return MountReadiness::PodErrors(errors.join("; "));
     }
     let mut waiting = UnmountedVolumes::default();
+    // A claim not resolved yet is not in the desired state: unmounted, as the kubelet lists it.
+    waiting.unmounted.extend(pod.unresolved.iter().cloned());
     for (name, volume) in &pod.volumes {
         let mounted = actual
             .mounts
@@ -125,6 +127,7 @@ pub fn mount_readiness(
             waiting.unattached.push(name.clone());
         }
     }
+    waiting.unmounted.sort();
     if waiting.unmounted.is_empty() {
         MountReadiness::Ready
     } else {
@@ -178,7 +181,7 @@ mod tests {
                 "u1",
                 "n1",
                 json!([
-                    {"name": "a", "persistentVolumeClaim": {"claimName": "c"}},
+                    {"name": "a", "ephemeral": {}},
                     {"name": "b", "csi": {"driver": "d"}},
                 ]),
             )],
@@ -188,11 +191,30 @@ mod tests {
         assert_eq!(
             got,
             MountReadiness::PodErrors(
-                "volume \"a\": persistentVolumeClaim volumes are not supported by nodepulse yet; \
+                "volume \"a\": ephemeral volumes are not supported by nodepulse yet; \
                  volume \"b\": csi volumes are not supported by nodepulse yet"
                     .into()
             )
         );
+    }
+
+    #[test]
+    fn a_claim_not_resolved_yet_keeps_the_pod_waiting_without_an_error() {
+        let desired = DesiredState::from_pods(
+            &[pod(
+                "u1",
+                "n1",
+                json!([{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]),
+            )],
+            "n1",
+        );
+        let actual = ActualState::default();
+        let got = mount_readiness(&desired, &actual, &BTreeSet::new(), "u1");
+        let MountReadiness::Waiting(waiting) = got else {
+            panic!("waiting, got {got:?}");
+        };
+        assert_eq!(waiting.unmounted, ["data"]);
+        assert_eq!(pod_error_message(&desired, &actual, "u1"), None);
     }
 
     #[test]
@@ -202,7 +224,7 @@ mod tests {
                 "u1",
                 "n1",
                 json!([
-                    {"name": "data", "persistentVolumeClaim": {"claimName": "c"}},
+                    {"name": "data", "ephemeral": {}},
                     {"name": "cfg", "configMap": {"name": "app"}},
                 ]),
             )],
@@ -215,7 +237,7 @@ mod tests {
             Some(
                 "Unable to attach or mount volumes: unmounted volumes=[data], unattached \
                  volumes=[], failed to process volumes=[data]: volume \"data\": \
-                 persistentVolumeClaim volumes are not supported by nodepulse yet"
+                 ephemeral volumes are not supported by nodepulse yet"
             )
         );
         let fine = DesiredState::from_pods(&[pod_with_cfg_and_cache("u2", "n1")], "n1");

@@ -1,10 +1,11 @@
 //! Storage objects for the CSI tests, each owned for the clean-up: a CSIDriver, a CSI
 //! PersistentVolume bound to a claim (statuses written as the PV controller writes them, so the
-//! emulator, which has no PV controller, and a real cluster agree), and a node's CSINode.
+//! emulator, which has no PV controller, and a real cluster agree), and a node's CSINode; and
+//! the cluster whose attach/detach controller leaves attaching to the test.
 
 use k8s_openapi::api::{
     core::v1::{PersistentVolume, PersistentVolumeClaim},
-    storage::v1::{CSIDriver, CSINode},
+    storage::v1::{CSIDriver, CSINode, VolumeAttachment},
 };
 use kube::{
     Api,
@@ -108,4 +109,26 @@ pub async fn create_bound_claim(
         .patch_status(claim, &PatchParams::default(), &claim_bound)
         .await
         .expect("the claim is Bound");
+}
+
+/// A test cluster whose attach/detach controller creates and deletes VolumeAttachments but
+/// attaches nothing: the test plays the driver's external attacher, on the emulator as on a
+/// real cluster (which has no attacher for the test's driver).
+pub async fn cluster_with_test_attacher() -> super::cluster::TestCluster {
+    super::cluster::TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
+        attach_detach: nodepulse_emulator::AttachDetachConfig {
+            enabled: true,
+            attacher: false,
+        },
+        ..nodepulse_emulator::EmulatorConfig::for_tests()
+    })
+    .await
+}
+
+/// VolumeAttachment `name`, if it exists.
+pub async fn read_attachment(client: &kube::Client, name: &str) -> Option<VolumeAttachment> {
+    Api::<VolumeAttachment>::all(client.clone())
+        .get_opt(name)
+        .await
+        .expect("VolumeAttachment read")
 }

@@ -2,6 +2,7 @@
 //! it gets and answering as the API server (or the host) would. Tests only.
 
 pub mod container_runtime;
+pub mod csi;
 pub mod host;
 pub mod node;
 pub mod strategic;

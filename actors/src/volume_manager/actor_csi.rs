@@ -1,0 +1,245 @@
+//! The volume manager's CSI half: a pod's claims resolved to CSI volumes (the populator's
+//! claim → PV step), then MountDevice once per node and SetUp per pod through the [`CsiNode`]
+//! port, and on the way back TearDown, then UnmountDevice when no other pod uses the volume.
+//! A volume leaves the actual state (and so `volumesInUse`) only after both succeeded.
+
+use std::{sync::Arc, time::Duration};
+
+use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
+use tokio::time::Instant;
+
+use super::{Key, VolumeManagerActor};
+use crate::{
+    ports::{CsiNode, CsiPod, StorageApi, resolve_claim},
+    volume_manager::{ClaimRef, PodVolume, state::is_terminated},
+};
+
+/// How long a claim that could not be resolved waits before it is looked up again.
+pub const CLAIM_RETRY: Duration = Duration::from_secs(2);
+
+/// The ports the CSI half needs: the storage objects and the node plugin operations.
+#[derive(Clone)]
+pub struct CsiPorts {
+    pub storage: Arc<dyn StorageApi>,
+    pub node: Arc<dyn CsiNode>,
+}
+
+/// A CSI step that failed: the kubelet's operation name (`MountVolume.SetUp`) and the error.
+type StepError = (&'static str, String);
+
+impl VolumeManagerActor {
+    /// Starts resolving every claim volume of the pods bound here that is not resolved yet, or
+    /// whose last attempt failed and is due again.
+    pub(super) fn resolve_claims(&mut self, now: Instant, ctx: &mut Context<Self>) {
+        let Some(ports) = self.csi.clone() else {
+            return;
+        };
+        let node = self.settings.node_name.clone();
+        let due: Vec<(Key, String, String, bool)> = self.memory.read(|m| {
+            let mut due = Vec::new();
+            for (uid, pod) in &m.pods {
+                let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&node);
+                if !bound || is_terminated(pod) {
+                    continue;
+                }
+                let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+                let declared = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+                for volume in declared {
+                    let Some(claim) = &volume.persistent_volume_claim else {
+                        continue;
+                    };
+                    let key = (uid.clone(), volume.name.clone());
+                    let retry = m.claim_retry_at.get(&key).is_some_and(|at| *at <= now);
+                    if !m.claims.contains_key(&key) || retry {
+                        let read_only = claim.read_only.unwrap_or(false);
+                        due.push((key, namespace.clone(), claim.claim_name.clone(), read_only));
+                    }
+                }
+            }
+            due
+        });
+        for (key, namespace, claim, read_only) in due {
+            if !self.in_flight.insert(key.clone()) {
+                continue;
+            }
+            // Due now: no retry time left to wake for while the lookup runs.
+            self.memory.update(|m| m.claim_retry_at.remove(&key));
+            let (storage, node) = (Arc::clone(&ports.storage), node.clone());
+            let work = async move {
+                let claim = ClaimRef {
+                    namespace: &namespace,
+                    claim: &claim,
+                    read_only,
+                };
+                resolve_claim(storage, claim, &node).await
+            };
+            ctx.spawn(work.into_actor(self).map(move |resolved, actor, ctx| {
+                actor.in_flight.remove(&key);
+                if let Err(error) = &resolved {
+                    tracing::info!(pod_uid = %key.0, volume = %key.1, %error, "claim not usable yet");
+                }
+                actor.memory.update(|m| {
+                    match &resolved {
+                        Ok(_) => m.claim_retry_at.remove(&key),
+                        Err(_) => m.claim_retry_at.insert(key.clone(), Instant::now() + CLAIM_RETRY),
+                    };
+                    m.claims.insert(key.clone(), resolved);
+                });
+                actor.changed(&key.0);
+                actor.wake_in(Duration::ZERO, ctx);
+            }));
+        }
+    }
+
+    /// When the next failed claim is due again.
+    pub(super) fn next_claim_retry(&self, now: Instant) -> Option<Duration> {
+        self.memory.read(|m| {
+            m.claim_retry_at
+                .values()
+                .map(|at| at.saturating_duration_since(now))
+                .min()
+        })
+    }
+
+    /// Forgets the claims of pods no longer desired.
+    pub(super) fn forget_claims(&self, keep: impl Fn(&str) -> bool) {
+        self.memory.update(|m| {
+            m.claims.retain(|(uid, _), _| keep(uid));
+            m.claim_retry_at.retain(|(uid, _), _| keep(uid));
+        });
+    }
+
+    /// MountDevice (unless staged already), then SetUp. An attachable volume reads its
+    /// attachment's publish context first: the controller wrote it when it attached.
+    pub(super) fn csi_set_up(
+        &mut self,
+        pod_uid: String,
+        volume: PodVolume,
+        ctx: &mut Context<Self>,
+    ) -> bool {
+        let key = (pod_uid.clone(), volume.name.clone());
+        let (Some(ports), Some(mut csi)) = (self.csi.clone(), volume.csi.clone()) else {
+            return false;
+        };
+        let node = self.settings.node_name.clone();
+        let staged = self.memory.read(|m| m.staged.contains(&volume.unique_name));
+        if !staged && !self.staging.insert(volume.unique_name.clone()) {
+            // Another pod's SetUp stages it; this one follows once it is staged.
+            return true;
+        }
+        self.in_flight.insert(key.clone());
+        let work = async move {
+            if volume.attachable {
+                csi.publish_context = ports
+                    .storage
+                    .attachment_metadata(&csi.driver, &csi.volume_handle, &node)
+                    .await
+                    .map_err(|e| ("MountVolume.WaitForAttach", e.to_string()))
+                    .map_err(|e| (false, e))?;
+            }
+            if !staged {
+                ports
+                    .node
+                    .mount_device(csi.clone())
+                    .await
+                    .map_err(|e| (false, ("MountVolume.MountDevice", e.to_string())))?;
+            }
+            let pod = CsiPod {
+                uid: pod_uid,
+                node_name: node,
+            };
+            ports
+                .node
+                .set_up(pod, csi)
+                .await
+                .map_err(|e| (true, ("MountVolume.SetUp", e.to_string())))?;
+            Ok::<(), (bool, StepError)>(())
+        };
+        ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
+            actor.in_flight.remove(&key);
+            if !staged {
+                actor.staging.remove(&volume.unique_name);
+            }
+            let now_staged = outcome.is_ok() || outcome.as_ref().is_err_and(|(s, _)| *s);
+            if now_staged || staged {
+                actor
+                    .memory
+                    .update(|m| m.staged.insert(volume.unique_name.clone()));
+            }
+            match outcome {
+                // Recorded even if the pod went meanwhile, so the next pass unpublishes it.
+                Ok(()) => {
+                    actor
+                        .memory
+                        .update(|m| m.actual.mark_mounted(&key.0, &volume, Instant::now()));
+                    tracing::info!(pod_uid = %key.0, volume = %key.1, "CSI volume published");
+                    actor.settle(&key, Ok(()), Instant::now());
+                    actor.changed(&key.0);
+                }
+                Err((_, (operation, error))) => {
+                    actor.settle_as(operation, &key, Err(error), Instant::now());
+                }
+            }
+            actor.wake_in(Duration::ZERO, ctx);
+        }));
+        true
+    }
+
+    /// TearDown, then UnmountDevice when no other pod uses or wants the volume. The volume
+    /// stays in the actual state, and so in `volumesInUse`, until both succeeded.
+    pub(super) fn csi_tear_down(&mut self, key: Key, ctx: &mut Context<Self>) -> bool {
+        let node = self.settings.node_name.clone();
+        let found = self.memory.read(|m| {
+            let mounted = m.actual.mounts.get(&key)?.clone();
+            let desired = m.desired(&node);
+            let last = !m.actual.others_use(&mounted.unique_name, &key)
+                && !desired.wants_unique(&mounted.unique_name);
+            Some((mounted, last))
+        });
+        let (Some(ports), Some((mounted, last))) = (self.csi.clone(), found) else {
+            return false;
+        };
+        let Some(csi) = mounted.csi.clone() else {
+            tracing::warn!(pod_uid = %key.0, volume = %key.1, "a CSI mount without its volume; cannot unpublish it");
+            return false;
+        };
+        self.in_flight.insert(key.clone());
+        let pod_uid = key.0.clone();
+        let work = async move {
+            ports
+                .node
+                .tear_down(pod_uid, csi.clone())
+                .await
+                .map_err(|e| ("UnmountVolume.TearDown", e.to_string()))?;
+            if last {
+                ports
+                    .node
+                    .unmount_device(csi)
+                    .await
+                    .map_err(|e| ("UnmountDevice", e.to_string()))?;
+            }
+            Ok::<(), StepError>(())
+        };
+        ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
+            actor.in_flight.remove(&key);
+            match outcome {
+                Ok(()) => {
+                    actor.memory.update(|m| {
+                        m.actual.mark_unmounted(&key.0, &key.1);
+                        if last {
+                            m.staged.remove(&mounted.unique_name);
+                        }
+                    });
+                    tracing::info!(pod_uid = %key.0, volume = %key.1, unstaged = last, "CSI volume unpublished");
+                    actor.settle(&key, Ok(()), Instant::now());
+                    actor.changed(&key.0);
+                }
+                Err((operation, error)) => {
+                    actor.settle_as(operation, &key, Err(error), Instant::now());
+                }
+            }
+            actor.wake_in(Duration::ZERO, ctx);
+        }));
+        true
+    }
+}
