@@ -6,9 +6,10 @@
 mod backoff;
 mod container;
 mod engine;
+mod image;
+mod objects;
 mod plan;
 mod pleg;
-mod pull;
 mod sandbox;
 mod status;
 mod terminate;

@@ -97,6 +97,22 @@ impl Harness {
         }
     }
 
+    /// The Events asked for so far, as `<Normal|Warning> <reason>: <message>`.
+    fn events(&self) -> Vec<String> {
+        self.updates
+            .iter()
+            .filter_map(|update| match update {
+                PodUpdate::Event { event, .. } => Some(format!(
+                    "{} {}: {}",
+                    if event.warning { "Warning" } else { "Normal" },
+                    event.reason,
+                    event.message
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn terminated(&mut self) -> usize {
         self.updates.extend(self.pods.tick(Timestamp::now()));
         self.updates
@@ -495,11 +511,18 @@ async fn failed_pulls_show_err_image_pull_then_image_pull_back_off() {
     let status = harness
         .status_where("ErrImagePull", |s| waiting_reason(s) == "ErrImagePull")
         .await;
-    assert!(
-        app(&status)["state"]["waiting"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Failed to pull image \"example.test/app\": ")
+    let error = app(&status)["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(error.contains("no route to registry"), "{error}");
+    assert_eq!(
+        harness.events(),
+        [
+            "Normal Pulling: Pulling image \"example.test/app:latest\"".to_owned(),
+            format!("Warning Failed: Failed to pull image \"example.test/app:latest\": {error}"),
+            "Warning Failed: Error: ErrImagePull".to_owned(),
+        ]
     );
     // The status write comes back through the watch, and every pod update is a sync.
     let seen = pod(
@@ -512,14 +535,13 @@ async fn failed_pulls_show_err_image_pull_then_image_pull_back_off() {
             waiting_reason(s) == "ImagePullBackOff"
         })
         .await;
-    assert!(
-        app(&status)["state"]["waiting"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with(
-                "Back-off pulling image \"example.test/app\": ErrImagePull: Failed to pull image"
-            )
+    assert_eq!(
+        app(&status)["state"]["waiting"]["message"],
+        format!("Back-off pulling image \"example.test/app:latest\": ErrImagePull: {error}")
     );
+    assert!(harness.events().contains(
+        &"Normal BackOff: Back-off pulling image \"example.test/app:latest\"".to_owned()
+    ));
     assert_eq!(
         harness.runtime.count("PullImage"),
         1,
