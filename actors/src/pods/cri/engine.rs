@@ -79,6 +79,8 @@ pub struct PodEntry {
     pub errors: BTreeMap<String, StartError>,
     pub start_time: Timestamp,
     pub pod_ips: Vec<String>,
+    /// Passed the kubelet's admission (or needs none): it may run.
+    pub admitted: bool,
     pub busy: bool,
     pub again: bool,
     pub retry_at: Option<Timestamp>,

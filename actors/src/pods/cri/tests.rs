@@ -18,13 +18,13 @@ use crate::{
     },
 };
 
-const IMAGE: &str = "nodepulse.test/busybox:1";
+pub(super) const IMAGE: &str = "nodepulse.test/busybox:1";
 const BUDGET: Duration = Duration::from_secs(600);
 
-struct Harness {
-    pods: CriPods,
-    runtime: Arc<FakeRuntime>,
-    updates: Vec<PodUpdate>,
+pub(super) struct Harness {
+    pub(super) pods: CriPods,
+    pub(super) runtime: Arc<FakeRuntime>,
+    pub(super) updates: Vec<PodUpdate>,
     dir: tempfile::TempDir,
 }
 
@@ -50,20 +50,32 @@ fn settings(dir: &Path) -> CriPodsSettings {
 }
 
 impl Harness {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
+        Self::configured(|pods| pods)
+    }
+
+    /// A provider over a runtime holding [`IMAGE`], with what `configure` adds.
+    pub(super) fn configured(configure: impl FnOnce(CriPods) -> CriPods) -> Self {
         let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
-        Self::over(runtime)
+        Self::over_configured(runtime, configure)
     }
 
     /// A provider (a new process's) over `runtime`.
     fn over(runtime: Arc<FakeRuntime>) -> Self {
+        Self::over_configured(runtime, |pods| pods)
+    }
+
+    fn over_configured(
+        runtime: Arc<FakeRuntime>,
+        configure: impl FnOnce(CriPods) -> CriPods,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let pods = CriPods::new(
+        let pods = configure(CriPods::new(
             settings(dir.path()),
             Arc::clone(&runtime) as _,
             None,
             tokio::runtime::Handle::current(),
-        );
+        ));
         Self {
             pods,
             runtime,
@@ -72,13 +84,17 @@ impl Harness {
         }
     }
 
-    fn apply(&mut self, pod: &Pod) {
+    pub(super) fn apply(&mut self, pod: &Pod) {
         let updates = self.pods.pod_applied(pod, Timestamp::now());
         self.updates.extend(updates);
     }
 
     /// Ticks until a status satisfies `check`; that status.
-    async fn status_where(&mut self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    pub(super) async fn status_where(
+        &mut self,
+        what: &str,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
         let started = tokio::time::Instant::now();
         loop {
             self.updates.extend(self.pods.tick(Timestamp::now()));
@@ -98,7 +114,7 @@ impl Harness {
     }
 
     /// The Events asked for so far, as `<Normal|Warning> <reason>: <message>`.
-    fn events(&self) -> Vec<String> {
+    pub(super) fn events(&self) -> Vec<String> {
         self.updates
             .iter()
             .filter_map(|update| match update {
@@ -113,7 +129,7 @@ impl Harness {
             .collect()
     }
 
-    fn terminated(&mut self) -> usize {
+    pub(super) fn terminated(&mut self) -> usize {
         self.updates.extend(self.pods.tick(Timestamp::now()));
         self.updates
             .iter()
@@ -122,7 +138,7 @@ impl Harness {
     }
 
     /// Ticks until TerminatePod was asked for, and checks it was asked for once.
-    async fn wait_terminated(&mut self) {
+    pub(super) async fn wait_terminated(&mut self) {
         let started = tokio::time::Instant::now();
         while self.terminated() == 0 {
             assert!(
@@ -136,7 +152,7 @@ impl Harness {
     }
 }
 
-fn pod(restart_policy: &str, spec: Value) -> Pod {
+pub(super) fn pod(restart_policy: &str, spec: Value) -> Pod {
     let mut manifest = json!({
         "metadata": {"name": "web", "namespace": "default", "uid": "u1",
                      "labels": {"app": "web"}, "annotations": {"team": "a"}},
@@ -149,15 +165,15 @@ fn pod(restart_policy: &str, spec: Value) -> Pod {
     serde_json::from_value(manifest).unwrap()
 }
 
-fn phase(status: &Value) -> &str {
+pub(super) fn phase(status: &Value) -> &str {
     status["phase"].as_str().unwrap_or_default()
 }
 
-fn app(status: &Value) -> &Value {
+pub(super) fn app(status: &Value) -> &Value {
     &status["containerStatuses"][0]
 }
 
-fn waiting_reason(status: &Value) -> &str {
+pub(super) fn waiting_reason(status: &Value) -> &str {
     app(status)["state"]["waiting"]["reason"]
         .as_str()
         .unwrap_or_default()

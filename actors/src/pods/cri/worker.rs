@@ -127,6 +127,9 @@ impl Engine {
     }
 
     pub async fn sync_pod(self: &Arc<Self>, uid: &str) {
+        if !self.admit(uid) {
+            return;
+        }
         if self.runtime_name().await.is_none() || self.refresh(uid).await.is_err() {
             self.retry_later(uid);
             return;
