@@ -2,62 +2,16 @@
 //! paused time: admission against the shared Node, the environment from ConfigMaps read
 //! through the API port (and its CreateContainerConfigError), and the Events each step records.
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex},
-};
+use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+use k8s_openapi::api::core::v1::Node;
 use serde_json::json;
 
 use super::tests::{Harness, IMAGE, app, phase, pod, waiting_reason};
 use crate::{
     node_status::NodeView,
-    ports::{ApiError, ApiResult, VolumeSourceApi},
-    volume_manager::content::{TokenSpec, token::IssuedToken},
+    ports::{VolumeSourceApi, fakes::objects::FakeObjects},
 };
-
-/// ConfigMaps by name, changed by the test while the pod waits.
-#[derive(Default)]
-struct FakeObjects {
-    config_maps: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
-}
-
-impl FakeObjects {
-    fn set(&self, name: &str, data: &[(&str, &str)]) {
-        let data = data
-            .iter()
-            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-            .collect();
-        self.config_maps
-            .lock()
-            .unwrap()
-            .insert(name.to_owned(), data);
-    }
-}
-
-impl VolumeSourceApi for FakeObjects {
-    fn get_config_map(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<ConfigMap>> {
-        let found = self.config_maps.lock().unwrap().get(name).cloned();
-        let name = name.to_owned();
-        Box::pin(async move {
-            found
-                .map(|data| ConfigMap {
-                    data: Some(data),
-                    ..ConfigMap::default()
-                })
-                .ok_or(ApiError::NotFound(format!("configmaps {name:?} not found")))
-        })
-    }
-    fn get_secret(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<Secret>> {
-        let name = name.to_owned();
-        Box::pin(async move { Err(ApiError::NotFound(format!("secrets {name:?} not found"))) })
-    }
-    fn request_token(&self, _: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
-        Box::pin(async { Err(ApiError::NotFound("no tokens here".into())) })
-    }
-}
 
 fn node_with_one_cpu() -> Arc<NodeView> {
     let node: Node = serde_json::from_value(json!({
@@ -114,9 +68,9 @@ async fn a_pod_over_the_cpu_left_by_admitted_pods_ends_failed_out_of_cpu_and_nev
 
 #[tokio::test(start_paused = true)]
 async fn a_missing_config_map_key_is_create_container_config_error_until_the_key_appears() {
-    let objects = Arc::new(FakeObjects::default());
-    objects.set("settings", &[("other", "x")]);
-    let api = Arc::clone(&objects) as Arc<dyn VolumeSourceApi>;
+    let objects = FakeObjects::default();
+    objects.set_config_map("settings", &[("other", "x")]);
+    let api = Arc::new(objects.clone()) as Arc<dyn VolumeSourceApi>;
     let mut harness = Harness::configured(|pods| pods.with_objects(api));
     harness.apply(&pod(
         "Always",
@@ -142,7 +96,7 @@ async fn a_missing_config_map_key_is_create_container_config_error_until_the_key
         harness.events()
     );
     assert_eq!(harness.runtime.count("CreateContainer"), 0);
-    objects.set("settings", &[("greeting", "hello")]);
+    objects.set_config_map("settings", &[("greeting", "hello")]);
     harness
         .status_where("Running once the key exists", |s| phase(s) == "Running")
         .await;
