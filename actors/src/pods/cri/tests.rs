@@ -612,6 +612,10 @@ async fn deletion_stops_containers_with_the_grace_left_then_the_sandbox_then_ter
         harness.runtime.sandbox_configs().is_empty(),
         "nothing is left before TerminatePod"
     );
+    assert_eq!(
+        harness.events().last().map(String::as_str),
+        Some("Normal Killing: Stopping container app")
+    );
     let last = harness.updates.last().unwrap();
     assert!(
         matches!(last, PodUpdate::Terminated { .. }),
