@@ -1,6 +1,7 @@
 //! The kubelet's pod rules as the CRI provider applies them, against the in-memory runtime on
 //! paused time: admission against the shared Node, the environment from ConfigMaps read
-//! through the API port (and its CreateContainerConfigError), and the Events each step records.
+//! through the API port (and its CreateContainerConfigError), `imagePullSecrets` as the pull's
+//! credentials, and the Events each step records.
 
 use std::sync::Arc;
 
@@ -153,5 +154,44 @@ async fn a_missing_image_under_never_records_err_image_never_pull_events() {
             "Warning ErrImageNeverPull: Container image \"nodepulse.test/missing:1\" is not present with pull policy of Never".to_owned(),
             "Warning Failed: Error: ErrImageNeverPull".to_owned(),
         ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_image_pull_secret_for_the_registry_is_the_pulls_credential() {
+    let objects = FakeObjects::default();
+    let config = json!({"auths": {"example.test": {"username": "robot", "password": "s3cret"}}});
+    let secret = serde_json::from_value(json!({
+        "metadata": {"name": "regcred", "namespace": "default"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            config.to_string(),
+        )},
+    }))
+    .unwrap();
+    objects.set_secret("regcred", secret);
+    let api = Arc::new(objects) as Arc<dyn VolumeSourceApi>;
+    let mut harness = Harness::configured(|pods| pods.with_objects(api));
+    harness.apply(&pod(
+        "Always",
+        json!({"imagePullSecrets": [{"name": "regcred"}, {"name": "missing"}],
+               "containers": [{"name": "app", "image": "example.test/app:1"}]}),
+    ));
+    harness
+        .status_where("Running", |s| phase(s) == "Running")
+        .await;
+    let pulls: Vec<String> = harness
+        .runtime
+        .calls()
+        .into_iter()
+        .filter(|call| call.starts_with("PullImage"))
+        .collect();
+    assert_eq!(pulls, ["PullImage example.test/app:1 as robot"]);
+    assert!(
+        harness.events().iter().any(|e| e
+            .starts_with("Normal Pulled: Successfully pulled image \"example.test/app:1\" in ")),
+        "{:?}",
+        harness.events()
     );
 }

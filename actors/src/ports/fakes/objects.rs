@@ -1,6 +1,6 @@
-//! A fake of the API objects port (`VolumeSourceApi`): ConfigMaps a test sets and changes
-//! while actors run, answered as the API server would (404 for a missing one); no Secrets,
-//! no tokens.
+//! A fake of the API objects port (`VolumeSourceApi`): ConfigMaps and Secrets a test sets and
+//! changes while actors run, answered as the API server would (404 for a missing one); no
+//! tokens.
 
 use std::{
     collections::BTreeMap,
@@ -19,6 +19,7 @@ use crate::{
 #[derive(Clone, Default)]
 pub struct FakeObjects {
     config_maps: Arc<Mutex<BTreeMap<String, BTreeMap<String, String>>>>,
+    secrets: Arc<Mutex<BTreeMap<String, Secret>>>,
 }
 
 impl FakeObjects {
@@ -32,6 +33,16 @@ impl FakeObjects {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(name.to_owned(), data);
+    }
+}
+
+impl FakeObjects {
+    /// Creates or replaces the Secret `name`.
+    pub fn set_secret(&self, name: &str, secret: Secret) {
+        self.secrets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), secret);
     }
 }
 
@@ -54,8 +65,16 @@ impl VolumeSourceApi for FakeObjects {
         })
     }
     fn get_secret(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<Secret>> {
+        let found = self
+            .secrets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned();
         let name = name.to_owned();
-        Box::pin(async move { Err(ApiError::NotFound(format!("secrets {name:?} not found"))) })
+        Box::pin(
+            async move { found.ok_or(ApiError::NotFound(format!("secrets {name:?} not found"))) },
+        )
     }
     fn request_token(&self, _: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
         Box::pin(async { Err(ApiError::NotFound("no tokens here".into())) })
