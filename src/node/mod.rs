@@ -217,6 +217,7 @@ impl NodeActors {
             parts,
             pod_cidr,
             plugin_watcher,
+            node_view: Arc::default(),
         };
         let mut builder = builder;
         if let Some(api) = api.as_ref().filter(|_| parts.heartbeat) {
@@ -225,7 +226,7 @@ impl NodeActors {
         let mut pod_state = None;
         if let Some(api) = api.filter(|_| parts.pods) {
             let (volume_memory, volume_view) = wiring.volume_memory();
-            let state = wiring.pod_state(volume_view);
+            let state = wiring.pod_state(volume_view, &api);
             builder = wiring.pods(
                 builder,
                 &api,

@@ -11,7 +11,7 @@ use nodepulse_actors::{
     eviction::{self, EvictionSignalActor, Evictions, PressureState},
     lease::{self, LeaseActor, renew_interval, start_phase},
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
-    node_status::{self, NodeStatusActor, NodeStatusMemory},
+    node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
     pods::{
         self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
         SimulatedSettings,
@@ -89,6 +89,8 @@ pub(super) struct Wiring<'a> {
     pub pod_cidr: Option<Recipient<UpdatePodCidr>>,
     /// Whether CSI drivers may register on this node (not on a fleet's simulated nodes).
     pub plugin_watcher: bool,
+    /// The Node NodeStatus shares with the pods' provider (admission).
+    pub node_view: Arc<NodeView>,
 }
 
 impl Wiring<'_> {
@@ -114,6 +116,7 @@ impl Wiring<'_> {
             .parts
             .pods
             .then(|| self.addresses.volume_manager.recipient());
+        let node_view = Arc::clone(&self.node_view);
         let node_status = ChildSpec::new(node_status::NAME, node_status_inbox, move || {
             let actor = NodeStatusActor::new(
                 status_settings.clone(),
@@ -123,6 +126,7 @@ impl Wiring<'_> {
                 Some(lease.clone()),
                 pod_cidr.clone(),
             );
+            let actor = actor.with_node_view(Arc::clone(&node_view));
             match &volumes {
                 Some(volumes) => actor.with_volume_manager(volumes.clone()),
                 None => actor,
@@ -191,7 +195,11 @@ impl Wiring<'_> {
     /// The pods' provider: simulated pods for a simulated runtime, real ones on the CRI
     /// runtime otherwise; either starts a pod's containers once `volumes` says its volumes are
     /// set up. Shared with eviction, which ranks the active pods.
-    pub fn pod_state(&self, volumes: Arc<dyn PodVolumeView>) -> Arc<PodLifecycleState> {
+    pub fn pod_state(
+        &self,
+        volumes: Arc<dyn PodVolumeView>,
+        api: &Arc<dyn ApiPorts>,
+    ) -> Arc<PodLifecycleState> {
         let config = &self.settings.config;
         Arc::new(match config.runtime {
             RuntimeKind::Simulated => PodLifecycleState::new(
@@ -201,7 +209,7 @@ impl Wiring<'_> {
                 })
                 .with_volumes(volumes),
             ),
-            RuntimeKind::Cri => match self.cri_pods(volumes) {
+            RuntimeKind::Cri => match self.cri_pods(volumes, api) {
                 Ok(pods) => PodLifecycleState::new(pods),
                 Err(error) => {
                     tracing::error!(%error, "cannot start the CRI pod provider; this node runs no pods");
@@ -212,8 +220,14 @@ impl Wiring<'_> {
     }
 
     /// The CRI provider, on a client of its own (its connection lives on the provider's
-    /// thread); containers mount what the volume manager set up (`volumes`).
-    fn cri_pods(&self, volumes: Arc<dyn PodVolumeView>) -> Result<CriPods, String> {
+    /// thread); containers mount what the volume manager set up (`volumes`) and read
+    /// ConfigMaps and Secrets through the volume manager's port; pods are admitted against
+    /// the Node NodeStatus shares, when this node runs NodeStatus.
+    fn cri_pods(
+        &self,
+        volumes: Arc<dyn PodVolumeView>,
+        api: &Arc<dyn ApiPorts>,
+    ) -> Result<CriPods, String> {
         let config = &self.settings.config;
         let client = CriClient::new(
             &config.container_runtime_endpoint,
@@ -237,8 +251,14 @@ impl Wiring<'_> {
             relist_period: RELIST_PERIOD,
             clock: Arc::new(jiff::Timestamp::now),
         };
-        CriPods::on_own_thread(settings, Arc::new(client), Some(volumes))
-            .map_err(|error| error.to_string())
+        let pods = CriPods::on_own_thread(settings, Arc::new(client), Some(volumes))
+            .map_err(|error| error.to_string())?
+            .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>);
+        Ok(if self.parts.heartbeat {
+            pods.with_node_view(Arc::clone(&self.node_view))
+        } else {
+            pods
+        })
     }
 
     /// VolumeManager: pods' volumes on disk under `rootDir`, `volumesInUse` to NodeStatus,

@@ -39,7 +39,7 @@ const NAMESPACE: &str = "default";
 
 /// A shell that runs until SIGTERM, which ends it with 0; `/tmp/trapped` says its traps are
 /// set (a signal that comes first finds PID 1 without a handler, and is ignored).
-const UNTIL_TERM: &str =
+pub(crate) const UNTIL_TERM: &str =
     "trap 'exit 0' TERM; touch /tmp/trapped; while :; do sleep 3600 & wait $!; done";
 
 /// Waits until the container's shell has set its traps (see [`UNTIL_TERM`]).
@@ -56,15 +56,15 @@ async fn wait_trapped(fixture: &CriFixture, pod: &Pod) {
     .await;
 }
 
-fn shell(name: &str, script: &str) -> Value {
+pub(crate) fn shell(name: &str, script: &str) -> Value {
     json!({"name": name, "image": BUSYBOX_IMAGE, "command": ["/bin/sh", "-c", script]})
 }
 
-fn spec(restart_policy: &str, containers: Value) -> Value {
+pub(crate) fn spec(restart_policy: &str, containers: Value) -> Value {
     json!({"spec": {"restartPolicy": restart_policy, "containers": containers}})
 }
 
-fn app(pod: &Pod) -> ContainerStatus {
+pub(crate) fn app(pod: &Pod) -> ContainerStatus {
     pod.status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())
@@ -77,7 +77,7 @@ fn waiting_reason(pod: &Pod) -> Option<String> {
 }
 
 /// The containers the runtime holds for the pod, by the kubelet's label.
-async fn runtime_containers(fixture: &CriFixture, pod: &Pod) -> Vec<String> {
+pub(crate) async fn runtime_containers(fixture: &CriFixture, pod: &Pod) -> Vec<String> {
     let uid = pod.metadata.uid.clone().expect("a uid");
     let filter = ContainerFilter {
         labels: [("io.kubernetes.pod.uid".to_owned(), uid)].into(),
@@ -93,15 +93,15 @@ async fn runtime_containers(fixture: &CriFixture, pod: &Pod) -> Vec<String> {
 
 /// A CRI node on a private containerd against a test cluster; dropped in this order, so the
 /// sandboxes go while containerd still runs.
-struct Setup {
-    node: CriNode,
-    fixture: CriFixture,
-    cluster: TestCluster,
+pub(crate) struct Setup {
+    pub(crate) node: CriNode,
+    pub(crate) fixture: CriFixture,
+    pub(crate) cluster: TestCluster,
 }
 
 impl Setup {
     /// `None` (skip) where containerd is missing, outside CI only.
-    async fn start(test: &str, prefix: &str) -> Option<Self> {
+    pub(crate) async fn start(test: &str, prefix: &str) -> Option<Self> {
         CriFixture::required(test)?;
         let cluster = TestCluster::start().await;
         let fixture = CriFixture::start(prefix).await;
@@ -114,7 +114,7 @@ impl Setup {
     }
 }
 
-fn runtime_id(status: &ContainerStatus) -> String {
+pub(crate) fn runtime_id(status: &ContainerStatus) -> String {
     let id = status.container_id.clone().expect("a container ID");
     id.strip_prefix("containerd://")
         .unwrap_or_else(|| panic!("{id} is not a containerd:// ID"))

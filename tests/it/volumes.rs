@@ -15,9 +15,8 @@ use std::{
 };
 
 use common::{
-    cleanup::{Owned, own},
     cluster::{TestCluster, unique_node_name},
-    eventually, eventually_async,
+    eventually, eventually_async, objects,
     pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_pod},
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
@@ -80,45 +79,11 @@ fn node_yaml(root: &Path) -> String {
 }
 
 async fn create_config_map(cluster: &TestCluster, name: &str, body: Value) -> ConfigMap {
-    create_source(cluster, "ConfigMap", name, body).await
+    objects::create_config_map(cluster, NAMESPACE, name, body).await
 }
 
 async fn create_secret(cluster: &TestCluster, name: &str, body: Value) -> Secret {
-    create_source(cluster, "Secret", name, body).await
-}
-
-/// Creates a ConfigMap or Secret (`kind`) for the test, deleted when it ends.
-async fn create_source<K>(cluster: &TestCluster, kind: &'static str, name: &str, body: Value) -> K
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::Serialize
-        + serde::de::DeserializeOwned,
-{
-    let plural = if kind == "Secret" {
-        "secrets"
-    } else {
-        "configmaps"
-    };
-    own(Owned::Object {
-        path: format!("/api/v1/namespaces/{NAMESPACE}/{plural}/{name}"),
-    });
-    let mut object = json!({"metadata": {"name": name, "namespace": NAMESPACE}});
-    merge(&mut object, body);
-    Api::<K>::namespaced(cluster.client.clone(), NAMESPACE)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).expect(kind),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("the {kind} is created: {e}"))
-}
-
-fn merge(into: &mut Value, from: Value) {
-    if let (Value::Object(into), Value::Object(from)) = (into, from) {
-        into.extend(from);
-    }
+    objects::create_secret(cluster, NAMESPACE, name, body).await
 }
 
 /// A pod bound to `node` whose container mounts every volume in `volumes`.

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{
+    NodeView,
     registration::RegistrationSettings,
     report::{ReportClock, tick_phase},
     setters::StatusSettings,
@@ -77,6 +78,8 @@ pub struct NodeStatusActor {
     pod_cidr: Option<Recipient<UpdatePodCidr>>,
     /// Where `volumesAttached` and allocatable are handed (the volume manager).
     volumes: Option<Recipient<NodeVolumeFacts>>,
+    /// Where the Node is shared with the pods' provider (admission).
+    node_view: Option<Arc<NodeView>>,
     /// The pod CIDRs last pushed to the runtime, as the kubelet's `runtimeState.cidr`.
     last_pod_cidr: Option<String>,
     /// A pod CIDR change forces the next status PATCH.
@@ -110,6 +113,7 @@ impl NodeStatusActor {
             lease,
             pod_cidr,
             volumes: None,
+            node_view: None,
             last_pod_cidr: None,
             force_report: false,
             node: None,
@@ -128,6 +132,22 @@ impl NodeStatusActor {
     #[must_use]
     pub fn with_volume_manager(mut self, volumes: Recipient<NodeVolumeFacts>) -> Self {
         self.volumes = Some(volumes);
+        self
+    }
+
+    /// Shares the Node the API server returned (the pods' admission reads it), and tells the
+    /// volume manager what it says about volumes.
+    fn observe_node(&mut self, node: &Node) {
+        if let Some(view) = &self.node_view {
+            view.set(Some(node));
+        }
+        self.observe_volumes(node);
+    }
+
+    /// Shares every Node the API server returns through `view`.
+    #[must_use]
+    pub fn with_node_view(mut self, view: Arc<NodeView>) -> Self {
+        self.node_view = Some(view);
         self
     }
 
@@ -279,7 +299,7 @@ impl NodeStatusActor {
             ));
         }
         self.memory.update(|memory| memory.announced = true);
-        self.observe_volumes(&registered.node);
+        self.observe_node(&registered.node);
         self.node = Some(registered.node);
         self.record(events);
         if let Some(lease) = &self.lease
@@ -313,7 +333,7 @@ impl NodeStatusActor {
                     .map(|info| info.boot_id.clone());
                 self.memory.update(|memory| memory.boot_id = boot_id);
                 self.note_computed(*computed, now);
-                self.observe_volumes(&node);
+                self.observe_node(&node);
                 self.node = Some(*node);
                 self.last_sent = Some((now, patch));
                 self.last_sync = Some((
@@ -457,7 +477,7 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
             NodeWatchEvent::Present(node) => {
                 if self.node.is_some() {
                     self.observe_pod_cidr(&node, ctx);
-                    self.observe_volumes(&node);
+                    self.observe_node(&node);
                     self.node = Some(*node);
                 }
             }

@@ -13,6 +13,7 @@ mod actor;
 pub(crate) mod actor_tests;
 pub mod change;
 mod debug;
+mod node_view;
 pub mod patch;
 #[cfg(test)]
 mod patch_tests;
@@ -22,3 +23,4 @@ pub mod setters;
 pub mod sync;
 
 pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, WallClock};
+pub use node_view::NodeView;

@@ -8,13 +8,14 @@ use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, AsyncContext, Context, Handler, Message, SpawnHandle, StreamHandler};
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
 use serde_json::json;
 
 use super::provider::{Outgoing, PodLifecycleState, PodUpdate};
 use crate::{
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
-    ports::{PodApi, PodVolumesChanged, PodWatchEvent},
+    ports::{PodApi, PodEvent, PodVolumesChanged, PodWatchEvent},
     runtime_probe::UpdatePodCidr,
     status_manager::StatusManagerActor,
 };
@@ -112,6 +113,10 @@ impl PodLifecycleActor {
                         })
                     })
                 }),
+            Outgoing::Update(PodUpdate::Event { pod, event }) => {
+                self.record_event(&pod, event);
+                Ok(())
+            }
             Outgoing::Update(PodUpdate::Terminated { pod }) => {
                 mailbox.try_send(TerminatePod { pod }).map_err(|e| {
                     returned(e, |m| {
@@ -120,6 +125,17 @@ impl PodLifecycleActor {
                 })
             }
         }
+    }
+
+    /// Records a provider's Event (under the API's event rate limit; a failure loses only it).
+    fn record_event(&self, pod: &Pod, event: PodEvent) {
+        let reason = event.reason.clone();
+        let request = self.api.record_pod_event(pod, event);
+        actix::spawn(async move {
+            if let Err(error) = request.await {
+                tracing::debug!(%error, %reason, "cannot record a pod event");
+            }
+        });
     }
 
     /// Delivers what is queued, in order, until the mailbox is full (then tries again soon).

@@ -3,7 +3,7 @@
 //! (10 s doubling to 300 s), the waiting reasons and messages, and the events around a pull.
 //! No I/O: the engine makes the CRI calls in between and records what these functions return.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Container;
 
@@ -72,7 +72,10 @@ impl ImageFailure {
     fn new(reason: &'static str, message: String, event: PodEvent) -> Self {
         Self {
             reason,
-            events: vec![event, warning("Failed", format!("Error: {reason}"))],
+            events: vec![
+                event,
+                PodEvent::warning("Failed", format!("Error: {reason}")),
+            ],
             message,
         }
     }
@@ -97,7 +100,7 @@ pub fn next_step(
             return PullStep::Fail(ImageFailure::new(
                 "InvalidImageName",
                 message.clone(),
-                warning("InspectFailed", message),
+                PodEvent::warning("InspectFailed", message),
             ));
         }
     };
@@ -110,7 +113,7 @@ pub fn next_step(
                 return PullStep::Fail(ImageFailure::new(
                     "ImageInspectError",
                     message.clone(),
-                    warning("InspectFailed", message),
+                    PodEvent::warning("InspectFailed", message),
                 ));
             }
             Ok(Some(image_ref)) => {
@@ -121,7 +124,7 @@ pub fn next_step(
                 );
                 return PullStep::Present {
                     image_ref: image_ref.to_owned(),
-                    event: normal("Pulled", message),
+                    event: PodEvent::normal("Pulled", message),
                 };
             }
             Ok(None) if policy == PullPolicy::Never => {
@@ -131,18 +134,18 @@ pub fn next_step(
                 return PullStep::Fail(ImageFailure::new(
                     "ErrImageNeverPull",
                     message.clone(),
-                    warning("ErrImageNeverPull", message),
+                    PodEvent::warning("ErrImageNeverPull", message),
                 ));
             }
             Ok(None) => {}
         }
     }
     if let Some(message) = backoff.waiting_message(pod_uid, &image, now) {
-        let event = normal("BackOff", format!("Back-off pulling image {image:?}"));
+        let event = PodEvent::normal("BackOff", format!("Back-off pulling image {image:?}"));
         return PullStep::Fail(ImageFailure::new("ImagePullBackOff", message, event));
     }
     PullStep::Pull {
-        event: normal("Pulling", format!("Pulling image {image:?}")),
+        event: PodEvent::normal("Pulling", format!("Pulling image {image:?}")),
         image,
     }
 }
@@ -156,7 +159,7 @@ pub fn pull_failed(
     backoff: &mut PullBackoff,
     now: tokio::time::Instant,
 ) -> ImageFailure {
-    let event = warning("Failed", format!("Failed to pull image {image:?}: {error}"));
+    let event = PodEvent::warning("Failed", format!("Failed to pull image {image:?}: {error}"));
     // `evalCRIPullErr`: CRI errors that start with a known name get their own reason.
     let (reason, message) = if let Some(rest) = error.strip_prefix("RegistryUnavailable") {
         (
@@ -187,7 +190,7 @@ pub fn pull_succeeded(
     now: tokio::time::Instant,
 ) -> PodEvent {
     backoff.forget_stale(now);
-    normal(
+    PodEvent::normal(
         "Pulled",
         format!(
             "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size_bytes} bytes.",
@@ -195,22 +198,6 @@ pub fn pull_succeeded(
             go_duration_millis(including_waiting)
         ),
     )
-}
-
-fn normal(reason: &str, message: String) -> PodEvent {
-    PodEvent {
-        warning: false,
-        reason: reason.to_owned(),
-        message,
-        annotations: BTreeMap::new(),
-    }
-}
-
-fn warning(reason: &str, message: String) -> PodEvent {
-    PodEvent {
-        warning: true,
-        ..normal(reason, message)
-    }
 }
 
 /// Go's `Duration.String()` of a duration truncated to milliseconds: `0s`, `512ms`, `1.5s`,

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use crate::{
     messages::StopPod,
-    ports::{PodStats, PodStatsSource},
+    ports::{PodEvent, PodStats, PodStatsSource},
 };
 
 /// What a provider wants StatusManagerActor told.
@@ -33,6 +33,9 @@ pub enum PodUpdate {
     },
     /// `TerminatePod`: the pod's containers are gone for good.
     Terminated { pod: Box<Pod> },
+    /// An Event about the pod (Pulled, Created, Started, ...), recorded through the same
+    /// events path as the volume manager's, after the updates queued before it.
+    Event { pod: Box<Pod>, event: PodEvent },
 }
 
 /// How a provider that works asynchronously tells the actor that updates wait for `tick`.

@@ -62,6 +62,24 @@ pub struct PodEvent {
     pub annotations: BTreeMap<String, String>,
 }
 
+impl PodEvent {
+    pub fn normal(reason: &str, message: String) -> Self {
+        Self {
+            warning: false,
+            reason: reason.to_owned(),
+            message,
+            annotations: BTreeMap::new(),
+        }
+    }
+
+    pub fn warning(reason: &str, message: String) -> Self {
+        Self {
+            warning: true,
+            ..Self::normal(reason, message)
+        }
+    }
+}
+
 /// What one container of a running pod uses now, as far as its provider knows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ContainerStats {

@@ -4,7 +4,7 @@
 //! complete; `volumesInUse` goes to NodeStatus once the reconciler synced.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeSet,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -25,14 +25,14 @@ use crate::{
     messages::VolumesInUse,
     ports::{
         ApiError, ApiResult, PodApi, PodEvent, PodVolumesChanged, PodWatchEvent, SetUpContext,
-        VolumeHost, VolumeHostError, VolumeSourceApi, fakes::eventually,
+        VolumeHost, VolumeHostError, VolumeSourceApi,
+        fakes::{eventually, objects::FakeObjects},
     },
 };
 
 #[derive(Default)]
 struct Recorded {
     events: Vec<(String, PodEvent)>,
-    config_maps: BTreeMap<String, BTreeMap<String, String>>,
     set_ups: Vec<(String, String)>,
     tear_downs: Vec<(String, String)>,
     on_disk: ActualState,
@@ -42,6 +42,7 @@ struct Recorded {
 pub(super) struct Fakes {
     recorded: Arc<Mutex<Recorded>>,
     pub(super) watch: Arc<Mutex<Option<mpsc::UnboundedReceiver<PodWatchEvent>>>>,
+    objects: FakeObjects,
 }
 
 impl Fakes {
@@ -81,23 +82,18 @@ impl PodApi for Fakes {
 }
 
 impl VolumeSourceApi for Fakes {
-    fn get_config_map(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<ConfigMap>> {
-        let found = self.state().config_maps.get(name).cloned();
-        let name = name.to_owned();
-        Box::pin(async move {
-            found
-                .map(|data| ConfigMap {
-                    data: Some(data),
-                    ..ConfigMap::default()
-                })
-                .ok_or(ApiError::NotFound(format!("configmaps {name:?} not found")))
-        })
+    fn get_config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> BoxFuture<'static, ApiResult<ConfigMap>> {
+        self.objects.get_config_map(namespace, name)
     }
-    fn get_secret(&self, _: &str, _: &str) -> BoxFuture<'static, ApiResult<Secret>> {
-        Box::pin(async { Err(ApiError::NotFound("no secrets here".into())) })
+    fn get_secret(&self, namespace: &str, name: &str) -> BoxFuture<'static, ApiResult<Secret>> {
+        self.objects.get_secret(namespace, name)
     }
-    fn request_token(&self, _: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
-        Box::pin(async { Err(ApiError::NotFound("no tokens here".into())) })
+    fn request_token(&self, spec: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
+        self.objects.request_token(spec)
     }
 }
 
@@ -217,10 +213,7 @@ async fn a_missing_config_map_backs_off_with_failed_mount_events_then_mounts_onc
     assert!((5..=6).contains(&failures), "{failures} attempts in 16 s");
     assert!(!mounted(&node.memory, "u1"));
 
-    node.fakes
-        .state()
-        .config_maps
-        .insert("app".into(), [("k".to_owned(), "v".to_owned())].into());
+    node.fakes.objects.set_config_map("app", &[("k", "v")]);
     eventually("the volume is mounted", Duration::from_secs(20), || {
         mounted(&node.memory, "u1")
     })
@@ -239,10 +232,7 @@ async fn a_missing_config_map_backs_off_with_failed_mount_events_then_mounts_onc
 async fn an_idle_manager_wakes_only_to_refresh_content_each_sync_period() {
     tokio::time::pause();
     let node = start(Fakes::default());
-    node.fakes
-        .state()
-        .config_maps
-        .insert("app".into(), [("k".to_owned(), "v".to_owned())].into());
+    node.fakes.objects.set_config_map("app", &[("k", "v")]);
     node.watch
         .send(PodWatchEvent::Applied(Box::new(cfg_pod("u1"))))
         .unwrap();
@@ -317,10 +307,7 @@ async fn volumes_in_use_is_reported_once_the_reconciler_synced() {
 async fn full_peer_mailboxes_never_hold_the_volume_manager_up() {
     tokio::time::pause();
     let fakes = Fakes::default();
-    fakes
-        .state()
-        .config_maps
-        .insert("app".into(), [("k".to_owned(), "v".to_owned())].into());
+    fakes.objects.set_config_map("app", &[("k", "v")]);
     let (watch, receiver) = mpsc::unbounded_channel();
     *fakes.watch.lock().unwrap() = Some(receiver);
     let memory = Kept::<VolumeManagerMemory>::default();

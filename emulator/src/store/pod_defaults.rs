@@ -30,6 +30,7 @@ pub fn prepare_pod(pod: &mut Map<String, Value>) {
         spec.entry(field).or_insert(default);
     }
     admit_priority(spec);
+    admit_default_toleration_seconds(spec);
     default_volumes(spec);
     for list in ["containers", "initContainers"] {
         if let Some(Value::Array(containers)) = spec.get_mut(list) {
@@ -98,6 +99,39 @@ fn admit_priority(spec: &mut Map<String, Value>) {
         spec.entry("priority").or_insert(json!(priority));
         spec.entry("preemptionPolicy")
             .or_insert(json!(PREEMPT_LOWER_PRIORITY));
+    }
+}
+
+/// How long the DefaultTolerationSeconds plugin lets a pod stay on a not-ready or unreachable
+/// Node (its `--default-not-ready-toleration-seconds` and `--default-unreachable-…` default).
+const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+
+/// The DefaultTolerationSeconds admission plugin on create: a pod that does not already
+/// tolerate the `not-ready` (or `unreachable`) NoExecute taint — by key or by an empty key, with
+/// effect NoExecute or none — gets a toleration of it for 300 s. (So the kubelet's admission,
+/// which refuses untolerated NoExecute taints, admits pods on a Node that is not Ready yet.)
+fn admit_default_toleration_seconds(spec: &mut Map<String, Value>) {
+    const KEYS: [&str; 2] = [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ];
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    let Value::Array(tolerations) = tolerations else {
+        return;
+    };
+    let tolerates = |key: &str| {
+        tolerations.iter().any(|toleration| {
+            let field = |name: &str| toleration.get(name).and_then(Value::as_str).unwrap_or("");
+            (field("key") == key || field("key").is_empty())
+                && (field("effect") == "NoExecute" || field("effect").is_empty())
+        })
+    };
+    let missing: Vec<&str> = KEYS.into_iter().filter(|key| !tolerates(key)).collect();
+    for key in missing {
+        tolerations.push(
+            json!({"key": key, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}),
+        );
     }
 }
 

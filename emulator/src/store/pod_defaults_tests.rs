@@ -148,3 +148,24 @@ fn field_references_tokens_and_sourceless_volumes_get_their_defaults() {
     );
     assert_eq!(volumes[1]["projected"]["defaultMode"], 420);
 }
+
+#[test]
+fn default_toleration_seconds_adds_not_ready_and_unreachable_unless_tolerated() {
+    let pod = prepared(json!({"spec": {"containers": []}}));
+    assert_eq!(
+        pod["spec"]["tolerations"],
+        json!([
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        ])
+    );
+    let own = json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5});
+    let pod = prepared(json!({"spec": {"tolerations": [own.clone()]}}));
+    assert_eq!(
+        pod["spec"]["tolerations"],
+        json!([own, {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}])
+    );
+    let everything = json!({"operator": "Exists"});
+    let pod = prepared(json!({"spec": {"tolerations": [everything.clone()]}}));
+    assert_eq!(pod["spec"]["tolerations"], json!([everything]));
+}

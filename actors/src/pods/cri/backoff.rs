@@ -1,5 +1,5 @@
-//! The kubelet's back-off (`flowcontrol.Backoff`) for crashing containers and failing image
-//! pulls: 10 s doubling to 5 min, no jitter, an entry forgotten (reset) when the next event
+//! The kubelet's back-off (`flowcontrol.Backoff`) for crashing containers (image pulls have
+//! `pods::pull_backoff`'s): 10 s doubling to 5 min, no jitter, an entry forgotten (reset) when the next event
 //! comes more than twice the maximum after the last. Pure: every time is an argument.
 
 use std::{collections::HashMap, time::Duration};
@@ -44,19 +44,6 @@ impl Backoff {
             return None;
         }
         (since(now, event) < entry.delay).then_some(entry.delay)
-    }
-
-    /// Whether `key` is backing off at `now`, counted from its last event (image pulls).
-    pub fn in_backoff_since_update(&self, key: &str, now: Timestamp) -> bool {
-        self.entries
-            .get(key)
-            .is_some_and(|entry| since(now, entry.last_update) < entry.delay)
-    }
-
-    /// When the back-off of `key`, counted from its last event, ends.
-    pub fn expiry(&self, key: &str) -> Option<Timestamp> {
-        let entry = self.entries.get(key)?;
-        self.expires_at(key, entry.last_update)
     }
 
     /// When the back-off of `key`, counted from `event`, ends.

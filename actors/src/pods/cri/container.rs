@@ -1,5 +1,5 @@
-//! CreateContainer's config as the kubelet's `generateContainerConfig` makes it: command,
-//! args, working dir, plain `env` values, mounts for the volumes the volume manager set up,
+//! CreateContainer's config as the kubelet's `generateContainerConfig` makes it: command and
+//! args `$(VAR)`-expanded against the environment `pods::env` built, working dir, mounts for the volumes the volume manager set up,
 //! the termination-message file, CPU and memory as CRI Linux resources with the QoS class's
 //! `oom_score_adj`, the basic security context, and the kubelet's labels and annotations.
 //! Pure: the caller creates the termination-message file and passes its path.
@@ -18,7 +18,7 @@ use super::view::{
     TERMINATION_MESSAGE_PATH_ANNOTATION, TERMINATION_MESSAGE_POLICY_ANNOTATION,
 };
 use crate::{
-    pods::simulated_status::qos_class,
+    pods::{env::expand_command_and_args, simulated_status::qos_class},
     ports::{ContainerConfig, Labels, LinuxResources, Mount, SecurityContext},
     quantity::parse_quantity,
 };
@@ -153,6 +153,8 @@ pub struct Resolved<'a> {
     /// The host file mounted at `terminationMessagePath`, if made.
     pub termination_file: Option<&'a Path>,
     pub memory_capacity: u64,
+    /// The environment `pods::env::container_env` built.
+    pub env: &'a [(String, String)],
 }
 
 /// CreateContainer's config for `container` of `pod`.
@@ -204,22 +206,16 @@ pub fn container_config(
             ..Mount::default()
         });
     }
-    let envs = container
-        .env
-        .iter()
-        .flatten()
-        .filter(|var| var.value_from.is_none())
-        .map(|var| (var.name.clone(), var.value.clone().unwrap_or_default()))
-        .collect();
+    let (command, args) = expand_command_and_args(container, resolved.env);
     ContainerConfig {
         name: container.name.clone(),
         attempt: resolved.restart_count,
         image: resolved.image_ref.to_owned(),
         user_specified_image: container.image.clone().unwrap_or_default(),
-        command: container.command.clone().unwrap_or_default(),
-        args: container.args.clone().unwrap_or_default(),
+        command,
+        args,
         working_dir: container.working_dir.clone().unwrap_or_default(),
-        envs,
+        envs: resolved.env.to_vec(),
         mounts,
         labels,
         annotations,

@@ -12,7 +12,10 @@ use std::{
 };
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::{
+    api::core::v1::{Pod, PodStatus},
+    apimachinery::pkg::api::resource::Quantity,
+};
 use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
@@ -22,11 +25,14 @@ use super::{
     view::PodRuntime,
 };
 use crate::{
-    node_status::WallClock,
-    pods::provider::{PodUpdate, UpdateSink},
+    node_status::{NodeView, WallClock},
+    pods::{
+        images::PullBackoff,
+        provider::{PodUpdate, UpdateSink},
+    },
     ports::{
-        ContainerFilter, ContainerRuntime, ContainerRuntimeResult, PodVolumeView, RuntimeService,
-        SandboxFilter,
+        ContainerFilter, ContainerRuntime, ContainerRuntimeResult, PodEvent, PodVolumeView,
+        RuntimeService, SandboxFilter, VolumeSourceApi,
     },
 };
 
@@ -73,6 +79,8 @@ pub struct PodEntry {
     pub errors: BTreeMap<String, StartError>,
     pub start_time: Timestamp,
     pub pod_ips: Vec<String>,
+    /// Passed the kubelet's admission (or needs none): it may run.
+    pub admitted: bool,
     pub busy: bool,
     pub again: bool,
     pub retry_at: Option<Timestamp>,
@@ -89,8 +97,8 @@ pub struct Core {
     pub outbox: Vec<PodUpdate>,
     pub sink: Option<UpdateSink>,
     pub crash: Backoff,
-    pub images: Backoff,
-    pub pull_errors: HashMap<String, String>,
+    /// The kubelet's image pull back-off, per pod and image.
+    pub pulls: PullBackoff,
     pub runtime_name: Option<String>,
     pub relists: u64,
     pub pleg_started: bool,
@@ -102,6 +110,11 @@ pub struct Engine {
     pub settings: CriPodsSettings,
     pub runtime: Arc<dyn PodRuntimePort>,
     pub volumes: Option<Arc<dyn PodVolumeView>>,
+    /// ConfigMaps and Secrets (env, pull secrets), through the volume manager's API port.
+    pub objects: Option<Arc<dyn VolumeSourceApi>>,
+    /// The Node as NodeStatusActor last saw it, for admission and `resourceFieldRef` limits;
+    /// `None`: no admission (tests of other rules).
+    pub node: Option<Arc<NodeView>>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     spawner: Handle,
@@ -118,6 +131,8 @@ impl Engine {
             settings,
             runtime,
             volumes,
+            objects: None,
+            node: None,
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             spawner,
@@ -130,6 +145,23 @@ impl Engine {
 
     pub fn now(&self) -> Timestamp {
         (self.settings.clock)()
+    }
+
+    /// Queues an Event about `pod` behind the updates already queued.
+    pub fn event(&self, pod: &Pod, event: PodEvent) {
+        self.core().outbox.push(PodUpdate::Event {
+            pod: Box::new(pod.clone()),
+            event,
+        });
+    }
+
+    /// The Node's `status.allocatable`, empty until the Node is known.
+    pub fn node_allocatable(&self) -> BTreeMap<String, Quantity> {
+        self.node
+            .as_ref()
+            .and_then(|view| view.get())
+            .and_then(|node| node.status.as_ref()?.allocatable.clone())
+            .unwrap_or_default()
     }
 
     /// Tells the actor that updates wait in the outbox.

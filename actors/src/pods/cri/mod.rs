@@ -3,12 +3,16 @@
 //! statuses as the kubelet would. Its methods only record what happened and hand work to the
 //! async [`engine`]; results come back through the outbox, and the actor is woken for them.
 
+mod admit;
 mod backoff;
 mod container;
 mod engine;
+mod image;
+mod objects;
 mod plan;
 mod pleg;
-mod pull;
+#[cfg(test)]
+mod rule_tests;
 mod sandbox;
 mod status;
 mod terminate;
@@ -33,7 +37,8 @@ use engine::{Ending, Engine, PodEntry};
 use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
 use crate::{
     messages::StopPod,
-    ports::{PodStats, PodVolumeView},
+    node_status::NodeView,
+    ports::{PodStats, PodVolumeView, VolumeSourceApi},
 };
 
 pub struct CriPods {
@@ -87,6 +92,25 @@ impl CriPods {
         Ok(pods)
     }
 
+    /// Reads env ConfigMaps/Secrets and pull Secrets through `api` (the volume manager's port).
+    #[must_use]
+    pub fn with_objects(mut self, api: Arc<dyn VolumeSourceApi>) -> Self {
+        self.engine_mut().objects = Some(api);
+        self
+    }
+
+    /// Admits each pod against the Node `view` holds, as the kubelet does before running it.
+    #[must_use]
+    pub fn with_node_view(mut self, view: Arc<NodeView>) -> Self {
+        self.engine_mut().node = Some(view);
+        self
+    }
+
+    /// The engine while nothing else holds it (the builders run before the first pod).
+    fn engine_mut(&mut self) -> &mut Engine {
+        Arc::get_mut(&mut self.engine).expect("configured before any pod arrives")
+    }
+
     fn drain(&self) -> Vec<PodUpdate> {
         std::mem::take(&mut self.engine.core().outbox)
     }
@@ -132,6 +156,8 @@ impl PodLifecycleProvider for CriPods {
                                 .flatten()
                                 .map(|ip| ip.ip.clone())
                                 .collect(),
+                            // One that already ran was admitted by an earlier nodepulse.
+                            admitted: !matches!(status.phase.as_deref(), None | Some("Pending")),
                             busy: false,
                             again: false,
                             retry_at: None,

@@ -100,7 +100,7 @@ impl Engine {
         let due: Vec<String> = {
             let mut core = self.core();
             core.crash.gc(now);
-            core.images.gc(now);
+            core.pulls.forget_stale(tokio::time::Instant::now());
             core.pods
                 .iter()
                 .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))

@@ -1,7 +1,7 @@
 //! Tearing a pod down (deleted, evicted, or gone from the API): every container stopped in
 //! parallel with the grace period left, after its `preStop` exec hook (the runtime sends
-//! SIGTERM, then SIGKILL), the sandboxes stopped and removed, then the final status and
-//! TerminatePod — so a pod the API no longer shows has nothing left in the runtime.
+//! SIGTERM, then SIGKILL) and the kubelet's Killing event, the sandboxes stopped and removed,
+//! then the final status and TerminatePod — so a pod the API no longer shows has nothing left in the runtime.
 
 use std::{sync::Arc, time::Duration};
 
@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     pods::provider::PodUpdate,
-    ports::{ContainerState, ContainerStatus},
+    ports::{ContainerState, ContainerStatus, PodEvent},
 };
 
 /// The command of container `name`'s `preStop` exec hook, if it has one.
@@ -89,6 +89,10 @@ impl Engine {
         for sandbox in &runtime.sandboxes {
             if let Err(error) = self.runtime.stop_pod_sandbox(sandbox.id.clone()).await {
                 tracing::warn!(%error, uid, "error killing pod");
+                self.event(
+                    &pod,
+                    PodEvent::warning("FailedKillPod", format!("error killing pod: {error}")),
+                );
                 self.retry_soon(uid);
                 return;
             }
@@ -115,14 +119,20 @@ impl Engine {
     /// left); then StopContainer with what is left.
     async fn kill_container(&self, pod: &Pod, status: &ContainerStatus, grace: Duration) {
         let mut grace = grace;
-        let hook = pre_stop_command(pod, container_name(status))
-            .filter(|_| status.state == ContainerState::Running);
+        let name = container_name(status);
+        self.event(
+            pod,
+            PodEvent::normal("Killing", format!("Stopping container {name}")),
+        );
+        self.wake();
+        let hook = pre_stop_command(pod, name).filter(|_| status.state == ContainerState::Running);
         if let Some(command) = hook {
             let started = tokio::time::Instant::now();
             let run = self
                 .runtime
                 .exec_sync(status.id.clone(), command, Duration::ZERO);
-            match tokio::time::timeout(grace, run).await {
+            let outcome = tokio::time::timeout(grace, run).await;
+            match &outcome {
                 Ok(Ok(output)) if output.exit_code == 0 => {}
                 Ok(Ok(output)) => {
                     tracing::warn!(container = %status.name, exit_code = output.exit_code, "PreStopHook failed");
@@ -133,6 +143,12 @@ impl Engine {
                 Err(_) => {
                     tracing::warn!(container = %status.name, ?grace, "PreStopHook failed: it outlasted the grace period")
                 }
+            }
+            if !matches!(outcome, Ok(Ok(ref output)) if output.exit_code == 0) {
+                self.event(
+                    pod,
+                    PodEvent::warning("FailedPreStopHook", "PreStopHook failed".to_owned()),
+                );
             }
             let spent = Duration::from_secs(started.elapsed().as_secs());
             grace = grace.saturating_sub(spent).max(MIN_GRACE);

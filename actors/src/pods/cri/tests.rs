@@ -18,13 +18,13 @@ use crate::{
     },
 };
 
-const IMAGE: &str = "nodepulse.test/busybox:1";
+pub(super) const IMAGE: &str = "nodepulse.test/busybox:1";
 const BUDGET: Duration = Duration::from_secs(600);
 
-struct Harness {
-    pods: CriPods,
-    runtime: Arc<FakeRuntime>,
-    updates: Vec<PodUpdate>,
+pub(super) struct Harness {
+    pub(super) pods: CriPods,
+    pub(super) runtime: Arc<FakeRuntime>,
+    pub(super) updates: Vec<PodUpdate>,
     dir: tempfile::TempDir,
 }
 
@@ -50,20 +50,32 @@ fn settings(dir: &Path) -> CriPodsSettings {
 }
 
 impl Harness {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
+        Self::configured(|pods| pods)
+    }
+
+    /// A provider over a runtime holding [`IMAGE`], with what `configure` adds.
+    pub(super) fn configured(configure: impl FnOnce(CriPods) -> CriPods) -> Self {
         let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
-        Self::over(runtime)
+        Self::over_configured(runtime, configure)
     }
 
     /// A provider (a new process's) over `runtime`.
     fn over(runtime: Arc<FakeRuntime>) -> Self {
+        Self::over_configured(runtime, |pods| pods)
+    }
+
+    fn over_configured(
+        runtime: Arc<FakeRuntime>,
+        configure: impl FnOnce(CriPods) -> CriPods,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let pods = CriPods::new(
+        let pods = configure(CriPods::new(
             settings(dir.path()),
             Arc::clone(&runtime) as _,
             None,
             tokio::runtime::Handle::current(),
-        );
+        ));
         Self {
             pods,
             runtime,
@@ -72,13 +84,17 @@ impl Harness {
         }
     }
 
-    fn apply(&mut self, pod: &Pod) {
+    pub(super) fn apply(&mut self, pod: &Pod) {
         let updates = self.pods.pod_applied(pod, Timestamp::now());
         self.updates.extend(updates);
     }
 
     /// Ticks until a status satisfies `check`; that status.
-    async fn status_where(&mut self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    pub(super) async fn status_where(
+        &mut self,
+        what: &str,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
         let started = tokio::time::Instant::now();
         loop {
             self.updates.extend(self.pods.tick(Timestamp::now()));
@@ -97,7 +113,23 @@ impl Harness {
         }
     }
 
-    fn terminated(&mut self) -> usize {
+    /// The Events asked for so far, as `<Normal|Warning> <reason>: <message>`.
+    pub(super) fn events(&self) -> Vec<String> {
+        self.updates
+            .iter()
+            .filter_map(|update| match update {
+                PodUpdate::Event { event, .. } => Some(format!(
+                    "{} {}: {}",
+                    if event.warning { "Warning" } else { "Normal" },
+                    event.reason,
+                    event.message
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub(super) fn terminated(&mut self) -> usize {
         self.updates.extend(self.pods.tick(Timestamp::now()));
         self.updates
             .iter()
@@ -106,7 +138,7 @@ impl Harness {
     }
 
     /// Ticks until TerminatePod was asked for, and checks it was asked for once.
-    async fn wait_terminated(&mut self) {
+    pub(super) async fn wait_terminated(&mut self) {
         let started = tokio::time::Instant::now();
         while self.terminated() == 0 {
             assert!(
@@ -120,7 +152,7 @@ impl Harness {
     }
 }
 
-fn pod(restart_policy: &str, spec: Value) -> Pod {
+pub(super) fn pod(restart_policy: &str, spec: Value) -> Pod {
     let mut manifest = json!({
         "metadata": {"name": "web", "namespace": "default", "uid": "u1",
                      "labels": {"app": "web"}, "annotations": {"team": "a"}},
@@ -133,15 +165,15 @@ fn pod(restart_policy: &str, spec: Value) -> Pod {
     serde_json::from_value(manifest).unwrap()
 }
 
-fn phase(status: &Value) -> &str {
+pub(super) fn phase(status: &Value) -> &str {
     status["phase"].as_str().unwrap_or_default()
 }
 
-fn app(status: &Value) -> &Value {
+pub(super) fn app(status: &Value) -> &Value {
     &status["containerStatuses"][0]
 }
 
-fn waiting_reason(status: &Value) -> &str {
+pub(super) fn waiting_reason(status: &Value) -> &str {
     app(status)["state"]["waiting"]["reason"]
         .as_str()
         .unwrap_or_default()
@@ -495,11 +527,18 @@ async fn failed_pulls_show_err_image_pull_then_image_pull_back_off() {
     let status = harness
         .status_where("ErrImagePull", |s| waiting_reason(s) == "ErrImagePull")
         .await;
-    assert!(
-        app(&status)["state"]["waiting"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Failed to pull image \"example.test/app\": ")
+    let error = app(&status)["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(error.contains("no route to registry"), "{error}");
+    assert_eq!(
+        harness.events(),
+        [
+            "Normal Pulling: Pulling image \"example.test/app:latest\"".to_owned(),
+            format!("Warning Failed: Failed to pull image \"example.test/app:latest\": {error}"),
+            "Warning Failed: Error: ErrImagePull".to_owned(),
+        ]
     );
     // The status write comes back through the watch, and every pod update is a sync.
     let seen = pod(
@@ -512,14 +551,13 @@ async fn failed_pulls_show_err_image_pull_then_image_pull_back_off() {
             waiting_reason(s) == "ImagePullBackOff"
         })
         .await;
-    assert!(
-        app(&status)["state"]["waiting"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with(
-                "Back-off pulling image \"example.test/app\": ErrImagePull: Failed to pull image"
-            )
+    assert_eq!(
+        app(&status)["state"]["waiting"]["message"],
+        format!("Back-off pulling image \"example.test/app:latest\": ErrImagePull: {error}")
     );
+    assert!(harness.events().contains(
+        &"Normal BackOff: Back-off pulling image \"example.test/app:latest\"".to_owned()
+    ));
     assert_eq!(
         harness.runtime.count("PullImage"),
         1,
@@ -573,6 +611,10 @@ async fn deletion_stops_containers_with_the_grace_left_then_the_sandbox_then_ter
     assert!(
         harness.runtime.sandbox_configs().is_empty(),
         "nothing is left before TerminatePod"
+    );
+    assert_eq!(
+        harness.events().last().map(String::as_str),
+        Some("Normal Killing: Stopping container app")
     );
     let last = harness.updates.last().unwrap();
     assert!(

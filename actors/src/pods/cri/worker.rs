@@ -12,23 +12,24 @@ use super::{
     backoff::go_duration,
     container::{Resolved, container_config},
     engine::{Engine, SYNC_ERROR_BACKOFF},
+    objects::EnvObjects,
     plan::{Kind, app_containers, init_containers, plan},
-    pull::{
-        PullPolicy, backoff_key, inspect_failed, never_pull, pull_backoff, pull_failed, pull_policy,
-    },
     sandbox::{parse_resolv_conf, sandbox_config},
     status::StartError,
     view::{PodRuntime, restart_count},
 };
-use crate::ports::{ContainerState, DnsConfig, SandboxConfig};
+use crate::{
+    pods::env::{CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, container_env},
+    ports::{ContainerState, DnsConfig, PodEvent, SandboxConfig},
+};
 
 /// A failed start: what the container shows, and when to try again.
-struct Failure {
+pub(super) struct Failure {
     error: StartError,
     retry_at: Timestamp,
 }
 
-fn later(now: Timestamp, by: std::time::Duration) -> Timestamp {
+pub(super) fn later(now: Timestamp, by: std::time::Duration) -> Timestamp {
     SignedDuration::try_from(by)
         .ok()
         .and_then(|by| now.checked_add(by).ok())
@@ -39,7 +40,7 @@ fn nanos(time: i64) -> Timestamp {
     Timestamp::from_nanosecond(i128::from(time)).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-fn failure(reason: &str, message: String, retry_at: Timestamp) -> Failure {
+pub(super) fn failure(reason: &str, message: String, retry_at: Timestamp) -> Failure {
     Failure {
         error: StartError {
             reason: reason.to_owned(),
@@ -50,7 +51,7 @@ fn failure(reason: &str, message: String, retry_at: Timestamp) -> Failure {
 }
 
 /// `<name>_<namespace>(<uid>)`, as the kubelet names a pod in messages.
-fn pod_label(pod: &Pod) -> String {
+pub(super) fn pod_label(pod: &Pod) -> String {
     let meta = &pod.metadata;
     format!(
         "{}_{}({})",
@@ -126,6 +127,9 @@ impl Engine {
     }
 
     pub async fn sync_pod(self: &Arc<Self>, uid: &str) {
+        if !self.admit(uid) {
+            return;
+        }
         if self.runtime_name().await.is_none() || self.refresh(uid).await.is_err() {
             self.retry_later(uid);
             return;
@@ -149,6 +153,14 @@ impl Engine {
             }
             if let Err(error) = self.runtime.run_pod_sandbox(config, String::new()).await {
                 tracing::warn!(pod = %pod_label(&pod), %error, "Failed to create pod sandbox");
+                self.event(
+                    &pod,
+                    PodEvent::warning(
+                        "FailedCreatePodSandBox",
+                        format!("Failed to create pod sandbox: {error}"),
+                    ),
+                );
+                self.wake();
                 self.retry_later(uid);
                 return;
             }
@@ -237,6 +249,18 @@ impl Engine {
                     pod_label(pod)
                 );
                 let retry_at = core.crash.expires_at(&key, finished).unwrap_or(now);
+                drop(core);
+                self.event(
+                    pod,
+                    PodEvent::warning(
+                        "BackOff",
+                        format!(
+                            "Back-off restarting failed container {} in pod {}",
+                            container.name,
+                            pod_label(pod)
+                        ),
+                    ),
+                );
                 return Err(failure("CrashLoopBackOff", message, retry_at));
             }
             core.crash.next(&key, finished);
@@ -244,9 +268,13 @@ impl Engine {
         let image_ref = self.ensure_image(pod, container, sandbox).await?;
         let restart_count = previous.map_or(0, |p| restart_count(p) + 1);
         let retry = later(now, SYNC_ERROR_BACKOFF);
+        let env = self.env(pod, container).await.map_err(|error| {
+            self.event(pod, error.event());
+            failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry)
+        })?;
         let termination_file = self
             .termination_file(pod, container)
-            .map_err(|error| failure("CreateContainerConfigError", error.to_string(), retry))?;
+            .map_err(|error| failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry))?;
         let host_paths: BTreeMap<String, PathBuf> = self
             .volumes
             .as_ref()
@@ -261,17 +289,60 @@ impl Engine {
                 host_paths: &host_paths,
                 termination_file: Some(&termination_file),
                 memory_capacity: self.settings.memory_capacity,
+                env: &env,
             },
         );
+        let failed = |reason: &str, error: crate::ports::ContainerRuntimeError| {
+            let message = error.to_string();
+            self.event(
+                pod,
+                PodEvent::warning("Failed", format!("Error: {message}")),
+            );
+            failure(reason, message, retry)
+        };
         let id = self
             .runtime
             .create_container(sandbox_id.to_owned(), config, sandbox.clone())
             .await
-            .map_err(|error| failure("CreateContainerError", error.to_string(), retry))?;
+            .map_err(|error| failed("CreateContainerError", error))?;
+        self.event(
+            pod,
+            PodEvent::normal("Created", "Container created".to_owned()),
+        );
         self.runtime
             .start_container(id)
             .await
-            .map_err(|error| failure("RunContainerError", error.to_string(), retry))
+            .map_err(|error| failed("RunContainerError", error))?;
+        self.event(
+            pod,
+            PodEvent::normal("Started", "Container started".to_owned()),
+        );
+        Ok(())
+    }
+
+    /// The container's environment by the kubelet's rules, its ConfigMaps and Secrets read
+    /// now.
+    async fn env(
+        &self,
+        pod: &Pod,
+        container: &Container,
+    ) -> Result<Vec<(String, String)>, EnvError> {
+        let objects = EnvObjects::fetch(self.objects.as_ref(), pod, container).await;
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let pod_ips = self
+            .core()
+            .pods
+            .get(uid)
+            .map(|entry| entry.pod_ips.clone())
+            .unwrap_or_default();
+        let allocatable = self.node_allocatable();
+        let context = EnvContext {
+            pod,
+            pod_ips: &pod_ips,
+            host_ips: &self.settings.host_ips,
+            node_allocatable: &allocatable,
+        };
+        container_env(&context, container, &objects)
     }
 
     /// `<rootDir>/pods/<uid>/containers/<name>/<8 hex>`, made 0666 for any user to write.
@@ -289,60 +360,5 @@ impl Engine {
         std::fs::File::create(&file)?;
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))?;
         Ok(file)
-    }
-
-    /// The image reference to create the container from, by the pull policy.
-    async fn ensure_image(
-        &self,
-        pod: &Pod,
-        container: &Container,
-        sandbox: &SandboxConfig,
-    ) -> Result<String, Failure> {
-        let image = container.image.clone().unwrap_or_default();
-        let now = self.now();
-        let retry = later(now, SYNC_ERROR_BACKOFF);
-        let policy = pull_policy(container);
-        if policy != PullPolicy::Always {
-            match self.runtime.image_status(image.clone()).await {
-                Ok(Some(info)) => return Ok(info.id),
-                Ok(None) if policy == PullPolicy::Never => {
-                    let error = never_pull(&image);
-                    return Err(failure(&error.reason, error.message, retry));
-                }
-                Ok(None) => {}
-                Err(cause) => {
-                    let error = inspect_failed(&image, &cause.to_string());
-                    return Err(failure(&error.reason, error.message, retry));
-                }
-            }
-        }
-        let key = backoff_key(pod.metadata.uid.as_deref().unwrap_or_default(), &image);
-        {
-            let core = self.core();
-            if core.images.in_backoff_since_update(&key, now) {
-                let last = core.pull_errors.get(&key).cloned().unwrap_or_default();
-                let error = pull_backoff(&image, &last);
-                let retry_at = core.images.expiry(&key).unwrap_or(retry);
-                return Err(failure(&error.reason, error.message, retry_at));
-            }
-        }
-        match self
-            .runtime
-            .pull_image(image.clone(), None, Some(sandbox.clone()))
-            .await
-        {
-            Ok(reference) => {
-                self.core().pull_errors.remove(&key);
-                Ok(reference)
-            }
-            Err(cause) => {
-                let error = pull_failed(&image, &cause.to_string());
-                let mut core = self.core();
-                core.images.next(&key, now);
-                core.pull_errors.insert(key.clone(), error.message.clone());
-                let retry_at = core.images.expiry(&key).unwrap_or(retry);
-                Err(failure(&error.reason, error.message, retry_at))
-            }
-        }
     }
 }

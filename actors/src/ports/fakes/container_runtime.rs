@@ -372,10 +372,13 @@ impl ContainerRuntime for FakeRuntime {
     fn pull_image(
         &self,
         image: String,
-        _auth: Option<PullAuth>,
+        auth: Option<PullAuth>,
         _sandbox: Option<SandboxConfig>,
     ) -> BoxFuture<'static, ContainerRuntimeResult<String>> {
-        self.record(format!("PullImage {image}"));
+        self.record(match auth {
+            Some(auth) => format!("PullImage {image} as {}", auth.username),
+            None => format!("PullImage {image}"),
+        });
         let mut state = self.state();
         if let Some(message) = state.pull_error.clone() {
             return done(Err(ContainerRuntimeError::NotFound {

@@ -5,6 +5,7 @@ pub mod container_runtime;
 pub mod csi;
 pub mod host;
 pub mod node;
+pub mod objects;
 pub mod strategic;
 
 use std::time::Duration;

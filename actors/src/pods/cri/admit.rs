@@ -1,0 +1,66 @@
+//! Admission before anything runs, as the kubelet's `canAdmitPod`: a pod not yet admitted is
+//! checked by `pods::admission` against the Node NodeStatusActor shares and the pods already
+//! admitted; a refused one ends Failed with the kubelet's status and Warning event, and never
+//! reaches the runtime. Checked under the engine's lock, so two pods never admit in parallel.
+
+use std::time::Duration;
+
+use super::{engine::Engine, worker::later};
+use crate::pods::{
+    admission::{admit, rejected_status, rejection_event},
+    provider::PodUpdate,
+};
+
+/// How soon a pod waiting for the Node to be known is looked at again.
+const NODE_UNKNOWN_RETRY: Duration = Duration::from_secs(1);
+
+impl Engine {
+    /// Whether `uid` may run; a refusal is reported, and the pod is finished.
+    pub(super) fn admit(&self, uid: &str) -> bool {
+        let Some(view) = &self.node else {
+            return true;
+        };
+        let now = self.now();
+        let mut core = self.core();
+        let admitted: Vec<_> = core
+            .pods
+            .iter()
+            .filter(|(other, entry)| other.as_str() != uid && entry.admitted && !entry.finished)
+            .map(|(_, entry)| entry.pod.clone())
+            .collect();
+        let Some(entry) = core.pods.get_mut(uid) else {
+            return false;
+        };
+        if entry.admitted {
+            return true;
+        }
+        let Some(node) = view.get() else {
+            entry.retry_at = Some(later(now, NODE_UNKNOWN_RETRY));
+            return false;
+        };
+        let Err(rejection) = admit(&entry.pod, &node, &admitted) else {
+            entry.admitted = true;
+            return true;
+        };
+        tracing::info!(pod = %super::worker::pod_label(&entry.pod), %rejection, "pod rejected by admission");
+        let status = rejected_status(&entry.pod, &rejection);
+        entry.finished = true;
+        entry.terminated_sent = true;
+        entry.last_sent = Some(status.clone());
+        let pod = Box::new(entry.pod.clone());
+        core.outbox.extend([
+            PodUpdate::Status {
+                pod: pod.clone(),
+                status: Box::new(status),
+            },
+            PodUpdate::Event {
+                pod: pod.clone(),
+                event: rejection_event(&rejection),
+            },
+            PodUpdate::Terminated { pod },
+        ]);
+        drop(core);
+        self.wake();
+        false
+    }
+}

@@ -1,0 +1,147 @@
+//! A container's image, the kubelet's `EnsureImageExists`: ImageStatus when the pull policy
+//! asks for it, PullImage with the pod's `imagePullSecrets` as CRI auth, and the per-pod pull
+//! back-off — the decisions and texts are `pods::images`'; this file makes the CRI calls in
+//! between and records the events (Pulling, Pulled, Failed, BackOff) in order.
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use tokio::time::Instant;
+
+use super::{
+    engine::{Engine, SYNC_ERROR_BACKOFF},
+    objects::pull_secrets,
+    worker::{Failure, failure, later},
+};
+use crate::{
+    pods::{
+        image_ref::parse_image_name,
+        images::{
+            ImageFailure, PullStep, next_step, pull_failed, pull_succeeded, with_default_tag,
+        },
+        pull_auth::pull_auths,
+    },
+    ports::SandboxConfig,
+};
+
+impl Engine {
+    /// The image reference to create `container` from, or why it cannot start yet.
+    pub(super) async fn ensure_image(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        sandbox: &SandboxConfig,
+    ) -> Result<String, Failure> {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let requested = container.image.clone().unwrap_or_default();
+        let image = with_default_tag(&requested).unwrap_or_else(|_| requested.clone());
+        let present: Result<Option<String>, String> =
+            if crate::pods::images::PullPolicy::of(container).checks_presence() {
+                self.runtime
+                    .image_status(image.clone())
+                    .await
+                    .map(|info| info.map(|info| info.id))
+                    .map_err(|error| error.to_string())
+            } else {
+                Ok(None)
+            };
+        let present = match &present {
+            Ok(id) => Ok(id.as_deref()),
+            Err(error) => Err(error.as_str()),
+        };
+        let step = next_step(container, uid, present, &self.core().pulls, Instant::now());
+        match step {
+            PullStep::Present { image_ref, event } => {
+                self.event(pod, event);
+                Ok(image_ref)
+            }
+            PullStep::Fail(failed) => Err(self.image_failure(pod, &image, failed)),
+            PullStep::Pull { image, event } => {
+                self.event(pod, event);
+                self.wake();
+                let started = Instant::now();
+                match self.pull(pod, &image, sandbox).await {
+                    Ok(reference) => {
+                        let elapsed = started.elapsed();
+                        let size = self.image_size(&reference).await;
+                        let event = pull_succeeded(
+                            &image,
+                            elapsed,
+                            elapsed,
+                            size,
+                            &mut self.core().pulls,
+                            Instant::now(),
+                        );
+                        self.event(pod, event);
+                        Ok(reference)
+                    }
+                    Err(error) => {
+                        let failed = pull_failed(
+                            &image,
+                            uid,
+                            &error,
+                            &mut self.core().pulls,
+                            Instant::now(),
+                        );
+                        Err(self.image_failure(pod, &image, failed))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the failure's events; the container retries when the pull back-off ends.
+    fn image_failure(&self, pod: &Pod, image: &str, failed: ImageFailure) -> Failure {
+        for event in failed.events {
+            self.event(pod, event);
+        }
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let now = Instant::now();
+        let wait = self
+            .core()
+            .pulls
+            .retry_at(uid, image, now)
+            .map_or(SYNC_ERROR_BACKOFF, |at| at.saturating_duration_since(now));
+        failure(failed.reason, failed.message, later(self.now(), wait))
+    }
+
+    /// PullImage with each matching pull credential in turn (anonymously when none matches);
+    /// the last error when every one fails.
+    async fn pull(
+        &self,
+        pod: &Pod,
+        image: &str,
+        sandbox: &SandboxConfig,
+    ) -> Result<String, String> {
+        let secrets = pull_secrets(self.objects.as_ref(), pod).await;
+        let repository = parse_image_name(image)
+            .map(|name| name.repository)
+            .unwrap_or_default();
+        let auths = pull_auths(&repository, &secrets).map_err(|error| error.to_string())?;
+        if auths.is_empty() {
+            return self
+                .runtime
+                .pull_image(image.to_owned(), None, Some(sandbox.clone()))
+                .await
+                .map_err(|error| error.to_string());
+        }
+        let mut last = String::new();
+        for auth in auths {
+            match self
+                .runtime
+                .pull_image(image.to_owned(), Some(auth), Some(sandbox.clone()))
+                .await
+            {
+                Ok(reference) => return Ok(reference),
+                Err(error) => last = error.to_string(),
+            }
+        }
+        Err(last)
+    }
+
+    /// The pulled image's size for the Pulled event (0 when the runtime does not say).
+    async fn image_size(&self, reference: &str) -> u64 {
+        match self.runtime.image_status(reference.to_owned()).await {
+            Ok(Some(info)) => info.size_bytes,
+            _ => 0,
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The ConfigMaps and Secrets one container start reads — its env references and the pod's
+//! `imagePullSecrets` — fetched live through the volume manager's API port before the pure
+//! rules run (the kubelet's `Get` strategy). The snapshot answers [`EnvSources`]; it never
+//! calls the API itself, so the env rules stay synchronous.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
+
+use crate::{
+    pods::env::{EnvSources, SourceError},
+    ports::{ApiError, VolumeSourceApi},
+};
+
+type Data<T> = Result<Option<BTreeMap<String, T>>, SourceError>;
+
+/// What the API said about each object a container's environment names.
+#[derive(Debug, Default)]
+pub struct EnvObjects {
+    config_maps: BTreeMap<String, Data<String>>,
+    secrets: BTreeMap<String, Data<Vec<u8>>>,
+}
+
+/// The names of the ConfigMaps and Secrets `container` reads (`envFrom`, `valueFrom`).
+fn references(container: &Container) -> (Vec<String>, Vec<String>) {
+    let (mut maps, mut secrets) = (Vec::new(), Vec::new());
+    for from in container.env_from.iter().flatten() {
+        maps.extend(from.config_map_ref.as_ref().map(|r| r.name.clone()));
+        secrets.extend(from.secret_ref.as_ref().map(|r| r.name.clone()));
+    }
+    for variable in container.env.iter().flatten() {
+        let Some(source) = &variable.value_from else {
+            continue;
+        };
+        maps.extend(source.config_map_key_ref.as_ref().map(|r| r.name.clone()));
+        secrets.extend(source.secret_key_ref.as_ref().map(|r| r.name.clone()));
+    }
+    maps.sort();
+    maps.dedup();
+    secrets.sort();
+    secrets.dedup();
+    (maps, secrets)
+}
+
+/// 404 is "does not exist"; any other failure is worth another sync.
+fn found<T>(result: Result<T, ApiError>) -> Result<Option<T>, SourceError> {
+    match result {
+        Ok(object) => Ok(Some(object)),
+        Err(ApiError::NotFound(_)) => Ok(None),
+        Err(error) => Err(SourceError(error.to_string())),
+    }
+}
+
+impl EnvObjects {
+    /// Reads every object `container` of `pod` names; without an API, each is unanswered.
+    pub async fn fetch(
+        api: Option<&Arc<dyn VolumeSourceApi>>,
+        pod: &Pod,
+        container: &Container,
+    ) -> Self {
+        let mut objects = Self::default();
+        let Some(api) = api else {
+            return objects;
+        };
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let (maps, secrets) = references(container);
+        for name in maps {
+            let data = found(api.get_config_map(namespace, &name).await)
+                .map(|map| map.map(|map| map.data.unwrap_or_default()));
+            objects.config_maps.insert(name, data);
+        }
+        for name in secrets {
+            let data = found(api.get_secret(namespace, &name).await).map(|secret| {
+                secret.map(|secret| {
+                    let data = secret.data.unwrap_or_default();
+                    data.into_iter()
+                        .map(|(key, value)| (key, value.0))
+                        .collect()
+                })
+            });
+            objects.secrets.insert(name, data);
+        }
+        objects
+    }
+}
+
+fn unanswered<T>(name: &str) -> Data<T> {
+    Err(SourceError(format!(
+        "object {name:?} could not be read: no API connection"
+    )))
+}
+
+impl EnvSources for EnvObjects {
+    fn config_map(&self, _: &str, name: &str) -> Data<String> {
+        self.config_maps
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| unanswered(name))
+    }
+
+    fn secret(&self, _: &str, name: &str) -> Data<Vec<u8>> {
+        self.secrets
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| unanswered(name))
+    }
+}
+
+/// The pod's `imagePullSecrets` that exist; the kubelet skips (and logs) one it cannot read,
+/// and the pull may still succeed without it.
+pub async fn pull_secrets(api: Option<&Arc<dyn VolumeSourceApi>>, pod: &Pod) -> Vec<Secret> {
+    let Some(api) = api else {
+        return Vec::new();
+    };
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let names = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.image_pull_secrets.clone())
+        .unwrap_or_default();
+    let mut secrets = Vec::new();
+    for reference in names {
+        match api.get_secret(namespace, &reference.name).await {
+            Ok(secret) => secrets.push(secret),
+            Err(error) => tracing::warn!(
+                %error, secret = %reference.name,
+                "Unable to retrieve pull secret, the image pull may not succeed."
+            ),
+        }
+    }
+    secrets
+}
