@@ -15,6 +15,7 @@ mod pleg;
 mod rule_tests;
 mod sandbox;
 mod status;
+mod sub_path;
 mod terminate;
 #[cfg(test)]
 mod tests;

@@ -280,6 +280,10 @@ impl Engine {
             .as_ref()
             .map(|view| view.host_paths(pod.metadata.uid.as_deref().unwrap_or_default()))
             .unwrap_or_default();
+        super::sub_path::prepare(container, &host_paths).map_err(|error| {
+            self.event(pod, PodEvent::warning("Failed", format!("Error: {error}")));
+            failure(CREATE_CONTAINER_CONFIG_ERROR, error, retry)
+        })?;
         let config = container_config(
             pod,
             container,

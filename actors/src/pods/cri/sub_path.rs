@@ -1,0 +1,124 @@
+//! A container's `subPath` mounts, prepared as the kubelet's `makeMounts` does before the
+//! container is created: the path must stay inside its volume (relative, no `..`, and no
+//! symlink leading out of it), and a missing directory is made (0755). A bad one fails the
+//! start with `CreateContainerConfigError`, as in the kubelet, instead of mounting a host path.
+//! Not done: the kubelet's bind mount of an opened file descriptor, which also closes the race
+//! of a symlink swapped in between this check and the runtime's mount.
+
+use std::{
+    collections::BTreeMap,
+    fs,
+    os::unix::fs::DirBuilderExt,
+    path::{Component, Path, PathBuf},
+};
+
+use k8s_openapi::api::core::v1::Container;
+
+/// Checks (and makes) every `subPath` of `container` whose volume is set up at `host_paths`.
+pub fn prepare(
+    container: &Container,
+    host_paths: &BTreeMap<String, PathBuf>,
+) -> Result<(), String> {
+    for mount in container.volume_mounts.iter().flatten() {
+        let Some(sub) = mount.sub_path.as_deref().filter(|sub| !sub.is_empty()) else {
+            continue;
+        };
+        let Some(volume) = host_paths.get(&mount.name) else {
+            continue;
+        };
+        let failed = |why: String| {
+            format!(
+                "failed to prepare subPath for volumeMount {:?} of container {:?}: {why}",
+                mount.name, container.name
+            )
+        };
+        inside(volume, sub).map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// Walks `sub` from the volume's root one name at a time: an existing step is resolved
+/// (symlinks followed) and must stay within the volume; a missing one is made there (0755).
+/// So nothing is ever made outside the volume, even through a symlink.
+fn inside(volume: &Path, sub: &str) -> Result<(), String> {
+    let relative = Path::new(sub);
+    if relative.is_absolute()
+        || relative
+            .components()
+            .any(|part| matches!(part, Component::ParentDir))
+    {
+        return Err(format!(
+            "subpath {sub:?} must be a relative path without '..'"
+        ));
+    }
+    let root = fs::canonicalize(volume)
+        .map_err(|error| format!("cannot resolve volume path {}: {error}", volume.display()))?;
+    let mut current = root.clone();
+    for part in relative.components() {
+        let Component::Normal(name) = part else {
+            continue;
+        };
+        let next = current.join(name);
+        if fs::symlink_metadata(&next).is_ok() {
+            let resolved = fs::canonicalize(&next)
+                .map_err(|error| format!("cannot resolve subpath {}: {error}", next.display()))?;
+            if !resolved.starts_with(&root) {
+                return Err(format!(
+                    "subpath {} is outside of the volume {}",
+                    resolved.display(),
+                    root.display()
+                ));
+            }
+            current = resolved;
+        } else {
+            fs::DirBuilder::new()
+                .mode(0o755)
+                .create(&next)
+                .map_err(|error| format!("cannot create subpath {}: {error}", next.display()))?;
+            current = next;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn container(sub: &str) -> Container {
+        serde_json::from_value(serde_json::json!({
+            "name": "app",
+            "volumeMounts": [{"name": "data", "mountPath": "/data", "subPath": sub}],
+        }))
+        .expect("a container")
+    }
+
+    #[test]
+    fn a_sub_path_inside_the_volume_is_made_and_accepted() {
+        let volume = tempfile::tempdir().expect("tempdir");
+        let paths = BTreeMap::from([("data".to_owned(), volume.path().to_owned())]);
+        prepare(&container("logs/app"), &paths).expect("inside");
+        assert!(volume.path().join("logs/app").is_dir());
+    }
+
+    #[test]
+    fn escapes_by_dots_absolute_paths_or_symlinks_are_refused() {
+        let volume = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(outside.path(), volume.path().join("out")).expect("symlink");
+        let paths = BTreeMap::from([("data".to_owned(), volume.path().to_owned())]);
+        for sub in ["../etc", "/etc", "a/../../etc", "out", "out/deeper"] {
+            let error = prepare(&container(sub), &paths).expect_err(sub);
+            assert!(
+                error.starts_with(
+                    "failed to prepare subPath for volumeMount \"data\" of container \"app\": "
+                ),
+                "{sub}: {error}"
+            );
+        }
+        assert!(
+            !outside.path().join("deeper").exists(),
+            "nothing is made outside the volume"
+        );
+    }
+}
