@@ -443,7 +443,7 @@ async fn a_missing_image_under_never_waits_with_err_image_never_pull() {
 }
 
 /// Deletes `name` with `grace` seconds and returns the pod as it was when the API removed it.
-async fn delete_and_wait_gone(api: &Api<Pod>, name: &str, grace: u32) -> Pod {
+pub(crate) async fn delete_and_wait_gone(api: &Api<Pod>, name: &str, grace: u32) -> Pod {
     let current = api.get(name).await.expect("the pod");
     let version = current
         .metadata
