@@ -9,6 +9,8 @@ mod spec;
 mod worker;
 
 #[cfg(test)]
+mod lifecycle_tests;
+#[cfg(test)]
 mod manager_tests;
 #[cfg(test)]
 mod worker_tests;

@@ -1,0 +1,130 @@
+//! The ProberManager's lifecycle on paused time: retries within a tick, the initial delay and
+//! the first probe's jitter, results kept across a prober restart, a replaced container, and a
+//! removed pod.
+
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::api::core::v1::Container;
+use tokio::{sync::mpsc, time::Instant};
+
+use super::{
+    ProbeResult, ProberManager, ProberOutput,
+    manager_tests::{harness, pod, probe, readiness, running},
+};
+use crate::ports::{ProbeError, ProbeOutcome};
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_that_cannot_run_is_retried_three_times_within_one_tick() {
+    let mut h = harness();
+    let container = Container {
+        readiness_probe: Some(probe("ready", 1)),
+        ..Default::default()
+    };
+    let error = ProbeOutcome::Unknown(ProbeError::Exec("runtime unavailable".into()));
+    h.runner.set("ready", error);
+    h.manager
+        .add_pod(&pod(container, "Always"), &[running("c1")]);
+    assert_eq!(h.next_decision().await, readiness("c1", false));
+    let ProberOutput::Event { event, .. } = h.rx.recv().await.unwrap() else {
+        panic!("event")
+    };
+    assert_eq!(
+        event.message,
+        "Readiness probe errored and resulted in Failure state: exec: runtime unavailable"
+    );
+    let runs = h.runner.runs_of("ready");
+    assert_eq!(runs.len(), 3);
+    assert!(
+        runs.iter().all(|at| *at == runs[0]),
+        "all three in one tick"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn initial_delay_and_jitter_bound_the_first_probe() {
+    let mut h = harness();
+    let mut readiness_probe = probe("ready", 3);
+    readiness_probe.initial_delay_seconds = Some(25);
+    let container = Container {
+        readiness_probe: Some(readiness_probe),
+        ..Default::default()
+    };
+    h.runner.set("ready", ProbeOutcome::Success(String::new()));
+    let started = running("c1");
+    h.manager
+        .add_pod(&pod(container, "Always"), std::slice::from_ref(&started));
+    assert_eq!(h.next_decision().await, readiness("c1", false));
+    assert_eq!(h.next_decision().await, readiness("c1", true));
+    let first = h.runner.runs_of("ready")[0];
+    let since_start = first - started.started_at;
+    assert!(
+        since_start >= Duration::from_secs(25) && since_start < Duration::from_secs(35),
+        "{since_start:?}"
+    );
+    // With no initial delay, the jittered first probe lands within one period.
+    let mut h = harness();
+    let container = Container {
+        liveness_probe: Some(probe("live", 3)),
+        ..Default::default()
+    };
+    h.runner.set("live", ProbeOutcome::Success(String::new()));
+    let added = Instant::now();
+    h.manager
+        .add_pod(&pod(container, "Always"), &[running("c1")]);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let runs = h.runner.runs_of("live");
+    assert_eq!(runs.len(), 1, "exactly one probe in the first period");
+    assert!(runs[0] - added < Duration::from_secs(10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_prober_keeps_a_ready_container_ready_while_it_reprobes() {
+    let mut h = harness();
+    let container = Container {
+        readiness_probe: Some(probe("ready", 3)),
+        ..Default::default()
+    };
+    h.runner.set("ready", ProbeOutcome::Success(String::new()));
+    let pod = pod(container, "Always");
+    h.manager.add_pod(&pod, &[running("c1")]);
+    assert_eq!(h.next_decision().await, readiness("c1", false));
+    assert_eq!(h.next_decision().await, readiness("c1", true));
+    drop(h.manager);
+    let (tx, mut rx) = mpsc::channel(64);
+    let mut manager = ProberManager::new(Arc::new(h.runner.clone()), h.memory.clone(), tx);
+    manager.add_pod(&pod, &[running("c1")]);
+    let snapshot = manager.snapshot();
+    assert_eq!(snapshot.len(), 1);
+    assert_eq!(snapshot[0].1.published, Some(ProbeResult::Success));
+    let before = h.runner.runs_of("ready").len();
+    let quiet = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await;
+    assert!(
+        quiet.is_err(),
+        "no not-ready flip after the restart: {quiet:?}"
+    );
+    assert!(h.runner.runs_of("ready").len() > before, "it did re-probe");
+    let next_run = manager.snapshot()[0].1.next_run.expect("next run known");
+    assert!(next_run > Instant::now());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_container_id_starts_from_not_ready_and_a_removed_pod_stops_probing() {
+    let mut h = harness();
+    let container = Container {
+        readiness_probe: Some(probe("ready", 3)),
+        ..Default::default()
+    };
+    h.runner.set("ready", ProbeOutcome::Success(String::new()));
+    let pod = pod(container, "Always");
+    h.manager.add_pod(&pod, &[running("c1")]);
+    assert_eq!(h.next_decision().await, readiness("c1", false));
+    assert_eq!(h.next_decision().await, readiness("c1", true));
+    h.manager.container_restarted(&pod, &running("c2"));
+    assert_eq!(h.next_decision().await, readiness("c2", false));
+    assert_eq!(h.next_decision().await, readiness("c2", true));
+    h.manager.remove_pod("uid-1");
+    let runs = h.runner.runs_of("ready").len();
+    assert!(h.quiet_for(60).await);
+    assert_eq!(h.runner.runs_of("ready").len(), runs);
+    assert!(h.manager.snapshot().is_empty() && h.memory.read(|m| m.is_empty()));
+}
