@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use nodepulse_actors::ports::{ContainerRuntime, ContainerRuntimeError, ProbeError, ProbeOutcome};
+use nodepulse_actors::ports::{
+    ContainerRuntime, ContainerRuntimeError, ContainerRuntimeResult, ExecOutput, ProbeError,
+    ProbeOutcome,
+};
 
 use super::http::MAX_BODY_BYTES;
 
@@ -18,10 +21,19 @@ pub async fn probe(
     let id = container_id
         .split_once("://")
         .map_or(container_id, |(_, id)| id);
-    match runtime
+    let result = runtime
         .exec_sync(id.to_owned(), command.clone(), timeout)
-        .await
-    {
+        .await;
+    outcome(result, &command, timeout)
+}
+
+/// What ExecSync's answer means for the probe.
+pub fn outcome(
+    result: ContainerRuntimeResult<ExecOutput>,
+    command: &[String],
+    timeout: Duration,
+) -> ProbeOutcome {
+    match result {
         Ok(output) => {
             let mut bytes = output.stdout;
             bytes.extend_from_slice(&output.stderr);
