@@ -61,7 +61,7 @@ pub async fn probe(
     };
     let within = go_duration(timeout);
     let endpoint = match Endpoint::from_shared(format!("http://{address}")) {
-        Ok(endpoint) => endpoint.connect_timeout(timeout).timeout(timeout),
+        Ok(endpoint) => endpoint.connect_timeout(timeout),
         Err(error) => {
             return ProbeOutcome::Failure(format!(
                 "error: failed to connect service at {address:?}: {error}"

@@ -9,6 +9,8 @@ mod tcp;
 mod tls;
 
 #[cfg(test)]
+mod grpc_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
