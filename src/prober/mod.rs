@@ -12,6 +12,8 @@ mod tls;
 mod grpc_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;
 
 use std::sync::Arc;
 
