@@ -54,11 +54,7 @@ pub async fn probe(
     service: Option<&str>,
     timeout: Duration,
 ) -> ProbeOutcome {
-    let address = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
+    let address = super::http::authority(host, port);
     let within = go_duration(timeout);
     let endpoint = match Endpoint::from_shared(format!("http://{address}")) {
         Ok(endpoint) => endpoint.connect_timeout(timeout),

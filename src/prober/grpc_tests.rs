@@ -90,12 +90,7 @@ async fn grpc_probe_times_out_and_reports_a_refused_connection() {
         text.starts_with("timeout: health rpc did not complete within "),
         "{text}"
     );
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = super::tests::closed_port().await;
     let ProbeOutcome::Failure(text) = check(closed, None, Duration::from_secs(5)).await else {
         panic!()
     };

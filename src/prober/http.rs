@@ -47,7 +47,8 @@ pub async fn probe(spec: &HttpProbe<'_>, timeout: Duration) -> ProbeOutcome {
     }
 }
 
-fn authority(host: &str, port: u16) -> String {
+/// `host:port`, an IPv6 address bracketed.
+pub(super) fn authority(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {

@@ -7,11 +7,7 @@ use nodepulse_actors::ports::ProbeOutcome;
 use tokio::net::TcpStream;
 
 pub async fn probe(host: &str, port: u16, timeout: Duration) -> ProbeOutcome {
-    let address = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
+    let address = super::http::authority(host, port);
     match tokio::time::timeout(timeout, TcpStream::connect(address.as_str())).await {
         Ok(Ok(stream)) => {
             drop(stream);

@@ -26,21 +26,32 @@ async fn serve_http(answer: fn(&str, u16) -> String) -> (u16, Seen) {
     let record = seen.clone();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let mut request = Vec::new();
-            let mut buffer = [0; 1024];
-            while !request.ends_with(b"\r\n\r\n") {
-                let Ok(n @ 1..) = stream.read(&mut buffer).await else {
-                    break;
-                };
-                request.extend_from_slice(&buffer[..n]);
-            }
-            let request = String::from_utf8_lossy(&request).into_owned();
+            let request = read_head(&mut stream).await;
             let path = request.split(' ').nth(1).unwrap_or("/").to_owned();
             record.lock().unwrap().push(request);
             let _ = stream.write_all(answer(&path, port).as_bytes()).await;
         }
     });
     (port, seen)
+}
+
+/// A loopback port nothing listens on (bound, then released).
+pub(super) async fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The request line and headers of one HTTP/1 request.
+pub(super) async fn read_head(stream: &mut (impl AsyncReadExt + Unpin)) -> String {
+    let mut request = Vec::new();
+    let mut buffer = [0; 1024];
+    while !request.ends_with(b"\r\n\r\n") {
+        let Ok(n @ 1..) = stream.read(&mut buffer).await else {
+            break;
+        };
+        request.extend_from_slice(&buffer[..n]);
+    }
+    String::from_utf8_lossy(&request).into_owned()
 }
 
 fn response(status: &str, extra: &str, body: &str) -> String {
@@ -173,12 +184,7 @@ async fn http_body_is_read_up_to_10_kib() {
 async fn http_probe_fails_on_a_refused_connection_and_on_a_silent_server() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let silent = listener.local_addr().unwrap().port();
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = closed_port().await;
     let ProbeOutcome::Failure(text) = get(closed, "/", &[]).await else {
         panic!("refused")
     };
@@ -214,12 +220,7 @@ async fn tcp_probe_succeeds_on_connect_and_reports_the_dial_error() {
         ProbeOutcome::Success(_)
     ));
     let (_accepted, _) = listener.accept().await.expect("the probe connected");
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = closed_port().await;
     let failure = format!("dial tcp 127.0.0.1:{closed}: connect: connection refused");
     assert_eq!(
         tcp::probe("127.0.0.1", closed, Duration::from_secs(5)).await,

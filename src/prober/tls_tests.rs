@@ -9,10 +9,7 @@ use rustls::{
     ServerConfig,
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
 };
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpListener,
-};
+use tokio::{io::AsyncWriteExt, net::TcpListener};
 use tokio_rustls::TlsAcceptor;
 
 use super::http;
@@ -47,14 +44,7 @@ async fn serve_https(directory: &std::path::Path) -> u16 {
             let Ok(mut tls) = acceptor.accept(stream).await else {
                 continue;
             };
-            let mut request = Vec::new();
-            let mut buffer = [0; 1024];
-            while !request.ends_with(b"\r\n\r\n") {
-                let Ok(n @ 1..) = tls.read(&mut buffer).await else {
-                    break;
-                };
-                request.extend_from_slice(&buffer[..n]);
-            }
+            super::tests::read_head(&mut tls).await;
             let answer = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecure";
             let _ = tls.write_all(answer.as_bytes()).await;
             let _ = tls.shutdown().await;
