@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Container;
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{
-    ProbeResult, ProberManager, ProberOutput,
+    ProbeResult, ProberManager, ProberOutput, Reported, RunningContainer,
     manager_tests::{harness, pod, probe, readiness, running},
 };
 use crate::ports::{ProbeError, ProbeOutcome};
@@ -127,4 +127,38 @@ async fn a_new_container_id_starts_from_not_ready_and_a_removed_pod_stops_probin
     assert!(h.quiet_for(60).await);
     assert_eq!(h.runner.runs_of("ready").len(), runs);
     assert!(h.manager.snapshot().is_empty() && h.memory.read(|m| m.is_empty()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_prober_without_results_resumes_from_what_the_api_reports() {
+    let mut h = harness();
+    let container = Container {
+        startup_probe: Some(probe("startup", 1)),
+        readiness_probe: Some(probe("ready", 3)),
+        liveness_probe: Some(probe("live", 3)),
+        ..Default::default()
+    };
+    h.runner.set("ready", ProbeOutcome::Success(String::new()));
+    h.runner.set("live", ProbeOutcome::Success(String::new()));
+    let reported = Reported {
+        ready: true,
+        started: true,
+    };
+    let container_state = RunningContainer {
+        reported,
+        ..running("c1")
+    };
+    h.manager
+        .add_pod(&pod(container, "Always"), &[container_state]);
+    assert!(
+        h.quiet_for(60).await,
+        "neither not-ready nor a startup restart"
+    );
+    assert!(
+        h.runner.runs_of("startup").is_empty(),
+        "a started container is not re-gated"
+    );
+    assert!(!h.runner.runs_of("live").is_empty() && !h.runner.runs_of("ready").is_empty());
+    h.runner.set("ready", ProbeOutcome::Failure("down".into()));
+    assert_eq!(h.next_decision().await, readiness("c1", false));
 }

@@ -12,7 +12,7 @@ use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
 use super::{
     output::{ProberOutput, WorkerContext},
     spec::{ProbeKind, ProbeSettings, ProbeSpecError, probe_target},
-    worker::{WorkerMemory, first_delay, record, should_probe},
+    worker::{Reported, WorkerMemory, first_delay, record, should_probe},
 };
 use crate::ports::{ProbeOutcome, ProbeRunner};
 
@@ -38,6 +38,9 @@ pub struct RunningContainer {
     pub container_id: String,
     /// `state.running.startedAt` on the tokio clock (for `initialDelaySeconds`).
     pub started_at: Instant,
+    /// What the API's status already says of this container (`ready`, `started`): a prober
+    /// that lost its results (a daemon restart) resumes from it instead of flipping it (§5.5).
+    pub reported: Reported,
 }
 
 pub struct ProberManager {
@@ -153,6 +156,7 @@ impl ProberManager {
             has_startup_probe: container.startup_probe.is_some(),
             restart_never: pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref())
                 == Some("Never"),
+            reported: running.reported,
             pod_grace_seconds: pod
                 .spec
                 .as_ref()
@@ -195,17 +199,20 @@ async fn run_worker(
     let (key, settings) = (&context.key, &context.settings);
     let container_id = &context.target.container_id;
     // Kept results for this very container survive; a new container starts from the initial
-    // result, which readiness publishes (not ready until the first success).
+    // result (or what the API already reports), and readiness publishes not-ready until the
+    // first success.
     let fresh = memory.update(|memory| {
         let kept = memory
             .get(key)
             .is_some_and(|m| &m.container_id == container_id);
         if !kept {
-            memory.insert(key.clone(), WorkerMemory::new(key.kind, container_id));
+            let initial =
+                WorkerMemory::new(key.kind, container_id).resumed(key.kind, context.reported);
+            memory.insert(key.clone(), initial);
         }
         !kept
     });
-    if fresh && key.kind == ProbeKind::Readiness {
+    if fresh && key.kind == ProbeKind::Readiness && !context.reported.ready {
         let _ = output.send(context.readiness(false)).await;
     }
     let mut next = Instant::now() + first_delay;
@@ -216,7 +223,9 @@ async fn run_worker(
             }
         });
         tokio::time::sleep_until(next).await;
-        let started = !context.has_startup_probe || context.startup_succeeded(&memory);
+        let started = !context.has_startup_probe
+            || context.reported.started
+            || context.startup_succeeded(&memory);
         let current = memory.read(|memory| memory.get(key).cloned());
         let Some(current) = current else { return };
         let now = Instant::now();

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Container, ExecAction, Pod, PodSpec, PodStatus,
 use nodepulse_supervisor::Kept;
 use tokio::{sync::mpsc, time::Instant};
 
-use super::{ProbeKind, ProberManager, ProberMemory, ProberOutput, RunningContainer};
+use super::{ProbeKind, ProberManager, ProberMemory, ProberOutput, Reported, RunningContainer};
 use crate::{
     messages::SetContainerReadiness,
     ports::{ProbeAction, ProbeOutcome, ProbeRunner, ProbeTarget},
@@ -89,6 +89,7 @@ pub(super) fn running(id: &str) -> RunningContainer {
         name: "app".into(),
         container_id: id.into(),
         started_at: Instant::now(),
+        reported: Reported::default(),
     }
 }
 

@@ -18,7 +18,7 @@ mod worker_tests;
 pub use manager::{ProberManager, ProberMemory, RunningContainer, WorkerKey};
 pub use output::{ProberOutput, RestartContainer};
 pub use spec::{ProbeKind, ProbeSettings, ProbeSpecError, probe_target};
-pub use worker::{ProbeEvent, ProbeResult, WorkerMemory};
+pub use worker::{ProbeEvent, ProbeResult, Reported, WorkerMemory};
 
 /// The prober's name for the supervisor and the debug endpoint.
 pub const NAME: &str = "prober";

@@ -7,7 +7,7 @@ use nodepulse_supervisor::Kept;
 use super::{
     manager::{ProberMemory, WorkerKey},
     spec::{ProbeKind, ProbeSettings},
-    worker::{ProbeEvent, ProbeResult, Recorded},
+    worker::{ProbeEvent, ProbeResult, Recorded, Reported},
 };
 use crate::{messages::SetContainerReadiness, ports::ProbeTarget};
 
@@ -52,6 +52,7 @@ pub(super) struct WorkerContext {
     pub has_startup_probe: bool,
     pub restart_never: bool,
     pub pod_grace_seconds: Option<i64>,
+    pub reported: Reported,
 }
 
 impl WorkerContext {

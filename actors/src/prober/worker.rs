@@ -51,6 +51,30 @@ impl WorkerMemory {
     }
 }
 
+/// A container's `ready` and `started` as the API's status last reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reported {
+    pub ready: bool,
+    pub started: bool,
+}
+
+impl WorkerMemory {
+    /// The initial results kept where the API already reports better (§5.5, the kubelet's
+    /// restart behaviour): a started container stays started (its startup worker holds), a
+    /// ready one stays ready until its readiness probe fails past the threshold.
+    pub fn resumed(mut self, kind: ProbeKind, reported: Reported) -> Self {
+        match kind {
+            ProbeKind::Readiness if reported.ready => self.published = Some(ProbeResult::Success),
+            ProbeKind::Startup if reported.started => {
+                self.published = Some(ProbeResult::Success);
+                self.held = true;
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
 /// An event the worker asks to be recorded on the pod (Warning type).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeEvent {
