@@ -108,7 +108,7 @@ async fn a_restarted_prober_keeps_a_ready_container_ready_while_it_reprobes() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_new_container_id_starts_from_not_ready_and_a_removed_pod_stops_probing() {
+async fn a_new_container_id_starts_from_not_ready_and_stopped_or_removed_ones_stop_probing() {
     let mut h = harness();
     let container = Container {
         readiness_probe: Some(probe("ready", 3)),
@@ -119,9 +119,20 @@ async fn a_new_container_id_starts_from_not_ready_and_a_removed_pod_stops_probin
     h.manager.add_pod(&pod, &[running("c1")]);
     assert_eq!(h.next_decision().await, readiness("c1", false));
     assert_eq!(h.next_decision().await, readiness("c1", true));
-    h.manager.container_restarted(&pod, &running("c2"));
+    h.manager.add_pod(&pod, &[running("c2")]);
     assert_eq!(h.next_decision().await, readiness("c2", false));
     assert_eq!(h.next_decision().await, readiness("c2", true));
+    h.manager.add_pod(&pod, &[]);
+    let runs = h.runner.runs_of("ready").len();
+    assert!(h.quiet_for(60).await);
+    assert_eq!(
+        h.runner.runs_of("ready").len(),
+        runs,
+        "a stopped container is not probed"
+    );
+    h.manager.add_pod(&pod, &[running("c3")]);
+    assert_eq!(h.next_decision().await, readiness("c3", false));
+    assert_eq!(h.next_decision().await, readiness("c3", true));
     h.manager.remove_pod("uid-1");
     let runs = h.runner.runs_of("ready").len();
     assert!(h.quiet_for(60).await);

@@ -48,7 +48,13 @@ pub struct ProberManager {
     memory: Kept<ProberMemory>,
     output: mpsc::Sender<ProberOutput>,
     up_since: Instant,
-    workers: BTreeMap<WorkerKey, JoinHandle<()>>,
+    workers: BTreeMap<WorkerKey, Worker>,
+}
+
+/// A running worker task and the container it probes.
+struct Worker {
+    container_id: String,
+    task: JoinHandle<()>,
 }
 
 impl ProberManager {
@@ -66,10 +72,19 @@ impl ProberManager {
         }
     }
 
-    /// Starts the workers of `pod`'s running containers that have none yet. A probe whose
-    /// spec cannot run is skipped and returned, the others still start.
+    /// Brings `pod`'s workers in line with its `running` containers; call it at every pod
+    /// sync. Workers start for containers that have none, restart from the initial results
+    /// for a container with a new ID, and stop for containers no longer running. A probe
+    /// whose spec cannot run is skipped and returned, the others still start.
     pub fn add_pod(&mut self, pod: &Pod, running: &[RunningContainer]) -> Vec<ProbeSpecError> {
         let mut errors = Vec::new();
+        let uid = pod_uid(pod);
+        self.stop_where(|key, container_id| {
+            key.pod_uid == uid
+                && !running
+                    .iter()
+                    .any(|r| r.name == key.container && r.container_id == container_id)
+        });
         let Some(spec) = &pod.spec else { return errors };
         for container in &spec.containers {
             let Some(state) = running.iter().find(|r| r.name == container.name) else {
@@ -88,21 +103,9 @@ impl ProberManager {
         errors
     }
 
-    /// The container was replaced (new container ID): its workers restart from the initial
-    /// results.
-    pub fn container_restarted(
-        &mut self,
-        pod: &Pod,
-        running: &RunningContainer,
-    ) -> Vec<ProbeSpecError> {
-        let uid = pod_uid(pod);
-        self.stop_where(|key| key.pod_uid == uid && key.container == running.name);
-        self.add_pod(pod, std::slice::from_ref(running))
-    }
-
     /// Stops the pod's workers and forgets their results.
     pub fn remove_pod(&mut self, pod_uid: &str) {
-        self.stop_where(|key| key.pod_uid == pod_uid);
+        self.stop_where(|key, _| key.pod_uid == pod_uid);
         self.memory
             .update(|memory| memory.retain(|key, _| key.pod_uid != pod_uid));
     }
@@ -117,11 +120,11 @@ impl ProberManager {
         })
     }
 
-    fn stop_where(&mut self, matches: impl Fn(&WorkerKey) -> bool) {
-        self.workers.retain(|key, handle| {
-            let stop = matches(key);
+    fn stop_where(&mut self, matches: impl Fn(&WorkerKey, &str) -> bool) {
+        self.workers.retain(|key, worker| {
+            let stop = matches(key, &worker.container_id);
             if stop {
-                handle.abort();
+                worker.task.abort();
             }
             !stop
         });
@@ -142,7 +145,11 @@ impl ProberManager {
             container: container.name.clone(),
             kind,
         };
-        if self.workers.get(&key).is_some_and(|h| !h.is_finished()) {
+        if self
+            .workers
+            .get(&key)
+            .is_some_and(|w| !w.task.is_finished())
+        {
             return Ok(());
         }
         let pod_ip = (pod.status.as_ref())
@@ -174,14 +181,18 @@ impl ProberManager {
             self.memory.clone(),
             self.output.clone(),
         );
-        self.workers.insert(key, tokio::spawn(task));
+        let worker = Worker {
+            container_id: running.container_id.clone(),
+            task: tokio::spawn(task),
+        };
+        self.workers.insert(key, worker);
         Ok(())
     }
 }
 
 impl Drop for ProberManager {
     fn drop(&mut self) {
-        self.stop_where(|_| true);
+        self.stop_where(|_, _| true);
     }
 }
 
