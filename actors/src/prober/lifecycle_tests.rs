@@ -173,3 +173,37 @@ async fn a_prober_without_results_resumes_from_what_the_api_reports() {
     h.runner.set("ready", ProbeOutcome::Failure("down".into()));
     assert_eq!(h.next_decision().await, readiness("c1", false));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_full_output_channel_blocks_only_the_workers_not_the_manager() {
+    let runner = super::manager_tests::ScriptedRunner::default();
+    runner.set("ready", ProbeOutcome::Failure("down".into()));
+    let (tx, mut rx) = mpsc::channel(1);
+    let memory = nodepulse_supervisor::Kept::<super::ProberMemory>::default();
+    let mut manager = ProberManager::new(Arc::new(runner.clone()), memory, tx);
+    let container = Container {
+        readiness_probe: Some(probe("ready", 1)),
+        ..Default::default()
+    };
+    let mut pods = Vec::new();
+    for n in 0..20 {
+        let mut pod = pod(container.clone(), "Always");
+        pod.metadata.uid = Some(format!("uid-{n}"));
+        manager.add_pod(&pod, &[running(&format!("c{n}"))]);
+        pods.push(pod);
+    }
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(
+        manager.snapshot().len(),
+        20,
+        "every worker is alive while blocked"
+    );
+    for pod in &pods {
+        manager.remove_pod(pod.metadata.uid.as_deref().unwrap());
+    }
+    assert!(manager.snapshot().is_empty());
+    // The one queued message drains; the aborted workers send nothing more.
+    assert!(rx.recv().await.is_some());
+    let rest = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await;
+    assert!(rest.is_err(), "{rest:?}");
+}
