@@ -8,8 +8,9 @@
 //! - `fleet` (many simulated nodes in one process), `standalone` (the in-process API emulator)
 //! - `node`: one node's actors, wired to each other, the API and the host
 //! - `debug`: the HTTP endpoint; it sees only supervisors and a metrics registry
-//! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `host` and
-//!   `machine` (the host's signals and facts), `volume` (pod volumes on disk)
+//! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `prober` (the
+//!   probe handlers), `host` and `machine` (the host's signals and facts), `volume` (pod
+//!   volumes on disk)
 //! - `config`: the YAML file and the resolved `Settings`
 
 pub mod cli;
@@ -25,5 +26,6 @@ pub mod kube_api;
 pub mod logging;
 pub mod machine;
 pub mod node;
+pub mod prober;
 pub mod standalone;
 pub mod volume;

@@ -6,6 +6,7 @@
 //! - [`messages`]: one type per fact the actors tell each other.
 //! - [`pods`]: PodLifecycleActor, the simulated pod lifecycle provider and the kubelet's pure pod
 //!   rules (admission, container environment, images).
+//! - [`prober`]: the kubelet's probe workers (startup, readiness, liveness) and their outputs.
 //! - [`ports`]: the API interfaces the daemon implements with kube-rs and tests with fakes.
 //! - [`quantity`]: Kubernetes resource quantities as numbers.
 //! - [`runtime_probe`]: RuntimeProbeActor, the container runtime's health over CRI.
@@ -19,6 +20,7 @@ pub mod messages;
 pub mod node_status;
 pub mod pods;
 pub mod ports;
+pub mod prober;
 pub mod quantity;
 pub mod retry;
 pub mod runtime_probe;

@@ -12,7 +12,9 @@ const LAYERS: &[&[&str]] = &[
     &["daemon", "logging"],
     &["fleet", "standalone"],
     &["node"],
-    &["debug", "kube_api", "cri", "host", "machine", "volume"],
+    &[
+        "debug", "kube_api", "cri", "prober", "host", "machine", "volume",
+    ],
     &["config", "grpc"],
 ];
 

@@ -14,7 +14,7 @@ pub mod env;
 mod env_sources;
 #[cfg(test)]
 mod env_tests;
-mod expansion;
+pub(crate) mod expansion;
 mod field_ref;
 pub mod image_ref;
 pub mod images;

@@ -14,6 +14,7 @@ mod machine;
 mod node;
 mod pod_volumes;
 mod pods;
+mod probe;
 mod recovery;
 mod runtime;
 mod storage;
@@ -38,6 +39,7 @@ pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
+pub use probe::{ProbeAction, ProbeError, ProbeOutcome, ProbeRunner, ProbeTarget};
 pub(crate) use recovery::warn_unless_unreachable;
 pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
 pub use runtime::{

@@ -1,0 +1,24 @@
+//! The kubelet's prober (§5): startup, readiness and liveness workers per container, their
+//! thresholds and gating as pure rules (`worker`), the async `ProberManager` running them
+//! against a `ProbeRunner` port, and the typed outputs the node acts on. It never touches the
+//! API or the runtime itself: readiness, restarts and events leave as `ProberOutput`s.
+
+mod manager;
+mod output;
+mod spec;
+mod worker;
+
+#[cfg(test)]
+mod lifecycle_tests;
+#[cfg(test)]
+mod manager_tests;
+#[cfg(test)]
+mod worker_tests;
+
+pub use manager::{ProberManager, ProberMemory, RunningContainer, WorkerKey};
+pub use output::{ProberOutput, RestartContainer};
+pub use spec::{ProbeKind, ProbeSettings, ProbeSpecError, probe_target};
+pub use worker::{ProbeEvent, ProbeResult, Reported, WorkerMemory};
+
+/// The prober's name for the supervisor and the debug endpoint.
+pub const NAME: &str = "prober";

@@ -1,0 +1,72 @@
+//! The `exec` probe: CRI ExecSync through the `ContainerRuntime` port with `timeoutSeconds`,
+//! stdout then stderr capped at 10 KiB as the output, exit 0 a success; the runtime's timeout
+//! is a failure with the kubelet's text, any other runtime error an Unknown (retried).
+
+use std::time::Duration;
+
+use nodepulse_actors::ports::{
+    ContainerRuntime, ContainerRuntimeError, ContainerRuntimeResult, ExecOutput, ProbeError,
+    ProbeOutcome,
+};
+
+use super::http::MAX_BODY_BYTES;
+
+/// Runs `command` in the container (`containerd://<id>` or a bare CRI id).
+pub async fn probe(
+    runtime: &dyn ContainerRuntime,
+    container_id: &str,
+    command: Vec<String>,
+    timeout: Duration,
+) -> ProbeOutcome {
+    let id = container_id
+        .split_once("://")
+        .map_or(container_id, |(_, id)| id);
+    let result = runtime
+        .exec_sync(id.to_owned(), command.clone(), timeout)
+        .await;
+    outcome(result, &command, timeout)
+}
+
+/// What ExecSync's answer means for the probe.
+pub fn outcome(
+    result: ContainerRuntimeResult<ExecOutput>,
+    command: &[String],
+    timeout: Duration,
+) -> ProbeOutcome {
+    match result {
+        Ok(output) => {
+            let mut bytes = output.stdout;
+            bytes.extend_from_slice(&output.stderr);
+            bytes.truncate(MAX_BODY_BYTES);
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if output.exit_code == 0 {
+                ProbeOutcome::Success(text)
+            } else {
+                ProbeOutcome::Failure(text)
+            }
+        }
+        Err(ContainerRuntimeError::ExecTimedOut { .. }) => ProbeOutcome::Failure(format!(
+            "command timed out: \"{}\" timed out after {}",
+            command.join(" "),
+            go_duration(timeout)
+        )),
+        Err(error) => ProbeOutcome::Unknown(ProbeError::Exec(error.to_string())),
+    }
+}
+
+/// A duration as Go prints one (`1s`, `1m30s`, `1.5s`), for the kubelet's texts.
+pub fn go_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let fraction = duration.subsec_millis();
+    let tail = if fraction == 0 {
+        format!("{}s", seconds % 60)
+    } else {
+        let text = format!("{}.{fraction:03}", seconds % 60);
+        format!("{}s", text.trim_end_matches('0'))
+    };
+    match (seconds / 3600, seconds / 60 % 60) {
+        (0, 0) => tail,
+        (0, minutes) => format!("{minutes}m{tail}"),
+        (hours, minutes) => format!("{hours}h{minutes}m{tail}"),
+    }
+}
