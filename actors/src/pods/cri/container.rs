@@ -20,7 +20,7 @@ use super::view::{
 use crate::{
     pods::{env::expand_command_and_args, simulated_status::qos_class},
     ports::{ContainerConfig, Labels, LinuxResources, Mount, SecurityContext},
-    quantity::parse_quantity,
+    quantity::{QuantityError, milli_value, value},
 };
 
 const CPU_PERIOD: i64 = 100_000;
@@ -40,7 +40,14 @@ pub fn container_hash(container: &Container) -> String {
     format!("{:x}", hasher.finish() as u32)
 }
 
-fn quantity(container: &Container, limits: bool, resource: &str) -> Option<f64> {
+/// A limit or request of `container` in the unit `scale` gives (`quantity::value` for bytes,
+/// `quantity::milli_value` for millicores), exact and rounded up as the API's `Quantity` does.
+fn quantity(
+    container: &Container,
+    limits: bool,
+    resource: &str,
+    scale: fn(&str) -> Result<i64, QuantityError>,
+) -> Option<i64> {
     let resources = container.resources.as_ref()?;
     let map = if limits {
         &resources.limits
@@ -48,12 +55,7 @@ fn quantity(container: &Container, limits: bool, resource: &str) -> Option<f64> 
         &resources.requests
     };
     let value = map.as_ref()?.get(resource)?;
-    parse_quantity(&value.0).ok()
-}
-
-#[allow(clippy::cast_possible_truncation)]
-fn millicores(cores: f64) -> i64 {
-    (cores * 1000.0).ceil() as i64
+    scale(&value.0).ok()
 }
 
 /// `oom_score_adj` by QoS class: Guaranteed -997, BestEffort 1000, Burstable scaled by the
@@ -64,9 +66,10 @@ pub fn oom_score_adj(pod: &Pod, container: &Container, memory_capacity: u64) -> 
         "Guaranteed" => GUARANTEED_OOM_SCORE_ADJ,
         "BestEffort" => BEST_EFFORT_OOM_SCORE_ADJ,
         _ => {
-            let request = quantity(container, false, "memory").unwrap_or(0.0);
-            let capacity = memory_capacity.max(1) as f64;
-            let adj = 1000 - (1000.0 * request / capacity) as i64;
+            let request = quantity(container, false, "memory", value).unwrap_or(0);
+            let capacity = i128::from(memory_capacity.max(1));
+            let share = (1000 * i128::from(request) / capacity).clamp(0, 1000);
+            let adj = 1000 - share as i64;
             adj.clamp(
                 1000 + GUARANTEED_OOM_SCORE_ADJ,
                 BEST_EFFORT_OOM_SCORE_ADJ - 1,
@@ -78,13 +81,10 @@ pub fn oom_score_adj(pod: &Pod, container: &Container, memory_capacity: u64) -> 
 /// CPU shares from the request (or the limit, as the API defaults it), a CFS quota from the
 /// limit, the memory limit.
 pub fn linux_resources(pod: &Pod, container: &Container, memory_capacity: u64) -> LinuxResources {
-    let cpu_limit = quantity(container, true, "cpu").map(millicores);
-    let cpu_request = quantity(container, false, "cpu")
-        .map(millicores)
-        .or(cpu_limit);
+    let cpu_limit = quantity(container, true, "cpu", milli_value);
+    let cpu_request = quantity(container, false, "cpu", milli_value).or(cpu_limit);
     let cpu_shares = cpu_request.map_or(MIN_SHARES, |m| (m * 1024 / 1000).max(MIN_SHARES));
-    #[allow(clippy::cast_possible_truncation)]
-    let memory_limit_in_bytes = quantity(container, true, "memory").map_or(0, |b| b as i64);
+    let memory_limit_in_bytes = quantity(container, true, "memory", value).unwrap_or(0);
     LinuxResources {
         cpu_period: if cpu_limit.is_some() { CPU_PERIOD } else { 0 },
         cpu_quota: cpu_limit.map_or(0, |m| (m * CPU_PERIOD / 1000).max(MIN_QUOTA)),
