@@ -327,22 +327,6 @@ impl ContainerRuntime for CriClient {
             .map(|result| result.map(|response| response.image_ref))
             .boxed()
     }
-
-    fn list_images(&self) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ImageInfo>>> {
-        let request = proto::ListImagesRequest { filter: None };
-        self.call_with(
-            "ListImages",
-            paths::LIST_IMAGES,
-            request,
-            |response: proto::ListImagesResponse| {
-                Ok(response
-                    .images
-                    .into_iter()
-                    .map(convert::image_info)
-                    .collect())
-            },
-        )
-    }
 }
 
 #[cfg(test)]

@@ -290,7 +290,9 @@ async fn image_status_of_a_missing_image_is_none() {
         .expect("ImageStatus")
         .expect("the imported image");
     assert!(present.id.starts_with("sha256:") && present.size_bytes > 0);
-    let images = fixture.client.list_images().await.expect("ListImages");
+    let images = nodepulse_actors::ports::RuntimeService::list_images(&fixture.client)
+        .await
+        .expect("ListImages");
     assert!(images.iter().any(|image| image.id == present.id));
 }
 

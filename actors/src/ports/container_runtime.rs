@@ -358,5 +358,4 @@ pub trait ContainerRuntime: Send + Sync + 'static {
         auth: Option<PullAuth>,
         sandbox: Option<SandboxConfig>,
     ) -> BoxFuture<'static, ContainerRuntimeResult<String>>;
-    fn list_images(&self) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ImageInfo>>>;
 }

@@ -397,10 +397,6 @@ impl ContainerRuntime for FakeRuntime {
         );
         done(Ok(id))
     }
-
-    fn list_images(&self) -> BoxFuture<'static, ContainerRuntimeResult<Vec<ImageInfo>>> {
-        done(Ok(self.state().images.values().cloned().collect()))
-    }
 }
 
 impl RuntimeService for FakeRuntime {
