@@ -67,14 +67,25 @@ pub async fn connect_unverified(
     stream: TcpStream,
     host: &str,
 ) -> Result<TlsStream<TcpStream>, Box<dyn std::error::Error + Send + Sync>> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
-        .with_no_client_auth();
     let name = ServerName::try_from(host.to_owned())?;
-    Ok(TlsConnector::from(Arc::new(config))
+    Ok(TlsConnector::from(unverified_config()?)
         .connect(name, stream)
         .await?)
+}
+
+/// The one client configuration every https probe shares: built once, not per probe.
+fn unverified_config() -> Result<Arc<ClientConfig>, rustls::Error> {
+    static CONFIG: std::sync::OnceLock<Result<Arc<ClientConfig>, rustls::Error>> =
+        std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+                .with_no_client_auth();
+            Ok(Arc::new(config))
+        })
+        .clone()
 }

@@ -1,6 +1,7 @@
 //! The CSI drivers registered on this node (the kubelet's `csiDrivers` store): the plugin
 //! watcher adds a driver once it registered it and removes it when its socket goes; the mounter
-//! looks up a driver's endpoint here for every operation. Shared, cheap to clone.
+//! takes the driver's client from here for every operation: one client per registration, so
+//! its connection is dialled once and shared by every call. Shared, cheap to clone.
 
 use std::{
     collections::BTreeMap,
@@ -16,23 +17,31 @@ pub struct RegisteredDriver {
     pub highest_version: String,
 }
 
+/// A registered driver and the client of its node service.
+struct Entry {
+    driver: RegisteredDriver,
+    client: CsiClient,
+}
+
 /// Drivers by name.
 #[derive(Clone, Default)]
 pub struct CsiDrivers {
-    drivers: Arc<RwLock<BTreeMap<String, RegisteredDriver>>>,
+    drivers: Arc<RwLock<BTreeMap<String, Entry>>>,
 }
 
 impl CsiDrivers {
     pub fn insert(&self, name: &str, driver: RegisteredDriver) {
-        self.write().insert(name.to_owned(), driver);
+        let client = CsiClient::new(&driver.endpoint);
+        self.write()
+            .insert(name.to_owned(), Entry { driver, client });
     }
 
     pub fn remove(&self, name: &str) -> Option<RegisteredDriver> {
-        self.write().remove(name)
+        self.write().remove(name).map(|entry| entry.driver)
     }
 
     pub fn get(&self, name: &str) -> Option<RegisteredDriver> {
-        self.read().get(name).cloned()
+        self.read().get(name).map(|entry| entry.driver.clone())
     }
 
     /// The registered drivers' names, sorted.
@@ -42,17 +51,16 @@ impl CsiDrivers {
 
     /// A client for `name`'s node service, if the driver is registered.
     pub fn client(&self, name: &str) -> Option<CsiClient> {
-        self.get(name)
-            .map(|driver| CsiClient::new(&driver.endpoint))
+        self.read().get(name).map(|entry| entry.client.clone())
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, RegisteredDriver>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Entry>> {
         self.drivers
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, RegisteredDriver>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Entry>> {
         self.drivers
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
