@@ -180,6 +180,8 @@ async fn a_plugin_offering_no_supported_version_is_told_why_and_writes_nothing()
     let cluster = TestCluster::start().await;
     let node = unique_node_name("csi-ver");
     cluster.create_node(&node).await;
+    // Should a regression write one anyway, it is deleted with the test.
+    storage::own_csi_node(&node);
     let root = tempfile::tempdir().expect("root dir");
     let watching = watch(&cluster, &node, root.path()).await;
     let driver = driver_name(&node);

@@ -680,7 +680,8 @@ async fn an_idle_simulated_node_wakes_neither_its_pod_timer_nor_its_runtime_prob
     })
     .await;
     let after = probe();
-    let woken = after.wakeups.unwrap_or(0) - before.wakeups.unwrap_or(0);
+    let woken =
+        after.wakeups.expect("an instance runs") - before.wakeups.expect("an instance runs");
     let messages = after.mailbox.handled - before.mailbox.handled;
     assert!(
         woken <= messages,

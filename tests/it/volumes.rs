@@ -19,10 +19,10 @@ use common::{
     eventually, eventually_async, objects,
     pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_pod},
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::{
     Api,
-    api::{DeleteParams, ListParams, PostParams},
+    api::{DeleteParams, PostParams},
 };
 use nodepulse_supervisor::{ChildState, KillMode, SupervisorHandle};
 use serde_json::{Value, json};
@@ -315,19 +315,10 @@ async fn a_missing_config_map_gives_failed_mount_and_the_pod_recovers_when_it_ap
         ),
     )
     .await;
-    let events = Api::<Event>::namespaced(cluster.client.clone(), NAMESPACE);
-    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
     let wanted =
         format!("MountVolume.SetUp failed for volume \"cfg\" : configmap \"{cm}\" not found");
-    eventually_async("the FailedMount event", || async {
-        events.list(&about).await.is_ok_and(|list| {
-            list.items.iter().any(|e| {
-                e.reason.as_deref() == Some("FailedMount")
-                    && e.type_.as_deref() == Some("Warning")
-                    && e.message.as_deref() == Some(wanted.as_str())
-                    && e.involved_object.uid == pod.metadata.uid
-            })
-        })
+    objects::wait_pod_event(&cluster, &pod, "Warning", "FailedMount", |message| {
+        message == wanted
     })
     .await;
     let waiting = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE)
