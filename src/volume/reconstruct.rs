@@ -1,18 +1,20 @@
 //! Rebuilds the actual state of the world from disk after a restart (§1.5): every
 //! `<root>/pods/<uid>/volumes/<escaped plugin>/<volume>` becomes an uncertain mount, and every
 //! pod directory is listed so orphans can be cleaned up (§1.17); a CSI volume is read back
-//! through its `vol_data.json`. Reads only; never deletes.
+//! through its `vol_data.json`, and so is every CSI staging directory (a volume staged for the
+//! node, published or not). Reads only; never deletes.
 
 use std::{fs, io, path::Path};
 
 use nodepulse_actors::{
     ports::CsiVolume,
     volume_manager::{
-        ActualState, MountState, MountedVolume, Plugin, PodDirs, UniqueVolumeName, csi_unique_name,
+        ActualState, MountState, MountedVolume, Plugin, PodDirs, StagedDevice, UniqueVolumeName,
+        csi_unique_name,
     },
 };
 
-use super::csi::vol_data;
+use super::csi::{layout::staging_path, vol_data};
 
 /// A volume directory found on disk that nodepulse cannot take over (an unknown plugin, e.g.
 /// one a kubelet left behind). It is never deleted by nodepulse.
@@ -91,7 +93,48 @@ pub fn reconstruct(dirs: &PodDirs) -> Result<Reconstructed, ReconstructError> {
         }
         found.actual.pod_dirs.insert(pod_uid);
     }
+    found.actual.devices = staged_devices(dirs)?;
     Ok(found)
+}
+
+/// Every `<root>/plugins/kubernetes.io/csi/<driver>/<hash>/globalmount` whose `vol_data.json`
+/// names its driver and handle (and hashes to its directory): an uncertain staged device. The
+/// kubelet reconstructs devices only through the pods' publish directories, so a restart
+/// between a pod's unpublish and its unstage leaves the device staged and out of
+/// `volumesInUse`, open to a detach; read back, it is in use until unstaged.
+fn staged_devices(
+    dirs: &PodDirs,
+) -> Result<std::collections::BTreeMap<UniqueVolumeName, StagedDevice>, ReconstructError> {
+    let mut devices = std::collections::BTreeMap::new();
+    let csi_dir = dirs.root_dir().join("plugins").join(Plugin::Csi.name());
+    for driver in subdirectories(&csi_dir)? {
+        for hash in subdirectories(&csi_dir.join(&driver))? {
+            let mount_dir = csi_dir.join(&driver).join(&hash).join("globalmount");
+            let Ok(data) = vol_data::load(&mount_dir) else {
+                continue;
+            };
+            let field = |key: &str| data.get(key).cloned().unwrap_or_default();
+            let volume = CsiVolume {
+                driver: field(vol_data::keys::DRIVER_NAME),
+                volume_handle: field(vol_data::keys::VOLUME_HANDLE),
+                ..CsiVolume::default()
+            };
+            let ours = staging_path(dirs.root_dir(), &volume.driver, &volume.volume_handle);
+            if volume.driver != driver || ours != mount_dir {
+                tracing::warn!(dir = %mount_dir.display(), "a CSI staging directory whose vol_data.json names another volume; left alone");
+                continue;
+            }
+            devices.insert(
+                csi_unique_name(&volume),
+                StagedDevice {
+                    csi: volume,
+                    attachable: true,
+                    state: MountState::Uncertain,
+                },
+            );
+        }
+    }
+    Ok(devices)
 }
 
 /// A CSI publish directory read back through its `vol_data.json`: keyed by its PV's name until

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::*;
 use crate::volume::{
     atomic_writer::{AtomicWriter, FileProjection, Payload, WriteOutcome},
+    csi::layout::staging_path,
     empty_dir::{self, Medium},
     operations::{MemoryBounds, set_up_local, tear_down, wrapper_meta_dir},
     pod_dir::remove_pod_dir,
@@ -87,6 +88,9 @@ fn apply(dirs: &PodDirs, ops: &[Operation], actual: &mut ActualState) -> Vec<Str
                 tear_down(dirs, pod_uid, volume, *plugin).unwrap();
                 actual.mark_unmounted(pod_uid, volume);
                 log.push(format!("{pod_uid}/{volume}: torn down"));
+            }
+            Operation::UnmountDevice { unique_name } => {
+                panic!("no CSI volume here, yet asked to unstage {unique_name}")
             }
             Operation::RemovePodDir { pod_uid } => match remove_pod_dir(dirs, pod_uid) {
                 Ok(()) => {
@@ -270,4 +274,37 @@ fn a_csi_publish_directory_is_read_back_through_its_vol_data() {
     assert_eq!(found.actual.mounts.len(), 1, "pv-2 has no vol_data.json");
     assert_eq!(found.failed.len(), 1);
     assert_eq!(found.failed[0].volume, "pv-2");
+}
+
+#[test]
+fn a_csi_staging_directory_is_read_back_as_an_uncertain_attachable_device() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = PodDirs::new(root.path());
+    let save = |driver: &str, handle: &str, named: &str| {
+        let staging = staging_path(root.path(), driver, handle);
+        fs::create_dir_all(&staging).unwrap();
+        let data = std::collections::BTreeMap::from([
+            (vol_data::keys::DRIVER_NAME, driver.to_owned()),
+            (vol_data::keys::VOLUME_HANDLE, named.to_owned()),
+        ]);
+        vol_data::save(&staging, &data).unwrap();
+    };
+    save("d.csi.test", "h1", "h1");
+    // A vol_data.json naming another handle than its directory hashes: not taken over.
+    save("d.csi.test", "h2", "h-other");
+    fs::create_dir_all(staging_path(root.path(), "d.csi.test", "h3")).unwrap();
+
+    let found = reconstruct(&dirs).unwrap();
+    let names: Vec<&str> = found.actual.devices.keys().map(|n| n.as_str()).collect();
+    assert_eq!(names, ["kubernetes.io/csi/d.csi.test^h1"]);
+    let device = found.actual.devices.values().next().unwrap();
+    assert_eq!(device.state, MountState::Uncertain);
+    assert!(device.attachable, "in volumesInUse until unstaged");
+    assert_eq!(
+        (
+            device.csi.driver.as_str(),
+            device.csi.volume_handle.as_str()
+        ),
+        ("d.csi.test", "h1")
+    );
 }

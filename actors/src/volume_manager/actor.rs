@@ -300,6 +300,7 @@ impl VolumeManagerActor {
                 self.changed(&pod_uid);
                 false
             }
+            Operation::UnmountDevice { unique_name } => self.csi_unmount_device(unique_name, ctx),
             Operation::RemovePodDir { pod_uid } => {
                 match self.host.remove_pod_dir(&pod_uid) {
                     Ok(()) => self.memory.update(|m| {
@@ -352,9 +353,10 @@ impl VolumeManagerActor {
                             }
                         });
                         // The pod may have gone while the API answered.
-                        let still_wanted = actor
-                            .memory
-                            .read(|m| m.desired(&actor.settings.node_name).wants(&key.0, &key.1));
+                        let still_wanted = actor.memory.read(|m| {
+                            m.desired_pod(&actor.settings.node_name, &key.0)
+                                .wants(&key.0, &key.1)
+                        });
                         if still_wanted {
                             let allocatable = actor.memory.read(|m| m.allocatable.clone());
                             let result =
@@ -428,8 +430,10 @@ impl VolumeManagerActor {
                 tracing::warn!(pod_uid = %key.0, volume = %key.1, %error, retry_in = ?failure.backoff, "volume operation failed");
                 let (Some(pod), true) = (
                     pod,
-                    self.memory
-                        .read(|m| m.desired(&self.settings.node_name).wants(&key.0, &key.1)),
+                    self.memory.read(|m| {
+                        m.desired_pod(&self.settings.node_name, &key.0)
+                            .wants(&key.0, &key.1)
+                    }),
                 ) else {
                     return;
                 };
@@ -466,6 +470,7 @@ fn operation_key(operation: &Operation) -> Key {
         Operation::Unmount {
             pod_uid, volume, ..
         } => (pod_uid.clone(), volume.clone()),
+        Operation::UnmountDevice { unique_name } => csi::device_key(unique_name),
         Operation::RemovePodDir { pod_uid } => (pod_uid.clone(), String::new()),
     }
 }

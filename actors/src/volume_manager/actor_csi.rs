@@ -1,7 +1,8 @@
 //! The volume manager's CSI half: a pod's claims resolved to CSI volumes (the populator's
 //! claim → PV step), then MountDevice once per node and SetUp per pod through the [`CsiNode`]
-//! port, and on the way back TearDown, then UnmountDevice when no other pod uses the volume.
-//! A volume leaves the actual state (and so `volumesInUse`) only after both succeeded.
+//! port, and on the way back TearDown, then UnmountDevice once no pod uses or wants the volume
+//! (also one found staged on disk after a restart). A volume leaves `volumesInUse` only once
+//! unstaged.
 
 use std::{sync::Arc, time::Duration};
 
@@ -11,7 +12,9 @@ use tokio::time::Instant;
 use super::{Key, VolumeManagerActor};
 use crate::{
     ports::{CsiNode, CsiPod, StorageApi, resolve_claim},
-    volume_manager::{ClaimRef, PodVolume, state::is_terminated},
+    volume_manager::{
+        ClaimRef, MountState, PodVolume, StagedDevice, UniqueVolumeName, state::is_terminated,
+    },
 };
 
 /// How long a claim that could not be resolved waits before it is looked up again.
@@ -121,13 +124,22 @@ impl VolumeManagerActor {
         let (Some(ports), Some(mut csi)) = (self.csi.clone(), volume.csi.clone()) else {
             return false;
         };
+        if self.in_flight.contains(&device_key(&volume.unique_name)) {
+            // Being unstaged for a pod that went: staged again once that is done.
+            return true;
+        }
         let node = self.settings.node_name.clone();
-        let staged = self.memory.read(|m| m.staged.contains(&volume.unique_name));
+        let staged = self.memory.read(|m| m.actual.staged(&volume.unique_name));
         if !staged && !self.staging.insert(volume.unique_name.clone()) {
             // Another pod's SetUp stages it; this one follows once it is staged.
             return true;
         }
         self.in_flight.insert(key.clone());
+        let device = StagedDevice {
+            csi: csi.clone(),
+            attachable: volume.attachable,
+            state: MountState::Mounted,
+        };
         let work = async move {
             if volume.attachable {
                 csi.publish_context = ports
@@ -161,10 +173,12 @@ impl VolumeManagerActor {
                 actor.staging.remove(&volume.unique_name);
             }
             let now_staged = outcome.is_ok() || outcome.as_ref().is_err_and(|(s, _)| *s);
-            if now_staged || staged {
-                actor
-                    .memory
-                    .update(|m| m.staged.insert(volume.unique_name.clone()));
+            if now_staged && !staged {
+                actor.memory.update(|m| {
+                    m.actual
+                        .devices
+                        .insert(volume.unique_name.clone(), device.clone())
+                });
             }
             match outcome {
                 // Recorded even if the pod went meanwhile, so the next pass unpublishes it.
@@ -185,18 +199,11 @@ impl VolumeManagerActor {
         true
     }
 
-    /// TearDown, then UnmountDevice when no other pod uses or wants the volume. The volume
-    /// stays in the actual state, and so in `volumesInUse`, until both succeeded.
+    /// TearDown of one pod's publish. The volume stays staged, and so in `volumesInUse`,
+    /// until a later pass finds no pod using or wanting it and unstages it.
     pub(super) fn csi_tear_down(&mut self, key: Key, ctx: &mut Context<Self>) -> bool {
-        let node = self.settings.node_name.clone();
-        let found = self.memory.read(|m| {
-            let mounted = m.actual.mounts.get(&key)?.clone();
-            let desired = m.desired(&node);
-            let last = !m.actual.others_use(&mounted.unique_name, &key)
-                && !desired.wants_unique(&mounted.unique_name);
-            Some((mounted, last))
-        });
-        let (Some(ports), Some((mounted, last))) = (self.csi.clone(), found) else {
+        let mounted = self.memory.read(|m| m.actual.mounts.get(&key).cloned());
+        let (Some(ports), Some(mounted)) = (self.csi.clone(), mounted) else {
             return false;
         };
         let Some(csi) = mounted.csi.clone() else {
@@ -205,41 +212,86 @@ impl VolumeManagerActor {
         };
         self.in_flight.insert(key.clone());
         let pod_uid = key.0.clone();
-        let work = async move {
-            ports
-                .node
-                .tear_down(pod_uid, csi.clone())
-                .await
-                .map_err(|e| ("UnmountVolume.TearDown", e.to_string()))?;
-            if last {
-                ports
-                    .node
-                    .unmount_device(csi)
-                    .await
-                    .map_err(|e| ("UnmountDevice", e.to_string()))?;
-            }
-            Ok::<(), StepError>(())
-        };
+        let work = async move { ports.node.tear_down(pod_uid, csi).await };
         ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
             actor.in_flight.remove(&key);
             match outcome {
                 Ok(()) => {
                     actor.memory.update(|m| {
                         m.actual.mark_unmounted(&key.0, &key.1);
-                        if last {
-                            m.staged.remove(&mounted.unique_name);
+                        // A volume set up before a restart is staged, whether or not the
+                        // disk showed its staging directory.
+                        if let Some(csi) = &mounted.csi {
+                            m.actual
+                                .devices
+                                .entry(mounted.unique_name.clone())
+                                .or_insert_with(|| StagedDevice {
+                                    csi: csi.clone(),
+                                    attachable: mounted.attachable,
+                                    state: MountState::Uncertain,
+                                });
                         }
                     });
-                    tracing::info!(pod_uid = %key.0, volume = %key.1, unstaged = last, "CSI volume unpublished");
+                    tracing::info!(pod_uid = %key.0, volume = %key.1, "CSI volume unpublished");
                     actor.settle(&key, Ok(()), Instant::now());
                     actor.changed(&key.0);
                 }
-                Err((operation, error)) => {
-                    actor.settle_as(operation, &key, Err(error), Instant::now());
+                Err(error) => {
+                    let error = ("UnmountVolume.TearDown", error.to_string());
+                    actor.settle_as(error.0, &key, Err(error.1), Instant::now());
                 }
             }
             actor.wake_in(Duration::ZERO, ctx);
         }));
         true
     }
+
+    /// UnmountDevice of a volume no pod uses or wants; it leaves `volumesInUse` once done.
+    pub(super) fn csi_unmount_device(
+        &mut self,
+        unique_name: UniqueVolumeName,
+        ctx: &mut Context<Self>,
+    ) -> bool {
+        if self.staging.contains(&unique_name) {
+            // A SetUp is staging it: that pod's publish is recorded first, then looked at.
+            return true;
+        }
+        let device = self
+            .memory
+            .read(|m| m.actual.devices.get(&unique_name).cloned());
+        let (Some(ports), Some(device)) = (self.csi.clone(), device) else {
+            return false;
+        };
+        let key = device_key(&unique_name);
+        self.in_flight.insert(key.clone());
+        let work = async move { ports.node.unmount_device(device.csi).await };
+        ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
+            actor.in_flight.remove(&key);
+            match outcome {
+                Ok(()) => {
+                    actor
+                        .memory
+                        .update(|m| m.actual.devices.remove(&unique_name));
+                    tracing::info!(volume = %unique_name, "CSI volume unstaged");
+                    actor.settle(&key, Ok(()), Instant::now());
+                }
+                Err(error) => {
+                    actor.settle_as(
+                        "UnmountDevice",
+                        &key,
+                        Err(error.to_string()),
+                        Instant::now(),
+                    );
+                }
+            }
+            actor.wake_in(Duration::ZERO, ctx);
+        }));
+        true
+    }
+}
+
+/// The in-flight and failure key of a node-wide device operation: no pod, the volume's unique
+/// name (a pod UID is never empty, so it cannot clash with a pod's volume).
+pub(super) fn device_key(unique_name: &UniqueVolumeName) -> Key {
+    (String::new(), unique_name.to_string())
 }

@@ -15,10 +15,11 @@ use super::{
     CsiPorts, MountReadiness, PodDirs, VolumeManagerActor, VolumeManagerMemory, VolumeManagerPeers,
     VolumeManagerSettings, VolumeView, actor_tests::Fakes, fixtures::pod,
 };
+use crate::volume_manager::{ActualState, MountState, StagedDevice, csi_unique_name};
 use crate::{
     messages::{NodeVolumeFacts, VolumesInUse},
     ports::{
-        PodVolumeView, PodWatchEvent,
+        CsiVolume, PodVolumeView, PodWatchEvent,
         fakes::{
             csi::{FakeCsi, Log},
             eventually,
@@ -64,8 +65,11 @@ impl Node {
 }
 
 fn start(attach_required: bool) -> Node {
+    start_with(attach_required, Fakes::default())
+}
+
+fn start_with(attach_required: bool, fakes: Fakes) -> Node {
     let log = Log::default();
-    let fakes = Fakes::default();
     let csi = FakeCsi::new(Arc::clone(&log), attach_required);
     csi.claims.lock().unwrap().insert("data".into());
     let (watch, receiver) = mpsc::unbounded_channel();
@@ -275,4 +279,66 @@ async fn a_missing_claim_is_the_pods_error_until_it_appears() {
     })
     .await;
     assert_eq!(node.csi.calls()[0], "stage h-data");
+}
+
+/// Reconstruction's view of a node restarted between a pod's unpublish and its unstage: the
+/// volume staged, no pod's publish directory left.
+fn staged_on_disk() -> ActualState {
+    let csi = CsiVolume {
+        driver: "d.csi.test".into(),
+        volume_handle: "h-data".into(),
+        ..CsiVolume::default()
+    };
+    let mut actual = ActualState::default();
+    actual.devices.insert(
+        csi_unique_name(&csi),
+        StagedDevice {
+            csi,
+            attachable: true,
+            state: MountState::Uncertain,
+        },
+    );
+    actual
+}
+
+#[actix_rt::test]
+async fn a_device_found_staged_at_start_stays_in_use_until_unstaged() {
+    tokio::time::pause();
+    let fakes = Fakes::default();
+    fakes.set_on_disk(staged_on_disk());
+    let node = start_with(true, fakes);
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually("volumesInUse emptied", BUDGET, || {
+        node.logged("in use Some([])")
+    })
+    .await;
+    let in_use = node.position(&format!("in use Some([{UNIQUE:?}])"));
+    let unstaged = node.position("unstage h-data");
+    let cleared = node.position("in use Some([])");
+    assert!(
+        in_use < unstaged && unstaged < cleared,
+        "in use until unstaged: {:?}",
+        node.log.lock().unwrap()
+    );
+}
+
+#[actix_rt::test]
+async fn a_device_found_staged_is_staged_again_before_a_pod_publishes_it() {
+    tokio::time::pause();
+    let fakes = Fakes::default();
+    fakes.set_on_disk(staged_on_disk());
+    let node = start_with(false, fakes);
+    node.watch
+        .send(PodWatchEvent::Applied(Box::new(claim_pod("u1"))))
+        .unwrap();
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually("u1 ready", BUDGET, || {
+        node.view.readiness("u1") == MountReadiness::Ready
+    })
+    .await;
+    assert_eq!(
+        node.csi.calls(),
+        ["stage h-data", "publish u1 h-data "],
+        "the uncertain device is staged again (idempotent), never unstaged under the pod"
+    );
 }

@@ -50,6 +50,11 @@ impl Fakes {
         self.state().events.clone()
     }
 
+    /// What reconstruction reads back from disk at start.
+    pub(super) fn set_on_disk(&self, actual: ActualState) {
+        self.state().on_disk = actual;
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, Recorded> {
         self.recorded.lock().unwrap()
     }

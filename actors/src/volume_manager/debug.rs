@@ -105,7 +105,7 @@ pub fn describe(
             "reconcilerSynced": m.synced,
             "volumesAttached": m.volumes_attached.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
             "tokens": m.tokens.len(),
-            "csiStaged": m.staged.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+            "csiStaged": m.actual.devices.keys().map(|v| v.as_str()).collect::<Vec<_>>(),
             "passes": passes,
             "operations": operations,
             "host": host,

@@ -72,8 +72,6 @@ pub struct VolumeManagerMemory {
     pub claims: ResolvedClaims,
     /// When a failed claim is resolved again, by (pod UID, volume).
     pub claim_retry_at: BTreeMap<(String, String), Instant>,
-    /// CSI volumes staged on this node (MountDevice done), by unique name.
-    pub staged: BTreeSet<UniqueVolumeName>,
 }
 
 impl VolumeManagerMemory {
@@ -81,6 +79,15 @@ impl VolumeManagerMemory {
     /// only once the watch has listed every pod.
     pub fn desired(&self, node_name: &str) -> DesiredState {
         let mut desired = DesiredState::from_pods_with(self.pods.values(), node_name, &self.claims);
+        desired.populated = self.listed;
+        desired
+    }
+
+    /// [`Self::desired`] for one pod only: what the per-operation checks ask, without building
+    /// every pod's volumes to look at one.
+    pub fn desired_pod(&self, node_name: &str, pod_uid: &str) -> DesiredState {
+        let pod = self.pods.get(pod_uid);
+        let mut desired = DesiredState::from_pods_with(pod, node_name, &self.claims);
         desired.populated = self.listed;
         desired
     }
@@ -109,15 +116,14 @@ impl PodVolumeView for VolumeView {
     fn readiness(&self, pod_uid: &str) -> MountReadiness {
         self.memory.read(|memory| {
             // The one pod's desired state: providers ask for every pending pod on each tick.
-            let pod = memory.pods.get(pod_uid);
-            let desired = DesiredState::from_pods_with(pod, &self.node_name, &memory.claims);
+            let desired = memory.desired_pod(&self.node_name, pod_uid);
             mount_readiness(&desired, &memory.actual, &memory.volumes_attached, pod_uid)
         })
     }
 
     fn host_paths(&self, pod_uid: &str) -> BTreeMap<String, PathBuf> {
         self.memory.read(|memory| {
-            let desired = memory.desired(&self.node_name);
+            let desired = memory.desired_pod(&self.node_name, pod_uid);
             let Some(pod) = desired.pods.get(pod_uid) else {
                 return BTreeMap::new();
             };

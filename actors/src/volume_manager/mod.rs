@@ -35,7 +35,7 @@ pub use memory::{VolumeManagerMemory, VolumeView};
 pub use plugin::Plugin;
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{PodVolume, PodVolumes, ResolvedClaims, SpecError, pod_volumes, pod_volumes_with};
-pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume};
+pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume, StagedDevice};
 pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness, pod_error_message};
 
 /// The name VolumeManagerActor has in the supervisor, logs and the debug endpoint.

@@ -30,12 +30,14 @@ pub enum Operation {
         volume: String,
         plugin: Plugin,
     },
+    /// Unstage a CSI volume no pod has published or wants (the kubelet's UnmountDevice).
+    UnmountDevice { unique_name: UniqueVolumeName },
     /// Remove the directory of a pod that is gone and has nothing set up left.
     RemovePodDir { pod_uid: String },
 }
 
-/// The operations one pass wants, in the kubelet's order: unmounts, then mounts and remounts,
-/// then pod directory removal.
+/// The operations one pass wants, in the kubelet's order: unmounts, then device unmounts,
+/// then mounts and remounts, then pod directory removal.
 ///
 /// `volumes_attached` is `node.status.volumesAttached` by unique name: an attachable volume is
 /// mounted only once the attach/detach controller lists it there.
@@ -63,6 +65,17 @@ pub fn reconcile(
                     pod_uid: pod_uid.clone(),
                     volume: volume.clone(),
                     plugin: mounted.plugin,
+                });
+            }
+        }
+        // Also a device staged before a restart whose pods' publish directories were gone
+        // by then: nothing else would ever unstage it. Not while a pod's claim is unresolved:
+        // it may name this very volume.
+        let claims_pending = desired.pods.values().any(|pod| !pod.unresolved.is_empty());
+        for unique_name in actual.devices.keys().filter(|_| !claims_pending) {
+            if !actual.any_uses(unique_name) && !desired.wants_unique(unique_name) {
+                operations.push(Operation::UnmountDevice {
+                    unique_name: unique_name.clone(),
                 });
             }
         }
@@ -117,8 +130,8 @@ fn remount_due(
         && set_up_at.is_none_or(|at| now.saturating_duration_since(at) >= period)
 }
 
-/// `node.status.volumesInUse`: the attachable volumes the pods want or that are still set up,
-/// sorted and de-duplicated. `None` until the reconciler has synced once since start, when the
+/// `node.status.volumesInUse`: the attachable volumes the pods want or that are still set up
+/// or staged, sorted and de-duplicated. `None` until the reconciler has synced once since start, when the
 /// kubelet leaves the field as it found it.
 pub fn volumes_in_use(
     desired: &DesiredState,
@@ -139,7 +152,12 @@ pub fn volumes_in_use(
         .values()
         .filter(|mounted| mounted.attachable)
         .map(|mounted| mounted.unique_name.clone());
-    let in_use: BTreeSet<UniqueVolumeName> = wanted.chain(mounted).collect();
+    let staged = actual
+        .devices
+        .iter()
+        .filter(|(_, device)| device.attachable)
+        .map(|(unique_name, _)| unique_name.clone());
+    let in_use: BTreeSet<UniqueVolumeName> = wanted.chain(mounted).chain(staged).collect();
     Some(in_use.into_iter().collect())
 }
 

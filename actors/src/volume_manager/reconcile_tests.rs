@@ -16,6 +16,7 @@ fn ops_summary(ops: &[Operation]) -> Vec<String> {
             Operation::Unmount {
                 pod_uid, volume, ..
             } => format!("unmount {pod_uid}/{volume}"),
+            Operation::UnmountDevice { unique_name } => format!("unstage {unique_name}"),
             Operation::RemovePodDir { pod_uid } => format!("rmdir {pod_uid}"),
         })
         .collect()
@@ -213,6 +214,74 @@ fn volumes_in_use_waits_for_the_first_sync_and_lists_attachable_volumes_only() {
         volumes_in_use(&gone, &ActualState::default(), true),
         Some(vec![])
     );
+}
+
+mod staged_devices {
+    use super::*;
+    use crate::{
+        ports::CsiVolume,
+        volume_manager::{MountState, StagedDevice},
+    };
+
+    /// `unique` staged for the node, as reconstruction reads a staging directory back.
+    fn staged(unique: &UniqueVolumeName) -> ActualState {
+        let mut actual = ActualState::default();
+        actual.devices.insert(
+            unique.clone(),
+            StagedDevice {
+                csi: CsiVolume::default(),
+                attachable: true,
+                state: MountState::Uncertain,
+            },
+        );
+        actual
+    }
+
+    #[test]
+    fn a_device_no_pod_uses_or_wants_is_unstaged_once_the_pod_list_is_complete() {
+        let now = Instant::now();
+        let (_, unique) = attachable_pod_volume("u1");
+        let actual = staged(&unique);
+        let mut unlisted = DesiredState::from_pods(&[], "n1");
+        unlisted.populated = false;
+        assert!(
+            run(&unlisted, &actual, now).is_empty(),
+            "a pod not seen yet may want it"
+        );
+        let claiming = DesiredState::from_pods(
+            &[pod(
+                "u2",
+                "n1",
+                json!([{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]),
+            )],
+            "n1",
+        );
+        assert!(
+            run(&claiming, &actual, now)
+                .iter()
+                .all(|op| !op.starts_with("unstage")),
+            "an unresolved claim may name it"
+        );
+        let listed = DesiredState::from_pods(&[], "n1");
+        assert_eq!(run(&listed, &actual, now), [format!("unstage {unique}")]);
+        // Staged and unused: in use until unstaged, so the controller does not detach it.
+        assert_eq!(volumes_in_use(&listed, &actual, true), Some(vec![unique]));
+    }
+
+    #[test]
+    fn a_device_a_pod_wants_or_has_published_stays_staged() {
+        let now = Instant::now();
+        let (desired, unique) = attachable_pod_volume("u1");
+        let mut actual = all_mounted(&desired, now);
+        actual.devices = staged(&unique).devices;
+        assert!(run(&desired, &actual, now).is_empty());
+        let gone = DesiredState::from_pods(&[], "n1");
+        assert_eq!(
+            run(&gone, &actual, now),
+            ["unmount u1/data"],
+            "unpublished first; unstaged by a later pass"
+        );
+    }
 }
 
 mod csi_adoption {

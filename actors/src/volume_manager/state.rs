@@ -128,11 +128,26 @@ pub struct MountedVolume {
     pub csi: Option<CsiVolume>,
 }
 
-/// What is set up on disk: the pod mounts, and every pod directory under `<root>/pods`.
+/// A CSI volume staged for the whole node (MountDevice done, or found staged on disk).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedDevice {
+    pub csi: CsiVolume,
+    /// Listed in `volumesInUse` until unstaged. A device read back from disk counts as
+    /// attachable: the disk does not say, and a detach under a staged device is worse.
+    pub attachable: bool,
+    /// `Uncertain` when read back from disk: MountDevice (idempotent) runs again before a
+    /// pod's SetUp relies on it, as the kubelet's uncertain device mounts.
+    pub state: MountState,
+}
+
+/// What is set up on disk: the pod mounts, the CSI volumes staged for the node, and every pod
+/// directory under `<root>/pods`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ActualState {
     /// By (pod UID, outer volume name).
     pub mounts: BTreeMap<(String, String), MountedVolume>,
+    /// CSI volumes staged on this node, by unique name.
+    pub devices: BTreeMap<UniqueVolumeName, StagedDevice>,
     /// Pod UIDs with a directory on disk, with or without volumes.
     pub pod_dirs: BTreeSet<String>,
 }
@@ -198,6 +213,18 @@ impl ActualState {
                 self.mounts.insert((uid, volume.name.clone()), mounted);
             }
         }
+    }
+
+    /// Whether `unique_name` is staged for certain (an uncertain one is staged again).
+    pub fn staged(&self, unique_name: &UniqueVolumeName) -> bool {
+        self.devices
+            .get(unique_name)
+            .is_some_and(|device| device.state == MountState::Mounted)
+    }
+
+    /// Whether any pod has `unique_name` set up.
+    pub fn any_uses(&self, unique_name: &UniqueVolumeName) -> bool {
+        self.mounts.values().any(|m| &m.unique_name == unique_name)
     }
 
     /// Whether a pod other than `except` (pod UID, volume) has `unique_name` set up.
