@@ -2,6 +2,7 @@
 //! which they reach the API server and the host.
 //!
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
+//! - [`go_duration`]: Go's duration text, for the kubelet's messages.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`messages`]: one type per fact the actors tell each other.
 //! - [`pods`]: PodLifecycleActor, the simulated pod lifecycle provider and the kubelet's pure pod
@@ -15,6 +16,7 @@
 //! `node_status::NAME`, ...), so the daemon wires them without string literals.
 
 pub mod eviction;
+pub mod go_duration;
 pub mod lease;
 pub mod messages;
 pub mod node_status;

@@ -4,9 +4,12 @@
 
 use std::time::Duration;
 
-use nodepulse_actors::ports::{
-    ContainerRuntime, ContainerRuntimeError, ContainerRuntimeResult, ExecOutput, ProbeError,
-    ProbeOutcome,
+use nodepulse_actors::{
+    go_duration::go_duration,
+    ports::{
+        ContainerRuntime, ContainerRuntimeError, ContainerRuntimeResult, ExecOutput, ProbeError,
+        ProbeOutcome,
+    },
 };
 
 use super::http::MAX_BODY_BYTES;
@@ -51,22 +54,5 @@ pub fn outcome(
             go_duration(timeout)
         )),
         Err(error) => ProbeOutcome::Unknown(ProbeError::Exec(error.to_string())),
-    }
-}
-
-/// A duration as Go prints one (`1s`, `1m30s`, `1.5s`), for the kubelet's texts.
-pub fn go_duration(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    let fraction = duration.subsec_millis();
-    let tail = if fraction == 0 {
-        format!("{}s", seconds % 60)
-    } else {
-        let text = format!("{}.{fraction:03}", seconds % 60);
-        format!("{}s", text.trim_end_matches('0'))
-    };
-    match (seconds / 3600, seconds / 60 % 60) {
-        (0, 0) => tail,
-        (0, minutes) => format!("{minutes}m{tail}"),
-        (hours, minutes) => format!("{hours}h{minutes}m{tail}"),
     }
 }

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use http::uri::PathAndQuery;
-use nodepulse_actors::ports::ProbeOutcome;
+use nodepulse_actors::{go_duration::go_duration, ports::ProbeOutcome};
 use tonic::{Code, transport::Endpoint};
 
-use super::{exec::go_duration, http::USER_AGENT};
+use super::http::USER_AGENT;
 
 const CHECK: &str = "/grpc.health.v1.Health/Check";
 

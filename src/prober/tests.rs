@@ -273,16 +273,3 @@ fn exec_outcome_follows_the_exit_code_and_names_a_timeout() {
     };
     assert_eq!(text.len(), http::MAX_BODY_BYTES);
 }
-
-#[test]
-fn durations_print_as_go_prints_them() {
-    let cases = [
-        (1_000, "1s"),
-        (90_000, "1m30s"),
-        (1_500, "1.5s"),
-        (3_600_000, "1h0m0s"),
-    ];
-    for (millis, text) in cases {
-        assert_eq!(exec::go_duration(Duration::from_millis(millis)), text);
-    }
-}

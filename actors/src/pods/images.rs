@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Container;
 use super::image_ref::parse_image_name;
 pub use super::image_ref::with_default_tag;
 pub use super::pull_backoff::PullBackoff;
-use crate::ports::PodEvent;
+use crate::{go_duration::go_duration, ports::PodEvent};
 
 /// `imagePullPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,39 +194,8 @@ pub fn pull_succeeded(
         "Pulled",
         format!(
             "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size_bytes} bytes.",
-            go_duration_millis(pull),
-            go_duration_millis(including_waiting)
+            go_duration(pull),
+            go_duration(including_waiting)
         ),
     )
-}
-
-/// Go's `Duration.String()` of a duration truncated to milliseconds: `0s`, `512ms`, `1.5s`,
-/// `2m3.04s`, `1h0m0s`.
-fn go_duration_millis(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis == 0 {
-        return "0s".to_owned();
-    }
-    if millis < 1000 {
-        return format!("{millis}ms");
-    }
-    let (hours, minutes, seconds, fraction) = (
-        millis / 3_600_000,
-        millis / 60_000 % 60,
-        millis / 1000 % 60,
-        millis % 1000,
-    );
-    let mut text = String::new();
-    if hours > 0 {
-        text.push_str(&format!("{hours}h"));
-    }
-    if hours > 0 || minutes > 0 {
-        text.push_str(&format!("{minutes}m"));
-    }
-    text.push_str(&seconds.to_string());
-    if fraction > 0 {
-        text.push_str(format!(".{fraction:03}").trim_end_matches('0'));
-    }
-    text.push('s');
-    text
 }

@@ -84,19 +84,6 @@ impl Backoff {
     }
 }
 
-/// A whole-second duration as Go's `time.Duration.String` writes it: `10s`, `1m20s`, `5m0s`.
-pub fn go_duration(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    if hours > 0 {
-        format!("{hours}h{minutes}m{seconds}s")
-    } else if minutes > 0 {
-        format!("{minutes}m{seconds}s")
-    } else {
-        format!("{seconds}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,12 +121,5 @@ mod tests {
         assert_eq!(backoff.in_backoff_since("c", at(0), at(9)), Some(INITIAL));
         assert_eq!(backoff.in_backoff_since("c", at(0), at(10)), None);
         assert_eq!(backoff.expires_at("c", at(0)), Some(at(10)));
-    }
-
-    #[test]
-    fn durations_print_as_go_prints_them() {
-        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(go_duration(Duration::from_secs(80)), "1m20s");
-        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
     }
 }

@@ -9,7 +9,6 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
-    backoff::go_duration,
     container::{Resolved, container_config},
     engine::{Engine, SYNC_ERROR_BACKOFF},
     objects::EnvObjects,
@@ -19,6 +18,7 @@ use super::{
     view::{PodRuntime, restart_count},
 };
 use crate::{
+    go_duration::go_duration,
     pods::env::{CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, container_env},
     ports::{ContainerState, DnsConfig, PodEvent, SandboxConfig},
 };

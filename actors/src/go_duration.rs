@@ -1,0 +1,63 @@
+//! Go's `time.Duration.String()`, truncated to milliseconds, for the kubelet's texts that
+//! print durations (`Back-off 10s restarting…`, `Successfully pulled image … in 1.5s`, a probe's
+//! `command timed out after 1s`): one writer, so every message agrees with the kubelet's.
+
+use std::time::Duration;
+
+/// `0s`, `512ms`, `1.5s`, `1m20s`, `5m0s`, `1h0m0s`.
+pub fn go_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis == 0 {
+        return "0s".to_owned();
+    }
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let (hours, minutes, seconds, fraction) = (
+        millis / 3_600_000,
+        millis / 60_000 % 60,
+        millis / 1000 % 60,
+        millis % 1000,
+    );
+    let mut text = String::new();
+    if hours > 0 {
+        text.push_str(&format!("{hours}h"));
+    }
+    if hours > 0 || minutes > 0 {
+        text.push_str(&format!("{minutes}m"));
+    }
+    text.push_str(&seconds.to_string());
+    if fraction > 0 {
+        text.push_str(format!(".{fraction:03}").trim_end_matches('0'));
+    }
+    text.push('s');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_as_go_prints_it() {
+        let cases = [
+            (0, "0s"),
+            (512, "512ms"),
+            (1_000, "1s"),
+            (1_500, "1.5s"),
+            (10_000, "10s"),
+            (80_000, "1m20s"),
+            (90_000, "1m30s"),
+            (123_040, "2m3.04s"),
+            (300_000, "5m0s"),
+            (3_600_000, "1h0m0s"),
+        ];
+        for (millis, text) in cases {
+            assert_eq!(
+                go_duration(Duration::from_millis(millis)),
+                text,
+                "{millis} ms"
+            );
+        }
+    }
+}
