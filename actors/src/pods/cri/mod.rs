@@ -7,16 +7,20 @@ mod admit;
 mod backoff;
 mod container;
 mod engine;
+mod hooks;
 mod image;
+mod kill;
 mod objects;
 mod plan;
 mod pleg;
+mod post_start;
 #[cfg(test)]
 mod rule_tests;
 mod sandbox;
 mod status;
 mod sub_path;
 mod terminate;
+mod termination_message;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -39,7 +43,7 @@ use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
 use crate::{
     messages::StopPod,
     node_status::NodeView,
-    ports::{PodStats, PodVolumeView, VolumeSourceApi},
+    ports::{PodStats, PodVolumeView, ProbeRunner, VolumeSourceApi},
 };
 
 pub struct CriPods {
@@ -97,6 +101,13 @@ impl CriPods {
     #[must_use]
     pub fn with_objects(mut self, api: Arc<dyn VolumeSourceApi>) -> Self {
         self.engine_mut().objects = Some(api);
+        self
+    }
+
+    /// Sends lifecycle hooks' `httpGet` requests through `runner` (the prober's HTTP client).
+    #[must_use]
+    pub fn with_http_hooks(mut self, runner: Arc<dyn ProbeRunner>) -> Self {
+        self.engine_mut().http_hooks = Some(runner);
         self
     }
 

@@ -273,6 +273,7 @@ impl ContainerRuntime for FakeRuntime {
             labels: config.labels.clone(),
             annotations: config.annotations.clone(),
             log_path: config.log_path.clone(),
+            mounts: config.mounts.clone(),
         };
         self.state()
             .containers
