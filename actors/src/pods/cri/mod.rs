@@ -7,6 +7,8 @@ mod admit;
 mod backoff;
 mod container;
 mod engine;
+#[cfg(test)]
+mod hook_tests;
 mod hooks;
 mod image;
 mod kill;
@@ -17,6 +19,8 @@ mod post_start;
 #[cfg(test)]
 mod rule_tests;
 mod sandbox;
+#[cfg(test)]
+mod sidecar_tests;
 mod status;
 mod sub_path;
 mod terminate;

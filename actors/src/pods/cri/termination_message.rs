@@ -134,3 +134,103 @@ pub fn truncated(message: &str, max: usize) -> &str {
     }
     &message[..end]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::{ContainerState, Labels, Mount};
+
+    fn exited(exit_code: i32, policy: &str, file: &Path, log: &Path) -> ContainerStatus {
+        let annotations: Labels = [
+            (TERMINATION_MESSAGE_PATH_ANNOTATION, "/dev/termination-log"),
+            (TERMINATION_MESSAGE_POLICY_ANNOTATION, policy),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        ContainerStatus {
+            id: "c".to_owned(),
+            name: "app".to_owned(),
+            attempt: 0,
+            state: ContainerState::Exited,
+            created_at: 1,
+            started_at: 1,
+            finished_at: 2,
+            exit_code,
+            image: String::new(),
+            image_ref: String::new(),
+            reason: String::new(),
+            message: String::new(),
+            labels: Labels::new(),
+            annotations,
+            log_path: log.to_owned(),
+            mounts: vec![Mount {
+                container_path: "/dev/termination-log".into(),
+                host_path: file.to_owned(),
+                ..Mount::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn partial_log_lines_run_on_into_the_next_and_malformed_ones_are_skipped() {
+        let lines: [&[u8]; 4] = [
+            b"2026-12-01T09:00:00Z stdout P hel",
+            b"2026-12-01T09:00:01Z stdout F lo",
+            b"garbage",
+            b"2026-12-01T09:00:02Z stderr F  two spaces",
+        ];
+        assert_eq!(log_text(lines), b"hello\n two spaces\n");
+    }
+
+    #[test]
+    fn only_the_last_4096_bytes_of_the_file_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("message");
+        let text = format!("{}{}", "a".repeat(100), "b".repeat(4096));
+        std::fs::write(&file, text).unwrap();
+        let status = exited(1, "File", &file, &dir.path().join("none.log"));
+        assert_eq!(termination_message(&status, dir.path()), "b".repeat(4096));
+    }
+
+    #[test]
+    fn the_log_fallback_needs_an_empty_file_and_a_failure_and_keeps_2048_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("message");
+        std::fs::write(&file, "").unwrap();
+        let log = dir.path().join("0.log");
+        let long = "x".repeat(100);
+        let lines: String = (0..30)
+            .map(|n| format!("2026-12-01T09:00:00Z stdout F {n:02}{long}\n"))
+            .collect();
+        std::fs::write(&log, lines).unwrap();
+        let fallback = "FallbackToLogsOnError";
+        let tail = termination_message(&exited(1, fallback, &file, &log), dir.path());
+        assert_eq!(tail.len(), MAX_LOG_BYTES);
+        assert!(tail.ends_with(&format!("29{long}\n")), "{tail}");
+        assert_eq!(
+            termination_message(&exited(0, fallback, &file, &log), dir.path()),
+            "",
+            "a container that succeeded keeps its empty message"
+        );
+        std::fs::write(&file, "written").unwrap();
+        assert_eq!(
+            termination_message(&exited(1, fallback, &file, &log), dir.path()),
+            "written"
+        );
+        assert_eq!(
+            termination_message(&exited(1, "File", &file, &log), dir.path()),
+            "written"
+        );
+    }
+
+    #[test]
+    fn messages_join_after_the_runtimes_and_are_cut_at_a_character_boundary() {
+        assert_eq!(joined("OOM", "gone"), "OOM: gone");
+        assert_eq!(joined("", "gone"), "gone");
+        assert_eq!(joined("OOM", ""), "OOM");
+        assert_eq!(truncated("héllo", 2), "h");
+        assert_eq!(truncated("héllo", 3), "hé");
+        assert_eq!(truncated("hello", 10), "hello");
+    }
+}
