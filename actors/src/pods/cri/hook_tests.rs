@@ -96,7 +96,7 @@ async fn a_refused_post_start_http_hook_fails_with_the_kubelets_message() {
     let runner = RecordingRunner::answering(ProbeOutcome::Failure(refused.to_owned()));
     let mut harness = harness_with(&runner);
     harness.apply(&pod(
-        "Never",
+        "Always",
         json!({"containers": [{"name": "app", "image": IMAGE,
             "lifecycle": {"postStart": {"httpGet": {"path": "/start", "port": 8080}}}}]}),
     ));
@@ -116,6 +116,28 @@ async fn a_refused_post_start_http_hook_fails_with_the_kubelets_message() {
             .events()
             .contains(&"Warning FailedPostStartHook: PostStartHook failed".to_owned())
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_never_pod_whose_post_start_hook_failed_ends_failed_showing_how_it_ended() {
+    let runner = RecordingRunner::answering(ProbeOutcome::Failure("connection refused".into()));
+    let mut harness = harness_with(&runner);
+    // Killed by SIGTERM it did not trap.
+    harness.runtime.stop_with(143);
+    harness.apply(&pod(
+        "Never",
+        json!({"containers": [{"name": "app", "image": IMAGE,
+            "lifecycle": {"postStart": {"httpGet": {"path": "/start", "port": 8080}}}}]}),
+    ));
+    let status = harness
+        .status_where("Failed", |s| phase(s) == "Failed")
+        .await;
+    assert_eq!(
+        app(&status)["state"]["terminated"]["exitCode"],
+        143,
+        "{status}"
+    );
+    assert_eq!(harness.runtime.created("app").len(), 1, "never restarted");
 }
 
 #[tokio::test(start_paused = true)]

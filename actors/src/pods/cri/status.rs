@@ -113,9 +113,14 @@ fn container_status(
     inputs: &StatusInputs<'_>,
     fresh_reason: &str,
     role: Role,
+    policy: RestartPolicy,
 ) -> ApiStatus {
     let mut instances = runtime.instances(&container.name);
     let newest = instances.next();
+    // Only a container that starts again shows why its last start failed (the kubelet's
+    // `ShouldContainerBeRestarted`); one the policy leaves exited shows how it ended.
+    let restarts = role == Role::Sidecar
+        || newest.is_none_or(|n| n.state != ContainerState::Exited || policy.restarts(n.exit_code));
     let previous = instances.next();
     let mut status = ApiStatus {
         name: container.name.clone(),
@@ -147,7 +152,10 @@ fn container_status(
             .filter(|p| p.state == ContainerState::Exited)
             .map(|p| api_state(p, inputs.runtime_name));
     }
-    let error = inputs.errors.and_then(|errors| errors.get(&container.name));
+    let error = inputs
+        .errors
+        .and_then(|errors| errors.get(&container.name))
+        .filter(|_| restarts);
     if let Some(error) = error {
         let wants_start = status.state.as_ref().is_none_or(|s| s.running.is_none());
         if wants_start {
@@ -373,10 +381,14 @@ fn pod_ips(ips: &[String]) -> Vec<String> {
 
 /// The pod's status as the kubelet would report it now.
 pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) -> PodStatus {
+    let policy = RestartPolicy::of(pod);
     let has_init = !init_containers(pod).is_empty();
     let mut init: Vec<ApiStatus> = init_containers(pod)
         .iter()
-        .map(|c| container_status(c, runtime, inputs, "PodInitializing", Role::of_init(c)))
+        .map(|c| {
+            let role = Role::of_init(c);
+            container_status(c, runtime, inputs, "PodInitializing", role, policy)
+        })
         .collect();
     let app_reason = if has_init {
         "PodInitializing"
@@ -385,7 +397,7 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
     };
     let mut apps: Vec<ApiStatus> = app_containers(pod)
         .iter()
-        .map(|c| container_status(c, runtime, inputs, app_reason, Role::App))
+        .map(|c| container_status(c, runtime, inputs, app_reason, Role::App, policy))
         .collect();
     apps.sort_by(|a, b| a.name.cmp(&b.name));
     // The kubelet's status manager shares 12 KiB of termination messages among the containers.
