@@ -91,6 +91,32 @@ async fn a_failing_post_start_exec_hook_kills_the_container_and_shows_post_start
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_post_start_sleep_hook_holds_the_next_container_back_for_its_seconds() {
+    let mut harness = Harness::new();
+    harness.apply(&pod(
+        "Always",
+        json!({"containers": [
+            {"name": "first", "image": IMAGE, "lifecycle": {"postStart": {"sleep": {"seconds": 5}}}},
+            {"name": "second", "image": IMAGE}]}),
+    ));
+    let started = tokio::time::Instant::now();
+    harness
+        .status_where("Running", |s| phase(s) == "Running")
+        .await;
+    assert!(started.elapsed() >= Duration::from_secs(5));
+    let events = harness.events();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.starts_with("Normal Started"))
+            .count(),
+        2,
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| e.contains("FailedPostStartHook")));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_refused_post_start_http_hook_fails_with_the_kubelets_message() {
     let refused = "Get \"http://10.0.0.1:8080/start\": connection refused";
     let runner = RecordingRunner::answering(ProbeOutcome::Failure(refused.to_owned()));

@@ -1,7 +1,8 @@
 //! The kubelet's lifecycle handlers (`lifecycle/handlers.go`) for `postStart` and `preStop`:
 //! `exec` through ExecSync with no timeout of its own, `httpGet` as the same request the
 //! prober sends (through the [`ProbeRunner`] port), failing only when no answer came — the
-//! kubelet ignores the status code — with the kubelet's failure messages. Callers bound the time.
+//! kubelet ignores the status code — and `sleep`, with the kubelet's failure messages. Callers
+//! bound the time.
 
 use std::time::Duration;
 
@@ -162,7 +163,12 @@ impl Engine {
                 .await;
             return http_answered(&outcome).map_err(fail);
         }
-        let error = "invalid handler: neither exec nor httpGet";
+        if let Some(sleep) = &handler.sleep {
+            let seconds = u64::try_from(sleep.seconds).unwrap_or(0);
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+            return Ok(());
+        }
+        let error = "invalid handler: neither exec, httpGet nor sleep";
         Err(format!("Cannot run handler: {error}"))
     }
 }
