@@ -6,7 +6,7 @@ use std::{collections::HashMap, path::Path};
 
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, ImageInfo,
-    Labels, MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
+    Labels, Mount, MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
     SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
 };
 
@@ -283,6 +283,24 @@ pub(super) fn container_status(status: proto::ContainerStatus) -> ContainerStatu
         labels: labels(status.labels),
         annotations: labels(status.annotations),
         log_path: status.log_path.into(),
+        mounts: status
+            .mounts
+            .into_iter()
+            .map(|mount| Mount {
+                propagation: match mount.propagation() {
+                    proto::MountPropagation::PropagationHostToContainer => {
+                        MountPropagation::HostToContainer
+                    }
+                    proto::MountPropagation::PropagationBidirectional => {
+                        MountPropagation::Bidirectional
+                    }
+                    proto::MountPropagation::PropagationPrivate => MountPropagation::Private,
+                },
+                readonly: mount.readonly,
+                container_path: mount.container_path.into(),
+                host_path: mount.host_path.into(),
+            })
+            .collect(),
     }
 }
 

@@ -35,6 +35,7 @@ use super::{
 use crate::{
     config::{RuntimeKind, Settings},
     cri::CriClient,
+    prober::ProbeHandlers,
     volume::{csi::CsiDrivers, host::DiskVolumeHost},
 };
 
@@ -251,9 +252,13 @@ impl Wiring<'_> {
             relist_period: RELIST_PERIOD,
             clock: Arc::new(jiff::Timestamp::now),
         };
-        let pods = CriPods::on_own_thread(settings, Arc::new(client), Some(volumes))
+        let client = Arc::new(client);
+        // Lifecycle hooks' httpGet is the prober's request, from the same client.
+        let hooks = Arc::new(ProbeHandlers::new(Arc::clone(&client) as _));
+        let pods = CriPods::on_own_thread(settings, client, Some(volumes))
             .map_err(|error| error.to_string())?
-            .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>);
+            .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>)
+            .with_http_hooks(hooks);
         Ok(if self.parts.heartbeat {
             pods.with_node_view(Arc::clone(&self.node_view))
         } else {

@@ -8,7 +8,7 @@ use std::{future::poll_fn, pin::Pin, time::Duration};
 use http::{HeaderName, HeaderValue, Request, Uri, header};
 use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
-use nodepulse_actors::ports::ProbeOutcome;
+use nodepulse_actors::ports::{HTTP_STATUS_FAILURE, ProbeOutcome};
 use tokio::net::TcpStream;
 
 /// The kubelet's `User-Agent` (`kube-probe/<major>.<minor>` of the version it follows).
@@ -78,7 +78,7 @@ async fn follow(spec: &HttpProbe<'_>, mut url: String) -> ProbeOutcome {
             300..=399 => {
                 ProbeOutcome::Warning(format!("Probe terminated redirects, Response body: {body}"))
             }
-            _ => ProbeOutcome::Failure(format!("HTTP probe failed with statuscode: {status}")),
+            _ => ProbeOutcome::Failure(format!("{HTTP_STATUS_FAILURE}{status}")),
         };
     }
     ProbeOutcome::Failure(format!(

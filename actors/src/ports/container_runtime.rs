@@ -201,6 +201,9 @@ pub struct ContainerStatus {
     pub labels: Labels,
     pub annotations: Labels,
     pub log_path: PathBuf,
+    /// The container's mounts as the runtime reports them (the termination-message file is
+    /// found among them by its container path).
+    pub mounts: Vec<Mount>,
 }
 
 /// One container of ListContainers.

@@ -39,7 +39,9 @@ pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
-pub use probe::{ProbeAction, ProbeError, ProbeOutcome, ProbeRunner, ProbeTarget};
+pub use probe::{
+    HTTP_STATUS_FAILURE, ProbeAction, ProbeError, ProbeOutcome, ProbeRunner, ProbeTarget,
+};
 pub(crate) use recovery::warn_unless_unreachable;
 pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
 pub use runtime::{

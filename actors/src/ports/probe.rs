@@ -55,6 +55,10 @@ pub enum ProbeOutcome {
     Unknown(ProbeError),
 }
 
+/// How an httpGet probe's failure text for an answer outside 200–399 starts (the status code
+/// follows): the server did answer, which is all a lifecycle hook asks of it.
+pub const HTTP_STATUS_FAILURE: &str = "HTTP probe failed with statuscode: ";
+
 /// Why a probe could not be run at all; retrying may help (the kubelet retries 3 times).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProbeError {

@@ -205,6 +205,8 @@ pub struct ContainerStatus {
     pub labels: HashMap<String, String>,
     #[prost(map = "string, string", tag = "13")]
     pub annotations: HashMap<String, String>,
+    #[prost(message, repeated, tag = "14")]
+    pub mounts: Vec<Mount>,
     #[prost(string, tag = "15")]
     pub log_path: String,
     #[prost(string, tag = "17")]

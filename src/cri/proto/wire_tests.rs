@@ -249,6 +249,14 @@ fn decodes_a_container_status_by_the_cri_field_numbers() {
     put_bytes(&mut status, 9, b"sha256:abc");
     put_bytes(&mut status, 10, b"Error");
     put_bytes(&mut status, 11, b"it failed");
+    let mut mount = Vec::new();
+    put_bytes(&mut mount, 1, b"/dev/termination-log");
+    put_bytes(
+        &mut mount,
+        2,
+        b"/var/lib/nodepulse/pods/u/containers/main/0a1b2c3d",
+    );
+    put_bytes(&mut status, 14, &mount);
     put_bytes(&mut status, 15, b"/var/log/pods/x/main/3.log");
     let mut response = Vec::new();
     put_bytes(&mut response, 1, &status);
@@ -267,6 +275,15 @@ fn decodes_a_container_status_by_the_cri_field_numbers() {
     assert_eq!(status.reason, "Error");
     assert_eq!(status.message, "it failed");
     assert_eq!(status.log_path.to_str(), Some("/var/log/pods/x/main/3.log"));
+    assert_eq!(status.mounts.len(), 1);
+    assert_eq!(
+        status.mounts[0].container_path.to_str(),
+        Some("/dev/termination-log")
+    );
+    assert_eq!(
+        status.mounts[0].host_path.to_str(),
+        Some("/var/lib/nodepulse/pods/u/containers/main/0a1b2c3d")
+    );
 }
 
 #[test]

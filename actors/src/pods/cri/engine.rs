@@ -20,8 +20,9 @@ use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
     backoff::Backoff,
-    sandbox::ClusterDns,
+    sandbox::{ClusterDns, log_directory},
     status::{StartError, StatusInputs, pod_status, reported_ips},
+    termination_message::{joined, termination_message},
     view::PodRuntime,
 };
 use crate::{
@@ -31,8 +32,8 @@ use crate::{
         provider::{PodUpdate, UpdateSink},
     },
     ports::{
-        ContainerFilter, ContainerRuntime, ContainerRuntimeResult, PodEvent, PodVolumeView,
-        RuntimeService, SandboxFilter, VolumeSourceApi,
+        ContainerFilter, ContainerRuntime, ContainerRuntimeResult, ContainerState, PodEvent,
+        PodVolumeView, ProbeRunner, RuntimeService, SandboxFilter, VolumeSourceApi,
     },
 };
 
@@ -115,6 +116,8 @@ pub struct Engine {
     /// The Node as NodeStatusActor last saw it, for admission and `resourceFieldRef` limits;
     /// `None`: no admission (tests of other rules).
     pub node: Option<Arc<NodeView>>,
+    /// Sends lifecycle hooks' HTTP requests (the prober's client); `None`: they fail.
+    pub http_hooks: Option<Arc<dyn ProbeRunner>>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     spawner: Handle,
@@ -133,6 +136,7 @@ impl Engine {
             volumes,
             objects: None,
             node: None,
+            http_hooks: None,
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             spawner,
@@ -291,10 +295,22 @@ impl Engine {
                 Err(error) => return Err(error),
             }
         }
+        let log_dir = self
+            .core()
+            .pods
+            .get(uid)
+            .map(|entry| log_directory(&self.settings.pod_logs_dir, &entry.pod))
+            .unwrap_or_default();
         let mut containers = Vec::new();
         for id in container_ids {
             match self.runtime.container_status(id).await {
-                Ok(status) => containers.push(status),
+                Ok(mut status) => {
+                    if status.state == ContainerState::Exited {
+                        let message = termination_message(&status, &log_dir);
+                        status.message = joined(&status.message, &message);
+                    }
+                    containers.push(status);
+                }
                 Err(crate::ports::ContainerRuntimeError::NotFound { .. }) => {}
                 Err(error) => return Err(error),
             }

@@ -7,16 +7,24 @@ mod admit;
 mod backoff;
 mod container;
 mod engine;
+#[cfg(test)]
+mod hook_tests;
+mod hooks;
 mod image;
+mod kill;
 mod objects;
 mod plan;
 mod pleg;
+mod post_start;
 #[cfg(test)]
 mod rule_tests;
 mod sandbox;
+#[cfg(test)]
+mod sidecar_tests;
 mod status;
 mod sub_path;
 mod terminate;
+mod termination_message;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -39,7 +47,7 @@ use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
 use crate::{
     messages::StopPod,
     node_status::NodeView,
-    ports::{PodStats, PodVolumeView, VolumeSourceApi},
+    ports::{PodStats, PodVolumeView, ProbeRunner, VolumeSourceApi},
 };
 
 pub struct CriPods {
@@ -97,6 +105,13 @@ impl CriPods {
     #[must_use]
     pub fn with_objects(mut self, api: Arc<dyn VolumeSourceApi>) -> Self {
         self.engine_mut().objects = Some(api);
+        self
+    }
+
+    /// Sends lifecycle hooks' `httpGet` requests through `runner` (the prober's HTTP client).
+    #[must_use]
+    pub fn with_http_hooks(mut self, runner: Arc<dyn ProbeRunner>) -> Self {
+        self.engine_mut().http_hooks = Some(runner);
         self
     }
 

@@ -1,7 +1,8 @@
 //! The kubelet's `computePodActions`: from the pod spec and what the runtime holds, whether a
-//! new sandbox is needed, which container starts next (init containers one at a time, then
-//! the app containers in spec order) and whether the pod is done and its sandbox can stop.
-//! Pure; back-off and images are the worker's business.
+//! new sandbox is needed, which container starts next (init containers one at a time, sidecars
+//! started in order and kept running, then the app containers in spec order) and whether the
+//! pod is done and its containers and sandbox can stop. Pure; back-off and images are the
+//! worker's business.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
@@ -49,6 +50,18 @@ pub struct Plan {
     pub start: Vec<(Kind, String)>,
     /// Nothing runs and nothing will: stop the sandbox.
     pub kill_pod: bool,
+}
+
+/// A restartable init container (`restartPolicy: Always`): a sidecar, which keeps running
+/// beside the app containers and is restarted whatever the pod's policy.
+pub fn is_sidecar(container: &Container) -> bool {
+    container.restart_policy.as_deref() == Some("Always")
+}
+
+/// Whether a running sidecar counts as started, so the next init container may start. Until
+/// startup probes exist, running is started; the prober's startup result goes here.
+pub fn sidecar_started(status: &ContainerStatus) -> bool {
+    status.state == ContainerState::Running
 }
 
 pub fn init_containers(pod: &Pod) -> &[Container] {
@@ -127,47 +140,115 @@ pub fn plan(pod: &Pod, runtime: &PodRuntime) -> Plan {
             kill_pod: false,
         };
     }
-    // Init containers strictly in order: the first one not yet succeeded decides.
     let app_started = app_containers(pod)
         .iter()
         .any(|c| runtime.newest(&c.name).is_some());
-    if !app_started {
-        for init in init_containers(pod) {
-            match runtime.newest(&init.name) {
-                Some(status) if succeeded(status) => {}
-                Some(status) if status.state == ContainerState::Running => {
-                    return Plan::default();
-                }
-                Some(status) if status.state == ContainerState::Exited => {
-                    if policy == RestartPolicy::Never {
-                        return Plan {
-                            kill_pod: !runtime.any_running(),
-                            ..Plan::default()
-                        };
-                    }
-                    return Plan {
-                        start: vec![(Kind::Init, init.name.clone())],
-                        ..Plan::default()
-                    };
-                }
-                _ => {
-                    return Plan {
-                        start: vec![(Kind::Init, init.name.clone())],
-                        ..Plan::default()
-                    };
-                }
-            }
+    let mut start = Vec::new();
+    match init_step(pod, runtime, policy, app_started) {
+        InitStep::Wait(init) => {
+            return Plan {
+                start: init,
+                ..Plan::default()
+            };
         }
+        InitStep::KillPod => {
+            return Plan {
+                kill_pod: true,
+                ..Plan::default()
+            };
+        }
+        InitStep::Done(sidecars) => start.extend(sidecars),
     }
-    let start: Vec<(Kind, String)> = app_containers(pod)
+    let apps: Vec<(Kind, String)> = app_containers(pod)
         .iter()
         .filter(|c| wants_start(runtime.newest(&c.name), policy))
         .map(|c| (Kind::App, c.name.clone()))
         .collect();
-    let kill_pod = start.is_empty() && !runtime.any_running();
+    let app_running = app_containers(pod).iter().any(|c| {
+        runtime
+            .newest(&c.name)
+            .is_some_and(|s| s.state == ContainerState::Running)
+    });
+    // Nothing of the app runs or will: the pod is done, and its sidecars are not restarted to
+    // keep it alive (the kubelet clears `InitContainersToStart`).
+    if apps.is_empty() && !app_running {
+        return Plan {
+            kill_pod: true,
+            ..Plan::default()
+        };
+    }
+    start.extend(apps);
     Plan {
         create_sandbox: None,
         start,
-        kill_pod,
+        kill_pod: false,
     }
+}
+
+/// Where the init containers stand.
+#[derive(Debug, PartialEq, Eq)]
+enum InitStep {
+    /// Not initialized yet: start these (possibly none) and wait.
+    Wait(Vec<(Kind, String)>),
+    /// A regular init container failed under `Never`: the pod ends.
+    KillPod,
+    /// Initialized: restart these exited sidecars beside the app containers.
+    Done(Vec<(Kind, String)>),
+}
+
+/// The kubelet's `computeInitContainerActions`: regular init containers strictly in order to
+/// completion; a sidecar starts in its turn, and the next one waits until it is started;
+/// exited sidecars are restarted. Once an app container was started, regular init containers
+/// count as done.
+fn init_step(
+    pod: &Pod,
+    runtime: &PodRuntime,
+    policy: RestartPolicy,
+    app_started: bool,
+) -> InitStep {
+    let mut start = Vec::new();
+    for init in init_containers(pod) {
+        let newest = runtime.newest(&init.name);
+        let entry = (Kind::Init, init.name.clone());
+        if is_sidecar(init) {
+            match newest {
+                Some(status) if sidecar_started(status) => {}
+                Some(status) if status.state == ContainerState::Exited => start.push(entry),
+                // Running but not started yet (a startup probe): the next one waits.
+                Some(status) if status.state == ContainerState::Running => {
+                    if !app_started {
+                        return InitStep::Wait(start);
+                    }
+                }
+                _ => {
+                    start.push(entry);
+                    if !app_started {
+                        return InitStep::Wait(start);
+                    }
+                }
+            }
+            continue;
+        }
+        if app_started {
+            continue;
+        }
+        match newest {
+            Some(status) if succeeded(status) => {}
+            Some(status) if status.state == ContainerState::Running => {
+                return InitStep::Wait(start);
+            }
+            Some(status) if status.state == ContainerState::Exited => {
+                if policy == RestartPolicy::Never {
+                    return InitStep::KillPod;
+                }
+                start.push(entry);
+                return InitStep::Wait(start);
+            }
+            _ => {
+                start.push(entry);
+                return InitStep::Wait(start);
+            }
+        }
+    }
+    InitStep::Done(start)
 }

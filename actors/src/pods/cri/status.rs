@@ -16,7 +16,8 @@ use k8s_openapi::{
 };
 
 use super::{
-    plan::{RestartPolicy, app_containers, host_network, init_containers},
+    plan::{RestartPolicy, app_containers, host_network, init_containers, is_sidecar},
+    termination_message::{MAX_POD_MESSAGE_BYTES, truncated},
     view::{PodRuntime, restart_count},
 };
 use crate::{
@@ -88,15 +89,38 @@ fn api_state(status: &ContainerStatus, runtime_name: &str) -> ApiState {
     }
 }
 
+/// What a container is to the pod, which decides its `started` and `ready`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Init,
+    Sidecar,
+    App,
+}
+
+impl Role {
+    fn of_init(container: &Container) -> Self {
+        if is_sidecar(container) {
+            Self::Sidecar
+        } else {
+            Self::Init
+        }
+    }
+}
+
 fn container_status(
     container: &Container,
     runtime: &PodRuntime,
     inputs: &StatusInputs<'_>,
     fresh_reason: &str,
-    init: bool,
+    role: Role,
+    policy: RestartPolicy,
 ) -> ApiStatus {
     let mut instances = runtime.instances(&container.name);
     let newest = instances.next();
+    // Only a container that starts again shows why its last start failed (the kubelet's
+    // `ShouldContainerBeRestarted`); one the policy leaves exited shows how it ended.
+    let restarts = role == Role::Sidecar
+        || newest.is_none_or(|n| n.state != ContainerState::Exited || policy.restarts(n.exit_code));
     let previous = instances.next();
     let mut status = ApiStatus {
         name: container.name.clone(),
@@ -116,18 +140,22 @@ fn container_status(
         };
         status.image_id = newest.image_ref.clone();
         status.restart_count = i32::try_from(restart_count(newest)).unwrap_or(i32::MAX);
+        // Until probes exist, a running container is started and a started sidecar or app
+        // container ready (the prober's results go here); regular init containers are ready
+        // once they exited 0.
         status.started = Some(running);
-        // Until probes exist, a running app container is ready; init containers once done.
-        status.ready = if init {
-            newest.state == ContainerState::Exited && newest.exit_code == 0
-        } else {
-            running
+        status.ready = match role {
+            Role::Init => newest.state == ContainerState::Exited && newest.exit_code == 0,
+            Role::Sidecar | Role::App => running,
         };
         status.last_state = previous
             .filter(|p| p.state == ContainerState::Exited)
             .map(|p| api_state(p, inputs.runtime_name));
     }
-    let error = inputs.errors.and_then(|errors| errors.get(&container.name));
+    let error = inputs
+        .errors
+        .and_then(|errors| errors.get(&container.name))
+        .filter(|_| restarts);
     if let Some(error) = error {
         let wants_start = status.state.as_ref().is_none_or(|s| s.running.is_none());
         if wants_start {
@@ -138,6 +166,17 @@ fn container_status(
         }
     }
     status
+}
+
+/// Each terminated state's message cut to `max` bytes.
+fn cap_messages(status: &mut ApiStatus, max: usize) {
+    let states = status.state.iter_mut().chain(status.last_state.iter_mut());
+    for terminated in states.filter_map(|s| s.terminated.as_mut()) {
+        if let Some(message) = terminated.message.as_mut() {
+            let cut = truncated(message, max).len();
+            message.truncate(cut);
+        }
+    }
 }
 
 fn terminated_code(status: &ApiStatus) -> Option<i32> {
@@ -158,13 +197,25 @@ fn last_terminated_code(status: &ApiStatus) -> Option<i32> {
         .map(|t| t.exit_code)
 }
 
-/// `getPhase` (the legacy rules, without per-container restart rules).
+/// `getPhase` (the legacy rules, without per-container restart rules). Sidecars hold the pod
+/// Pending only while not started and before any app container started; a terminated one is
+/// ignored, and a running one does not keep a pod whose app containers ended from finishing.
 fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &'static str {
     let policy = RestartPolicy::of(pod);
     let mut pending_init = false;
+    let mut pending_sidecar = false;
     let mut failed_init = false;
-    for status in init {
+    for (container, status) in init_containers(pod).iter().zip(init) {
         let state = status.state.clone().unwrap_or_default();
+        if is_sidecar(container) {
+            let unstarted = match (&state.running, &state.waiting) {
+                (Some(_), _) => status.started != Some(true),
+                (None, Some(_)) => last_terminated_code(status).is_none(),
+                (None, None) => state.terminated.is_none(),
+            };
+            pending_sidecar |= unstarted;
+            continue;
+        }
         if state.running.is_some()
             || (state.waiting.is_some() && last_terminated_code(status).is_none())
         {
@@ -196,7 +247,8 @@ fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &
     if failed_init && policy == RestartPolicy::Never {
         return "Failed";
     }
-    if pending_init && !terminal {
+    let app_started = running + stopped > 0;
+    if (pending_init || (pending_sidecar && !app_started)) && !terminal {
         return "Pending";
     }
     if waiting > 0 && !terminal {
@@ -229,6 +281,7 @@ fn names(statuses: &[&ApiStatus]) -> String {
 }
 
 fn conditions(
+    pod: &Pod,
     init: &[ApiStatus],
     apps: &[ApiStatus],
     phase: &str,
@@ -256,7 +309,19 @@ fn conditions(
             .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
             || s.last_state.is_some()
     });
-    let incomplete: Vec<&ApiStatus> = init.iter().filter(|s| !s.ready).collect();
+    // Done: a regular init container once ready (exited 0), a sidecar once started.
+    let incomplete: Vec<&ApiStatus> = init_containers(pod)
+        .iter()
+        .zip(init)
+        .filter(|(container, status)| {
+            if is_sidecar(container) {
+                status.started != Some(true)
+            } else {
+                !status.ready
+            }
+        })
+        .map(|(_, status)| status)
+        .collect();
     conditions.push(if phase == "Succeeded" {
         condition("Initialized", true, Some("PodCompleted"), None)
     } else if incomplete.is_empty() || app_started {
@@ -272,7 +337,13 @@ fn conditions(
             )),
         )
     });
-    let unready: Vec<&ApiStatus> = apps.iter().filter(|s| !s.ready).collect();
+    // Sidecars first, in spec order, then the app containers, as the kubelet lists them.
+    let sidecars = init_containers(pod)
+        .iter()
+        .zip(init)
+        .filter(|(container, _)| is_sidecar(container))
+        .map(|(_, status)| status);
+    let unready: Vec<&ApiStatus> = sidecars.chain(apps).filter(|s| !s.ready).collect();
     let ready = match phase {
         "Succeeded" => condition("ContainersReady", false, Some("PodCompleted"), None),
         "Failed" => condition("ContainersReady", false, Some("PodFailed"), None),
@@ -310,10 +381,14 @@ fn pod_ips(ips: &[String]) -> Vec<String> {
 
 /// The pod's status as the kubelet would report it now.
 pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) -> PodStatus {
+    let policy = RestartPolicy::of(pod);
     let has_init = !init_containers(pod).is_empty();
-    let init: Vec<ApiStatus> = init_containers(pod)
+    let mut init: Vec<ApiStatus> = init_containers(pod)
         .iter()
-        .map(|c| container_status(c, runtime, inputs, "PodInitializing", true))
+        .map(|c| {
+            let role = Role::of_init(c);
+            container_status(c, runtime, inputs, "PodInitializing", role, policy)
+        })
         .collect();
     let app_reason = if has_init {
         "PodInitializing"
@@ -322,9 +397,14 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
     };
     let mut apps: Vec<ApiStatus> = app_containers(pod)
         .iter()
-        .map(|c| container_status(c, runtime, inputs, app_reason, false))
+        .map(|c| container_status(c, runtime, inputs, app_reason, Role::App, policy))
         .collect();
     apps.sort_by(|a, b| a.name.cmp(&b.name));
+    // The kubelet's status manager shares 12 KiB of termination messages among the containers.
+    let share = MAX_POD_MESSAGE_BYTES / (init.len() + apps.len()).max(1);
+    for status in init.iter_mut().chain(apps.iter_mut()) {
+        cap_messages(status, share);
+    }
     let mut phase = phase(pod, &init, &apps, inputs.terminal);
     if inputs.evicted.is_some() {
         phase = "Failed";
@@ -345,6 +425,7 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
         reason: inputs.evicted.map(|(reason, _)| reason.to_owned()),
         message: inputs.evicted.map(|(_, message)| message.to_owned()),
         conditions: Some(conditions(
+            pod,
             &init,
             &apps,
             phase,
@@ -424,6 +505,7 @@ mod tests {
             labels: Labels::new(),
             annotations: Labels::new(),
             log_path: "x".into(),
+            mounts: Vec::new(),
         }
     }
 

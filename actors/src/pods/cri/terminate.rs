@@ -1,43 +1,19 @@
-//! Tearing a pod down (deleted, evicted, or gone from the API): every container stopped in
-//! parallel with the grace period left, after its `preStop` exec hook (the runtime sends
-//! SIGTERM, then SIGKILL) and the kubelet's Killing event, the sandboxes stopped and removed,
+//! Tearing a pod down (deleted, evicted, or gone from the API): its containers stopped with the
+//! grace period left (`kill`: preStop hooks, sidecars last; the runtime sends SIGTERM, then
+//! SIGKILL), the sandboxes stopped and removed,
 //! then the final status and TerminatePod — so a pod the API no longer shows has nothing left in the runtime.
 
 use std::{sync::Arc, time::Duration};
 
-use futures::future::join_all;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{
     engine::{Ending, Engine},
-    plan::{app_containers, init_containers},
-    view::container_name,
+    kill::MIN_GRACE,
 };
-use crate::{
-    pods::provider::PodUpdate,
-    ports::{ContainerState, ContainerStatus, PodEvent},
-};
+use crate::{pods::provider::PodUpdate, ports::PodEvent};
 
-/// The command of container `name`'s `preStop` exec hook, if it has one.
-fn pre_stop_command(pod: &Pod, name: &str) -> Option<Vec<String>> {
-    let container = app_containers(pod)
-        .iter()
-        .chain(init_containers(pod))
-        .find(|c| c.name == name)?;
-    container
-        .lifecycle
-        .as_ref()?
-        .pre_stop
-        .as_ref()?
-        .exec
-        .as_ref()?
-        .command
-        .clone()
-}
-
-/// The kubelet never gives a container less than this to stop (`minimumGracePeriodInSeconds`).
-const MIN_GRACE: Duration = Duration::from_secs(2);
 /// `terminationGracePeriodSeconds`' API default.
 const DEFAULT_GRACE_SECONDS: i64 = 30;
 
@@ -80,12 +56,7 @@ impl Engine {
             return;
         };
         let grace = grace_left(&pod, &ending, self.now());
-        let kills = runtime
-            .containers
-            .iter()
-            .filter(|c| matches!(c.state, ContainerState::Running | ContainerState::Created))
-            .map(|c| self.kill_container(&pod, c, grace));
-        join_all(kills).await;
+        self.kill_containers(&pod, &runtime, grace, None).await;
         for sandbox in &runtime.sandboxes {
             if let Err(error) = self.runtime.stop_pod_sandbox(sandbox.id.clone()).await {
                 tracing::warn!(%error, uid, "error killing pod");
@@ -112,50 +83,6 @@ impl Engine {
         }
         drop(core);
         self.wake();
-    }
-
-    /// The kubelet's `killContainer`: the `preStop` exec hook of a running container first,
-    /// waited for at most `grace`, whose whole seconds come off it (never under two seconds
-    /// left); then StopContainer with what is left.
-    async fn kill_container(&self, pod: &Pod, status: &ContainerStatus, grace: Duration) {
-        let mut grace = grace;
-        let name = container_name(status);
-        self.event(
-            pod,
-            PodEvent::normal("Killing", format!("Stopping container {name}")),
-        );
-        self.wake();
-        let hook = pre_stop_command(pod, name).filter(|_| status.state == ContainerState::Running);
-        if let Some(command) = hook {
-            let started = tokio::time::Instant::now();
-            let run = self
-                .runtime
-                .exec_sync(status.id.clone(), command, Duration::ZERO);
-            let outcome = tokio::time::timeout(grace, run).await;
-            match &outcome {
-                Ok(Ok(output)) if output.exit_code == 0 => {}
-                Ok(Ok(output)) => {
-                    tracing::warn!(container = %status.name, exit_code = output.exit_code, "PreStopHook failed");
-                }
-                Ok(Err(error)) => {
-                    tracing::warn!(container = %status.name, %error, "PreStopHook failed")
-                }
-                Err(_) => {
-                    tracing::warn!(container = %status.name, ?grace, "PreStopHook failed: it outlasted the grace period")
-                }
-            }
-            if !matches!(outcome, Ok(Ok(ref output)) if output.exit_code == 0) {
-                self.event(
-                    pod,
-                    PodEvent::warning("FailedPreStopHook", "PreStopHook failed".to_owned()),
-                );
-            }
-            let spent = Duration::from_secs(started.elapsed().as_secs());
-            grace = grace.saturating_sub(spent).max(MIN_GRACE);
-        }
-        if let Err(error) = self.runtime.stop_container(status.id.clone(), grace).await {
-            tracing::warn!(container = %status.name, %error, "StopContainer failed");
-        }
     }
 
     fn retry_soon(&self, uid: &str) {

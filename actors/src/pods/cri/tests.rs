@@ -179,7 +179,7 @@ pub(super) fn waiting_reason(status: &Value) -> &str {
         .unwrap_or_default()
 }
 
-fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
+pub(super) fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
     status["conditions"]
         .as_array()
         .and_then(|all| all.iter().find(|c| c["type"] == kind))
@@ -570,7 +570,7 @@ async fn failed_pulls_show_err_image_pull_then_image_pull_back_off() {
     assert_eq!(harness.runtime.count("PullImage"), 2);
 }
 
-fn deleted(pod: &Pod, grace: i64) -> Pod {
+pub(super) fn deleted(pod: &Pod, grace: i64) -> Pod {
     let mut pod = pod.clone();
     let deadline = Timestamp::now() + jiff::SignedDuration::from_secs(grace);
     pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(

@@ -10,11 +10,12 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
     container::{Resolved, container_config},
-    engine::{Engine, SYNC_ERROR_BACKOFF},
+    engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
     objects::EnvObjects,
-    plan::{Kind, app_containers, init_containers, plan},
+    plan::{Kind, app_containers, init_containers, is_sidecar, plan},
     sandbox::{parse_resolv_conf, sandbox_config},
     status::StartError,
+    terminate::grace_left,
     view::{PodRuntime, restart_count},
 };
 use crate::{
@@ -119,6 +120,13 @@ impl Engine {
         self.wake();
     }
 
+    /// The worker syncs the pod once more after this round.
+    fn again(&self, uid: &str) {
+        if let Some(entry) = self.core().pods.get_mut(uid) {
+            entry.again = true;
+        }
+    }
+
     fn retry_later(&self, uid: &str) {
         let at = later(self.now(), SYNC_ERROR_BACKOFF);
         if let Some(entry) = self.core().pods.get_mut(uid) {
@@ -189,11 +197,17 @@ impl Engine {
                 .await;
             let failed = outcome.is_err();
             self.record(uid, name, outcome);
-            if failed && *kind == Kind::Init {
-                break;
+            // A failing regular init container ends this round; a failing sidecar is skipped.
+            // A started sidecar lets the next init container go: another round looks again.
+            match (*kind, is_sidecar(container), failed) {
+                (Kind::Init, false, true) => break,
+                (Kind::Init, true, false) => self.again(uid),
+                _ => {}
             }
         }
         if plan.kill_pod {
+            let grace = grace_left(&pod, &Ending::Deleted, self.now());
+            self.kill_containers(&pod, &runtime, grace, None).await;
             for sandbox in runtime
                 .sandboxes
                 .iter()
@@ -314,14 +328,14 @@ impl Engine {
             PodEvent::normal("Created", "Container created".to_owned()),
         );
         self.runtime
-            .start_container(id)
+            .start_container(id.clone())
             .await
             .map_err(|error| failed("RunContainerError", error))?;
         self.event(
             pod,
             PodEvent::normal("Started", "Container started".to_owned()),
         );
-        Ok(())
+        self.post_start(pod, container, &id).await
     }
 
     /// The container's environment by the kubelet's rules, its ConfigMaps and Secrets read

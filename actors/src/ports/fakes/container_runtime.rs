@@ -30,6 +30,7 @@ struct State {
     calls: Vec<String>,
     stop_exit_code: i32,
     exec_takes: Duration,
+    exec_output: ExecOutput,
 }
 
 pub struct FakeRuntime {
@@ -105,6 +106,11 @@ impl FakeRuntime {
         self.state().exec_takes = duration;
     }
 
+    /// What each ExecSync answers from now on (default: exit 0, no output).
+    pub fn exec_answers(&self, output: ExecOutput) {
+        self.state().exec_output = output;
+    }
+
     /// The calls so far, as `Method name-or-id`.
     pub fn calls(&self) -> Vec<String> {
         self.state().calls.clone()
@@ -147,6 +153,19 @@ impl FakeRuntime {
             .values()
             .map(|(_, c)| c.clone())
             .collect()
+    }
+
+    /// The ids of the containers named `name`, oldest first.
+    pub fn ids(&self, name: &str) -> Vec<String> {
+        let state = self.state();
+        let mut all: Vec<(i64, String)> = state
+            .containers
+            .values()
+            .filter(|(_, s, _)| s.name == name)
+            .map(|(_, s, _)| (s.created_at, s.id.clone()))
+            .collect();
+        all.sort_by_key(|(at, _)| *at);
+        all.into_iter().map(|(_, id)| id).collect()
     }
 
     pub fn states(&self, name: &str) -> Vec<ContainerState> {
@@ -273,6 +292,7 @@ impl ContainerRuntime for FakeRuntime {
             labels: config.labels.clone(),
             annotations: config.annotations.clone(),
             log_path: config.log_path.clone(),
+            mounts: config.mounts.clone(),
         };
         self.state()
             .containers
@@ -354,10 +374,13 @@ impl ContainerRuntime for FakeRuntime {
         _timeout: Duration,
     ) -> BoxFuture<'static, ContainerRuntimeResult<ExecOutput>> {
         self.record(format!("ExecSync {id}"));
-        let takes = self.state().exec_takes;
+        let (takes, output) = {
+            let state = self.state();
+            (state.exec_takes, state.exec_output.clone())
+        };
         Box::pin(async move {
             tokio::time::sleep(takes).await;
-            Ok(ExecOutput::default())
+            Ok(output)
         })
     }
 
