@@ -83,6 +83,9 @@ pub struct PodEntry {
     pub admitted: bool,
     pub busy: bool,
     pub again: bool,
+    /// The PLEG has just inspected it: the next sync starts from that, not from a listing of
+    /// its own (one round of status calls per change, not two).
+    pub inspected: bool,
     pub retry_at: Option<Timestamp>,
     pub ending: Option<Ending>,
     /// Nothing more runs or is reported (terminal).
@@ -104,6 +107,12 @@ pub struct Core {
     pub pleg_started: bool,
     /// nodepulse is shutting down: no sync starts, the PLEG ends.
     pub stopped: bool,
+    /// The pod list is complete: a pod UID not in `pods` is gone from the API.
+    pub listed: bool,
+    /// A garbage collection task runs (`gc`); asked for again while it did.
+    pub gc_running: bool,
+    pub gc_again: bool,
+    pub gc_passes: u64,
 }
 
 pub struct Engine {
@@ -117,7 +126,9 @@ pub struct Engine {
     pub node: Option<Arc<NodeView>>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
-    spawner: Handle,
+    /// Wakes a garbage collection task waiting out its period.
+    pub(super) gc_wanted: Notify,
+    pub(super) spawner: Handle,
 }
 
 impl Engine {
@@ -135,6 +146,7 @@ impl Engine {
             node: None,
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
+            gc_wanted: Notify::new(),
             spawner,
         }
     }
@@ -225,6 +237,9 @@ impl Engine {
             }
             let mut core = self.core();
             let Some(entry) = core.pods.get_mut(&uid) else {
+                // Torn down and forgotten: its log directory (and anything left) is garbage.
+                drop(core);
+                self.want_gc();
                 return;
             };
             if !std::mem::take(&mut entry.again) {

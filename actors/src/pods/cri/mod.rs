@@ -7,6 +7,7 @@ mod admit;
 mod backoff;
 mod container;
 mod engine;
+mod gc;
 mod image;
 mod objects;
 mod plan;
@@ -161,6 +162,7 @@ impl PodLifecycleProvider for CriPods {
                             admitted: !matches!(status.phase.as_deref(), None | Some("Pending")),
                             busy: false,
                             again: false,
+                            inspected: false,
                             retry_at: None,
                             ending: deleting.then_some(Ending::Deleted),
                             finished,
@@ -200,6 +202,10 @@ impl PodLifecycleProvider for CriPods {
         entry.finished = false;
         drop(core);
         self.engine.request_sync(uid);
+    }
+
+    fn pods_listed(&mut self) {
+        self.engine.pods_listed();
     }
 
     fn tick(&mut self, _now: Timestamp) -> Vec<PodUpdate> {
@@ -280,6 +286,7 @@ impl PodLifecycleProvider for CriPods {
             "podsWithRunningContainers": running,
             "finished": finished,
             "relists": core.relists,
+            "gcPasses": core.gc_passes,
             "crashLoopEntries": core.crash.len(),
             "undeliveredUpdates": core.outbox.len(),
         })

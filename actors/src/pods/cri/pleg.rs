@@ -11,6 +11,10 @@ use super::{
 };
 use crate::ports::{ContainerFilter, ContainerRuntimeResult, SandboxFilter};
 
+#[cfg(test)]
+#[path = "pleg_tests.rs"]
+mod tests;
+
 impl Engine {
     /// The PLEG: relists while the node has pods, waits to be told of pods while it has none.
     pub(super) async fn pleg(self: Arc<Self>) {
@@ -94,6 +98,9 @@ impl Engine {
         }
         for (uid, sandbox_ids, container_ids) in changed {
             self.inspect(&uid, sandbox_ids, container_ids).await?;
+            if let Some(entry) = self.core().pods.get_mut(&uid) {
+                entry.inspected = true;
+            }
             self.request_sync(&uid);
         }
         let now = self.now();

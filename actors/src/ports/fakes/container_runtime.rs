@@ -317,6 +317,7 @@ impl ContainerRuntime for FakeRuntime {
         &self,
         id: String,
     ) -> BoxFuture<'static, ContainerRuntimeResult<ContainerStatus>> {
+        self.record(format!("ContainerStatus {id}"));
         let found = self.state().containers.get(&id).map(|(_, s, _)| s.clone());
         done(found.ok_or_else(|| not_found("ContainerStatus", &id)))
     }
