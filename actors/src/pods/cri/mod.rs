@@ -7,6 +7,7 @@ mod admit;
 mod backoff;
 mod container;
 mod engine;
+mod evented;
 mod gc;
 mod image;
 mod objects;
@@ -287,6 +288,7 @@ impl PodLifecycleProvider for CriPods {
             "finished": finished,
             "relists": core.relists,
             "gcPasses": core.gc_passes,
+            "eventedPleg": core.evented,
             "crashLoopEntries": core.crash.len(),
             "undeliveredUpdates": core.outbox.len(),
         })

@@ -1,7 +1,7 @@
 //! The PLEG (the kubelet's generic pod lifecycle event generator): relists every sandbox and
-//! container each second while the node has pods — and sleeps without a timer while it has
-//! none — inspecting the pods whose containers changed and syncing them, and syncing the pods
-//! whose back-off ran out.
+//! container each second (300 s while the runtime's event stream works: `evented`) while the
+//! node has pods — and sleeps without a timer while it has none — inspecting the pods whose
+//! containers changed and syncing them, and syncing the pods whose back-off ran out.
 
 use std::sync::Arc;
 
@@ -48,7 +48,7 @@ impl Engine {
                 _ => {}
             }
             self.wake();
-            tokio::time::sleep(self.settings.relist_period).await;
+            self.wait_for_relist().await;
         }
     }
 
@@ -103,20 +103,28 @@ impl Engine {
             }
             self.request_sync(&uid);
         }
-        let now = self.now();
-        let due: Vec<String> = {
+        {
+            let now = self.now();
             let mut core = self.core();
             core.crash.gc(now);
             core.pulls.forget_stale(tokio::time::Instant::now());
-            core.pods
-                .iter()
-                .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
-                .map(|(uid, _)| uid.clone())
-                .collect()
-        };
+        }
+        self.sync_due();
+        Ok(())
+    }
+
+    /// Syncs the pods whose back-off ran out.
+    pub(super) fn sync_due(self: &Arc<Self>) {
+        let now = self.now();
+        let due: Vec<String> = self
+            .core()
+            .pods
+            .iter()
+            .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
+            .map(|(uid, _)| uid.clone())
+            .collect();
         for uid in due {
             self.request_sync(&uid);
         }
-        Ok(())
     }
 }
