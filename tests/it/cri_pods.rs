@@ -570,7 +570,7 @@ async fn deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period
 }
 
 /// The first number under key `relists` anywhere in `value`.
-fn relists(value: &Value) -> Option<u64> {
+pub(crate) fn relists(value: &Value) -> Option<u64> {
     match value {
         Value::Object(map) => map
             .get("relists")
