@@ -78,7 +78,12 @@ pub async fn run() {
     let node = unique_node_name("cri-steady");
     cleanup::own_node(&node);
     let config = dir.path().join("nodepulse.yaml");
-    std::fs::write(&config, cri_node_config(&fixture, dir.path())).expect("config");
+    // The debug endpoint on a port of its own: never the fixed 10280 others may hold.
+    let yaml = format!(
+        "{}debug:\n  address: 127.0.0.1:0\n",
+        cri_node_config(&fixture, dir.path())
+    );
+    std::fs::write(&config, yaml).expect("config");
     let mut daemon = start_daemon(&cluster.kubeconfig, &node, &config);
     let pid = daemon.id();
 

@@ -69,7 +69,10 @@ async fn a_pod_deleted_while_the_daemon_was_down_is_removed_from_the_runtime_at_
     let fixture = CriFixture::start("cri-gc").await;
     let dir = tempfile::tempdir().expect("temp dir");
     let node = common::cluster::unique_node_name("cri-gc");
-    let yaml = cri_node_config(&fixture, dir.path());
+    let yaml = format!(
+        "{}debug:\n  address: 127.0.0.1:0\n",
+        cri_node_config(&fixture, dir.path())
+    );
     let mut daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let doomed_name = format!("{node}-doomed");
     let done_name = format!("{node}-done");
@@ -138,19 +141,17 @@ async fn a_pod_deleted_while_the_daemon_was_down_is_removed_from_the_runtime_at_
     );
 
     let daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+    // The pass removes the sandbox first and the log directory last.
     eventually_async(
-        "the deleted pod's sandbox and containers are gone",
+        "the deleted pod's sandbox, containers and log directory are gone",
         || async {
             runtime_sandboxes(&fixture, &doomed).await.is_empty()
                 && runtime_containers(&fixture, &doomed).await.is_empty()
+                && !log_dir(dir.path(), &doomed).exists()
         },
     )
     .await;
     assert!(!leased_to(&ip, &sandbox), "the pod's address is released");
-    assert!(
-        !log_dir(dir.path(), &doomed).exists(),
-        "its log directory is removed"
-    );
     assert_eq!(
         runtime_containers(&fixture, &done).await,
         done_containers,
