@@ -87,10 +87,7 @@ impl UnixGrpc {
         Response: prost::Message + Default + Send + Sync + 'static,
     {
         let exchange = async {
-            let mut grpc = tonic::client::Grpc::new(self.channel(timeout));
-            grpc.ready()
-                .await
-                .map_err(|error| UnaryFailure::Unreachable(error.to_string()))?;
+            let mut grpc = self.ready(timeout).await?;
             grpc.unary(
                 tonic::Request::new(request),
                 PathAndQuery::from_static(path),
@@ -100,11 +97,7 @@ impl UnixGrpc {
             .map(tonic::Response::into_inner)
             .map_err(failure)
         };
-        let result = tokio::time::timeout(timeout, exchange)
-            .await
-            .unwrap_or(Err(UnaryFailure::Timeout));
-        self.forget_on_transport_failure(&result);
-        result
+        self.bounded(timeout, exchange).await
     }
 
     /// A server-streaming call at `path`: the stream once the peer accepted it within
@@ -120,10 +113,7 @@ impl UnixGrpc {
         Response: prost::Message + Default + Send + Sync + 'static,
     {
         let open = async {
-            let mut grpc = tonic::client::Grpc::new(self.channel(timeout));
-            grpc.ready()
-                .await
-                .map_err(|error| UnaryFailure::Unreachable(error.to_string()))?;
+            let mut grpc = self.ready(timeout).await?;
             grpc.server_streaming(
                 tonic::Request::new(request),
                 PathAndQuery::from_static(path),
@@ -133,20 +123,35 @@ impl UnixGrpc {
             .map(tonic::Response::into_inner)
             .map_err(failure)
         };
-        let result = tokio::time::timeout(timeout, open)
-            .await
-            .unwrap_or(Err(UnaryFailure::Timeout));
-        self.forget_on_transport_failure(&result);
-        Ok(result?.map(|item| item.map_err(failure)).boxed())
+        let stream = self.bounded(timeout, open).await?;
+        Ok(stream.map(|item| item.map_err(failure)).boxed())
     }
 
-    fn forget_on_transport_failure<T>(&self, result: &Result<T, UnaryFailure>) {
+    /// A client on the connection, once it can take a call.
+    async fn ready(&self, timeout: Duration) -> Result<tonic::client::Grpc<Channel>, UnaryFailure> {
+        let mut grpc = tonic::client::Grpc::new(self.channel(timeout));
+        grpc.ready()
+            .await
+            .map_err(|error| UnaryFailure::Unreachable(error.to_string()))?;
+        Ok(grpc)
+    }
+
+    /// `call` bounded by `timeout`; a transport failure or a timeout drops the connection.
+    async fn bounded<T>(
+        &self,
+        timeout: Duration,
+        call: impl Future<Output = Result<T, UnaryFailure>>,
+    ) -> Result<T, UnaryFailure> {
+        let result = tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or(Err(UnaryFailure::Timeout));
         if matches!(
             result,
             Err(UnaryFailure::Unreachable(_) | UnaryFailure::Timeout)
         ) {
             self.forget_connection();
         }
+        result
     }
 }
 

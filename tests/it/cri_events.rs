@@ -17,7 +17,7 @@ use futures::StreamExt;
 use nodepulse_actors::ports::{ContainerRuntime, ContainerRuntimeError, RuntimeService};
 use serde_json::{Value, json};
 
-use crate::cri_pods::{UNTIL_TERM, shell};
+use crate::cri_pods::{UNTIL_TERM, find_key, shell};
 
 const NO_STREAM: &str =
     "the runtime has no container event stream (CRI GetContainerEvents); the PLEG relists";
@@ -71,14 +71,7 @@ async fn get_container_events_is_unimplemented_on_containerd_1_6_and_streams_on_
 
 /// The first boolean under key `eventedPleg` anywhere in `value`.
 fn evented(value: &Value) -> Option<bool> {
-    match value {
-        Value::Object(map) => map
-            .get("eventedPleg")
-            .and_then(Value::as_bool)
-            .or_else(|| map.values().find_map(evented)),
-        Value::Array(items) => items.iter().find_map(evented),
-        _ => None,
-    }
+    find_key(value, "eventedPleg").and_then(Value::as_bool)
 }
 
 #[actix_rt::test]

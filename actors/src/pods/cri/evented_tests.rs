@@ -13,26 +13,28 @@ use crate::{
     ports::fakes::{container_runtime::FakeRuntime, paused_wall_clock},
 };
 
-fn evented_harness() -> Harness {
-    let runtime = FakeRuntime::new(paused_wall_clock())
-        .with_image(crate::pods::cri::tests::IMAGE)
-        .with_events();
-    Harness::over(Arc::new(runtime))
-}
-
 fn relists(harness: &Harness) -> u64 {
     harness.pods.engine.core().relists
 }
 
-#[tokio::test(start_paused = true)]
-async fn with_events_an_exit_is_synced_at_once_and_the_relist_slows_to_300_s() {
-    let mut harness = evented_harness();
+/// A provider over a runtime with an event stream, running an `Always` pod, the stream followed.
+async fn running_evented() -> Harness {
+    let runtime = FakeRuntime::new(paused_wall_clock())
+        .with_image(crate::pods::cri::tests::IMAGE)
+        .with_events();
+    let mut harness = Harness::over(Arc::new(runtime));
     harness.apply(&pod("Always", json!({})));
     harness
         .status_where("Running", |s| phase(s) == "Running")
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(harness.pods.engine.core().evented);
+    harness
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_events_an_exit_is_synced_at_once_and_the_relist_slows_to_300_s() {
+    let mut harness = running_evented().await;
     let before = relists(&harness);
     tokio::time::sleep(EVENTED_RELIST_PERIOD - Duration::from_secs(5)).await;
     assert!(
@@ -68,13 +70,7 @@ async fn with_events_an_exit_is_synced_at_once_and_the_relist_slows_to_300_s() {
 
 #[tokio::test(start_paused = true)]
 async fn a_broken_stream_is_retried_five_times_then_the_relist_returns_to_1_s() {
-    let mut harness = evented_harness();
-    harness.apply(&pod("Always", json!({})));
-    harness
-        .status_where("Running", |s| phase(s) == "Running")
-        .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(harness.pods.engine.core().evented);
+    let harness = running_evented().await;
     harness.runtime.break_events();
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!harness.pods.engine.core().evented, "fell back");

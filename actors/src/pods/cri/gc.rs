@@ -13,8 +13,8 @@ use super::{
     view::{CONTAINER_NAME_LABEL, TERMINATION_GRACE_ANNOTATION, pod_uid},
 };
 use crate::ports::{
-    ContainerFilter, ContainerRuntimeError, ContainerRuntimeResult, ContainerState,
-    ContainerSummary, SandboxFilter, SandboxState, SandboxSummary,
+    ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerSummary, SandboxState,
+    SandboxSummary,
 };
 
 /// The kubelet's container GC period (`ContainerGCPeriod`).
@@ -193,14 +193,7 @@ impl Engine {
 
     /// One pass; whether something collectable is left (a call that failed).
     async fn collect_garbage(self: &Arc<Self>) -> ContainerRuntimeResult<bool> {
-        let sandboxes = self
-            .runtime
-            .list_pod_sandboxes(SandboxFilter::default())
-            .await?;
-        let containers = self
-            .runtime
-            .list_containers(ContainerFilter::default())
-            .await?;
+        let (sandboxes, containers) = self.list_all().await?;
         let plan = {
             let mut core = self.core();
             core.gc_passes += 1;

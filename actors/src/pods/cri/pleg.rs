@@ -9,7 +9,9 @@ use super::{
     engine::Engine,
     view::{Fingerprint, pod_uid},
 };
-use crate::ports::{ContainerFilter, ContainerRuntimeResult, SandboxFilter};
+use crate::ports::{
+    ContainerFilter, ContainerRuntimeResult, ContainerSummary, SandboxFilter, SandboxSummary,
+};
 
 #[cfg(test)]
 #[path = "pleg_tests.rs"]
@@ -58,14 +60,7 @@ impl Engine {
         if self.runtime_name().await.is_none() {
             return Ok(());
         }
-        let sandboxes = self
-            .runtime
-            .list_pod_sandboxes(SandboxFilter::default())
-            .await?;
-        let containers = self
-            .runtime
-            .list_containers(ContainerFilter::default())
-            .await?;
+        let (sandboxes, containers) = self.list_all().await?;
         let mut changed = Vec::new();
         {
             let mut core = self.core();
@@ -111,6 +106,21 @@ impl Engine {
         }
         self.sync_due();
         Ok(())
+    }
+
+    /// Every sandbox and container the runtime holds.
+    pub(super) async fn list_all(
+        &self,
+    ) -> ContainerRuntimeResult<(Vec<SandboxSummary>, Vec<ContainerSummary>)> {
+        let sandboxes = self
+            .runtime
+            .list_pod_sandboxes(SandboxFilter::default())
+            .await?;
+        let containers = self
+            .runtime
+            .list_containers(ContainerFilter::default())
+            .await?;
+        Ok((sandboxes, containers))
     }
 
     /// Syncs the pods whose back-off ran out.
