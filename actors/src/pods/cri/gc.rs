@@ -42,6 +42,20 @@ pub struct Orphan {
     pub loose: Vec<String>,
 }
 
+/// The annotation the kubelet gives a pod by where it came from (`api`, `file`, `http`).
+const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
+
+/// A static pod (from a kubelet's manifest directory or URL) is never in the API under its own
+/// UID — its mirror pod has another — and nodepulse does not run static pods: not its garbage.
+fn is_static(sandboxes: &[&SandboxSummary]) -> bool {
+    sandboxes.iter().any(|sandbox| {
+        sandbox
+            .annotations
+            .get(CONFIG_SOURCE_ANNOTATION)
+            .is_some_and(|source| source != "api")
+    })
+}
+
 /// The grace an orphan's container gets: its pod's, from the annotation the kubelet writes.
 fn orphan_grace(container: &ContainerSummary) -> Duration {
     container
@@ -82,6 +96,7 @@ pub fn plan(
     for (uid, (mut pod_sandboxes, mut pod_containers)) in by_pod {
         match known(uid) {
             None => {}
+            Some(false) if is_static(&pod_sandboxes) => {}
             Some(false) => plan.orphans.push(Orphan {
                 uid: uid.to_owned(),
                 running: pod_containers

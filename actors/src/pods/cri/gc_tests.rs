@@ -145,6 +145,21 @@ fn an_orphan_loses_everything_and_a_pod_being_synced_is_left_alone() {
     assert!(plan.dead_sandboxes.is_empty(), "{plan:?}");
 }
 
+#[test]
+fn a_static_pod_of_a_kubelet_is_not_taken_for_an_orphan() {
+    let mut manifest = sandbox("s-etcd", "static-uid", true, 1);
+    manifest
+        .annotations
+        .insert("kubernetes.io/config.source".to_owned(), "file".to_owned());
+    let mut from_api = sandbox("s-api", "gone", true, 1);
+    from_api
+        .annotations
+        .insert("kubernetes.io/config.source".to_owned(), "api".to_owned());
+    let plan = plan(&[manifest, from_api], &[], |_| Some(false));
+    let orphans: Vec<&str> = plan.orphans.iter().map(|o| o.uid.as_str()).collect();
+    assert_eq!(orphans, ["gone"]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_pod_deleted_while_down_is_removed_once_the_list_is_complete_and_the_gc_then_sleeps() {
     let mut first = Harness::new();
