@@ -19,6 +19,8 @@ use crate::ports::{
 
 /// The kubelet's container GC period (`ContainerGCPeriod`).
 pub const GC_PERIOD: Duration = Duration::from_secs(60);
+/// `maxPerPodContainer`: dead containers kept per (pod, container name), for `lastState`.
+const MAX_DEAD_PER_CONTAINER: usize = 1;
 /// `minimumGracePeriodInSeconds`: no container of an orphan gets less to stop.
 const MIN_ORPHAN_GRACE: Duration = Duration::from_secs(2);
 
@@ -118,7 +120,7 @@ pub fn plan(
                 for container in pod_containers {
                     let dead = container.state == ContainerState::Exited;
                     let seen = kept.entry(container_name(container)).or_default();
-                    if dead && *seen >= 1 {
+                    if dead && *seen >= MAX_DEAD_PER_CONTAINER {
                         plan.dead_containers.push(container.id.clone());
                         continue;
                     }
