@@ -1,4 +1,5 @@
-//! Unary gRPC calls over one unix socket, shared by the CRI client and the CSI clients. The
+//! Unary gRPC calls over one unix socket, shared by the CRI client and the CSI clients (and
+//! the CRI event stream, a server-streaming call). The
 //! connection is dialled lazily and dropped after a transport failure or a timeout, so a runtime
 //! or driver that restarted is found again on the next call without restarting nodepulse. The
 //! callers turn a [`UnaryFailure`] into their own typed errors.
@@ -9,6 +10,7 @@ use std::{
     time::Duration,
 };
 
+use futures::{StreamExt, stream::BoxStream};
 use hyper_util::rt::TokioIo;
 use tonic::{
     codegen::http::{Uri, uri::PathAndQuery},
@@ -85,10 +87,7 @@ impl UnixGrpc {
         Response: prost::Message + Default + Send + Sync + 'static,
     {
         let exchange = async {
-            let mut grpc = tonic::client::Grpc::new(self.channel(timeout));
-            grpc.ready()
-                .await
-                .map_err(|error| UnaryFailure::Unreachable(error.to_string()))?;
+            let mut grpc = self.ready(timeout).await?;
             grpc.unary(
                 tonic::Request::new(request),
                 PathAndQuery::from_static(path),
@@ -96,15 +95,54 @@ impl UnixGrpc {
             )
             .await
             .map(tonic::Response::into_inner)
-            .map_err(|status| match status.code() {
-                tonic::Code::Unavailable => UnaryFailure::Unreachable(status.message().to_owned()),
-                code => UnaryFailure::Status {
-                    code,
-                    message: status.message().to_owned(),
-                },
-            })
+            .map_err(failure)
         };
-        let result = tokio::time::timeout(timeout, exchange)
+        self.bounded(timeout, exchange).await
+    }
+
+    /// A server-streaming call at `path`: the stream once the peer accepted it within
+    /// `timeout`, then its messages as they come, for as long as the peer keeps it open.
+    pub async fn server_streaming<Request, Response>(
+        &self,
+        path: &'static str,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<BoxStream<'static, Result<Response, UnaryFailure>>, UnaryFailure>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+    {
+        let open = async {
+            let mut grpc = self.ready(timeout).await?;
+            grpc.server_streaming(
+                tonic::Request::new(request),
+                PathAndQuery::from_static(path),
+                tonic_prost::ProstCodec::<Request, Response>::new(),
+            )
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(failure)
+        };
+        let stream = self.bounded(timeout, open).await?;
+        Ok(stream.map(|item| item.map_err(failure)).boxed())
+    }
+
+    /// A client on the connection, once it can take a call.
+    async fn ready(&self, timeout: Duration) -> Result<tonic::client::Grpc<Channel>, UnaryFailure> {
+        let mut grpc = tonic::client::Grpc::new(self.channel(timeout));
+        grpc.ready()
+            .await
+            .map_err(|error| UnaryFailure::Unreachable(error.to_string()))?;
+        Ok(grpc)
+    }
+
+    /// `call` bounded by `timeout`; a transport failure or a timeout drops the connection.
+    async fn bounded<T>(
+        &self,
+        timeout: Duration,
+        call: impl Future<Output = Result<T, UnaryFailure>>,
+    ) -> Result<T, UnaryFailure> {
+        let result = tokio::time::timeout(timeout, call)
             .await
             .unwrap_or(Err(UnaryFailure::Timeout));
         if matches!(
@@ -114,5 +152,16 @@ impl UnixGrpc {
             self.forget_connection();
         }
         result
+    }
+}
+
+/// The peer's error status; Unavailable means the connection is gone.
+fn failure(status: tonic::Status) -> UnaryFailure {
+    match status.code() {
+        tonic::Code::Unavailable => UnaryFailure::Unreachable(status.message().to_owned()),
+        code => UnaryFailure::Status {
+            code,
+            message: status.message().to_owned(),
+        },
     }
 }

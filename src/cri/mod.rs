@@ -5,6 +5,7 @@
 //! calls ([`ContainerRuntime`](nodepulse_actors::ports::ContainerRuntime)) are in [`pods`].
 
 mod convert;
+mod events;
 mod oom;
 mod pods;
 pub mod proto;

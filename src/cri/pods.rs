@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::{FutureExt, future::BoxFuture};
 use nodepulse_actors::ports::{
-    ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
+    ContainerConfig, ContainerEvents, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
     ContainerRuntimeResult, ContainerStatus, ContainerSummary, ExecOutput, ImageInfo, PullAuth,
     SandboxConfig, SandboxFilter, SandboxStatus, SandboxSummary,
 };
@@ -92,6 +92,10 @@ fn seconds(duration: Duration) -> i64 {
 }
 
 impl ContainerRuntime for CriClient {
+    fn container_events(&self) -> BoxFuture<'static, ContainerRuntimeResult<ContainerEvents>> {
+        self.events()
+    }
+
     fn run_pod_sandbox(
         &self,
         config: SandboxConfig,

@@ -5,10 +5,12 @@
 //! the submodules, one per CRI area.
 
 mod container;
+mod events;
 mod image;
 mod sandbox;
 
 pub use container::*;
+pub use events::*;
 pub use image::*;
 pub use sandbox::*;
 
@@ -161,6 +163,7 @@ pub mod paths {
     pub const REMOVE_CONTAINER: &str = "/runtime.v1.RuntimeService/RemoveContainer";
     pub const CONTAINER_STATUS: &str = "/runtime.v1.RuntimeService/ContainerStatus";
     pub const LIST_CONTAINERS: &str = "/runtime.v1.RuntimeService/ListContainers";
+    pub const GET_CONTAINER_EVENTS: &str = "/runtime.v1.RuntimeService/GetContainerEvents";
     pub const EXEC_SYNC: &str = "/runtime.v1.RuntimeService/ExecSync";
     pub const IMAGE_STATUS: &str = "/runtime.v1.ImageService/ImageStatus";
     pub const PULL_IMAGE: &str = "/runtime.v1.ImageService/PullImage";

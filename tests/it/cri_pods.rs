@@ -569,16 +569,20 @@ async fn deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period
     .await;
 }
 
-/// The first number under key `relists` anywhere in `value`.
-fn relists(value: &Value) -> Option<u64> {
+/// The first value under `key` anywhere in `value`.
+pub(crate) fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     match value {
         Value::Object(map) => map
-            .get("relists")
-            .and_then(Value::as_u64)
-            .or_else(|| map.values().find_map(relists)),
-        Value::Array(items) => items.iter().find_map(relists),
+            .get(key)
+            .or_else(|| map.values().find_map(|inner| find_key(inner, key))),
+        Value::Array(items) => items.iter().find_map(|inner| find_key(inner, key)),
         _ => None,
     }
+}
+
+/// The first number under key `relists` anywhere in `value`.
+pub(crate) fn relists(value: &Value) -> Option<u64> {
+    find_key(value, "relists").and_then(Value::as_u64)
 }
 
 #[actix_rt::test]

@@ -17,6 +17,8 @@ mod cli_commands;
 mod config_fuzz;
 mod config_rejection;
 mod cri_lifecycle;
+mod cri_events;
+mod cri_gc;
 mod cri_pod_faults;
 mod cri_pod_rules;
 mod cri_pods;

@@ -235,7 +235,7 @@ impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
                     self.state.queue([Outgoing::Gone(uid)]);
                 }
             }
-            PodWatchEvent::Listed => {}
+            PodWatchEvent::Listed => self.state.provider().pods_listed(),
         }
         self.settle(ctx);
     }

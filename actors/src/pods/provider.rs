@@ -46,6 +46,9 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate>;
     /// The pod is gone from the API: forget it and free what it held.
     fn pod_deleted(&mut self, pod: &Pod);
+    /// Every pod bound to the node has been reported (`PodWatchEvent::Listed`): a pod not
+    /// reported is not there, so what the runtime holds for it may go.
+    fn pods_listed(&mut self) {}
     /// What has come due by `now` (scripted exits, pods waiting for an address).
     fn tick(&mut self, now: Timestamp) -> Vec<PodUpdate>;
     /// When [`tick`](Self::tick) next has something to do; `None` when nothing is due until

@@ -5,7 +5,7 @@
 
 use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
 
-use futures::future::BoxFuture;
+use futures::{future::BoxFuture, stream::BoxStream};
 
 use super::RuntimeError;
 
@@ -295,12 +295,36 @@ pub enum ContainerRuntimeError {
         method: &'static str,
         field: &'static str,
     },
+    /// The runtime does not implement the call (gRPC Unimplemented): an older runtime.
+    #[error("{method}: not implemented by the runtime")]
+    Unimplemented { method: &'static str },
 }
+
+/// Something happened to a container (CRI `ContainerEventResponse`): created, started,
+/// stopped or removed. Which does not matter to the PLEG; it reads the pod afresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerEvent {
+    pub container_id: String,
+    /// The UID of the container's pod, from the sandbox status the event carries.
+    pub pod_uid: Option<String>,
+}
+
+/// The runtime's container events as they happen; an error item ends the stream.
+pub type ContainerEvents = BoxStream<'static, ContainerRuntimeResult<ContainerEvent>>;
 
 pub type ContainerRuntimeResult<T> = Result<T, ContainerRuntimeError>;
 
 /// The CRI pod calls. Futures are `'static` so an actor can run them beside its mailbox.
 pub trait ContainerRuntime: Send + Sync + 'static {
+    /// GetContainerEvents: a subscription to the runtime's container events, open until the
+    /// runtime ends it; `Unimplemented` where it has none (containerd before 1.7).
+    fn container_events(&self) -> BoxFuture<'static, ContainerRuntimeResult<ContainerEvents>> {
+        Box::pin(async {
+            Err(ContainerRuntimeError::Unimplemented {
+                method: "GetContainerEvents",
+            })
+        })
+    }
     /// RunPodSandbox; the sandbox id. `runtime_handler` empty for the default runtime.
     fn run_pod_sandbox(
         &self,

@@ -23,11 +23,11 @@ mod volume_sources;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
-    ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
-    ContainerRuntimeResult, ContainerState, ContainerStatus, ContainerSummary, DnsConfig,
-    ExecOutput, ImageInfo, Labels, LinuxResources, Mount, MountPropagation, PortMapping, Protocol,
-    PullAuth, SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus,
-    SandboxSummary, SecurityContext,
+    ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
+    ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
+    ContainerSummary, DnsConfig, ExecOutput, ImageInfo, Labels, LinuxResources, Mount,
+    MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
+    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
 };
 pub use csi_node::{CsiCallError, CsiError, CsiNode, CsiNodeInfo, CsiPod, CsiVolume};
 pub use csi_registration::{CsiDriverRegistration, CsiNodeApi, NODE_ID_ANNOTATION};

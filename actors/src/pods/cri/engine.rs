@@ -1,8 +1,9 @@
 //! The CRI provider's engine: the pods it runs and what the runtime holds for each, shared
 //! between the provider's synchronous methods and its async tasks — one worker per pod (one
 //! sync at a time per pod, pods in parallel, as the kubelet's pod workers) and the PLEG, which
-//! relists every second while the node has pods and none otherwise. Tasks put their updates
-//! in the outbox and wake the actor through the sink it handed over.
+//! relists every second while the node has pods and none otherwise (every 300 s while the
+//! runtime's container events arrive). Tasks put their updates in the outbox and wake the
+//! actor through the sink it handed over.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -84,6 +85,9 @@ pub struct PodEntry {
     pub admitted: bool,
     pub busy: bool,
     pub again: bool,
+    /// The PLEG has just inspected it: the next sync starts from that, not from a listing of
+    /// its own (one round of status calls per change, not two).
+    pub inspected: bool,
     pub retry_at: Option<Timestamp>,
     pub ending: Option<Ending>,
     /// Nothing more runs or is reported (terminal).
@@ -103,8 +107,16 @@ pub struct Core {
     pub runtime_name: Option<String>,
     pub relists: u64,
     pub pleg_started: bool,
+    /// The runtime's container event stream works: the relist is the evented one.
+    pub evented: bool,
     /// nodepulse is shutting down: no sync starts, the PLEG ends.
     pub stopped: bool,
+    /// The pod list is complete: a pod UID not in `pods` is gone from the API.
+    pub listed: bool,
+    /// A garbage collection task runs (`gc`); asked for again while it did.
+    pub gc_running: bool,
+    pub gc_again: bool,
+    pub gc_passes: u64,
 }
 
 pub struct Engine {
@@ -120,7 +132,13 @@ pub struct Engine {
     pub http_hooks: Option<Arc<dyn ProbeRunner>>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
-    spawner: Handle,
+    /// Cuts the PLEG's wait short: the event stream failed, relist now.
+    pub(super) relist_now: Notify,
+    /// A pod's back-off was set: the PLEG's wait recomputes when it ends.
+    pub(super) retries_changed: Notify,
+    /// Wakes a garbage collection task waiting out its period.
+    pub(super) gc_wanted: Notify,
+    pub(super) spawner: Handle,
 }
 
 impl Engine {
@@ -139,6 +157,9 @@ impl Engine {
             http_hooks: None,
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
+            relist_now: Notify::new(),
+            retries_changed: Notify::new(),
+            gc_wanted: Notify::new(),
             spawner,
         }
     }
@@ -188,6 +209,9 @@ impl Engine {
         if start {
             let engine = Arc::clone(self);
             self.spawner.spawn(async move { engine.pleg().await });
+            let engine = Arc::clone(self);
+            self.spawner
+                .spawn(async move { engine.evented_pleg().await });
         }
         self.pods_present.notify_one();
     }
@@ -229,10 +253,19 @@ impl Engine {
             }
             let mut core = self.core();
             let Some(entry) = core.pods.get_mut(&uid) else {
+                // Torn down and forgotten: its log directory (and anything left) is garbage.
+                drop(core);
+                self.want_gc();
                 return;
             };
             if !std::mem::take(&mut entry.again) {
                 entry.busy = false;
+                let retry = entry.retry_at.is_some();
+                drop(core);
+                if retry {
+                    // A PLEG waiting out a long (evented) period wakes for it.
+                    self.retries_changed.notify_one();
+                }
                 return;
             }
         }

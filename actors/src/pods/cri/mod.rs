@@ -10,6 +10,8 @@ mod engine;
 #[cfg(test)]
 mod hook_tests;
 mod hooks;
+mod evented;
+mod gc;
 mod image;
 mod kill;
 mod objects;
@@ -176,6 +178,7 @@ impl PodLifecycleProvider for CriPods {
                             admitted: !matches!(status.phase.as_deref(), None | Some("Pending")),
                             busy: false,
                             again: false,
+                            inspected: false,
                             retry_at: None,
                             ending: deleting.then_some(Ending::Deleted),
                             finished,
@@ -215,6 +218,10 @@ impl PodLifecycleProvider for CriPods {
         entry.finished = false;
         drop(core);
         self.engine.request_sync(uid);
+    }
+
+    fn pods_listed(&mut self) {
+        self.engine.pods_listed();
     }
 
     fn tick(&mut self, _now: Timestamp) -> Vec<PodUpdate> {
@@ -295,6 +302,8 @@ impl PodLifecycleProvider for CriPods {
             "podsWithRunningContainers": running,
             "finished": finished,
             "relists": core.relists,
+            "gcPasses": core.gc_passes,
+            "eventedPleg": core.evented,
             "crashLoopEntries": core.crash.len(),
             "undeliveredUpdates": core.outbox.len(),
         })

@@ -1,7 +1,7 @@
 //! The PLEG (the kubelet's generic pod lifecycle event generator): relists every sandbox and
-//! container each second while the node has pods — and sleeps without a timer while it has
-//! none — inspecting the pods whose containers changed and syncing them, and syncing the pods
-//! whose back-off ran out.
+//! container each second (300 s while the runtime's event stream works: `evented`) while the
+//! node has pods — and sleeps without a timer while it has none — inspecting the pods whose
+//! containers changed and syncing them, and syncing the pods whose back-off ran out.
 
 use std::sync::Arc;
 
@@ -9,7 +9,13 @@ use super::{
     engine::Engine,
     view::{Fingerprint, pod_uid},
 };
-use crate::ports::{ContainerFilter, ContainerRuntimeResult, SandboxFilter};
+use crate::ports::{
+    ContainerFilter, ContainerRuntimeResult, ContainerSummary, SandboxFilter, SandboxSummary,
+};
+
+#[cfg(test)]
+#[path = "pleg_tests.rs"]
+mod tests;
 
 impl Engine {
     /// The PLEG: relists while the node has pods, waits to be told of pods while it has none.
@@ -44,7 +50,7 @@ impl Engine {
                 _ => {}
             }
             self.wake();
-            tokio::time::sleep(self.settings.relist_period).await;
+            self.wait_for_relist().await;
         }
     }
 
@@ -54,14 +60,7 @@ impl Engine {
         if self.runtime_name().await.is_none() {
             return Ok(());
         }
-        let sandboxes = self
-            .runtime
-            .list_pod_sandboxes(SandboxFilter::default())
-            .await?;
-        let containers = self
-            .runtime
-            .list_containers(ContainerFilter::default())
-            .await?;
+        let (sandboxes, containers) = self.list_all().await?;
         let mut changed = Vec::new();
         {
             let mut core = self.core();
@@ -94,22 +93,48 @@ impl Engine {
         }
         for (uid, sandbox_ids, container_ids) in changed {
             self.inspect(&uid, sandbox_ids, container_ids).await?;
+            if let Some(entry) = self.core().pods.get_mut(&uid) {
+                entry.inspected = true;
+            }
             self.request_sync(&uid);
         }
-        let now = self.now();
-        let due: Vec<String> = {
+        {
+            let now = self.now();
             let mut core = self.core();
             core.crash.gc(now);
             core.pulls.forget_stale(tokio::time::Instant::now());
-            core.pods
-                .iter()
-                .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
-                .map(|(uid, _)| uid.clone())
-                .collect()
-        };
+        }
+        self.sync_due();
+        Ok(())
+    }
+
+    /// Every sandbox and container the runtime holds.
+    pub(super) async fn list_all(
+        &self,
+    ) -> ContainerRuntimeResult<(Vec<SandboxSummary>, Vec<ContainerSummary>)> {
+        let sandboxes = self
+            .runtime
+            .list_pod_sandboxes(SandboxFilter::default())
+            .await?;
+        let containers = self
+            .runtime
+            .list_containers(ContainerFilter::default())
+            .await?;
+        Ok((sandboxes, containers))
+    }
+
+    /// Syncs the pods whose back-off ran out.
+    pub(super) fn sync_due(self: &Arc<Self>) {
+        let now = self.now();
+        let due: Vec<String> = self
+            .core()
+            .pods
+            .iter()
+            .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
+            .map(|(uid, _)| uid.clone())
+            .collect();
         for uid in due {
             self.request_sync(&uid);
         }
-        Ok(())
     }
 }

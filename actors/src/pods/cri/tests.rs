@@ -61,7 +61,7 @@ impl Harness {
     }
 
     /// A provider (a new process's) over `runtime`.
-    fn over(runtime: Arc<FakeRuntime>) -> Self {
+    pub(super) fn over(runtime: Arc<FakeRuntime>) -> Self {
         Self::over_configured(runtime, |pods| pods)
     }
 

@@ -138,7 +138,13 @@ impl Engine {
         if !self.admit(uid) {
             return;
         }
-        if self.runtime_name().await.is_none() || self.refresh(uid).await.is_err() {
+        // What the PLEG just read is current: the sync starts from it.
+        let inspected = self
+            .core()
+            .pods
+            .get_mut(uid)
+            .is_some_and(|entry| std::mem::take(&mut entry.inspected));
+        if self.runtime_name().await.is_none() || !inspected && self.refresh(uid).await.is_err() {
             self.retry_later(uid);
             return;
         }

@@ -1,6 +1,7 @@
 //! An in-memory container runtime for the CRI provider's tests: sandboxes and containers with
 //! their states, filters as the CRI plugin applies them, images present or pulled, and a log
-//! of the calls made. Tests make containers exit (`exit`) as a process would.
+//! of the calls made. Tests make containers exit (`exit`) as a process would; with
+//! `with_events` the runtime also streams an event for each such exit (GetContainerEvents).
 
 use std::{
     collections::BTreeMap,
@@ -8,15 +9,17 @@ use std::{
     time::Duration,
 };
 
-use futures::future::BoxFuture;
+use futures::{StreamExt, future::BoxFuture};
+use tokio::sync::mpsc;
 
 use crate::{
     node_status::WallClock,
     ports::{
-        ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
-        ContainerRuntimeResult, ContainerState, ContainerStatus, ContainerSummary, ExecOutput,
-        ImageFsUsage, ImageInfo, Labels, PullAuth, RuntimeResult, RuntimeService, RuntimeStatus,
-        RuntimeVersion, SandboxConfig, SandboxFilter, SandboxState, SandboxStatus, SandboxSummary,
+        ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
+        ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
+        ContainerSummary, ExecOutput, ImageFsUsage, ImageInfo, Labels, PullAuth, RuntimeError,
+        RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion, SandboxConfig, SandboxFilter,
+        SandboxState, SandboxStatus, SandboxSummary,
     },
 };
 
@@ -31,6 +34,20 @@ struct State {
     stop_exit_code: i32,
     exec_takes: Duration,
     exec_output: ExecOutput,
+    /// The open event streams; `None`: GetContainerEvents is Unimplemented (containerd 1.6).
+    event_streams: Option<Vec<EventSender>>,
+    /// Every event stream fails, open or new (`break_events`).
+    events_broken: bool,
+}
+
+type EventSender = mpsc::UnboundedSender<ContainerRuntimeResult<ContainerEvent>>;
+
+fn stream_failure() -> ContainerRuntimeError {
+    RuntimeError::Call {
+        method: "GetContainerEvents",
+        message: "Unavailable: the stream broke".to_owned(),
+    }
+    .into()
 }
 
 pub struct FakeRuntime {
@@ -123,13 +140,38 @@ impl FakeRuntime {
             .count()
     }
 
-    /// The running container named `name` exits with `code`.
+    /// A runtime that serves GetContainerEvents.
+    pub fn with_events(self) -> Self {
+        self.state().event_streams = Some(Vec::new());
+        self
+    }
+
+    /// Every open event stream fails, and so does every new subscription.
+    pub fn break_events(&self) {
+        let mut state = self.state();
+        state.events_broken = true;
+        for stream in state.event_streams.iter_mut().flat_map(std::mem::take) {
+            let _ = stream.send(Err(stream_failure()));
+        }
+    }
+
+    /// The running container named `name` exits with `code` (an event says so, if streamed).
     pub fn exit(&self, name: &str, code: i32) {
         let now = self.nanos();
         let mut state = self.state();
-        for (_, status, _) in state.containers.values_mut() {
-            if status.name == name {
+        let mut exited = Vec::new();
+        for (id, (_, status, _)) in &mut state.containers {
+            if status.name == name && status.state == ContainerState::Running {
                 end(status, code, now);
+                exited.push(ContainerEvent {
+                    container_id: id.clone(),
+                    pod_uid: status.labels.get("io.kubernetes.pod.uid").cloned(),
+                });
+            }
+        }
+        for stream in state.event_streams.iter().flatten() {
+            for event in &exited {
+                let _ = stream.send(Ok(event.clone()));
             }
         }
     }
@@ -189,6 +231,26 @@ impl FakeRuntime {
 }
 
 impl ContainerRuntime for FakeRuntime {
+    fn container_events(&self) -> BoxFuture<'static, ContainerRuntimeResult<ContainerEvents>> {
+        self.record("GetContainerEvents".to_owned());
+        let mut state = self.state();
+        if state.events_broken {
+            return done(Err(stream_failure()));
+        }
+        let Some(streams) = state.event_streams.as_mut() else {
+            return done(Err(ContainerRuntimeError::Unimplemented {
+                method: "GetContainerEvents",
+            }));
+        };
+        let (send, receive) = mpsc::unbounded_channel();
+        streams.push(send);
+        let events = futures::stream::unfold(receive, |mut receive| async move {
+            let event = receive.recv().await?;
+            Some((event, receive))
+        });
+        done(Ok(events.boxed()))
+    }
+
     fn run_pod_sandbox(
         &self,
         config: SandboxConfig,
@@ -337,6 +399,7 @@ impl ContainerRuntime for FakeRuntime {
         &self,
         id: String,
     ) -> BoxFuture<'static, ContainerRuntimeResult<ContainerStatus>> {
+        self.record(format!("ContainerStatus {id}"));
         let found = self.state().containers.get(&id).map(|(_, s, _)| s.clone());
         done(found.ok_or_else(|| not_found("ContainerStatus", &id)))
     }
