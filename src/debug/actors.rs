@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use http::StatusCode;
-use nodepulse_supervisor::{ActorRequestError, KillMode};
+use nodepulse_supervisor::{ActorRequestError, ChildState, KillMode, SupervisorHandle};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -78,6 +78,24 @@ pub async fn volumes(call: Call) -> Result<Reply, DebugError> {
         })
 }
 
+/// How often a kill of a starting actor looks again whether it runs.
+const STARTING_POLL: Duration = Duration::from_millis(5);
+
+/// A kill that arrives while its actor is still starting (the daemon just came up, or the
+/// actor is being restarted) waits for it to run, at most [`STATE_TIMEOUT`]: the endpoint
+/// answers as soon as the daemon is up, and the caller could not have known better. After
+/// that the supervisor's answer stands (409 when it still does not run).
+async fn wait_while_starting(handle: &SupervisorHandle, name: &str) {
+    let deadline = tokio::time::Instant::now() + STATE_TIMEOUT;
+    while handle
+        .actor(name)
+        .is_some_and(|actor| actor.state == ChildState::Starting)
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(STARTING_POLL).await;
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KillQuery {
@@ -109,6 +127,7 @@ pub async fn kill(call: Call) -> Result<Reply, DebugError> {
         .parse()
         .map_err(DebugError::BadRequest)?;
     tracing::warn!(node = handle.node(), actor = %name, %mode, "fault injection requested through the debug endpoint");
+    wait_while_starting(handle, name).await;
     match handle.kill(name, mode).await {
         Ok(accepted) => Ok(reply::json(
             StatusCode::ACCEPTED,
