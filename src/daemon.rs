@@ -225,7 +225,7 @@ pub async fn serve(
     if !running.shutdown(SHUTDOWN_DEADLINE).await {
         tracing::warn!(deadline = ?SHUTDOWN_DEADLINE, "some actors did not stop before the deadline");
     }
-    debug_server.stop(true).await;
+    debug_server.stop();
     outcome
 }
 

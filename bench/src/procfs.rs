@@ -1,6 +1,7 @@
 //! What another process costs, read from `/proc/<pid>` with the fleet's parsers: resident
 //! memory (VmRSS, and its anonymous part RssAnon: the heap and stacks, not the mapped binary),
-//! threads, and CPU time (utime + stime).
+//! threads, CPU time (utime + stime), and wake-ups (voluntary context switches of every thread:
+//! each is a thread that slept and was woken).
 
 use std::io;
 
@@ -35,6 +36,20 @@ pub fn usage(pid: u32) -> io::Result<Usage> {
     })
 }
 
+/// Voluntary context switches summed over the threads alive now (`/proc/<pid>/task/*/status`).
+/// A thread that exited in between takes its count with it, so compare over a steady window.
+pub fn wakeups(pid: u32) -> io::Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        // A thread may exit between the listing and the read.
+        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
+            continue;
+        };
+        total += status_value(&status, "voluntary_ctxt_switches:").unwrap_or(0);
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +59,8 @@ mod tests {
         let usage = usage(std::process::id()).expect("readable");
         assert!(usage.rss_bytes > 0 && usage.anon_bytes > 0 && usage.anon_bytes < usage.rss_bytes);
         assert!(usage.threads >= 1);
+        let before = wakeups(std::process::id()).expect("readable");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(wakeups(std::process::id()).expect("readable") > before);
     }
 }

@@ -114,6 +114,7 @@ pub async fn run(window: Duration, scratch: &Path, daemon: Option<&Path>) -> Res
     // Let start-up traffic (registration, first status, watches) settle before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = procfs::usage(daemon.pid()).map_err(|error| error.to_string())?;
+    let wakeups_before = procfs::wakeups(daemon.pid()).map_err(|error| error.to_string())?;
     let traffic_before: Traffic = traffic.lock().map_err(|error| error.to_string())?.clone();
     let window_start = Instant::now();
     let mut peak_rss = before.rss_bytes;
@@ -126,6 +127,9 @@ pub async fn run(window: Duration, scratch: &Path, daemon: Option<&Path>) -> Res
     }
     let elapsed = window_start.elapsed();
     let after = procfs::usage(daemon.pid()).map_err(|error| error.to_string())?;
+    let wakeups = procfs::wakeups(daemon.pid())
+        .map_err(|error| error.to_string())?
+        .saturating_sub(wakeups_before);
     let wire = traffic
         .lock()
         .map_err(|error| error.to_string())?
@@ -146,6 +150,7 @@ pub async fn run(window: Duration, scratch: &Path, daemon: Option<&Path>) -> Res
         "rssBytes": after.rss_bytes,
         "peakRssBytes": peak_rss,
         "cpuCores": (after.cpu_seconds - before.cpu_seconds) / elapsed.as_secs_f64(),
+        "wakeupsPerSecond": wakeups as f64 / elapsed.as_secs_f64(),
         "requestsPerNodeMinute": requests,
         "requestsPerNodeMinuteTotal": per_minute(wire.requests.values().sum(), elapsed),
         "bytesPerNodeMinuteToServer": per_minute(wire.bytes_to_server, elapsed),

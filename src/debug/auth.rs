@@ -1,7 +1,7 @@
 //! Fault injection's gate: enabled in the configuration, and a bearer token compared in
 //! constant time. The token is never logged or echoed.
 
-use actix_web::{HttpRequest, http::header};
+use http::{HeaderMap, header};
 
 use super::error::DebugError;
 
@@ -19,14 +19,13 @@ impl FaultInjectionGate {
     }
 
     /// 403 when fault injection is off; 401 when the bearer token is missing or wrong.
-    pub fn check(&self, request: &HttpRequest) -> Result<(), DebugError> {
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), DebugError> {
         let Some(expected) = &self.token else {
             return Err(DebugError::Forbidden(
                 "fault injection is disabled; set debug.faultInjection.enabled and a token to use it".to_owned(),
             ));
         };
-        let presented = request
-            .headers()
+        let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))

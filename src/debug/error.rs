@@ -1,8 +1,10 @@
 //! Every error the debug endpoint returns: a status code and a JSON body that says what was
 //! wrong, in the same shape on every route.
 
-use actix_web::{HttpResponse, ResponseError, http::StatusCode};
+use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
+
+use super::reply::{self, Reply};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DebugError {
@@ -40,10 +42,8 @@ impl DebugError {
             Self::Unavailable(_) => "ServiceUnavailable",
         }
     }
-}
 
-impl ResponseError for DebugError {
-    fn status_code(&self) -> StatusCode {
+    pub fn status_code(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -57,17 +57,24 @@ impl ResponseError for DebugError {
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
-        let mut response = HttpResponse::build(self.status_code());
+    /// The JSON answer, with `WWW-Authenticate: Bearer` on a 401 as RFC 6750 asks.
+    pub fn into_reply(self) -> Reply {
+        let status = self.status_code();
+        let mut reply = reply::json(
+            status,
+            &json!({
+                "error": {
+                    "code": status.as_u16(),
+                    "reason": self.reason(),
+                    "message": self.to_string(),
+                }
+            }),
+        );
         if matches!(self, Self::Unauthorized(_)) {
-            response.insert_header(("WWW-Authenticate", "Bearer"));
+            reply
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        response.json(json!({
-            "error": {
-                "code": self.status_code().as_u16(),
-                "reason": self.reason(),
-                "message": self.to_string(),
-            }
-        }))
+        reply
     }
 }

@@ -1,13 +1,18 @@
 //! `GET /healthz`: "ok" while every actor runs or is restarting normally; 503 with the reasons
 //! when an actor escalated or has been down longer than a healthy restart takes.
 
-use actix_web::{HttpResponse, web};
+use http::StatusCode;
 use serde_json::json;
 
-use super::DebugContext;
+use super::{
+    error::DebugError,
+    reply::{self, Reply},
+    routes::Call,
+};
 
-pub async fn healthz(context: web::Data<DebugContext>) -> HttpResponse {
-    let problems: Vec<String> = context
+pub async fn healthz(call: Call) -> Result<Reply, DebugError> {
+    let problems: Vec<String> = call
+        .context
         .nodes
         .all()
         .iter()
@@ -18,12 +23,12 @@ pub async fn healthz(context: web::Data<DebugContext>) -> HttpResponse {
                 .map(move |problem| format!("node {:?}: {problem}", handle.node()))
         })
         .collect();
-    if problems.is_empty() {
-        HttpResponse::Ok()
-            .content_type("text/plain; charset=utf-8")
-            .body("ok")
+    Ok(if problems.is_empty() {
+        reply::with_type(StatusCode::OK, "text/plain; charset=utf-8", "ok")
     } else {
-        HttpResponse::ServiceUnavailable()
-            .json(json!({ "status": "unhealthy", "problems": problems }))
-    }
+        reply::json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({ "status": "unhealthy", "problems": problems }),
+        )
+    })
 }

@@ -3,7 +3,7 @@
 //! figures, read from the supervisors at each scrape. Every family is documented in README,
 //! "Metrics".
 
-use actix_web::{HttpResponse, web};
+use http::StatusCode;
 use nodepulse_supervisor::{ActorSnapshot, ChildState};
 use prometheus_client::{
     collector::Collector,
@@ -11,7 +11,12 @@ use prometheus_client::{
     metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge},
 };
 
-use super::{DebugContext, nodes::Nodes};
+use super::{
+    error::DebugError,
+    nodes::Nodes,
+    reply::{self, Reply},
+    routes::Call,
+};
 
 const STATES: [ChildState; 5] = [
     ChildState::Starting,
@@ -21,15 +26,22 @@ const STATES: [ChildState; 5] = [
     ChildState::Escalated,
 ];
 
-pub async fn metrics(context: web::Data<DebugContext>) -> HttpResponse {
+pub async fn metrics(call: Call) -> Result<Reply, DebugError> {
     let mut body = String::with_capacity(16 * 1024);
-    if let Err(error) = prometheus_client::encoding::text::encode(&mut body, &context.registry) {
+    if let Err(error) = prometheus_client::encoding::text::encode(&mut body, &call.context.registry)
+    {
         // Writing to a String cannot fail; a collector that fails is a bug worth seeing.
-        return HttpResponse::InternalServerError().body(format!("cannot encode metrics: {error}"));
+        return Ok(reply::with_type(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain; charset=utf-8",
+            format!("cannot encode metrics: {error}"),
+        ));
     }
-    HttpResponse::Ok()
-        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
-        .body(body)
+    Ok(reply::with_type(
+        StatusCode::OK,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        body,
+    ))
 }
 
 /// The actor families, one sample per actor (and per state or message type).

@@ -1,4 +1,5 @@
-//! The debug endpoint: a small actix-web server, on loopback by default.
+//! The debug endpoint: a small HTTP/1 server (hyper) on the daemon's main thread, on loopback
+//! by default. The route table is in `routes.rs`.
 //!
 //! Routes:
 //! - `GET /debug/` — an HTML page of the actor tree that refreshes itself
@@ -20,12 +21,12 @@ mod error;
 mod health;
 pub mod metrics;
 mod nodes;
+mod reply;
+mod routes;
+mod server;
 
-use std::{net::SocketAddr, num::NonZeroU32};
+use std::{net::SocketAddr, num::NonZeroU32, rc::Rc};
 
-use actix_web::{
-    App, HttpRequest, HttpResponse, HttpServer, dev::Server, error::QueryPayloadError, web,
-};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use nodepulse_supervisor::SupervisorHandle;
 use prometheus_client::registry::Registry;
@@ -33,6 +34,7 @@ use prometheus_client::registry::Registry;
 pub use auth::FaultInjectionGate;
 pub use error::DebugError;
 pub use nodes::Nodes;
+pub use server::{Server, ServerHandle};
 
 const PAGE: &str = include_str!("page.html");
 
@@ -85,88 +87,20 @@ pub fn start(
     let per_second = NonZeroU32::new(KILLS_PER_SECOND).unwrap_or(NonZeroU32::MIN);
     let nodes = Nodes::new(nodes);
     registry.register_collector(Box::new(metrics::ActorMetrics(nodes.clone())));
-    let context = web::Data::new(DebugContext {
+    let context = Rc::new(DebugContext {
         nodes,
         gate,
         kill_rate: RateLimiter::direct(Quota::per_second(per_second)),
         registry,
         node_facts,
     });
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(context.clone())
-            .app_data(
-                web::QueryConfig::default().error_handler(|error, _| query_error(&error).into()),
-            )
-            .configure(routes)
-    })
-    .workers(1)
-    .disable_signals()
-    .bind(address)?;
-    let address = server.addrs().first().copied().unwrap_or(address);
+    let listener = std::net::TcpListener::bind(address)?;
+    // Non-blocking, as tokio needs it when the server adopts the socket.
+    listener.set_nonblocking(true)?;
+    let address = listener.local_addr().unwrap_or(address);
     tracing::info!(%address, "debug endpoint listening");
     Ok(DebugServer {
-        server: server.run(),
+        server: Server::new(listener, context),
         address,
     })
-}
-
-fn routes(config: &mut web::ServiceConfig) {
-    config
-        .route("/healthz", web::get().to(health::healthz))
-        .route("/metrics", web::get().to(metrics::metrics))
-        .route(
-            "/debug",
-            web::get().to(|| async {
-                HttpResponse::PermanentRedirect()
-                    .insert_header(("Location", "/debug/"))
-                    .finish()
-            }),
-        )
-        .route(
-            "/debug/",
-            web::get().to(|| async {
-                HttpResponse::Ok()
-                    .content_type("text/html; charset=utf-8")
-                    .body(PAGE)
-            }),
-        )
-        .route("/debug/node", web::get().to(actors::node))
-        .route("/debug/volumes", web::get().to(actors::volumes))
-        .service(
-            web::resource("/debug/actors")
-                .get(actors::list)
-                .default_service(web::to(method_not_allowed)),
-        )
-        .service(
-            web::resource("/debug/actors/{name}")
-                .get(actors::one)
-                .default_service(web::to(method_not_allowed)),
-        )
-        .service(
-            web::resource("/debug/actors/{name}/kill")
-                .post(actors::kill)
-                .default_service(web::to(method_not_allowed)),
-        )
-        .default_service(web::to(not_found));
-}
-
-fn query_error(error: &QueryPayloadError) -> DebugError {
-    DebugError::BadRequest(format!("invalid query string: {error}"))
-}
-
-async fn method_not_allowed(request: HttpRequest) -> Result<HttpResponse, DebugError> {
-    Err(DebugError::MethodNotAllowed(format!(
-        "{} is not allowed on {}",
-        request.method(),
-        request.path()
-    )))
-}
-
-async fn not_found(request: HttpRequest) -> Result<HttpResponse, DebugError> {
-    Err(DebugError::NotFound(format!(
-        "no route {} {}; see /debug/ for the actor page, /debug/actors, /healthz and /metrics",
-        request.method(),
-        request.path()
-    )))
 }
