@@ -16,6 +16,7 @@ use k8s_openapi::{
     api::core::v1::{Pod, PodStatus},
     apimachinery::pkg::api::resource::Quantity,
 };
+use nodepulse_supervisor::Recipient;
 use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
@@ -34,6 +35,7 @@ use crate::{
         ContainerFilter, ContainerRuntime, ContainerRuntimeResult, PodEvent, PodVolumeView,
         RuntimeService, SandboxFilter, VolumeSourceApi,
     },
+    prober::{PodProbeView, ProbePods, ProbeResults},
 };
 
 /// The kubelet's relist period.
@@ -115,9 +117,13 @@ pub struct Engine {
     /// The Node as NodeStatusActor last saw it, for admission and `resourceFieldRef` limits;
     /// `None`: no admission (tests of other rules).
     pub node: Option<Arc<NodeView>>,
+    /// The prober: told each pod's running containers at every sync (`probing`).
+    pub prober: Option<Recipient<ProbePods>>,
+    /// The prober's results, which `started` and `ready` follow.
+    pub probe_results: Option<ProbeResults>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
-    spawner: Handle,
+    pub(super) spawner: Handle,
 }
 
 impl Engine {
@@ -133,6 +139,8 @@ impl Engine {
             volumes,
             objects: None,
             node: None,
+            prober: None,
+            probe_results: None,
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             spawner,
@@ -334,6 +342,10 @@ impl Engine {
                 errors: ending.is_none().then_some(&entry.errors),
                 terminal: ending.is_some(),
                 evicted,
+                probes: (self.probe_results.as_ref()).map(|results| PodProbeView {
+                    results,
+                    pod: &entry.pod,
+                }),
             },
         )
     }
@@ -345,6 +357,7 @@ impl Engine {
         let Some(entry) = core.pods.get_mut(uid) else {
             return;
         };
+        self.tell_prober(entry, &runtime_name);
         // A pod being torn down reports once, at the end (`terminate`).
         if entry.finished || entry.ending.is_some() {
             return;

@@ -22,6 +22,7 @@ use super::{
 use crate::{
     pods::simulated_status::{condition, qos_class},
     ports::{ContainerState, ContainerStatus},
+    prober::PodProbeView,
 };
 
 /// Why a container's last start failed: its waiting reason and message.
@@ -45,6 +46,9 @@ pub struct StatusInputs<'a> {
     pub terminal: bool,
     /// An eviction's reason and message: phase Failed, and the DisruptionTarget condition.
     pub evicted: Option<(&'a str, &'a str)>,
+    /// The prober's results for this pod: `started` and `ready` of running app containers
+    /// follow them; `None` (no prober) reports a running container started and ready.
+    pub probes: Option<PodProbeView<'a>>,
 }
 
 fn time(nanos: i64) -> Option<Time> {
@@ -116,12 +120,17 @@ fn container_status(
         };
         status.image_id = newest.image_ref.clone();
         status.restart_count = i32::try_from(restart_count(newest)).unwrap_or(i32::MAX);
-        status.started = Some(running);
-        // Until probes exist, a running app container is ready; init containers once done.
+        let container_id = status.container_id.as_deref().unwrap_or_default();
+        let (started, ready) = match inputs.probes {
+            Some(probes) if running && !init => probes.started_and_ready(container, container_id),
+            _ => (running, running),
+        };
+        status.started = Some(started);
+        // Regular init containers are ready once done (§4.3).
         status.ready = if init {
             newest.state == ContainerState::Exited && newest.exit_code == 0
         } else {
-            running
+            ready
         };
         status.last_state = previous
             .filter(|p| p.state == ContainerState::Exited)
