@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{DebugContext, error::DebugError, nodes::NodeQuery};
 
 /// How long an actor may take to describe its own state before the request gives up.
-const STATE_TIMEOUT: Duration = Duration::from_secs(2);
+pub const STATE_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub async fn list(
     context: web::Data<DebugContext>,

@@ -8,6 +8,7 @@
 //!   enabled in the configuration, with `Authorization: Bearer <token>`
 //! - `GET /debug/node[?node=]` — the Node status as last computed and sent, and why
 //! - `GET /debug/volumes[?node=]` — the volume manager's desired and actual state per pod
+//! - `GET /debug/probes[?node=]` — the prober's workers: last result, consecutive counts, next run
 //! - `GET /healthz` — "ok", or 503 with the reasons
 //! - `GET /metrics` — the OpenMetrics text format: the registry handed to [`start`], plus
 //!   every actor's figures
@@ -20,6 +21,7 @@ mod error;
 mod health;
 pub mod metrics;
 mod nodes;
+mod probes;
 
 use std::{net::SocketAddr, num::NonZeroU32};
 
@@ -133,6 +135,7 @@ fn routes(config: &mut web::ServiceConfig) {
         )
         .route("/debug/node", web::get().to(actors::node))
         .route("/debug/volumes", web::get().to(actors::volumes))
+        .route("/debug/probes", web::get().to(probes::probes))
         .service(
             web::resource("/debug/actors")
                 .get(actors::list)

@@ -18,6 +18,7 @@ use nodepulse_actors::{
         cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
     ports::{LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
+    prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
     volume_manager::{
@@ -47,6 +48,7 @@ pub(super) struct Inboxes {
     pub runtime_probe: Inbox<RuntimeProbeActor>,
     pub eviction_signal: Inbox<EvictionSignalActor>,
     pub volume_manager: Inbox<VolumeManagerActor>,
+    pub prober: Inbox<ProberActor>,
 }
 
 pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
@@ -57,6 +59,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
     let (runtime_probe, runtime_probe_inbox) = mailbox(capacity);
     let (eviction_signal, eviction_signal_inbox) = mailbox(capacity);
     let (volume_manager, volume_manager_inbox) = mailbox(capacity);
+    let (prober, prober_inbox) = mailbox(capacity);
     (
         NodeAddresses {
             node_status,
@@ -66,6 +69,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             runtime_probe,
             eviction_signal,
             volume_manager,
+            prober,
         },
         Inboxes {
             node_status: node_status_inbox,
@@ -75,6 +79,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             runtime_probe: runtime_probe_inbox,
             eviction_signal: eviction_signal_inbox,
             volume_manager: volume_manager_inbox,
+            prober: prober_inbox,
         },
     )
 }
@@ -91,6 +96,8 @@ pub(super) struct Wiring<'a> {
     pub plugin_watcher: bool,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
+    /// The prober's kept state, when this node runs one (`runtime: cri` with the pods).
+    pub prober: Option<ProberKept>,
 }
 
 impl Wiring<'_> {
@@ -251,9 +258,13 @@ impl Wiring<'_> {
             relist_period: RELIST_PERIOD,
             clock: Arc::new(jiff::Timestamp::now),
         };
-        let pods = CriPods::on_own_thread(settings, Arc::new(client), Some(volumes))
+        let mut pods = CriPods::on_own_thread(settings, Arc::new(client), Some(volumes))
             .map_err(|error| error.to_string())?
             .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>);
+        if let Some(prober) = &self.prober {
+            let results = ProbeResults::new(prober.memory.clone());
+            pods = pods.with_prober(self.addresses.prober.recipient(), results);
+        }
         Ok(if self.parts.heartbeat {
             pods.with_node_view(Arc::clone(&self.node_view))
         } else {
