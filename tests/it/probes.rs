@@ -2,8 +2,9 @@
 //! readiness probe flips the pod's Ready condition as the container serves or drops the file;
 //! a failing liveness probe restarts the container with `Unhealthy` and `Killing`; an exec
 //! probe past its timeout fails with the kubelet's text; a startup probe holds off liveness;
-//! a tcpSocket probe is ready once the port listens; and the prober killed in every mode keeps
-//! a Ready pod Ready throughout, and probes again. The daemon probes the pod IP from the host
+//! a tcpSocket probe is ready once the port listens; and the prober, the pod lifecycle actor
+//! and StatusManager killed in every mode keep a Ready pod Ready throughout, and it is probed
+//! again. The daemon probes the pod IP from the host
 //! (the test's CNI bridge, 198.18.0.0/24, is in the host's network namespace).
 
 use crate::common;
@@ -18,7 +19,7 @@ use common::{
 };
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::{Api, api::ListParams};
-use nodepulse_actors::{ports::ContainerRuntime, prober};
+use nodepulse_actors::{pods, ports::ContainerRuntime, prober, status_manager};
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::{Value, json};
 
@@ -404,8 +405,8 @@ where
 }
 
 #[actix_rt::test]
-async fn the_prober_killed_in_every_mode_keeps_a_ready_pod_ready_and_probes_again() {
-    let test = "the_prober_killed_in_every_mode_keeps_a_ready_pod_ready_and_probes_again";
+async fn the_prober_pod_and_status_actors_killed_in_every_mode_keep_a_ready_pod_ready() {
+    let test = "the_prober_pod_and_status_actors_killed_in_every_mode_keep_a_ready_pod_ready";
     let Some(Setup {
         node,
         fixture,
@@ -437,22 +438,22 @@ async fn the_prober_killed_in_every_mode_keeps_a_ready_pod_ready_and_probes_agai
         )
         .await;
 
-        for mode in [KillMode::Stop, KillMode::Panic, KillMode::Hang] {
-            let before = node
-                .supervisor
-                .actor(prober::NAME)
-                .expect("the prober")
-                .restarts;
+        // The prober first; then the actors the readiness flows through.
+        let actors = [prober::NAME, pods::NAME, status_manager::NAME];
+        for (actor, mode) in actors.into_iter().flat_map(|actor| {
+            [KillMode::Stop, KillMode::Panic, KillMode::Hang].map(|mode| (actor, mode))
+        }) {
+            let before = node.supervisor.actor(actor).expect("the actor").restarts;
             let probed = successes(&node, &pod)
                 .await
                 .expect("the prober probes the pod");
             node.supervisor
-                .kill(prober::NAME, mode)
+                .kill(actor, mode)
                 .await
-                .unwrap_or_else(|error| panic!("kill the prober ({mode:?}): {error:?}"));
-            let what = format!("the prober runs again after {mode:?} and probes again");
+                .unwrap_or_else(|error| panic!("kill {actor} ({mode:?}): {error:?}"));
+            let what = format!("{actor} runs again after {mode:?} and the pod is probed again");
             ready_throughout(&cluster, &name, &what, || async {
-                let restarted = node.supervisor.actor(prober::NAME).is_some_and(|actor| {
+                let restarted = node.supervisor.actor(actor).is_some_and(|actor| {
                     actor.restarts > before && actor.state == ChildState::Running
                 });
                 restarted
