@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use nodepulse_actors::volume_manager;
 use nodepulse_supervisor::{ActorRequestError, KillMode};
 use serde::Deserialize;
 use serde_json::json;
@@ -10,7 +11,7 @@ use serde_json::json;
 use super::{DebugContext, error::DebugError, nodes::NodeQuery};
 
 /// How long an actor may take to describe its own state before the request gives up.
-pub const STATE_TIMEOUT: Duration = Duration::from_secs(2);
+const STATE_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub async fn list(
     context: web::Data<DebugContext>,
@@ -69,15 +70,22 @@ pub async fn volumes(
     context: web::Data<DebugContext>,
     query: web::Query<NodeQuery>,
 ) -> Result<HttpResponse, DebugError> {
-    let name = nodepulse_actors::volume_manager::NAME;
+    own_state(&context, &query, volume_manager::NAME, "the volume manager").await
+}
+
+/// Actor `name`'s own state as the whole answer (`who` names it in the error).
+pub async fn own_state(
+    context: &DebugContext,
+    query: &NodeQuery,
+    name: &str,
+    who: &str,
+) -> Result<HttpResponse, DebugError> {
     let handle = context.nodes.owner_of(name, query.node.as_deref())?;
     handle
         .actor_state(name, STATE_TIMEOUT)
         .await
         .map(|state| HttpResponse::Ok().json(state))
-        .map_err(|error| {
-            DebugError::Unavailable(format!("the volume manager cannot answer now: {error}"))
-        })
+        .map_err(|error| DebugError::Unavailable(format!("{who} cannot answer now: {error}")))
 }
 
 #[derive(Debug, Deserialize)]

@@ -3,18 +3,13 @@
 //! prober actor describes them. A node without a prober (simulated runtime) answers 404.
 
 use actix_web::{HttpResponse, web};
+use nodepulse_actors::prober;
 
-use super::{DebugContext, actors::STATE_TIMEOUT, error::DebugError, nodes::NodeQuery};
+use super::{DebugContext, actors::own_state, error::DebugError, nodes::NodeQuery};
 
 pub async fn probes(
     context: web::Data<DebugContext>,
     query: web::Query<NodeQuery>,
 ) -> Result<HttpResponse, DebugError> {
-    let name = nodepulse_actors::prober::NAME;
-    let handle = context.nodes.owner_of(name, query.node.as_deref())?;
-    handle
-        .actor_state(name, STATE_TIMEOUT)
-        .await
-        .map(|state| HttpResponse::Ok().json(state))
-        .map_err(|error| DebugError::Unavailable(format!("the prober cannot answer now: {error}")))
+    own_state(&context, &query, prober::NAME, "the prober").await
 }

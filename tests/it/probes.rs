@@ -89,6 +89,19 @@ async fn successes(node: &crate::common::cri_node::CriNode, pod: &Pod) -> Option
         .and_then(|w| w["consecutiveSuccesses"].as_u64())
 }
 
+/// Creates a pod of `container` (restart policy Always) and waits until it runs, not ready.
+async fn start_unready(cluster: &TestCluster, node: &str, name: &str, container: Value) -> Pod {
+    create_pod(cluster, node, name, spec("Always", json!([container]))).await;
+    wait_pod(
+        &cluster.client,
+        NAMESPACE,
+        name,
+        "running, not ready",
+        running_not_ready,
+    )
+    .await
+}
+
 async fn create_pod(cluster: &TestCluster, node: &str, name: &str, extra: Value) -> Pod {
     create(&cluster.client, &pod_manifest(name, NAMESPACE, node, extra)).await
 }
@@ -110,21 +123,7 @@ async fn an_http_readiness_probe_flips_the_ready_condition_as_the_container_serv
         container["readinessProbe"] = json!({
             "httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 1, "failureThreshold": 1,
         });
-        create_pod(
-            &cluster,
-            &node.name,
-            &name,
-            spec("Always", json!([container])),
-        )
-        .await;
-        let pod = wait_pod(
-            &cluster.client,
-            NAMESPACE,
-            &name,
-            "running, not ready",
-            running_not_ready,
-        )
-        .await;
+        let pod = start_unready(&cluster, &node.name, &name, container).await;
         wait_pod_event(&cluster, &pod, "Warning", "Unhealthy", |m| {
             m == "Readiness probe failed: HTTP probe failed with statuscode: 404"
         })
@@ -139,7 +138,7 @@ async fn an_http_readiness_probe_flips_the_ready_condition_as_the_container_serv
             running_and_ready,
         )
         .await;
-        assert_eq!(app(&pod).ready, true);
+        assert!(app(&pod).ready, "the container is ready");
         assert_eq!(condition(&pod, "ContainersReady").as_deref(), Some("True"));
 
         exec(&fixture, &pod, &["busybox", "rm", "/tmp/www/ready"]).await;
@@ -225,21 +224,7 @@ async fn an_exec_probe_that_outlasts_its_timeout_fails_with_the_kubelets_text() 
             &["sleep", "5"],
             json!({"timeoutSeconds": 1, "failureThreshold": 1}),
         );
-        create_pod(
-            &cluster,
-            &node.name,
-            &name,
-            spec("Always", json!([container])),
-        )
-        .await;
-        let pod = wait_pod(
-            &cluster.client,
-            NAMESPACE,
-            &name,
-            "running, not ready",
-            running_not_ready,
-        )
-        .await;
+        let pod = start_unready(&cluster, &node.name, &name, container).await;
         wait_pod_event(&cluster, &pod, "Warning", "Unhealthy", |m| {
             m == "Readiness probe failed: command timed out: \"sleep 5\" timed out after 1s"
         })
@@ -280,21 +265,12 @@ async fn a_startup_probe_holds_off_liveness_until_it_succeeds() {
             &["test", "-e", "/tmp/started"],
             json!({"failureThreshold": 1}),
         );
-        create_pod(
-            &cluster,
-            &node.name,
-            &name,
-            spec("Always", json!([container])),
-        )
-        .await;
-        let pod = wait_pod(
-            &cluster.client,
-            NAMESPACE,
-            &name,
-            "running, not started",
-            |pod| running_not_ready(pod) && app(pod).started == Some(false),
-        )
-        .await;
+        let pod = start_unready(&cluster, &node.name, &name, container).await;
+        assert_eq!(
+            app(&pod).started,
+            Some(false),
+            "not started before its startup probe"
+        );
         // Startup fails while liveness, which would fail too, is never run.
         wait_pod_event(&cluster, &pod, "Warning", "Unhealthy", |m| {
             m.starts_with("Startup probe failed:")
@@ -344,21 +320,7 @@ async fn a_tcp_readiness_probe_is_ready_once_the_port_listens() {
             "tcpSocket": {"port": "web"}, "periodSeconds": 1, "failureThreshold": 1,
         });
         container["ports"] = json!([{"name": "web", "containerPort": 8080}]);
-        create_pod(
-            &cluster,
-            &node.name,
-            &name,
-            spec("Always", json!([container])),
-        )
-        .await;
-        let pod = wait_pod(
-            &cluster.client,
-            NAMESPACE,
-            &name,
-            "running, not ready",
-            running_not_ready,
-        )
-        .await;
+        let pod = start_unready(&cluster, &node.name, &name, container).await;
         wait_pod_event(&cluster, &pod, "Warning", "Unhealthy", |m| {
             m.starts_with("Readiness probe failed: dial tcp")
         })

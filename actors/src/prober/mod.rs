@@ -13,6 +13,8 @@ mod view;
 mod worker;
 
 #[cfg(test)]
+mod actor_tests;
+#[cfg(test)]
 mod lifecycle_tests;
 #[cfg(test)]
 mod manager_tests;
