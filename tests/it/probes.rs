@@ -4,7 +4,7 @@
 //! probe past its timeout fails with the kubelet's text; a startup probe holds off liveness;
 //! a tcpSocket probe is ready once the port listens; and the prober, the pod lifecycle actor
 //! and StatusManager killed in every mode keep a Ready pod Ready throughout, and it is probed
-//! again. The daemon probes the pod IP from the host
+//! again; `/debug/probes` shows each worker. The daemon probes the pod IP from the host
 //! (the test's CNI bridge, 198.18.0.0/24, is in the host's network namespace).
 
 use crate::common;
@@ -24,6 +24,8 @@ use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::{Value, json};
 
 use crate::cri_pods::{Setup, UNTIL_TERM, app, runtime_id, shell, spec};
+use common::cri_node::CriNode;
+use nodepulse::debug::{self, FaultInjectionGate};
 
 const NAMESPACE: &str = "default";
 
@@ -77,7 +79,7 @@ async fn event_messages(cluster: &TestCluster, pod: &Pod) -> Vec<String> {
 }
 
 /// The prober's consecutive successes for `pod`'s container, from its own state.
-async fn successes(node: &crate::common::cri_node::CriNode, pod: &Pod) -> Option<u64> {
+async fn successes(node: &CriNode, pod: &Pod) -> Option<u64> {
     let state = node
         .supervisor
         .actor_state(prober::NAME, Duration::from_secs(1))
@@ -100,6 +102,27 @@ async fn start_unready(cluster: &TestCluster, node: &str, name: &str, container:
         running_not_ready,
     )
     .await
+}
+
+/// `GET /debug/probes` of a debug endpoint serving `node`: the prober's workers.
+async fn debug_probes(node: &CriNode) -> Vec<Value> {
+    let gate = FaultInjectionGate::new(false, None);
+    let endpoint = debug::start(
+        "127.0.0.1:0".parse().expect("address"),
+        vec![node.supervisor.clone()],
+        gate,
+        debug::Extras::default(),
+    )
+    .expect("binds");
+    let url = format!("http://{}/debug/probes", endpoint.address);
+    let server = endpoint.server;
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    let response = reqwest::get(&url).await.expect("GET /debug/probes");
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let body: Value = response.json().await.expect("JSON");
+    handle.stop(true).await;
+    body["workers"].as_array().cloned().unwrap_or_default()
 }
 
 async fn create_pod(cluster: &TestCluster, node: &str, name: &str, extra: Value) -> Pod {
@@ -128,6 +151,21 @@ async fn an_http_readiness_probe_flips_the_ready_condition_as_the_container_serv
             m == "Readiness probe failed: HTTP probe failed with statuscode: 404"
         })
         .await;
+
+        let workers = debug_probes(&node).await;
+        let worker = (workers.iter())
+            .find(|w| w["podUID"] == pod.metadata.uid.as_deref().unwrap_or_default())
+            .unwrap_or_else(|| panic!("/debug/probes shows the pod's worker: {workers:?}"));
+        assert_eq!(
+            (&worker["pod"], &worker["container"], &worker["kind"]),
+            (&json!(name), &json!("app"), &json!("Readiness")),
+        );
+        assert_eq!(worker["lastResult"], "Failure", "{worker}");
+        assert!(
+            worker["consecutiveFailures"].as_u64() >= Some(1),
+            "{worker}"
+        );
+        assert!(worker["nextRun"].is_string(), "{worker}");
 
         exec(&fixture, &pod, &["touch", "/tmp/www/ready"]).await;
         let pod = wait_pod(
