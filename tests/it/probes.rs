@@ -14,18 +14,18 @@ use std::time::Duration;
 use common::{
     cluster::TestCluster,
     cri_fixture::CriFixture,
+    cri_node::CriNode,
     objects::wait_pod_event,
     pods::{condition, create, phase, pod_manifest, running_and_ready, wait_pod},
 };
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::{Api, api::ListParams};
+use nodepulse::debug::{self, FaultInjectionGate};
 use nodepulse_actors::{pods, ports::ContainerRuntime, prober, status_manager};
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::{Value, json};
 
 use crate::cri_pods::{Setup, UNTIL_TERM, app, runtime_id, shell, spec};
-use common::cri_node::CriNode;
-use nodepulse::debug::{self, FaultInjectionGate};
 
 const NAMESPACE: &str = "default";
 
