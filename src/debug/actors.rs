@@ -66,16 +66,23 @@ pub async fn node(call: Call) -> Result<Reply, DebugError> {
 /// `GET /debug/volumes`: the volume manager's desired and actual state per pod, and why each
 /// volume is where it is.
 pub async fn volumes(call: Call) -> Result<Reply, DebugError> {
+    own_state(
+        call,
+        nodepulse_actors::volume_manager::NAME,
+        "the volume manager",
+    )
+    .await
+}
+
+/// Actor `name`'s own state as the whole answer (`who` names it in the error).
+pub async fn own_state(call: Call, name: &str, who: &str) -> Result<Reply, DebugError> {
     let query: NodeQuery = call.query()?;
-    let name = nodepulse_actors::volume_manager::NAME;
     let handle = call.context.nodes.owner_of(name, query.node.as_deref())?;
     handle
         .actor_state(name, STATE_TIMEOUT)
         .await
         .map(|state| reply::json(StatusCode::OK, &state))
-        .map_err(|error| {
-            DebugError::Unavailable(format!("the volume manager cannot answer now: {error}"))
-        })
+        .map_err(|error| DebugError::Unavailable(format!("{who} cannot answer now: {error}")))
 }
 
 /// How often a kill of a starting actor looks again whether it runs.

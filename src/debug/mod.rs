@@ -9,6 +9,7 @@
 //!   enabled in the configuration, with `Authorization: Bearer <token>`
 //! - `GET /debug/node[?node=]` — the Node status as last computed and sent, and why
 //! - `GET /debug/volumes[?node=]` — the volume manager's desired and actual state per pod
+//! - `GET /debug/probes[?node=]` — the prober's workers: last result, consecutive counts, next run
 //! - `GET /healthz` — "ok", or 503 with the reasons
 //! - `GET /metrics` — the OpenMetrics text format: the registry handed to [`start`], plus
 //!   every actor's figures
@@ -21,6 +22,7 @@ mod error;
 mod health;
 pub mod metrics;
 mod nodes;
+mod probes;
 mod reply;
 mod routes;
 mod server;

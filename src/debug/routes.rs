@@ -12,7 +12,7 @@ use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 
 use super::{
-    DebugContext, PAGE, actors,
+    DebugContext, PAGE, actors, probes,
     error::DebugError,
     health, metrics,
     reply::{self, Reply},
@@ -57,6 +57,7 @@ const ROUTES: &[Route] = &[
     get("/debug/", |_| Box::pin(async { Ok(page()) })),
     get("/debug/node", |call| Box::pin(actors::node(call))),
     get("/debug/volumes", |call| Box::pin(actors::volumes(call))),
+    get("/debug/probes", |call| Box::pin(probes::probes(call))),
     get("/debug/actors", |call| Box::pin(actors::list(call))),
     get("/debug/actors/{name}", |call| Box::pin(actors::one(call))),
     post("/debug/actors/{name}/kill", |call| {

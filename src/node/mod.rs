@@ -3,11 +3,13 @@
 //! its peers' addresses before any of them starts; then the parts asked for are added in start
 //! order: NodeStatus (it registers the Node) and Lease, StatusManager, the volume manager and
 //! the pod lifecycle actor that feeds the first and waits for the second, the CSI plugin
-//! watcher (not on fleet nodes), then the signal actors that feed NodeStatus (RuntimeProbe,
-//! EvictionSignal, which also evicts through StatusManager). State that must outlive an actor's
-//! restart is created here and handed to every generation by its factory.
+//! watcher (not on fleet nodes), the prober (on a `runtime: cri` node), then the signal actors
+//! that feed NodeStatus (RuntimeProbe, EvictionSignal, which also evicts through
+//! StatusManager). State that must outlive an actor's restart is created here and handed to
+//! every generation by its factory.
 
 mod csi;
+mod prober;
 mod resources;
 mod runtime;
 mod settings;
@@ -22,6 +24,7 @@ use nodepulse_actors::{
     node_status::NodeStatusActor,
     pods::PodLifecycleActor,
     ports::{CsiNodeApi, LeaseApi, NodeApi, PodApi, PodStatsSource, StorageApi, VolumeSourceApi},
+    prober::{ProberActor, ProberKept},
     runtime_probe::{RuntimeProbeActor, UpdatePodCidr},
     status_manager::StatusManagerActor,
     volume_manager::VolumeManagerActor,
@@ -32,7 +35,7 @@ pub use resources::NodeResources;
 pub use runtime::runtime;
 pub use settings::{eviction_settings, node_status_settings, supervisor_config};
 
-use crate::config::Settings;
+use crate::config::{RuntimeKind, Settings};
 use wiring::{Wiring, mailboxes};
 
 /// The API ports a node's actors use; the daemon's `KubeApi`, or a fleet's view of it.
@@ -53,6 +56,9 @@ pub struct Parts {
     pub pods: bool,
     /// RuntimeProbe and EvictionSignal.
     pub signals: bool,
+    /// The prober, beside the pods on a `runtime: cri` node (a simulated runtime, as a
+    /// fleet's nodes, runs no containers and so no probes).
+    pub prober: bool,
 }
 
 impl Parts {
@@ -60,21 +66,25 @@ impl Parts {
         heartbeat: true,
         pods: true,
         signals: true,
+        prober: true,
     };
     pub const HEARTBEAT: Self = Self {
         heartbeat: true,
         pods: false,
         signals: false,
+        prober: false,
     };
     pub const SIGNALS: Self = Self {
         heartbeat: false,
         pods: false,
         signals: true,
+        prober: false,
     };
     pub const HEARTBEAT_AND_SIGNALS: Self = Self {
         heartbeat: true,
         pods: false,
         signals: true,
+        prober: false,
     };
 }
 
@@ -100,6 +110,7 @@ pub struct NodeAddresses {
     pub runtime_probe: Mailbox<RuntimeProbeActor>,
     pub eviction_signal: Mailbox<EvictionSignalActor>,
     pub volume_manager: Mailbox<VolumeManagerActor>,
+    pub prober: Mailbox<ProberActor>,
 }
 
 /// Builds one node's actors: `NodeActors::new(&settings).api(api).start()` for the whole node.
@@ -210,6 +221,8 @@ impl NodeActors {
             return Err(WiringError::NoSignalRecipient);
         }
         let resources = resources.unwrap_or_else(|| NodeResources::for_host(&settings));
+        let runs_containers = settings.config.runtime == RuntimeKind::Cri;
+        let prober = (parts.pods && parts.prober && runs_containers).then(ProberKept::default);
         let wiring = Wiring {
             settings: &settings,
             resources: &resources,
@@ -218,6 +231,7 @@ impl NodeActors {
             pod_cidr,
             plugin_watcher,
             node_view: Arc::default(),
+            prober,
         };
         let mut builder = builder;
         if let Some(api) = api.as_ref().filter(|_| parts.heartbeat) {
@@ -236,6 +250,9 @@ impl NodeActors {
                 inboxes.volume_manager,
             );
             pod_state = Some(state);
+            if let Some(kept) = wiring.prober.clone() {
+                builder = wiring.prober(builder, kept, inboxes.prober);
+            }
         }
         if let Some(reports) = reports.filter(|_| parts.signals) {
             let evictions = pod_state.map(|pods| Evictions {

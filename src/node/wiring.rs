@@ -18,6 +18,7 @@ use nodepulse_actors::{
         cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
     ports::{LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
+    prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
     volume_manager::{
@@ -48,6 +49,7 @@ pub(super) struct Inboxes {
     pub runtime_probe: Inbox<RuntimeProbeActor>,
     pub eviction_signal: Inbox<EvictionSignalActor>,
     pub volume_manager: Inbox<VolumeManagerActor>,
+    pub prober: Inbox<ProberActor>,
 }
 
 pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
@@ -58,6 +60,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
     let (runtime_probe, runtime_probe_inbox) = mailbox(capacity);
     let (eviction_signal, eviction_signal_inbox) = mailbox(capacity);
     let (volume_manager, volume_manager_inbox) = mailbox(capacity);
+    let (prober, prober_inbox) = mailbox(capacity);
     (
         NodeAddresses {
             node_status,
@@ -67,6 +70,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             runtime_probe,
             eviction_signal,
             volume_manager,
+            prober,
         },
         Inboxes {
             node_status: node_status_inbox,
@@ -76,6 +80,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             runtime_probe: runtime_probe_inbox,
             eviction_signal: eviction_signal_inbox,
             volume_manager: volume_manager_inbox,
+            prober: prober_inbox,
         },
     )
 }
@@ -92,6 +97,8 @@ pub(super) struct Wiring<'a> {
     pub plugin_watcher: bool,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
+    /// The prober's kept state, when this node runs one (`runtime: cri` with the pods).
+    pub prober: Option<ProberKept>,
 }
 
 impl Wiring<'_> {
@@ -255,10 +262,14 @@ impl Wiring<'_> {
         let client = Arc::new(client);
         // Lifecycle hooks' httpGet is the prober's request, from the same client.
         let hooks = Arc::new(ProbeHandlers::new(Arc::clone(&client) as _));
-        let pods = CriPods::on_own_thread(settings, client, Some(volumes))
+        let mut pods = CriPods::on_own_thread(settings, client, Some(volumes))
             .map_err(|error| error.to_string())?
             .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>)
             .with_http_hooks(hooks);
+        if let Some(prober) = &self.prober {
+            let results = ProbeResults::new(prober.memory.clone());
+            pods = pods.with_prober(self.addresses.prober.recipient(), results);
+        }
         Ok(if self.parts.heartbeat {
             pods.with_node_view(Arc::clone(&self.node_view))
         } else {

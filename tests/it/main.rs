@@ -42,6 +42,7 @@ mod node_identity;
 mod node_signal_conditions;
 mod node_status;
 mod pods;
+mod probes;
 mod process_faults;
 mod reliability_security;
 mod runtime_probe;

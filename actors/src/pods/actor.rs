@@ -16,6 +16,7 @@ use super::provider::{Outgoing, PodLifecycleState, PodUpdate};
 use crate::{
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
     ports::{PodApi, PodEvent, PodVolumesChanged, PodWatchEvent},
+    prober::ProberFeedback,
     runtime_probe::UpdatePodCidr,
     status_manager::StatusManagerActor,
 };
@@ -280,6 +281,17 @@ impl Handler<PodVolumesChanged> for PodLifecycleActor {
             .volumes_changed(&changed.pod_uid, Timestamp::now());
         self.queue_updates(updates);
         self.drain(ctx);
+    }
+}
+
+/// What the prober published: the provider kills, records or re-reports as it says.
+impl Handler<ProberFeedback> for PodLifecycleActor {
+    type Result = ();
+
+    fn handle(&mut self, ProberFeedback(output): ProberFeedback, ctx: &mut Context<Self>) {
+        let updates = (self.state.provider()).prober_output(&output, Timestamp::now());
+        self.queue_updates(updates);
+        self.settle(ctx);
     }
 }
 

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use crate::{
     messages::StopPod,
     ports::{PodEvent, PodStats, PodStatsSource},
+    prober::ProberOutput,
 };
 
 /// What a provider wants StatusManagerActor told.
@@ -63,6 +64,11 @@ pub trait PodLifecycleProvider: Send + 'static {
     /// The volume manager says the readiness of `pod_uid`'s volumes may have changed (see
     /// `ports::PodVolumeView`): a pod waiting for its volumes may start now, or report why not.
     fn volumes_changed(&mut self, _pod_uid: &str, _now: Timestamp) -> Vec<PodUpdate> {
+        Vec::new()
+    }
+    /// What the prober published for one of its pods (readiness, startup, a kill, an event):
+    /// a provider that runs containers acts on it; others have no prober and ignore it.
+    fn prober_output(&mut self, _output: &ProberOutput, _now: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
     }
     /// Where to signal that updates wait; each actor instance hands over its own on start.

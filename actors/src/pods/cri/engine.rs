@@ -17,6 +17,7 @@ use k8s_openapi::{
     api::core::v1::{Pod, PodStatus},
     apimachinery::pkg::api::resource::Quantity,
 };
+use nodepulse_supervisor::Recipient;
 use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
@@ -36,6 +37,7 @@ use crate::{
         ContainerFilter, ContainerRuntime, ContainerRuntimeResult, ContainerState, PodEvent,
         PodVolumeView, ProbeRunner, RuntimeService, SandboxFilter, VolumeSourceApi,
     },
+    prober::{PodProbeView, ProbePods, ProbeResults},
 };
 
 /// The kubelet's relist period.
@@ -130,6 +132,10 @@ pub struct Engine {
     pub node: Option<Arc<NodeView>>,
     /// Sends lifecycle hooks' HTTP requests (the prober's client); `None`: they fail.
     pub http_hooks: Option<Arc<dyn ProbeRunner>>,
+    /// The prober: told each pod's running containers at every sync (`probing`).
+    pub prober: Option<Recipient<ProbePods>>,
+    /// The prober's results, which `started` and `ready` follow.
+    pub probe_results: Option<ProbeResults>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     /// Cuts the PLEG's wait short: the event stream failed, relist now.
@@ -155,6 +161,8 @@ impl Engine {
             objects: None,
             node: None,
             http_hooks: None,
+            prober: None,
+            probe_results: None,
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             relist_now: Notify::new(),
@@ -383,6 +391,10 @@ impl Engine {
                 errors: ending.is_none().then_some(&entry.errors),
                 terminal: ending.is_some(),
                 evicted,
+                probes: (self.probe_results.as_ref()).map(|results| PodProbeView {
+                    results,
+                    pod: &entry.pod,
+                }),
             },
         )
     }
@@ -394,6 +406,7 @@ impl Engine {
         let Some(entry) = core.pods.get_mut(uid) else {
             return;
         };
+        self.tell_prober(entry, &runtime_name);
         // A pod being torn down reports once, at the end (`terminate`).
         if entry.finished || entry.ending.is_some() {
             return;

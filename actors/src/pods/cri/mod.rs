@@ -18,6 +18,7 @@ mod objects;
 mod plan;
 mod pleg;
 mod post_start;
+mod probing;
 #[cfg(test)]
 mod rule_tests;
 mod sandbox;
@@ -36,6 +37,7 @@ use std::{io, sync::Arc};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use nodepulse_supervisor::Recipient;
 use serde_json::json;
 use tokio::{runtime::Handle, sync::oneshot};
 
@@ -50,6 +52,7 @@ use crate::{
     messages::StopPod,
     node_status::NodeView,
     ports::{PodStats, PodVolumeView, ProbeRunner, VolumeSourceApi},
+    prober::{ProbePods, ProbeResults, ProberOutput},
 };
 
 pub struct CriPods {
@@ -121,6 +124,16 @@ impl CriPods {
     #[must_use]
     pub fn with_node_view(mut self, view: Arc<NodeView>) -> Self {
         self.engine_mut().node = Some(view);
+        self
+    }
+
+    /// Tells `prober` each pod's running containers at every sync, and reports `started` and
+    /// `ready` from its `results`.
+    #[must_use]
+    pub fn with_prober(mut self, prober: Recipient<ProbePods>, results: ProbeResults) -> Self {
+        let engine = self.engine_mut();
+        engine.prober = Some(prober);
+        engine.probe_results = Some(results);
         self
     }
 
@@ -249,6 +262,11 @@ impl PodLifecycleProvider for CriPods {
             });
         }
         self.engine.request_sync(&stop.uid);
+        self.drain()
+    }
+
+    fn prober_output(&mut self, output: &ProberOutput, _now: Timestamp) -> Vec<PodUpdate> {
+        self.engine.prober_output(output);
         self.drain()
     }
 

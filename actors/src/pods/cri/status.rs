@@ -23,6 +23,7 @@ use super::{
 use crate::{
     pods::simulated_status::{condition, qos_class},
     ports::{ContainerState, ContainerStatus},
+    prober::PodProbeView,
 };
 
 /// Why a container's last start failed: its waiting reason and message.
@@ -46,6 +47,9 @@ pub struct StatusInputs<'a> {
     pub terminal: bool,
     /// An eviction's reason and message: phase Failed, and the DisruptionTarget condition.
     pub evicted: Option<(&'a str, &'a str)>,
+    /// The prober's results for this pod: `started` and `ready` of running app containers
+    /// follow them; `None` (no prober) reports a running container started and ready.
+    pub probes: Option<PodProbeView<'a>>,
 }
 
 fn time(nanos: i64) -> Option<Time> {
@@ -140,13 +144,20 @@ fn container_status(
         };
         status.image_id = newest.image_ref.clone();
         status.restart_count = i32::try_from(restart_count(newest)).unwrap_or(i32::MAX);
-        // Until probes exist, a running container is started and a started sidecar or app
-        // container ready (the prober's results go here); regular init containers are ready
-        // once they exited 0.
-        status.started = Some(running);
+        let container_id = status.container_id.as_deref().unwrap_or_default();
+        // Sidecars and app containers are started once running and past any startup probe,
+        // ready once started and past any readiness probe (the prober's results); regular
+        // init containers are ready once they exited 0 (§4.3).
+        let (started, ready) = match (role, inputs.probes) {
+            (Role::Sidecar | Role::App, Some(probes)) if running => {
+                probes.started_and_ready(container, container_id)
+            }
+            _ => (running, running),
+        };
+        status.started = Some(started);
         status.ready = match role {
             Role::Init => newest.state == ContainerState::Exited && newest.exit_code == 0,
-            Role::Sidecar | Role::App => running,
+            Role::Sidecar | Role::App => ready,
         };
         status.last_state = previous
             .filter(|p| p.state == ContainerState::Exited)
