@@ -12,9 +12,9 @@ use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 
 use super::{
-    DebugContext, PAGE, actors, probes,
+    DebugContext, PAGE, actors,
     error::DebugError,
-    health, metrics,
+    health, metrics, probes,
     reply::{self, Reply},
 };
 

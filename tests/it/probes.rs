@@ -121,7 +121,7 @@ async fn debug_probes(node: &CriNode) -> Vec<Value> {
     let response = reqwest::get(&url).await.expect("GET /debug/probes");
     assert_eq!(response.status(), reqwest::StatusCode::OK);
     let body: Value = response.json().await.expect("JSON");
-    handle.stop(true).await;
+    handle.stop();
     body["workers"].as_array().cloned().unwrap_or_default()
 }
 

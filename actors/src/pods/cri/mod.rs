@@ -7,11 +7,11 @@ mod admit;
 mod backoff;
 mod container;
 mod engine;
+mod evented;
+mod gc;
 #[cfg(test)]
 mod hook_tests;
 mod hooks;
-mod evented;
-mod gc;
 mod image;
 mod kill;
 mod objects;

@@ -3,9 +3,10 @@
 //! status re-reported (`started`/`ready` read the prober's results), a liveness or startup
 //! kill with the kubelet's `Killing` text, and `Unhealthy`/`ProbeWarning` events.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
 use jiff::Timestamp;
+use tokio::sync::watch;
 
 use super::{
     engine::{Engine, PodEntry},
@@ -16,9 +17,6 @@ use crate::{
     ports::{ContainerState, PodEvent},
     prober::{ProbePods, ProberOutput, RestartContainer, RunningContainer, reported_by_api},
 };
-
-/// The kubelet never stops a container with less than this (`minimumGracePeriodInSeconds`).
-const MIN_GRACE: Duration = Duration::from_secs(2);
 
 impl Engine {
     /// Tells the prober the pod's running app containers; a pod being torn down, or one with
@@ -89,35 +87,40 @@ impl Engine {
         self.publish(&mut core, uid);
     }
 
-    /// Kills the container the probe failed (if it still runs), with the kubelet's `Killing`
-    /// event and the probe's grace period; the pod's next sync applies the restart policy
-    /// and the crash-loop back-off, as after any exit.
+    /// Kills the container the probe failed (if it still runs) as any kill: the kubelet's
+    /// `Killing` event with the probe's text, the `preStop` hook, then StopContainer, all
+    /// within the probe's grace period; the pod's next sync applies the restart policy and
+    /// the crash-loop back-off, as after any exit.
     async fn kill_for_probe(self: Arc<Self>, restart: RestartContainer) {
         let runtime_id = (restart.container_id.split_once("://"))
             .map_or(restart.container_id.as_str(), |(_, id)| id)
             .to_owned();
-        let pod = {
+        let (pod, status) = {
             let core = self.core();
             let Some(entry) = core.pods.get(&restart.pod_uid) else {
                 return;
             };
-            let running = (entry.runtime.newest(&restart.container_name))
-                .is_some_and(|c| c.id == runtime_id && c.state == ContainerState::Running);
-            if !running || entry.ending.is_some() || entry.finished {
+            let Some(status) = (entry.runtime.newest(&restart.container_name))
+                .filter(|c| c.id == runtime_id && c.state == ContainerState::Running)
+                .cloned()
+            else {
+                return;
+            };
+            if entry.ending.is_some() || entry.finished {
                 return;
             }
-            entry.pod.clone()
+            (entry.pod.clone(), status)
         };
-        self.event(
+        let grace = Duration::from_secs(u64::try_from(restart.grace_period_seconds).unwrap_or(0));
+        let (_, nobody_first) = watch::channel(BTreeSet::new());
+        self.kill_container(
             &pod,
-            PodEvent::normal("Killing", restart.killing_message.clone()),
-        );
-        self.wake();
-        let grace = Duration::from_secs(u64::try_from(restart.grace_period_seconds).unwrap_or(0))
-            .max(MIN_GRACE);
-        if let Err(error) = self.runtime.stop_container(runtime_id, grace).await {
-            tracing::warn!(container = %restart.container_name, %error, "StopContainer after a failed probe failed");
-        }
+            &status,
+            grace,
+            Some(&restart.killing_message),
+            (Vec::new(), nobody_first),
+        )
+        .await;
         self.request_sync(&restart.pod_uid);
     }
 }
