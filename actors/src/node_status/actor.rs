@@ -84,13 +84,16 @@ pub struct NodeStatusActor {
     last_pod_cidr: Option<String>,
     /// A pod CIDR change forces the next status PATCH.
     force_report: bool,
-    /// The Node as the API server last returned it; `None` until registered.
-    node: Option<Node>,
+    /// The Node as the API server last returned it; `None` until registered. The same
+    /// allocation as the `NodeView` share: one copy of the Node, not two.
+    node: Option<Arc<Node>>,
     report: ReportClock,
     busy: bool,
     again: bool,
     last_computed: Option<Node>,
-    last_sent: Option<(Timestamp, Value)>,
+    /// The last PATCH body, as sent (text: a JSON tree of it took several times the bytes,
+    /// kept on every node of a fleet only for `/debug/node`).
+    last_sent: Option<(Timestamp, String)>,
     last_sync: Option<(Timestamp, String)>,
     field_changed_at: BTreeMap<String, Timestamp>,
     wall_clock: WallClock,
@@ -137,11 +140,12 @@ impl NodeStatusActor {
 
     /// Shares the Node the API server returned (the pods' admission reads it), and tells the
     /// volume manager what it says about volumes.
-    fn observe_node(&mut self, node: &Node) {
+    fn observe_node(&mut self, node: Arc<Node>) {
         if let Some(view) = &self.node_view {
-            view.set(Some(node));
+            view.share(Some(Arc::clone(&node)));
         }
-        self.observe_volumes(node);
+        self.observe_volumes(&node);
+        self.node = Some(node);
     }
 
     /// Shares every Node the API server returns through `view`.
@@ -220,10 +224,11 @@ impl NodeStatusActor {
             None => {
                 ctx.spawn(register(api, self.job()).into_actor(self).map(
                     |registered, actor, ctx| {
-                        let node = registered.node.clone();
                         actor.registered(registered);
                         actor.finish(ctx, true);
-                        actor.observe_pod_cidr(&node, ctx);
+                        if let Some(node) = actor.node.clone() {
+                            actor.observe_pod_cidr(&node, ctx);
+                        }
                     },
                 ));
             }
@@ -299,8 +304,7 @@ impl NodeStatusActor {
             ));
         }
         self.memory.update(|memory| memory.announced = true);
-        self.observe_node(&registered.node);
-        self.node = Some(registered.node);
+        self.observe_node(Arc::new(registered.node));
         self.record(events);
         if let Some(lease) = &self.lease
             && let Err(error) = lease.try_send(NodeRegistered { uid })
@@ -333,9 +337,8 @@ impl NodeStatusActor {
                     .map(|info| info.boot_id.clone());
                 self.memory.update(|memory| memory.boot_id = boot_id);
                 self.note_computed(*computed, now);
-                self.observe_node(&node);
-                self.node = Some(*node);
-                self.last_sent = Some((now, patch));
+                self.observe_node(Arc::from(node));
+                self.last_sent = Some((now, patch.to_string()));
                 self.last_sync = Some((
                     now,
                     if changed {
@@ -477,8 +480,7 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
             NodeWatchEvent::Present(node) => {
                 if self.node.is_some() {
                     self.observe_pod_cidr(&node, ctx);
-                    self.observe_node(&node);
-                    self.node = Some(*node);
+                    self.observe_node(Arc::from(node));
                 }
             }
             NodeWatchEvent::Deleted => {
@@ -561,7 +563,7 @@ impl NodeStatusActor {
     fn debug_view(&self) -> super::debug::DebugView<'_> {
         super::debug::DebugView {
             node_name: &self.settings.node_name,
-            registered: self.node.as_ref(),
+            registered: self.node.as_deref(),
             last_computed: self.last_computed.as_ref(),
             last_sent: self.last_sent.as_ref(),
             last_sync: self.last_sync.as_ref(),
