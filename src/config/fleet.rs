@@ -129,6 +129,17 @@ mod tests {
     }
 
     #[test]
+    fn only_a_fleet_bounds_its_requests_in_flight() {
+        let mut config = Config::embedded_default().expect("the embedded default is valid");
+        assert_eq!(config.api_requests_in_flight(), None, "one node");
+        config.nodes = with_generated(&[], "sim", 2).expect("two nodes");
+        assert_eq!(
+            config.api_requests_in_flight(),
+            Some(FLEET_REQUESTS_IN_FLIGHT)
+        );
+    }
+
+    #[test]
     fn fewer_nodes_than_listed_is_an_error() {
         let error = with_generated(&[listed("a"), listed("b")], "sim", 1).expect_err("refused");
         assert!(
