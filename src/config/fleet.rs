@@ -16,6 +16,12 @@ pub const NODE_API_BURST: u32 = 100;
 pub const FLEET_API_QPS_CAP: u32 = 500;
 pub const FLEET_API_BURST_CAP: u32 = 1_000;
 
+/// The most requests each of a fleet's two API clients has in flight at once. Over HTTP/1 each
+/// one holds a connection and its buffers; unbounded, a fleet's start opened one for nearly
+/// every node. Two clients at 64 stay under a kube-apiserver's default 200 mutating requests
+/// in flight, and still carry 10,000 nodes' renewals (1,000 a second) with room to spare.
+pub const FLEET_REQUESTS_IN_FLIGHT: usize = 64;
+
 /// `per_node` for each of `nodes` nodes (one node at least), at most `cap`.
 fn scaled(per_node: u32, nodes: usize, cap: u32) -> u32 {
     let nodes = u32::try_from(nodes.max(1)).unwrap_or(u32::MAX);
@@ -37,6 +43,12 @@ impl Config {
             scaled(NODE_API_BURST, self.nodes.len(), FLEET_API_BURST_CAP)
                 .max(self.effective_api_qps())
         })
+    }
+
+    /// Requests each API client may have in flight: unbounded for one node (it has a few at
+    /// most), [`FLEET_REQUESTS_IN_FLIGHT`] for a fleet.
+    pub fn api_requests_in_flight(&self) -> Option<usize> {
+        (!self.nodes.is_empty()).then_some(FLEET_REQUESTS_IN_FLIGHT)
     }
 }
 
@@ -113,6 +125,17 @@ mod tests {
             scaled(NODE_API_QPS, usize::MAX, FLEET_API_QPS_CAP),
             500,
             "no overflow"
+        );
+    }
+
+    #[test]
+    fn only_a_fleet_bounds_its_requests_in_flight() {
+        let mut config = Config::embedded_default().expect("the embedded default is valid");
+        assert_eq!(config.api_requests_in_flight(), None, "one node");
+        config.nodes = with_generated(&[], "sim", 2).expect("two nodes");
+        assert_eq!(
+            config.api_requests_in_flight(),
+            Some(FLEET_REQUESTS_IN_FLIGHT)
         );
     }
 

@@ -6,10 +6,12 @@
 //! Lease and status timers start at random phases so that nodes started together do not
 //! renew in step. `measure` takes the figures the benchmarks report.
 //!
-//! Sizing: about 95 KiB a node at 10,000 nodes, whatever `supervision.mailboxCapacity` is
-//! (a mailbox's queue grows with what is queued; measured in `bench/results/fleet.json`).
+//! Sizing: about 54 KiB of live heap a node, whatever `supervision.mailboxCapacity` is (a
+//! mailbox's queue grows with what is queued); resident memory follows the start's heap peak,
+//! which the fleet's bound on requests in flight keeps down (README, "A fleet in one process").
 //! `kubeAPIQPS` is shared by the whole fleet and paces registration; by default it grows with
-//! the fleet (`Config::effective_api_qps`: 500 registers 10,000 nodes in about 20–30 s).
+//! the fleet (`Config::effective_api_qps`: 500 registers 10,000 nodes in about 20–30 s), and
+//! each of its two clients holds at most `FLEET_REQUESTS_IN_FLIGHT` requests in flight.
 
 mod api;
 mod host;

@@ -12,6 +12,7 @@
 
 pub mod csi_node;
 mod errors;
+mod in_flight;
 pub mod lease;
 pub mod metrics;
 pub mod node;
@@ -131,16 +132,22 @@ pub async fn client_config(
 
 /// A client whose every request (each attempt) is timed into [`metrics::API_METRICS`], and
 /// whose 429/5xx answers with `Retry-After` are retried as client-go does (`retry_after`), in
-/// place of kube-rs's own retry policy; retries wait for `limiter` when given.
+/// place of kube-rs's own retry policy; retries wait for `limiter` when given; at most
+/// `in_flight` requests are in flight at once, when given.
 fn timed_client(
     config: &kube::Config,
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
     reachability: &Arc<Reachability>,
+    in_flight: Option<usize>,
 ) -> Result<kube::Client, kube::Error> {
     let mut config = config.clone();
     config.default_retry = false;
+    // Over the timing (a request's time waiting for its turn is not the server's), under the
+    // retries (a request waiting out a Retry-After holds no place).
+    let in_flight = tower::util::option_layer(in_flight.map(in_flight::InFlightLayer::new));
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&metrics::TimingLayer)
+        .with_layer(&in_flight)
         .with_layer(&reachability::ReachabilityLayer(Arc::clone(reachability)))
         .with_layer(&retry_after::RetryAfterLayer::new(limiter))
         .build())
@@ -176,6 +183,8 @@ pub struct KubeApi {
     event_limiter: DefaultDirectRateLimiter,
     heartbeat: RwLock<kube::Client>,
     heartbeat_timeout: Duration,
+    /// Requests each client may have in flight (a fleet's bound; `None` for one node).
+    in_flight: Option<usize>,
     /// The runtime `connect` ran on, which lives as long as the daemon. A client's tower
     /// Buffer worker is spawned on the runtime it is built on: a replacement built on an
     /// actor's arbiter would die with it (a hung actor's arbiter is retired and stopped).
@@ -210,15 +219,17 @@ impl KubeApi {
         // timeout), or every watch would be cut and re-established after one heartbeat
         // timeout of silence. Its other requests are bounded one by one (`timed`).
         let reachability = Arc::new(Reachability::default());
+        let in_flight = config.api_requests_in_flight();
         let main = timed_client(
             &client_config,
             Some(Arc::clone(&main_limiter)),
             &reachability,
+            in_flight,
         )
         .map_err(ConnectError::Client)?;
         client_config.read_timeout = Some(heartbeat_timeout);
-        let heartbeat =
-            timed_client(&client_config, None, &reachability).map_err(ConnectError::Client)?;
+        let heartbeat = timed_client(&client_config, None, &reachability, in_flight)
+            .map_err(ConnectError::Client)?;
         let prober = tokio::spawn(probe_while_unreachable(
             Arc::clone(&reachability),
             heartbeat.clone(),
@@ -232,6 +243,7 @@ impl KubeApi {
             event_limiter: RateLimiter::direct(quota(config.event_record_qps, config.event_burst)),
             heartbeat: RwLock::new(heartbeat),
             heartbeat_timeout,
+            in_flight,
             runtime: tokio::runtime::Handle::current(),
             reachability,
             prober,
@@ -272,7 +284,7 @@ impl KubeApi {
         // Built on the daemon's runtime, whichever actor's thread asks (see `runtime`).
         let rebuilt = {
             let _daemon_runtime = self.runtime.enter();
-            timed_client(&self.config, None, &self.reachability)
+            timed_client(&self.config, None, &self.reachability, self.in_flight)
         };
         match rebuilt {
             Ok(fresh) => {

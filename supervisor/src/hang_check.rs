@@ -2,7 +2,9 @@
 //! [`HangWatch`]; a supervisor on a private pool checks its own on a timer, while every
 //! supervisor on a [`SharedArbiters`](crate::SharedArbiters) pool is checked by the pool's one
 //! timer, which tells a supervisor only of an instance found hung. A fleet of 10,000 nodes
-//! then has one check a period instead of 10,000 timers waking the supervisors' thread.
+//! then has one check a period instead of 10,000 timers waking the supervisors' thread; the
+//! check looks at a tenth of them every tenth of the period, so the thread (which also runs
+//! the API clients' I/O in a fleet) never stalls for a look at all 70,000 instances at once.
 
 use std::{
     sync::{Arc, Mutex, MutexGuard, PoisonError, Weak},
@@ -104,15 +106,25 @@ struct Checked {
     tell: Recipient<HungInstance>,
 }
 
+/// How many slices a shared pool's check spreads one period's look over.
+const SLICES: usize = 10;
+
 /// The supervisors placed on one shared pool, checked together.
 #[derive(Default)]
 pub(crate) struct PoolCheck {
-    supervisors: Mutex<Vec<Checked>>,
+    supervisors: Mutex<Rounds>,
     running: Mutex<bool>,
 }
 
+/// The supervisors, and how far the current round has looked.
+#[derive(Default)]
+struct Rounds {
+    checked: Vec<Checked>,
+    next: usize,
+}
+
 impl PoolCheck {
-    fn supervisors(&self) -> MutexGuard<'_, Vec<Checked>> {
+    fn supervisors(&self) -> MutexGuard<'_, Rounds> {
         self.supervisors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -126,28 +138,39 @@ impl PoolCheck {
         tell: Recipient<HungInstance>,
         period: Duration,
     ) {
-        self.supervisors().push(Checked {
+        self.supervisors().checked.push(Checked {
             watch: Arc::downgrade(watch),
             tell,
         });
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         if !*running {
             *running = true;
-            actix_rt::spawn(check_every(Arc::downgrade(self), period));
+            actix_rt::spawn(check_every(Arc::downgrade(self), period / SLICES as u32));
         }
     }
 
-    /// One look at every supervisor's instances; a supervisor that is gone is dropped.
-    fn check(&self, now: Instant) {
-        self.supervisors().retain(|checked| {
+    /// One slice of a round: the next tenth of the supervisors (by their count when the round
+    /// began), so every supervisor is looked at once a period. Those gone are dropped when a
+    /// round begins, never in the middle of one, where it would shift others past the cursor.
+    fn check_slice(&self, now: Instant) {
+        let mut rounds = self.supervisors();
+        if rounds.next >= rounds.checked.len() {
+            rounds.next = 0;
+            rounds
+                .checked
+                .retain(|checked| checked.watch.strong_count() > 0);
+        }
+        let slice = rounds.checked.len().div_ceil(SLICES).max(1);
+        let (start, end) = (rounds.next, (rounds.next + slice).min(rounds.checked.len()));
+        rounds.next = end;
+        for checked in &rounds.checked[start..end] {
             let Some(watch) = checked.watch.upgrade() else {
-                return false;
+                continue;
             };
             for hung in watch.check(now) {
                 checked.tell.do_send(hung);
             }
-            true
-        });
+        }
     }
 }
 
@@ -159,7 +182,7 @@ async fn check_every(pool: Weak<PoolCheck>, period: Duration) {
         let Some(pool) = pool.upgrade() else {
             return;
         };
-        pool.check(Instant::now());
+        pool.check_slice(Instant::now());
     }
 }
 
@@ -235,7 +258,7 @@ mod tests {
         idle.watch(0, 1, BusyMarks::default());
         pool.register(&busy, tell.clone(), period);
         pool.register(&idle, tell, period);
-        assert_eq!(pool.supervisors().len(), 2);
+        assert_eq!(pool.supervisors().checked.len(), 2);
         let deadline = Instant::now() + Duration::from_secs(10);
         while told.lock().unwrap().is_empty() {
             assert!(Instant::now() < deadline, "the pool's check finds the hang");
@@ -245,6 +268,10 @@ mod tests {
         assert_eq!((first.child, first.generation), (3, 7));
         drop(idle);
         actix_rt::time::sleep(period * 5).await;
-        assert_eq!(pool.supervisors().len(), 1, "a gone supervisor is dropped");
+        assert_eq!(
+            pool.supervisors().checked.len(),
+            1,
+            "a gone supervisor is dropped"
+        );
     }
 }

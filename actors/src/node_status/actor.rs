@@ -84,13 +84,16 @@ pub struct NodeStatusActor {
     last_pod_cidr: Option<String>,
     /// A pod CIDR change forces the next status PATCH.
     force_report: bool,
-    /// The Node as the API server last returned it; `None` until registered.
-    node: Option<Node>,
+    /// The Node as the API server last returned it; `None` until registered. The same
+    /// allocation as the `NodeView` share: one copy of the Node, not two.
+    node: Option<Arc<Node>>,
     report: ReportClock,
     busy: bool,
     again: bool,
     last_computed: Option<Node>,
-    last_sent: Option<(Timestamp, Value)>,
+    /// The last PATCH body, as sent (text: a JSON tree of it took several times the bytes,
+    /// kept on every node of a fleet only for `/debug/node`).
+    last_sent: Option<(Timestamp, String)>,
     last_sync: Option<(Timestamp, String)>,
     field_changed_at: BTreeMap<String, Timestamp>,
     wall_clock: WallClock,
@@ -137,11 +140,12 @@ impl NodeStatusActor {
 
     /// Shares the Node the API server returned (the pods' admission reads it), and tells the
     /// volume manager what it says about volumes.
-    fn observe_node(&mut self, node: &Node) {
+    fn observe_node(&mut self, node: Arc<Node>) {
         if let Some(view) = &self.node_view {
-            view.set(Some(node));
+            view.share(Some(Arc::clone(&node)));
         }
-        self.observe_volumes(node);
+        self.observe_volumes(&node);
+        self.node = Some(node);
     }
 
     /// Shares every Node the API server returns through `view`.
@@ -220,10 +224,11 @@ impl NodeStatusActor {
             None => {
                 ctx.spawn(register(api, self.job()).into_actor(self).map(
                     |registered, actor, ctx| {
-                        let node = registered.node.clone();
                         actor.registered(registered);
                         actor.finish(ctx, true);
-                        actor.observe_pod_cidr(&node, ctx);
+                        if let Some(node) = actor.node.clone() {
+                            actor.observe_pod_cidr(&node, ctx);
+                        }
                     },
                 ));
             }
@@ -299,8 +304,7 @@ impl NodeStatusActor {
             ));
         }
         self.memory.update(|memory| memory.announced = true);
-        self.observe_node(&registered.node);
-        self.node = Some(registered.node);
+        self.observe_node(Arc::new(registered.node));
         self.record(events);
         if let Some(lease) = &self.lease
             && let Err(error) = lease.try_send(NodeRegistered { uid })
@@ -333,9 +337,8 @@ impl NodeStatusActor {
                     .map(|info| info.boot_id.clone());
                 self.memory.update(|memory| memory.boot_id = boot_id);
                 self.note_computed(*computed, now);
-                self.observe_node(&node);
-                self.node = Some(*node);
-                self.last_sent = Some((now, patch));
+                self.observe_node(Arc::from(node));
+                self.last_sent = Some((now, patch.to_string()));
                 self.last_sync = Some((
                     now,
                     if changed {
@@ -378,7 +381,15 @@ impl NodeStatusActor {
         }
     }
 
-    fn note_computed(&mut self, computed: Node, now: Timestamp) {
+    fn note_computed(&mut self, mut computed: Node, now: Timestamp) {
+        // The common case, every tick of every node: nothing but the conditions' heartbeats
+        // moved. Told apart without turning both statuses into JSON trees.
+        if let Some(last) = self.last_computed.as_mut()
+            && same_but_conditions(last, &mut computed)
+        {
+            self.last_computed = Some(computed);
+            return;
+        }
         let fields = |node: &Node| serde_json::to_value(&node.status).unwrap_or(Value::Null);
         let new = fields(&computed);
         let old = self
@@ -477,8 +488,7 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
             NodeWatchEvent::Present(node) => {
                 if self.node.is_some() {
                     self.observe_pod_cidr(&node, ctx);
-                    self.observe_node(&node);
-                    self.node = Some(*node);
+                    self.observe_node(Arc::from(node));
                 }
             }
             NodeWatchEvent::Deleted => {
@@ -495,6 +505,20 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
             "the watch on the Node ended; deletions are noticed by the status loop only"
         );
     }
+}
+
+/// Whether two computed Nodes' statuses are equal in every field but `conditions` (which
+/// `fieldChangedAt` does not track); both are left as they were.
+fn same_but_conditions(last: &mut Node, computed: &mut Node) -> bool {
+    let (Some(last), Some(computed)) = (last.status.as_mut(), computed.status.as_mut()) else {
+        return last.status.is_none() && computed.status.is_none();
+    };
+    let (last_conditions, computed_conditions) =
+        (last.conditions.take(), computed.conditions.take());
+    let same = last == computed;
+    last.conditions = last_conditions;
+    computed.conditions = computed_conditions;
+    same
 }
 
 /// The parts of a runtime observation the status depends on (the probe time moves on every
@@ -561,7 +585,7 @@ impl NodeStatusActor {
     fn debug_view(&self) -> super::debug::DebugView<'_> {
         super::debug::DebugView {
             node_name: &self.settings.node_name,
-            registered: self.node.as_ref(),
+            registered: self.node.as_deref(),
             last_computed: self.last_computed.as_ref(),
             last_sent: self.last_sent.as_ref(),
             last_sync: self.last_sync.as_ref(),
@@ -573,5 +597,49 @@ impl NodeStatusActor {
             last_report: self.report.last_report(),
             status: &self.settings.status,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::{
+        api::core::v1::{NodeCondition, NodeStatus},
+        apimachinery::pkg::api::resource::Quantity,
+    };
+
+    use super::*;
+
+    fn node(pods: &str, heartbeat: &str) -> Node {
+        Node {
+            status: Some(NodeStatus {
+                capacity: Some([("pods".to_owned(), Quantity(pods.to_owned()))].into()),
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".to_owned(),
+                    status: "True".to_owned(),
+                    message: Some(heartbeat.to_owned()),
+                    ..NodeCondition::default()
+                }]),
+                ..NodeStatus::default()
+            }),
+            ..Node::default()
+        }
+    }
+
+    #[test]
+    fn statuses_apart_only_in_conditions_are_the_same_and_are_left_whole() {
+        let (mut last, mut computed) = (node("110", "a"), node("110", "b"));
+        assert!(same_but_conditions(&mut last, &mut computed));
+        assert_eq!((last, computed), (node("110", "a"), node("110", "b")));
+        let (mut last, mut computed) = (node("110", "a"), node("220", "a"));
+        assert!(!same_but_conditions(&mut last, &mut computed));
+        assert_eq!(computed, node("220", "a"), "conditions put back");
+        assert!(!same_but_conditions(
+            &mut Node::default(),
+            &mut node("110", "a")
+        ));
+        assert!(same_but_conditions(
+            &mut Node::default(),
+            &mut Node::default()
+        ));
     }
 }

@@ -16,7 +16,7 @@ pub struct DebugView<'a> {
     pub node_name: &'a str,
     pub registered: Option<&'a Node>,
     pub last_computed: Option<&'a Node>,
-    pub last_sent: Option<&'a (Timestamp, Value)>,
+    pub last_sent: Option<&'a (Timestamp, String)>,
     pub last_sync: Option<&'a (Timestamp, String)>,
     pub field_changed_at: &'a BTreeMap<String, Timestamp>,
     pub remembered_runtime: Option<RuntimeHealth>,
@@ -110,7 +110,7 @@ pub fn describe(view: DebugView<'_>) -> Value {
         "conditions": conditions,
         "inputs": { "runtime": runtime_json(runtime), "pressure": pressure_json(pressure), "settings": format!("{:?}", view.status) },
         "lastComputed": view.last_computed.map(|node| serde_json::to_value(&node.status).unwrap_or(Value::Null)),
-        "lastSent": view.last_sent.map(|(at, patch)| json!({ "at": at.to_string(), "patch": patch })),
+        "lastSent": view.last_sent.map(|(at, patch)| json!({ "at": at.to_string(), "patch": serde_json::from_str::<Value>(patch).unwrap_or(Value::Null) })),
         "volumes": json!({
             "volumesInUse": match &view.volumes_in_use {
                 None => json!({"reported": false, "why": "the volume manager's reconciler has not synced since start (or no volume manager runs): the field is left as found"}),

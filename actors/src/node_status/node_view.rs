@@ -22,6 +22,11 @@ impl NodeView {
     }
 
     pub fn set(&self, node: Option<&Node>) {
-        *self.node.write().unwrap_or_else(PoisonError::into_inner) = node.cloned().map(Arc::new);
+        self.share(node.cloned().map(Arc::new));
+    }
+
+    /// Shares `node` itself (the writer's own copy), without cloning the Node.
+    pub fn share(&self, node: Option<Arc<Node>>) {
+        *self.node.write().unwrap_or_else(PoisonError::into_inner) = node;
     }
 }

@@ -184,7 +184,7 @@ impl StatusSyncError {
 pub async fn sync_status(
     api: Arc<dyn NodeApi>,
     job: StatusJob,
-    cached: Node,
+    cached: Arc<Node>,
     clock: ReportClock,
     frequency: std::time::Duration,
     force: bool,
