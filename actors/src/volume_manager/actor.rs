@@ -5,7 +5,11 @@
 //! actor which pods' volumes changed, and records FailedMount events on the pods. Claims and
 //! CSI volumes are the [`csi`] half's.
 
-use std::{collections::BTreeSet, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+    time::Duration,
+};
 
 use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, StreamHandler, WrapFuture,
@@ -66,6 +70,8 @@ pub struct VolumeManagerActor {
     in_flight: BTreeSet<(String, String)>,
     /// CSI volumes being staged: a second pod's SetUp waits rather than staging twice.
     staging: BTreeSet<UniqueVolumeName>,
+    /// CSI volumes with a SetUp (stage and publish) running, by how many: never unstaged then.
+    publishing: BTreeMap<UniqueVolumeName, usize>,
     next_pass: Option<(Instant, SpawnHandle)>,
     last_in_use: Option<Option<Vec<String>>>,
     passes: u64,
@@ -93,6 +99,7 @@ impl VolumeManagerActor {
             csi: None,
             in_flight: BTreeSet::new(),
             staging: BTreeSet::new(),
+            publishing: BTreeMap::new(),
             next_pass: None,
             last_in_use: None,
             passes: 0,

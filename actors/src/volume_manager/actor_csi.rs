@@ -135,6 +135,10 @@ impl VolumeManagerActor {
             return true;
         }
         self.in_flight.insert(key.clone());
+        *self
+            .publishing
+            .entry(volume.unique_name.clone())
+            .or_default() += 1;
         let device = StagedDevice {
             csi: csi.clone(),
             attachable: volume.attachable,
@@ -172,6 +176,7 @@ impl VolumeManagerActor {
             if !staged {
                 actor.staging.remove(&volume.unique_name);
             }
+            actor.done_publishing(&volume.unique_name);
             let now_staged = outcome.is_ok() || outcome.as_ref().is_err_and(|(s, _)| *s);
             if now_staged && !staged {
                 actor.memory.update(|m| {
@@ -252,8 +257,9 @@ impl VolumeManagerActor {
         unique_name: UniqueVolumeName,
         ctx: &mut Context<Self>,
     ) -> bool {
-        if self.staging.contains(&unique_name) {
-            // A SetUp is staging it: that pod's publish is recorded first, then looked at.
+        if self.staging.contains(&unique_name) || self.publishing.contains_key(&unique_name) {
+            // A SetUp is staging or publishing it (CSI calls on one volume never overlap):
+            // that pod's publish is recorded first, then looked at.
             return true;
         }
         let device = self
@@ -276,6 +282,12 @@ impl VolumeManagerActor {
                     actor.settle(&key, Ok(()), Instant::now());
                 }
                 Err(error) => {
+                    // Possibly half unstaged: the next pod's SetUp stages it again first.
+                    actor.memory.update(|m| {
+                        if let Some(device) = m.actual.devices.get_mut(&unique_name) {
+                            device.state = MountState::Uncertain;
+                        }
+                    });
                     actor.settle_as(
                         "UnmountDevice",
                         &key,
@@ -287,6 +299,17 @@ impl VolumeManagerActor {
             actor.wake_in(Duration::ZERO, ctx);
         }));
         true
+    }
+}
+
+impl VolumeManagerActor {
+    fn done_publishing(&mut self, unique_name: &UniqueVolumeName) {
+        if let Some(count) = self.publishing.get_mut(unique_name) {
+            *count -= 1;
+            if *count == 0 {
+                self.publishing.remove(unique_name);
+            }
+        }
     }
 }
 

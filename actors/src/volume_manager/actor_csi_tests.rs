@@ -342,3 +342,38 @@ async fn a_device_found_staged_is_staged_again_before_a_pod_publishes_it() {
         "the uncertain device is staged again (idempotent), never unstaged under the pod"
     );
 }
+
+#[actix_rt::test]
+async fn a_volume_is_never_unstaged_while_a_pods_publish_of_it_runs() {
+    tokio::time::pause();
+    let node = start(false);
+    node.watch
+        .send(PodWatchEvent::Applied(Box::new(claim_pod("u1"))))
+        .unwrap();
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually("u1 ready", BUDGET, || {
+        node.view.readiness("u1") == MountReadiness::Ready
+    })
+    .await;
+    // u1 goes and u2 comes: the volume stays staged for u2 while u1's publish is undone.
+    node.watch
+        .send(PodWatchEvent::Deleted(Box::new(claim_pod("u1"))))
+        .unwrap();
+    node.watch
+        .send(PodWatchEvent::Applied(Box::new(claim_pod("u2"))))
+        .unwrap();
+    eventually("u2's publish running, u1's undone", BUDGET, || {
+        node.logged("begin publish u2 h-data ") && node.logged("unpublish u1 h-data")
+    })
+    .await;
+    // u2 goes while its publish of the staged volume runs: no pod uses or wants it now.
+    node.watch
+        .send(PodWatchEvent::Deleted(Box::new(claim_pod("u2"))))
+        .unwrap();
+    eventually("unstaged at last", BUDGET, || node.logged("unstage h-data")).await;
+    assert!(
+        node.position("publish u2 h-data ") < node.position("begin unstage h-data"),
+        "CSI calls on one volume never overlap: {:?}",
+        node.log.lock().unwrap()
+    );
+}
