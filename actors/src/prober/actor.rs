@@ -1,8 +1,9 @@
 //! ProberActor: the supervised home of the `ProberManager`. The pod provider tells it each
 //! pod's running containers at every sync (`ProbePods`); it routes what the workers publish —
 //! readiness to StatusManager, and every output to the provider (its status, kills, events).
-//! The results, the pods and what is not yet delivered live in `ProberKept`, so a restarted
-//! instance resumes every worker where it was and re-publishes nothing.
+//! The results, the pods, the workers' output channel and what is not yet delivered live in
+//! `ProberKept`, so a restarted instance resumes every worker where it was, re-publishes
+//! nothing and loses nothing published.
 
 use std::{
     collections::{BTreeMap, VecDeque},
@@ -62,6 +63,27 @@ enum Delivery {
 /// A pod's last `Sync`: the pod and its running containers.
 type SyncedPod = (Box<Pod>, Vec<RunningContainer>);
 
+/// The workers' outputs: one channel for every instance, so what a worker published and an
+/// instance had not read when it was stopped, panicked or hung is read by the next one (a lost
+/// `Restart` would leave a failed liveness probe held with nobody to act on it).
+#[derive(Clone)]
+struct Outputs {
+    sender: mpsc::Sender<ProberOutput>,
+    /// Locked only while one instance's stream waits on it; `recv` is cancel-safe, so an
+    /// instance dropped mid-wait loses nothing.
+    receiver: Arc<tokio::sync::Mutex<mpsc::Receiver<ProberOutput>>>,
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        let (sender, receiver) = mpsc::channel(OUTPUT_CAPACITY);
+        Self {
+            sender,
+            receiver: Arc::new(tokio::sync::Mutex::new(receiver)),
+        }
+    }
+}
+
 /// What outlives a ProberActor instance.
 #[derive(Clone, Default)]
 pub struct ProberKept {
@@ -70,6 +92,7 @@ pub struct ProberKept {
     /// Each pod's last `Sync`, replayed into a restarted instance's manager.
     pods: Kept<BTreeMap<String, SyncedPod>>,
     undelivered: Kept<VecDeque<Delivery>>,
+    outputs: Outputs,
 }
 
 pub struct ProberActor {
@@ -157,14 +180,15 @@ impl Actor for ProberActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let (output, outputs) = mpsc::channel(OUTPUT_CAPACITY);
-        ctx.add_stream(futures::stream::unfold(outputs, |mut outputs| async move {
-            outputs.recv().await.map(|output| (output, outputs))
+        let receiver = Arc::clone(&self.kept.outputs.receiver);
+        ctx.add_stream(futures::stream::unfold(receiver, |receiver| async move {
+            let output = receiver.lock().await.recv().await;
+            output.map(|output| (output, receiver))
         }));
         self.manager = Some(ProberManager::new(
             Arc::clone(&self.runner),
             self.kept.memory.clone(),
-            output,
+            self.kept.outputs.sender.clone(),
         ));
         // A restarted instance resumes every pod's workers from the kept results.
         for (pod, running) in self.kept.pods.get().into_values() {
