@@ -13,6 +13,9 @@ use nodepulse_actors::ports::{
 
 use super::{CallFailure, CriClient, convert, proto, proto::paths};
 
+/// How long an ExecSync without a timeout of its own (a lifecycle hook) may take at most.
+const EXEC_WITHOUT_TIMEOUT_BOUND: Duration = Duration::from_secs(24 * 60 * 60);
+
 impl CallFailure {
     /// NotFound is an answer (the caller's view is stale); other statuses are failed calls.
     fn into_container_error(self, method: &'static str) -> ContainerRuntimeError {
@@ -278,26 +281,29 @@ impl ContainerRuntime for CriClient {
             cmd: command.clone(),
             timeout: seconds(timeout),
         };
-        self.unary::<_, proto::ExecSyncResponse>(
-            "ExecSync",
-            paths::EXEC_SYNC,
-            request,
-            self.timeout + timeout,
-        )
-        .map(move |result| match result {
-            Ok(response) => Ok(ExecOutput {
-                stdout: response.stdout,
-                stderr: response.stderr,
-                exit_code: response.exit_code,
-            }),
-            // The kubelet reads DeadlineExceeded from ExecSync as the command timing out.
-            Err(CallFailure::Status {
-                code: tonic::Code::DeadlineExceeded,
-                ..
-            }) => Err(ContainerRuntimeError::ExecTimedOut { command, timeout }),
-            Err(failure) => Err(failure.into_container_error("ExecSync")),
-        })
-        .boxed()
+        // A zero timeout is a lifecycle hook's exec, which the kubelet runs without a deadline
+        // (its own bound is the grace period or the container's life): bounded only so a lost
+        // runtime cannot hold the call forever.
+        let bound = if timeout.is_zero() {
+            EXEC_WITHOUT_TIMEOUT_BOUND
+        } else {
+            self.timeout + timeout
+        };
+        self.unary::<_, proto::ExecSyncResponse>("ExecSync", paths::EXEC_SYNC, request, bound)
+            .map(move |result| match result {
+                Ok(response) => Ok(ExecOutput {
+                    stdout: response.stdout,
+                    stderr: response.stderr,
+                    exit_code: response.exit_code,
+                }),
+                // The kubelet reads DeadlineExceeded from ExecSync as the command timing out.
+                Err(CallFailure::Status {
+                    code: tonic::Code::DeadlineExceeded,
+                    ..
+                }) => Err(ContainerRuntimeError::ExecTimedOut { command, timeout }),
+                Err(failure) => Err(failure.into_container_error("ExecSync")),
+            })
+            .boxed()
     }
 
     fn image_status(

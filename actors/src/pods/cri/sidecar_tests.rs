@@ -226,8 +226,16 @@ fn sidecars_hold_a_pod_pending_until_started_and_are_listed_first_when_unready()
         Some("containers with unready status: [proxy app]")
     );
 
-    let succeeded = runtime(vec![
+    // A running sidecar counts as running (getPhase): the app is done, the pod is not yet.
+    let app_done = runtime(vec![
         instance("proxy", ContainerState::Running, 0, 2),
+        instance("app", ContainerState::Exited, 0, 3),
+    ]);
+    let status = pod_status(&spec, &app_done, &inputs);
+    assert_eq!(status.phase.as_deref(), Some("Running"));
+    // Once the provider stopped it, the terminated sidecar is ignored.
+    let succeeded = runtime(vec![
+        instance("proxy", ContainerState::Exited, 0, 2),
         instance("app", ContainerState::Exited, 0, 3),
     ]);
     let status = pod_status(&spec, &succeeded, &inputs);

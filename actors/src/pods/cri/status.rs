@@ -211,12 +211,14 @@ fn last_terminated_code(status: &ApiStatus) -> Option<i32> {
 
 /// `getPhase` (the legacy rules, without per-container restart rules). Sidecars hold the pod
 /// Pending only while not started and before any app container started; a terminated one is
-/// ignored, and a running one does not keep a pod whose app containers ended from finishing.
+/// ignored, and a running one counts as running (§4.1): a pod whose app containers ended is
+/// Running until the provider has stopped its sidecars, then Succeeded or Failed.
 fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &'static str {
     let policy = RestartPolicy::of(pod);
     let mut pending_init = false;
     let mut pending_sidecar = false;
     let mut failed_init = false;
+    let mut sidecars_running = 0;
     for (container, status) in init_containers(pod).iter().zip(init) {
         let state = status.state.clone().unwrap_or_default();
         if is_sidecar(container) {
@@ -226,6 +228,9 @@ fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &
                 (None, None) => state.terminated.is_none(),
             };
             pending_sidecar |= unstarted;
+            if state.running.is_some() {
+                sidecars_running += 1;
+            }
             continue;
         }
         if state.running.is_some()
@@ -266,7 +271,7 @@ fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &
     if waiting > 0 && !terminal {
         return "Pending";
     }
-    if running > 0 {
+    if running + sidecars_running > 0 {
         return "Running";
     }
     if stopped > 0 || terminal {

@@ -81,7 +81,9 @@ pub fn termination_message(status: &ContainerStatus, log_dir: &Path) -> String {
     let annotation = |key: &str| status.annotations.get(key).map(String::as_str);
     let fallback = annotation(TERMINATION_MESSAGE_POLICY_ANNOTATION)
         == Some("FallbackToLogsOnError")
-        && status.exit_code != 0;
+        && status.exit_code != 0
+        // A container that never ran has no log to fall back on (the kubelet's rule).
+        && status.reason != "ContainerCannotRun";
     let file = annotation(TERMINATION_MESSAGE_PATH_ANNOTATION)
         .filter(|path| !path.is_empty())
         .and_then(|path| {
