@@ -14,13 +14,24 @@ use std::{
 
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::{net::TcpListener, sync::Notify};
+use tokio::{
+    net::TcpListener,
+    sync::{Notify, Semaphore},
+};
 
 use super::{DebugContext, routes};
 
 /// A client that has not sent its request headers by then is dropped, so idle half-open
-/// connections cannot pile up.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// connections cannot pile up (actix-web's request timeout was the same 5 s).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections served at once; more wait in the kernel's backlog. An operator's curl and a
+/// Prometheus scrape need a handful: this bounds what a flood of clients can hold.
+const MAX_CONNECTIONS: usize = 64;
+/// A connection's whole life, so a client that never reads its answer does not hold it (and
+/// its buffers) forever; a scrape of even a 10,000-node fleet takes seconds.
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// Per-connection read buffer: request heads here are a few hundred bytes.
+const MAX_BUFFER: usize = 64 * 1024;
 
 /// The accept loop. Poll it (spawn it on a local runtime) to serve; it ends when stopped.
 pub struct Server {
@@ -75,8 +86,13 @@ impl Future for Server {
 async fn accept(listener: &TcpListener, context: &Rc<DebugContext>) {
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_buf_size(MAX_BUFFER);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(error) => {
@@ -106,7 +122,8 @@ async fn accept(listener: &TcpListener, context: &Rc<DebugContext>) {
         let connection = http.serve_connection(TokioIo::new(stream), service);
         actix_rt::spawn(async move {
             // A client that goes away mid-request is not worth a log line.
-            let _ = connection.await;
+            let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
+            drop(slot);
         });
     }
 }

@@ -53,6 +53,7 @@ where
     S: Service<Request>,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
+    S::Response: Send + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -73,14 +74,19 @@ where
         self.inner.poll_ready(context).map_err(Into::into)
     }
 
+    /// The request runs in a task of its own on the runtime that calls this (the client's
+    /// buffer worker), with its place: the caller only awaits the answer. A caller whose
+    /// thread is blocked (a hung actor on a fleet's shared arbiter) would otherwise keep its
+    /// places until it runs again, and enough of them would stall every node's Lease.
     fn call(&mut self, request: Request) -> Self::Future {
         let permit = self.permit.take();
         let response = self.inner.call(request);
-        Box::pin(async move {
+        let running = tokio::spawn(async move {
             let response = response.await.map_err(Into::into);
             drop(permit);
             response
-        })
+        });
+        Box::pin(async move { running.await.map_err(BoxError::from)? })
     }
 }
 
@@ -135,5 +141,22 @@ mod tests {
         let answers: Vec<u32> = answers.into_iter().map(Result::unwrap).collect();
         assert_eq!(answers, (0..20).collect::<Vec<_>>());
         assert_eq!(slow.most.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_never_polls_its_answer_does_not_keep_its_place() {
+        let slow = Slow::default();
+        let service = tower::buffer::Buffer::new(
+            tower::Layer::layer(&InFlightLayer::new(1), slow.clone()),
+            64,
+        );
+        // As a blocked thread's request: called, its answer never awaited.
+        let mut stuck = service.clone();
+        stuck.ready().await.unwrap();
+        let _never_polled = stuck.call(1);
+        let answer = tokio::time::timeout(Duration::from_secs(5), service.clone().oneshot(2))
+            .await
+            .expect("the one place comes back once the first request is answered");
+        assert_eq!(answer.unwrap(), 2);
     }
 }

@@ -202,11 +202,18 @@ async fn hook_server() -> (u16, Arc<Mutex<Vec<String>>>) {
     let kept = Arc::clone(&seen);
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let mut head = vec![0; 4096];
-            let read = stream.read(&mut head).await.unwrap_or(0);
+            // The head may come in several segments: read up to its blank line.
+            let mut head = Vec::new();
+            let mut chunk = [0; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => head.extend_from_slice(&chunk[..read]),
+                }
+            }
             kept.lock()
                 .await
-                .push(String::from_utf8_lossy(&head[..read]).into_owned());
+                .push(String::from_utf8_lossy(&head).into_owned());
             let _ = stream
                 .write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
                 .await;
