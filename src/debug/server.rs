@@ -87,7 +87,11 @@ async fn accept(listener: &TcpListener, context: &Rc<DebugContext>) {
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
-        .max_buf_size(MAX_BUFFER);
+        .max_buf_size(MAX_BUFFER)
+        // One request a connection: a slot is free as soon as its answer is written (an idle
+        // keep-alive connection would hold one), and no client reuses a connection the
+        // server is just closing.
+        .keep_alive(false);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {

@@ -90,6 +90,11 @@ pub struct PodEntry {
     /// The PLEG has just inspected it: the next sync starts from that, not from a listing of
     /// its own (one round of status calls per change, not two).
     pub inspected: bool,
+    /// Counts the writes of `runtime`. An inspection from outside the pod's sync (the PLEG,
+    /// an event) writes only if nothing wrote since it listed and no sync runs: a slow one
+    /// must not put an older view over the sync's own (a status flipping back, a running
+    /// container started again).
+    pub generation: u64,
     pub retry_at: Option<Timestamp>,
     pub ending: Option<Ending>,
     /// Nothing more runs or is reported (terminal).
@@ -301,6 +306,29 @@ impl Engine {
 
     /// Reads what the runtime holds for `uid` by its label, and reports the status.
     pub async fn refresh(&self, uid: &str) -> ContainerRuntimeResult<()> {
+        let (sandbox_ids, container_ids) = self.listed(uid).await?;
+        self.inspect(uid, sandbox_ids, container_ids, None)
+            .await
+            .map(drop)
+    }
+
+    /// [`Self::refresh`] from outside the pod's sync: written only if `runtime` is still
+    /// generation `seen` and no sync runs; whether it was.
+    pub(super) async fn refresh_if_unchanged(
+        &self,
+        uid: &str,
+        seen: u64,
+    ) -> ContainerRuntimeResult<bool> {
+        let (sandbox_ids, container_ids) = self.listed(uid).await?;
+        self.inspect(uid, sandbox_ids, container_ids, Some(seen))
+            .await
+    }
+
+    /// The IDs of `uid`'s sandboxes and containers, by its label.
+    pub(super) async fn listed(
+        &self,
+        uid: &str,
+    ) -> ContainerRuntimeResult<(Vec<String>, Vec<String>)> {
         let labels = [(super::view::POD_UID_LABEL.to_owned(), uid.to_owned())];
         let sandboxes = self
             .runtime
@@ -316,18 +344,22 @@ impl Engine {
                 ..ContainerFilter::default()
             })
             .await?;
-        let ids: Vec<String> = sandboxes.into_iter().map(|s| s.id).collect();
-        let container_ids: Vec<String> = containers.into_iter().map(|c| c.id).collect();
-        self.inspect(uid, ids, container_ids).await
+        Ok((
+            sandboxes.into_iter().map(|s| s.id).collect(),
+            containers.into_iter().map(|c| c.id).collect(),
+        ))
     }
 
-    /// Fetches the statuses of these sandboxes and containers of `uid`, and reports.
+    /// Fetches the statuses of these sandboxes and containers of `uid`, and reports; from
+    /// outside the pod's sync (`seen`: the generation listed), only if still current. Whether
+    /// it was written.
     pub(super) async fn inspect(
         &self,
         uid: &str,
         sandbox_ids: Vec<String>,
         container_ids: Vec<String>,
-    ) -> ContainerRuntimeResult<()> {
+        seen: Option<u64>,
+    ) -> ContainerRuntimeResult<bool> {
         let mut sandboxes = Vec::new();
         for id in sandbox_ids {
             match self.runtime.pod_sandbox_status(id).await {
@@ -358,14 +390,20 @@ impl Engine {
         }
         {
             let mut core = self.core();
-            if let Some(entry) = core.pods.get_mut(uid) {
-                entry.runtime = PodRuntime::new(sandboxes, containers);
+            let Some(entry) = core.pods.get_mut(uid) else {
+                return Ok(false);
+            };
+            let current = seen.is_none_or(|seen| entry.generation == seen && !entry.busy);
+            if !current {
+                return Ok(false);
             }
+            entry.runtime = PodRuntime::new(sandboxes, containers);
+            entry.generation += 1;
             self.publish(&mut core, uid);
         }
         // The status goes out now, not at the next relist.
         self.wake();
-        Ok(())
+        Ok(true)
     }
 
     /// The pod's status now; `ending` given, as it ends (its containers all stopped).

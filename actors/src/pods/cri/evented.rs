@@ -82,16 +82,19 @@ impl Engine {
 
     /// An event for one of `uid`'s containers: its state read now, and a sync from it.
     async fn pod_event(self: &Arc<Self>, uid: &str) {
-        let live = self.core().pods.get(uid).is_some_and(|e| !e.finished);
-        if !live {
-            return;
-        }
-        if let Err(error) = self.refresh(uid).await {
-            tracing::debug!(%error, uid, "cannot read the pod an event named; the relist will");
-            self.relist_now.notify_one();
-            return;
-        }
-        if let Some(entry) = self.core().pods.get_mut(uid) {
+        let seen = match self.core().pods.get(uid) {
+            Some(entry) if !entry.finished => entry.generation,
+            _ => return,
+        };
+        let current = match self.refresh_if_unchanged(uid, seen).await {
+            Ok(current) => current,
+            Err(error) => {
+                tracing::debug!(%error, uid, "cannot read the pod an event named; the relist will");
+                self.relist_now.notify_one();
+                return;
+            }
+        };
+        if current && let Some(entry) = self.core().pods.get_mut(uid) {
             entry.inspected = true;
         }
         self.request_sync(uid);

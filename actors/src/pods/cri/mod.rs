@@ -192,6 +192,7 @@ impl PodLifecycleProvider for CriPods {
                             busy: false,
                             again: false,
                             inspected: false,
+                            generation: 0,
                             retry_at: None,
                             ending: deleting.then_some(Ending::Deleted),
                             finished,

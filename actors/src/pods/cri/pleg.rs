@@ -87,13 +87,15 @@ impl Engine {
                         .iter()
                         .map(|c| c.id.clone())
                         .collect::<Vec<_>>();
-                    changed.push((uid.clone(), ids, cids));
+                    changed.push((uid.clone(), ids, cids, entry.generation));
                 }
             }
         }
-        for (uid, sandbox_ids, container_ids) in changed {
-            self.inspect(&uid, sandbox_ids, container_ids).await?;
-            if let Some(entry) = self.core().pods.get_mut(&uid) {
+        for (uid, sandbox_ids, container_ids, seen) in changed {
+            let current = self
+                .inspect(&uid, sandbox_ids, container_ids, Some(seen))
+                .await?;
+            if current && let Some(entry) = self.core().pods.get_mut(&uid) {
                 entry.inspected = true;
             }
             self.request_sync(&uid);

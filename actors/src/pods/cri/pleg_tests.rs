@@ -26,3 +26,35 @@ async fn a_change_the_pleg_inspected_is_not_inspected_again_by_the_worker() {
         harness.runtime.calls()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_inspection_listed_before_the_pods_last_write_or_during_a_sync_is_dropped() {
+    let mut harness = Harness::new();
+    harness.apply(&pod("Always", json!({})));
+    harness
+        .status_where("Running", |s| phase(s) == "Running")
+        .await;
+    let engine = std::sync::Arc::clone(&harness.pods.engine);
+    let (uid, seen) = {
+        let core = engine.core();
+        let (uid, entry) = core.pods.iter().next().expect("the pod");
+        (uid.clone(), entry.generation)
+    };
+    // A slow outside inspection that listed nothing, finishing after the pod's own read.
+    engine.refresh(&uid).await.unwrap();
+    let written = engine.inspect(&uid, vec![], vec![], Some(seen)).await;
+    assert!(!written.unwrap(), "listed before the last write: dropped");
+    let now = engine.core().pods[&uid].generation;
+    engine.core().pods.get_mut(&uid).unwrap().busy = true;
+    let written = engine.inspect(&uid, vec![], vec![], Some(now)).await;
+    assert!(
+        !written.unwrap(),
+        "a sync runs: its own read is the one that counts"
+    );
+    let core = engine.core();
+    assert_eq!(core.pods[&uid].generation, now);
+    assert!(
+        !core.pods[&uid].runtime.containers.is_empty(),
+        "the sync's view stands"
+    );
+}
