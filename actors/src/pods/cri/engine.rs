@@ -227,6 +227,7 @@ impl Engine {
                 .spawn(async move { engine.evented_pleg().await });
         }
         self.pods_present.notify_one();
+        self.gc_while_pods();
     }
 
     /// Asks for a sync of `uid`: run now, or once more after the one in progress.

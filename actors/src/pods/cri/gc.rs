@@ -2,7 +2,9 @@
 //! complete, whatever the runtime holds for a pod this node no longer has — deleted while
 //! nodepulse ran, or while it was down — is stopped and removed with its log directory; a
 //! known pod keeps its newest sandbox and its newest dead container per name. A pass runs
-//! when something may have become collectable, then every minute only while some is left.
+//! when something may have become collectable, then every minute (the kubelet's
+//! `ContainerGCPeriod`) while the node has pods or something is left; a node without pods and
+//! without garbage is not woken.
 
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 
@@ -180,7 +182,16 @@ impl Engine {
         self.spawner.spawn(async move { engine.gc_loop().await });
     }
 
-    /// Passes until nothing is left to collect; between passes with leftovers, the period.
+    /// Keeps the periodic pass going once a pod arrives (a sandbox replaced under a running
+    /// pod is collected within a period); no extra pass when it already runs.
+    pub fn gc_while_pods(self: &Arc<Self>) {
+        let running = self.core().gc_running;
+        if !running {
+            self.want_gc();
+        }
+    }
+
+    /// Passes every period while the node has pods or something is left to collect.
     async fn gc_loop(self: Arc<Self>) {
         loop {
             let leftover = match self.collect_garbage().await {
@@ -199,7 +210,7 @@ impl Engine {
                 if std::mem::take(&mut core.gc_again) {
                     continue;
                 }
-                if !leftover {
+                if !leftover && core.pods.is_empty() {
                     core.gc_running = false;
                     return;
                 }

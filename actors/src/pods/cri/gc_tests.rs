@@ -161,7 +161,7 @@ fn a_static_pod_of_a_kubelet_is_not_taken_for_an_orphan() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_pod_deleted_while_down_is_removed_once_the_list_is_complete_and_the_gc_then_sleeps() {
+async fn a_pod_deleted_while_down_is_removed_once_the_list_is_complete_then_a_pass_a_period() {
     let mut first = Harness::new();
     let gone = pod("Always", json!({}));
     let mut kept = pod("Always", json!({}));
@@ -219,9 +219,9 @@ async fn a_pod_deleted_while_down_is_removed_once_the_list_is_complete_and_the_g
     );
 
     tokio::time::sleep(GC_PERIOD * 5).await;
-    assert_eq!(
-        second.pods.engine.core().gc_passes,
-        1,
-        "one pass, then no wake-up while there is no garbage"
+    let passes = second.pods.engine.core().gc_passes;
+    assert!(
+        (5..=7).contains(&passes),
+        "one pass at the list, then one a period while a pod is left: {passes}"
     );
 }
