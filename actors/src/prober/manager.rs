@@ -86,7 +86,10 @@ impl ProberManager {
                     .any(|r| r.name == key.container && r.container_id == container_id)
         });
         let Some(spec) = &pod.spec else { return errors };
-        for container in &spec.containers {
+        // Regular containers and sidecars (restartable init containers) are probed alike.
+        let sidecars = (spec.init_containers.iter().flatten())
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        for container in spec.containers.iter().chain(sidecars) {
             let Some(state) = running.iter().find(|r| r.name == container.name) else {
                 continue;
             };

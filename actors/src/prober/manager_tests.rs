@@ -270,3 +270,29 @@ async fn startup_holds_off_liveness_and_readiness_until_it_succeeds() {
         "liveness runs once started"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_sidecars_readiness_probe_runs_like_a_regular_containers() {
+    let mut h = harness();
+    let mut pod = pod(Container::default(), "Never");
+    let spec = pod.spec.as_mut().unwrap();
+    spec.init_containers = Some(vec![Container {
+        name: "proxy".into(),
+        restart_policy: Some("Always".into()),
+        readiness_probe: Some(probe("proxy-ready", 3)),
+        ..Default::default()
+    }]);
+    h.runner
+        .set("proxy-ready", ProbeOutcome::Success(String::new()));
+    let proxy = RunningContainer {
+        name: "proxy".into(),
+        ..running("s1")
+    };
+    assert!(h.manager.add_pod(&pod, &[proxy]).is_empty());
+    let first_two = tokio::time::timeout(Duration::from_secs(60), async {
+        (h.next_decision().await, h.next_decision().await)
+    })
+    .await
+    .expect("the sidecar has a readiness worker");
+    assert_eq!(first_two, (readiness("s1", false), readiness("s1", true)));
+}

@@ -68,14 +68,15 @@ impl PodProbeView<'_> {
     }
 }
 
-/// What the API's status says of container `container_id`: nothing for another container.
+/// What the API's status says of container `container_id` (a regular container or a
+/// sidecar): nothing for another container.
 pub fn reported_by_api(pod: &Pod, name: &str, container_id: &str) -> Reported {
-    (pod.status.as_ref())
-        .and_then(|status| status.container_statuses.as_ref())
-        .and_then(|all| {
-            all.iter()
-                .find(|c| c.name == name && c.container_id.as_deref() == Some(container_id))
-        })
+    let status = pod.status.as_ref();
+    let regular = status.and_then(|s| s.container_statuses.as_ref());
+    let init = status.and_then(|s| s.init_container_statuses.as_ref());
+    (regular.into_iter().chain(init))
+        .flatten()
+        .find(|c| c.name == name && c.container_id.as_deref() == Some(container_id))
         .map(|c| Reported {
             ready: c.ready,
             started: c.started.unwrap_or(false),

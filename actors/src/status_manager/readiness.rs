@@ -15,30 +15,41 @@ pub fn with_container_readiness(
     ready: bool,
 ) -> Option<PodStatus> {
     let mut status = status.clone();
-    let container = status
-        .container_statuses
-        .iter_mut()
-        .flatten()
+    // A regular container or a sidecar (a restartable init container, probed alike).
+    let container = (status.container_statuses.iter_mut().flatten())
+        .chain(status.init_container_statuses.iter_mut().flatten())
         .find(|c| c.container_id.as_deref() == Some(container_id))?;
     if container.ready == ready {
         return None;
     }
     container.ready = ready;
-    let spec_containers: Vec<String> = pod
+    // `ContainersReady` counts every sidecar and regular container (§4.2).
+    let counted: Vec<(String, bool)> = pod
         .spec
         .as_ref()
-        .map(|spec| spec.containers.iter().map(|c| c.name.clone()).collect())
+        .map(|spec| {
+            let sidecars = (spec.init_containers.iter().flatten())
+                .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+                .map(|c| (c.name.clone(), true));
+            sidecars
+                .chain(spec.containers.iter().map(|c| (c.name.clone(), false)))
+                .collect()
+        })
         .unwrap_or_default();
-    let unready: Vec<String> = spec_containers
-        .iter()
-        .filter(|name| {
-            !status
-                .container_statuses
+    let unready: Vec<String> = counted
+        .into_iter()
+        .filter(|(name, sidecar)| {
+            let statuses = if *sidecar {
+                &status.init_container_statuses
+            } else {
+                &status.container_statuses
+            };
+            !statuses
                 .iter()
                 .flatten()
-                .any(|c| &c.name == *name && c.ready)
+                .any(|c| &c.name == name && c.ready)
         })
-        .cloned()
+        .map(|(name, _)| name)
         .collect();
     let terminal = is_terminal(status.phase.as_deref());
     let condition = |kind: &str| {
@@ -77,4 +88,59 @@ pub fn with_container_readiness(
         }
     }
     Some(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ContainerStatus;
+    use serde_json::json;
+
+    use super::*;
+
+    fn status(id: &str, name: &str, ready: bool) -> ContainerStatus {
+        ContainerStatus {
+            name: name.into(),
+            container_id: Some(id.into()),
+            ready,
+            ..ContainerStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_sidecar_counts_for_containers_ready_and_its_readiness_can_flip() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "uid": "u"},
+            "spec": {
+                "initContainers": [{"name": "proxy", "restartPolicy": "Always"},
+                                   {"name": "setup"}],
+                "containers": [{"name": "app"}],
+            },
+        }))
+        .unwrap();
+        let before = PodStatus {
+            phase: Some("Running".into()),
+            init_container_statuses: Some(vec![
+                status("c://proxy", "proxy", false),
+                status("c://setup", "setup", true),
+            ]),
+            container_statuses: Some(vec![status("c://app", "app", false)]),
+            ..PodStatus::default()
+        };
+        let app_ready = with_container_readiness(&pod, &before, "c://app", true).unwrap();
+        let ready = |status: &PodStatus, kind: &str| {
+            let conditions = status.conditions.iter().flatten();
+            let condition = conditions.clone().find(|c| c.type_ == kind).unwrap();
+            (condition.status.clone(), condition.message.clone())
+        };
+        assert_eq!(
+            ready(&app_ready, "ContainersReady"),
+            (
+                "False".to_owned(),
+                Some("containers with unready status: [proxy]".to_owned())
+            ),
+            "the unready sidecar holds the pod back; the regular init container does not count"
+        );
+        let all_ready = with_container_readiness(&pod, &app_ready, "c://proxy", true).unwrap();
+        assert_eq!(ready(&all_ready, "Ready"), ("True".to_owned(), None));
+    }
 }

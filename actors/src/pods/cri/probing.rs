@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::{
     engine::{Engine, PodEntry},
-    plan::app_containers,
+    plan::{app_containers, init_containers, is_sidecar},
     worker::pod_label,
 };
 use crate::{
@@ -19,7 +19,7 @@ use crate::{
 };
 
 impl Engine {
-    /// Tells the prober the pod's running app containers; a pod being torn down, or one with
+    /// Tells the prober the pod's running app containers and sidecars; a pod being torn down, or one with
     /// nothing running, has its workers stopped. A full mailbox loses only this message: the
     /// next sync says it again.
     pub(super) fn tell_prober(&self, entry: &PodEntry, runtime_name: &str) {
@@ -40,8 +40,10 @@ impl Engine {
 
     fn running_containers(&self, entry: &PodEntry, runtime_name: &str) -> Vec<RunningContainer> {
         let (wall, now) = (self.now(), tokio::time::Instant::now());
+        let sidecars = init_containers(&entry.pod).iter().filter(|c| is_sidecar(c));
         app_containers(&entry.pod)
             .iter()
+            .chain(sidecars)
             .filter_map(|container| {
                 let newest = entry.runtime.newest(&container.name)?;
                 if newest.state != ContainerState::Running {

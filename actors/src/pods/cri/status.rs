@@ -145,12 +145,11 @@ fn container_status(
         status.image_id = newest.image_ref.clone();
         status.restart_count = i32::try_from(restart_count(newest)).unwrap_or(i32::MAX);
         let container_id = status.container_id.as_deref().unwrap_or_default();
-        // App containers are started once running and past any startup probe, ready once
-        // started and past any readiness probe (the prober's results). Sidecars are not
-        // probed yet: started and ready while running. Regular init containers are ready once
-        // they exited 0 (§4.3).
+        // Sidecars and app containers are started once running and past any startup probe,
+        // ready once started and past any readiness probe (the prober's results); regular
+        // init containers are ready once they exited 0 (§4.3).
         let (started, ready) = match (role, inputs.probes) {
-            (Role::App, Some(probes)) if running => {
+            (Role::Sidecar | Role::App, Some(probes)) if running => {
                 probes.started_and_ready(container, container_id)
             }
             _ => (running, running),
