@@ -59,8 +59,20 @@ mod tests {
         let usage = usage(std::process::id()).expect("readable");
         assert!(usage.rss_bytes > 0 && usage.anon_bytes > 0 && usage.anon_bytes < usage.rss_bytes);
         assert!(usage.threads >= 1);
-        let before = wakeups(std::process::id()).expect("readable");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        assert!(wakeups(std::process::id()).expect("readable") > before);
+        // A process that sleeps has woken at least once. Not this one: other test threads
+        // exit meanwhile and take their counts with them.
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(4);
+        let mut woke = 0;
+        while woke == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            woke = wakeups(sleeper.id()).expect("readable");
+        }
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert!(woke > 0, "a sleeping process's voluntary context switches");
     }
 }

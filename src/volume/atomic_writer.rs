@@ -102,7 +102,30 @@ impl AtomicWriter {
             let old_path = self.target_dir.join(old);
             fs::remove_dir_all(&old_path).map_err(io_error("remove old data dir", &old_path))?;
         }
+        self.remove_stray_data_dirs(&data_link)?;
         Ok(outcome)
+    }
+
+    /// A process killed between making a timestamped directory and linking it leaves that
+    /// directory behind, never linked and never removed by the steps above: removed here.
+    /// Names starting with `..` are the writer's own (a payload path may not start so).
+    fn remove_stray_data_dirs(&self, data_link: &Path) -> Result<(), AtomicWriteError> {
+        let linked = fs::read_link(data_link).map_err(io_error("read link", data_link))?;
+        let entries = fs::read_dir(&self.target_dir).map_err(io_error("list", &self.target_dir))?;
+        for entry in entries {
+            let entry = entry.map_err(io_error("list", &self.target_dir))?;
+            let name = entry.file_name();
+            let stray = name.to_string_lossy().starts_with("..")
+                && name != DATA_DIR_NAME
+                && name != NEW_DATA_DIR_NAME
+                && Path::new(&name) != linked
+                && entry.file_type().is_ok_and(|kind| kind.is_dir());
+            if stray {
+                let path = entry.path();
+                fs::remove_dir_all(&path).map_err(io_error("remove stray data dir", &path))?;
+            }
+        }
+        Ok(())
     }
 
     /// Steps (5)–(9): a new timestamped directory with the payload, linked as `..data`.

@@ -247,3 +247,25 @@ fn a_reader_never_sees_a_half_written_set() {
         format!("{n}:").repeat(1000)
     );
 }
+
+#[test]
+fn a_data_dir_left_unlinked_by_a_killed_writer_is_removed_at_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(dir.path()).unwrap();
+    let files = payload(&[("key", "value", 0o644)]);
+    writer.write(&files).unwrap();
+    // As a process killed after making its new directory, before linking it.
+    let stray = dir.path().join("..2026_12_01_09_00_00.123456789");
+    fs::create_dir(&stray).unwrap();
+    fs::write(stray.join("key"), "half").unwrap();
+
+    assert_eq!(writer.write(&files).unwrap(), WriteOutcome::Unchanged);
+    assert!(!stray.exists(), "the unlinked directory is gone");
+    let data = dir.path().join(link(&dir.path().join("..data")));
+    assert_eq!(fs::read_to_string(data.join("key")).unwrap(), "value");
+    let kept: Vec<String> = entries(dir.path())
+        .into_iter()
+        .filter(|name| name.starts_with("..2"))
+        .collect();
+    assert_eq!(kept.len(), 1, "only the linked data directory: {kept:?}");
+}
