@@ -12,7 +12,8 @@ use futures::future::join_all;
 
 use super::{
     engine::Engine,
-    view::{CONTAINER_NAME_LABEL, TERMINATION_GRACE_ANNOTATION, pod_uid},
+    kill::MIN_GRACE,
+    view::{TERMINATION_GRACE_ANNOTATION, labelled_name, pod_uid},
 };
 use crate::ports::{
     ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerSummary, SandboxState,
@@ -22,9 +23,7 @@ use crate::ports::{
 /// The kubelet's container GC period (`ContainerGCPeriod`).
 pub const GC_PERIOD: Duration = Duration::from_secs(60);
 /// `maxPerPodContainer`: dead containers kept per (pod, container name), for `lastState`.
-const MAX_DEAD_PER_CONTAINER: usize = 1;
-/// `minimumGracePeriodInSeconds`: no container of an orphan gets less to stop.
-const MIN_ORPHAN_GRACE: Duration = Duration::from_secs(2);
+pub const MAX_DEAD_PER_CONTAINER: usize = 1;
 
 /// What one pass removes, decided on one listing of the runtime.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -66,15 +65,12 @@ fn orphan_grace(container: &ContainerSummary) -> Duration {
         .annotations
         .get(TERMINATION_GRACE_ANNOTATION)
         .and_then(|seconds| seconds.parse::<u64>().ok())
-        .map_or(MIN_ORPHAN_GRACE, Duration::from_secs)
-        .max(MIN_ORPHAN_GRACE)
+        .map_or(MIN_GRACE, Duration::from_secs)
+        .max(MIN_GRACE)
 }
 
 fn container_name(container: &ContainerSummary) -> &str {
-    container
-        .labels
-        .get(CONTAINER_NAME_LABEL)
-        .map_or(container.name.as_str(), String::as_str)
+    labelled_name(&container.labels, &container.name)
 }
 
 /// The kubelet's rules on one listing. `known` says whether a pod UID is one of this node's

@@ -126,10 +126,14 @@ impl PodRuntime {
 
 /// The container's name in the pod spec: its label, else the CRI metadata name.
 pub fn container_name(status: &ContainerStatus) -> &str {
-    status
-        .labels
+    labelled_name(&status.labels, &status.name)
+}
+
+/// The spec's container name from the kubelet's label, else the runtime's `name`.
+pub fn labelled_name<'a>(labels: &'a Labels, name: &'a str) -> &'a str {
+    labels
         .get(CONTAINER_NAME_LABEL)
-        .map_or(status.name.as_str(), String::as_str)
+        .map_or(name, String::as_str)
 }
 
 /// The restart count the kubelet keeps in the container's annotation.

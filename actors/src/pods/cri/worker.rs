@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use super::{
     container::{Resolved, container_config},
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
+    gc::MAX_DEAD_PER_CONTAINER,
     objects::EnvObjects,
     plan::{Kind, app_containers, init_containers, is_sidecar, plan},
     sandbox::{parse_resolv_conf, sandbox_config},
@@ -239,7 +240,7 @@ impl Engine {
             let dead = runtime
                 .instances(name)
                 .filter(|c| c.state == ContainerState::Exited);
-            for old in dead.skip(1) {
+            for old in dead.skip(MAX_DEAD_PER_CONTAINER) {
                 if let Err(error) = self.runtime.remove_container(old.id.clone()).await {
                     tracing::debug!(%error, id = %old.id, "cannot remove a dead container");
                 }
