@@ -71,15 +71,24 @@ fn node_id_annotation(node: &Node) -> Option<&str> {
         .map(String::as_str)
 }
 
-async fn merge_patch(
+/// Reads Node `name`, asks `metadata` what to change in its metadata (`None`: nothing), and
+/// merge-patches that with the read's `resourceVersion`, so a concurrent writer's change is
+/// never overwritten (a conflict is the caller's to retry).
+async fn patch_node_metadata(
     api: &Api<Node>,
     name: &str,
     timeout: std::time::Duration,
-    patch: &serde_json::Value,
+    metadata: impl FnOnce(&Node) -> ApiResult<Option<serde_json::Value>>,
 ) -> ApiResult<()> {
+    let current = timed(timeout, api.get(name)).await?;
+    let Some(mut metadata) = metadata(&current)? else {
+        return Ok(());
+    };
+    metadata["resourceVersion"] = json!(current.metadata.resource_version);
+    let patch = json!({ "metadata": metadata });
     timed(
         timeout,
-        api.patch(name, &PatchParams::default(), &Patch::Merge(patch)),
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
     )
     .await
     .map(|_| ())
@@ -154,25 +163,24 @@ impl CsiNodeApi for KubeApi {
         let (name, registration) = (node.to_owned(), registration.clone());
         Box::pin(async move {
             let api = Api::<Node>::all(client.await);
-            let current = timed(timeout, api.get(&name)).await?;
-            let labels = topology_labels(&current, &registration.topology).map_err(|message| {
-                ApiError::Refused {
-                    code: 422,
-                    reason: "TopologyCollision".to_owned(),
-                    message,
-                }
-            })?;
-            let annotation = node_id_annotation(&current);
-            let patch = json!({
-                "metadata": {
-                    "resourceVersion": current.metadata.resource_version,
-                    "annotations": {
-                        NODE_ID_ANNOTATION: with_driver_node_id(annotation, &registration.driver, &registration.node_id),
-                    },
+            patch_node_metadata(&api, &name, timeout, |current| {
+                let labels =
+                    topology_labels(current, &registration.topology).map_err(|message| {
+                        ApiError::Refused {
+                            code: 422,
+                            reason: "TopologyCollision".to_owned(),
+                            message,
+                        }
+                    })?;
+                let annotation = node_id_annotation(current);
+                let ids =
+                    with_driver_node_id(annotation, &registration.driver, &registration.node_id);
+                Ok(Some(json!({
+                    "annotations": { NODE_ID_ANNOTATION: ids },
                     "labels": labels,
-                }
-            });
-            merge_patch(&api, &name, timeout, &patch).await
+                })))
+            })
+            .await
         })
     }
 
@@ -228,17 +236,13 @@ impl CsiNodeApi for KubeApi {
         let (name, driver) = (node.to_owned(), driver.to_owned());
         Box::pin(async move {
             let api = Api::<Node>::all(client.await);
-            let current = timed(timeout, api.get(&name)).await?;
-            let Some(annotation) = node_id_annotation(&current) else {
-                return Ok(());
-            };
-            let patch = json!({
-                "metadata": {
-                    "resourceVersion": current.metadata.resource_version,
-                    "annotations": { NODE_ID_ANNOTATION: without_driver(Some(annotation), &driver) },
-                }
-            });
-            merge_patch(&api, &name, timeout, &patch).await
+            patch_node_metadata(&api, &name, timeout, |current| {
+                Ok(node_id_annotation(current).map(|annotation| {
+                    let ids = without_driver(Some(annotation), &driver);
+                    json!({ "annotations": { NODE_ID_ANNOTATION: ids } })
+                }))
+            })
+            .await
         })
     }
 

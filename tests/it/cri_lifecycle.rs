@@ -11,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 use common::{
     cri_fixture::CriFixture,
     objects::wait_pod_event,
-    pods::{create, phase, pod_manifest, wait_pod},
+    pods::{phase, wait_pod},
 };
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::Api;
@@ -23,7 +23,9 @@ use tokio::{
     sync::Mutex,
 };
 
-use super::cri_pods::{Setup, UNTIL_TERM, app, delete_and_wait_gone, runtime_id, shell, spec};
+use super::cri_pods::{
+    Setup, UNTIL_TERM, app, create_pod, delete_and_wait_gone, runtime_id, shell, spec, wait_phase,
+};
 
 const NAMESPACE: &str = "default";
 
@@ -79,11 +81,7 @@ async fn a_sidecar_runs_beside_the_app_is_restarted_and_stops_once_a_never_pod_s
         let mut proxy = shell("proxy", &until_file("quit", 1));
         proxy["restartPolicy"] = json!("Always");
         manifest["spec"]["initContainers"] = json!([proxy]);
-        create(
-            &cluster.client,
-            &pod_manifest(&name, NAMESPACE, &node.name, manifest),
-        )
-        .await;
+        create_pod(&cluster, &node.name, &name, manifest).await;
         let pod = wait_pod(&cluster.client, NAMESPACE, &name, "the app runs", |p| {
             phase(p) == Some("Running") && running(&app(p))
         })
@@ -144,20 +142,14 @@ async fn a_post_start_hook_writes_what_the_app_reads_and_a_failing_one_restarts_
         let mut container = shell("app", script);
         container["lifecycle"] = json!({"postStart": {"exec": {"command":
             ["/bin/sh", "-c", "echo written by the hook > /tmp/hooked"]}}});
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &name,
-                NAMESPACE,
-                &node.name,
-                spec("Never", json!([container])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Never", json!([container])),
         )
         .await;
-        let pod = wait_pod(&cluster.client, NAMESPACE, &name, "Succeeded", |p| {
-            phase(p) == Some("Succeeded")
-        })
-        .await;
+        let pod = wait_phase(&cluster, &name, "Succeeded").await;
         assert_eq!(
             terminated_message(&app(&pod)).as_deref(),
             Some("written by the hook\n")
@@ -167,14 +159,11 @@ async fn a_post_start_hook_writes_what_the_app_reads_and_a_failing_one_restarts_
         let mut container = shell("app", UNTIL_TERM);
         container["lifecycle"] =
             json!({"postStart": {"exec": {"command": ["/bin/sh", "-c", "exit 7"]}}});
-        let pod = create(
-            &cluster.client,
-            &pod_manifest(
-                &failing,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([container])),
-            ),
+        let pod = create_pod(
+            &cluster,
+            &node.name,
+            &failing,
+            spec("Always", json!([container])),
         )
         .await;
         wait_pod_event(&cluster, &pod, "Warning", "FailedPostStartHook", |m| {
@@ -239,14 +228,11 @@ async fn an_http_pre_stop_hook_reaches_its_server_before_the_container_stops() {
         let mut container = shell("app", UNTIL_TERM);
         container["lifecycle"] = json!({"preStop": {"httpGet":
             {"host": "127.0.0.1", "port": port, "path": "/drain"}}});
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &name,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([container])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", json!([container])),
         )
         .await;
         wait_pod(&cluster.client, NAMESPACE, &name, "running", |p| {
@@ -290,20 +276,14 @@ async fn a_failed_containers_log_tail_is_its_message_under_fallback_to_logs_on_e
         let name = format!("{}-fallback", node.name);
         let mut container = shell("app", "echo first; echo last words >&2; exit 3");
         container["terminationMessagePolicy"] = json!("FallbackToLogsOnError");
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &name,
-                NAMESPACE,
-                &node.name,
-                spec("Never", json!([container])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Never", json!([container])),
         )
         .await;
-        let pod = wait_pod(&cluster.client, NAMESPACE, &name, "Failed", |p| {
-            phase(p) == Some("Failed")
-        })
-        .await;
+        let pod = wait_phase(&cluster, &name, "Failed").await;
         let status = app(&pod);
         let end = status.state.clone().and_then(|s| s.terminated);
         assert_eq!(end.map(|t| t.exit_code), Some(3));

@@ -4,14 +4,14 @@
 
 use crate::common;
 
-use common::pods::{create, phase, pod_manifest, running_and_ready, wait_pod};
+use common::pods::{phase, running_and_ready, wait_pod};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::json;
 
 use crate::cri_pods::{
-    Setup, UNTIL_TERM, app, delete_and_wait_gone, runtime_containers, shell, spec,
+    Setup, UNTIL_TERM, app, create_pod, delete_and_wait_gone, runtime_containers, shell, spec,
 };
 
 const NAMESPACE: &str = "default";
@@ -34,19 +34,11 @@ async fn every_actor_killed_in_every_mode_while_pods_start_and_stop_loses_no_pod
         let running: Vec<String> = (0..3).map(|i| format!("{}-run-{i}", node.name)).collect();
         for name in &running {
             let manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
-            create(
-                &cluster.client,
-                &pod_manifest(name, NAMESPACE, &node.name, manifest),
-            )
-            .await;
+            create_pod(&cluster, &node.name, name, manifest).await;
         }
         let done = format!("{}-done", node.name);
         let finishing = spec("Never", json!([shell("app", "sleep 2; exit 0")]));
-        create(
-            &cluster.client,
-            &pod_manifest(&done, NAMESPACE, &node.name, finishing),
-        )
-        .await;
+        create_pod(&cluster, &node.name, &done, finishing).await;
 
         let actors: Vec<String> = node
             .supervisor

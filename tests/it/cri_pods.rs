@@ -64,6 +64,19 @@ pub(crate) fn spec(restart_policy: &str, containers: Value) -> Value {
     json!({"spec": {"restartPolicy": restart_policy, "containers": containers}})
 }
 
+/// Creates pod `name` bound to `node`, with `extra` (its spec) merged into the manifest.
+pub(crate) async fn create_pod(cluster: &TestCluster, node: &str, name: &str, extra: Value) -> Pod {
+    create(&cluster.client, &pod_manifest(name, NAMESPACE, node, extra)).await
+}
+
+/// Waits until pod `name` is in phase `wanted`; the pod then.
+pub(crate) async fn wait_phase(cluster: &TestCluster, name: &str, wanted: &str) -> Pod {
+    wait_pod(&cluster.client, NAMESPACE, name, wanted, |p| {
+        phase(p) == Some(wanted)
+    })
+    .await
+}
+
 pub(crate) fn app(pod: &Pod) -> ContainerStatus {
     pod.status
         .as_ref()
@@ -140,14 +153,11 @@ async fn a_pod_runs_on_containerd_and_shows_running_with_its_cni_address() {
         let script = format!("echo $GREETING from $(hostname) > /tmp/out; {UNTIL_TERM}");
         let mut container = shell("app", &script);
         container["env"] = json!([{"name": "GREETING", "value": "hello"}]);
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &name,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([container])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", json!([container])),
         )
         .await;
         let pod = wait_pod(
@@ -214,14 +224,11 @@ async fn a_container_exiting_1_under_always_reaches_crash_loop_back_off() {
     };
     node.guard(async {
         let name = format!("{}-crash", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &name,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([shell("app", "exit 1")])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", json!([shell("app", "exit 1")])),
         )
         .await;
         let pod = wait_pod(
@@ -286,30 +293,21 @@ async fn on_failure_and_never_pods_end_succeeded_and_failed_with_the_exit_code()
     node.guard(async {
         let done = format!("{}-done", node.name);
         let failed = format!("{}-failed", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &done,
-                NAMESPACE,
-                &node.name,
-                spec("OnFailure", json!([shell("app", "exit 0")])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &done,
+            spec("OnFailure", json!([shell("app", "exit 0")])),
         )
         .await;
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &failed,
-                NAMESPACE,
-                &node.name,
-                spec("Never", json!([shell("app", "exit 3")])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &failed,
+            spec("Never", json!([shell("app", "exit 3")])),
         )
         .await;
-        let pod = wait_pod(&cluster.client, NAMESPACE, &done, "Succeeded", |p| {
-            phase(p) == Some("Succeeded")
-        })
-        .await;
+        let pod = wait_phase(&cluster, &done, "Succeeded").await;
         let end = app(&pod)
             .state
             .and_then(|s| s.terminated)
@@ -319,10 +317,7 @@ async fn on_failure_and_never_pods_end_succeeded_and_failed_with_the_exit_code()
             (0, Some("Completed"))
         );
         assert_eq!(app(&pod).restart_count, 0);
-        let pod = wait_pod(&cluster.client, NAMESPACE, &failed, "Failed", |p| {
-            phase(p) == Some("Failed")
-        })
-        .await;
+        let pod = wait_phase(&cluster, &failed, "Failed").await;
         let end = app(&pod)
             .state
             .and_then(|s| s.terminated)
@@ -355,11 +350,7 @@ async fn an_init_container_runs_to_completion_before_the_app_starts() {
         let name = format!("{}-gated", node.name);
         let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
         manifest["spec"]["initContainers"] = json!([shell("setup", "sleep 1")]);
-        create(
-            &cluster.client,
-            &pod_manifest(&name, NAMESPACE, &node.name, manifest),
-        )
-        .await;
+        create_pod(&cluster, &node.name, &name, manifest).await;
         let pod = wait_pod(
             &cluster.client,
             NAMESPACE,
@@ -391,15 +382,8 @@ async fn an_init_container_runs_to_completion_before_the_app_starts() {
         let blocked = format!("{}-blocked", node.name);
         let mut manifest = spec("Never", json!([shell("app", UNTIL_TERM)]));
         manifest["spec"]["initContainers"] = json!([shell("setup", "exit 1")]);
-        create(
-            &cluster.client,
-            &pod_manifest(&blocked, NAMESPACE, &node.name, manifest),
-        )
-        .await;
-        let pod = wait_pod(&cluster.client, NAMESPACE, &blocked, "Failed", |p| {
-            phase(p) == Some("Failed")
-        })
-        .await;
+        create_pod(&cluster, &node.name, &blocked, manifest).await;
+        let pod = wait_phase(&cluster, &blocked, "Failed").await;
         assert_eq!(
             runtime_containers(&fixture, &pod).await.len(),
             1,
@@ -427,7 +411,7 @@ async fn a_missing_image_under_never_waits_with_err_image_never_pull() {
     node.guard(async {
         let name = format!("{}-missing", node.name);
         let container = json!({"name": "app", "image": "nodepulse.test/missing:1", "imagePullPolicy": "Never"});
-        create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, spec("Always", json!([container])))).await;
+        create_pod(&cluster, &node.name, &name, spec("Always", json!([container]))).await;
         let pod = wait_pod(&cluster.client, NAMESPACE, &name, "ErrImageNeverPull", |pod| {
             waiting_reason(pod).as_deref() == Some("ErrImageNeverPull")
         })
@@ -486,39 +470,30 @@ async fn deletion_runs_pre_stop_then_sigterm_then_sigkill_after_the_grace_period
     node.guard(async {
         let polite = format!("{}-polite", node.name);
         let stubborn = format!("{}-stubborn", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &polite,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([shell("app", UNTIL_TERM)])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &polite,
+            spec("Always", json!([shell("app", UNTIL_TERM)])),
         )
         .await;
         let ignores = "trap '' TERM; touch /tmp/trapped; while :; do sleep 1; done";
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &stubborn,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([shell("app", ignores)])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &stubborn,
+            spec("Always", json!([shell("app", ignores)])),
         )
         .await;
         // The preStop hook signals the shell, which then ends with 3 before any SIGTERM.
         let hooked = format!("{}-hooked", node.name);
         let mut container = shell("app", &format!("trap 'exit 3' USR1; {UNTIL_TERM}"));
         container["lifecycle"] = json!({"preStop": {"exec": {"command": ["kill", "-USR1", "1"]}}});
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &hooked,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([container])),
-            ),
+        create_pod(
+            &cluster,
+            &node.name,
+            &hooked,
+            spec("Always", json!([container])),
         )
         .await;
         for name in [&polite, &stubborn, &hooked] {
@@ -707,11 +682,7 @@ async fn killing_the_pod_actor_while_pods_start_starts_no_container_twice() {
         let names: Vec<String> = (0..3).map(|i| format!("{}-{i}", node.name)).collect();
         for name in &names {
             let manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
-            create(
-                &cluster.client,
-                &pod_manifest(name, NAMESPACE, &node.name, manifest),
-            )
-            .await;
+            create_pod(&cluster, &node.name, name, manifest).await;
         }
         for mode in [KillMode::Hang, KillMode::Panic] {
             let before = node

@@ -16,7 +16,7 @@ use common::{
     cri_fixture::CriFixture,
     cri_node::CriNode,
     objects::wait_pod_event,
-    pods::{condition, create, phase, pod_manifest, running_and_ready, wait_pod},
+    pods::{condition, phase, running_and_ready, wait_pod},
 };
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::{Api, api::ListParams};
@@ -25,7 +25,7 @@ use nodepulse_actors::{pods, ports::ContainerRuntime, prober, status_manager};
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::{Value, json};
 
-use crate::cri_pods::{Setup, UNTIL_TERM, app, runtime_id, shell, spec};
+use crate::cri_pods::{Setup, UNTIL_TERM, app, create_pod, runtime_id, shell, spec};
 
 const NAMESPACE: &str = "default";
 
@@ -123,10 +123,6 @@ async fn debug_probes(node: &CriNode) -> Vec<Value> {
     let body: Value = response.json().await.expect("JSON");
     handle.stop();
     body["workers"].as_array().cloned().unwrap_or_default()
-}
-
-async fn create_pod(cluster: &TestCluster, node: &str, name: &str, extra: Value) -> Pod {
-    create(&cluster.client, &pod_manifest(name, NAMESPACE, node, extra)).await
 }
 
 #[actix_rt::test]
