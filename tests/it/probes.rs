@@ -377,6 +377,13 @@ async fn a_tcp_readiness_probe_is_ready_once_the_port_listens() {
     .await;
 }
 
+/// When the pod's Ready condition last changed, as nodepulse wrote it.
+fn ready_since(pod: &Pod) -> Option<String> {
+    let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+    let ready = conditions.iter().find(|c| c.type_ == "Ready")?;
+    Some(format!("{:?}", ready.last_transition_time.as_ref()?))
+}
+
 /// Polls the pod until `done` holds, failing at once if its Ready condition is ever not True.
 async fn ready_throughout<F, Fut>(cluster: &TestCluster, name: &str, what: &str, mut done: F)
 where
@@ -459,6 +466,17 @@ async fn the_prober_pod_and_status_actors_killed_in_every_mode_keep_a_ready_pod_
             })
             .await;
         }
+        // A flip and back between two polls would still have moved the transition time.
+        let now = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE)
+            .get(&name)
+            .await
+            .expect("the pod");
+        assert!(ready_since(&pod).is_some(), "Ready has a transition time");
+        assert_eq!(
+            ready_since(&now),
+            ready_since(&pod),
+            "Ready never changed while the actors were killed"
+        );
         // The restarted prober probes: the file gone, the pod is not Ready.
         exec(&fixture, &pod, &["busybox", "rm", "/tmp/ready"]).await;
         let pod = wait_pod(
