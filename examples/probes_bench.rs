@@ -161,13 +161,14 @@ async fn next_probe(node: &CriNode, pod: &Pod) -> Timestamp {
 }
 
 /// The readiness file made to appear just before a probe runs: the time from that probe's
-/// start to Ready=True in a watch (the probe's own exec included).
+/// start to Ready=True in a watch (the probe's own exec included); `None` when Ready came
+/// before the planned probe (a stale `nextRun`), which would otherwise count as 0 ms.
 async fn probe_to_ready(
     api: &Api<Pod>,
     fixture: &CriFixture,
     node: &CriNode,
     pod: &Pod,
-) -> Duration {
+) -> Option<Duration> {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let mut updates = watch(api, name).await;
     let mut probe_at = next_probe(node, pod).await;
@@ -180,7 +181,7 @@ async fn probe_to_ready(
     let mut updates = watch(api, name).await;
     exec(fixture, pod, &["busybox", "rm", "/tmp/ready"]).await;
     seen(&mut updates, false).await;
-    Duration::try_from(probe_at.duration_until(ready_at)).unwrap_or(Duration::ZERO)
+    Duration::try_from(probe_at.duration_until(ready_at)).ok()
 }
 
 /// This process's user + system CPU time (the node's actors, its prober and the emulator).
@@ -259,18 +260,21 @@ async fn main() {
         .await;
         let mut to_ready = Vec::new();
         for _ in 0..SAMPLES {
-            to_ready.push(probe_to_ready(&api, &fixture, &node, &pod).await);
+            to_ready.extend(probe_to_ready(&api, &fixture, &node, &pod).await);
         }
         to_ready.sort();
+        let valid = to_ready.len();
+        assert!(valid > 0, "every sample saw Ready before its probe");
         let plain = cpu_with(&cluster, &node.name, false).await;
         let probed = cpu_with(&cluster, &node.name, true).await;
         let figures = json!({
             "probeRunToReadyInWatchMs": {
-                "samples": SAMPLES,
+                "samples": valid,
+                "dropped": SAMPLES - valid,
                 "periodSeconds": 1,
-                "p50": millis(to_ready[SAMPLES / 2]),
-                "p90": millis(to_ready[SAMPLES * 9 / 10]),
-                "max": millis(to_ready[SAMPLES - 1]),
+                "p50": millis(to_ready[valid / 2]),
+                "p90": millis(to_ready[valid * 9 / 10]),
+                "max": millis(to_ready[valid - 1]),
             },
             "cpuPercentOfOneCore": {
                 "containers": PODS * CONTAINERS_PER_POD,
