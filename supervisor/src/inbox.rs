@@ -12,9 +12,8 @@ use std::{
 };
 
 use actix::{Actor, ActorContext, AsyncContext, Context, fut::ActorFuture};
-use futures::Stream;
 
-use crate::{bound::Bound, envelope::Envelope, stats::MailboxStats};
+use crate::{bound::Bound, envelope::Envelope, queue::Receiving, stats::MailboxStats};
 
 /// Messages handled in one poll before the driver yields to the actor's other work.
 const BATCH: usize = 16;
@@ -41,10 +40,10 @@ impl Fence {
 
 /// The queue of one supervised actor, as held by its child slot.
 pub struct Inbox<A: Actor> {
-    receiver: async_channel::Receiver<Envelope<A>>,
-    /// Held so the queue stays open when no peer holds a `Mailbox`: an actor driven only by
-    /// timers must not stop because nobody can write to it. Closing is always explicit.
-    keep_open: async_channel::Sender<Envelope<A>>,
+    /// The queue closes when no inbox and no instance's driver holds it any more; while the
+    /// child slot keeps its inbox, closing is explicit ([`Inbox::close`]). An actor driven only
+    /// by timers does not stop because no peer holds a `Mailbox`.
+    receiving: Arc<Receiving<Envelope<A>>>,
     stats: Arc<MailboxStats>,
     bound: Arc<Bound>,
     pub(crate) fence: Fence,
@@ -53,8 +52,7 @@ pub struct Inbox<A: Actor> {
 impl<A: Actor> Clone for Inbox<A> {
     fn clone(&self) -> Self {
         Self {
-            receiver: self.receiver.clone(),
-            keep_open: self.keep_open.clone(),
+            receiving: Arc::clone(&self.receiving),
             stats: Arc::clone(&self.stats),
             bound: Arc::clone(&self.bound),
             fence: self.fence.clone(),
@@ -64,16 +62,14 @@ impl<A: Actor> Clone for Inbox<A> {
 
 impl<A: Actor> Inbox<A> {
     pub(crate) fn new(
-        receiver: async_channel::Receiver<Envelope<A>>,
-        keep_open: async_channel::Sender<Envelope<A>>,
+        receiving: Receiving<Envelope<A>>,
         stats: Arc<MailboxStats>,
         bound: Arc<Bound>,
     ) -> Self {
         let fence = Fence::default();
         fence.close();
         Self {
-            receiver,
-            keep_open,
+            receiving: Arc::new(receiving),
             stats,
             bound,
             fence,
@@ -81,7 +77,7 @@ impl<A: Actor> Inbox<A> {
     }
 
     pub(crate) fn depth(&self) -> usize {
-        self.receiver.len()
+        self.receiving.0.len()
     }
 
     pub(crate) fn stats(&self) -> &Arc<MailboxStats> {
@@ -90,7 +86,7 @@ impl<A: Actor> Inbox<A> {
 
     /// Refuses further sends; what is queued is still delivered to a running instance.
     pub(crate) fn close(&self) {
-        self.receiver.close();
+        self.receiving.0.close();
         self.bound.wake_all();
     }
 }
@@ -99,7 +95,7 @@ impl<A: Actor<Context = Context<A>>> Inbox<A> {
     /// Makes instance `generation` consume this inbox for as long as the fence admits it.
     pub(crate) fn attach(&self, ctx: &mut Context<A>, generation: u64) {
         ctx.spawn(InboxDriver {
-            receiver: Box::pin(self.receiver.clone()),
+            receiving: Arc::clone(&self.receiving),
             stats: Arc::clone(&self.stats),
             bound: Arc::clone(&self.bound),
             fence: self.fence.clone(),
@@ -111,7 +107,7 @@ impl<A: Actor<Context = Context<A>>> Inbox<A> {
 /// Feeds queued envelopes to one actor instance, as actix's own stream handling does:
 /// it pauses while the actor waits on a future and yields after a batch.
 struct InboxDriver<A: Actor> {
-    receiver: Pin<Box<async_channel::Receiver<Envelope<A>>>>,
+    receiving: Arc<Receiving<Envelope<A>>>,
     stats: Arc<MailboxStats>,
     bound: Arc<Bound>,
     fence: Fence,
@@ -134,8 +130,9 @@ impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
                 return Poll::Ready(());
             }
             // Depth before the take: the high-water mark is kept on this side only.
-            this.stats.observe_depth(this.receiver.len());
-            match this.receiver.as_mut().poll_next(task) {
+            let queue = &this.receiving.0;
+            this.stats.observe_depth(queue.len());
+            match queue.poll_pop(this.generation, task) {
                 Poll::Ready(Some(envelope)) => {
                     this.bound.release();
                     envelope.handle(actor, ctx, &this.stats);
@@ -153,5 +150,11 @@ impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
         }
         task.waker().wake_by_ref();
         Poll::Pending
+    }
+}
+
+impl<A: Actor> Drop for InboxDriver<A> {
+    fn drop(&mut self) {
+        self.receiving.0.forget(self.generation);
     }
 }

@@ -31,6 +31,7 @@ mod kept;
 mod liveness;
 mod mailbox;
 mod panic_capture;
+mod queue;
 mod snapshot;
 mod stats;
 mod supervisor;

@@ -8,25 +8,30 @@ use std::sync::Arc;
 use actix::{Actor, Handler, Message};
 use tokio::sync::oneshot;
 
-use crate::{bound::Bound, envelope::Envelope, inbox::Inbox, stats::MailboxStats};
+use crate::{
+    bound::Bound,
+    envelope::Envelope,
+    inbox::Inbox,
+    queue::{Queue, Receiving},
+    stats::MailboxStats,
+};
 
 /// Creates the bounded, counted queue of one actor: the sender side for peers and the
 /// inbox the supervisor hands to each new instance. The queue grows with what is queued, up
 /// to `capacity` (see [`Bound`]).
 pub fn mailbox<A: Actor>(capacity: usize) -> (Mailbox<A>, Inbox<A>) {
     let capacity = capacity.max(1);
-    let (sender, receiver) = async_channel::unbounded();
+    let queue = Arc::new(Queue::new());
     let stats = Arc::new(MailboxStats::new(capacity));
     let bound = Arc::new(Bound::new(capacity));
     let inbox = Inbox::new(
-        receiver,
-        sender.clone(),
+        Receiving(Arc::clone(&queue)),
         Arc::clone(&stats),
         Arc::clone(&bound),
     );
     (
         Mailbox {
-            sender,
+            queue,
             stats,
             bound,
         },
@@ -36,7 +41,7 @@ pub fn mailbox<A: Actor>(capacity: usize) -> (Mailbox<A>, Inbox<A>) {
 
 /// A restart-surviving, instrumented address of actor `A`. Cheap to clone.
 pub struct Mailbox<A: Actor> {
-    sender: async_channel::Sender<Envelope<A>>,
+    queue: Arc<Queue<Envelope<A>>>,
     stats: Arc<MailboxStats>,
     bound: Arc<Bound>,
 }
@@ -44,7 +49,7 @@ pub struct Mailbox<A: Actor> {
 impl<A: Actor> Clone for Mailbox<A> {
     fn clone(&self) -> Self {
         Self {
-            sender: self.sender.clone(),
+            queue: Arc::clone(&self.queue),
             stats: Arc::clone(&self.stats),
             bound: Arc::clone(&self.bound),
         }
@@ -92,7 +97,7 @@ impl<A: Actor> Mailbox<A> {
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        if self.sender.is_closed() {
+        if self.queue.is_closed() {
             return Err(SendError::Closed(message));
         }
         if !self.bound.reserve() {
@@ -105,10 +110,9 @@ impl<A: Actor> Mailbox<A> {
     /// Queues an envelope whose place is claimed; hands it back (and the place) when closed.
     fn push(&self, envelope: Envelope<A>) -> Result<(), Envelope<A>> {
         // The queue under the bound is unbounded: a push can only fail on a closed mailbox.
-        self.sender.try_send(envelope).map_err(|refused| {
-            self.bound.release();
-            refused.into_inner()
-        })
+        self.queue
+            .push(envelope)
+            .inspect_err(|_| self.bound.release())
     }
 
     /// Queues `message`, waiting while the queue is full.
@@ -118,7 +122,7 @@ impl<A: Actor> Mailbox<A> {
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        if !self.bound.reserve_waiting(|| self.sender.is_closed()).await {
+        if !self.bound.reserve_waiting(|| self.queue.is_closed()).await {
             return Err(SendError::Closed(message));
         }
         self.push(Envelope::new(message, None))
@@ -132,7 +136,7 @@ impl<A: Actor> Mailbox<A> {
         M: Message + Send + 'static,
         M::Result: Send,
     {
-        if !self.bound.reserve_waiting(|| self.sender.is_closed()).await {
+        if !self.bound.reserve_waiting(|| self.queue.is_closed()).await {
             return Err(RequestError::Closed);
         }
         let (reply_to, reply) = oneshot::channel();
@@ -144,7 +148,7 @@ impl<A: Actor> Mailbox<A> {
 
     /// Messages waiting now.
     pub fn depth(&self) -> usize {
-        self.sender.len()
+        self.queue.len()
     }
 
     pub fn stats(&self) -> &MailboxStats {
