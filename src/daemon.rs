@@ -11,6 +11,7 @@ use crate::{
     config::Settings,
     debug,
     fleet::{Fleet, FleetOptions},
+    heap,
     kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
     node::NodeActors,
     standalone::{self, StandaloneError},
@@ -206,6 +207,7 @@ pub async fn serve(
     };
     let debug_server = endpoint.server.handle();
     actix_rt::spawn(endpoint.server);
+    let _trimming = heap::start_trimming();
     match &running {
         Running::Node(_) => {
             tracing::info!(node = %settings.node_name, debug = %endpoint.address, "nodepulse is running");

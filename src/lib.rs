@@ -11,7 +11,7 @@
 //! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `prober` (the
 //!   probe handlers), `host` and `machine` (the host's signals and facts), `volume` (pod
 //!   volumes on disk)
-//! - `config`: the YAML file and the resolved `Settings`
+//! - `config`: the YAML file and the resolved `Settings`; `grpc`; `heap` (handing freed heap back)
 
 pub mod cli;
 pub mod commands;
@@ -21,6 +21,7 @@ pub mod daemon;
 pub mod debug;
 pub mod fleet;
 pub mod grpc;
+pub mod heap;
 pub mod host;
 pub mod kube_api;
 pub mod logging;

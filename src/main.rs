@@ -9,7 +9,7 @@ use nodepulse::{
     cli::Cli,
     commands,
     daemon::{self, EXIT_CONFIG},
-    logging,
+    heap, logging,
 };
 
 fn main() -> ExitCode {
@@ -24,6 +24,9 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    if !settings.is_fleet() {
+        heap::use_one_arena();
+    }
     logging::init(cli.log_format);
     let outcome =
         actix_rt::System::new().block_on(daemon::run(settings, daemon::shutdown_signal()));

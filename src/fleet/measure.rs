@@ -27,6 +27,7 @@ use serde::Serialize;
 use super::{Fleet, FleetOptions, proc_stats};
 use crate::{
     config::Settings,
+    heap,
     kube_api::{KubeApi, node::is_ready},
 };
 
@@ -137,6 +138,8 @@ pub async fn measure(
     let started = Instant::now();
     let ready = actix_rt::spawn(ready_times(observer.clone(), names.clone(), started));
     let fleet = Fleet::start(settings, Arc::clone(&api), &options.fleet);
+    // As the daemon's run does around its fleet (`daemon::serve`).
+    let _trimming = heap::start_trimming();
     let start_seconds = started.elapsed().as_secs_f64();
     let ready_after = tokio::time::timeout(options.ready_timeout, ready)
         .await

@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "debug", "kube_api", "cri", "prober", "host", "machine", "volume",
     ],
-    &["config", "grpc"],
+    &["config", "grpc", "heap"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
