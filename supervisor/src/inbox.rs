@@ -129,11 +129,10 @@ impl<A: Actor<Context = Context<A>>> ActorFuture<A> for InboxDriver<A> {
                 ctx.stop();
                 return Poll::Ready(());
             }
-            // Depth before the take: the high-water mark is kept on this side only.
-            let queue = &this.receiving.0;
-            this.stats.observe_depth(queue.len());
-            match queue.poll_pop(this.generation, task) {
-                Poll::Ready(Some(envelope)) => {
+            match this.receiving.0.poll_pop(this.generation, task) {
+                Poll::Ready(Some((envelope, depth))) => {
+                    // Depth before the take: the high-water mark is kept on this side only.
+                    this.stats.observe_depth(depth);
                     this.bound.release();
                     envelope.handle(actor, ctx, &this.stats);
                     if ctx.waiting() {

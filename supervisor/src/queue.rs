@@ -54,11 +54,17 @@ impl<T> Queue<T> {
         Ok(())
     }
 
-    /// The next item for receiver `receiver`; `None` once the queue is closed and empty.
-    pub(crate) fn poll_pop(&self, receiver: u64, task: &mut Context<'_>) -> Poll<Option<T>> {
+    /// The next item for receiver `receiver`, with how many were queued just before it was
+    /// taken (one lock for both, on every message); `None` once the queue is closed and empty.
+    pub(crate) fn poll_pop(
+        &self,
+        receiver: u64,
+        task: &mut Context<'_>,
+    ) -> Poll<Option<(T, usize)>> {
         let mut state = self.lock();
+        let depth = state.items.len();
         if let Some(item) = state.items.pop_front() {
-            return Poll::Ready(Some(item));
+            return Poll::Ready(Some((item, depth)));
         }
         if state.closed {
             return Poll::Ready(None);
@@ -147,8 +153,8 @@ mod tests {
         assert_eq!(queue.len(), 2);
         queue.close();
         assert_eq!(queue.push(3), Err(3), "a closed queue hands the item back");
-        assert_eq!(queue.poll_pop(0, &mut task), Poll::Ready(Some(1)));
-        assert_eq!(queue.poll_pop(0, &mut task), Poll::Ready(Some(2)));
+        assert_eq!(queue.poll_pop(0, &mut task), Poll::Ready(Some((1, 2))));
+        assert_eq!(queue.poll_pop(0, &mut task), Poll::Ready(Some((2, 1))));
         assert_eq!(queue.poll_pop(0, &mut task), Poll::Ready(None));
     }
 
