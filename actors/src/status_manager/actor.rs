@@ -526,10 +526,13 @@ impl Handler<EvictPod> for StatusManagerActor {
 
 impl SupervisedActor for StatusManagerActor {
     fn debug_state(&self) -> serde_json::Value {
-        let unsent = self.store.read(|store| store.cache.unsent_pods().len());
+        let (unsent, batch_passes) = self
+            .store
+            .read(|store| (store.cache.unsent_pods().len(), store.batch_passes));
         json!({
             "node": self.settings.node_name,
             "generation": self.generation,
+            "batchPasses": batch_passes,
             "unsent": unsent,
             "inFlight": self.in_flight.len(),
             "counters": self.counters,

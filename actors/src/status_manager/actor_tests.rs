@@ -442,6 +442,56 @@ async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_oth
     );
 }
 
+/// The storm of issue 29: kube-apiserver serves a status back with Go's empty fields
+/// (`lastState: {}`, a zero `lastProbeTime` as `null`, no empty strings). A pod whose API status
+/// is what nodepulse sent, served that way, is settled: batch passes read and write nothing.
+#[actix_rt::test]
+async fn a_settled_pod_served_with_gos_empty_fields_costs_no_request_in_batch_passes() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    api.put(&pod("web", "uid-1"));
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    let mut status = running(true);
+    status.message = Some(String::new());
+    set_status(&manager, pod("web", "uid-1"), status).await;
+    eventually("the first sync is done", || {
+        store.read(|store| store.cache().unsent_pods().is_empty()) && api.state().patches.len() == 1
+    })
+    .await;
+    // What the API server stores and serves back, as the pod watch reports it.
+    let mut served: Value = api.state().pods["web"].clone();
+    served["status"]["containerStatuses"][0]["lastState"] = json!({});
+    served["status"]["conditions"][1]["lastProbeTime"] = Value::Null;
+    served["status"]
+        .as_object_mut()
+        .expect("a status")
+        .remove("message");
+    api.state().pods.insert("web".into(), served.clone());
+    manager
+        .send(PodObserved {
+            pod: Box::new(serde_json::from_value(served).expect("pod")),
+        })
+        .await
+        .expect("delivered");
+    let (gets, patches) = {
+        let state = api.state();
+        (state.gets, state.patches.len())
+    };
+    let passes = store.read(PodStatusStore::batch_passes);
+    eventually("six more batch passes ran", || {
+        store.read(PodStatusStore::batch_passes) >= passes + 6
+    })
+    .await;
+    let state = api.state();
+    assert_eq!(
+        (state.gets, state.patches.len()),
+        (gets, patches),
+        "a settled pod was read or patched again: {:?}",
+        &state.patches[patches..]
+    );
+}
+
 #[actix_rt::test]
 async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider() {
     tokio::time::pause();

@@ -10,6 +10,7 @@ pub mod conditions;
 pub mod merge;
 pub mod patch;
 pub mod readiness;
+mod served;
 pub mod sync;
 pub mod terminate;
 #[cfg(test)]

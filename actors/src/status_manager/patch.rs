@@ -2,16 +2,21 @@
 //! merge diff from `{status: old}` to `{metadata: {uid}, status: merged}`. The UID makes the
 //! patch a precondition (the server rejects it for a re-created pod). Lists follow the
 //! apiserver's schema: `conditions` merge by `type`, `podIPs`/`hostIPs` by `ip`, every other
-//! list (container statuses included) is atomic and sent whole. Pure.
+//! list (container statuses included) is atomic and sent whole. Both statuses are diffed in the
+//! form the API serves them (`served`), so Go's empty fields are no change. Pure.
 
 use k8s_openapi::api::core::v1::PodStatus;
 use serde_json::{Map, Value, json};
 
+use super::served::without_empty_fields;
+
 /// The patch from `old` to `merged` for the pod with `uid`, or `None` when it would carry
 /// only the UID (nothing to send).
 pub fn pod_status_patch(uid: &str, old: &PodStatus, merged: &PodStatus) -> Option<Value> {
-    let old = serde_json::to_value(old).ok()?;
-    let new = serde_json::to_value(merged).ok()?;
+    let mut old = serde_json::to_value(old).ok()?;
+    let mut new = serde_json::to_value(merged).ok()?;
+    without_empty_fields(&mut old);
+    without_empty_fields(&mut new);
     let status = diff_objects(&old, &new, true);
     (!status.is_empty()).then(|| json!({ "metadata": { "uid": uid }, "status": status }))
 }
@@ -124,6 +129,19 @@ mod tests {
         json!({"name": name, "image": "nginx", "imageID": "", "ready": ready, "restartCount": 0, "state": {"running": {}}})
     }
 
+    /// `container` as kube-apiserver serves it: Go writes the `lastState` struct even when empty.
+    fn served(name: &str, ready: bool) -> Value {
+        let mut served = container(name, ready);
+        served["lastState"] = json!({});
+        served
+    }
+
+    /// `container` as a PATCH carries it: without the empty `imageID` (absent and `""` are one
+    /// value to Go).
+    fn sent(name: &str, ready: bool) -> Value {
+        json!({"name": name, "image": "nginx", "ready": ready, "restartCount": 0, "state": {"running": {}}})
+    }
+
     #[test]
     fn pod_status_patch_table() {
         let t0 = "2026-01-01T00:00:00Z";
@@ -172,11 +190,19 @@ mod tests {
                         {"$patch": "delete", "type": "PodScheduled"}]}})),
             ),
             (
-                "container statuses are atomic: one flipped container resends the whole list",
+                "container statuses are atomic: one flipped container resends the whole list, without Go's empties",
                 json!({"containerStatuses": [container("a", true), container("b", false)]}),
                 json!({"containerStatuses": [container("a", true), container("b", true)]}),
                 Some(json!({"metadata": {"uid": "u1"}, "status": {
-                    "containerStatuses": [container("a", true), container("b", true)]}})),
+                    "containerStatuses": [sent("a", true), sent("b", true)]}})),
+            ),
+            (
+                "the status as the API serves it back (lastState {}, no empty strings) is no change",
+                json!({"phase": "Running", "containerStatuses": [served("a", true)],
+                    "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": null}]}),
+                json!({"phase": "Running", "message": "", "containerStatuses": [container("a", true)],
+                    "conditions": [{"type": "Ready", "status": "True", "reason": ""}]}),
+                None,
             ),
             (
                 "podIPs merge by ip",
