@@ -113,7 +113,7 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         Err(error) => Outcome::Failed(error.into()),
     };
     if let Some(standalone) = standalone {
-        standalone.emulator.shutdown().await;
+        standalone.shutdown().await;
     }
     outcome
 }

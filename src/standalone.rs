@@ -1,16 +1,31 @@
 //! `--standalone`: an API emulator started in this process, and a kubeconfig written for it, so
-//! nodepulse (and kubectl) run on a machine with nothing else installed.
+//! nodepulse (and kubectl) run on a machine with nothing else installed. Run as root in a
+//! shared temporary directory, the kubeconfig goes to a fresh private directory (mode 0700) made
+//! for this instance; it is never written through a link or over an existing file.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    fs::{DirBuilder, OpenOptions, Permissions},
+    io::{self, Write},
+    net::SocketAddr,
+    os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt},
+    path::{Path, PathBuf},
+};
 
 use nodepulse_emulator::{Emulator, EmulatorConfig, EmulatorError, EmulatorHandle};
 
 use crate::config::StandaloneConfig;
 
+/// The prefix of the private directory made under `$TMPDIR` when no path is configured.
+pub const PRIVATE_DIR_PREFIX: &str = "nodepulse-standalone-";
+/// The kubeconfig's name inside that directory.
+pub const KUBECONFIG_NAME: &str = "kubeconfig";
+
 /// The running emulator and where its kubeconfig is.
 pub struct Standalone {
     pub emulator: EmulatorHandle,
     pub kubeconfig: PathBuf,
+    /// The private directory made for the kubeconfig, when none was configured.
+    private_dir: Option<PathBuf>,
 }
 
 /// Why standalone mode could not start.
@@ -20,8 +35,22 @@ pub enum StandaloneError {
     Address(String),
     #[error("cannot start the standalone API server: {0}")]
     Start(#[source] EmulatorError),
-    #[error("cannot write the standalone kubeconfig: {0}")]
-    Kubeconfig(#[source] EmulatorError),
+    #[error("cannot make a private directory for the standalone kubeconfig under {}: {source}", .parent.display())]
+    PrivateDir {
+        parent: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Something (a file, or a link someone planted) is already at the configured path; it is
+    /// never overwritten. Retrying helps once it is removed.
+    #[error("standalone.kubeconfigPath {}: a file or link is already there; nodepulse writes a new kubeconfig and never overwrites one (remove it, or choose another path)", .0.display())]
+    KubeconfigExists(PathBuf),
+    #[error("cannot write the standalone kubeconfig {}: {source}", .path.display())]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// Starts the emulator on `standalone.apiAddress` and writes its kubeconfig.
@@ -36,22 +65,101 @@ pub async fn start(config: &StandaloneConfig) -> Result<Standalone, StandaloneEr
     })
     .await
     .map_err(StandaloneError::Start)?;
-    let kubeconfig = config
-        .kubeconfig_path
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("nodepulse-standalone.kubeconfig"));
-    emulator
-        .write_kubeconfig(&kubeconfig)
-        .map_err(StandaloneError::Kubeconfig)?;
+    let (kubeconfig, private_dir) = match &config.kubeconfig_path {
+        Some(path) => (path.clone(), None),
+        None => {
+            let dir = create_private_dir(&std::env::temp_dir())?;
+            (dir.join(KUBECONFIG_NAME), Some(dir))
+        }
+    };
+    if let Err(error) = write_new_file(&kubeconfig, emulator.kubeconfig(None).as_bytes()) {
+        remove_private_dir(private_dir.as_deref());
+        return Err(error);
+    }
     tracing::info!(api = %emulator.base_url(), kubeconfig = %kubeconfig.display(), "standalone API server running");
     // Said on stdout too: it is the one thing a person starting standalone mode needs to know.
     println!(
-        "nodepulse standalone: API server at {}; try: kubectl --kubeconfig {} get nodes",
+        "nodepulse standalone: API server at {}; kubeconfig (mode 0600, removed at exit) at {}; try: kubectl --kubeconfig {} get nodes",
         emulator.base_url(),
+        kubeconfig.display(),
         kubeconfig.display()
     );
     Ok(Standalone {
         emulator,
         kubeconfig,
+        private_dir,
     })
+}
+
+impl Standalone {
+    /// Stops the emulator and removes the kubeconfig written for it (and its private
+    /// directory): it names an API server that no longer answers, and a configured path must be
+    /// free for the next start.
+    pub async fn shutdown(self) {
+        self.emulator.shutdown().await;
+        match &self.private_dir {
+            Some(dir) => remove_private_dir(Some(dir)),
+            None => {
+                if let Err(error) = std::fs::remove_file(&self.kubeconfig) {
+                    tracing::warn!(kubeconfig = %self.kubeconfig.display(), %error, "cannot remove the standalone kubeconfig");
+                }
+            }
+        }
+    }
+}
+
+/// A new directory `<parent>/nodepulse-standalone-<random>` with mode 0700. `mkdir` fails on
+/// any existing name (a link included), so nothing another user prepared is ever used.
+fn create_private_dir(parent: &Path) -> Result<PathBuf, StandaloneError> {
+    let mut attempts = 0;
+    loop {
+        let dir = parent.join(format!(
+            "{PRIVATE_DIR_PREFIX}{:016x}",
+            rand::random::<u64>()
+        ));
+        match DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 100 => attempts += 1,
+            Err(source) => {
+                return Err(StandaloneError::PrivateDir {
+                    parent: parent.to_owned(),
+                    source,
+                });
+            }
+        }
+    }
+}
+
+fn remove_private_dir(dir: Option<&Path>) {
+    if let Some(dir) = dir
+        && let Err(error) = std::fs::remove_dir_all(dir)
+    {
+        tracing::warn!(directory = %dir.display(), %error, "cannot remove the standalone kubeconfig's directory");
+    }
+}
+
+/// Creates `path` (its parent directories too) as a new file of mode 0600 holding `contents`:
+/// `O_EXCL | O_NOFOLLOW` refuse an existing file and a link at that name alike.
+fn write_new_file(path: &Path, contents: &[u8]) -> Result<(), StandaloneError> {
+    let error = |source| StandaloneError::Kubeconfig {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(error)?;
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => StandaloneError::KubeconfigExists(path.to_owned()),
+            _ => error(e),
+        })?;
+    // The umask may have taken more than the group's and others' bits; the owner's stay.
+    file.set_permissions(Permissions::from_mode(0o600))
+        .map_err(error)?;
+    file.write_all(contents).map_err(error)
 }

@@ -4,6 +4,7 @@
 //! itself, outages included, is `serving`'s.
 
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::{Arc, PoisonError};
 use std::time::SystemTime;
@@ -173,7 +174,8 @@ impl EmulatorHandle {
         crate::kubeconfig::render(&self.base_url(), token)
     }
 
-    /// Writes an anonymous kubeconfig to `path` (parent directories are created).
+    /// Writes an anonymous kubeconfig to `path` (parent directories are created), mode 0600
+    /// when it makes the file; a link at `path` is refused, never written through.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<(), EmulatorError> {
         self.write_kubeconfig_with_token(path, None)
     }
@@ -191,7 +193,15 @@ impl EmulatorHandle {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(error)?;
         }
-        std::fs::write(path, self.kubeconfig(token)).map_err(error)
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(error)?;
+        std::io::Write::write_all(&mut file, self.kubeconfig(token).as_bytes()).map_err(error)
     }
 
     /// Stops accepting requests, ends watches and the controller, and waits for the workers.

@@ -21,7 +21,7 @@ pub use model::{
     StandaloneConfig, SupervisionConfig, TaintConfig,
 };
 pub use settings::{Overrides, Settings, SettingsError};
-pub use validate::check_node_name;
+pub use validate::{InvalidSetting, check_node_name};
 
 /// The default configuration, compiled in so `nodepulse --standalone` needs no file at all.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../../config/nodepulse.yaml");
@@ -62,14 +62,27 @@ pub enum ConfigError {
         field: String,
         reason: String,
     },
-    /// Well-formed but not acceptable. The value is quoted so a blank one is still visible.
-    #[error("{source_name}: {field}: invalid value {value:?}: {reason}")]
+    /// Well-formed but not acceptable: every refused setting (at least one), each on its own
+    /// line with the file, so one run of `check-config` lists everything to fix.
+    #[error("{}", refusals(source_name, settings))]
     Invalid {
         source_name: Source,
-        field: String,
-        value: String,
-        reason: String,
+        settings: Vec<InvalidSetting>,
     },
+}
+
+/// `FILE: FIELD: invalid value "VALUE": REASON`; several under a line counting them.
+fn refusals(source: &Source, settings: &[InvalidSetting]) -> String {
+    let lines = settings
+        .iter()
+        .map(|setting| format!("{source}: {setting}"));
+    match settings.len() {
+        1 => lines.collect(),
+        count => std::iter::once(format!("{source}: {count} invalid settings:"))
+            .chain(lines)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
 }
 
 impl Config {
@@ -116,11 +129,9 @@ impl Config {
                 reason,
             }
         })?;
-        validate::validate(&config).map_err(|invalid| ConfigError::Invalid {
+        validate::validate(&config).map_err(|settings| ConfigError::Invalid {
             source_name: source,
-            field: invalid.field,
-            value: invalid.value,
-            reason: invalid.reason,
+            settings,
         })?;
         Ok(config)
     }

@@ -362,7 +362,8 @@ pub struct FaultInjectionConfig {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct StandaloneConfig {
     pub api_address: String,
-    /// Where to write the kubeconfig; a file under the system's temporary directory when unset.
+    /// Where to write the kubeconfig (a new file: an existing one is refused); a fresh private
+    /// directory under the system's temporary directory when unset.
     pub kubeconfig_path: Option<PathBuf>,
 }
 

@@ -236,8 +236,8 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field_defaulting(
         "standalone.kubeconfigPath",
-        "`$TMPDIR/nodepulse-standalone.kubeconfig`",
-        "where `--standalone` writes its kubeconfig",
+        "`$TMPDIR/nodepulse-standalone-<random>/kubeconfig`",
+        "where `--standalone` writes its kubeconfig (mode 0600; by default in a new directory of mode 0700 made for this instance; both removed at exit). A file or link already at a configured path is an error, never overwritten",
     ),
     field(
         "nodes",

@@ -1,4 +1,6 @@
 //! Checks that go beyond types: ranges, relations between fields, and addresses that parse.
+//! Every check runs, whatever an earlier one found, so a file's mistakes are reported together
+//! instead of one per attempt.
 
 use std::net::SocketAddr;
 
@@ -9,55 +11,102 @@ use super::{
     model::{Config, RuntimeKind},
 };
 
-pub(super) struct Invalid {
+/// One refused setting: the field, its value as written, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidSetting {
     pub field: String,
     pub value: String,
     pub reason: String,
 }
 
-fn invalid(field: &str, value: impl std::fmt::Display, reason: &str) -> Invalid {
-    Invalid {
+impl std::fmt::Display for InvalidSetting {
+    /// The value is quoted so a blank one is still visible.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: invalid value {:?}: {}",
+            self.field, self.value, self.reason
+        )
+    }
+}
+
+/// The refusals found so far.
+#[derive(Default)]
+struct Problems(Vec<InvalidSetting>);
+
+impl Problems {
+    fn push(&mut self, invalid: InvalidSetting) {
+        self.0.push(invalid);
+    }
+
+    fn check(&mut self, result: Result<(), InvalidSetting>) {
+        if let Err(invalid) = result {
+            self.0.push(invalid);
+        }
+    }
+}
+
+fn invalid(field: &str, value: impl std::fmt::Display, reason: &str) -> InvalidSetting {
+    InvalidSetting {
         field: field.to_owned(),
         value: value.to_string(),
         reason: reason.to_owned(),
     }
 }
 
-pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
-    if let Some(name) = &config.node_name {
-        validate_node_name(name)?;
+/// Every refusal of `config`, in the order of its fields; none for a valid one.
+pub(super) fn validate(config: &Config) -> Result<(), Vec<InvalidSetting>> {
+    let mut problems = Problems::default();
+    validate_node(config, &mut problems);
+    validate_runtime(config, &mut problems);
+    validate_eviction(config, &mut problems);
+    validate_fleet(config, &mut problems);
+    validate_supervision(config, &mut problems);
+    validate_endpoints(config, &mut problems);
+    problems.check(validate_host_root(config));
+    if problems.0.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.0)
     }
-    positive(
+}
+
+/// The node's own settings: name, cadences, API rates, reservations, taints, addresses.
+fn validate_node(config: &Config, problems: &mut Problems) {
+    if let Some(name) = &config.node_name {
+        problems.check(validate_node_name(name));
+    }
+    problems.check(positive(
         "nodeStatusUpdateFrequency",
         config.node_status_update_frequency,
-    )?;
+    ));
     if config.node_lease_duration_seconds <= 0 {
-        return Err(invalid(
+        problems.push(invalid(
             "nodeLeaseDurationSeconds",
             config.node_lease_duration_seconds,
             "must be greater than zero",
         ));
     }
     if let Some(qps) = config.kube_api_qps {
-        at_least_one("kubeAPIQPS", qps as usize)?;
+        problems.check(at_least_one("kubeAPIQPS", qps as usize));
     }
     if let Some(burst) = config.kube_api_burst
         && burst < config.effective_api_qps()
     {
-        return Err(invalid(
+        problems.push(invalid(
             "kubeAPIBurst",
             burst,
             "must be at least kubeAPIQPS",
         ));
     }
     if let Some(report) = config.node_status_report_frequency {
-        positive("nodeStatusReportFrequency", report)?;
+        problems.check(positive("nodeStatusReportFrequency", report));
     }
-    at_least_one("maxPods", config.max_pods as usize)?;
-    positive(
+    problems.check(at_least_one("maxPods", config.max_pods as usize));
+    problems.check(positive(
         "containerRuntimeDownAfter",
         config.container_runtime_down_after,
-    )?;
+    ));
     for (section, reserved) in [
         ("systemReserved", &config.system_reserved),
         ("kubeReserved", &config.kube_reserved),
@@ -68,16 +117,17 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
                 resource.as_str(),
                 "cpu" | "memory" | "ephemeral-storage" | "pid"
             ) {
-                return Err(invalid(
+                problems.push(invalid(
                     &field,
                     quantity,
                     "reservable resources are cpu, memory, ephemeral-storage and pid",
                 ));
+                continue;
             }
             match nodepulse_actors::quantity::parse_quantity(quantity) {
                 Ok(value) if value >= 0.0 => {}
-                Ok(_) => return Err(invalid(&field, quantity, "must not be negative")),
-                Err(error) => return Err(invalid(&field, quantity, error.reason)),
+                Ok(_) => problems.push(invalid(&field, quantity, "must not be negative")),
+                Err(error) => problems.push(invalid(&field, quantity, error.reason)),
             }
         }
     }
@@ -86,14 +136,14 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             taint.effect.as_str(),
             "NoSchedule" | "PreferNoSchedule" | "NoExecute"
         ) {
-            return Err(invalid(
+            problems.push(invalid(
                 &format!("registerWithTaints[{index}].effect"),
                 &taint.effect,
                 "must be NoSchedule, PreferNoSchedule or NoExecute",
             ));
         }
         if taint.key.is_empty() {
-            return Err(invalid(
+            problems.push(invalid(
                 &format!("registerWithTaints[{index}].key"),
                 &taint.key,
                 "must not be empty",
@@ -101,7 +151,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
         }
     }
     if config.node_ip.len() > 2 {
-        return Err(invalid(
+        problems.push(invalid(
             "nodeIP",
             config.node_ip.join(","),
             "at most two addresses, one per IP family",
@@ -109,16 +159,19 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
     }
     for (index, address) in config.node_ip.iter().enumerate() {
         if address.parse::<std::net::IpAddr>().is_err() {
-            return Err(invalid(
+            problems.push(invalid(
                 &format!("nodeIP[{index}]"),
                 address,
                 "expected an IP address",
             ));
         }
     }
-    at_least_one("eventRecordQPS", config.event_record_qps as usize)?;
+    problems.check(at_least_one(
+        "eventRecordQPS",
+        config.event_record_qps as usize,
+    ));
     if config.event_burst < config.event_record_qps {
-        return Err(invalid(
+        problems.push(invalid(
             "eventBurst",
             config.event_burst,
             "must be at least eventRecordQPS",
@@ -126,60 +179,76 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
     }
     for server in &config.cluster_dns {
         if server.parse::<std::net::IpAddr>().is_err() {
-            return Err(invalid("clusterDNS", server, "not an IP address"));
+            problems.push(invalid("clusterDNS", server, "not an IP address"));
         }
     }
     if let Err(reason) = nodepulse_actors::pods::ip_pool::Cidr::parse(&config.pod_cidr) {
-        return Err(invalid("podCIDR", &config.pod_cidr, &reason));
+        problems.push(invalid("podCIDR", &config.pod_cidr, &reason));
     }
-    validate_runtime(config)?;
-    validate_eviction(config)?;
-    validate_fleet(config)?;
+}
+
+fn validate_supervision(config: &Config, problems: &mut Problems) {
     let supervision = &config.supervision;
-    positive("supervision.livenessTimeout", supervision.liveness_timeout)?;
-    positive(
+    problems.check(positive(
+        "supervision.livenessTimeout",
+        supervision.liveness_timeout,
+    ));
+    problems.check(positive(
         "supervision.livenessInterval",
         supervision.liveness_interval,
-    )?;
+    ));
     if supervision.liveness_interval > supervision.liveness_timeout {
-        return Err(invalid(
+        problems.push(invalid(
             "supervision.livenessInterval",
             supervision.liveness_interval,
             "must not exceed supervision.livenessTimeout: a hang is declared within livenessTimeout + livenessInterval, so a longer check period would let it go unnoticed for more than twice the timeout",
         ));
     }
-    at_least_one("supervision.maxRestarts", supervision.max_restarts as usize)?;
-    positive("supervision.restartWindow", supervision.restart_window)?;
-    at_least_one("supervision.mailboxCapacity", supervision.mailbox_capacity)?;
+    problems.check(at_least_one(
+        "supervision.maxRestarts",
+        supervision.max_restarts as usize,
+    ));
+    problems.check(positive(
+        "supervision.restartWindow",
+        supervision.restart_window,
+    ));
+    problems.check(at_least_one(
+        "supervision.mailboxCapacity",
+        supervision.mailbox_capacity,
+    ));
     let backoff = &supervision.backoff;
-    positive("supervision.backoff.initial", backoff.initial)?;
+    problems.check(positive("supervision.backoff.initial", backoff.initial));
     if backoff.max < backoff.initial {
-        return Err(invalid(
+        problems.push(invalid(
             "supervision.backoff.max",
             backoff.max,
             "must be at least supervision.backoff.initial",
         ));
     }
     if !(backoff.multiplier.is_finite() && backoff.multiplier >= 1.0) {
-        return Err(invalid(
+        problems.push(invalid(
             "supervision.backoff.multiplier",
             backoff.multiplier,
             "must be a number of at least 1",
         ));
     }
     if !(0.0..=1.0).contains(&backoff.jitter) {
-        return Err(invalid(
+        problems.push(invalid(
             "supervision.backoff.jitter",
             backoff.jitter,
             "must be between 0 and 1",
         ));
     }
-    validate_address("debug.address", &config.debug.address)?;
+}
+
+/// The debug endpoint (and its fault injection) and the standalone API server.
+fn validate_endpoints(config: &Config, problems: &mut Problems) {
+    problems.check(validate_address("debug.address", &config.debug.address));
     let fault_injection = &config.debug.fault_injection;
     if fault_injection.enabled {
         let token = fault_injection.token.as_deref().unwrap_or("");
         if token.trim().len() < 16 {
-            return Err(Invalid {
+            problems.push(InvalidSetting {
                 field: "debug.faultInjection.token".to_owned(),
                 // Never echo a secret, even a bad one.
                 value: "(hidden)".to_owned(),
@@ -187,15 +256,16 @@ pub(super) fn validate(config: &Config) -> Result<(), Invalid> {
             });
         }
     }
-    validate_address("standalone.apiAddress", &config.standalone.api_address)?;
-    validate_host_root(config)?;
-    Ok(())
+    problems.check(validate_address(
+        "standalone.apiAddress",
+        &config.standalone.api_address,
+    ));
 }
 
 /// The one check that looks at the filesystem: a `hostRoot` whose mount is missing would
 /// leave every housekeeping pass failing, so it is refused at start (and by `check-config`,
-/// run on the node) instead. Last, so a file's other mistakes are reported first.
-fn validate_host_root(config: &Config) -> Result<(), Invalid> {
+/// run on the node) instead. Last, so a file's other mistakes are listed first.
+fn validate_host_root(config: &Config) -> Result<(), InvalidSetting> {
     let root = &config.host_root;
     let refuse = |reason: &str| Err(invalid("hostRoot", root.display(), reason));
     if !root.is_absolute() {
@@ -214,24 +284,26 @@ fn validate_host_root(config: &Config) -> Result<(), Invalid> {
     Ok(())
 }
 
-fn validate_runtime(config: &Config) -> Result<(), Invalid> {
+fn validate_runtime(config: &Config, problems: &mut Problems) {
     if config.runtime == RuntimeKind::Cri
         && let Err(error) = super::socket_path(&config.container_runtime_endpoint)
     {
-        return Err(invalid(
+        problems.push(invalid(
             "containerRuntimeEndpoint",
             &error.0,
             "only unix sockets are supported: write unix:///absolute/path.sock",
         ));
     }
-    positive("runtimeRequestTimeout", config.runtime_request_timeout)?;
-    positive("runtimeProbePeriod", config.runtime_probe_period)?;
-    positive("syncFrequency", config.sync_frequency)?;
-    Ok(())
+    problems.check(positive(
+        "runtimeRequestTimeout",
+        config.runtime_request_timeout,
+    ));
+    problems.check(positive("runtimeProbePeriod", config.runtime_probe_period));
+    problems.check(positive("syncFrequency", config.sync_frequency));
 }
 
 /// The eviction thresholds, with the kubelet's reasons; and the housekeeping cadence.
-fn validate_eviction(config: &Config) -> Result<(), Invalid> {
+fn validate_eviction(config: &Config, problems: &mut Problems) {
     let grace: std::collections::BTreeMap<String, std::time::Duration> = config
         .eviction_soft_grace_period
         .iter()
@@ -243,42 +315,42 @@ fn validate_eviction(config: &Config) -> Result<(), Invalid> {
         soft_grace_period: &grace,
         minimum_reclaim: &config.eviction_minimum_reclaim,
     };
-    parse_thresholds(&thresholds, true).map_err(|error| {
-        invalid(
+    // The thresholds' parser (the kubelet's) stops at its first refusal: one per file.
+    if let Err(error) = parse_thresholds(&thresholds, true) {
+        problems.push(invalid(
             &format!("{}.{}", error.setting, error.signal),
             &error.value,
             &error.reason,
-        )
-    })?;
-    positive(
+        ));
+    }
+    problems.check(positive(
         "evictionPressureTransitionPeriod",
         config.eviction_pressure_transition_period,
-    )?;
+    ));
     if config.housekeeping_interval.0 < std::time::Duration::from_secs(1) {
-        return Err(invalid(
+        problems.push(invalid(
             "housekeepingInterval",
             config.housekeeping_interval,
             "must be at least 1s",
         ));
     }
-    Ok(())
 }
 
-fn positive(field: &str, duration: GoDuration) -> Result<(), Invalid> {
+fn positive(field: &str, duration: GoDuration) -> Result<(), InvalidSetting> {
     if duration.0.is_zero() {
         return Err(invalid(field, duration, "must be greater than zero"));
     }
     Ok(())
 }
 
-fn at_least_one(field: &str, value: usize) -> Result<(), Invalid> {
+fn at_least_one(field: &str, value: usize) -> Result<(), InvalidSetting> {
     if value == 0 {
         return Err(invalid(field, value, "must be at least 1"));
     }
     Ok(())
 }
 
-fn validate_address(field: &str, address: &str) -> Result<(), Invalid> {
+fn validate_address(field: &str, address: &str) -> Result<(), InvalidSetting> {
     address.parse::<SocketAddr>().map(|_| ()).map_err(|_| {
         invalid(
             field,
@@ -289,9 +361,9 @@ fn validate_address(field: &str, address: &str) -> Result<(), Invalid> {
 }
 
 /// A fleet's nodes: simulated, uniquely and validly named, with capacities that parse.
-fn validate_fleet(config: &Config) -> Result<(), Invalid> {
+fn validate_fleet(config: &Config, problems: &mut Problems) {
     if !config.nodes.is_empty() && config.runtime != RuntimeKind::Simulated {
-        return Err(invalid(
+        problems.push(invalid(
             "nodes",
             format!("{} nodes", config.nodes.len()),
             "a fleet of nodes in one process needs runtime: simulated",
@@ -299,12 +371,13 @@ fn validate_fleet(config: &Config) -> Result<(), Invalid> {
     }
     let mut names = std::collections::HashSet::new();
     for (index, node) in config.nodes.iter().enumerate() {
-        validate_node_name(&node.name).map_err(|error| Invalid {
-            field: format!("nodes[{index}].name"),
-            ..error
-        })?;
-        if !names.insert(node.name.as_str()) {
-            return Err(invalid(
+        if let Err(error) = validate_node_name(&node.name) {
+            problems.push(InvalidSetting {
+                field: format!("nodes[{index}].name"),
+                ..error
+            });
+        } else if !names.insert(node.name.as_str()) {
+            problems.push(invalid(
                 &format!("nodes[{index}].name"),
                 &node.name,
                 "another node of the fleet has this name",
@@ -313,21 +386,21 @@ fn validate_fleet(config: &Config) -> Result<(), Invalid> {
         for (resource, quantity) in &node.capacity {
             let field = format!("nodes[{index}].capacity.{resource}");
             if !matches!(resource.as_str(), "cpu" | "memory") {
-                return Err(invalid(&field, quantity, "capacity may set cpu and memory"));
+                problems.push(invalid(&field, quantity, "capacity may set cpu and memory"));
+                continue;
             }
             match nodepulse_actors::quantity::parse_quantity(quantity) {
                 Ok(value) if value > 0.0 => {}
-                Ok(_) => return Err(invalid(&field, quantity, "must be greater than zero")),
-                Err(error) => return Err(invalid(&field, quantity, error.reason)),
+                Ok(_) => problems.push(invalid(&field, quantity, "must be greater than zero")),
+                Err(error) => problems.push(invalid(&field, quantity, error.reason)),
             }
         }
     }
-    Ok(())
 }
 
 /// A Node name is a DNS subdomain (RFC 1123): lower-case alphanumerics, `-` and `.`,
 /// starting and ending alphanumeric, at most 253 characters.
-fn validate_node_name(name: &str) -> Result<(), Invalid> {
+fn validate_node_name(name: &str) -> Result<(), InvalidSetting> {
     let alphanumeric = |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit();
     let bytes = name.as_bytes();
     let valid = !bytes.is_empty()
@@ -359,7 +432,9 @@ mod tests {
 
     fn refusal(yaml: &str) -> (String, String) {
         match Config::parse(yaml, Source::Embedded) {
-            Err(ConfigError::Invalid { field, reason, .. }) => (field, reason),
+            Err(ConfigError::Invalid { settings, .. }) if settings.len() == 1 => {
+                (settings[0].field.clone(), settings[0].reason.clone())
+            }
             other => panic!("expected a refusal, got {other:?}"),
         }
     }

@@ -1,12 +1,14 @@
 //! The kubelet's AtomicWriter (`pkg/volume/util/atomic_writer.go`, §1.10): projects a set of
 //! files into a volume directory so a reader sees the old set or the new one, never a mix. The
 //! files live in a hidden `..<timestamp>` directory, `..data` links to it and is swapped with one
-//! rename, and every user-visible name is a symlink into `..data`. It never touches other paths.
+//! rename, and every user-visible name is a symlink into `..data`. It never touches other paths:
+//! a `..data` that leads anywhere but to a data directory of its own is refused, and every file
+//! is created new (`O_EXCL | O_NOFOLLOW`) in a directory the writer just made.
 
 use std::{
     collections::BTreeSet,
     fs, io,
-    os::unix::fs::{PermissionsExt, chown, symlink},
+    os::unix::fs::{OpenOptionsExt, PermissionsExt, fchown, symlink},
     path::{Path, PathBuf},
 };
 
@@ -39,6 +41,10 @@ pub enum AtomicWriteError {
     InvalidPath(#[from] InvalidPath),
     #[error(transparent)]
     Io(#[from] FsError),
+    /// `..data` links to something other than a data directory beside it (a name written by
+    /// someone else): its target is never read, walked or removed. Retrying does not help.
+    #[error("{} links to {target:?}, not to a data directory of this volume: left alone", .link.display())]
+    ForeignDataLink { link: PathBuf, target: PathBuf },
 }
 
 impl AtomicWriteError {
@@ -74,7 +80,7 @@ impl AtomicWriter {
         // (2) The data directory currently linked, if any.
         let data_link = self.target_dir.join(DATA_DIR_NAME);
         let old_dir = match fs::read_link(&data_link) {
-            Ok(target) => Some(target),
+            Ok(target) => Some(self.own_data_dir(&data_link, target)?),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(io_error("read link", &data_link)(e)),
         };
@@ -104,6 +110,33 @@ impl AtomicWriter {
         }
         self.remove_stray_data_dirs(&data_link)?;
         Ok(outcome)
+    }
+
+    /// `target` if it is one name beside `..data`, of the writer's own form (`..` first), that
+    /// is a directory or nothing: `Path::join` would take an absolute or `../` target out of the
+    /// volume, and an update removes the old data directory with all it holds.
+    fn own_data_dir(&self, data_link: &Path, target: PathBuf) -> Result<PathBuf, AtomicWriteError> {
+        let mut parts = target.components();
+        let own_name = match (parts.next(), parts.next()) {
+            (Some(std::path::Component::Normal(name)), None) => {
+                name.to_string_lossy().starts_with("..")
+                    && name != DATA_DIR_NAME
+                    && name != NEW_DATA_DIR_NAME
+            }
+            _ => false,
+        };
+        let is_dir_or_missing = || match fs::symlink_metadata(self.target_dir.join(&target)) {
+            Ok(meta) => meta.is_dir(),
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+        };
+        if own_name && is_dir_or_missing() {
+            Ok(target)
+        } else {
+            Err(AtomicWriteError::ForeignDataLink {
+                link: data_link.to_owned(),
+                target,
+            })
+        }
     }
 
     /// A process killed between making a timestamped directory and linking it leaves that
@@ -250,12 +283,13 @@ fn walk(dir: &Path, prefix: &str, out: &mut BTreeSet<String>) -> Result<(), Atom
     Ok(())
 }
 
-/// Whether some payload file is missing from the old data directory or holds other bytes.
+/// Whether some payload file is missing from the old data directory, holds other bytes or is
+/// not the regular file the writer made (a link or a FIFO in its place is never read through).
 fn payload_differs(payload: &Payload, old_dir: &Path) -> Result<bool, AtomicWriteError> {
     for (path, file) in payload {
         let old = old_dir.join(path);
-        match fs::read(&old) {
-            Ok(bytes) if bytes == file.data => {}
+        match read_own_file(&old) {
+            Ok(Some(bytes)) if bytes == file.data => {}
             Ok(_) => return Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
             Err(e) => return Err(io_error("read old file", &old)(e)),
@@ -264,18 +298,55 @@ fn payload_differs(payload: &Payload, old_dir: &Path) -> Result<bool, AtomicWrit
     Ok(false)
 }
 
-/// Step (6): each file with its parent directories, its exact mode and owner.
+/// The bytes of `path` if it is a regular file; `None` for a link (`O_NOFOLLOW`), a FIFO or
+/// a device (`O_NONBLOCK` so opening one never waits).
+fn read_own_file(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path);
+    let mut opened = match opened {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !opened.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut opened, &mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// Step (6): each file with its parent directories, its exact mode and owner, in `dir` the
+/// writer just made.
 fn write_payload(payload: &Payload, dir: &Path) -> Result<(), AtomicWriteError> {
     for (path, file) in payload {
         let full = dir.join(path);
         if let Some(parent) = full.parent() {
             fs::create_dir_all(parent).map_err(io_error("create dir", parent))?;
         }
-        fs::write(&full, &file.data).map_err(io_error("write file", &full))?;
-        set_mode(&full, file.mode)?;
-        if let Some(uid) = file.fs_user {
-            chown(&full, Some(uid), None).map_err(io_error("chown file", &full))?;
-        }
+        write_new_file(&full, file)?;
+    }
+    Ok(())
+}
+
+/// Creates `path` as a new file: an existing file or a link there is an error, never written
+/// through. Mode and owner are set on the open file, so they too reach nothing else.
+fn write_new_file(path: &Path, file: &FileProjection) -> Result<(), AtomicWriteError> {
+    let mut created = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io_error("create file", path))?;
+    io::Write::write_all(&mut created, &file.data).map_err(io_error("write file", path))?;
+    created
+        .set_permissions(fs::Permissions::from_mode(file.mode))
+        .map_err(io_error("chmod", path))?;
+    if let Some(uid) = file.fs_user {
+        fchown(&created, Some(uid), None).map_err(io_error("chown file", path))?;
     }
     Ok(())
 }

@@ -269,3 +269,99 @@ fn a_data_dir_left_unlinked_by_a_killed_writer_is_removed_at_the_next_write() {
         .collect();
     assert_eq!(kept.len(), 1, "only the linked data directory: {kept:?}");
 }
+
+#[test]
+fn a_data_link_leading_out_of_the_volume_is_refused_and_its_target_left_alone() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("a"), "the host's file").unwrap();
+    for target in [
+        outside.path().to_path_buf(),
+        Path::new("../").join(outside.path().file_name().unwrap()),
+        "..data".into(),
+    ] {
+        let volume = tempfile::tempdir_in(outside.path().parent().unwrap()).unwrap();
+        symlink(&target, volume.path().join(DATA_DIR_NAME)).unwrap();
+        let writer = AtomicWriter::new(volume.path()).unwrap();
+        let refused = writer
+            .write(&payload(&[("a", "new", 0o644)]))
+            .expect_err("a foreign ..data is refused");
+        assert!(
+            matches!(refused, AtomicWriteError::ForeignDataLink { .. }),
+            "{target:?}: {refused}"
+        );
+        assert!(!refused.is_retryable());
+        assert_eq!(
+            fs::read_to_string(outside.path().join("a")).unwrap(),
+            "the host's file",
+            "{target:?}"
+        );
+        assert_eq!(entries(volume.path()), [DATA_DIR_NAME], "{target:?}");
+    }
+}
+
+#[test]
+fn a_data_dir_swapped_for_a_link_is_refused_and_its_target_left_alone() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("a"), "the host's file").unwrap();
+    let volume = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(volume.path()).unwrap();
+    let WriteOutcome::Written { data_dir } = writer.write(&payload(&[("a", "1", 0o644)])).unwrap()
+    else {
+        panic!("first write writes");
+    };
+    fs::remove_dir_all(volume.path().join(&data_dir)).unwrap();
+    symlink(outside.path(), volume.path().join(&data_dir)).unwrap();
+    let refused = writer
+        .write(&payload(&[("b", "2", 0o644)]))
+        .expect_err("a data dir that is a link is refused");
+    assert!(
+        matches!(refused, AtomicWriteError::ForeignDataLink { .. }),
+        "{refused}"
+    );
+    assert_eq!(
+        fs::read_to_string(outside.path().join("a")).unwrap(),
+        "the host's file"
+    );
+}
+
+#[test]
+fn an_old_file_replaced_by_a_link_is_not_read_through_but_rewritten() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("same"), "1").unwrap();
+    let volume = tempfile::tempdir().unwrap();
+    let writer = AtomicWriter::new(volume.path()).unwrap();
+    writer.write(&payload(&[("a", "1", 0o644)])).unwrap();
+    let old = volume.path().join(DATA_DIR_NAME).join("a");
+    fs::remove_file(&old).unwrap();
+    symlink(outside.path().join("same"), &old).unwrap();
+    let outcome = writer.write(&payload(&[("a", "1", 0o644)])).unwrap();
+    assert!(
+        matches!(outcome, WriteOutcome::Written { .. }),
+        "{outcome:?}"
+    );
+    let new = volume.path().join(DATA_DIR_NAME).join("a");
+    assert!(fs::symlink_metadata(&new).unwrap().is_file());
+    assert_eq!(
+        fs::read_to_string(outside.path().join("same")).unwrap(),
+        "1"
+    );
+}
+
+#[test]
+fn a_new_file_is_never_written_through_a_link_or_over_a_file() {
+    let outside = tempfile::tempdir().unwrap();
+    let precious = outside.path().join("precious");
+    fs::write(&precious, "the host's file").unwrap();
+    fs::set_permissions(&precious, fs::Permissions::from_mode(0o600)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let planted = dir.path().join("token");
+    symlink(&precious, &planted).unwrap();
+    let error = write_new_file(&planted, &file("stolen", 0o644)).expect_err("refused");
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "the host's file");
+    assert_eq!(mode(&precious), 0o600, "the link's target keeps its mode");
+    let existing = dir.path().join("existing");
+    fs::write(&existing, "kept").unwrap();
+    write_new_file(&existing, &file("replaced", 0o600)).expect_err("refused");
+    assert_eq!(fs::read_to_string(&existing).unwrap(), "kept");
+}

@@ -93,7 +93,7 @@ pub fn probe_tmpfs() -> Option<String> {
         std::process::id(),
         rand::random::<u32>()
     ));
-    if let Err(error) = std::fs::create_dir_all(&scratch) {
+    if let Err(error) = create_private_dir(&scratch) {
         return Some(format!("create {}: {error}", scratch.display()));
     }
     let outcome = empty_dir::probe_memory_medium(&scratch)
@@ -101,6 +101,13 @@ pub fn probe_tmpfs() -> Option<String> {
         .map(|e| e.to_string());
     let _ = std::fs::remove_dir_all(&scratch);
     outcome
+}
+
+/// A new directory only this user may enter (0700): in a shared directory such as `/tmp`, an
+/// existing name, a link someone planted included, is an error rather than used.
+fn create_private_dir(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(path)
 }
 
 fn failed(error: VolumeOpError) -> VolumeHostError {

@@ -90,3 +90,18 @@ fn csi_is_refused_with_the_typed_error_not_faked() {
         .unwrap_err();
     assert!(error.message.contains("kubernetes.io/csi"), "{error}");
 }
+
+#[test]
+fn the_tmpfs_probes_scratch_dir_is_new_and_private_never_a_planted_link() {
+    let shared = tempfile::tempdir().unwrap();
+    let made = shared.path().join("made");
+    create_private_dir(&made).unwrap();
+    let meta = std::fs::symlink_metadata(&made).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let planted = shared.path().join("planted");
+    std::os::unix::fs::symlink(elsewhere.path(), &planted).unwrap();
+    create_private_dir(&planted).expect_err("a planted link is refused");
+    create_private_dir(&made).expect_err("an existing directory is refused");
+}

@@ -1,7 +1,7 @@
 //! Removal of a pod's directory once nothing of it is set up, the kubelet's
 //! `cleanupOrphanedPodDirs` (§1.17): volume directories are only ever `rmdir`ed, never emptied,
-//! and nothing on another filesystem (a mount still in place) is crossed. Data it cannot prove
-//! unused stays on disk with an error saying where.
+//! and nothing on another filesystem (a mount still in place) or behind a link is crossed. Data
+//! it cannot prove unused stays on disk with an error saying where.
 
 use std::{
     fs, io,
@@ -39,7 +39,13 @@ pub fn remove_pod_dir(dirs: &PodDirs, pod_uid: &str) -> Result<(), PodDirError> 
     // Each volume directory, then the plugin directories holding them: rmdir only.
     let volumes = dirs.pod_volumes_dir(pod_uid);
     for plugin_dir in children(&volumes) {
-        for volume_dir in children(&plugin_dir) {
+        // A link in a plugin's place is not descended: its rmdir below refuses it.
+        let volume_dirs = if is_real_dir(&plugin_dir) {
+            children(&plugin_dir)
+        } else {
+            Vec::new()
+        };
+        for volume_dir in volume_dirs {
             cleanup.refuse_mount_point(&volume_dir)?;
             cleanup.rmdir(&volume_dir)?;
         }
@@ -76,9 +82,9 @@ impl Cleanup {
         }
     }
 
-    /// Directories only, bottom-up; a file inside is an error.
+    /// Directories only, bottom-up; a file (or a link) inside is an error.
     fn remove_empty_tree(&self, dir: &Path) -> Result<(), PodDirError> {
-        if !dir.is_dir() {
+        if !is_real_dir(dir) {
             return Ok(());
         }
         self.refuse_mount_point(dir)?;
@@ -110,6 +116,11 @@ impl Cleanup {
             source,
         }
     }
+}
+
+/// A directory itself, not a link to one.
+fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
 }
 
 /// Entries directly under `dir`; none if it is absent or unreadable (the rmdir that follows

@@ -71,3 +71,28 @@ fn a_volume_still_mounted_stops_the_cleanup() {
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}"),
     }
 }
+
+#[test]
+fn links_in_the_pod_dir_are_never_followed_into_the_directories_they_name() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::create_dir(outside.path().join("empty-but-not-the-pods")).unwrap();
+    for planted in [
+        "volume-subpaths/cache/app/0/link",
+        "volumes/kubernetes.io~link",
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = PodDirs::new(root.path());
+        layout(&dirs, "u1");
+        let link = dirs.pod_dir("u1").join(planted);
+        std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+        let err = remove_pod_dir(&dirs, "u1").unwrap_err();
+        assert!(
+            matches!(err, PodDirError::Remove { .. }),
+            "{planted}: {err}"
+        );
+        assert!(
+            outside.path().join("empty-but-not-the-pods").is_dir(),
+            "{planted}: an empty directory behind the link was removed"
+        );
+    }
+}

@@ -107,6 +107,39 @@ fn check_config_refuses_a_bad_file_with_its_field_value_and_reason_and_exit_2() 
 }
 
 #[test]
+fn check_config_reports_every_invalid_setting_of_a_file_not_only_the_first() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let file = directory.path().join("three-mistakes.yaml");
+    std::fs::write(
+        &file,
+        "maxPods: 0\nnodeIP: [not-an-ip]\ndebug:\n  address: localhost\n",
+    )
+    .expect("written");
+    let output = nodepulse()
+        .arg("check-config")
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty(), "no OK: {}", text(&output.stdout));
+    let file = file.display();
+    for expected in [
+        format!("{file}: 3 invalid settings:"),
+        format!("{file}: maxPods: invalid value \"0\": must be at least 1"),
+        format!("{file}: nodeIP[0]: invalid value \"not-an-ip\": expected an IP address"),
+        format!(
+            "{file}: debug.address: invalid value \"localhost\": expected an IP address and port"
+        ),
+    ] {
+        assert!(
+            stderr.contains(&expected),
+            "expected {expected:?} in {stderr:?}"
+        );
+    }
+}
+
+#[test]
 fn readme_holds_the_configuration_reference_the_binary_prints() {
     let output = nodepulse().arg("config-reference").output().expect("runs");
     assert!(output.status.success());

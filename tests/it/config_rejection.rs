@@ -354,6 +354,26 @@ fn broken_files_are_refused_with_field_value_and_reason() {
 }
 
 #[test]
+fn every_invalid_setting_is_reported_in_the_order_of_the_file() {
+    let yaml =
+        "maxPods: 0\nsupervision:\n  backoff:\n    jitter: 2\nstandalone:\n  apiAddress: nowhere\n";
+    let Err(ConfigError::Invalid { settings, .. }) = parse(yaml) else {
+        panic!("{yaml:?} is refused as invalid");
+    };
+    let fields: Vec<&str> = settings.iter().map(|s| s.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "maxPods",
+            "supervision.backoff.jitter",
+            "standalone.apiAddress"
+        ]
+    );
+    assert_eq!(settings[1].value, "2");
+    assert_eq!(settings[1].reason, "must be between 0 and 1");
+}
+
+#[test]
 fn a_bad_token_is_never_echoed() {
     let message = parse("debug:\n  faultInjection:\n    enabled: true\n    token: short-secret\n")
         .expect_err("a short token is refused")

@@ -166,10 +166,17 @@ async fn a_pods_config_map_and_empty_dir_volumes_are_mounted_in_its_container() 
             json!({"data": {"greeting": "hi"}}),
         )
         .await;
-        let script = format!("echo scratch > /scratch/file; {UNTIL_TERM}");
+        // A configMap is read-only in the container even where the mount asks for writing,
+        // as the kubelet's: a writer there could swap the atomic writer's `..data` for a link.
+        let script = format!(
+            "echo scratch > /scratch/file; \
+             if touch /cfg-rw/x 2>/dev/null; then echo writable; else echo read-only; fi > /scratch/cfg; \
+             {UNTIL_TERM}"
+        );
         let mut container = shell("app", &script);
         container["volumeMounts"] = json!([
             {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": true},
+            {"name": "cfg", "mountPath": "/cfg-rw", "readOnly": false},
             {"name": "scratch", "mountPath": "/scratch"},
         ]);
         let mut extra = spec("Always", json!([container]));
@@ -186,6 +193,14 @@ async fn a_pods_config_map_and_empty_dir_volumes_are_mounted_in_its_container() 
             read_in_container(&setup, &pod, "/scratch/file").await == "scratch\n"
         })
         .await;
+        crate::common::eventually_async("the container tried its configMap", || async {
+            !read_in_container(&setup, &pod, "/scratch/cfg").await.is_empty()
+        })
+        .await;
+        assert_eq!(
+            read_in_container(&setup, &pod, "/scratch/cfg").await,
+            "read-only\n"
+        );
     })
     .await;
 }

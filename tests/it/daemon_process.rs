@@ -186,6 +186,124 @@ fn standalone_mode_serves_an_api_and_writes_a_kubeconfig_for_it() {
     assert_eq!(code, 0, "stderr:\n{stderr}");
 }
 
+/// `nodepulse --standalone` with `config` and `TMPDIR` set to `tmpdir`, logging JSON.
+fn standalone_in(
+    tmpdir: &std::path::Path,
+    config: &tempfile::NamedTempFile,
+    node: &str,
+) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
+    command.env("TMPDIR", tmpdir).args([
+        "--standalone",
+        "--config",
+        config.path().to_str().expect("utf-8"),
+        "--node-name",
+        node,
+        "--log-format",
+        "json",
+    ]);
+    command
+}
+
+#[test]
+fn standalone_kubeconfigs_are_private_per_instance_and_never_written_through_a_planted_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmpdir = tempfile::tempdir().expect("temp dir");
+    // What another local user could plant at the name nodepulse once used: a link to a file
+    // root owns.
+    let precious = tmpdir.path().join("precious");
+    std::fs::write(&precious, "root's file\n").expect("written");
+    std::os::unix::fs::symlink(
+        &precious,
+        tmpdir.path().join("nodepulse-standalone.kubeconfig"),
+    )
+    .expect("planted");
+    let config =
+        config_file("debug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n");
+    let mut first = Running::start(standalone_in(tmpdir.path(), &config, "private-one"));
+    let mut second = Running::start(standalone_in(tmpdir.path(), &config, "private-two"));
+    let mut kubeconfigs = Vec::new();
+    for daemon in [&mut first, &mut second] {
+        let started = daemon.event("standalone API server running");
+        let api = started["api"].as_str().expect("api logged").to_owned();
+        let path = std::path::PathBuf::from(started["kubeconfig"].as_str().expect("path logged"));
+        let written = std::fs::read_to_string(&path).expect("the kubeconfig was written");
+        assert!(
+            written.contains(&api),
+            "{} names {api}: {written}",
+            path.display()
+        );
+        let mode = |p: &std::path::Path| {
+            std::fs::symlink_metadata(p)
+                .expect("stat")
+                .permissions()
+                .mode()
+                & 0o7777
+        };
+        assert_eq!(mode(&path), 0o600, "{}", path.display());
+        let dir = path.parent().expect("a directory");
+        assert_eq!(dir.parent(), Some(tmpdir.path()), "{}", path.display());
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+        kubeconfigs.push((path, written));
+        daemon.debug_address();
+    }
+    assert_ne!(
+        kubeconfigs[0].0, kubeconfigs[1].0,
+        "each instance has its own kubeconfig"
+    );
+    assert_ne!(
+        kubeconfigs[0].1, kubeconfigs[1].1,
+        "each names its own API server"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&precious).expect("still there"),
+        "root's file\n",
+        "the planted link was followed"
+    );
+    for daemon in [first, second] {
+        daemon.terminate();
+        let (code, stderr) = daemon.wait();
+        assert_eq!(code, 0, "stderr:\n{stderr}");
+    }
+    for (path, _) in &kubeconfigs {
+        assert!(
+            !path.parent().expect("a directory").exists(),
+            "{} is removed at exit",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_configured_standalone_kubeconfig_path_that_is_taken_is_refused_not_overwritten() {
+    let tmpdir = tempfile::tempdir().expect("temp dir");
+    let existing = tmpdir.path().join("existing.kubeconfig");
+    std::fs::write(&existing, "someone's kubeconfig\n").expect("written");
+    let precious = tmpdir.path().join("precious");
+    std::fs::write(&precious, "root's file\n").expect("written");
+    let link = tmpdir.path().join("link.kubeconfig");
+    std::os::unix::fs::symlink(&precious, &link).expect("planted");
+    for (path, target, before) in [
+        (&existing, &existing, "someone's kubeconfig\n"),
+        (&link, &precious, "root's file\n"),
+    ] {
+        let config = config_file(&format!(
+            "debug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n  kubeconfigPath: {}\n",
+            path.display()
+        ));
+        let (code, stderr) = Running::start(standalone_in(tmpdir.path(), &config, "taken")).wait();
+        assert_eq!(code, 1, "stderr:\n{stderr}");
+        assert!(
+            stderr.contains(&path.display().to_string()) && stderr.contains("never overwrites"),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(target).expect("still there"),
+            before
+        );
+    }
+}
+
 #[test]
 fn without_any_cluster_it_exits_with_code_1_and_says_how_to_give_one() {
     let directory = tempfile::tempdir().expect("temp dir");

@@ -1,10 +1,12 @@
 //! `vol_data.json`, the file the kubelet writes beside every CSI staging and publish directory
 //! so that, after a restart, it knows which driver and volume a directory holds (§1.5): Go's
-//! `json.Marshal` of a string map (keys sorted, no spaces), read back as such.
+//! `json.Marshal` of a string map (keys sorted, no spaces), read back as such. Rewritten in
+//! place at each SetUp, as the kubelet's, but never through a link planted at its name.
 
 use std::{
     collections::BTreeMap,
-    io,
+    io::{self, Write},
+    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
 };
 
@@ -44,7 +46,13 @@ pub enum VolDataError {
 /// Writes `data` as the `vol_data.json` beside `mount_dir`.
 pub fn save(mount_dir: &Path, data: &BTreeMap<&str, String>) -> io::Result<()> {
     let json = serde_json::to_vec(data).map_err(io::Error::other)?;
-    std::fs::write(vol_data_path(mount_dir), json)
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(vol_data_path(mount_dir))?
+        .write_all(&json)
 }
 
 /// The `vol_data.json` beside `mount_dir`.
@@ -96,6 +104,22 @@ mod tests {
         assert_eq!(
             unique_name(&mount).expect("named").as_str(),
             "kubernetes.io/csi/d^h"
+        );
+    }
+
+    #[test]
+    fn a_link_at_its_name_is_refused_not_written_through() {
+        let dir = tempfile::tempdir().expect("dir");
+        let precious = dir.path().join("precious");
+        std::fs::write(&precious, "the host's file").expect("written");
+        let mount = dir.path().join("pv-1").join("mount");
+        std::fs::create_dir_all(mount.parent().expect("parent")).expect("parent");
+        std::os::unix::fs::symlink(&precious, vol_data_path(&mount)).expect("planted");
+        let data = BTreeMap::from([(keys::DRIVER_NAME, "d".to_owned())]);
+        save(&mount, &data).expect_err("a link is refused");
+        assert_eq!(
+            std::fs::read_to_string(&precious).expect("read"),
+            "the host's file"
         );
     }
 

@@ -5,7 +5,7 @@
 //! Pure: the caller creates the termination-message file and passes its path.
 
 use std::{
-    collections::{BTreeMap, hash_map::DefaultHasher},
+    collections::{BTreeMap, BTreeSet, hash_map::DefaultHasher},
     hash::{Hash, Hasher},
     path::{Path, PathBuf},
 };
@@ -116,7 +116,13 @@ fn security(pod: &Pod, container: &Container) -> SecurityContext {
 
 /// A mount for each `volumeMounts` entry whose volume the volume manager reports set up
 /// (`host_paths`, by volume name), with its `subPath`; others are left to the volume manager.
-pub fn mounts(container: &Container, host_paths: &BTreeMap<String, PathBuf>) -> Vec<Mount> {
+/// The API-data volumes are read-only whatever the entry says, as the kubelet's `mustMountRO`.
+pub fn mounts(
+    pod: &Pod,
+    container: &Container,
+    host_paths: &BTreeMap<String, PathBuf>,
+) -> Vec<Mount> {
+    let must_mount_read_only = api_data_volumes(pod);
     container
         .volume_mounts
         .iter()
@@ -130,10 +136,28 @@ pub fn mounts(container: &Container, host_paths: &BTreeMap<String, PathBuf>) -> 
             Some(Mount {
                 container_path: PathBuf::from(&mount.mount_path),
                 host_path,
-                readonly: mount.read_only.unwrap_or(false),
+                readonly: mount.read_only.unwrap_or(false)
+                    || must_mount_read_only.contains(mount.name.as_str()),
                 ..Mount::default()
             })
         })
+        .collect()
+}
+
+/// The pod's configMap, secret, downwardAPI and projected volumes: their mounters report
+/// `ReadOnly` to the kubelet. Their directories are the atomic writer's; a container able to
+/// write there could swap `..data` or a file for a link and steer the next update.
+fn api_data_volumes(pod: &Pod) -> BTreeSet<&str> {
+    pod.spec
+        .iter()
+        .flat_map(|spec| spec.volumes.iter().flatten())
+        .filter(|volume| {
+            volume.config_map.is_some()
+                || volume.secret.is_some()
+                || volume.downward_api.is_some()
+                || volume.projected.is_some()
+        })
+        .map(|volume| volume.name.as_str())
         .collect()
 }
 
@@ -198,7 +222,7 @@ pub fn container_config(
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value))
     .collect();
-    let mut mounts = mounts(container, resolved.host_paths);
+    let mut mounts = mounts(pod, container, resolved.host_paths);
     if let Some(file) = resolved.termination_file {
         mounts.push(Mount {
             container_path: PathBuf::from(message_path),
@@ -222,5 +246,58 @@ pub fn container_config(
         log_path: Path::new(&container.name).join(format!("{}.log", resolved.restart_count)),
         resources: Some(linux_resources(pod, container, resolved.memory_capacity)),
         security: security(pod, container),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_data_volumes_are_mounted_read_only_even_when_the_mount_asks_for_writing() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "spec": {
+                "containers": [{"name": "app", "volumeMounts": [
+                    {"name": "settings", "mountPath": "/settings", "readOnly": false},
+                    {"name": "creds", "mountPath": "/creds"},
+                    {"name": "info", "mountPath": "/info"},
+                    {"name": "token", "mountPath": "/token"},
+                    {"name": "scratch", "mountPath": "/scratch"},
+                    {"name": "frozen", "mountPath": "/frozen", "readOnly": true},
+                ]}],
+                "volumes": [
+                    {"name": "settings", "configMap": {"name": "c"}},
+                    {"name": "creds", "secret": {"secretName": "s"}},
+                    {"name": "info", "downwardAPI": {"items": []}},
+                    {"name": "token", "projected": {"sources": []}},
+                    {"name": "scratch", "emptyDir": {}},
+                    {"name": "frozen", "emptyDir": {}},
+                ],
+            },
+        }))
+        .expect("a pod");
+        let container = &pod.spec.as_ref().expect("spec").containers[0];
+        let host_paths: BTreeMap<String, PathBuf> = container
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| (m.name.clone(), PathBuf::from("/v").join(&m.name)))
+            .collect();
+        let read_only: BTreeMap<String, bool> = mounts(&pod, container, &host_paths)
+            .into_iter()
+            .map(|m| (m.container_path.display().to_string(), m.readonly))
+            .collect();
+        let expected: BTreeMap<String, bool> = [
+            ("/settings", true),
+            ("/creds", true),
+            ("/info", true),
+            ("/token", true),
+            ("/scratch", false),
+            ("/frozen", true),
+        ]
+        .into_iter()
+        .map(|(path, ro)| (path.to_owned(), ro))
+        .collect();
+        assert_eq!(read_only, expected);
     }
 }

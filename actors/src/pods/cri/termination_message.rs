@@ -2,11 +2,13 @@
 //! `getTerminationMessage` and `readLastStringFromContainerLogs`): the last 4096 bytes of the
 //! file mounted at its `terminationMessagePath`; under `FallbackToLogsOnError`, a failed
 //! container whose file is empty gets the tail of its CRI log (80 lines, at most 2048 bytes).
+//! And the file itself, made before the container starts.
 
 use std::{
-    fs::File,
+    fs::{File, OpenOptions, Permissions},
     io::{self, Read, Seek, SeekFrom},
-    path::Path,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
 };
 
 use super::view::{TERMINATION_MESSAGE_PATH_ANNOTATION, TERMINATION_MESSAGE_POLICY_ANNOTATION};
@@ -23,6 +25,19 @@ pub const MAX_POD_MESSAGE_BYTES: usize = 12 * 1024;
 /// How much of a log's end is read to find its last lines: more than 80 lines' worth of the
 /// last 2048 bytes of text, whatever the lines' lengths.
 const LOG_WINDOW: u64 = 256 * 1024;
+
+/// Creates `<dir>/<name>`, a new empty file any user may write (0666, as the kubelet's, for a
+/// container running as any user). `O_EXCL` refuses an existing file or a link at that name,
+/// so nothing else is ever truncated or opened up to everyone.
+pub fn create_file(dir: &Path, name: &str) -> io::Result<PathBuf> {
+    let path = dir.join(name);
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    file.set_permissions(Permissions::from_mode(0o666))?;
+    Ok(path)
+}
 
 /// The last `max` bytes of `path`, and whether the read started past the file's beginning.
 fn read_tail(path: &Path, max: u64) -> io::Result<(Vec<u8>, bool)> {
@@ -183,6 +198,27 @@ mod tests {
             b"2026-12-01T09:00:02Z stderr F  two spaces",
         ];
         assert_eq!(log_text(lines), b"hello\n two spaces\n");
+    }
+
+    #[test]
+    fn the_file_is_made_new_0666_and_never_through_a_link_or_over_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = create_file(dir.path(), "0a1b2c3d").unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&made), 0o666);
+        std::fs::write(&made, "written").unwrap();
+        create_file(dir.path(), "0a1b2c3d").expect_err("an existing file is refused");
+        assert_eq!(std::fs::read_to_string(&made).unwrap(), "written");
+        let precious = dir.path().join("precious");
+        std::fs::write(&precious, "the host's file").unwrap();
+        std::fs::set_permissions(&precious, Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&precious, dir.path().join("planted")).unwrap();
+        create_file(dir.path(), "planted").expect_err("a link is refused");
+        assert_eq!(
+            std::fs::read_to_string(&precious).unwrap(),
+            "the host's file"
+        );
+        assert_eq!(mode(&precious), 0o600);
     }
 
     #[test]

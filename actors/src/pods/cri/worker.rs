@@ -372,7 +372,6 @@ impl Engine {
 
     /// `<rootDir>/pods/<uid>/containers/<name>/<8 hex>`, made 0666 for any user to write.
     fn termination_file(&self, pod: &Pod, container: &Container) -> std::io::Result<PathBuf> {
-        use std::os::unix::fs::PermissionsExt;
         let dir = self
             .settings
             .root_dir
@@ -381,9 +380,6 @@ impl Engine {
             .join("containers")
             .join(&container.name);
         std::fs::create_dir_all(&dir)?;
-        let file = dir.join(format!("{:08x}", rand::random::<u32>()));
-        std::fs::File::create(&file)?;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))?;
-        Ok(file)
+        super::termination_message::create_file(&dir, &format!("{:08x}", rand::random::<u32>()))
     }
 }
