@@ -134,6 +134,45 @@ pub(crate) fn runtime_id(status: &ContainerStatus) -> String {
         .to_owned()
 }
 
+/// Issue 29's storm with a real container: a CRI pod's status (image and container IDs, start
+/// times, addresses, `lastState`) served back by the API server is what nodepulse sent, so
+/// the settled pod costs no request in batch passes.
+#[actix_rt::test]
+async fn a_settled_cri_pod_costs_no_request_over_batch_passes() {
+    let Some(Setup {
+        node,
+        fixture: _fixture,
+        cluster,
+    }) = Setup::start(
+        "a_settled_cri_pod_costs_no_request_over_batch_passes",
+        "cri-settled",
+    )
+    .await
+    else {
+        return;
+    };
+    node.guard(async {
+        let name = format!("{}-idle", node.name);
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", json!([shell("app", UNTIL_TERM)])),
+        )
+        .await;
+        wait_pod(
+            &cluster.client,
+            NAMESPACE,
+            &name,
+            "Running and Ready",
+            running_and_ready,
+        )
+        .await;
+        common::settled::assert_settled(&cluster, &node.supervisor, &name).await;
+    })
+    .await;
+}
+
 #[actix_rt::test]
 async fn a_pod_runs_on_containerd_and_shows_running_with_its_cni_address() {
     let Some(Setup {

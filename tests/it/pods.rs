@@ -395,21 +395,6 @@ async fn the_batch_pass_repairs_a_status_edited_behind_our_back_and_keeps_others
     );
 }
 
-/// The syncs StatusManager started (PATCHed or found nothing to send) and the reconciles among
-/// them, and its batch passes, from its debug state: nodepulse's own count of what it asked.
-async fn status_syncs(supervisor: &SupervisorHandle) -> (u64, u64, u64) {
-    let state = supervisor
-        .actor_state("status-manager", Duration::from_secs(5))
-        .await
-        .expect("the status manager answers");
-    let counter = |name: &str| state["counters"][name].as_u64().expect("a counter");
-    (
-        counter("patches") + counter("skipped"),
-        counter("reconciled"),
-        state["batchPasses"].as_u64().expect("batchPasses"),
-    )
-}
-
 /// Issue 29's storm: the API server serves a pod's status back in Go's form (`lastState: {}`,
 /// no empty strings), which nodepulse once took for an edit at every batch pass, GETting and
 /// PATCHing every settled pod every 10 s forever. A settled pod costs nothing over two passes.
@@ -422,36 +407,7 @@ async fn a_settled_pod_costs_no_request_over_batch_passes() {
         name,
         pod: _,
     } = one_running_pod(&cluster, "pods-settled").await;
-    // One batch pass first: the watch event of the last PATCH may still have been on its way.
-    let (_, _, settled_at) = status_syncs(&supervisor).await;
-    eventually_async("a batch pass after Running", || async {
-        status_syncs(&supervisor).await.2 > settled_at
-    })
-    .await;
-    let (syncs, reconciled, passes) = status_syncs(&supervisor).await;
-    let since = Instant::now();
-    eventually_async("two more batch passes (10 s each)", || async {
-        status_syncs(&supervisor).await.2 >= passes + 2
-    })
-    .await;
-    let (syncs_after, reconciled_after, _) = status_syncs(&supervisor).await;
-    assert_eq!(
-        (syncs_after - syncs, reconciled_after - reconciled),
-        (0, 0),
-        "a settled pod was synced (GET, maybe PATCH) in batch passes"
-    );
-    if let Some(emulator) = cluster.emulator.as_ref() {
-        let requests: Vec<_> = emulator
-            .requests()
-            .into_iter()
-            .filter(|r| r.received >= since && r.resource == "pods" && r.name == name)
-            .map(|r| (r.verb, r.subresource))
-            .collect();
-        assert!(
-            requests.is_empty(),
-            "requests for a settled pod: {requests:?}"
-        );
-    }
+    common::settled::assert_settled(&cluster, &supervisor, &name).await;
 }
 
 /// A soft memory threshold every host meets (available below 99% of capacity), eligible for

@@ -19,6 +19,7 @@ pub mod oci_image;
 pub mod outage;
 pub mod pods;
 mod poll;
+pub mod settled;
 pub mod skip;
 pub mod spoiling_proxy;
 pub mod storage;
