@@ -38,7 +38,7 @@ pub struct CriNode {
     pub name: String,
     pub supervisor: SupervisorHandle,
     /// Its root and log directories; removed with it.
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl CriNode {
@@ -55,8 +55,13 @@ impl CriNode {
         Self {
             name,
             supervisor,
-            _dir: dir,
+            dir,
         }
+    }
+
+    /// Its `rootDir`, as [`cri_node_config`] sets it.
+    pub fn root_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("root")
     }
 
     /// Runs `body`, then shuts the node down whether `body` passed or panicked (the panic
