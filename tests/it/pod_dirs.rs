@@ -47,7 +47,10 @@ impl RootDir {
 impl Drop for RootDir {
     fn drop(&mut self) {
         if let Err(error) = nodepulse::volume::mount::detach_all_below(self.path()) {
-            eprintln!("cannot detach the mounts under {}: {error}", self.path().display());
+            eprintln!(
+                "cannot detach the mounts under {}: {error}",
+                self.path().display()
+            );
         }
     }
 }
@@ -132,13 +135,17 @@ async fn a_force_deleted_pod_leaves_no_directory_on_a_simulated_node() {
 
     force_delete(&cluster, &name).await;
     let dir = root.pod_dir(&pod);
-    eventually("the force-deleted pod's directory is gone", || !dir.exists()).await;
+    eventually("the force-deleted pod's directory is gone", || {
+        !dir.exists()
+    })
+    .await;
     stop(supervisor).await;
 }
 
 #[actix_rt::test]
 async fn a_force_deleted_pod_on_containerd_has_its_containers_removed_and_leaves_no_directory() {
-    let test = "a_force_deleted_pod_on_containerd_has_its_containers_removed_and_leaves_no_directory";
+    let test =
+        "a_force_deleted_pod_on_containerd_has_its_containers_removed_and_leaves_no_directory";
     let Some(Setup {
         node,
         fixture,
@@ -177,7 +184,10 @@ async fn a_force_deleted_pod_on_containerd_has_its_containers_removed_and_leaves
             },
         )
         .await;
-        eventually("the force-deleted pod's directory is gone", || !dir.exists()).await;
+        eventually("the force-deleted pod's directory is gone", || {
+            !dir.exists()
+        })
+        .await;
     })
     .await;
 }

@@ -409,8 +409,9 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
     create_config_map(&cluster, &cm, json!({"data": {"key": "v"}})).await;
     let secret = format!("{node}-secret");
     create_secret(&cluster, &secret, json!({"stringData": {"password": "p"}})).await;
-    let tmpfs =
-        tmpfs_mountable("the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothing_twice");
+    let tmpfs = tmpfs_mountable(
+        "the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothing_twice",
+    );
     let mut names = Vec::new();
     for (round, mode) in [KillMode::Stop, KillMode::Panic, KillMode::Hang]
         .into_iter()

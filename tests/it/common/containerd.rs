@@ -44,7 +44,10 @@ impl Containerd {
         if present {
             return Some(());
         }
-        super::skip::missing(test, "containerd (scripts/ci-setup-containerd.sh installs it)");
+        super::skip::missing(
+            test,
+            "containerd (scripts/ci-setup-containerd.sh installs it)",
+        );
         None
     }
 

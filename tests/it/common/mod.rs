@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod host_fixture;
 pub mod identity;
 pub mod node;
+pub mod node_history;
 pub mod objects;
 pub mod observer;
 pub mod oci_image;
