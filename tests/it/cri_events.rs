@@ -92,7 +92,7 @@ async fn on_a_runtime_without_events_the_daemon_says_so_once_and_relists() {
         );
         return;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::root_dir::RootDir::new();
     let node = common::cluster::unique_node_name("cri-noevents");
     let yaml = format!(
         "{}debug:\n  address: 127.0.0.1:0\n",

@@ -15,6 +15,7 @@ use common::{
     cluster::{TestCluster, unique_node_name},
     eventually, eventually_async,
     pods::{create, pod_manifest, running_and_ready, start_simulated_node, wait_pod},
+    root_dir::RootDir,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, api::DeleteParams};
@@ -25,35 +26,6 @@ use serde_json::{Value, json};
 use crate::cri_pods::{Setup, UNTIL_TERM, runtime_containers, shell};
 
 const NAMESPACE: &str = "default";
-
-/// A `rootDir` whose mounts (a test's bind mount, a volume's tmpfs) are detached when the test
-/// ends, passing or failing, before the directory itself is removed.
-struct RootDir(tempfile::TempDir);
-
-impl RootDir {
-    fn new() -> Self {
-        Self(tempfile::tempdir().expect("a rootDir"))
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn pod_dir(&self, pod: &Pod) -> PathBuf {
-        pod_dir(self.path(), pod)
-    }
-}
-
-impl Drop for RootDir {
-    fn drop(&mut self) {
-        if let Err(error) = nodepulse::volume::mount::detach_all_below(self.path()) {
-            eprintln!(
-                "cannot detach the mounts under {}: {error}",
-                self.path().display()
-            );
-        }
-    }
-}
 
 fn pod_dir(root: &Path, pod: &Pod) -> PathBuf {
     root.join("pods")
@@ -102,9 +74,7 @@ async fn running(cluster: &TestCluster, name: &str) -> Pod {
 
 /// Waits until the pod's emptyDir is set up, and writes a container's file into it.
 async fn scratch_in_use(root: &RootDir, pod: &Pod) {
-    let scratch = root
-        .pod_dir(pod)
-        .join("volumes/kubernetes.io~empty-dir/scratch");
+    let scratch = pod_dir(root.path(), pod).join("volumes/kubernetes.io~empty-dir/scratch");
     eventually("the pod's emptyDir is set up", || scratch.is_dir()).await;
     std::fs::write(scratch.join("work"), b"data").expect("a container's file");
 }
@@ -134,7 +104,7 @@ async fn a_force_deleted_pod_leaves_no_directory_on_a_simulated_node() {
     scratch_in_use(&root, &pod).await;
 
     force_delete(&cluster, &name).await;
-    let dir = root.pod_dir(&pod);
+    let dir = pod_dir(root.path(), &pod);
     eventually("the force-deleted pod's directory is gone", || {
         !dir.exists()
     })
@@ -226,7 +196,7 @@ async fn at_start_a_directory_left_for_a_pod_the_api_no_longer_has_goes_unless_s
     }
 
     let supervisor = start_node(&cluster, &node, &root).await;
-    let dir = root.pod_dir(&pod);
+    let dir = pod_dir(root.path(), &pod);
     // Both directories are read back at start and looked at in the first pass after the pod
     // list is complete; the deleted pod's one needs a second pass, after its volume's teardown.
     eventually("the deleted pod's directory is removed at start", || {

@@ -18,6 +18,7 @@ use common::{
     cluster::{TestCluster, unique_node_name},
     eventually, eventually_async, objects,
     pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_pod},
+    root_dir::RootDir,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::{
@@ -30,32 +31,6 @@ use serde_json::{Value, json};
 const NAMESPACE: &str = "default";
 /// Short enough for a test to see a ConfigMap change land; the kubelet's default is 1m.
 const SYNC: &str = "syncFrequency: 2s\n";
-
-/// A temporary `rootDir` whose mounts (the tmpfs of secret, downwardAPI and projected volumes)
-/// are detached when the test ends, passing or failing: nodepulse, like the kubelet, leaves its
-/// pods' mounts in place when it stops.
-struct RootDir(tempfile::TempDir);
-
-impl RootDir {
-    fn new() -> Self {
-        Self(tempfile::tempdir().expect("a rootDir"))
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-}
-
-impl Drop for RootDir {
-    fn drop(&mut self) {
-        if let Err(error) = nodepulse::volume::mount::detach_all_below(self.0.path()) {
-            eprintln!(
-                "cannot detach the mounts under {}: {error}",
-                self.0.path().display()
-            );
-        }
-    }
-}
 
 /// Stops the node, so nothing sets a volume up again while the test's objects are deleted.
 async fn stop(supervisor: SupervisorHandle) {
