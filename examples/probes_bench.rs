@@ -33,6 +33,12 @@ mod pods;
 #[path = "../tests/it/common/poll.rs"]
 mod poll;
 #[allow(dead_code)]
+#[path = "../tests/it/common/root_dir.rs"]
+mod root_dir;
+#[allow(dead_code)]
+#[path = "../tests/it/common/skip.rs"]
+mod skip;
+#[allow(dead_code)]
 #[path = "../tests/it/common/tar_archive.rs"]
 mod tar_archive;
 

@@ -2,7 +2,8 @@
 # Runs nodepulse's whole test suite: installs what the tests need that cargo cannot (kubectl for
 # the emulator's kubectl test; containerd, runc and the CNI plugins for the runtime tests; openssl
 # for the TLS test's certificates), then
-# `cargo test --workspace --all-targets`. Safe to run repeatedly; installs need root.
+# `cargo test --workspace --all-targets`, and lists what the suite left behind. Safe to run
+# repeatedly; installs need root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,4 +23,21 @@ fi
 # are timed on (the panic message still names its file and line).
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}"
 export RUST_BACKTRACE="${NODEPULSE_TEST_BACKTRACE:-0}"
-cargo test --workspace --all-targets "$@"
+
+# What the suite leaves on the host (and in a real cluster) is a snapshot after it less one
+# before it (tests/it/cleanup.rs): each thing left is a `LEFT` line, and with CI set the run
+# fails. Both snapshots run the already built black-box binary, so nothing builds twice.
+it_binary="$(cargo test --workspace --all-targets --no-run 2>&1 | tee /dev/stderr |
+  sed -n 's/^ *Executable tests\/it\/main.rs (\(.*\))$/\1/p')"
+if [ ! -x "$it_binary" ]; then
+  echo "test.sh: cargo named no tests/it binary" >&2
+  exit 1
+fi
+export NODEPULSE_LEFTOVERS_BASELINE="$PWD/target/leftovers-baseline.json"
+"$it_binary" --quiet --ignored --exact cleanup::record_what_the_host_and_cluster_hold_before_the_suite
+
+status=0
+cargo test --workspace --all-targets "$@" || status=$?
+"$it_binary" --quiet --ignored --exact cleanup::the_suite_left_nothing_on_the_host_or_in_the_cluster ||
+  status=$?
+exit "$status"

@@ -2,7 +2,11 @@
 //! a tmpfs mount point from a plain directory, and a private mount namespace in which to try a
 //! mount without touching the host's mount table (the capability probe and the tests use it).
 
-use std::{io, os::unix::fs::MetadataExt, path::Path};
+use std::{
+    io,
+    os::unix::{ffi::OsStringExt, fs::MetadataExt},
+    path::{Path, PathBuf},
+};
 
 use rustix::{
     fs::statfs,
@@ -90,18 +94,49 @@ pub fn in_private_mount_namespace<T: Send>(f: impl FnOnce() -> T + Send) -> io::
 /// `rootDir` on purpose — a test or a benchmark when it ends: nodepulse itself, like the
 /// kubelet, leaves the mounts of running pods in place when it stops. Returns how many.
 pub fn detach_all_below(dir: &Path) -> io::Result<usize> {
-    let table = std::fs::read_to_string("/proc/self/mountinfo")?;
-    let mut points: Vec<&str> = table
-        .lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .filter(|point| Path::new(point).starts_with(dir))
-        .collect();
-    points.sort_by_key(|point| std::cmp::Reverse(point.len()));
-    points.dedup();
+    let points = mount_points_below(dir)?;
     for point in &points {
-        unmount(*point, UnmountFlags::DETACH).map_err(io::Error::from)?;
+        unmount(point, UnmountFlags::DETACH).map_err(io::Error::from)?;
     }
     Ok(points.len())
+}
+
+/// The mount points at or below `dir` in this thread's mount table, deepest first. Unlike
+/// [`is_likely_mount_point`], it sees bind mounts from the same filesystem too.
+pub fn mount_points_below(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let table = std::fs::read_to_string("/proc/thread-self/mountinfo")?;
+    let mut points: Vec<PathBuf> = table
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(unescape_mount_point)
+        .filter(|point| point.starts_with(dir))
+        .collect();
+    points.sort_by_key(|point| std::cmp::Reverse(point.as_os_str().len()));
+    points.dedup();
+    Ok(points)
+}
+
+/// A mount point as mountinfo writes it: space, tab, newline and backslash as `\ooo` octal.
+fn unescape_mount_point(field: &str) -> PathBuf {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|digits| bytes[i] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)));
+        match octal.and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 /// Mounts of this thread's namespace whose mount point is `path` (from
@@ -124,4 +159,18 @@ pub fn is_likely_mount_point(path: &Path) -> io::Result<bool> {
     let own = std::fs::symlink_metadata(path)?;
     let parent = std::fs::metadata(parent)?;
     Ok(own.dev() != parent.dev())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_point_with_spaces_is_read_back_from_its_octal_escapes() {
+        assert_eq!(
+            unescape_mount_point(r"/var/lib/my\040pods\011x\134y"),
+            PathBuf::from("/var/lib/my pods\tx\\y")
+        );
+        assert_eq!(unescape_mount_point(r"/a\9b\"), PathBuf::from(r"/a\9b\"));
+    }
 }

@@ -1,6 +1,7 @@
 //! Removal of a pod's directory once nothing of it is set up, the kubelet's
 //! `cleanupOrphanedPodDirs` (§1.17): volume directories are only ever `rmdir`ed, never emptied,
-//! and nothing on another filesystem (a mount still in place) or behind a link is crossed. Data
+//! and nothing on another filesystem, behind a link, or below a mount the mount table shows (a
+//! bind mount from the same filesystem included, which no device check sees) is crossed. Data
 //! it cannot prove unused stays on disk with an error saying where.
 
 use std::{
@@ -11,11 +12,19 @@ use std::{
 
 use nodepulse_actors::volume_manager::PodDirs;
 
+use super::mount::mount_points_below;
+
 /// Why a pod directory stays. Retrying helps once its volumes are torn down.
 #[derive(Debug, thiserror::Error)]
 pub enum PodDirError {
     #[error("pod directory {}: {} is still a mount point", pod_dir.display(), path.display())]
     MountPoint { pod_dir: PathBuf, path: PathBuf },
+    #[error("pod directory {}: cannot read the mount table: {source}", pod_dir.display())]
+    MountTable {
+        pod_dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("pod directory {}: remove {}: {source}", pod_dir.display(), path.display())]
     Remove {
         pod_dir: PathBuf,
@@ -36,6 +45,15 @@ pub fn remove_pod_dir(dirs: &PodDirs, pod_uid: &str) -> Result<(), PodDirError> 
         pod_dir: pod_dir.clone(),
         device: pod_meta.dev(),
     };
+    // Anything mounted below belongs to someone (a volume torn down elsewhere, a runtime, an
+    // operator): removing through it would delete that mount's data.
+    let mounted = mount_points_below(&pod_dir).map_err(|source| PodDirError::MountTable {
+        pod_dir: pod_dir.clone(),
+        source,
+    })?;
+    if let Some(path) = mounted.into_iter().next() {
+        return Err(PodDirError::MountPoint { pod_dir, path });
+    }
     // Each volume directory, then the plugin directories holding them: rmdir only.
     let volumes = dirs.pod_volumes_dir(pod_uid);
     for plugin_dir in children(&volumes) {

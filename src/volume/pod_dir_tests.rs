@@ -2,6 +2,7 @@ use std::fs;
 
 use super::*;
 use crate::volume::mount::{in_private_mount_namespace, mount_tmpfs, unmount_path};
+use rustix::mount::mount_bind;
 
 fn layout(dirs: &PodDirs, uid: &str) {
     let pod = dirs.pod_dir(uid);
@@ -94,5 +95,40 @@ fn links_in_the_pod_dir_are_never_followed_into_the_directories_they_name() {
             outside.path().join("empty-but-not-the-pods").is_dir(),
             "{planted}: an empty directory behind the link was removed"
         );
+    }
+}
+
+#[test]
+fn a_bind_mount_from_the_same_filesystem_anywhere_below_stops_the_cleanup() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = PodDirs::new(root.path());
+    layout(&dirs, "u1");
+    // Someone else's data, bound into the pod's bookkeeping: the same device, so only the
+    // mount table shows it.
+    let theirs = root.path().join("theirs");
+    fs::create_dir_all(&theirs).unwrap();
+    fs::write(theirs.join("data"), b"not the pod's").unwrap();
+    let target = dirs.pod_dir("u1").join("containers/app");
+    let outcome = in_private_mount_namespace(|| {
+        mount_bind(&theirs, &target).unwrap();
+        let result = remove_pod_dir(&dirs, "u1");
+        unmount_path(&target).unwrap();
+        result
+    });
+    match outcome {
+        Ok(result) => {
+            let err = result.unwrap_err();
+            assert!(matches!(err, PodDirError::MountPoint { .. }), "{err}");
+            assert!(
+                err.to_string().ends_with("app is still a mount point"),
+                "{err}"
+            );
+            assert_eq!(fs::read(theirs.join("data")).unwrap(), b"not the pod's");
+            assert!(
+                dirs.pod_dir("u1").join("etc-hosts").exists(),
+                "nothing removed"
+            );
+        }
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}"),
     }
 }

@@ -143,6 +143,19 @@ impl Attacked {
             .collect()
     }
 
+    /// When the emulator received each request for `resource` (any verb and name, faulted or
+    /// not: what a fault rule on the resource matches), oldest first. Only this node and the
+    /// test talk to this emulator.
+    fn requests_for(&self, resource: &str) -> Vec<Instant> {
+        let emulator = self.cluster.emulator.as_ref().expect("emulator");
+        emulator
+            .requests()
+            .into_iter()
+            .filter(|request| request.resource == resource)
+            .map(|request| request.received)
+            .collect()
+    }
+
     /// The Ready condition's status and message in the API.
     async fn ready(&self) -> Option<(String, String)> {
         let node = self.node().await?;
@@ -185,7 +198,7 @@ async fn after_an_outage_heartbeats_resume_and_the_queued_status_arrives() {
     let outage = Duration::from_secs(outage_seconds());
     // The API is unreachable: every Lease and Node request loses its connection.
     let leases = faults.inject(FaultRule::new(FaultAction::DropConnection).resource("leases"));
-    let nodes = faults.inject(FaultRule::new(FaultAction::DropConnection).resource("nodes"));
+    faults.inject(FaultRule::new(FaultAction::DropConnection).resource("nodes"));
     let began = Instant::now();
     let matched = |id| {
         faults
@@ -194,17 +207,32 @@ async fn after_an_outage_heartbeats_resume_and_the_queued_status_arrives() {
             .find(|rule| rule.id == id)
             .map_or(0, |rule| rule.matched)
     };
-    // A third of the way in, the node's network goes down: a status nodepulse cannot send yet.
-    tokio::time::sleep(outage / 3).await;
+    // Once nodepulse has met the outage (its Lease renewals fail: a status is only sent when
+    // it changes), the node's network goes down: a status nodepulse cannot send yet.
+    eventually("the Lease renewals fail", || matched(leases) > 0).await;
     node.addresses
         .node_status
         .try_send(network_down())
         .expect("queued");
-    tokio::time::sleep(outage / 2 - outage / 3).await;
-    let (leases_first_half, nodes_first_half) = (matched(leases), matched(nodes));
-    tokio::time::sleep(outage - began.elapsed()).await;
-    let (lease_requests, node_requests) = (matched(leases), matched(nodes));
+    // The bounds below are on how often nodepulse asks during the outage, so the outage is a
+    // window of fixed length: 20 s by default, longer than the 12.6 s the Lease's back-off
+    // (200 ms doubling) takes to reach its 7 s cap, so the second half sees it capped.
+    tokio::time::sleep_until((began + outage).into()).await;
     faults.clear();
+    let ended = Instant::now();
+    // Counted from the emulator's request log over the window, not sampled at its midpoint.
+    let window = ended - began;
+    let halfway = began + window / 2;
+    let during = |resource: &str| -> Vec<Instant> {
+        node.requests_for(resource)
+            .into_iter()
+            .filter(|received| (began..ended).contains(received))
+            .collect()
+    };
+    let (lease_log, node_log) = (during("leases"), during("nodes"));
+    let first_half = |log: &[Instant]| log.iter().filter(|at| **at < halfway).count() as u64;
+    let (leases_first_half, nodes_first_half) = (first_half(&lease_log), first_half(&node_log));
+    let (lease_requests, node_requests) = (lease_log.len() as u64, node_log.len() as u64);
     let back = SystemTime::now();
     let back_at = Instant::now();
 
@@ -219,9 +247,9 @@ async fn after_an_outage_heartbeats_resume_and_the_queued_status_arrives() {
     };
     let ((resumed, _), status_arrived) =
         tokio::join!(node.next_renewal_after(back), queued_status_arrives);
-    let seconds = outage.as_secs_f64();
+    let seconds = window.as_secs_f64();
     eprintln!(
-        "OUTAGE {seconds}s: {lease_requests} Lease requests ({leases_first_half} in the first half), {node_requests} Node requests ({nodes_first_half} in the first half); heartbeat resumed {:.2}s and the queued status arrived {:.2}s after the API came back",
+        "OUTAGE {seconds:.1}s: {lease_requests} Lease requests ({leases_first_half} in the first half), {node_requests} Node requests ({nodes_first_half} in the first half); heartbeat resumed {:.2}s and the queued status arrived {:.2}s after the API came back",
         resumed.as_secs_f64(),
         status_arrived.as_secs_f64()
     );
@@ -327,8 +355,15 @@ async fn every_kind_of_api_fault_is_retried_boundedly_and_loses_no_status() {
             ids.push(faults.inject(FaultRule::new(storm.action.clone()).resource("nodes")));
         }
         let began = Instant::now();
-        // A status decided in the middle of the storm.
-        tokio::time::sleep(STORM / 2).await;
+        // A status decided in the storm, once it has hit the Lease's renewals (the Node's
+        // status is only sent when it changes: this change is what the storm meets there).
+        eventually(&format!("{} hits the Lease", storm.name), || {
+            faults
+                .rules()
+                .iter()
+                .any(|rule| rule.id == ids[0] && rule.matched > 0)
+        })
+        .await;
         network_down_now = !network_down_now;
         let change = if network_down_now {
             network_down()
@@ -336,8 +371,11 @@ async fn every_kind_of_api_fault_is_retried_boundedly_and_loses_no_status() {
             healthy_runtime()
         };
         node.addresses.node_status.try_send(change).expect("queued");
-        tokio::time::sleep(STORM.saturating_sub(began.elapsed())).await;
+        // The bounds below are on how often nodepulse asks during the storm: a window of fixed
+        // length, four renew intervals and status periods, over which the rules count exactly.
+        tokio::time::sleep_until((began + STORM).into()).await;
         let rules = faults.rules();
+        let window = began.elapsed();
         let counted = |index: usize| {
             ids.get(index)
                 .and_then(|id| rules.iter().find(|rule| rule.id == *id))
@@ -373,9 +411,9 @@ async fn every_kind_of_api_fault_is_retried_boundedly_and_loses_no_status() {
         .await;
         let status_arrived = back_at.elapsed();
         eprintln!(
-            "STORM {:<40} {}s: {lease_requests} Lease requests ({lease_injected} faulted), {node_requests} Node requests ({node_injected} faulted); heartbeat {:.2}s and status {:.2}s after the storm; Lease unrenewed for {:.2}s",
+            "STORM {:<40} {:.1}s: {lease_requests} Lease requests ({lease_injected} faulted), {node_requests} Node requests ({node_injected} faulted); heartbeat {:.2}s and status {:.2}s after the storm; Lease unrenewed for {:.2}s",
             storm.name,
-            STORM.as_secs(),
+            window.as_secs_f64(),
             resumed.as_secs_f64(),
             status_arrived.as_secs_f64(),
             gap.as_secs_f64(),
@@ -385,7 +423,7 @@ async fn every_kind_of_api_fault_is_retried_boundedly_and_loses_no_status() {
             "{}: the storm hit the Lease",
             storm.name
         );
-        let seconds = STORM.as_secs_f64();
+        let seconds = window.as_secs_f64();
         // Bounded: at most the five attempts of a round per renew interval for the Lease, and
         // five per status period for the Node (the kubelet's nodeStatusUpdateRetry).
         assert!(
@@ -583,23 +621,51 @@ async fn spoiled_answers_are_retried_or_tolerated_and_never_panic_an_actor() {
     ] {
         let before = renewed().await.expect("a renewed Lease");
         let spoiled_before = proxy.spoiled();
-        let warnings_before = daemon
-            .log_lines()
-            .iter()
-            .filter(|l| l.contains("\"WARN\""))
-            .count();
+        let warnings_now = || {
+            daemon
+                .log_lines()
+                .iter()
+                .filter(|l| l.contains("\"WARN\""))
+                .count()
+        };
+        let warnings_before = warnings_now();
         proxy.spoil(how, path);
-        tokio::time::sleep(2 * renew_interval + Duration::from_secs(1)).await;
+        // Until answers are spoiled, and then what each spoiling must lead to has happened.
+        eventually(&format!("{how:?} {path}: answers are spoiled"), || {
+            proxy.spoiled() > spoiled_before
+        })
+        .await;
+        let spoiling_since = SystemTime::now();
+        match (how, path) {
+            (Spoil::UnexpectedFields | Spoil::Oversized, "/leases/") => {
+                eventually_async(&format!("{how:?}: a renewal while spoiled"), || async {
+                    renewed()
+                        .await
+                        .is_some_and(|renewed| renewed > spoiling_since)
+                })
+                .await;
+            }
+            (Spoil::Malformed, _) => {
+                eventually(&format!("{how:?} {path}: a failure is logged"), || {
+                    warnings_now() > warnings_before
+                })
+                .await;
+            }
+            // Nothing is asked of them but to be survived: a second spoiled answer shows that
+            // nodepulse went on after the first (the final checks see any restart).
+            _ => {
+                let spoiled_at_first = proxy.spoiled();
+                eventually(&format!("{how:?} {path}: more answers are spoiled"), || {
+                    proxy.spoiled() > spoiled_at_first
+                })
+                .await;
+            }
+        }
         let during = renewed().await.expect("a renewed Lease");
         proxy.heal();
         let back = SystemTime::now();
         let spoiled = proxy.spoiled() - spoiled_before;
-        let warnings = daemon
-            .log_lines()
-            .iter()
-            .filter(|l| l.contains("\"WARN\""))
-            .count()
-            - warnings_before;
+        let warnings = warnings_now() - warnings_before;
         let started = Instant::now();
         eventually_async("a renewal after the spoiling", || async {
             renewed().await.is_some_and(|renewed| renewed > back)
@@ -672,8 +738,23 @@ async fn pod_statuses_decided_while_their_writes_fail_all_arrive_afterwards() {
         )
         .await;
     }
-    let outage = Duration::from_secs(outage_seconds() / 2);
-    tokio::time::sleep(outage).await;
+    let began = Instant::now();
+    let emulator = cluster.emulator.as_ref().expect("the emulator");
+    eventually("every pod's status write is refused", || {
+        let refused: std::collections::BTreeSet<String> = emulator
+            .requests()
+            .into_iter()
+            .filter(|r| r.resource == "pods" && r.subresource == "status" && r.code == 503)
+            .map(|r| r.name)
+            .collect();
+        pods.iter().all(|pod| refused.contains(pod))
+    })
+    .await;
+    // The bound below is on how often the writes are retried, so the outage is a window of
+    // fixed length (10 s by default): many status-manager passes, long enough for a tight loop
+    // to show as thousands of attempts.
+    tokio::time::sleep_until((began + Duration::from_secs(outage_seconds() / 2)).into()).await;
+    let outage = began.elapsed();
     let attempts = faults
         .rules()
         .into_iter()

@@ -84,10 +84,15 @@ async fn on_a_runtime_without_events_the_daemon_says_so_once_and_relists() {
     let cluster = TestCluster::start().await;
     let fixture = CriFixture::start("cri-noevents").await;
     if fixture.client.container_events().await.is_ok() {
-        eprintln!("skipped: this containerd streams container events");
+        // Not a missing tool: a newer runtime simply cannot show the fallback. Skipped in CI
+        // too, where the other test of this file then proves the stream instead.
+        common::skip::skipped(
+            "on_a_runtime_without_events_the_daemon_says_so_once_and_relists",
+            "a runtime without a container event stream (containerd 1.6)",
+        );
         return;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::root_dir::RootDir::new();
     let node = common::cluster::unique_node_name("cri-noevents");
     let yaml = format!(
         "{}debug:\n  address: 127.0.0.1:0\n",

@@ -67,7 +67,7 @@ async fn a_pod_deleted_while_the_daemon_was_down_is_removed_from_the_runtime_at_
     };
     let cluster = TestCluster::start().await;
     let fixture = CriFixture::start("cri-gc").await;
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::root_dir::RootDir::new();
     let node = common::cluster::unique_node_name("cri-gc");
     let yaml = format!(
         "{}debug:\n  address: 127.0.0.1:0\n",

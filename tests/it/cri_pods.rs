@@ -608,7 +608,7 @@ async fn a_daemon_killed_and_restarted_adopts_its_running_pod_without_a_second_c
     };
     let cluster = TestCluster::start().await;
     let fixture = CriFixture::start("cri-restart").await;
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = common::root_dir::RootDir::new();
     let node = common::cluster::unique_node_name("cri-restart");
     let yaml = format!(
         "{}debug:\n  address: 127.0.0.1:0\n",

@@ -38,7 +38,7 @@ const ATTACH_DETACH: &str = "volumes.kubernetes.io/controller-managed-attach-det
 /// The node, its driver, the claim's PV and the pod using it.
 struct Scene {
     node: String,
-    root: tempfile::TempDir,
+    root: crate::common::root_dir::RootDir,
     plugin: CsiPlugin,
     pv: String,
     unique: String,
@@ -50,10 +50,7 @@ struct Scene {
 impl Scene {
     async fn start(cluster: &TestCluster, prefix: &str) -> (Self, SupervisorHandle) {
         let node = unique_node_name(prefix);
-        let root = tempfile::Builder::new()
-            .prefix("np-csi")
-            .tempdir()
-            .expect("a rootDir");
+        let root = crate::common::root_dir::RootDir::with_prefix("np-csi");
         let driver = format!("{node}.csi.nodepulse.test");
         let (pv, claim, pod, handle) = (
             format!("{node}-pv"),

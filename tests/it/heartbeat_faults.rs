@@ -12,6 +12,7 @@ use common::{
     cluster::{TestCluster, unique_node_name},
     eventually_async,
     node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
+    node_history::NodeHistory,
 };
 use jiff::Timestamp;
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
@@ -217,37 +218,49 @@ async fn the_node_lifecycle_controller_never_marks_the_node_unknown() {
     let (_supervisor, addresses) = start(&cluster, &name).await;
     report_healthy_and_wait_ready(&cluster.client, &name, &addresses).await;
 
-    let until = Instant::now() + Duration::from_secs(seconds);
-    let mut checks = 0;
-    while Instant::now() < until {
-        // The runtime keeps reporting, as RuntimeProbe would every 5 s.
-        if checks % 10 == 0 {
-            addresses
-                .node_status
-                .try_send(healthy_runtime())
-                .expect("queued");
+    // Every write of the Node from here on, as the emulator's change history hands it to a
+    // watch: a condition Unknown for a single write, or a taint that came and went, is seen.
+    let history = NodeHistory::start(&cluster.client, &name).await;
+    let since = Instant::now();
+    // Proving that something never happens needs a window: the soak's (20 s unless
+    // NODEPULSE_SOAK_SECONDS says otherwise) is five times the controller's 4 s grace period
+    // and twice its 10 s startup grace, with a monitor pass every 500 ms, so a missed renewal
+    // or a late status would have made the node Unknown within it.
+    let window_end = tokio::time::Instant::now() + Duration::from_secs(seconds);
+    // The runtime keeps reporting, as RuntimeProbe would every 5 s.
+    let mut reports = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = reports.tick() => {
+                addresses
+                    .node_status
+                    .try_send(healthy_runtime())
+                    .expect("queued");
+            }
+            () = tokio::time::sleep_until(window_end) => break,
         }
-        let node = Api::<Node>::all(cluster.client.clone())
-            .get(&name)
-            .await
-            .expect("node");
-        let unknown = node
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.status == "Unknown"));
-        let unreachable = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t.key == "node.kubernetes.io/unreachable"));
-        assert!(
-            !unknown && !unreachable,
-            "the controller gave up on the node after {checks} checks: {:?}",
-            node.status
-        );
-        checks += 1;
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    assert_eq!(
+        history.gaps(),
+        Vec::<String>::new(),
+        "the watch saw every write"
+    );
+    let versions = history.versions_since(since);
+    let wrong: Vec<_> = versions
+        .iter()
+        .filter(|version| {
+            version.unreachable
+                || version
+                    .conditions
+                    .values()
+                    .any(|status| status == "Unknown")
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "the controller gave up on the node in {} of {} writes: {wrong:#?}",
+        wrong.len(),
+        versions.len()
+    );
     assert_eq!(ready_status(&cluster, &name).await.as_deref(), Some("True"));
 }

@@ -41,6 +41,7 @@ mod metrics;
 mod node_identity;
 mod node_signal_conditions;
 mod node_status;
+mod pod_dirs;
 mod pods;
 mod probes;
 mod process_faults;

@@ -16,6 +16,7 @@ use common::{
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     eventually_async,
+    node_history::NodeHistory,
     observer::NodeObserver,
     pods::{condition, phase, running_and_ready},
 };
@@ -29,7 +30,7 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use nodepulse_actors::status_manager::NAME as STATUS_MANAGER;
-use nodepulse_emulator::{FaultAction, FaultRule};
+use nodepulse_emulator::{FaultAction, FaultRule, Verb};
 use serde_json::json;
 
 /// The daemon's own bound on stopping its actors, plus room for a loaded machine.
@@ -173,6 +174,7 @@ async fn sigkill_and_restart_adopt_the_node_and_lease_without_a_not_ready_blip()
     let node_uid = nodes.get(&name).await.expect("node").metadata.uid;
     let lease_uid = lease(&cluster.client, &name).await.metadata.uid;
     let observer = NodeObserver::start(&cluster.client, &name).await;
+    let history = NodeHistory::start(&cluster.client, &name).await;
     let watching_since = Instant::now();
 
     first.signal("KILL");
@@ -189,8 +191,19 @@ async fn sigkill_and_restart_adopt_the_node_and_lease_without_a_not_ready_blip()
     })
     .await;
     let renewed_after = killed_at.elapsed();
-    // Watch a while longer: a blip may come with the new process's first status.
-    tokio::time::sleep(3 * RENEW_INTERVAL).await;
+    // A blip would come with the new process's first status: wait until the API has taken it.
+    let emulator = cluster.emulator.as_ref().expect("the emulator");
+    eventually_async("the new process's first Node status is written", || async {
+        emulator.requests().iter().any(|request| {
+            request.received > killed_at
+                && request.verb == Verb::Patch
+                && request.resource == "nodes"
+                && request.subresource == "status"
+                && request.name == name
+                && request.code == 200
+        })
+    })
+    .await;
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
     let survivor = pods.get(&pod).await.expect("pod");
     eprintln!(
@@ -201,6 +214,21 @@ async fn sigkill_and_restart_adopt_the_node_and_lease_without_a_not_ready_blip()
     assert!(
         wrong.is_empty(),
         "the node looked wrong across the restart: {wrong:#?}"
+    );
+    // Polls can miss a blip between them; the watch saw every write of the Node.
+    assert_eq!(
+        history.gaps(),
+        Vec::<String>::new(),
+        "the watch saw every write"
+    );
+    let blips: Vec<_> = history
+        .versions()
+        .into_iter()
+        .filter(|version| version.conditions != observer.baseline || version.unreachable)
+        .collect();
+    assert!(
+        blips.is_empty(),
+        "the Node was written otherwise: {blips:#?}"
     );
     assert_eq!(
         nodes.get(&name).await.expect("node").metadata.uid,

@@ -206,9 +206,13 @@ async fn a_full_mailbox_refuses_loudly_and_hands_the_message_back() {
 
 #[actix_rt::test]
 async fn backoff_grows_with_consecutive_restarts_and_resets_after_a_stable_run() {
+    // Paused time: the stable run below passes at once and exactly, on the children's own
+    // thread (a paused clock is per runtime).
+    tokio::time::pause();
     let store = RecorderStore::default();
     let (_address, inbox) = mailbox(8);
     let mut config = fast_config();
+    config.same_thread = true;
     config.backoff.initial = Duration::from_millis(50);
     config.backoff.reset_after = Duration::from_millis(1500);
     let handle = Supervisor::builder(config)
@@ -447,14 +451,21 @@ async fn shutdown_stops_every_child_and_closes_mailboxes() {
 #[actix_rt::test]
 async fn an_actor_nobody_can_write_to_keeps_running() {
     let store = RecorderStore::default();
+    // Paused time, the children on the supervisor's thread: the window below passes at once.
+    tokio::time::pause();
     let (address, inbox) = mailbox(8);
     drop(address); // a timer-driven actor may have no peers at all
-    let handle = Supervisor::builder(fast_config())
+    let mut config = fast_config();
+    config.same_thread = true;
+    let liveness = (config.liveness_timeout, config.liveness_interval);
+    let handle = Supervisor::builder(config)
         .child(ChildSpec::new("recorder", inbox, store.factory()))
         .start();
     running_again(&handle, "recorder", 0).await;
-    // Several liveness checks: an idle instance must never be taken for a hung one.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // An idle instance must never be taken for a hung one, nor a closed mailbox for an end:
+    // the window is one liveness timeout and several checks past it, long enough for either
+    // mistake to have restarted the instance.
+    tokio::time::sleep(liveness.0 + 5 * liveness.1).await;
     let state = handle
         .actor_state("recorder", PATIENCE)
         .await

@@ -270,7 +270,8 @@ impl VolumeManagerActor {
         self.last_in_use = Some(names);
     }
 
-    /// Runs one operation if it is not running and not backing off; whether it is still to do.
+    /// Runs one operation if it is not running and not backing off; whether a pass is wanted again
+    /// soon (the operation, or one it makes due, is still to do).
     fn run(&mut self, operation: Operation, now: Instant, ctx: &mut Context<Self>) -> bool {
         let key = operation_key(&operation);
         if self.in_flight.contains(&key) {
@@ -305,7 +306,10 @@ impl VolumeManagerActor {
                     tracing::info!(pod_uid, volume, "volume torn down");
                 }
                 self.changed(&pod_uid);
-                false
+                // This pass planned no removal of the pod's directory (the volume was still
+                // set up then), and nothing else may come to run another: a force-deleted pod
+                // sends no more watch events, an orphan read back at start none at all.
+                true
             }
             Operation::UnmountDevice { unique_name } => self.csi_unmount_device(unique_name, ctx),
             Operation::RemovePodDir { pod_uid } => {

@@ -1,7 +1,8 @@
 //! VolumeManagerActor against in-memory fakes of its three ports on paused tokio time: a
 //! missing ConfigMap backs off and is reported, then mounts once it appears; an idle manager
 //! wakes only for the next refresh; nothing reconstructed is torn down before the pod list is
-//! complete; `volumesInUse` goes to NodeStatus once the reconciler synced.
+//! complete; a pod gone from the API without a terminal status, and an orphan read back at
+//! start, leave no directory; `volumesInUse` goes to NodeStatus once the reconciler synced.
 
 use std::{
     collections::BTreeSet,
@@ -35,6 +36,7 @@ struct Recorded {
     events: Vec<(String, PodEvent)>,
     set_ups: Vec<(String, String)>,
     tear_downs: Vec<(String, String)>,
+    removed_pod_dirs: Vec<String>,
     on_disk: ActualState,
 }
 
@@ -118,7 +120,8 @@ impl VolumeHost for Fakes {
             .push((pod_uid.to_owned(), volume.to_owned()));
         Ok(())
     }
-    fn remove_pod_dir(&self, _: &str) -> Result<(), VolumeHostError> {
+    fn remove_pod_dir(&self, pod_uid: &str) -> Result<(), VolumeHostError> {
+        self.state().removed_pod_dirs.push(pod_uid.to_owned());
         Ok(())
     }
 }
@@ -290,6 +293,70 @@ async fn nothing_reconstructed_is_torn_down_before_the_pod_list_is_complete() {
     eventually("the orphan is torn down", Duration::from_secs(1), || {
         node.fakes.state().tear_downs == [("old".to_owned(), "data".to_owned())]
     })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_pod_deleted_without_a_terminal_status_has_its_volumes_and_then_its_directory_removed() {
+    tokio::time::pause();
+    let node = start(Fakes::default());
+    // emptyDir only: no content refresh is ever due to wake the manager again.
+    let scratch = pod(
+        "u1",
+        "n1",
+        serde_json::json!([{"name": "scratch", "emptyDir": {}}]),
+    );
+    node.watch
+        .send(PodWatchEvent::Applied(Box::new(scratch.clone())))
+        .unwrap();
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually("set up", Duration::from_secs(1), || {
+        node.fakes.state().set_ups.len() == 1
+    })
+    .await;
+    // A force delete: the pod goes from the API while still Running.
+    node.watch
+        .send(PodWatchEvent::Deleted(Box::new(scratch)))
+        .unwrap();
+    eventually(
+        "the pod's directory is removed",
+        Duration::from_secs(1),
+        || node.fakes.state().removed_pod_dirs == ["u1"],
+    )
+    .await;
+    assert_eq!(
+        node.fakes.state().tear_downs,
+        [("u1".to_owned(), "scratch".to_owned())]
+    );
+    assert!(node.memory.read(|m| m.actual.pod_dirs.is_empty()));
+}
+
+#[actix_rt::test]
+async fn an_orphan_read_back_at_start_is_torn_down_and_its_directory_removed() {
+    tokio::time::pause();
+    let fakes = Fakes::default();
+    {
+        let mut state = fakes.state();
+        state.on_disk.mounts.insert(
+            ("old".into(), "data".into()),
+            MountedVolume {
+                plugin: Plugin::EmptyDir,
+                unique_name: UniqueVolumeName::pod_scoped(Plugin::EmptyDir, "old", "data"),
+                attachable: false,
+                state: MountState::Uncertain,
+                set_up_at: None,
+                csi: None,
+            },
+        );
+        state.on_disk.pod_dirs.insert("old".into());
+    }
+    let node = start(fakes);
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually(
+        "the orphan's directory is removed",
+        Duration::from_secs(1),
+        || node.fakes.state().removed_pod_dirs == ["old"],
+    )
     .await;
 }
 

@@ -8,7 +8,7 @@ use futures::FutureExt;
 use nodepulse::node::NodeActors;
 use nodepulse_supervisor::SupervisorHandle;
 
-use super::{cluster::unique_node_name, cri_fixture::CriFixture};
+use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
 
 /// The configuration of a CRI node on `fixture`: its socket, a root and log directory of its
 /// own, a cluster DNS address, quick restarts, and thresholds no test host meets.
@@ -37,15 +37,15 @@ supervision:
 pub struct CriNode {
     pub name: String,
     pub supervisor: SupervisorHandle,
-    /// Its root and log directories; removed with it.
-    _dir: tempfile::TempDir,
+    /// Its root and log directories; removed with it, its pods' mounts detached first.
+    dir: RootDir,
 }
 
 impl CriNode {
     /// Starts every actor of a new CRI node on `fixture`'s containerd.
     pub async fn start(kubeconfig: &std::path::Path, fixture: &CriFixture, prefix: &str) -> Self {
         let name = unique_node_name(prefix);
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = RootDir::new();
         let (settings, api) =
             super::node::connect(kubeconfig, &name, &cri_node_config(fixture, dir.path())).await;
         let (supervisor, _) = NodeActors::new(&settings)
@@ -55,8 +55,13 @@ impl CriNode {
         Self {
             name,
             supervisor,
-            _dir: dir,
+            dir,
         }
+    }
+
+    /// Its `rootDir`, as [`cri_node_config`] sets it.
+    pub fn root_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("root")
     }
 
     /// Runs `body`, then shuts the node down whether `body` passed or panicked (the panic

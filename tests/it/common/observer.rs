@@ -91,7 +91,8 @@ pub fn conditions(node: &Node) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn unreachable(node: &Node) -> bool {
+/// Whether `node` carries the node-lifecycle controller's unreachable taint.
+pub fn unreachable(node: &Node) -> bool {
     node.spec
         .as_ref()
         .and_then(|spec| spec.taints.as_ref())
