@@ -37,7 +37,11 @@ export NODEPULSE_LEFTOVERS_BASELINE="$PWD/target/leftovers-baseline.json"
 "$it_binary" --quiet --ignored --exact cleanup::record_what_the_host_and_cluster_hold_before_the_suite
 
 status=0
-cargo test --workspace --all-targets "$@" || status=$?
+log="$PWD/target/test-run.log"
+cargo test --workspace --all-targets "$@" 2>&1 | tee "$log" || status=$?
 "$it_binary" --quiet --ignored --exact cleanup::the_suite_left_nothing_on_the_host_or_in_the_cluster ||
   status=$?
+# One closing line for the whole suite (cargo prints one per test binary; the leftover check's
+# own comes last): the totals of every binary's `test result:` line.
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "suite: %d passed, %d failed\n", passed, failed }' "$log"
 exit "$status"
