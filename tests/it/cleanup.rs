@@ -146,7 +146,14 @@ async fn the_suite_left_nothing_on_the_host_or_in_the_cluster() {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_else(|| panic!("no snapshot in {}", file.display()));
-    let left = leftovers::new_since(&before, &snapshot_of_everything().await);
+    // A shim or a CNI teardown may still be finishing as the last test returns: what is left
+    // is what is still there once the host has had a few seconds to settle.
+    let settle = std::time::Instant::now();
+    let mut left = leftovers::new_since(&before, &snapshot_of_everything().await);
+    while !left.is_empty() && settle.elapsed() < std::time::Duration::from_secs(15) {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        left = leftovers::new_since(&before, &snapshot_of_everything().await);
+    }
     let report: String = left.iter().map(|line| format!("LEFT {line}\n")).collect();
     let _ = std::io::stderr().write_all(report.as_bytes());
     assert!(
