@@ -1,7 +1,9 @@
 //! ServiceAccounts as a cluster has them: the `default` ServiceAccount kube-controller-manager's
-//! service-account controller creates in every namespace, and the `token` subresource
-//! (TokenRequest) kube-apiserver serves for them.
+//! service-account controller creates in every namespace, the `token` subresource
+//! (TokenRequest) kube-apiserver serves for them, and the admission plugin that makes every pod
+//! run as one.
 
+pub mod admission;
 mod token;
 
 use std::time::SystemTime;

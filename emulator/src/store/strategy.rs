@@ -110,6 +110,7 @@ pub fn prepare_for_update(
     }
     if resource.stored == StoredKind::Pod {
         super::pod_defaults::keep_admitted_priority(old, map);
+        super::pod_defaults::alias_service_account(map);
     }
     if resource.stored == StoredKind::Secret {
         super::config_data::prepare_secret(map);
