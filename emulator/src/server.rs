@@ -101,7 +101,8 @@ impl Emulator {
             shutdown_rx.clone(),
         ));
         // These end when `shutdown` flips or its sender goes with the handle.
-        let _root_ca = crate::root_ca::spawn(store.clone(), shutdown_rx.clone());
+        let _namespace_controllers =
+            crate::namespace_controllers::spawn(store.clone(), shutdown_rx.clone());
         let _attach_detach = config.attach_detach.enabled.then(|| {
             tokio::spawn(crate::lifecycle::attach_loop::run(
                 store.clone(),

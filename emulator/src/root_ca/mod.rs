@@ -1,18 +1,17 @@
 //! kube-controller-manager's root-CA publisher (`pkg/controller/certificates/rootcacertpublisher`):
 //! a `kube-root-ca.crt` ConfigMap with the cluster CA in every namespace, created with the
-//! namespace and re-created or reset whenever someone deletes or changes it. The emulator
+//! namespace and re-created or reset whenever someone deletes or changes it (the watching is
+//! `namespace_controllers`'). The emulator
 //! serves plain HTTP, so the CA is a fixed certificate (`ca.crt`, no key kept) that only fills
 //! the pods' `ca.crt` files.
 
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::api::StoredKind;
 use crate::api::resource::CONFIG_MAPS;
-use crate::store::{Change, EventType, ObjectKey, Store, meta_str};
+use crate::store::{ObjectKey, Store};
 
 /// The ConfigMap's name (`RootCACertConfigMapName`).
 pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
@@ -70,52 +69,12 @@ fn up_to_date(config_map: &Value, data: &Value) -> bool {
             .is_some_and(|d| !d.is_empty())
 }
 
-/// Starts the publisher's informer handlers: a deleted or changed `kube-root-ca.crt` is
-/// published again (new namespaces are published as they are created). Watches from the
-/// current revision before returning, so no later change is missed; runs until `shutdown`
-/// flips or its sender is gone.
-pub fn spawn(
-    store: Arc<Store>,
-    shutdown: tokio::sync::watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
-    let changes = store.subscribe_changes();
-    tokio::spawn(run(store, changes, shutdown))
-}
-
-async fn run(
-    store: Arc<Store>,
-    mut changes: broadcast::Receiver<Arc<Change>>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    loop {
-        tokio::select! {
-            change = changes.recv() => match change {
-                Ok(change) => {
-                    let ours = change.kind == StoredKind::ConfigMap
-                        && change.event_type != EventType::Added
-                        && meta_str(&change.object, "name") == ROOT_CA_CONFIG_MAP;
-                    if ours {
-                        publish(&store, meta_str(&change.object, "namespace"), SystemTime::now());
-                    }
-                }
-                // Missed changes: resync every namespace, as an informer's relist would.
-                Err(RecvError::Lagged(_)) => {
-                    for namespace in store.list(StoredKind::Namespace, None, |_| true).0 {
-                        publish(&store, meta_str(&namespace, "name"), SystemTime::now());
-                    }
-                }
-                Err(RecvError::Closed) => return,
-            },
-            _ = shutdown.changed() => return,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::api::resource::NAMESPACES;
-    use crate::store::DeleteOptions;
 
     fn store_with(namespace: &str) -> Store {
         let store = Store::new(100, 100);
@@ -166,37 +125,5 @@ mod tests {
         let store = Store::new(100, 100);
         publish(&store, "gone", SystemTime::now());
         assert_eq!(config_map(&store, "gone"), None);
-    }
-
-    #[tokio::test]
-    async fn a_deleted_config_map_is_published_again() {
-        let store = Arc::new(store_with("ns"));
-        publish(&store, "ns", SystemTime::now());
-        let first = config_map(&store, "ns").expect("published");
-        let (_stop, shutdown) = tokio::sync::watch::channel(false);
-        let mut republished = store.subscribe_changes();
-        let _publisher = spawn(store.clone(), shutdown);
-        store
-            .delete(
-                &CONFIG_MAPS,
-                &ObjectKey::new("ns", ROOT_CA_CONFIG_MAP),
-                &DeleteOptions::default(),
-                SystemTime::now(),
-            )
-            .expect("deleted");
-        let added = async {
-            loop {
-                let change = republished.recv().await.expect("changes");
-                if change.event_type == EventType::Added {
-                    break;
-                }
-            }
-        };
-        tokio::time::timeout(std::time::Duration::from_secs(10), added)
-            .await
-            .expect("published again within 10 s");
-        let second = config_map(&store, "ns").expect("published again");
-        assert_ne!(second["metadata"]["uid"], first["metadata"]["uid"]);
-        assert_eq!(second["data"], first["data"]);
     }
 }

@@ -24,7 +24,8 @@ pub fn ensure_default(store: &Store, namespace: &str, now: SystemTime) {
     let account = json!({"metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}});
     match store.create(&SERVICE_ACCOUNTS, account, now) {
         Ok(_) => {}
-        Err(error) if error.code == 409 => {}
+        // There already, or gone with its namespace.
+        Err(error) if matches!(error.code, 404 | 409) => {}
         Err(error) => {
             tracing::warn!(namespace, message = %error.message, "cannot create the default ServiceAccount");
         }
