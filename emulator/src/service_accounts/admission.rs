@@ -2,7 +2,8 @@
 //! (`plugin/pkg/admission/serviceaccount/admission.go`, upstream's three token sources): the
 //! pod runs as `default` unless it names an account, the account must exist, and unless
 //! automount is off the pod gets the `kube-api-access-<suffix>` projected volume, mounted
-//! read-only in every container. Pure: the store passes the lookup and the name suffix.
+//! read-only in every container; a mirror pod is never changed and may use no account, secret
+//! or token. Pure: the store passes the lookup and the name suffix.
 
 use std::sync::Arc;
 
@@ -31,7 +32,8 @@ pub fn admit(
     account: impl FnOnce(&str) -> Option<Arc<Value>>,
     suffix: impl FnOnce() -> String,
 ) -> Result<(), String> {
-    // The kubelet deletes a mirror pod whose spec differs from its static pod's.
+    // The kubelet deletes a mirror pod whose spec differs from its static pod's: checked, never
+    // changed.
     if pod
         .pointer(&format!(
             "/metadata/annotations/{}",
@@ -39,7 +41,10 @@ pub fn admit(
         ))
         .is_some()
     {
-        return Ok(());
+        return pod
+            .get("spec")
+            .and_then(mirror_pod_refusal)
+            .map_or(Ok(()), |cause| Err(cause.to_string()));
     }
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return Ok(());
@@ -75,6 +80,77 @@ pub fn admit(
         spec.insert("imagePullSecrets".into(), Value::Array(names));
     }
     Ok(())
+}
+
+/// What `Validate` refuses in a mirror pod: an account, a secret, a token projection.
+fn mirror_pod_refusal(spec: &Value) -> Option<&'static str> {
+    let named =
+        |value: Option<&Value>| value.and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    if named(spec.get("serviceAccountName")) {
+        return Some("a mirror pod may not reference service accounts");
+    }
+    if references_a_secret(spec) {
+        return Some("a mirror pod may not reference secrets");
+    }
+    let token_projection = list(spec, "volumes")
+        .filter_map(|volume| volume.pointer("/projected/sources"))
+        .filter_map(Value::as_array)
+        .flatten()
+        .any(|source| {
+            source
+                .get("serviceAccountToken")
+                .is_some_and(|t| !t.is_null())
+        });
+    token_projection.then_some("a mirror pod may not use ServiceAccountToken volume projections")
+}
+
+/// `podutil.VisitPodSecretNames` finding a name: pull secrets, every container's env and
+/// envFrom, and the volume sources that name a secret.
+fn references_a_secret(spec: &Value) -> bool {
+    const VOLUME_SECRETS: [&str; 10] = [
+        "/azureFile/secretName",
+        "/cephfs/secretRef/name",
+        "/cinder/secretRef/name",
+        "/flexVolume/secretRef/name",
+        "/rbd/secretRef/name",
+        "/secret/secretName",
+        "/scaleIO/secretRef/name",
+        "/iscsi/secretRef/name",
+        "/storageos/secretRef/name",
+        "/csi/nodePublishSecretRef/name",
+    ];
+    let named =
+        |value: Option<&Value>| value.and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let containers = ["initContainers", "containers", "ephemeralContainers"]
+        .into_iter()
+        .flat_map(|field| list(spec, field));
+    let in_containers = containers.into_iter().any(|container| {
+        list(container, "envFrom").any(|from| named(from.pointer("/secretRef/name")))
+            || list(container, "env").any(|var| named(var.pointer("/valueFrom/secretKeyRef/name")))
+    });
+    let in_volumes = list(spec, "volumes").any(|volume| {
+        VOLUME_SECRETS
+            .iter()
+            .any(|pointer| named(volume.pointer(pointer)))
+            || volume
+                .pointer("/projected/sources")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|source| named(source.pointer("/secret/name")))
+    });
+    list(spec, "imagePullSecrets").any(|secret| named(secret.get("name")))
+        || in_containers
+        || in_volumes
+}
+
+/// The items of the array `object[field]` (none when absent).
+fn list<'a>(object: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
+    object
+        .get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
 }
 
 /// `shouldAutomount`: the pod's choice, else the account's, else yes.

@@ -110,6 +110,53 @@ fn a_missing_account_is_refused_and_a_mirror_pod_is_left_alone() {
 }
 
 #[test]
+fn a_mirror_pod_may_use_no_account_secret_or_token() {
+    let refusal = |spec: Value| {
+        let pod = json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "x"}},
+            "spec": spec});
+        admitted(pod, default_account()).err()
+    };
+    let accounts = "a mirror pod may not reference service accounts";
+    let secrets = "a mirror pod may not reference secrets";
+    let tokens = "a mirror pod may not use ServiceAccountToken volume projections";
+    for (spec, expected) in [
+        (json!({"serviceAccountName": "default"}), Some(accounts)),
+        (
+            json!({"imagePullSecrets": [{"name": "pull"}]}),
+            Some(secrets),
+        ),
+        (
+            json!({"ephemeralContainers": [{"name": "e", "envFrom": [{"secretRef": {"name": "s"}}]}]}),
+            Some(secrets),
+        ),
+        (
+            json!({"containers": [{"name": "c", "env": [{"name": "E",
+                "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}),
+            Some(secrets),
+        ),
+        (
+            json!({"volumes": [{"name": "v", "csi": {"driver": "d", "nodePublishSecretRef": {"name": "s"}}}]}),
+            Some(secrets),
+        ),
+        (
+            json!({"volumes": [{"name": "v", "projected": {"sources": [{"secret": {"name": "s"}}]}}]}),
+            Some(secrets),
+        ),
+        (
+            json!({"volumes": [{"name": "v", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token"}}]}}]}),
+            Some(tokens),
+        ),
+        (
+            json!({"imagePullSecrets": [{"name": ""}], "volumes": [{"name": "v", "configMap": {"name": "c"}}]}),
+            None,
+        ),
+    ] {
+        assert_eq!(refusal(spec.clone()).as_deref(), expected, "{spec}");
+    }
+}
+
+#[test]
 fn the_accounts_pull_secrets_are_given_to_a_pod_without_any() {
     let account = Some(Arc::new(
         json!({"metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]}),

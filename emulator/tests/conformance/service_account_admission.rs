@@ -1,6 +1,7 @@
 //! What every real cluster does to every pod and namespace: the ServiceAccount admission plugin
 //! runs a pod as `default` with the `kube-api-access-<suffix>` projected volume mounted in each
-//! container (unless automount is off), refuses an account that does not exist, and
+//! container (unless automount is off), refuses an account that does not exist, leaves a
+//! mirror pod as it is but refuses one that names an account, and
 //! kube-controller-manager's root-CA publisher keeps a `kube-root-ca.crt` ConfigMap in every
 //! namespace, putting it back when it is deleted.
 
@@ -145,4 +146,43 @@ async fn every_namespace_has_the_root_ca_config_map_and_gets_it_back_when_delete
     )
     .await;
     assert_eq!(again["data"], first["data"]);
+}
+
+#[tokio::test]
+async fn a_mirror_pod_is_not_changed_and_may_not_name_an_account() {
+    let cluster = Cluster::start().await;
+    let mirror = |name: &str, spec: Value| {
+        let mut pod = pod(name, spec);
+        pod["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "static"});
+        pod
+    };
+    let containers = json!([{"name": "c", "image": "busybox:1.36"}]);
+    let created = cluster
+        .post(
+            PODS,
+            &mirror(&unique("mirror"), json!({"containers": containers})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let spec = &created.body["spec"];
+    assert_eq!(
+        (spec.get("serviceAccountName"), spec.get("volumes")),
+        (None, None),
+        "{spec}"
+    );
+    let name = unique("mirror");
+    let refused = cluster
+        .post(
+            PODS,
+            &mirror(
+                &name,
+                json!({"serviceAccountName": "default", "containers": containers}),
+            ),
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{:?}", refused.body);
+    assert_eq!(
+        refused.body["message"],
+        format!("pods {name:?} is forbidden: a mirror pod may not reference service accounts")
+    );
 }
