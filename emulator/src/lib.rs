@@ -8,6 +8,9 @@
 //! - `select`: label and field selectors.
 //! - `http`: the actix-web front end (CRUD, watch, tables, discovery, auth, admin API).
 //! - `lifecycle`: the node-lifecycle controller loop.
+//! - `service_accounts`, `root_ca`: what every namespace has (the `default` ServiceAccount,
+//!   the `kube-root-ca.crt` ConfigMap), TokenRequest and the ServiceAccount admission plugin;
+//!   `namespace_controllers` puts those objects back when they are deleted.
 //! - `kubeconfig`: kubeconfig files for the emulator.
 //! - `request_log`: who made which request, in RBAC's terms (for tests deriving permissions).
 //!
@@ -19,8 +22,10 @@ mod api;
 mod http;
 pub mod kubeconfig;
 mod lifecycle;
+mod namespace_controllers;
 mod patch;
 mod request_log;
+mod root_ca;
 mod select;
 mod server;
 mod service_accounts;

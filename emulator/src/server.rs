@@ -75,6 +75,7 @@ impl Emulator {
                     message: e.message,
                 })?;
             crate::service_accounts::ensure_default(&store, namespace, SystemTime::now());
+            crate::root_ca::publish(&store, namespace, SystemTime::now());
         }
         let faults = FaultHandle::default();
         let requests = RequestLog::default();
@@ -99,7 +100,9 @@ impl Emulator {
             Arc::clone(&current),
             shutdown_rx.clone(),
         ));
-        // Ends when `shutdown` flips or its sender goes with the handle.
+        // These end when `shutdown` flips or its sender goes with the handle.
+        let _namespace_controllers =
+            crate::namespace_controllers::spawn(store.clone(), shutdown_rx.clone());
         let _attach_detach = config.attach_detach.enabled.then(|| {
             tokio::spawn(crate::lifecycle::attach_loop::run(
                 store.clone(),

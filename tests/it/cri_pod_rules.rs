@@ -2,11 +2,12 @@
 //! (the emulator, or a real cluster): an env var from a ConfigMap (and `$(VAR)` in the
 //! command) reaches the container, whose start is recorded as Pulled, Created and Started
 //! Events; a pod requesting more CPU than the Node has ends Failed with OutOfcpu and never
-//! reaches the runtime; a pod's configMap and emptyDir volumes are mounted in its container.
+//! reaches the runtime; a pod's configMap and emptyDir volumes are mounted in its container, and
+//! so is the service-account volume every pod is given, read-only.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use nodepulse_actors::ports::ContainerRuntime;
 use serde_json::json;
 
@@ -201,6 +202,59 @@ async fn a_pods_config_map_and_empty_dir_volumes_are_mounted_in_its_container() 
             read_in_container(&setup, &pod, "/scratch/cfg").await,
             "read-only\n"
         );
+    })
+    .await;
+}
+
+/// The volume every real pod is given (ServiceAccount admission) reaches its container where
+/// client libraries look for it, read-only: the namespace, the cluster CA of the namespace's
+/// `kube-root-ca.crt` and a token.
+#[actix_rt::test]
+async fn the_service_account_volume_is_mounted_read_only_where_clients_look_for_it() {
+    const DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let Some(setup) = Setup::start(
+        "the_service_account_volume_is_mounted_read_only_where_clients_look_for_it",
+        "cri-sa",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let name = format!("{}-sa", node.name);
+        let pod = run_pod(
+            &setup,
+            &name,
+            spec("Always", json!([shell("app", UNTIL_TERM)])),
+        )
+        .await;
+        assert_eq!(
+            read_in_container(&setup, &pod, &format!("{DIR}/namespace")).await,
+            NAMESPACE
+        );
+        let root_ca = kube::Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
+            .get("kube-root-ca.crt")
+            .await
+            .expect("the namespace's root CA ConfigMap");
+        let ca = root_ca.data.as_ref().and_then(|data| data.get("ca.crt"));
+        assert_eq!(
+            Some(&read_in_container(&setup, &pod, &format!("{DIR}/ca.crt")).await),
+            ca
+        );
+        let token = read_in_container(&setup, &pod, &format!("{DIR}/token")).await;
+        assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+        let write = setup
+            .fixture
+            .client
+            .exec_sync(
+                runtime_id(&app(&pod)),
+                vec!["touch".into(), format!("{DIR}/written")],
+                Duration::from_secs(10),
+            )
+            .await
+            .expect("ExecSync");
+        assert_ne!(write.exit_code, 0, "the mount is read-only");
     })
     .await;
 }

@@ -2,7 +2,8 @@
 //! endpoint warns when bound beyond loopback; the fault-injection token (and near misses of
 //! it) never reaches the logs, even at debug level; and under the emulator's node-restriction
 //! mode, with only a node's own identity, the whole daemon — killed actors included — writes
-//! nothing but its own Node, its own Lease, Events and the pods bound to it.
+//! nothing but its own Node, its own Lease, Events, the pods bound to it and the token of the
+//! ServiceAccount its pod runs as.
 
 use crate::common;
 
@@ -167,6 +168,9 @@ async fn under_node_restriction_the_daemon_writes_only_its_own_objects() {
             ("nodes", "", node) => node == name || node.is_empty(),
             ("leases", "kube-node-lease", lease) => lease == name || lease.is_empty(),
             ("pods", "default", pod) => pod == mine,
+            // The token of the ServiceAccount its pod runs as, for the pod's API access volume
+            // (a real cluster's Node authorizer allows it for pods bound to the node only).
+            ("serviceaccounts", "default", "default") => request.subresource == "token",
             ("events", _, _) => true,
             _ => false,
         };

@@ -2,7 +2,8 @@
 //! server (the emulator, or unchanged a real cluster with NODEPULSE_TEST_KUBECONFIG): every
 //! type's files byte for byte with their modes under `<rootDir>/pods/<uid>/volumes`, a
 //! ConfigMap update reaching its file within one sync period, a missing ConfigMap giving the
-//! kubelet's FailedMount event and the pod recovering by itself, a deleted pod leaving nothing,
+//! kubelet's FailedMount event and the pod recovering by itself, the service-account volume
+//! every pod is given set up with its token, CA and namespace, a deleted pod leaving nothing,
 //! and the volume manager killed in every mode mid-mount, then the node restarted with its pods
 //! running: nothing set up twice, nothing leaked.
 
@@ -240,6 +241,56 @@ async fn each_volume_type_is_written_byte_for_byte_with_its_modes() {
         );
         assert!(tmpfs(dir("projected", "proj")));
         assert!(!tmpfs(dir("configmap", "all")), "a configMap is on disk");
+    }
+    stop(supervisor).await;
+}
+
+/// The volume kube-apiserver's ServiceAccount admission gives every pod (`kube-api-access-*`,
+/// mounted in every container): a bound token, the cluster CA from the namespace's
+/// `kube-root-ca.crt` ConfigMap and the namespace, files of mode 0644 on a tmpfs.
+#[actix_rt::test]
+async fn the_service_account_volume_every_pod_gets_holds_a_token_the_cluster_ca_and_its_namespace()
+{
+    let cluster = TestCluster::start().await;
+    let (supervisor, node, root) = volume_node(&cluster, "vol-sa").await;
+    let name = format!("{node}-pod");
+    let pod = create(&cluster.client, &pod_with_volumes(&name, &node, json!([]))).await;
+    let spec = pod.spec.clone().expect("a spec");
+    let volume = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name.starts_with("kube-api-access-"))
+        .unwrap_or_else(|| panic!("the admitted pod has the API access volume: {spec:?}"))
+        .name
+        .clone();
+    running(&cluster, &name).await;
+    let dir = volume_dir(root.path(), &uid(&pod), "projected", &volume);
+    let root_ca = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
+        .get("kube-root-ca.crt")
+        .await
+        .expect("the namespace's root CA ConfigMap");
+    let ca = root_ca
+        .data
+        .as_ref()
+        .and_then(|data| data.get("ca.crt"))
+        .expect("ca.crt");
+    assert_eq!(read(&dir.join("ca.crt")), ca.as_bytes());
+    assert_eq!(read(&dir.join("namespace")), NAMESPACE.as_bytes());
+    let token = String::from_utf8(read(&dir.join("token"))).expect("a text token");
+    assert_eq!(
+        token.split('.').count(),
+        3,
+        "a JWT from TokenRequest: {token}"
+    );
+    for file in ["ca.crt", "namespace", "token"] {
+        assert_eq!(mode(&dir.join(file)), 0o644, "{file}: defaultMode 420");
+    }
+    if nodepulse::volume::host::probe_tmpfs().is_none() {
+        assert!(
+            nodepulse::volume::mount::is_tmpfs_mount_point(&dir).expect("stat the volume"),
+            "a token volume is on a tmpfs"
+        );
     }
     stop(supervisor).await;
 }

@@ -39,6 +39,15 @@ impl FieldError {
         }
     }
 
+    /// `field.TooLong`: `Too long: may not be more than <max> bytes` (the value is omitted).
+    pub fn too_long(field: &str, max: usize) -> Self {
+        FieldError {
+            reason: "FieldValueTooLong",
+            field: field.to_string(),
+            message: format!("Too long: may not be more than {max} bytes"),
+        }
+    }
+
     /// `Forbidden: <detail>`.
     pub fn forbidden(field: &str, detail: &str) -> Self {
         FieldError {

@@ -150,8 +150,11 @@ pub fn create(req: &Request<'_>, now: SystemTime) -> Result<HttpResponse, ApiErr
     req.authorize(None, Some(&object))?;
     let created = req.state.store.create(resource, object, now)?;
     if resource.stored == crate::api::StoredKind::Namespace {
-        // kube-controller-manager's service-account controller follows at once.
-        crate::service_accounts::ensure_default(&req.state.store, meta_str(&created, "name"), now);
+        // kube-controller-manager's service-account controller and root-CA publisher follow
+        // at once.
+        let namespace = meta_str(&created, "name");
+        crate::service_accounts::ensure_default(&req.state.store, namespace, now);
+        crate::root_ca::publish(&req.state.store, namespace, now);
     }
     tracing::debug!(
         resource = resource.plural,

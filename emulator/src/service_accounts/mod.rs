@@ -1,7 +1,9 @@
 //! ServiceAccounts as a cluster has them: the `default` ServiceAccount kube-controller-manager's
-//! service-account controller creates in every namespace, and the `token` subresource
-//! (TokenRequest) kube-apiserver serves for them.
+//! service-account controller creates in every namespace, the `token` subresource
+//! (TokenRequest) kube-apiserver serves for them, and the admission plugin that makes every pod
+//! run as one.
 
+pub mod admission;
 mod token;
 
 use std::time::SystemTime;
@@ -22,7 +24,8 @@ pub fn ensure_default(store: &Store, namespace: &str, now: SystemTime) {
     let account = json!({"metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}});
     match store.create(&SERVICE_ACCOUNTS, account, now) {
         Ok(_) => {}
-        Err(error) if error.code == 409 => {}
+        // There already, or gone with its namespace.
+        Err(error) if matches!(error.code, 404 | 409) => {}
         Err(error) => {
             tracing::warn!(namespace, message = %error.message, "cannot create the default ServiceAccount");
         }

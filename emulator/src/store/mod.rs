@@ -156,16 +156,8 @@ impl Store {
             }
         }
         let name = meta_str(&object, "name").to_string();
-        // Mutating admission runs before validation.
-        if resource.stored == StoredKind::Pod
-            && let Some(cause) = pod_defaults::priority_refusal(&object)
-        {
-            return Err(ApiError::forbidden(resource, &name, &cause));
-        }
-        let errors = strategy::validate_create(resource, &object);
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(resource, &name, &errors));
-        }
+        // Admission runs before validation, NamespaceLifecycle first, then ServiceAccount and
+        // Priority.
         if resource.namespaced {
             let ns_key = ObjectKey::new("", namespace.as_str());
             if inner
@@ -176,6 +168,31 @@ impl Store {
             {
                 return Err(ApiError::namespace_not_found(&namespace));
             }
+        }
+        if resource.stored == StoredKind::Pod {
+            if let Some(pod) = object.as_object_mut() {
+                pod_defaults::alias_service_account(pod);
+            }
+            let accounts = inner.objects.get(&StoredKind::ServiceAccount);
+            let account = |account: &str| {
+                accounts?
+                    .get(&ObjectKey::new(namespace.as_str(), account))
+                    .cloned()
+            };
+            crate::service_accounts::admission::admit(
+                &mut object,
+                &namespace,
+                account,
+                random_suffix,
+            )
+            .map_err(|cause| ApiError::forbidden(resource, &name, &cause))?;
+            if let Some(cause) = pod_defaults::priority_refusal(&object) {
+                return Err(ApiError::forbidden(resource, &name, &cause));
+            }
+        }
+        let errors = strategy::validate_create(resource, &object);
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(resource, &name, &errors));
         }
         let key = ObjectKey::new(namespace, name.as_str());
         if inner
@@ -298,6 +315,12 @@ impl Store {
         })
     }
 
+    /// Every change from now on, of every kind (a controller's view; lagging behind is the
+    /// receiver's error to handle).
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.changes.subscribe()
+    }
+
     /// Records a change: bumps the revision, stamps it on the object, updates the map, appends
     /// to history and notifies watchers, all under the caller's lock.
     fn commit(
@@ -410,7 +433,7 @@ fn new_uid() -> String {
 }
 
 /// The five-character suffix `generateName` gets (apiserver's `SimpleNameGenerator` alphabet).
-fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     (0..5)
         .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)

@@ -48,6 +48,31 @@ pub fn prepare_pod(pod: &mut Map<String, Value>) {
     );
 }
 
+/// The v1 `serviceAccount` alias of `serviceAccountName` (`Convert_v1_PodSpec_To_core_PodSpec`
+/// and back): a pod naming only the alias runs as it, and the alias always reads back as the
+/// name (both absent when empty, Go's `omitempty`).
+pub fn alias_service_account(pod: &mut Map<String, Value>) {
+    let Some(Value::Object(spec)) = pod.get_mut("spec") else {
+        return;
+    };
+    let named = |field: &str| {
+        spec.get(field)
+            .and_then(Value::as_str)
+            .filter(|name| !name.is_empty())
+            .map(str::to_string)
+    };
+    match named("serviceAccountName").or_else(|| named("serviceAccount")) {
+        Some(name) => {
+            spec.insert("serviceAccountName".into(), json!(name));
+            spec.insert("serviceAccount".into(), json!(name));
+        }
+        None => {
+            spec.remove("serviceAccountName");
+            spec.remove("serviceAccount");
+        }
+    }
+}
+
 /// The Priority admission plugin on update: a spec without priority or preemption policy keeps
 /// the ones the pod was admitted with.
 pub fn keep_admitted_priority(old: &Value, new: &mut Map<String, Value>) {

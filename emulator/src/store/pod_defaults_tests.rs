@@ -169,3 +169,27 @@ fn default_toleration_seconds_adds_not_ready_and_unreachable_unless_tolerated() 
     let pod = prepared(json!({"spec": {"tolerations": [everything.clone()]}}));
     assert_eq!(pod["spec"]["tolerations"], json!([everything]));
 }
+
+#[test]
+fn the_service_account_alias_follows_the_name_and_fills_it_when_alone() {
+    let aliased = |spec: Value| {
+        let mut pod = json!({"spec": spec});
+        if let Some(map) = pod.as_object_mut() {
+            alias_service_account(map);
+        }
+        pod["spec"].clone()
+    };
+    assert_eq!(
+        aliased(json!({"serviceAccount": "robot"})),
+        json!({"serviceAccountName": "robot", "serviceAccount": "robot"})
+    );
+    assert_eq!(
+        aliased(json!({"serviceAccountName": "new", "serviceAccount": "old"})),
+        json!({"serviceAccountName": "new", "serviceAccount": "new"}),
+        "the name wins"
+    );
+    assert_eq!(
+        aliased(json!({"serviceAccountName": "", "serviceAccount": ""})),
+        json!({})
+    );
+}

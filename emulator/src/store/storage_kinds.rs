@@ -1,11 +1,12 @@
 //! kube-apiserver's create defaulting and validation for the storage kinds the volume tests use:
 //! PersistentVolume and PersistentVolumeClaim (core v1), CSIDriver, CSINode and
-//! VolumeAttachment (storage.k8s.io/v1). Only the rules and texts those tests touch; pure
-//! functions over JSON objects, called by the store's strategy.
+//! VolumeAttachment (storage.k8s.io/v1): required fields, CSI driver names, a VolumeAttachment's
+//! immutable spec. Only the rules and texts those tests touch; pure functions over JSON
+//! objects, called by the store's strategy.
 
 use serde_json::{Map, Value, json};
 
-use super::strategy::object_entry;
+use super::strategy::{dns1123_subdomain_problems, object_entry};
 use crate::api::{FieldError, StoredKind};
 
 /// Defaulting and `PrepareForCreate` of a new storage object.
@@ -69,9 +70,7 @@ pub fn validate(kind: StoredKind, object: &Value, errors: &mut Vec<FieldError>) 
                 errors.push(FieldError::required("spec.capacity", ""));
             }
             if object.pointer("/spec/csi").is_some() {
-                if text("/spec/csi/driver").is_empty() {
-                    errors.push(FieldError::required("spec.csi.driver", ""));
-                }
+                csi_driver_name(text("/spec/csi/driver"), "spec.csi.driver", errors);
                 if text("/spec/csi/volumeHandle").is_empty() {
                     errors.push(FieldError::required("spec.csi.volumeHandle", ""));
                 }
@@ -101,28 +100,22 @@ pub fn validate(kind: StoredKind, object: &Value, errors: &mut Vec<FieldError>) 
                 .cloned()
                 .unwrap_or_default();
             for (index, driver) in drivers.iter().enumerate() {
-                for field in ["name", "nodeID"] {
-                    if driver
-                        .get(field)
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .is_empty()
-                    {
-                        errors.push(FieldError::required(
-                            &format!("spec.drivers[{index}].{field}"),
-                            "",
-                        ));
-                    }
+                let field = |name: &str| driver.get(name).and_then(Value::as_str).unwrap_or("");
+                csi_driver_name(
+                    field("name"),
+                    &format!("spec.drivers[{index}].name"),
+                    errors,
+                );
+                if field("nodeID").is_empty() {
+                    errors.push(FieldError::required(
+                        &format!("spec.drivers[{index}].nodeID"),
+                        "",
+                    ));
                 }
             }
         }
         StoredKind::VolumeAttachment => {
-            if text("/spec/attacher").is_empty() {
-                errors.push(FieldError::required("spec.attacher", ""));
-            }
-            if text("/spec/nodeName").is_empty() {
-                errors.push(FieldError::required("spec.nodeName", ""));
-            }
+            csi_driver_name(text("/spec/attacher"), "spec.attacher", errors);
             let pv = !text("/spec/source/persistentVolumeName").is_empty();
             let inline = !missing("/spec/source/inlineVolumeSpec");
             if pv == inline {
@@ -131,8 +124,60 @@ pub fn validate(kind: StoredKind, object: &Value, errors: &mut Vec<FieldError>) 
                     "must specify exactly one of inlineVolumeSpec and persistentVolumeName",
                 ));
             }
+            // `ValidateNodeName`: a DNS subdomain, so an empty name is invalid, not required.
+            let node = text("/spec/nodeName");
+            for problem in dns1123_subdomain_problems(node) {
+                errors.push(FieldError::invalid("spec.nodeName", &json!(node), problem));
+            }
         }
         _ => {}
+    }
+}
+
+/// `ValidateVolumeAttachmentUpdate` beyond what [`validate`] checks: the spec never changes.
+pub fn validate_update(kind: StoredKind, old: &Value, new: &Value, errors: &mut Vec<FieldError>) {
+    if kind == StoredKind::VolumeAttachment && old.get("spec") != new.get("spec") {
+        let spec = new.get("spec").cloned().unwrap_or_else(|| json!({}));
+        errors.push(FieldError::invalid_shown(
+            "spec",
+            &internal_attachment_spec(&spec),
+            "field is immutable",
+        ));
+    }
+}
+
+/// The spec as kube-apiserver prints the bad value: `json.Marshal` of the internal
+/// `storage.VolumeAttachmentSpec`, whose fields have no JSON tags (Go names, declaration
+/// order). An inline volume spec is shown in its v1 form.
+fn internal_attachment_spec(spec: &Value) -> String {
+    let text = |pointer: &str| json!(spec.pointer(pointer).and_then(Value::as_str).unwrap_or(""));
+    let volume = spec
+        .pointer("/source/persistentVolumeName")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let inline = spec
+        .pointer("/source/inlineVolumeSpec")
+        .cloned()
+        .unwrap_or(Value::Null);
+    format!(
+        "{{\"Attacher\":{},\"Source\":{{\"PersistentVolumeName\":{volume},\"InlineVolumeSpec\":{inline}}},\"NodeName\":{}}}",
+        text("/attacher"),
+        text("/nodeName"),
+    )
+}
+
+/// `ValidateCSIDriverName`: required, at most 63 bytes, and a DNS subdomain once lowercased
+/// (the bad value shown as given).
+fn csi_driver_name(name: &str, field: &str, errors: &mut Vec<FieldError>) {
+    if name.is_empty() {
+        errors.push(FieldError::required(field, ""));
+        return;
+    }
+    if name.len() > 63 {
+        errors.push(FieldError::too_long(field, 63));
+    }
+    for problem in dns1123_subdomain_problems(&name.to_lowercase()) {
+        errors.push(FieldError::invalid(field, &json!(name), problem));
     }
 }
 

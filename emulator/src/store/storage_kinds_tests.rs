@@ -90,7 +90,7 @@ fn volumes_and_claims_without_their_required_fields_are_invalid() {
 }
 
 #[test]
-fn a_volume_attachment_needs_attacher_node_and_exactly_one_source() {
+fn a_volume_attachment_needs_attacher_source_and_a_node_name_in_that_order() {
     let mut attachment = json!({"metadata": {"name": "csi-abc"}, "spec": {
         "attacher": "d", "nodeName": "n", "source": {"persistentVolumeName": "pv-1"}},
         "status": {"attached": true}});
@@ -106,8 +106,8 @@ fn a_volume_attachment_needs_attacher_node_and_exactly_one_source() {
         messages(&validate_create(&VOLUME_ATTACHMENTS, &empty)),
         [
             "spec.attacher: Required value",
-            "spec.nodeName: Required value",
             "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName",
+            "spec.nodeName: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
         ]
     );
 }

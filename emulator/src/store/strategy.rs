@@ -110,6 +110,7 @@ pub fn prepare_for_update(
     }
     if resource.stored == StoredKind::Pod {
         super::pod_defaults::keep_admitted_priority(old, map);
+        super::pod_defaults::alias_service_account(map);
     }
     if resource.stored == StoredKind::Secret {
         super::config_data::prepare_secret(map);
@@ -206,6 +207,7 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
         validate_lease_spec(new, &mut errors);
     }
     super::storage_kinds::validate(resource.stored, new, &mut errors);
+    super::storage_kinds::validate_update(resource.stored, old, new, &mut errors);
     if matches!(resource.stored, StoredKind::ConfigMap | StoredKind::Secret) {
         super::config_data::validate_keys(resource.stored, new, &mut errors);
         super::config_data::validate_immutable(resource.stored, old, new, &mut errors);
@@ -218,8 +220,27 @@ fn name_problem(resource: &ApiResource, name: &str) -> Option<String> {
         let ok = name.len() <= 63 && is_label(name);
         return (!ok).then(|| "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
     }
-    let ok = name.len() <= 253 && name.split('.').all(is_label);
-    (!ok).then(|| "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string())
+    let ok = name.len() <= 253 && is_subdomain(name);
+    (!ok).then(|| DNS1123_SUBDOMAIN_MESSAGE.to_string())
+}
+
+/// `validation.IsDNS1123Subdomain`'s regex error.
+const DNS1123_SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/// `validation.IsDNS1123Subdomain`: what is wrong with `value` as a DNS subdomain, in order.
+pub fn dns1123_subdomain_problems(value: &str) -> Vec<&'static str> {
+    let mut problems = Vec::new();
+    if value.len() > 253 {
+        problems.push("must be no more than 253 characters");
+    }
+    if !is_subdomain(value) {
+        problems.push(DNS1123_SUBDOMAIN_MESSAGE);
+    }
+    problems
+}
+
+fn is_subdomain(value: &str) -> bool {
+    value.split('.').all(is_label)
 }
 
 fn is_label(part: &str) -> bool {

@@ -16,6 +16,7 @@ fn store_with_default_namespace() -> Store {
     store
         .create(&NAMESPACES, json!({"metadata": {"name": "default"}}), now())
         .expect("namespace");
+    crate::service_accounts::ensure_default(&store, "default", now());
     store
 }
 
@@ -59,6 +60,55 @@ fn duplicate_names_and_missing_namespaces_are_rejected() {
         (err.code, err.message.as_str()),
         (404, "namespaces \"nope\" not found")
     );
+}
+
+/// The ServiceAccount admission plugin, behind NamespaceLifecycle: a pod runs as an account
+/// that exists (else 403), named by `serviceAccountName` or the v1 alias `serviceAccount`.
+#[test]
+fn a_pod_is_admitted_only_as_an_existing_service_account() {
+    let store = store_with_default_namespace();
+    let pod = |name: &str, spec: Value| {
+        let mut spec = spec;
+        spec["containers"] = json!([{"name": "c", "image": "i"}]);
+        json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+    };
+    let created = store
+        .create(&PODS, pod("p1", json!({})), now())
+        .expect("create");
+    assert_eq!(
+        (
+            &created["spec"]["serviceAccountName"],
+            &created["spec"]["serviceAccount"]
+        ),
+        (&json!("default"), &json!("default"))
+    );
+    let err = store
+        .create(&PODS, pod("p2", json!({"serviceAccount": "robot"})), now())
+        .expect_err("no such account");
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            403,
+            "pods \"p2\" is forbidden: error looking up service account default/robot: serviceaccount \"robot\" not found"
+        )
+    );
+    let mut missing_namespace = pod("p3", json!({"serviceAccountName": "robot"}));
+    missing_namespace["metadata"]["namespace"] = json!("nope");
+    let err = store
+        .create(&PODS, missing_namespace, now())
+        .expect_err("no namespace");
+    assert_eq!(err.code, 404, "NamespaceLifecycle admits first: {err}");
+    store
+        .create(
+            &crate::api::resource::SERVICE_ACCOUNTS,
+            json!({"metadata": {"name": "robot", "namespace": "default"}}),
+            now(),
+        )
+        .expect("account");
+    let created = store
+        .create(&PODS, pod("p4", json!({"serviceAccount": "robot"})), now())
+        .expect("create");
+    assert_eq!(created["spec"]["serviceAccountName"], "robot");
 }
 
 #[test]

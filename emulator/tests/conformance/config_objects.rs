@@ -1,6 +1,7 @@
 //! ConfigMaps, Secrets and ServiceAccounts as kube-apiserver serves them to a volume manager:
 //! 404 texts, a Secret's `stringData` folded into `data`, `immutable`, the `default`
-//! ServiceAccount of every namespace, and TokenRequest's defaults and bound-pod checks.
+//! ServiceAccount of every namespace (made again when deleted), and TokenRequest's defaults and
+//! bound-pod checks.
 
 use serde_json::json;
 
@@ -95,6 +96,43 @@ async fn every_namespace_has_a_default_service_account() {
     )
     .await;
     assert_eq!(found["metadata"]["name"], "default");
+}
+
+/// kube-controller-manager's service-account controller makes a deleted `default` again (in a
+/// namespace of the test's own, so no other pod misses it meanwhile).
+#[tokio::test]
+async fn a_deleted_default_service_account_comes_back() {
+    let cluster = Cluster::start().await;
+    let namespace = unique("sa");
+    let created = cluster
+        .post(
+            "/api/v1/namespaces",
+            &json!({"metadata": {"name": namespace}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let path = format!("/api/v1/namespaces/{namespace}/serviceaccounts/default");
+    let uid = |body: &serde_json::Value| body["metadata"]["uid"].as_str().map(str::to_string);
+    let first = crate::common::eventually(
+        "the default ServiceAccount",
+        std::time::Duration::from_secs(30),
+        || async {
+            let reply = cluster.get(&path).await;
+            (reply.status == 200).then_some(reply.body)
+        },
+    )
+    .await;
+    let deleted = cluster.delete(&path, None).await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    crate::common::eventually(
+        "the default ServiceAccount again",
+        std::time::Duration::from_secs(30),
+        || async {
+            let reply = cluster.get(&path).await;
+            (reply.status == 200 && uid(&reply.body) != uid(&first)).then_some(())
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

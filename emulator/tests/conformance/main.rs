@@ -17,6 +17,7 @@ mod lifecycle;
 mod patches;
 mod pod_defaults;
 mod selectors;
+mod service_account_admission;
 mod storage;
 mod subresources;
 mod update;

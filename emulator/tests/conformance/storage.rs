@@ -1,7 +1,8 @@
 //! The storage kinds the volume manager and the attach/detach handshake use, as kube-apiserver
 //! serves them: discovery lists them, CSIDriver's defaults, PersistentVolumes and claims start
-//! Pending, a VolumeAttachment starts unattached and only `/status` attaches it, and objects
-//! missing required fields are 422 with the API server's causes.
+//! Pending, a VolumeAttachment starts unattached, only `/status` attaches it and its spec never
+//! changes, CSI driver names are DNS subdomains, and objects missing required fields are 422
+//! with the API server's causes.
 
 use serde_json::{Value, json};
 
@@ -186,11 +187,144 @@ async fn storage_objects_missing_required_fields_are_invalid() {
     let attachment_causes = causes(&attachment.body);
     for expected in [
         "spec.attacher: Required value",
-        "spec.nodeName: Required value",
+        "spec.nodeName: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
     ] {
         assert!(
             attachment_causes.iter().any(|cause| cause == expected),
             "{expected} in {attachment_causes:?}"
         );
     }
+}
+
+/// `ValidateVolumeAttachmentUpdate`: a PUT or a patch that changes the spec is 422 on `spec`,
+/// the bad value printed as the internal Go struct; other fields still change.
+#[tokio::test]
+async fn a_volume_attachments_spec_is_immutable() {
+    let cluster = Cluster::start().await;
+    let name = unique("immutable");
+    let (node, volume) = (unique("nonode"), unique("nopv"));
+    let created = cluster
+        .post(
+            ATTACHMENTS,
+            &json!({"metadata": {"name": name}, "spec": {"attacher": "csi.example.com",
+                "nodeName": node, "source": {"persistentVolumeName": volume}}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let path = format!("{ATTACHMENTS}/{name}");
+    let mut moved = created.body.clone();
+    moved["spec"]["nodeName"] = json!("np-elsewhere");
+    let put = cluster.put(&path, &moved).await;
+    assert_eq!(
+        (put.status, put.body["reason"].as_str()),
+        (422, Some("Invalid")),
+        "{:?}",
+        put.body
+    );
+    let shown = format!(
+        "{{\"Attacher\":\"csi.example.com\",\"Source\":{{\"PersistentVolumeName\":\"{volume}\",\"InlineVolumeSpec\":null}},\"NodeName\":\"np-elsewhere\"}}"
+    );
+    assert_eq!(
+        put.body["message"],
+        format!(
+            "VolumeAttachment.storage.k8s.io {name:?} is invalid: spec: Invalid value: {shown}: field is immutable"
+        )
+    );
+    assert_eq!(
+        put.body["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "field": "spec",
+            "message": format!("Invalid value: {shown}: field is immutable")}])
+    );
+    let patched = cluster
+        .patch(
+            &path,
+            MERGE,
+            &json!({"spec": {"attacher": "other.example.com"}}),
+        )
+        .await;
+    assert_eq!(patched.status, 422, "{:?}", patched.body);
+    assert_eq!(causes(&patched.body).len(), 1, "{:?}", patched.body);
+    let labelled = cluster
+        .patch(&path, MERGE, &json!({"metadata": {"labels": {"a": "b"}}}))
+        .await;
+    assert_eq!(labelled.status, 200, "{:?}", labelled.body);
+    assert_eq!(labelled.body["spec"], created.body["spec"]);
+}
+
+/// `ValidateCSIDriverName` on a VolumeAttachment's attacher, a CSINode's drivers and a
+/// PersistentVolume's CSI driver: required, at most 63 bytes, a DNS subdomain once lowercased;
+/// a CSIDriver's name is a DNS subdomain.
+#[tokio::test]
+async fn csi_driver_names_must_be_dns_subdomains() {
+    const SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    let cluster = Cluster::start().await;
+    let attachment = |attacher: &str| {
+        json!({"metadata": {"name": unique("drivername")}, "spec": {"attacher": attacher,
+            "nodeName": unique("nonode"), "source": {"persistentVolumeName": unique("nopv")}}})
+    };
+    let refused = cluster.post(ATTACHMENTS, &attachment("csi_example")).await;
+    assert_eq!(refused.status, 422, "{:?}", refused.body);
+    assert_eq!(
+        causes(&refused.body),
+        [format!(
+            "spec.attacher: Invalid value: \"csi_example\": {SUBDOMAIN}"
+        )]
+    );
+    let long = format!("{}.example.com", "d".repeat(52));
+    let refused = cluster.post(ATTACHMENTS, &attachment(&long)).await;
+    assert_eq!(
+        causes(&refused.body),
+        ["spec.attacher: Too long: may not be more than 63 bytes"],
+        "{:?}",
+        refused.body
+    );
+    let upper = cluster
+        .post(ATTACHMENTS, &attachment("CSI.Example.COM"))
+        .await;
+    assert_eq!(upper.status, 201, "checked lowercased: {:?}", upper.body);
+
+    let node = cluster
+        .post(
+            "/apis/storage.k8s.io/v1/csinodes",
+            &json!({"metadata": {"name": unique("csinode")}, "spec": {"drivers": [
+                {"name": "-csi.example.com", "nodeID": "n"}]}}),
+        )
+        .await;
+    assert_eq!(
+        causes(&node.body),
+        [format!(
+            "spec.drivers[0].name: Invalid value: \"-csi.example.com\": {SUBDOMAIN}"
+        )],
+        "{:?}",
+        node.body
+    );
+    let volume = cluster
+        .post(
+            PVS,
+            &json!({"metadata": {"name": unique("pv")}, "spec": {"accessModes": ["ReadWriteOnce"],
+                "capacity": {"storage": "1Gi"}, "csi": {"driver": "csi example", "volumeHandle": "h"}}}),
+        )
+        .await;
+    assert_eq!(
+        causes(&volume.body),
+        [format!(
+            "spec.csi.driver: Invalid value: \"csi example\": {SUBDOMAIN}"
+        )],
+        "{:?}",
+        volume.body
+    );
+    let driver = cluster
+        .post(
+            CSI_DRIVERS,
+            &json!({"metadata": {"name": "Csi.Example.com"}, "spec": {}}),
+        )
+        .await;
+    assert_eq!(
+        causes(&driver.body),
+        [format!(
+            "metadata.name: Invalid value: \"Csi.Example.com\": {SUBDOMAIN}"
+        )],
+        "{:?}",
+        driver.body
+    );
 }
