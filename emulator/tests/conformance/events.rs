@@ -125,7 +125,11 @@ async fn event_count_is_patched_in_place_and_a_missing_event_is_not_found() {
     assert_eq!(created.status, 201, "{:?}", created.body);
     let patch = json!({"count": 2, "lastTimestamp": "2026-01-01T00:05:00Z", "message": "again"});
     let patched = cluster
-        .patch(&format!("{path}/{name}"), "application/strategic-merge-patch+json", &patch)
+        .patch(
+            &format!("{path}/{name}"),
+            "application/strategic-merge-patch+json",
+            &patch,
+        )
         .await;
     assert_eq!(patched.status, 200, "{:?}", patched.body);
     for (field, expected) in [
@@ -135,14 +139,23 @@ async fn event_count_is_patched_in_place_and_a_missing_event_is_not_found() {
         ("message", json!("again")),
         ("reason", json!("Rebooted")),
     ] {
-        assert_eq!(patched.body.get(field), Some(&expected), "{field}: {:?}", patched.body);
+        assert_eq!(
+            patched.body.get(field),
+            Some(&expected),
+            "{field}: {:?}",
+            patched.body
+        );
     }
     assert_ne!(
         patched.body["metadata"]["resourceVersion"], created.body["metadata"]["resourceVersion"],
         "a PATCH that changes the Event writes a new resourceVersion"
     );
     let missing = cluster
-        .patch(&format!("{path}/{}", unique("evgone")), "application/strategic-merge-patch+json", &patch)
+        .patch(
+            &format!("{path}/{}", unique("evgone")),
+            "application/strategic-merge-patch+json",
+            &patch,
+        )
         .await;
     assert_eq!(missing.status, 404, "{:?}", missing.body);
     assert_eq!(missing.body["reason"], "NotFound", "{:?}", missing.body);
