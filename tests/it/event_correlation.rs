@@ -1,21 +1,29 @@
 //! Events recorded through the kube-rs adapter fold as client-go's recorder folds them (the
 //! emulator, or a real cluster with NODEPULSE_TEST_KUBECONFIG): a repeated Event is one object
 //! whose `count` grows, also after someone deleted it, and similar Events (one reason, other
-//! messages) become one `(combined from similar events)` Event. Only nodepulse writes Events
-//! about the test's uniquely named Node.
+//! messages) become one `(combined from similar events)` Event; a crash-looping pod on
+//! containerd has one Event object per reason. Only nodepulse writes Events about the test's
+//! uniquely named Node and pod.
 
 use crate::common;
 
 use std::sync::Arc;
 
-use common::cluster::{TestCluster, unique_node_name};
-use k8s_openapi::api::core::v1::Event;
+use common::{
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
+    pods::wait_pod,
+};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::{
     Api,
     api::{DeleteParams, ListParams},
 };
 use nodepulse::{config::Config, kube_api::KubeApi};
 use nodepulse_actors::ports::{NodeApi, NodeEvent};
+use serde_json::json;
+
+use crate::cri_pods::{Setup, app, create_pod, shell, spec};
 
 async fn connect(cluster: &TestCluster) -> Arc<KubeApi> {
     KubeApi::connect(
@@ -112,4 +120,53 @@ async fn similar_events_are_combined_into_one_aggregate_event() {
         combined[0].message.as_deref(),
         Some("(combined from similar events): attempt 10 failed")
     );
+}
+
+/// nodepulse's Events about this very pod (its UID) with `reason`.
+async fn pod_events(cluster: &TestCluster, pod: &Pod, reason: &str) -> Vec<Event> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let about = ListParams::default().fields(&format!(
+        "involvedObject.name={name},reason={reason},source=nodepulse"
+    ));
+    let events = Api::<Event>::namespaced(cluster.client.clone(), "default")
+        .list(&about)
+        .await
+        .expect("events listed");
+    (events.items.into_iter())
+        .filter(|event| event.involved_object.uid == pod.metadata.uid)
+        .collect()
+}
+
+#[actix_rt::test]
+async fn a_crash_looping_pod_has_one_event_object_per_reason() {
+    let test = "a_crash_looping_pod_has_one_event_object_per_reason";
+    let Some(Setup {
+        node,
+        fixture: _fixture,
+        cluster,
+    }) = Setup::start(test, "cri-evfold").await
+    else {
+        return;
+    };
+    node.guard(async {
+        let name = format!("{}-crash", node.name);
+        let crashing = spec("Always", json!([shell("app", "exit 1")]));
+        create_pod(&cluster, &node.name, &name, crashing).await;
+        let pod = wait_pod(&cluster.client, "default", &name, "restarted", |pod| {
+            app(pod).restart_count >= 1
+        })
+        .await;
+        eventually_async("two Starts of the container recorded", || async {
+            let started = pod_events(&cluster, &pod, "Started").await;
+            started.iter().filter_map(|e| e.count).sum::<i32>() >= 2
+        })
+        .await;
+        for reason in ["Pulled", "Created", "Started"] {
+            let events = pod_events(&cluster, &pod, reason).await;
+            assert_eq!(events.len(), 1, "{reason}: {:?}", summary(&events));
+        }
+        let started = pod_events(&cluster, &pod, "Started").await;
+        assert!(started[0].count >= Some(2), "{:?}", summary(&started));
+    })
+    .await;
 }
