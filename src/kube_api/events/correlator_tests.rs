@@ -87,6 +87,10 @@ fn play(
     correlator.correlate(at(now, new), now)
 }
 
+/// A case of `TestEventCorrelator`: its name, the Events before, the new one, the seconds
+/// between them, and the new one's (count, message), or `None` when dropped as spam.
+type Case<'a> = (&'a str, Vec<Event>, Event, i64, Option<(i32, &'a str)>);
+
 #[test]
 fn correlator_counts_repeats_aggregates_similar_events_and_filters_spam() {
     let pod = || object("Pod", "my-pod", "my-ns");
@@ -100,9 +104,7 @@ fn correlator_counts_repeats_aggregates_similar_events_and_filters_spam() {
     other_container.involved_object.field_path = Some("spec.containers{container2}".into());
     let message_of = similar_event.message.clone().unwrap_or_default();
 
-    // (case, previous events, new event, interval in seconds, expected (count, message) or
-    // None for skipped)
-    let cases: Vec<(&str, Vec<Event>, Event, i64, Option<(i32, &str)>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "create-a-single-event",
             vec![],
