@@ -21,13 +21,14 @@ use self::correlator::{Correlator, Write};
 use super::{KubeApi, timed};
 
 /// A correlator per event source host, as every kubelet has its own: a fleet's nodes share
-/// one client, and one 4096-entry cache for all of them would forget a node's repeats.
+/// one client, and one 4096-entry cache for all of them would forget a node's repeats. Each
+/// is bounded; there are as many as nodes that recorded an Event.
 #[derive(Default)]
 pub struct Correlators(Mutex<HashMap<String, Correlator>>);
 
 impl Correlators {
-    fn with<T>(&self, event: &Event, act: impl FnOnce(&mut Correlator) -> T) -> T {
-        let host = host(event);
+    /// Runs `act` on the correlator of the Events whose source is `host`.
+    fn with<T>(&self, host: String, act: impl FnOnce(&mut Correlator) -> T) -> T {
         let mut correlators = self
             .0
             .lock()
@@ -40,21 +41,8 @@ fn host(event: &Event) -> String {
     event
         .source
         .as_ref()
-        .and_then(|s| s.host.clone())
+        .and_then(|source| source.host.clone())
         .unwrap_or_default()
-}
-
-impl Correlators {
-    fn correlate(&self, event: Event, now: Timestamp) -> Option<Write> {
-        let mut correlators = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        correlators
-            .entry(host(&event))
-            .or_default()
-            .correlate(event, now)
-    }
 }
 
 impl KubeApi {
@@ -65,7 +53,10 @@ impl KubeApi {
     /// whole count, and a node (or a fleet of them) holding minutes of stale Events per
     /// occurrence would send them all at once when an unreachable server returns.
     pub(super) fn record(&self, event: Event, now: Timestamp) -> BoxFuture<'static, ApiResult<()>> {
-        let Some(write) = self.correlators.correlate(event, now) else {
+        let Some(write) = self
+            .correlators
+            .with(host(&event), |c| c.correlate(event, now))
+        else {
             tracing::debug!("the event spam filter drops an event about an object");
             return Box::pin(async { Ok(()) });
         };
@@ -104,7 +95,7 @@ impl KubeApi {
                     }
                 }
             };
-            correlators.with(&written, |c| c.written(&written));
+            correlators.with(host(&written), |c| c.written(&written));
             Ok(())
         })
     }
