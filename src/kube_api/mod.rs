@@ -12,6 +12,7 @@
 
 pub mod csi_node;
 mod errors;
+mod events;
 mod in_flight;
 pub mod lease;
 pub mod metrics;
@@ -181,6 +182,8 @@ pub struct KubeApi {
     main: kube::Client,
     main_limiter: Arc<DefaultDirectRateLimiter>,
     event_limiter: DefaultDirectRateLimiter,
+    /// The event correlators (`events`), which the writes they decide update.
+    correlators: Arc<events::Correlators>,
     heartbeat: RwLock<kube::Client>,
     heartbeat_timeout: Duration,
     /// Requests each client may have in flight (a fleet's bound; `None` for one node).
@@ -241,6 +244,7 @@ impl KubeApi {
             main,
             main_limiter,
             event_limiter: RateLimiter::direct(quota(config.event_record_qps, config.event_burst)),
+            correlators: Arc::default(),
             heartbeat: RwLock::new(heartbeat),
             heartbeat_timeout,
             in_flight,

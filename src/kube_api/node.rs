@@ -1,11 +1,10 @@
 //! [`NodeApi`] over kube-rs: registration through the rate-limited main client, status reads
-//! and patches through the heartbeat client, events through the main client under the event
-//! rate limit (an event over the limit is dropped with a log line, like the kubelet's spam
-//! filter, rather than queued without bound).
+//! and patches through the heartbeat client, events through the event recorder (`events`:
+//! client-go's correlator, then the main client under the event rate limit).
 
 use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Event, Node};
+use k8s_openapi::api::core::v1::Node;
 use kube::{
     api::{Api, Patch, PatchParams, PostParams},
     runtime::watcher,
@@ -15,7 +14,9 @@ use nodepulse_actors::ports::{
 };
 use serde_json::json;
 
-use super::{KubeApi, metrics::API_METRICS, resume::resuming, timed};
+use super::{
+    KubeApi, events::correlator::event_name, metrics::API_METRICS, resume::resuming, timed,
+};
 
 /// The Event the kubelet would record about its Node: the involved object's UID is the node
 /// name, as the kubelet sets it.
@@ -24,7 +25,7 @@ pub fn node_event(node: &str, event: &NodeEvent, now: Timestamp) -> serde_json::
     json!({
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": { "name": format!("{node}.{:x}", now.as_nanosecond()), "namespace": "default" },
+        "metadata": { "name": event_name(node, now), "namespace": "default" },
         "involvedObject": { "apiVersion": "v1", "kind": "Node", "name": node, "uid": node },
         "reason": event.reason,
         "message": event.message,
@@ -119,19 +120,11 @@ impl NodeApi for KubeApi {
     }
 
     fn record_event(&self, node: &str, event: NodeEvent) -> BoxFuture<'static, ApiResult<()>> {
-        if self.event_limiter.check().is_err() {
-            tracing::warn!(reason = %event.reason, "event rate limit reached; the event is dropped");
-            return Box::pin(async { Ok(()) });
+        let now = Timestamp::now();
+        match serde_json::from_value(node_event(node, &event, now)) {
+            Ok(event) => self.record(event, now),
+            Err(error) => Box::pin(async move { Err(ApiError::decode(error)) }),
         }
-        let body = node_event(node, &event, Timestamp::now());
-        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
-        Box::pin(async move {
-            let event: Event = serde_json::from_value(body).map_err(ApiError::decode)?;
-            let api = Api::<Event>::namespaced(main.await, "default");
-            timed(timeout, api.create(&PostParams::default(), &event))
-                .await
-                .map(|_| ())
-        })
     }
 
     fn reset_heartbeat_connections(&self) {

@@ -2,24 +2,21 @@
 //! status change must not wait behind the rate limit, and every request is bounded by the
 //! heartbeat timeout); the final delete through the rate-limited main client; the watch of the
 //! node's pods (`spec.nodeName=<node>`) through the main client, reconnecting with backoff;
-//! pod events (an eviction) through the main client under the event rate limit.
+//! pod events through the event recorder (`events`), as node events.
 
 use std::collections::{HashMap, HashSet};
 
 use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
 use jiff::Timestamp;
-use k8s_openapi::{
-    api::core::v1::{Event, Pod},
-    apimachinery::pkg::apis::meta::v1::Time,
-};
+use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::Time};
 use kube::{
-    api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions},
+    api::{Api, DeleteParams, Patch, PatchParams, Preconditions},
     runtime::watcher,
 };
 use nodepulse_actors::ports::{ApiError, ApiRecovery, ApiResult, PodApi, PodEvent, PodWatchEvent};
 use serde_json::json;
 
-use super::{KubeApi, resume::resuming, timed};
+use super::{KubeApi, events::correlator::event_name, resume::resuming, timed};
 
 /// The DELETE of a finished pod: at once, and only the pod with this UID.
 pub fn final_delete(uid: &str) -> DeleteParams {
@@ -41,7 +38,7 @@ pub fn pod_event(pod: &Pod, event: &PodEvent, host: &str, now: Timestamp) -> ser
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": format!("{name}.{:x}", now.as_nanosecond()),
+            "name": event_name(name, now),
             "namespace": namespace,
             "annotations": event.annotations,
         },
@@ -106,29 +103,16 @@ impl PodApi for KubeApi {
     }
 
     fn record_pod_event(&self, pod: &Pod, event: PodEvent) -> BoxFuture<'static, ApiResult<()>> {
-        if self.event_limiter.check().is_err() {
-            tracing::warn!(reason = %event.reason, "event rate limit reached; the event is dropped");
-            return Box::pin(async { Ok(()) });
-        }
         let host = pod
             .spec
             .as_ref()
             .and_then(|spec| spec.node_name.clone())
             .unwrap_or_default();
-        let body = pod_event(pod, &event, &host, Timestamp::now());
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_owned());
-        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
-        Box::pin(async move {
-            let event: Event = serde_json::from_value(body).map_err(ApiError::decode)?;
-            let api = Api::<Event>::namespaced(main.await, &namespace);
-            timed(timeout, api.create(&PostParams::default(), &event))
-                .await
-                .map(|_| ())
-        })
+        let now = Timestamp::now();
+        match serde_json::from_value(pod_event(pod, &event, &host, now)) {
+            Ok(event) => self.record(event, now),
+            Err(error) => Box::pin(async move { Err(ApiError::decode(error)) }),
+        }
     }
 
     fn watch_pods(&self, node: &str) -> BoxStream<'static, PodWatchEvent> {

@@ -31,6 +31,7 @@ mod csi_registration;
 mod daemon_process;
 mod debug_endpoint;
 mod deploy_manifests;
+mod event_correlation;
 mod eviction;
 mod fleet;
 mod heartbeat_faults;

@@ -106,3 +106,57 @@ async fn events_read_back_with_the_fields_go_always_serialises() {
     }
     assert_eq!(v1.body["regarding"]["kind"], "Node");
 }
+
+/// client-go's recorder folds a repeated event into one object: a strategic-merge PATCH of
+/// `count`, `lastTimestamp` and `message` on the existing name, which kube-apiserver answers
+/// 200 with the merged Event; the PATCH of an Event that is gone answers 404 NotFound, on
+/// which the recorder creates it anew (`tools/record/event.go` `recordEvent`).
+#[tokio::test]
+async fn event_count_is_patched_in_place_and_a_missing_event_is_not_found() {
+    let cluster = Cluster::start().await;
+    let name = unique("evcount");
+    let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+        "involvedObject": {"kind": "Node", "name": unique("evnode"), "apiVersion": "v1"},
+        "reason": "Rebooted", "message": "first", "type": "Warning", "count": 1,
+        "source": {"component": "nodepulse"},
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z"});
+    let path = "/api/v1/namespaces/default/events";
+    let created = cluster.post(path, &event).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let patch = json!({"count": 2, "lastTimestamp": "2026-01-01T00:05:00Z", "message": "again"});
+    let patched = cluster
+        .patch(
+            &format!("{path}/{name}"),
+            "application/strategic-merge-patch+json",
+            &patch,
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    for (field, expected) in [
+        ("count", json!(2)),
+        ("lastTimestamp", json!("2026-01-01T00:05:00Z")),
+        ("firstTimestamp", json!("2026-01-01T00:00:00Z")),
+        ("message", json!("again")),
+        ("reason", json!("Rebooted")),
+    ] {
+        assert_eq!(
+            patched.body.get(field),
+            Some(&expected),
+            "{field}: {:?}",
+            patched.body
+        );
+    }
+    assert_ne!(
+        patched.body["metadata"]["resourceVersion"], created.body["metadata"]["resourceVersion"],
+        "a PATCH that changes the Event writes a new resourceVersion"
+    );
+    let missing = cluster
+        .patch(
+            &format!("{path}/{}", unique("evgone")),
+            "application/strategic-merge-patch+json",
+            &patch,
+        )
+        .await;
+    assert_eq!(missing.status, 404, "{:?}", missing.body);
+    assert_eq!(missing.body["reason"], "NotFound", "{:?}", missing.body);
+}
