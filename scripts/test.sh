@@ -38,7 +38,7 @@ export NODEPULSE_LEFTOVERS_BASELINE="$PWD/target/leftovers-baseline.json"
 
 status=0
 log="$PWD/target/test-run.log"
-cargo test --workspace --all-targets "$@" 2>&1 | tee "$log" || status=$?
+cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 "$it_binary" --quiet --ignored --exact cleanup::the_suite_left_nothing_on_the_host_or_in_the_cluster ||
   status=$?
 # One closing line for the whole suite (cargo prints one per test binary; the leftover check's
