@@ -1,6 +1,7 @@
 //! A host root in a temporary directory: the files nodepulse reads under `hostRoot` (memory,
 //! PIDs), rewritten while a daemon or a probe reads them. Each write goes aside and is renamed
-//! into place, so a reader never sees half a file.
+//! into place, so a reader never sees half a file. A daemon given it as `hostRoot` with
+//! `rootDir: /` keeps its pods (and their tmpfs volumes) here: the mounts go with the fixture.
 
 use std::path::Path;
 
@@ -10,7 +11,7 @@ pub const MEM_TOTAL_KIB: u64 = 8 * 1024 * 1024;
 /// A fixture host: `proc/meminfo` with [`MEM_TOTAL_KIB`], PID limits and a load line that no
 /// PID threshold meets.
 pub struct HostFixture {
-    dir: tempfile::TempDir,
+    dir: super::root_dir::RootDir,
 }
 
 impl HostFixture {
@@ -18,7 +19,7 @@ impl HostFixture {
     /// `memory.available` has).
     pub fn new(free_kib: u64) -> Self {
         let fixture = Self {
-            dir: tempfile::tempdir().expect("temp dir"),
+            dir: super::root_dir::RootDir::new(),
         };
         fixture.write("proc/sys/kernel/pid_max", "32768\n");
         fixture.write("proc/sys/kernel/threads-max", "63000\n");

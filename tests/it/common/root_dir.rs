@@ -29,11 +29,19 @@ impl RootDir {
 
 impl Drop for RootDir {
     fn drop(&mut self) {
-        if let Err(error) = nodepulse::volume::mount::detach_all_below(self.path()) {
-            eprintln!(
-                "cannot detach the mounts under {}: {error}",
-                self.path().display()
+        use nodepulse::volume::mount::{detach_all_below, mount_points_below};
+        use std::io::Write;
+        let detached = detach_all_below(self.path());
+        let left = mount_points_below(self.path()).map(|points| points.len());
+        if detached.is_err() || !matches!(left, Ok(0)) {
+            // Past the harness's capture, with the test's name (its thread's), so the leftover
+            // check's `LEFT` lines can be traced to a test.
+            let line = format!(
+                "ROOTDIR {} of {}: detached {detached:?}, still mounted {left:?}\n",
+                self.path().display(),
+                std::thread::current().name().unwrap_or("?"),
             );
+            let _ = std::io::stderr().write_all(line.as_bytes());
         }
     }
 }
