@@ -101,6 +101,34 @@ where
     Ok(())
 }
 
+/// Sends `request` until it is answered: a connection the emulator dropped under the load is
+/// tried again (at most `ATTEMPTS` times), and the answer `done_already` (the retried request
+/// had landed after all) counts as done.
+async fn answered<F, R>(what: String, done_already: u16, request: F) -> Result<(), String>
+where
+    F: Fn() -> R,
+    R: Future<Output = Result<(), kube::Error>>,
+{
+    const ATTEMPTS: u32 = 5;
+    let mut attempt = 1;
+    loop {
+        match request().await {
+            Ok(()) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == done_already && attempt > 1 => {
+                return Ok(());
+            }
+            Err(error @ kube::Error::Api(_)) => return Err(format!("{what}: {error}")),
+            Err(error) if attempt == ATTEMPTS => {
+                return Err(format!("{what}: {error} ({ATTEMPTS} attempts)"));
+            }
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(100) * attempt).await;
+                attempt += 1;
+            }
+        }
+    }
+}
+
 fn spread(seconds: Vec<f64>) -> Value {
     let spread = Spread::of(seconds);
     json!({"count": spread.count, "p50": spread.p50_seconds, "p99": spread.p99_seconds,
@@ -136,6 +164,12 @@ fn requests(wire: &Traffic, seconds: f64) -> Value {
         "leaseRenewals": lease_renewals,
         "other": total - pod_gets - status_patches - event_writes - lease_renewals,
     })
+}
+
+/// Each phase's figures on stderr as it ends: a run stopped early (the storm of a build before
+/// issue 29 takes hours to delete 10,000 pods) keeps what it measured.
+fn progress(phase: &str, figures: &Value) {
+    eprintln!("{}", json!({ "phase": phase, "figures": figures }));
 }
 
 fn memory(usage: &Usage) -> Value {
@@ -193,6 +227,10 @@ pub async fn run(run: &PodsRun, scratch: &Path) -> Result<Value, String> {
     let nodes_ready = all_nodes_ready(&Api::all(client.clone()), run.nodes).await?;
     tokio::time::sleep(run.settle).await;
     let before = read()?;
+    progress(
+        "nodes ready",
+        &json!({"nodesReadySeconds": nodes_ready, "memory": memory(&before)}),
+    );
 
     let pods = Api::<Pod>::namespaced(client, NAMESPACE);
     let watch = PodWatch::start(pods.clone(), SELECTOR);
@@ -207,10 +245,12 @@ pub async fn run(run: &PodsRun, scratch: &Path) -> Result<Value, String> {
     for_each_pod(run.pods, |index| {
         let (pods, post) = (pods.clone(), post.clone());
         async move {
-            pods.create(&post, &pod(index, run.nodes)?)
-                .await
-                .map(drop)
-                .map_err(|error| format!("creating pod {index}: {error}"))
+            let manifest = pod(index, run.nodes)?;
+            answered(format!("creating pod {index}"), 409, || {
+                let (pods, post, manifest) = (pods.clone(), post.clone(), manifest.clone());
+                async move { pods.create(&post, &manifest).await.map(drop) }
+            })
+            .await
         }
     })
     .await?;
@@ -221,6 +261,11 @@ pub async fn run(run: &PodsRun, scratch: &Path) -> Result<Value, String> {
     .await?;
     let running = watch.with(|seen| seen.running_after(bound));
     let cpu_to_running = read()?.cpu_seconds - before.cpu_seconds;
+    let running = spread(running);
+    progress(
+        "all running",
+        &json!({"createSeconds": created, "boundToRunningSeconds": running}),
+    );
 
     tokio::time::sleep(run.warmup).await;
     let (steady_start, wire_start) = (read()?, snapshot(&traffic)?);
@@ -229,15 +274,24 @@ pub async fn run(run: &PodsRun, scratch: &Path) -> Result<Value, String> {
     let seconds = window.elapsed().as_secs_f64();
     let with_pods = read()?;
     let wire = snapshot(&traffic)?.since(&wire_start);
+    let steady = json!({
+        "windowSeconds": seconds,
+        "requests": requests(&wire, seconds),
+        "cpuCores": (with_pods.cpu_seconds - steady_start.cpu_seconds) / seconds,
+        "memory": memory(&with_pods),
+    });
+    progress("steady", &steady);
 
     let deleted = Instant::now();
     for_each_pod(run.pods, |index| {
         let pods = pods.clone();
         async move {
-            pods.delete(&format!("bench-pod-{index}"), &DeleteParams::default())
-                .await
-                .map(drop)
-                .map_err(|error| format!("deleting pod {index}: {error}"))
+            let name = format!("bench-pod-{index}");
+            answered(format!("deleting pod {index}"), 404, || {
+                let (pods, name) = (pods.clone(), name.clone());
+                async move { pods.delete(&name, &DeleteParams::default()).await.map(drop) }
+            })
+            .await
         }
     })
     .await?;
@@ -260,13 +314,9 @@ pub async fn run(run: &PodsRun, scratch: &Path) -> Result<Value, String> {
         },
         "nodesReadySeconds": nodes_ready,
         "createSeconds": created,
-        "boundToRunningSeconds": spread(running),
+        "boundToRunningSeconds": running,
         "cpuSecondsToRunning": cpu_to_running,
-        "steady": {
-            "windowSeconds": seconds,
-            "requests": requests(&wire, seconds),
-            "cpuCores": (with_pods.cpu_seconds - steady_start.cpu_seconds) / seconds,
-        },
+        "steady": steady,
         "memory": {
             "beforePods": memory(&before),
             "withPods": memory(&with_pods),
