@@ -92,24 +92,19 @@ pub async fn run(
     out_dir: &Path,
     scratch: &Path,
 ) -> Result<(), String> {
-    let path = out_dir.join("fleet.json");
-    let mut file: Value = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_else(|| json!({ "runs": [] }));
     for &nodes in counts {
         let measured = measure_one(nodes, run, scratch).await?;
         println!(
             "{}",
             serde_json::to_string_pretty(&measured).unwrap_or_default()
         );
-        let runs = file["runs"]
-            .as_array_mut()
-            .ok_or("fleet.json's \"runs\" is not a list")?;
-        runs.retain(|existing| existing["nodes"] != json!(nodes));
-        runs.push(measured);
-        runs.sort_by_key(|existing| existing["nodes"].as_u64().unwrap_or(0));
-        let written = results::write(out_dir, "fleet", file.clone())?;
+        let written = results::add_run(
+            out_dir,
+            "fleet",
+            measured,
+            |existing| existing["nodes"] == json!(nodes),
+            &["nodes"],
+        )?;
         eprintln!("{nodes} nodes: written to {}", written.display());
     }
     Ok(())

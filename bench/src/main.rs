@@ -2,12 +2,16 @@
 //! process, against the emulator in another): start → Ready, resident memory, CPU, requests and
 //! bytes per node-minute on the wire, and input change → PATCH latency. `fleet` measures many
 //! simulated nodes in this process against the emulator in another; `plot` renders its figures;
-//! `volumes` measures the volume manager (bound → mounted, 100 pods × 4 volumes).
+//! `volumes` measures the volume manager (bound → mounted, 100 pods × 4 volumes); `pods` a
+//! fleet process with pods on its nodes (bound → Running, steady-state requests and memory,
+//! deleted → gone).
 //! Results go to `bench/results/*.json` with the machine they were taken on.
 
 mod fleet;
 mod latency;
 mod plot;
+mod pod_watch;
+mod pods;
 mod processes;
 mod procfs;
 mod proxy;
@@ -75,6 +79,54 @@ enum Command {
         #[arg(long, default_value_t = 70)]
         steady_seconds: u64,
     },
+    /// A fleet process with pods: P pods bound across N simulated nodes → all Running, the
+    /// steady state's requests, CPU and memory, all deleted → all gone.
+    Pods {
+        #[arg(long, default_value_t = 1000, value_parser = at_least_one)]
+        nodes: usize,
+        #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
+        pods: usize,
+        /// Wait after all Ready and after all gone before memory is read (≥ the daemon's 60 s
+        /// heap trim, so what is read is what is kept).
+        #[arg(long, default_value_t = 65)]
+        settle_seconds: u64,
+        /// Wait after all Running before the steady window.
+        #[arg(long, default_value_t = 10)]
+        warmup_seconds: u64,
+        #[arg(long, default_value_t = 60)]
+        steady_seconds: u64,
+        /// The daemon binary to run the fleet (another build, for A/B runs); the `nodepulse`
+        /// beside this binary when omitted.
+        #[arg(long, value_name = "PATH")]
+        daemon: Option<PathBuf>,
+    },
+}
+
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(count) => Ok(count),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// Runs `measure` in an actix system with a scratch directory, prints its figures and hands
+/// them to `write`.
+fn measured(
+    measure: impl AsyncFnOnce(&std::path::Path) -> Result<serde_json::Value, String>,
+    write: impl FnOnce(serde_json::Value) -> Result<PathBuf, String>,
+) -> Result<(), String> {
+    let scratch = scratch()?;
+    let figures = actix_rt::System::new().block_on(measure(&scratch));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let figures = figures?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&figures).unwrap_or_default()
+    );
+    let path = write(figures)?;
+    eprintln!("written to {}", path.display());
+    Ok(())
 }
 
 fn scratch() -> Result<PathBuf, String> {
@@ -163,20 +215,45 @@ fn main() -> ExitCode {
                 pods,
                 steady: Duration::from_secs(steady_seconds),
             };
-            scratch().and_then(|scratch| {
-                let outcome = actix_rt::System::new().block_on(async {
-                    let figures = volumes::run(&run, &scratch).await?;
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&figures).unwrap_or_default()
-                    );
-                    let path = results::write(&cli.out_dir, "volumes", figures)?;
-                    eprintln!("written to {}", path.display());
-                    Ok(())
-                });
-                let _ = std::fs::remove_dir_all(&scratch);
-                outcome
-            })
+            measured(
+                async |scratch| volumes::run(&run, scratch).await,
+                |figures| results::write(&cli.out_dir, "volumes", figures),
+            )
+        }
+        Command::Pods {
+            nodes,
+            pods,
+            settle_seconds,
+            warmup_seconds,
+            steady_seconds,
+            daemon,
+        } => {
+            let run = pods::PodsRun {
+                nodes,
+                pods,
+                settle: Duration::from_secs(settle_seconds),
+                warmup: Duration::from_secs(warmup_seconds),
+                steady: Duration::from_secs(steady_seconds),
+                daemon,
+            };
+            measured(
+                async |scratch| pods::run(&run, scratch).await,
+                |figures| {
+                    // One run per size and daemon binary: an A/B pair keeps both.
+                    let same = |existing: &serde_json::Value| {
+                        ["nodes", "pods", "binary"]
+                            .iter()
+                            .all(|field| existing[*field] == figures[*field])
+                    };
+                    results::add_run(
+                        &cli.out_dir,
+                        "pods",
+                        figures.clone(),
+                        same,
+                        &["nodes", "pods"],
+                    )
+                },
+            )
         }
     };
     match outcome {

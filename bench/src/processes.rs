@@ -28,6 +28,16 @@ pub fn sibling(name: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// The daemon to measure: `given` (another build, for A/B runs), else the `nodepulse` beside
+/// this binary.
+pub fn daemon_binary(given: Option<&Path>) -> Result<PathBuf, String> {
+    match given {
+        Some(path) if path.is_file() => Ok(path.to_path_buf()),
+        Some(path) => Err(format!("--daemon {}: no such file", path.display())),
+        None => sibling("nodepulse"),
+    }
+}
+
 /// A port nothing listens on now.
 pub fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())

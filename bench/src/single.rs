@@ -16,7 +16,7 @@ use nodepulse::kube_api::node::is_ready;
 use serde_json::{Value, json};
 
 use crate::{
-    processes::{Running, free_port, sibling, start_emulator},
+    processes::{Running, daemon_binary, free_port, start_emulator},
     procfs,
     proxy::{self, Traffic},
 };
@@ -56,10 +56,7 @@ fn thread_names(pid: u32) -> serde_json::Map<String, Value> {
 
 /// Runs the daemon `daemon` (the `nodepulse` beside this binary unless given) and measures it.
 pub async fn run(window: Duration, scratch: &Path, daemon: Option<&Path>) -> Result<Value, String> {
-    let binary = match daemon {
-        Some(path) => path.to_path_buf(),
-        None => sibling("nodepulse")?,
-    };
+    let binary = daemon_binary(daemon)?;
     let binary_bytes = std::fs::metadata(&binary)
         .map_err(|error| format!("{}: {error}", binary.display()))?
         .len();

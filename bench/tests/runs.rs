@@ -1,5 +1,6 @@
 //! The bench binary runs end to end on a tiny size (CI judges that it runs, not its figures):
-//! `single` writes its result file with every figure present, and `plot` renders a fleet file.
+//! `single`, `fleet` and `pods` write their result files with every figure present, and `plot`
+//! renders a fleet file.
 
 use std::process::Command;
 
@@ -109,4 +110,74 @@ fn fleet_runs_a_tiny_fleet_and_writes_its_run() {
         (&serde_json::json!(150), &serde_json::json!(300)),
         "no --qps: the fleet's defaults, 50 and 100 a node"
     );
+}
+
+#[test]
+fn pods_runs_a_tiny_fleet_with_pods_and_writes_its_run() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let dir = out.path().to_str().expect("utf-8");
+    let args = [
+        "--out-dir",
+        dir,
+        "pods",
+        "--nodes",
+        "2",
+        "--pods",
+        "4",
+        "--settle-seconds",
+        "0",
+        "--warmup-seconds",
+        "0",
+        "--steady-seconds",
+        "2",
+    ];
+    let status = bench().args(args).status().expect("runs");
+    assert!(status.success(), "nodepulse-bench pods failed: {status}");
+    let text = std::fs::read_to_string(out.path().join("pods.json")).expect("pods.json");
+    let file: Value = serde_json::from_str(&text).expect("json");
+    let run = &file["runs"][0];
+    assert_eq!(
+        (&run["nodes"], &run["pods"]),
+        (&2.into(), &4.into()),
+        "{run}"
+    );
+    for spread in ["boundToRunningSeconds", "deletedToGoneSeconds"] {
+        assert_eq!(run[spread]["count"], 4, "every pod timed: {run}");
+        assert!(run[spread]["last"].as_f64().unwrap_or(0.0) > 0.0, "{run}");
+    }
+    let requests = &run["steady"]["requests"];
+    for group in [
+        "leaseRenewals",
+        "podGets",
+        "podStatusPatches",
+        "eventWrites",
+        "other",
+        "total",
+    ] {
+        assert!(requests[group].is_u64(), "{group} missing: {requests}");
+    }
+    for reading in ["beforePods", "withPods", "afterDelete"] {
+        assert!(
+            run["memory"][reading]["rssBytes"].as_u64().unwrap_or(0) > 0,
+            "{reading}: {run}"
+        );
+    }
+    assert!(run["memory"]["kibPerPod"].is_number(), "{run}");
+    assert!(run["steady"]["cpuCores"].is_number(), "{run}");
+}
+
+#[test]
+fn pods_refuses_a_fleet_or_a_load_of_nothing() {
+    for flag in ["--nodes", "--pods"] {
+        let output = bench()
+            .args(["--out-dir", "/nonexistent", "pods", flag, "0"])
+            .output()
+            .expect("runs");
+        assert!(!output.status.success(), "{flag} 0 accepted");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(flag) && stderr.contains("at least 1"),
+            "{stderr}"
+        );
+    }
 }
