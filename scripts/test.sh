@@ -26,8 +26,9 @@ export RUST_BACKTRACE="${NODEPULSE_TEST_BACKTRACE:-0}"
 
 # What the suite leaves on the host (and in a real cluster) is a snapshot after it less one
 # before it (tests/it/cleanup.rs): each thing left is a `LEFT` line, and with CI set the run
-# fails. Both snapshots run the already built black-box binary, so nothing builds twice.
-it_binary="$(cargo test --workspace --all-targets --no-run 2>&1 | tee /dev/stderr |
+# fails. Both snapshots run the already built black-box binary, so nothing builds twice (the
+# build output is appended to stderr: `tee` would truncate a log file that stderr names).
+it_binary="$(cargo test --workspace --all-targets --no-run 2>&1 | tee -a /dev/stderr |
   sed -n 's/^ *Executable tests\/it\/main.rs (\(.*\))$/\1/p')"
 if [ ! -x "$it_binary" ]; then
   echo "test.sh: cargo named no tests/it binary" >&2
