@@ -27,8 +27,14 @@ export RUST_BACKTRACE="${NODEPULSE_TEST_BACKTRACE:-0}"
 # What the suite leaves on the host (and in a real cluster) is a snapshot after it less one
 # before it (tests/it/cleanup.rs): each thing left is a `LEFT` line, and with CI set the run
 # fails. Both snapshots run the already built black-box binary, so nothing builds twice (the
-# build output is appended to stderr: `tee` would truncate a log file that stderr names).
-it_binary="$(cargo test --workspace --all-targets --no-run 2>&1 | tee -a /dev/stderr |
+# build's output is printed through stderr's own descriptor: a `tee /dev/stderr` would open a
+# log file that stderr names anew and write over it).
+build_output="$(cargo test --workspace --all-targets --no-run 2>&1)" || {
+  printf '%s\n' "$build_output" >&2
+  exit 1
+}
+printf '%s\n' "$build_output" >&2
+it_binary="$(printf '%s\n' "$build_output" |
   sed -n 's/^ *Executable tests\/it\/main.rs (\(.*\))$/\1/p')"
 if [ ! -x "$it_binary" ]; then
   echo "test.sh: cargo named no tests/it binary" >&2
