@@ -20,7 +20,7 @@ use common::{
     daemon::DaemonProcess,
     eventually_async,
     oci_image::BUSYBOX_IMAGE,
-    pods::{create, phase, pod_manifest, running_and_ready, wait_pod},
+    pods::{create, phase, pod_manifest, running_and_ready, wait_pod, wait_running},
 };
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
@@ -160,14 +160,7 @@ async fn a_settled_cri_pod_costs_no_request_over_batch_passes() {
             spec("Always", json!([shell("app", UNTIL_TERM)])),
         )
         .await;
-        wait_pod(
-            &cluster.client,
-            NAMESPACE,
-            &name,
-            "Running and Ready",
-            running_and_ready,
-        )
-        .await;
+        wait_running(&cluster.client, NAMESPACE, &name).await;
         common::settled::assert_settled(&cluster, &node.supervisor, &name).await;
     })
     .await;

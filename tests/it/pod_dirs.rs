@@ -14,7 +14,7 @@ use std::{
 use common::{
     cluster::{TestCluster, unique_node_name},
     eventually, eventually_async,
-    pods::{create, pod_manifest, running_and_ready, start_simulated_node, wait_pod},
+    pods::{create, pod_manifest, start_simulated_node, wait_running},
     root_dir::RootDir,
 };
 use k8s_openapi::api::core::v1::Pod;
@@ -61,17 +61,6 @@ async fn force_delete(cluster: &TestCluster, name: &str) {
     .await;
 }
 
-async fn running(cluster: &TestCluster, name: &str) -> Pod {
-    wait_pod(
-        &cluster.client,
-        NAMESPACE,
-        name,
-        "Running and Ready",
-        running_and_ready,
-    )
-    .await
-}
-
 /// Waits until the pod's emptyDir is set up, and writes a container's file into it.
 async fn scratch_in_use(root: &RootDir, pod: &Pod) {
     let scratch = pod_dir(root.path(), pod).join("volumes/kubernetes.io~empty-dir/scratch");
@@ -100,7 +89,7 @@ async fn a_force_deleted_pod_leaves_no_directory_on_a_simulated_node() {
     let name = format!("{node}-app");
     let app = json!([{"name": "app", "image": "registry.k8s.io/pause:3.10"}]);
     let pod = create(&cluster.client, &with_scratch(&name, &node, app)).await;
-    running(&cluster, &name).await;
+    wait_running(&cluster.client, NAMESPACE, &name).await;
     scratch_in_use(&root, &pod).await;
 
     force_delete(&cluster, &name).await;
@@ -131,7 +120,7 @@ async fn a_force_deleted_pod_on_containerd_has_its_containers_removed_and_leaves
             &with_scratch(&name, &node.name, json!([shell("app", UNTIL_TERM)])),
         )
         .await;
-        running(&cluster, &name).await;
+        wait_running(&cluster.client, NAMESPACE, &name).await;
         let dir = pod_dir(&node.root_dir(), &pod);
         assert!(dir.is_dir(), "the running pod has its directory");
         assert!(
@@ -173,7 +162,7 @@ async fn at_start_a_directory_left_for_a_pod_the_api_no_longer_has_goes_unless_s
     let name = format!("{node}-app");
     let app = json!([{"name": "app", "image": "registry.k8s.io/pause:3.10"}]);
     let pod = create(&cluster.client, &with_scratch(&name, &node, app)).await;
-    running(&cluster, &name).await;
+    wait_running(&cluster.client, NAMESPACE, &name).await;
     scratch_in_use(&root, &pod).await;
     // The node is down while its pod is force-deleted: it learns of it only from the disk.
     stop(supervisor).await;

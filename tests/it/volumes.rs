@@ -18,7 +18,7 @@ use std::{
 use common::{
     cluster::{TestCluster, unique_node_name},
     eventually, eventually_async, objects,
-    pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_pod},
+    pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_running},
     root_dir::RootDir,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
@@ -132,17 +132,6 @@ fn tmpfs_mountable(test: &str) -> bool {
     false
 }
 
-async fn running(cluster: &TestCluster, name: &str) -> Pod {
-    wait_pod(
-        &cluster.client,
-        NAMESPACE,
-        name,
-        "Running and Ready",
-        running_and_ready,
-    )
-    .await
-}
-
 #[actix_rt::test]
 async fn each_volume_type_is_written_byte_for_byte_with_its_modes() {
     let cluster = TestCluster::start().await;
@@ -187,7 +176,7 @@ async fn each_volume_type_is_written_byte_for_byte_with_its_modes() {
     )
     .await;
     let pod_uid = uid(&pod);
-    running(&cluster, &name).await;
+    wait_running(&cluster.client, NAMESPACE, &name).await;
     let dir = |plugin: &str, volume: &str| volume_dir(root.path(), &pod_uid, plugin, volume);
 
     let cfg = dir("configmap", "cfg").join("conf/app.conf");
@@ -264,7 +253,7 @@ async fn the_service_account_volume_every_pod_gets_holds_a_token_the_cluster_ca_
         .unwrap_or_else(|| panic!("the admitted pod has the API access volume: {spec:?}"))
         .name
         .clone();
-    running(&cluster, &name).await;
+    wait_running(&cluster.client, NAMESPACE, &name).await;
     let dir = volume_dir(root.path(), &uid(&pod), "projected", &volume);
     let root_ca = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
         .get("kube-root-ca.crt")
@@ -311,7 +300,7 @@ async fn a_config_map_update_reaches_the_file_within_one_sync_period() {
         ),
     )
     .await;
-    running(&cluster, &name).await;
+    wait_running(&cluster.client, NAMESPACE, &name).await;
     let file = volume_dir(root.path(), &uid(&pod), "configmap", "cfg").join("key");
     assert_eq!(read(&file), b"one");
     let config_maps = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE);
@@ -381,7 +370,7 @@ async fn a_missing_config_map_gives_failed_mount_and_the_pod_recovers_when_it_ap
         assert_eq!(reason.as_deref(), Some("ContainerCreating"));
     }
     create_config_map(&cluster, &cm, json!({"data": {"key": "here"}})).await;
-    running(&cluster, &name).await;
+    wait_running(&cluster.client, NAMESPACE, &name).await;
     let file = volume_dir(root.path(), &uid(&pod), "configmap", "cfg").join("key");
     assert_eq!(read(&file), b"here");
     stop(supervisor).await;
@@ -404,8 +393,8 @@ async fn a_deleted_pod_leaves_nothing_and_another_pods_volumes_stay() {
     )
     .await;
     let stays_pod = create(&cluster.client, &pod_with_volumes(&stays, &node, volumes)).await;
-    running(&cluster, &gone).await;
-    running(&cluster, &stays).await;
+    wait_running(&cluster.client, NAMESPACE, &gone).await;
+    wait_running(&cluster.client, NAMESPACE, &stays).await;
     let gone_dir = root.path().join("pods").join(uid(&gone_pod));
     let kept = volume_dir(root.path(), &uid(&stays_pod), "empty-dir", "scratch").join("work");
     std::fs::write(
@@ -477,7 +466,7 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
     }
     let mut uids = Vec::new();
     for name in &names {
-        uids.push(uid(&running(&cluster, name).await));
+        uids.push(uid(&wait_running(&cluster.client, NAMESPACE, name).await));
     }
     let check = |root: &Path| {
         for pod_uid in &uids {
@@ -542,7 +531,9 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
         .collect();
     assert_eq!(before, after, "unchanged content is not written again");
     for name in &names {
-        assert!(running_and_ready(&running(&cluster, name).await));
+        assert!(running_and_ready(
+            &wait_running(&cluster.client, NAMESPACE, name).await
+        ));
     }
     stop(restarted).await;
 }
@@ -593,7 +584,7 @@ async fn the_daemon_killed_mid_mount_and_restarted_shows_every_volume_once_in_de
     let daemon = common::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let mut uids = Vec::new();
     for name in &names {
-        uids.push(uid(&running(&cluster, name).await));
+        uids.push(uid(&wait_running(&cluster.client, NAMESPACE, name).await));
     }
     eventually_async(
         "/debug/volumes shows every pod's volume mounted",
@@ -673,7 +664,7 @@ async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
         placed.push((node.clone(), name, uid(&pod)));
     }
     for (node, name, pod_uid) in &placed {
-        running(&cluster, name).await;
+        wait_running(&cluster.client, NAMESPACE, name).await;
         let own_root = node_root_dir(root.path(), node);
         let file = volume_dir(&own_root, pod_uid, "configmap", "cfg").join("key");
         assert_eq!(read(&file), b"fleet", "{node}'s pod under its own rootDir");

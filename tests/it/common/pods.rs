@@ -127,6 +127,18 @@ pub async fn wait_pod(
     pods.get(name).await.expect("the pod")
 }
 
+/// Waits until pod `name` in `namespace` is Running and Ready; the pod then.
+pub async fn wait_running(client: &kube::Client, namespace: &str, name: &str) -> Pod {
+    wait_pod(
+        client,
+        namespace,
+        name,
+        "Running and Ready",
+        running_and_ready,
+    )
+    .await
+}
+
 /// Running with every container ready.
 pub fn running_and_ready(pod: &Pod) -> bool {
     phase(pod) == Some("Running") && condition(pod, "Ready").as_deref() == Some("True")
