@@ -13,7 +13,7 @@ use crate::{
     fleet::{Fleet, FleetOptions},
     heap,
     kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
-    node::NodeActors,
+    node::{NodeActors, NodeHandle},
     standalone::{self, StandaloneError},
 };
 
@@ -105,7 +105,7 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
                 } else {
                     let node = NodeActors::new(&settings).api(api).start();
                     // The whole node with an API: nothing for the wiring to refuse.
-                    Running::Node(node.expect("a whole node is wired").0)
+                    Running::Node(Box::new(node.expect("a whole node is wired")))
                 }
             };
             serve(&settings, start, shutdown).await
@@ -121,8 +121,10 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
 /// What runs under the debug endpoint.
 pub enum Running {
     /// One node: its supervisor's escalation ends the run (exit 3), so the service manager
-    /// restarts the daemon.
-    Node(SupervisorHandle),
+    /// restarts the daemon. Its handle is kept for the services that read its views.
+    Node(Box<NodeHandle>),
+    /// A supervisor of the caller's own making, run and ended as one node is.
+    Supervisor(SupervisorHandle),
     /// Many simulated nodes: one that escalates stays stopped and says so at the endpoint;
     /// the others run on, as they would on separate machines.
     Fleet(Fleet),
@@ -131,7 +133,8 @@ pub enum Running {
 impl Running {
     fn handles(&self) -> Vec<SupervisorHandle> {
         match self {
-            Self::Node(node) => vec![node.clone()],
+            Self::Node(node) => vec![node.supervisor.clone()],
+            Self::Supervisor(supervisor) => vec![supervisor.clone()],
             Self::Fleet(fleet) => fleet.handles().to_vec(),
         }
     }
@@ -139,7 +142,8 @@ impl Running {
     /// Resolves when the run must end for an escalation; never for a fleet.
     async fn escalated(&self) -> Escalation {
         match self {
-            Self::Node(node) => node.escalated().await,
+            Self::Node(node) => node.supervisor.escalated().await,
+            Self::Supervisor(supervisor) => supervisor.escalated().await,
             Self::Fleet(fleet) => {
                 for handle in fleet.handles() {
                     let handle = handle.clone();
@@ -209,7 +213,7 @@ pub async fn serve(
     actix_rt::spawn(endpoint.server);
     let _trimming = heap::start_trimming();
     match &running {
-        Running::Node(_) => {
+        Running::Node(_) | Running::Supervisor(_) => {
             tracing::info!(node = %settings.node_name, debug = %endpoint.address, "nodepulse is running");
         }
         Running::Fleet(fleet) => {

@@ -9,9 +9,17 @@ use nodepulse_actors::ports::{
 };
 
 use crate::{
-    config::{Config, RuntimeKind},
+    config::{Config, EndpointError, RuntimeKind},
     cri::CriClient,
 };
+
+/// The CRI client of a `runtime: cri` node, or why its endpoint cannot be used.
+pub(super) fn cri_client(config: &Config) -> Result<CriClient, EndpointError> {
+    CriClient::new(
+        &config.container_runtime_endpoint,
+        config.runtime_request_timeout.0,
+    )
+}
 
 /// The runtime `config` names: a CRI client, or `None` for a simulated one. Validation has
 /// checked the endpoint; should it still not parse, the runtime is reported unreachable (the
