@@ -34,7 +34,6 @@ use nodepulse_supervisor::{Mailbox, Recipient, Supervisor, SupervisorBuilder};
 
 pub use handle::{NodeHandle, NodeViews, WiredNode};
 pub use resources::NodeResources;
-pub use runtime::runtime;
 pub use settings::{eviction_settings, node_status_settings, supervisor_config};
 
 use crate::config::{RuntimeKind, Settings};
@@ -225,7 +224,7 @@ impl NodeActors {
         let resources = resources.unwrap_or_else(|| NodeResources::for_host(&settings));
         let runs_containers = settings.config.runtime == RuntimeKind::Cri;
         let prober = (parts.pods && parts.prober && runs_containers).then(ProberKept::default);
-        let cri = runs_containers.then(|| runtime::cri_client(&settings.config));
+        let cri = resources.cri.clone().filter(|_| runs_containers);
         let wiring = Wiring {
             settings: &settings,
             resources: &resources,
