@@ -11,6 +11,7 @@ mod events;
 mod oom;
 mod pods;
 pub mod proto;
+mod stats;
 
 pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
 
@@ -147,6 +148,16 @@ impl CriClient {
     }
 }
 
+/// One filesystem's usage; none without the filesystem it is about.
+fn filesystem_usage(fs: proto::FilesystemUsage) -> Option<ImageFsUsage> {
+    let mountpoint = fs.fs_id?.mountpoint;
+    Some(ImageFsUsage {
+        mountpoint: PathBuf::from(mountpoint),
+        used_bytes: fs.used_bytes.map(|used| used.value),
+        inodes_used: fs.inodes_used.map(|used| used.value),
+    })
+}
+
 /// How one call failed: on the way (no socket, no connection, no answer in time), or with the
 /// runtime's error status.
 #[derive(Debug)]
@@ -226,14 +237,7 @@ impl RuntimeService for CriClient {
                 .await?
                 .image_filesystems
                 .into_iter()
-                .filter_map(|fs| {
-                    let mountpoint = fs.fs_id?.mountpoint;
-                    Some(ImageFsUsage {
-                        mountpoint: PathBuf::from(mountpoint),
-                        used_bytes: fs.used_bytes.map(|used| used.value),
-                        inodes_used: fs.inodes_used.map(|used| used.value),
-                    })
-                })
+                .filter_map(filesystem_usage)
                 .collect())
         }
         .boxed()

@@ -31,7 +31,7 @@ impl CallFailure {
 
 impl CriClient {
     /// A pod call whose answer `answer` turns into the port's type.
-    fn call_with<Request, Response, Out>(
+    pub(super) fn call_with<Request, Response, Out>(
         &self,
         method: &'static str,
         path: &'static str,
@@ -48,7 +48,7 @@ impl CriClient {
             .boxed()
     }
 
-    fn empty_call<Request>(
+    pub(super) fn empty_call<Request>(
         &self,
         method: &'static str,
         path: &'static str,
@@ -62,7 +62,7 @@ impl CriClient {
 }
 
 /// A field the runtime must answer with; its absence is an incomplete answer.
-fn required<T>(
+pub(super) fn required<T>(
     field: Option<T>,
     method: &'static str,
     name: &'static str,
@@ -324,6 +324,13 @@ impl ContainerRuntime for CriClient {
             request,
             |response: proto::PullImageResponse| Ok(response.image_ref),
         )
+    }
+
+    fn remove_image(&self, image: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::RemoveImageRequest {
+            image: Some(convert::image_spec(&image)),
+        };
+        self.empty_call("RemoveImage", paths::REMOVE_IMAGE, request)
     }
 }
 

@@ -24,6 +24,7 @@ mod cri_pod_rules;
 mod cri_pods;
 mod cri_pods_view;
 mod cri_runtime;
+mod cri_stats;
 mod csi;
 mod csi_attach;
 mod csi_claims;

@@ -17,6 +17,7 @@ mod pods;
 mod probe;
 mod recovery;
 mod runtime;
+mod runtime_stats;
 mod storage;
 mod volume_host;
 mod volume_sources;
@@ -47,6 +48,10 @@ pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
 pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
+};
+pub use runtime_stats::{
+    ContainerStatsFilter, ContainerUsage, CpuUsage, InterfaceUsage, MemoryUsage, NetworkUsage,
+    RuntimeStats, SandboxStatsFilter, SandboxUsage, SwapUsage,
 };
 pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
 pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
