@@ -164,6 +164,7 @@ fn start_node(
         .api(api)
         .resources(resources)
         .without_plugin_watcher()
+        .without_shared_pod_source()
         .add_to(Supervisor::builder(supervision))
         // The whole node with an API: nothing for the wiring to refuse.
         .expect("a whole node is wired");

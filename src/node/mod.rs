@@ -10,6 +10,7 @@
 
 mod csi;
 mod handle;
+mod pod_source;
 mod prober;
 mod resources;
 mod runtime;
@@ -123,6 +124,7 @@ pub struct NodeActors {
     signal_reports: Option<(Recipient<RuntimeHealth>, Recipient<PressureChanged>)>,
     pod_cidr: Option<Recipient<UpdatePodCidr>>,
     plugin_watcher: bool,
+    shared_pod_source: bool,
 }
 
 impl NodeActors {
@@ -136,6 +138,7 @@ impl NodeActors {
             signal_reports: None,
             pod_cidr: None,
             plugin_watcher: true,
+            shared_pod_source: true,
         }
     }
 
@@ -177,6 +180,15 @@ impl NodeActors {
         self
     }
 
+    /// The pod lifecycle actor and the volume manager each take their own `watch_pods` from
+    /// the API port instead of one pod source (a fleet's port already shares one watch among
+    /// its nodes and keeps their pods: a source per node would keep them twice).
+    #[must_use]
+    pub fn without_shared_pod_source(mut self) -> Self {
+        self.shared_pod_source = false;
+        self
+    }
+
     /// NodeStatus pushes a changed pod CIDR here instead of to the runtime and the pods'
     /// provider (tests that record it).
     #[must_use]
@@ -205,6 +217,7 @@ impl NodeActors {
             signal_reports,
             pod_cidr,
             plugin_watcher,
+            shared_pod_source,
         } = self;
         if (parts.heartbeat || parts.pods) && api.is_none() {
             return Err(WiringError::NoApi);
@@ -232,6 +245,7 @@ impl NodeActors {
             parts,
             pod_cidr,
             plugin_watcher,
+            shared_pod_source,
             node_view: Arc::default(),
             pods_view: PodsPublisher::default(),
             prober,

@@ -17,7 +17,7 @@ use nodepulse_actors::{
         SimulatedPods, SimulatedSettings,
         cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
-    ports::{LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
+    ports::{LeaseApi, NodeApi, PodApi, PodSource, PodVolumeView, VolumeHost, VolumeSourceApi},
     prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
@@ -31,7 +31,7 @@ use nodepulse_supervisor::{
 
 use super::{
     ApiPorts, NodeAddresses, NodeResources, Parts, csi::csi_ports, eviction_settings,
-    node_status_settings, settings,
+    node_status_settings, pod_source::SharedPodSource, settings,
 };
 use crate::{
     config::{EndpointError, RuntimeKind, Settings},
@@ -95,6 +95,8 @@ pub(super) struct Wiring<'a> {
     pub pod_cidr: Option<Recipient<UpdatePodCidr>>,
     /// Whether CSI drivers may register on this node (not on a fleet's simulated nodes).
     pub plugin_watcher: bool,
+    /// Whether the pod actors subscribe to one pod source (else each watches on its own).
+    pub shared_pod_source: bool,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
     /// Where the CRI provider publishes its pods for readers outside the actors.
@@ -289,7 +291,7 @@ impl Wiring<'_> {
         api: &Arc<dyn ApiPorts>,
         memory: Kept<VolumeManagerMemory>,
         inbox: Inbox<VolumeManagerActor>,
-        drivers: CsiDrivers,
+        (drivers, source): (CsiDrivers, Option<Arc<dyn PodSource>>),
     ) -> ChildSpec<VolumeManagerActor> {
         let volume_settings = settings::volume_manager_settings(self.settings);
         let host: Arc<dyn VolumeHost> = Arc::new(DiskVolumeHost::with_tmpfs(
@@ -307,7 +309,7 @@ impl Wiring<'_> {
             pod_lifecycle: Some(self.addresses.pod_lifecycle.recipient()),
         };
         ChildSpec::new(volume_manager::NAME, inbox, move || {
-            VolumeManagerActor::new(
+            let actor = VolumeManagerActor::new(
                 volume_settings.clone(),
                 Arc::clone(&pod_api),
                 Arc::clone(&sources),
@@ -315,7 +317,11 @@ impl Wiring<'_> {
                 memory.clone(),
                 peers.clone(),
             )
-            .with_csi(csi.clone())
+            .with_csi(csi.clone());
+            match &source {
+                Some(source) => actor.with_pod_source(Arc::clone(source)),
+                None => actor,
+            }
         })
     }
 
@@ -332,8 +338,17 @@ impl Wiring<'_> {
         volume_manager_inbox: Inbox<VolumeManagerActor>,
     ) -> SupervisorBuilder {
         let drivers = CsiDrivers::default();
-        let volumes =
-            self.volume_manager(api, volume_memory, volume_manager_inbox, drivers.clone());
+        let source = self
+            .shared_pod_source
+            .then(|| pod_source(api, &self.settings.node_name))
+            .flatten();
+        let shared = source.clone().map(|source| source as Arc<dyn PodSource>);
+        let volumes = self.volume_manager(
+            api,
+            volume_memory,
+            volume_manager_inbox,
+            (drivers.clone(), shared.clone()),
+        );
         let dirs = settings::volume_manager_settings(self.settings).dirs;
         let watcher = self
             .plugin_watcher
@@ -361,12 +376,16 @@ impl Wiring<'_> {
         let to_manager = self.addresses.status_manager.clone();
         let lifecycle_state = Arc::clone(&state);
         let lifecycle = ChildSpec::new(pods::NAME, pod_lifecycle_inbox, move || {
-            PodLifecycleActor::new(
+            let actor = PodLifecycleActor::new(
                 lifecycle_settings.clone(),
                 Arc::clone(&pod_api),
                 Arc::clone(&lifecycle_state),
                 to_manager.clone(),
-            )
+            );
+            match &shared {
+                Some(source) => actor.with_pod_source(Arc::clone(source)),
+                None => actor,
+            }
         });
         let flush = flush_pod_statuses(self.addresses.status_manager.clone(), node_name.clone());
         let stop = stop_provider(Arc::clone(&state));
@@ -375,7 +394,11 @@ impl Wiring<'_> {
             Some(watcher) => builder.child(watcher),
             None => builder,
         };
-        builder.drain_on_shutdown(stop).drain_on_shutdown(flush)
+        let builder = builder.drain_on_shutdown(stop).drain_on_shutdown(flush);
+        match source {
+            Some(source) => builder.drain_on_shutdown(stop_pod_source(source)),
+            None => builder,
+        }
     }
 
     /// RuntimeProbe, then EvictionSignal, reporting to `reports`.
@@ -419,6 +442,23 @@ impl Wiring<'_> {
         });
         builder.child(probe).child(eviction)
     }
+}
+
+/// The node's one pod source, which the pod lifecycle actor and the volume manager subscribe
+/// to: the API watch of the pods bound to `node`, followed on the runtime the node is started
+/// on. Outside a tokio runtime (nothing to follow it on) each actor watches on its own.
+fn pod_source(api: &Arc<dyn ApiPorts>, node: &str) -> Option<Arc<SharedPodSource>> {
+    tokio::runtime::Handle::try_current().ok()?;
+    Some(Arc::new(SharedPodSource::start(vec![api.watch_pods(node)])))
+}
+
+/// At shutdown, with the provider stopped: the pod source stops following the API, so no
+/// pod event reaches an actor that winds down.
+fn stop_pod_source(source: Arc<SharedPodSource>) -> Drain {
+    Box::new(move || {
+        source.stop();
+        Box::pin(async {})
+    })
 }
 
 /// At shutdown: the pod provider stops acting on the runtime (what runs keeps running, for the

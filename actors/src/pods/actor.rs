@@ -15,7 +15,7 @@ use serde_json::json;
 use super::provider::{Outgoing, PodLifecycleState, PodUpdate};
 use crate::{
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
-    ports::{PodApi, PodEvent, PodVolumesChanged, PodWatchEvent},
+    ports::{PodApi, PodEvent, PodSource, PodVolumesChanged, PodWatchEvent},
     prober::ProberFeedback,
     runtime_probe::UpdatePodCidr,
     status_manager::StatusManagerActor,
@@ -32,6 +32,8 @@ pub struct PodLifecycleSettings {
 pub struct PodLifecycleActor {
     settings: PodLifecycleSettings,
     api: Arc<dyn PodApi>,
+    /// The node's pod source; `None`: a watch of the API of its own.
+    source: Option<Arc<dyn PodSource>>,
     state: Arc<PodLifecycleState>,
     status_manager: Mailbox<StatusManagerActor>,
     watch_events: u64,
@@ -63,6 +65,7 @@ impl PodLifecycleActor {
         Self {
             settings,
             api,
+            source: None,
             state,
             status_manager,
             watch_events: 0,
@@ -71,6 +74,13 @@ impl PodLifecycleActor {
             wakeup: None,
             ticks: 0,
         }
+    }
+
+    /// Follows the node's pod source instead of a watch of its own.
+    #[must_use]
+    pub fn with_pod_source(mut self, source: Arc<dyn PodSource>) -> Self {
+        self.source = Some(source);
+        self
     }
 
     fn deliver(&self, item: Outgoing) -> Delivery {
@@ -211,7 +221,10 @@ impl Actor for PodLifecycleActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.add_stream(self.api.watch_pods(&self.settings.node_name));
+        ctx.add_stream(match &self.source {
+            Some(source) => source.subscribe(),
+            None => self.api.watch_pods(&self.settings.node_name),
+        });
         let address = ctx.address();
         self.state
             .provider()

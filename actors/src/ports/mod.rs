@@ -12,6 +12,7 @@ mod host;
 mod lease;
 mod machine;
 mod node;
+mod pod_source;
 mod pod_volumes;
 mod pods;
 mod probe;
@@ -38,6 +39,7 @@ pub use host::{
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
+pub use pod_source::PodSource;
 pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub use probe::{
