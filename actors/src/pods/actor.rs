@@ -12,7 +12,10 @@ use k8s_openapi::api::core::v1::Pod;
 use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
 use serde_json::json;
 
-use super::provider::{Outgoing, PodLifecycleState, PodUpdate};
+use super::{
+    cri::EngineFault,
+    provider::{Outgoing, PodLifecycleState, PodUpdate},
+};
 use crate::{
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
     ports::{PodApi, PodEvent, PodVolumesChanged, PodWatchEvent},
@@ -267,6 +270,24 @@ impl Handler<StopPod> for PodLifecycleActor {
         let updates = self.state.provider().stop_pod(&stop, Timestamp::now());
         self.queue_updates(updates);
         self.settle(ctx);
+    }
+}
+
+/// Fault injection into the provider's own tasks (the CRI engine's pod workers and PLEG), as
+/// the supervisor's kill modes are for actors: whether the provider has such tasks.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "bool")]
+pub struct InjectProviderFault(pub EngineFault);
+
+impl Handler<InjectProviderFault> for PodLifecycleActor {
+    type Result = bool;
+
+    fn handle(
+        &mut self,
+        InjectProviderFault(fault): InjectProviderFault,
+        _: &mut Context<Self>,
+    ) -> bool {
+        self.state.provider().inject_fault(fault)
     }
 }
 

@@ -32,7 +32,7 @@ mod simulated_status;
 #[cfg(test)]
 mod tests;
 
-pub use actor::{PodLifecycleActor, PodLifecycleSettings};
+pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
 pub use provider::{
     NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink,
 };

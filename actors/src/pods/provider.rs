@@ -12,6 +12,7 @@ use std::{
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
+use super::cri::EngineFault;
 use crate::{
     messages::StopPod,
     ports::{PodEvent, PodStats, PodStatsSource},
@@ -77,6 +78,11 @@ pub trait PodLifecycleProvider: Send + 'static {
     /// nodepulse is shutting down: stop acting on the pods. What runs keeps running, as when
     /// the kubelet stops, and the next nodepulse adopts it.
     fn stop(&mut self) {}
+    /// Fault injection: arms `fault` in the provider's own tasks; whether it has such tasks
+    /// (only the CRI provider does).
+    fn inject_fault(&mut self, _fault: EngineFault) -> bool {
+        false
+    }
     /// The pods that may still run, with what they use.
     fn active_pods(&self) -> Vec<PodStats>;
     fn debug_state(&self) -> serde_json::Value;

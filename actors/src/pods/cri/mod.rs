@@ -17,6 +17,7 @@ mod kill;
 mod objects;
 mod plan;
 mod pleg;
+mod pod_state;
 mod post_start;
 mod probing;
 #[cfg(test)]
@@ -26,6 +27,9 @@ mod sandbox;
 mod sidecar_tests;
 mod status;
 mod sub_path;
+#[cfg(test)]
+mod task_tests;
+mod tasks;
 mod terminate;
 mod termination_message;
 #[cfg(test)]
@@ -43,9 +47,11 @@ use tokio::{runtime::Handle, sync::oneshot};
 
 pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD};
 pub use sandbox::ClusterDns;
+pub use tasks::{EngineFault, TaskPanics};
 pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
 
 use engine::{Ending, Engine, PodEntry};
+use pod_state::{End, Work};
 
 use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
 use crate::{
@@ -159,13 +165,12 @@ impl PodLifecycleProvider for CriPods {
             match core.pods.get_mut(&uid) {
                 Some(entry) => {
                     entry.pod = pod.clone();
-                    if deleting && entry.ending.is_none() && !entry.finished {
+                    if deleting && entry.ending.is_none() && !entry.end.is_finished() {
                         entry.ending = Some(Ending::Deleted);
                     }
                     // As the kubelet's pod workers: every update of a live pod is a sync.
-                    sync = !entry.finished;
-                    if deleting && entry.finished && !entry.terminated_sent {
-                        entry.terminated_sent = true;
+                    sync = !entry.end.is_finished();
+                    if deleting && entry.end.deleting() {
                         core.outbox.push(PodUpdate::Terminated {
                             pod: Box::new(pod.clone()),
                         });
@@ -189,14 +194,11 @@ impl PodLifecycleProvider for CriPods {
                                 .collect(),
                             // One that already ran was admitted by an earlier nodepulse.
                             admitted: !matches!(status.phase.as_deref(), None | Some("Pending")),
-                            busy: false,
-                            again: false,
-                            inspected: false,
+                            work: Work::default(),
                             generation: 0,
                             retry_at: None,
                             ending: deleting.then_some(Ending::Deleted),
-                            finished,
-                            terminated_sent: finished && deleting,
+                            end: End::found(finished, deleting),
                             last_sent: None,
                         },
                     );
@@ -224,12 +226,12 @@ impl PodLifecycleProvider for CriPods {
         let Some(entry) = core.pods.get_mut(uid) else {
             return;
         };
-        if entry.finished && entry.runtime.sandboxes.is_empty() {
+        if entry.end.is_finished() && entry.runtime.sandboxes.is_empty() {
             core.pods.remove(uid);
             return;
         }
         entry.ending = Some(Ending::Gone);
-        entry.finished = false;
+        entry.end.reopen();
         drop(core);
         self.engine.request_sync(uid);
     }
@@ -254,7 +256,7 @@ impl PodLifecycleProvider for CriPods {
             let Some(entry) = core.pods.get_mut(&stop.uid) else {
                 return Vec::new();
             };
-            if entry.finished {
+            if entry.end.is_finished() {
                 return Vec::new();
             }
             entry.ending = Some(Ending::Evicted {
@@ -293,12 +295,17 @@ impl PodLifecycleProvider for CriPods {
         self.engine.wake();
     }
 
+    fn inject_fault(&mut self, fault: EngineFault) -> bool {
+        self.engine.inject_fault(fault);
+        true
+    }
+
     fn active_pods(&self) -> Vec<PodStats> {
         self.engine
             .core()
             .pods
             .values()
-            .filter(|entry| !entry.finished)
+            .filter(|entry| !entry.end.is_finished())
             .map(|entry| PodStats {
                 pod: entry.pod.clone(),
                 containers: None,
@@ -314,7 +321,7 @@ impl PodLifecycleProvider for CriPods {
             .values()
             .filter(|e| e.runtime.any_running())
             .count();
-        let finished = core.pods.values().filter(|e| e.finished).count();
+        let finished = core.pods.values().filter(|e| e.end.is_finished()).count();
         json!({
             "provider": "cri",
             "pods": core.pods.len(),
@@ -324,6 +331,7 @@ impl PodLifecycleProvider for CriPods {
             "gcPasses": core.gc_passes,
             "eventedPleg": core.evented,
             "crashLoopEntries": core.crash.len(),
+            "taskPanics": core.panics,
             "undeliveredUpdates": core.outbox.len(),
         })
     }

@@ -27,7 +27,7 @@ impl Engine {
             let (active, stopped) = {
                 let core = self.core();
                 (
-                    core.pods.values().any(|entry| !entry.finished),
+                    core.pods.values().any(|entry| !entry.end.is_finished()),
                     core.stopped,
                 )
             };
@@ -38,6 +38,7 @@ impl Engine {
                 self.pods_present.notified().await;
                 continue;
             }
+            self.pleg_fault_point();
             match self.relist().await {
                 Err(error) if !failing => {
                     failing = true;
@@ -66,7 +67,7 @@ impl Engine {
             let mut core = self.core();
             core.relists += 1;
             for (uid, entry) in &core.pods {
-                if entry.finished {
+                if entry.end.is_finished() {
                     continue;
                 }
                 let own_sandboxes: Vec<_> = sandboxes
@@ -96,7 +97,7 @@ impl Engine {
                 .inspect(&uid, sandbox_ids, container_ids, Some(seen))
                 .await?;
             if current && let Some(entry) = self.core().pods.get_mut(&uid) {
-                entry.inspected = true;
+                entry.work.mark_fresh();
             }
             self.request_sync(&uid);
         }
@@ -132,7 +133,7 @@ impl Engine {
             .core()
             .pods
             .iter()
-            .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
+            .filter(|(_, e)| !e.work.is_syncing() && e.retry_at.is_some_and(|at| at <= now))
             .map(|(uid, _)| uid.clone())
             .collect();
         for uid in due {

@@ -45,7 +45,7 @@ async fn an_inspection_listed_before_the_pods_last_write_or_during_a_sync_is_dro
     let written = engine.inspect(&uid, vec![], vec![], Some(seen)).await;
     assert!(!written.unwrap(), "listed before the last write: dropped");
     let now = engine.core().pods[&uid].generation;
-    engine.core().pods.get_mut(&uid).unwrap().busy = true;
+    engine.core().pods.get_mut(&uid).unwrap().work.request();
     let written = engine.inspect(&uid, vec![], vec![], Some(now)).await;
     assert!(
         !written.unwrap(),
