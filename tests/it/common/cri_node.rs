@@ -6,7 +6,8 @@ use std::{future::Future, panic::AssertUnwindSafe, time::Duration};
 
 use futures::FutureExt;
 use nodepulse::node::NodeActors;
-use nodepulse_supervisor::SupervisorHandle;
+use nodepulse_actors::pods::PodLifecycleActor;
+use nodepulse_supervisor::{Mailbox, SupervisorHandle};
 
 use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
 
@@ -37,6 +38,8 @@ supervision:
 pub struct CriNode {
     pub name: String,
     pub supervisor: SupervisorHandle,
+    /// Its pod lifecycle actor, for fault injection into the CRI engine's tasks.
+    pub pod_lifecycle: Mailbox<PodLifecycleActor>,
     /// Its root and log directories; removed with it, its pods' mounts detached first.
     dir: RootDir,
 }
@@ -48,13 +51,14 @@ impl CriNode {
         let dir = RootDir::new();
         let (settings, api) =
             super::node::connect(kubeconfig, &name, &cri_node_config(fixture, dir.path())).await;
-        let (supervisor, _) = NodeActors::new(&settings)
+        let (supervisor, addresses) = NodeActors::new(&settings)
             .api(api)
             .start()
             .expect("a whole node is wired");
         Self {
             name,
             supervisor,
+            pod_lifecycle: addresses.pod_lifecycle,
             dir,
         }
     }
