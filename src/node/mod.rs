@@ -232,6 +232,7 @@ impl NodeActors {
             plugin_watcher,
             node_view: Arc::default(),
             prober,
+            health_checks: Arc::default(),
         };
         let mut builder = builder;
         if let Some(api) = api.as_ref().filter(|_| parts.heartbeat) {

@@ -17,7 +17,7 @@ use nodepulse_actors::{
         SimulatedSettings,
         cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
-    ports::{LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
+    ports::{HealthChecks, LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
     prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
@@ -99,6 +99,8 @@ pub(super) struct Wiring<'a> {
     pub node_view: Arc<NodeView>,
     /// The prober's kept state, when this node runs one (`runtime: cri` with the pods).
     pub prober: Option<ProberKept>,
+    /// The runtime-state health checks NodeStatus's Ready asks (the CRI engine's PLEG).
+    pub health_checks: Arc<HealthChecks>,
 }
 
 impl Wiring<'_> {
@@ -125,6 +127,7 @@ impl Wiring<'_> {
             .pods
             .then(|| self.addresses.volume_manager.recipient());
         let node_view = Arc::clone(&self.node_view);
+        let health_checks = Arc::clone(&self.health_checks);
         let node_status = ChildSpec::new(node_status::NAME, node_status_inbox, move || {
             let actor = NodeStatusActor::new(
                 status_settings.clone(),
@@ -134,7 +137,9 @@ impl Wiring<'_> {
                 Some(lease.clone()),
                 pod_cidr.clone(),
             );
-            let actor = actor.with_node_view(Arc::clone(&node_view));
+            let actor = actor
+                .with_node_view(Arc::clone(&node_view))
+                .with_health_checks(Arc::clone(&health_checks));
             match &volumes {
                 Some(volumes) => actor.with_volume_manager(volumes.clone()),
                 None => actor,
@@ -257,6 +262,7 @@ impl Wiring<'_> {
             resolv_conf: config.resolv_conf.clone(),
             memory_capacity: self.resources.machine.read().memory_bytes,
             relist_period: RELIST_PERIOD,
+            relist_threshold: config.pleg_relist_threshold.0,
             clock: Arc::new(jiff::Timestamp::now),
         };
         let client = Arc::new(client);
@@ -266,6 +272,7 @@ impl Wiring<'_> {
             .map_err(|error| error.to_string())?
             .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>)
             .with_http_hooks(hooks);
+        self.health_checks.add(pods.pleg_health());
         if let Some(prober) = &self.prober {
             let results = ProbeResults::new(prober.memory.clone());
             pods = pods.with_prober(self.addresses.prober.recipient(), results);

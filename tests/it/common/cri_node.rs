@@ -47,10 +47,21 @@ pub struct CriNode {
 impl CriNode {
     /// Starts every actor of a new CRI node on `fixture`'s containerd.
     pub async fn start(kubeconfig: &std::path::Path, fixture: &CriFixture, prefix: &str) -> Self {
+        Self::start_with(kubeconfig, fixture, prefix, |_| String::new()).await
+    }
+
+    /// [`Self::start`], with the configuration lines `extra` gives for the node's directory
+    /// (it may prepare the directory too) appended to [`cri_node_config`].
+    pub async fn start_with(
+        kubeconfig: &std::path::Path,
+        fixture: &CriFixture,
+        prefix: &str,
+        extra: impl FnOnce(&std::path::Path) -> String,
+    ) -> Self {
         let name = unique_node_name(prefix);
         let dir = RootDir::new();
-        let (settings, api) =
-            super::node::connect(kubeconfig, &name, &cri_node_config(fixture, dir.path())).await;
+        let config = cri_node_config(fixture, dir.path()) + &extra(dir.path());
+        let (settings, api) = super::node::connect(kubeconfig, &name, &config).await;
         let (supervisor, addresses) = NodeActors::new(&settings)
             .api(api)
             .start()

@@ -64,6 +64,8 @@ pub struct StatusInputs<'a> {
     pub previous_boot_id: Option<&'a str>,
     /// For judging the runtime's staleness.
     pub now_instant: Instant,
+    /// The runtime-state health checks that are unhealthy (`PLEG is not healthy: ...`).
+    pub health: &'a [String],
     /// The volume manager's `volumesInUse`; `None` until its reconciler synced once.
     pub volumes_in_use: Option<&'a [String]>,
 }

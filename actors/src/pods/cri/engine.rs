@@ -22,6 +22,7 @@ use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
     backoff::Backoff,
+    pleg_health::PlegHealth,
     pod_state::{End, Work},
     sandbox::{ClusterDns, log_directory},
     status::{StartError, StatusInputs, pod_status, reported_ips},
@@ -65,6 +66,9 @@ pub struct CriPodsSettings {
     /// The node's memory, for Burstable containers' `oom_score_adj`.
     pub memory_capacity: u64,
     pub relist_period: Duration,
+    /// No successful relist for longer: Ready is False, `PLEG is not healthy: ...` (the
+    /// kubelet's 3 min).
+    pub relist_threshold: Duration,
     pub clock: WallClock,
 }
 
@@ -151,6 +155,8 @@ pub struct Engine {
     /// Wakes a garbage collection task waiting out its period.
     pub(super) gc_wanted: Notify,
     pub(super) spawner: Handle,
+    /// The PLEG's health, which NodeStatus's Ready setter asks.
+    pub(super) pleg_health: Arc<PlegHealth>,
 }
 
 impl Engine {
@@ -161,7 +167,6 @@ impl Engine {
         spawner: Handle,
     ) -> Self {
         Self {
-            settings,
             runtime,
             volumes,
             objects: None,
@@ -175,6 +180,8 @@ impl Engine {
             retries_changed: Notify::new(),
             gc_wanted: Notify::new(),
             spawner,
+            pleg_health: Arc::new(PlegHealth::new(settings.relist_threshold)),
+            settings,
         }
     }
 

@@ -41,6 +41,7 @@ impl Engine {
                 }
                 Err(error) => error.to_string(),
                 Ok(events) => {
+                    self.pleg_health.set_evented(true);
                     if !std::mem::replace(&mut self.core().evented, true) {
                         tracing::info!(period = ?EVENTED_RELIST_PERIOD, "the PLEG follows the runtime's container events and relists less often");
                     }
@@ -55,6 +56,7 @@ impl Engine {
             self.relist_now.notify_one();
         }
         self.core().evented = false;
+        self.pleg_health.set_evented(false);
         self.relist_now.notify_one();
         tracing::warn!(
             period = ?self.settings.relist_period,

@@ -17,6 +17,7 @@ mod kill;
 mod objects;
 mod plan;
 mod pleg;
+mod pleg_health;
 mod pod_state;
 mod post_start;
 mod probing;
@@ -46,6 +47,7 @@ use serde_json::json;
 use tokio::{runtime::Handle, sync::oneshot};
 
 pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD};
+pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
 pub use tasks::{EngineFault, TaskPanics};
 pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
@@ -141,6 +143,11 @@ impl CriPods {
         engine.prober = Some(prober);
         engine.probe_results = Some(results);
         self
+    }
+
+    /// The PLEG's health, for NodeStatus's Ready (`PLEG is not healthy: ...`).
+    pub fn pleg_health(&self) -> Arc<PlegHealth> {
+        Arc::clone(&self.engine.pleg_health)
     }
 
     /// The engine while nothing else holds it (the builders run before the first pod).

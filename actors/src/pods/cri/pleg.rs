@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use super::{
     engine::Engine,
     view::{Fingerprint, pod_uid},
@@ -35,9 +37,11 @@ impl Engine {
                 return;
             }
             if !active {
+                self.pleg_health.sleeping();
                 self.pods_present.notified().await;
                 continue;
             }
+            self.pleg_health.awake(Instant::now());
             self.pleg_fault_point();
             match self.relist().await {
                 Err(error) if !failing => {
@@ -61,7 +65,9 @@ impl Engine {
         if self.runtime_name().await.is_none() {
             return Ok(());
         }
+        let started = Instant::now();
         let (sandboxes, containers) = self.list_all().await?;
+        self.pleg_health.relisted(started);
         let mut changed = Vec::new();
         {
             let mut core = self.core();

@@ -45,6 +45,7 @@ fn settings(dir: &Path) -> CriPodsSettings {
         resolv_conf: dir.join("resolv.conf"),
         memory_capacity: 8 << 30,
         relist_period: RELIST_PERIOD,
+        relist_threshold: super::RELIST_THRESHOLD,
         clock: paused_wall_clock(),
     }
 }
