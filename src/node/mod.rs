@@ -8,6 +8,7 @@
 //! StatusManager). State that must outlive an actor's restart is created here and handed to
 //! every generation by its factory.
 
+mod cri_start;
 mod csi;
 mod prober;
 mod resources;

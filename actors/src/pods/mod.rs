@@ -29,15 +29,15 @@ mod pull_backoff;
 mod resource_field;
 mod simulated;
 mod simulated_status;
+mod starting;
 #[cfg(test)]
 mod tests;
 
 pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
-pub use provider::{
-    NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink,
-};
+pub use provider::{Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink};
 pub use simulated::{SimulatedPods, SimulatedSettings};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
+pub use starting::{Start, StartError, StartHealth, StartingProvider};
 
 /// The name PodLifecycleActor has in the supervisor, logs and the debug endpoint.
 pub const NAME: &str = "pod-lifecycle";

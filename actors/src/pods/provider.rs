@@ -88,36 +88,6 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn debug_state(&self) -> serde_json::Value;
 }
 
-/// A provider for nodes whose pods nodepulse does not run (a CRI node whose provider could not
-/// start): it reports nothing, so their statuses stay whatever else writes them.
-#[derive(Debug, Default)]
-pub struct NoPods;
-
-impl PodLifecycleProvider for NoPods {
-    fn pod_applied(&mut self, _: &Pod, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn pod_deleted(&mut self, _: &Pod) {}
-    fn tick(&mut self, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn next_wakeup(&self) -> Option<Timestamp> {
-        None
-    }
-    fn stop_pod(&mut self, _: &StopPod, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn set_pod_cidrs(&mut self, _: &str, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn active_pods(&self) -> Vec<PodStats> {
-        Vec::new()
-    }
-    fn debug_state(&self) -> serde_json::Value {
-        serde_json::json!({"provider": "none"})
-    }
-}
-
 /// One message for StatusManagerActor, in the order it must arrive.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outgoing {
