@@ -132,23 +132,26 @@ async fn a_cri_provider_that_cannot_start_keeps_the_node_not_ready_saying_why_un
             |status, message| status == "False" && message.contains(&why),
         )
         .await;
-        let debug = node
-            .supervisor
-            .actor_state(
-                nodepulse_actors::node_status::NAME,
-                std::time::Duration::from_secs(5),
-            )
-            .await
-            .expect("the node status actor's state");
-        let ready = debug["conditions"]
-            .as_array()
-            .and_then(|all| all.iter().find(|c| c["type"] == "Ready"))
-            .expect("Ready in /debug/node");
-        let checks = ready["decidedBy"]["healthChecks"].to_string();
-        assert!(
-            checks.contains("error creating pod logs root directory"),
-            "{ready}"
-        );
+        // As the status last computed, which follows the registration's.
+        eventually_async("/debug/node shows why Ready is False", || async {
+            let debug = node
+                .supervisor
+                .actor_state(
+                    nodepulse_actors::node_status::NAME,
+                    std::time::Duration::from_secs(5),
+                )
+                .await
+                .expect("the node status actor's state");
+            debug["conditions"]
+                .as_array()
+                .and_then(|all| all.iter().find(|c| c["type"] == "Ready"))
+                .is_some_and(|ready| {
+                    ready["decidedBy"]["healthChecks"]
+                        .to_string()
+                        .contains("error creating pod logs root directory")
+                })
+        })
+        .await;
 
         let name = format!("{}-waits", node.name);
         let manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));

@@ -21,6 +21,7 @@ use super::{
     sync::{Registered, StatusJob, SyncOutcome, register, sync_status},
 };
 use crate::{
+    clock::{self, WallClock},
     messages::{NodeRegistered, NodeVolumeFacts, PressureChanged, RuntimeHealth, VolumesInUse},
     ports::{
         ApiRecovered, HealthChecks, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent,
@@ -28,10 +29,6 @@ use crate::{
     },
     runtime_probe::UpdatePodCidr,
 };
-
-/// Where the status's API timestamps (heartbeats, transitions) come from: the system's wall
-/// clock. Actor tests derive one from tokio's paused clock, so heartbeats move with it.
-pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// Jitter of the status loop: the wait is `frequency × (1 + U[0, 0.04))`.
 const UPDATE_JITTER: f64 = 0.04;
@@ -132,7 +129,7 @@ impl NodeStatusActor {
             last_sent: None,
             last_sync: None,
             field_changed_at: BTreeMap::new(),
-            wall_clock: Arc::new(Timestamp::now),
+            wall_clock: clock::system(),
         }
     }
 

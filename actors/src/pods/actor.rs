@@ -7,7 +7,7 @@
 use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, AsyncContext, Context, Handler, Message, SpawnHandle, StreamHandler};
-use jiff::Timestamp;
+
 use k8s_openapi::api::core::v1::Pod;
 use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
 use serde_json::json;
@@ -17,6 +17,7 @@ use super::{
     provider::{Outgoing, PodLifecycleState, PodUpdate},
 };
 use crate::{
+    clock::{self, WallClock},
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
     ports::{PodApi, PodEvent, PodVolumesChanged, PodWatchEvent},
     prober::ProberFeedback,
@@ -44,6 +45,8 @@ pub struct PodLifecycleActor {
     wakeup: Option<SpawnHandle>,
     /// Times the provider was ticked, for the debug view.
     ticks: u64,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
 }
 
 /// Whether the message went, and if not, the item back and whether the mailbox is closed.
@@ -57,6 +60,15 @@ fn returned<M>(error: SendError<M>, back: impl FnOnce(M) -> Outgoing) -> (Outgoi
 }
 
 impl PodLifecycleActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
+}
+
+impl PodLifecycleActor {
     pub fn new(
         settings: PodLifecycleSettings,
         api: Arc<dyn PodApi>,
@@ -64,6 +76,7 @@ impl PodLifecycleActor {
         status_manager: Mailbox<StatusManagerActor>,
     ) -> Self {
         Self {
+            wall_clock: clock::system(),
             settings,
             api,
             state,
@@ -181,14 +194,13 @@ impl PodLifecycleActor {
         let Some(due) = self.state.provider().next_wakeup() else {
             return;
         };
-        let wait = Timestamp::now()
-            .duration_until(due)
-            .try_into()
-            .unwrap_or(Duration::ZERO);
+        // On tokio's clock: the wait is measured with the same wall clock the provider was
+        // given its times by, so paused-time tests see it too.
+        let wait = clock::wait_until((self.wall_clock)(), due);
         self.wakeup = Some(ctx.run_later(wait, |actor, ctx| {
             actor.wakeup = None;
             actor.ticks += 1;
-            let updates = actor.state.provider().tick(Timestamp::now());
+            let updates = actor.state.provider().tick((actor.wall_clock)());
             actor.queue_updates(updates);
             actor.settle(ctx);
         }));
@@ -204,7 +216,7 @@ impl Handler<ProviderUpdates> for PodLifecycleActor {
     type Result = ();
 
     fn handle(&mut self, _: ProviderUpdates, ctx: &mut Context<Self>) {
-        let updates = self.state.provider().tick(Timestamp::now());
+        let updates = self.state.provider().tick((self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
     }
@@ -229,7 +241,7 @@ impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
         self.watch_events += 1;
         match event {
             PodWatchEvent::Applied(pod) => {
-                let updates = self.state.provider().pod_applied(&pod, Timestamp::now());
+                let updates = self.state.provider().pod_applied(&pod, (self.wall_clock)());
                 self.state.queue([Outgoing::Observed(pod)]);
                 self.queue_updates(updates);
             }
@@ -256,7 +268,7 @@ impl Handler<UpdatePodCidr> for PodLifecycleActor {
         let updates = self
             .state
             .provider()
-            .set_pod_cidrs(&cidrs, Timestamp::now());
+            .set_pod_cidrs(&cidrs, (self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
         true
@@ -267,7 +279,7 @@ impl Handler<StopPod> for PodLifecycleActor {
     type Result = ();
 
     fn handle(&mut self, stop: StopPod, ctx: &mut Context<Self>) {
-        let updates = self.state.provider().stop_pod(&stop, Timestamp::now());
+        let updates = self.state.provider().stop_pod(&stop, (self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
     }
@@ -299,7 +311,7 @@ impl Handler<PodVolumesChanged> for PodLifecycleActor {
         let updates = self
             .state
             .provider()
-            .volumes_changed(&changed.pod_uid, Timestamp::now());
+            .volumes_changed(&changed.pod_uid, (self.wall_clock)());
         self.queue_updates(updates);
         self.drain(ctx);
     }
@@ -310,7 +322,7 @@ impl Handler<ProberFeedback> for PodLifecycleActor {
     type Result = ();
 
     fn handle(&mut self, ProberFeedback(output): ProberFeedback, ctx: &mut Context<Self>) {
-        let updates = (self.state.provider()).prober_output(&output, Timestamp::now());
+        let updates = (self.state.provider()).prober_output(&output, (self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
     }

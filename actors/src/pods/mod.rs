@@ -5,6 +5,8 @@
 //! [`images`].
 
 mod actor;
+#[cfg(test)]
+mod actor_tests;
 pub mod admission;
 #[cfg(test)]
 mod admission_tests;

@@ -31,7 +31,8 @@ use super::{
     view::PodRuntime,
 };
 use crate::{
-    node_status::{NodeView, WallClock},
+    clock::WallClock,
+    node_status::NodeView,
     pods::{
         images::PullBackoff,
         provider::{PodUpdate, UpdateSink},

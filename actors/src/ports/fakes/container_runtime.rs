@@ -13,7 +13,7 @@ use futures::{StreamExt, future::BoxFuture};
 use tokio::sync::mpsc;
 
 use crate::{
-    node_status::WallClock,
+    clock::WallClock,
     ports::{
         ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
         ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
