@@ -396,9 +396,16 @@ fn addresses_are_the_internal_ip_then_the_hostname() {
     foreign.node_ips = vec!["203.0.113.9".parse::<IpAddr>().expect("ip")];
     let mut node = Node::default();
     let report = run(&machine(), &foreign, None, at(0), &mut node);
+    let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        ["node IP: \"203.0.113.9\" not found in the host's network interfaces"]
+    );
     assert_eq!(
         report.errors,
-        ["node IP: \"203.0.113.9\" not found in the host's network interfaces"]
+        [super::SetterError::NodeIpNotOnHost {
+            ip: "203.0.113.9".parse().expect("ip")
+        }]
     );
     assert!(
         node.status.and_then(|s| s.addresses).is_none(),
@@ -486,4 +493,48 @@ pub(super) fn with_volume_inputs<R>(
         now_instant: Instant::now(),
         health: &[],
     })
+}
+
+#[test]
+fn setter_errors_say_what_they_said_as_strings() {
+    use super::SetterError;
+    let ip: IpAddr = "127.0.0.1".parse().expect("ip");
+    let cases = [
+        (
+            SetterError::UnusableNodeIp { ip },
+            "node IP 127.0.0.1: must not be loopback, multicast, link-local or unspecified",
+        ),
+        (
+            SetterError::NodeIpNotOnHost { ip },
+            "node IP: \"127.0.0.1\" not found in the host's network interfaces",
+        ),
+        (
+            SetterError::NoNodeAddress {
+                node: "worker-1".to_owned(),
+            },
+            "can't get ip address of node worker-1",
+        ),
+        (
+            SetterError::IncompleteMachineInfo,
+            "machine info is incomplete: cpu or memory could not be read",
+        ),
+    ];
+    for (error, text) in cases {
+        assert_eq!(error.to_string(), text);
+    }
+}
+
+#[test]
+fn a_loopback_node_ip_is_refused_and_leaves_the_addresses_alone() {
+    let mut loopback = settings();
+    loopback.node_ips = vec!["127.0.0.1".parse::<IpAddr>().expect("ip")];
+    let mut node = Node::default();
+    let report = run(&machine(), &loopback, None, at(0), &mut node);
+    assert_eq!(
+        report.errors,
+        [super::SetterError::UnusableNodeIp {
+            ip: "127.0.0.1".parse().expect("ip")
+        }]
+    );
+    assert!(node.status.and_then(|s| s.addresses).is_none());
 }
