@@ -79,6 +79,7 @@ fn node_status(c: &mut Criterion) {
         pressure: None,
         previous_boot_id: None,
         now_instant: tokio::time::Instant::now(),
+        health: &[],
     };
     let t0 = Timestamp::from_second(1_800_000_000).expect("time");
     let mut before = Node::default();

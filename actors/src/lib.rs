@@ -15,6 +15,7 @@
 //! Each actor's module names it for the supervisor and the debug endpoint (`lease::NAME`,
 //! `node_status::NAME`, ...), so the daemon wires them without string literals.
 
+pub mod clock;
 pub mod eviction;
 pub mod go_duration;
 pub mod lease;

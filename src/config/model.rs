@@ -87,6 +87,10 @@ pub struct Config {
     /// "container runtime is down" (the kubelet's `maxWaitForContainerRuntime`, 30 s).
     #[serde(default = "default_runtime_down_after")]
     pub container_runtime_down_after: GoDuration,
+    /// No successful PLEG relist for longer makes a `runtime: cri` node NotReady with "PLEG is
+    /// not healthy: ..." (the kubelet's fixed `relistThreshold`, 3m).
+    #[serde(default = "default_pleg_relist_threshold")]
+    pub pleg_relist_threshold: GoDuration,
     /// Adds the `volumes.kubernetes.io/controller-managed-attach-detach` annotation.
     #[serde(default = "default_true")]
     pub enable_controller_attach_detach: bool,
@@ -169,6 +173,10 @@ pub struct FleetNodeConfig {
 
 fn default_runtime_down_after() -> GoDuration {
     seconds(30)
+}
+
+fn default_pleg_relist_threshold() -> GoDuration {
+    seconds(180)
 }
 
 fn default_true() -> bool {

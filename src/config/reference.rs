@@ -154,6 +154,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "no full runtime-probe success this long: Ready=False \"container runtime is down\" (the kubelet's fixed `maxWaitForContainerRuntime`)",
     ),
     field(
+        "plegRelistThreshold",
+        "no successful PLEG relist this long (while the node has pods): Ready=False \"PLEG is not healthy: pleg was last seen active … ago; threshold is …\" (the kubelet's fixed `relistThreshold`; 10 min while the runtime's container events are followed)",
+    ),
+    field(
         "evictionHard",
         "hard thresholds by signal, quantities or percentages of capacity; when given, exactly these apply",
     ),

@@ -107,6 +107,10 @@ fn validate_node(config: &Config, problems: &mut Problems) {
         "containerRuntimeDownAfter",
         config.container_runtime_down_after,
     ));
+    problems.check(positive(
+        "plegRelistThreshold",
+        config.pleg_relist_threshold,
+    ));
     for (section, reserved) in [
         ("systemReserved", &config.system_reserved),
         ("kubeReserved", &config.kube_reserved),

@@ -8,6 +8,7 @@
 //! StatusManager). State that must outlive an actor's restart is created here and handed to
 //! every generation by its factory.
 
+mod cri_start;
 mod csi;
 mod handle;
 mod pod_source;
@@ -250,6 +251,7 @@ impl NodeActors {
             pods_view: PodsPublisher::default(),
             prober,
             cri: cri.as_ref(),
+            health_checks: Arc::default(),
         };
         let mut builder = builder;
         if let Some(api) = api.as_ref().filter(|_| parts.heartbeat) {

@@ -13,12 +13,14 @@ use nodepulse_actors::{
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
     node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
     pods::{
-        self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, PodsPublisher,
-        SimulatedPods, SimulatedSettings,
-        cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
+        self, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, PodsPublisher,
+        SimulatedPods, SimulatedSettings, StartingProvider,
     },
-    ports::{LeaseApi, NodeApi, PodApi, PodSource, PodVolumeView, VolumeHost, VolumeSourceApi},
-    prober::{ProbeResults, ProberActor, ProberKept},
+    ports::{
+        HealthChecks, LeaseApi, NodeApi, PodApi, PodSource, PodVolumeView, VolumeHost,
+        VolumeSourceApi,
+    },
+    prober::{ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
     volume_manager::{
@@ -30,15 +32,17 @@ use nodepulse_supervisor::{
 };
 
 use super::{
-    ApiPorts, NodeAddresses, NodeResources, Parts, csi::csi_ports, eviction_settings,
-    node_status_settings, pod_source::SharedPodSource, settings,
+    ApiPorts, NodeAddresses, NodeResources, Parts, cri_start::CriStart, csi::csi_ports,
+    eviction_settings, node_status_settings, pod_source::SharedPodSource, settings,
 };
 use crate::{
     config::{EndpointError, RuntimeKind, Settings},
     cri::CriClient,
-    prober::ProbeHandlers,
     volume::{csi::CsiDrivers, host::DiskVolumeHost},
 };
+
+/// How the Ready message names the CRI pod provider when it cannot start.
+const CRI_PROVIDER: &str = "CRI pod provider";
 
 /// Every inbox of one node, taken by the part that starts its actor.
 pub(super) struct Inboxes {
@@ -105,6 +109,8 @@ pub(super) struct Wiring<'a> {
     pub prober: Option<ProberKept>,
     /// The node's CRI client (`runtime: cri`), or why the endpoint cannot be used.
     pub cri: Option<&'a Result<CriClient, EndpointError>>,
+    /// The runtime-state health checks NodeStatus's Ready asks (the CRI engine's PLEG).
+    pub health_checks: Arc<HealthChecks>,
 }
 
 impl Wiring<'_> {
@@ -131,6 +137,7 @@ impl Wiring<'_> {
             .pods
             .then(|| self.addresses.volume_manager.recipient());
         let node_view = Arc::clone(&self.node_view);
+        let health_checks = Arc::clone(&self.health_checks);
         let node_status = ChildSpec::new(node_status::NAME, node_status_inbox, move || {
             let actor = NodeStatusActor::new(
                 status_settings.clone(),
@@ -140,7 +147,9 @@ impl Wiring<'_> {
                 Some(lease.clone()),
                 pod_cidr.clone(),
             );
-            let actor = actor.with_node_view(Arc::clone(&node_view));
+            let actor = actor
+                .with_node_view(Arc::clone(&node_view))
+                .with_health_checks(Arc::clone(&health_checks));
             match &volumes {
                 Some(volumes) => actor.with_volume_manager(volumes.clone()),
                 None => actor,
@@ -223,65 +232,34 @@ impl Wiring<'_> {
                 })
                 .with_volumes(volumes),
             ),
-            RuntimeKind::Cri => match self.cri_pods(volumes, api) {
-                Ok(pods) => PodLifecycleState::new(pods),
-                Err(error) => {
-                    tracing::error!(%error, "cannot start the CRI pod provider; this node runs no pods");
-                    PodLifecycleState::new(NoPods)
-                }
-            },
+            // A start that fails keeps the node NotReady, saying why, and is tried again.
+            RuntimeKind::Cri => {
+                let start = self.cri_start(volumes, api).into_start();
+                let pods = StartingProvider::new(CRI_PROVIDER, start, jiff::Timestamp::now());
+                self.health_checks.add(pods.health());
+                PodLifecycleState::new(pods)
+            }
         })
     }
 
-    /// The CRI provider, on the node's CRI client; containers mount what the volume manager
-    /// set up (`volumes`) and read ConfigMaps and Secrets through the volume manager's port;
-    /// pods are admitted against the Node NodeStatus shares, when this node runs NodeStatus;
-    /// its pods are published in the node's `PodsView`.
-    fn cri_pods(
-        &self,
-        volumes: Arc<dyn PodVolumeView>,
-        api: &Arc<dyn ApiPorts>,
-    ) -> Result<CriPods, String> {
-        let config = &self.settings.config;
-        let client = match self.cri {
-            Some(Ok(client)) => client.clone(),
-            Some(Err(error)) => return Err(error.to_string()),
-            None => return Err("this node has no CRI client".to_owned()),
-        };
-        let mut host_ips: Vec<String> = config.node_ip.clone();
-        if host_ips.is_empty() {
-            host_ips.extend(self.resources.host_ip.map(|ip| ip.to_string()));
+    /// What the CRI provider is built from (again, after a failed start): the node's CRI
+    /// client; containers mount what the volume manager set up (`volumes`) and read
+    /// ConfigMaps and Secrets through the volume manager's port; pods are admitted against the
+    /// Node NodeStatus shares, when this node runs NodeStatus; its pods are published in the
+    /// node's `PodsView`.
+    fn cri_start(&self, volumes: Arc<dyn PodVolumeView>, api: &Arc<dyn ApiPorts>) -> CriStart {
+        CriStart {
+            config: self.settings.config.clone(),
+            client: self.cri.cloned(),
+            host_ip: self.resources.host_ip,
+            machine: Arc::clone(&self.resources.machine),
+            volumes,
+            api: Arc::clone(api),
+            prober: (self.prober.clone()).map(|kept| (self.addresses.prober.recipient(), kept)),
+            node_view: self.parts.heartbeat.then(|| Arc::clone(&self.node_view)),
+            health_checks: Arc::clone(&self.health_checks),
+            pods_view: self.pods_view.clone(),
         }
-        let settings = CriPodsSettings {
-            host_ips,
-            pod_logs_dir: config.pod_logs_dir.clone(),
-            root_dir: config.root_dir.clone(),
-            cluster_dns: ClusterDns {
-                servers: config.cluster_dns.clone(),
-                domain: config.cluster_domain.clone(),
-            },
-            resolv_conf: config.resolv_conf.clone(),
-            memory_capacity: self.resources.machine.read().memory_bytes,
-            relist_period: RELIST_PERIOD,
-            clock: Arc::new(jiff::Timestamp::now),
-        };
-        let client = Arc::new(client);
-        // Lifecycle hooks' httpGet is the prober's request, from the same client.
-        let hooks = Arc::new(ProbeHandlers::new(Arc::clone(&client) as _));
-        let mut pods = CriPods::on_own_thread(settings, client, Some(volumes))
-            .map_err(|error| error.to_string())?
-            .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>)
-            .with_http_hooks(hooks)
-            .with_pods_view(self.pods_view.clone());
-        if let Some(prober) = &self.prober {
-            let results = ProbeResults::new(prober.memory.clone());
-            pods = pods.with_prober(self.addresses.prober.recipient(), results);
-        }
-        Ok(if self.parts.heartbeat {
-            pods.with_node_view(Arc::clone(&self.node_view))
-        } else {
-            pods
-        })
     }
 
     /// VolumeManager: pods' volumes on disk under `rootDir`, `volumesInUse` to NodeStatus,

@@ -4,13 +4,53 @@
 
 use futures::channel::mpsc;
 
-use crate::panic_capture;
+use crate::{KillMode, panic_capture};
 
 /// How an instance ended, as its guard saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ExitCause {
     Stopped,
     Panicked(String),
+}
+
+/// Why an instance ended, as the supervisor decides on it: a failure (restarted under the
+/// `Transient` policy too) or a stop of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InstanceEnd {
+    /// It panicked, with the panic's message.
+    Panicked(String),
+    /// It stopped because fault injection asked it to.
+    Killed(KillMode),
+    /// The hang check gave up on it, saying why.
+    Hung(String),
+    /// It stopped by itself.
+    Stopped,
+}
+
+impl InstanceEnd {
+    /// What its guard saw, with the kill asked of it, if any.
+    pub fn of(cause: ExitCause, kill_requested: Option<KillMode>) -> Self {
+        match (cause, kill_requested) {
+            (ExitCause::Panicked(message), _) => Self::Panicked(message),
+            (ExitCause::Stopped, Some(mode)) => Self::Killed(mode),
+            (ExitCause::Stopped, None) => Self::Stopped,
+        }
+    }
+
+    pub fn is_failure(&self) -> bool {
+        !matches!(self, Self::Stopped)
+    }
+}
+
+impl std::fmt::Display for InstanceEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Panicked(message) => write!(f, "panicked: {message}"),
+            Self::Killed(mode) => write!(f, "killed on request (mode {mode})"),
+            Self::Hung(reason) => f.write_str(reason),
+            Self::Stopped => f.write_str("stopped"),
+        }
+    }
 }
 
 /// The report a guard sends when its instance ends.
@@ -43,5 +83,39 @@ impl Drop for ExitGuard {
             arbiter: self.arbiter,
             cause,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ExitCause, InstanceEnd};
+    use crate::KillMode;
+
+    #[test]
+    fn an_end_is_a_failure_unless_the_instance_stopped_by_itself_and_says_so() {
+        let cases = [
+            (
+                InstanceEnd::of(ExitCause::Panicked("boom".to_owned()), None),
+                true,
+                "panicked: boom",
+            ),
+            (
+                InstanceEnd::of(ExitCause::Stopped, Some(KillMode::Stop)),
+                true,
+                "killed on request (mode stop)",
+            ),
+            (
+                InstanceEnd::Hung("no poll for 1s".to_owned()),
+                true,
+                "no poll for 1s",
+            ),
+            (InstanceEnd::of(ExitCause::Stopped, None), false, "stopped"),
+        ];
+        for (end, failure, text) in cases {
+            assert_eq!(
+                (end.is_failure(), end.to_string().as_str()),
+                (failure, text)
+            );
+        }
     }
 }

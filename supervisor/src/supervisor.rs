@@ -32,7 +32,7 @@ use crate::{
     backoff::{BackoffPolicy, RestartBackoff},
     child::{ChildRuntime, ChildState, ChildStatus, Failure, InstanceStart, RestartPolicy},
     control::{Control, KillMode},
-    guard::{ChildExit, ExitCause},
+    guard::{ChildExit, InstanceEnd},
     hang_check::{HangWatch, HungInstance},
     intensity::{IntensityPolicy, RestartIntensity},
     liveness::BusyMarks,
@@ -311,7 +311,8 @@ impl Supervisor {
         // Dropping the release (and the control line) lets an injected hang return and the
         // fenced instance stop; a truly stuck thread stays on its retired arbiter.
         drop(instance.hang_release);
-        self.after_instance_ended(index, instance.started, hung.reason, true, ctx);
+        let end = InstanceEnd::Hung(hung.reason);
+        self.after_instance_ended(index, instance.started, &end, ctx);
     }
 
     /// Decides what follows the end of a child's current instance.
@@ -319,10 +320,10 @@ impl Supervisor {
         &mut self,
         index: usize,
         started: Instant,
-        reason: String,
-        failed: bool,
+        end: &InstanceEnd,
         ctx: &mut Context<Self>,
     ) {
+        let (reason, failed) = (end.to_string(), end.is_failure());
         let node = self.config.node.clone();
         let slot = &mut self.slots[index];
         let status = Arc::clone(slot.runtime.status());
@@ -442,12 +443,8 @@ impl StreamHandler<ChildExit> for Supervisor {
         };
         self.hang_watch.unwatch(exit.child);
         slot.runtime.fence_off();
-        let (reason, failed) = match (exit.cause, instance.kill_requested) {
-            (ExitCause::Panicked(message), _) => (format!("panicked: {message}"), true),
-            (ExitCause::Stopped, Some(mode)) => (format!("killed on request (mode {mode})"), true),
-            (ExitCause::Stopped, None) => ("stopped".to_owned(), false),
-        };
-        self.after_instance_ended(exit.child, instance.started, reason, failed, ctx);
+        let end = InstanceEnd::of(exit.cause, instance.kill_requested);
+        self.after_instance_ended(exit.child, instance.started, &end, ctx);
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}

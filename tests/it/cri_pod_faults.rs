@@ -1,12 +1,17 @@
 //! The reliability suite on real containers: every actor of a `runtime: cri` node killed in
 //! every mode while pods start, finish and are deleted, and at the end no pod status is lost or
-//! wrong, no container was started twice, and a deleted pod left nothing in the runtime.
+//! wrong, no container was started twice, and a deleted pod left nothing in the runtime; and
+//! a panic inside the CRI engine's own task for a pod is caught, counted, and the pod synced
+//! again.
 
 use crate::common;
+
+use std::time::Duration;
 
 use common::pods::{phase, running_and_ready, wait_pod};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
+use nodepulse_actors::pods::{InjectProviderFault, cri::EngineFault};
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::json;
 
@@ -118,6 +123,68 @@ async fn every_actor_killed_in_every_mode_while_pods_start_and_stop_loses_no_pod
         assert!(
             node.supervisor.escalation().is_none(),
             "three kills per actor stay within the restart bound"
+        );
+    })
+    .await;
+}
+
+/// Issue 25: a panic inside the CRI engine's task for a pod (fault injection) is caught and
+/// counted in `/debug/`, and the pod syncs again: its deletion, interrupted by the panic, goes
+/// through and leaves nothing in the runtime.
+#[actix_rt::test]
+async fn a_pod_worker_that_panics_is_counted_and_its_pod_still_deleted_and_cleaned_up() {
+    let Some(Setup {
+        node,
+        fixture,
+        cluster,
+    }) = Setup::start(
+        "a_pod_worker_that_panics_is_counted_and_its_pod_still_deleted_and_cleaned_up",
+        "cri-worker-panic",
+    )
+    .await
+    else {
+        return;
+    };
+    node.guard(async {
+        let name = format!("{}-panics", node.name);
+        let manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
+        create_pod(&cluster, &node.name, &name, manifest).await;
+        let running = wait_pod(
+            &cluster.client,
+            NAMESPACE,
+            &name,
+            "Running and Ready",
+            running_and_ready,
+        )
+        .await;
+        let uid = running.metadata.uid.clone().expect("a uid");
+        let armed = node
+            .pod_lifecycle
+            .request(InjectProviderFault(EngineFault::PodWorker { pod_uid: uid }))
+            .await
+            .expect("the pod lifecycle actor answers");
+        assert!(armed, "the CRI provider takes the fault");
+
+        // The deletion's first sync panics; the re-armed one stops the container.
+        let pods_api = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
+        let gone = delete_and_wait_gone(&pods_api, &name, 2).await;
+        assert_eq!(gone.metadata.uid, running.metadata.uid);
+        common::eventually_async(
+            "the deleted pod's container is gone from the runtime",
+            || {
+                let (fixture, pod) = (&fixture, &running);
+                async move { runtime_containers(fixture, pod).await.is_empty() }
+            },
+        )
+        .await;
+        let state = node
+            .supervisor
+            .actor_state(nodepulse_actors::pods::NAME, Duration::from_secs(5))
+            .await
+            .expect("the pod lifecycle actor's state");
+        assert_eq!(
+            state["provider"]["taskPanics"]["podWorkers"], 1,
+            "the panic is counted: {state}"
         );
     })
     .await;

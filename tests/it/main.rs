@@ -16,6 +16,7 @@ mod cleanup;
 mod cli_commands;
 mod config_fuzz;
 mod config_rejection;
+mod cri_engine_health;
 mod cri_events;
 mod cri_gc;
 mod cri_lifecycle;

@@ -34,6 +34,7 @@ pub use thresholds::{
 };
 
 use crate::{
+    clock::{self, WallClock},
     messages::{EvictPod, PressureChanged, SignalObservation},
     ports::{HostObservation, HostSignals, PodStatsSource, RuntimeService},
 };
@@ -79,6 +80,8 @@ pub struct EvictionSignalActor {
     /// The active pods and where evictions go; `None`: this node evicts nothing.
     evictions: Option<Evictions>,
     evicted: EvictionRecord,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
 }
 
 /// Where pods to evict come from and where their eviction goes.
@@ -96,6 +99,15 @@ struct EvictionRecord {
 }
 
 impl EvictionSignalActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
+}
+
+impl EvictionSignalActor {
     /// `state` outlives the instance: the factory hands every instance the same one.
     pub fn new(
         settings: EvictionSettings,
@@ -105,6 +117,7 @@ impl EvictionSignalActor {
         state: Kept<PressureState>,
     ) -> Self {
         Self {
+            wall_clock: clock::system(),
             settings,
             host,
             runtime,
@@ -145,7 +158,7 @@ impl EvictionSignalActor {
         };
         let pod = eviction.pod.metadata.name.clone().unwrap_or_default();
         tracing::warn!(%pod, signal = %threshold.signal, "eviction threshold met; evicting one pod");
-        let record = (Timestamp::now(), pod, threshold.signal.name().to_owned());
+        let record = ((self.wall_clock)(), pod, threshold.signal.name().to_owned());
         match evictions.evict.try_send(eviction) {
             Ok(()) => {
                 self.evicted.count += 1;
@@ -223,7 +236,7 @@ impl EvictionSignalActor {
             tracing::info!(conditions = ?outcome.conditions, "pressure conditions changed");
         }
         self.evict(&observed, &outcome);
-        let at = Timestamp::now();
+        let at = (self.wall_clock)();
         let message = self.message(&observed, &outcome, at);
         if let Err(error) = self.pressure.try_send(message) {
             // The next pass sends the whole picture again, so nothing is lost for good.

@@ -31,6 +31,7 @@ pub use renewal::{
 pub use round::{RoundContext, RoundError, RoundOutcome};
 
 use crate::{
+    clock::{self, WallClock},
     messages::NodeRegistered,
     ports::{ApiRecovered, LeaseApi, warn_unless_unreachable},
 };
@@ -64,11 +65,23 @@ pub struct LeaseActor {
     /// The API server came back while a round was running: if that round still failed (its
     /// last attempt was before the return), the next one starts at once, not an interval later.
     recovered_during_round: bool,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
+}
+
+impl LeaseActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
 }
 
 impl LeaseActor {
     pub fn new(settings: LeaseSettings, api: Arc<dyn LeaseApi>) -> Self {
         Self {
+            wall_clock: clock::system(),
             settings,
             api,
             latest: None,
@@ -104,7 +117,7 @@ impl LeaseActor {
             api: Arc::clone(&self.api),
             node: self.settings.node.clone(),
             lease_duration_seconds: self.settings.lease_duration_seconds,
-            now: Timestamp::now,
+            now: Arc::clone(&self.wall_clock),
         };
         let round = round::renew(context, self.latest.clone(), self.node_uid.clone());
         // Spawned, not awaited: the mailbox and liveness pings stay served while a round waits.
@@ -152,7 +165,7 @@ impl LeaseActor {
                 warn_unless_unreachable!(self.api.recovery(), %error, failed_rounds_in_a_row = self.failed_rounds_in_a_row, "lease renewal failed");
             }
         }
-        self.last_result = Some((Timestamp::now(), outcome.result));
+        self.last_result = Some(((self.wall_clock)(), outcome.result));
     }
 }
 

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 
 use super::renewal::{
@@ -23,7 +22,7 @@ pub struct RoundContext {
     pub node: String,
     pub lease_duration_seconds: i32,
     /// The wall clock; an argument so tests can step it.
-    pub now: fn() -> Timestamp,
+    pub now: crate::clock::WallClock,
 }
 
 /// Why a round failed. Retrying helps: the next round starts from the API server's Lease.

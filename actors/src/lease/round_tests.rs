@@ -139,7 +139,7 @@ fn context(api: &FakeLeaseApi) -> RoundContext {
         api: Arc::new(api.clone()),
         node: "worker-1".to_owned(),
         lease_duration_seconds: 40,
-        now: Timestamp::now,
+        now: crate::clock::system(),
     }
 }
 

@@ -21,16 +21,14 @@ use super::{
     sync::{Registered, StatusJob, SyncOutcome, register, sync_status},
 };
 use crate::{
+    clock::{self, WallClock},
     messages::{NodeRegistered, NodeVolumeFacts, PressureChanged, RuntimeHealth, VolumesInUse},
     ports::{
-        ApiRecovered, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent, warn_unless_unreachable,
+        ApiRecovered, HealthChecks, MachineFacts, NodeApi, NodeEvent, NodeWatchEvent,
+        warn_unless_unreachable,
     },
     runtime_probe::UpdatePodCidr,
 };
-
-/// Where the status's API timestamps (heartbeats, transitions) come from: the system's wall
-/// clock. Actor tests derive one from tokio's paused clock, so heartbeats move with it.
-pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// Jitter of the status loop: the wait is `frequency × (1 + U[0, 0.04))`.
 const UPDATE_JITTER: f64 = 0.04;
@@ -80,6 +78,9 @@ pub struct NodeStatusActor {
     volumes: Option<Recipient<NodeVolumeFacts>>,
     /// Where the Node is shared with the pods' provider (admission).
     node_view: Option<Arc<NodeView>>,
+    /// The runtime-state health checks the node's parts registered (the PLEG's); Ready is
+    /// False while one is unhealthy.
+    health_checks: Option<Arc<HealthChecks>>,
     /// The pod CIDRs last pushed to the runtime, as the kubelet's `runtimeState.cidr`.
     last_pod_cidr: Option<String>,
     /// A pod CIDR change forces the next status PATCH.
@@ -117,6 +118,7 @@ impl NodeStatusActor {
             pod_cidr,
             volumes: None,
             node_view: None,
+            health_checks: None,
             last_pod_cidr: None,
             force_report: false,
             node: None,
@@ -127,7 +129,7 @@ impl NodeStatusActor {
             last_sent: None,
             last_sync: None,
             field_changed_at: BTreeMap::new(),
-            wall_clock: Arc::new(Timestamp::now),
+            wall_clock: clock::system(),
         }
     }
 
@@ -153,6 +155,21 @@ impl NodeStatusActor {
     pub fn with_node_view(mut self, view: Arc<NodeView>) -> Self {
         self.node_view = Some(view);
         self
+    }
+
+    /// Asks `checks` at every status computation, as the kubelet's runtime state does.
+    #[must_use]
+    pub fn with_health_checks(mut self, checks: Arc<HealthChecks>) -> Self {
+        self.health_checks = Some(checks);
+        self
+    }
+
+    /// The health checks' errors at `now`.
+    fn health_errors(&self, now: Instant) -> Vec<String> {
+        self.health_checks
+            .as_ref()
+            .map(|checks| checks.errors(now))
+            .unwrap_or_default()
     }
 
     /// Tells the volume manager what the Node says about volumes, when it changed.
@@ -198,6 +215,7 @@ impl NodeStatusActor {
 
     fn job(&self) -> StatusJob {
         let remembered = self.memory.get();
+        let now_instant = Instant::now();
         StatusJob {
             node_name: self.settings.node_name.clone(),
             machine: self.machine.read(),
@@ -208,7 +226,8 @@ impl NodeStatusActor {
             previous_boot_id: remembered.boot_id,
             volumes_in_use: remembered.volumes_in_use,
             now: (self.wall_clock)(),
-            now_instant: Instant::now(),
+            health: self.health_errors(now_instant),
+            now_instant,
         }
     }
 
@@ -596,6 +615,7 @@ impl NodeStatusActor {
             volume_facts: self.memory.get().volume_facts,
             last_report: self.report.last_report(),
             status: &self.settings.status,
+            health: self.health_errors(Instant::now()),
         }
     }
 }

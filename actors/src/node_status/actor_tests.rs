@@ -4,7 +4,6 @@
 use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, Addr};
-use jiff::Timestamp;
 use nodepulse_supervisor::{ChildSpec, ChildState, Kept, KillMode, Supervisor, SupervisorConfig};
 use tokio::time::Instant;
 
@@ -72,7 +71,7 @@ fn healthy() -> RuntimeHealth {
         runtime_error: None,
         network_error: None,
         runtime_version: Some("containerd://1.7.0".to_owned()),
-        observed_at: Timestamp::now(),
+        observed_at: crate::clock::system()(),
         simulated: false,
         images: Vec::new(),
     }

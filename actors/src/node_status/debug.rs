@@ -27,6 +27,8 @@ pub struct DebugView<'a> {
     pub volume_facts: Option<NodeVolumeFacts>,
     pub last_report: Option<Instant>,
     pub status: &'a StatusSettings,
+    /// The unhealthy health checks now.
+    pub health: Vec<String>,
 }
 
 fn runtime_json(runtime: Option<&RuntimeHealth>) -> Value {
@@ -79,8 +81,9 @@ pub fn describe(view: DebugView<'_>) -> Value {
                 .map(|condition| {
                     let decided_by = match condition.type_.as_str() {
                         "Ready" => json!({
-                            "errors": view.last_computed.map(|node| ready_errors(runtime, Instant::now(), view.status.runtime_down_after, node)).unwrap_or_default(),
+                            "errors": view.last_computed.map(|node| ready_errors(runtime, &view.health, Instant::now(), view.status.runtime_down_after, node)).unwrap_or_default(),
                             "runtime": runtime_json(runtime),
+                            "healthChecks": view.health,
                         }),
                         "MemoryPressure" => json!({ "memoryPressure": pressure.map(|p| p.memory_pressure), "from": "EvictionSignalActor" }),
                         "DiskPressure" => json!({ "diskPressure": pressure.map(|p| p.disk_pressure), "from": "EvictionSignalActor" }),

@@ -22,5 +22,5 @@ pub mod report;
 pub mod setters;
 pub mod sync;
 
-pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings, WallClock};
+pub use actor::{NodeStatusActor, NodeStatusMemory, NodeStatusSettings};
 pub use node_view::NodeView;

@@ -182,6 +182,7 @@ fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
         pressure: None,
         previous_boot_id: None,
         now_instant: Instant::now(),
+        health: &[],
     };
     let mut before = Node::default();
     run_setters(

@@ -38,6 +38,8 @@ pub struct StatusJob {
     pub volumes_in_use: Option<Vec<String>>,
     pub now: Timestamp,
     pub now_instant: Instant,
+    /// The unhealthy health checks at `now_instant`.
+    pub health: Vec<String>,
 }
 
 impl StatusJob {
@@ -62,6 +64,7 @@ impl StatusJob {
             pressure: self.pressure.as_ref(),
             previous_boot_id: self.previous_boot_id.as_deref(),
             now_instant: self.now_instant,
+            health: &self.health,
             volumes_in_use: self.volumes_in_use.as_deref(),
         };
         let report = run_setters(&inputs, self.now, &mut node);

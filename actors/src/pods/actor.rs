@@ -7,13 +7,17 @@
 use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, AsyncContext, Context, Handler, Message, SpawnHandle, StreamHandler};
-use jiff::Timestamp;
+
 use k8s_openapi::api::core::v1::Pod;
 use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
 use serde_json::json;
 
-use super::provider::{Outgoing, PodLifecycleState, PodUpdate};
+use super::{
+    cri::EngineFault,
+    provider::{Outgoing, PodLifecycleState, PodUpdate},
+};
 use crate::{
+    clock::{self, WallClock},
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
     ports::{PodApi, PodEvent, PodSource, PodVolumesChanged, PodWatchEvent},
     prober::ProberFeedback,
@@ -43,6 +47,8 @@ pub struct PodLifecycleActor {
     wakeup: Option<SpawnHandle>,
     /// Times the provider was ticked, for the debug view.
     ticks: u64,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
 }
 
 /// Whether the message went, and if not, the item back and whether the mailbox is closed.
@@ -56,6 +62,15 @@ fn returned<M>(error: SendError<M>, back: impl FnOnce(M) -> Outgoing) -> (Outgoi
 }
 
 impl PodLifecycleActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
+}
+
+impl PodLifecycleActor {
     pub fn new(
         settings: PodLifecycleSettings,
         api: Arc<dyn PodApi>,
@@ -63,6 +78,7 @@ impl PodLifecycleActor {
         status_manager: Mailbox<StatusManagerActor>,
     ) -> Self {
         Self {
+            wall_clock: clock::system(),
             settings,
             api,
             source: None,
@@ -188,14 +204,13 @@ impl PodLifecycleActor {
         let Some(due) = self.state.provider().next_wakeup() else {
             return;
         };
-        let wait = Timestamp::now()
-            .duration_until(due)
-            .try_into()
-            .unwrap_or(Duration::ZERO);
+        // On tokio's clock: the wait is measured with the same wall clock the provider was
+        // given its times by, so paused-time tests see it too.
+        let wait = clock::wait_until((self.wall_clock)(), due);
         self.wakeup = Some(ctx.run_later(wait, |actor, ctx| {
             actor.wakeup = None;
             actor.ticks += 1;
-            let updates = actor.state.provider().tick(Timestamp::now());
+            let updates = actor.state.provider().tick((actor.wall_clock)());
             actor.queue_updates(updates);
             actor.settle(ctx);
         }));
@@ -211,7 +226,7 @@ impl Handler<ProviderUpdates> for PodLifecycleActor {
     type Result = ();
 
     fn handle(&mut self, _: ProviderUpdates, ctx: &mut Context<Self>) {
-        let updates = self.state.provider().tick(Timestamp::now());
+        let updates = self.state.provider().tick((self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
     }
@@ -239,7 +254,7 @@ impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
         self.watch_events += 1;
         match event {
             PodWatchEvent::Applied(pod) => {
-                let updates = self.state.provider().pod_applied(&pod, Timestamp::now());
+                let updates = self.state.provider().pod_applied(&pod, (self.wall_clock)());
                 self.state.queue([Outgoing::Observed(pod)]);
                 self.queue_updates(updates);
             }
@@ -266,7 +281,7 @@ impl Handler<UpdatePodCidr> for PodLifecycleActor {
         let updates = self
             .state
             .provider()
-            .set_pod_cidrs(&cidrs, Timestamp::now());
+            .set_pod_cidrs(&cidrs, (self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
         true
@@ -277,9 +292,27 @@ impl Handler<StopPod> for PodLifecycleActor {
     type Result = ();
 
     fn handle(&mut self, stop: StopPod, ctx: &mut Context<Self>) {
-        let updates = self.state.provider().stop_pod(&stop, Timestamp::now());
+        let updates = self.state.provider().stop_pod(&stop, (self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
+    }
+}
+
+/// Fault injection into the provider's own tasks (the CRI engine's pod workers and PLEG), as
+/// the supervisor's kill modes are for actors: whether the provider has such tasks.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "bool")]
+pub struct InjectProviderFault(pub EngineFault);
+
+impl Handler<InjectProviderFault> for PodLifecycleActor {
+    type Result = bool;
+
+    fn handle(
+        &mut self,
+        InjectProviderFault(fault): InjectProviderFault,
+        _: &mut Context<Self>,
+    ) -> bool {
+        self.state.provider().inject_fault(fault)
     }
 }
 
@@ -291,7 +324,7 @@ impl Handler<PodVolumesChanged> for PodLifecycleActor {
         let updates = self
             .state
             .provider()
-            .volumes_changed(&changed.pod_uid, Timestamp::now());
+            .volumes_changed(&changed.pod_uid, (self.wall_clock)());
         self.queue_updates(updates);
         self.drain(ctx);
     }
@@ -302,7 +335,7 @@ impl Handler<ProberFeedback> for PodLifecycleActor {
     type Result = ();
 
     fn handle(&mut self, ProberFeedback(output): ProberFeedback, ctx: &mut Context<Self>) {
-        let updates = (self.state.provider()).prober_output(&output, Timestamp::now());
+        let updates = (self.state.provider()).prober_output(&output, (self.wall_clock)());
         self.queue_updates(updates);
         self.settle(ctx);
     }

@@ -5,6 +5,8 @@
 //! [`images`].
 
 mod actor;
+#[cfg(test)]
+mod actor_tests;
 pub mod admission;
 #[cfg(test)]
 mod admission_tests;
@@ -30,18 +32,18 @@ mod pull_backoff;
 mod resource_field;
 mod simulated;
 mod simulated_status;
+mod starting;
 #[cfg(test)]
 mod tests;
 
-pub use actor::{PodLifecycleActor, PodLifecycleSettings};
+pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
 pub use pods_view::{
     ContainerRecord, PodRecord, PodsPublisher, PodsSnapshot, PodsView, SandboxRecord,
 };
-pub use provider::{
-    NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink,
-};
+pub use provider::{Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink};
 pub use simulated::{SimulatedPods, SimulatedSettings};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
+pub use starting::{Start, StartError, StartHealth, StartingProvider};
 
 /// The name PodLifecycleActor has in the supervisor, logs and the debug endpoint.
 pub const NAME: &str = "pod-lifecycle";

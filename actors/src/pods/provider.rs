@@ -12,6 +12,7 @@ use std::{
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
+use super::cri::EngineFault;
 use crate::{
     messages::StopPod,
     ports::{PodEvent, PodStats, PodStatsSource},
@@ -77,39 +78,14 @@ pub trait PodLifecycleProvider: Send + 'static {
     /// nodepulse is shutting down: stop acting on the pods. What runs keeps running, as when
     /// the kubelet stops, and the next nodepulse adopts it.
     fn stop(&mut self) {}
+    /// Fault injection: arms `fault` in the provider's own tasks; whether it has such tasks
+    /// (only the CRI provider does).
+    fn inject_fault(&mut self, _fault: EngineFault) -> bool {
+        false
+    }
     /// The pods that may still run, with what they use.
     fn active_pods(&self) -> Vec<PodStats>;
     fn debug_state(&self) -> serde_json::Value;
-}
-
-/// A provider for nodes whose pods nodepulse does not run (a CRI node whose provider could not
-/// start): it reports nothing, so their statuses stay whatever else writes them.
-#[derive(Debug, Default)]
-pub struct NoPods;
-
-impl PodLifecycleProvider for NoPods {
-    fn pod_applied(&mut self, _: &Pod, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn pod_deleted(&mut self, _: &Pod) {}
-    fn tick(&mut self, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn next_wakeup(&self) -> Option<Timestamp> {
-        None
-    }
-    fn stop_pod(&mut self, _: &StopPod, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn set_pod_cidrs(&mut self, _: &str, _: Timestamp) -> Vec<PodUpdate> {
-        Vec::new()
-    }
-    fn active_pods(&self) -> Vec<PodStats> {
-        Vec::new()
-    }
-    fn debug_state(&self) -> serde_json::Value {
-        serde_json::json!({"provider": "none"})
-    }
 }
 
 /// One message for StatusManagerActor, in the order it must arrive.

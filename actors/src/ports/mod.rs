@@ -8,6 +8,7 @@ mod csi_node;
 mod csi_registration;
 #[cfg(test)]
 pub(crate) mod fakes;
+mod health_checks;
 mod host;
 mod lease;
 mod machine;
@@ -33,6 +34,7 @@ pub use container_runtime::{
 };
 pub use csi_node::{CsiCallError, CsiError, CsiNode, CsiNodeInfo, CsiPod, CsiVolume};
 pub use csi_registration::{CsiDriverRegistration, CsiNodeApi, NODE_ID_ANNOTATION};
+pub use health_checks::{HealthCheck, HealthChecks};
 pub use host::{
     FsStats, HostError, HostObservation, HostSignals, MemorySource, MemoryStats, PidStats,
 };

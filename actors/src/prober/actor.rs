@@ -21,7 +21,11 @@ use super::{
     manager::{ProberManager, ProberMemory, RunningContainer},
     output::ProberOutput,
 };
-use crate::{messages::SetContainerReadiness, ports::ProbeRunner};
+use crate::{
+    clock::{self, WallClock},
+    messages::SetContainerReadiness,
+    ports::ProbeRunner,
+};
 
 /// How many outputs the workers may have waiting for the actor.
 const OUTPUT_CAPACITY: usize = 1024;
@@ -103,11 +107,23 @@ pub struct ProberActor {
     manager: Option<ProberManager>,
     retry_scheduled: bool,
     delivered: u64,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
+}
+
+impl ProberActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
 }
 
 impl ProberActor {
     pub fn new(runner: Arc<dyn ProbeRunner>, kept: ProberKept, peers: ProberPeers) -> Self {
         Self {
+            wall_clock: clock::system(),
             runner,
             kept,
             peers,
@@ -247,7 +263,7 @@ impl SupervisedActor for ProberActor {
             "pods": pods.len(),
             "delivered": self.delivered,
             "undelivered": self.kept.undelivered.read(VecDeque::len),
-            "workers": workers_json(&workers.unwrap_or_default(), &pods),
+            "workers": workers_json(&workers.unwrap_or_default(), &pods, (self.wall_clock)()),
         })
     }
 }

@@ -22,12 +22,14 @@ fn result_name(result: Option<ProbeResult>) -> &'static str {
     }
 }
 
-/// One JSON object per worker, in key order; `pods` names each pod by its UID.
+/// One JSON object per worker, in key order; `pods` names each pod by its UID; `wall` is the
+/// wall time now.
 pub fn workers_json(
     workers: &[(WorkerKey, WorkerMemory)],
     pods: &BTreeMap<String, ObjectMeta>,
+    wall: Timestamp,
 ) -> Vec<Value> {
-    let (now, wall) = (Instant::now(), Timestamp::now());
+    let now = Instant::now();
     workers
         .iter()
         .map(|(key, memory)| {

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 pub use state::{NETWORK_STATE_UNKNOWN, RuntimeState, render_condition};
 
 use crate::{
+    clock::{self, WallClock},
     messages::RuntimeHealth,
     ports::{
         ImageInfo, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion,
@@ -72,6 +73,17 @@ pub struct RuntimeProbeActor {
     failures_in_a_row: u64,
     last_failure: Option<(Timestamp, String)>,
     last_sent: Option<RuntimeHealth>,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
+}
+
+impl RuntimeProbeActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
 }
 
 impl RuntimeProbeActor {
@@ -83,6 +95,7 @@ impl RuntimeProbeActor {
         store: Kept<ProbeStore>,
     ) -> Self {
         Self {
+            wall_clock: clock::system(),
             settings,
             runtime,
             health,
@@ -166,7 +179,7 @@ impl RuntimeProbeActor {
                 self.failures_in_a_row += 1;
                 tracing::warn!(%error, failures_in_a_row = self.failures_in_a_row, "container runtime status check failed");
                 self.store().state.apply_failure(&error);
-                self.last_failure = Some((Timestamp::now(), error.to_string()));
+                self.last_failure = Some(((self.wall_clock)(), error.to_string()));
             }
         }
         match version {
@@ -192,7 +205,7 @@ impl RuntimeProbeActor {
             runtime_error: state.runtime_error,
             network_error: state.network_error,
             runtime_version: state.runtime_version,
-            observed_at: Timestamp::now(),
+            observed_at: (self.wall_clock)(),
             simulated: self.runtime.is_none(),
             images: state.images,
         };

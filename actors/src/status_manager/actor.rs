@@ -32,6 +32,7 @@ use super::{
     terminate::terminated_status,
 };
 use crate::{
+    clock::{self, WallClock},
     messages::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
@@ -153,6 +154,17 @@ pub struct StatusManagerActor {
     flushes: Vec<tokio::sync::oneshot::Sender<usize>>,
     /// The batch pass's timer, set while the store knows a pod.
     batch_timer: Option<SpawnHandle>,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
+}
+
+impl StatusManagerActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
 }
 
 impl StatusManagerActor {
@@ -162,6 +174,7 @@ impl StatusManagerActor {
         store: Kept<PodStatusStore>,
     ) -> Self {
         Self {
+            wall_clock: clock::system(),
             settings,
             api,
             store,
@@ -201,7 +214,7 @@ impl StatusManagerActor {
             stored.pods.insert(uid.clone(), pod.clone());
             stored
                 .cache
-                .update(pod, status, force, finished, Timestamp::now())
+                .update(pod, status, force, finished, (self.wall_clock)())
         };
         self.arm_batch(ctx);
         match outcome {
@@ -239,7 +252,7 @@ impl StatusManagerActor {
             Arc::clone(&self.api),
             job,
             move || store.read(|store| store.is_current(generation)),
-            Timestamp::now(),
+            (self.wall_clock)(),
         );
         let uid = uid.to_owned();
         // Spawned, not awaited: the mailbox and liveness pings stay served while it runs.
@@ -287,7 +300,7 @@ impl StatusManagerActor {
                 self.failed.insert(uid.to_owned());
                 self.counters.failures += 1;
                 warn_unless_unreachable!(self.api.recovery(), %uid, %error, retryable = error.is_retryable(), "pod status sync failed; the batch pass retries");
-                self.last_error = Some((Timestamp::now(), error.to_string()));
+                self.last_error = Some(((self.wall_clock)(), error.to_string()));
             }
         }
     }
@@ -334,7 +347,7 @@ impl StatusManagerActor {
         self.store.update(|store| store.batch_passes += 1);
         self.failed.clear();
         self.start_unsent(ctx);
-        let now = Timestamp::now();
+        let now = (self.wall_clock)();
         let (finished, differing): (Vec<String>, Vec<String>) = {
             let stored = self.store.lock();
             let finished = stored

@@ -261,7 +261,7 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
     let api = FakePodApi::default();
     let mut deleting = pod("web", "uid-1");
     deleting.metadata.deletion_timestamp = Some(
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::clock::system()()),
     );
     api.put(&deleting);
     let store = Kept::<PodStatusStore>::default();

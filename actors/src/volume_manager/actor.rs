@@ -14,7 +14,7 @@ use std::{
 use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, StreamHandler, WrapFuture,
 };
-use jiff::Timestamp;
+
 use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use tokio::time::Instant;
 
@@ -26,6 +26,7 @@ use super::{
     reconcile, volumes_in_use,
 };
 use crate::{
+    clock::{self, WallClock},
     messages::{NodeVolumeFacts, VolumesInUse},
     ports::{
         PodApi, PodEvent, PodSource, PodVolumesChanged, PodWatchEvent, SetUpContext, VolumeHost,
@@ -78,9 +79,20 @@ pub struct VolumeManagerActor {
     last_in_use: Option<Option<Vec<String>>>,
     passes: u64,
     operations: u64,
+    /// Wall time for API timestamps and the debug view.
+    wall_clock: WallClock,
 }
 
 type Key = (String, String);
+
+impl VolumeManagerActor {
+    /// Reads wall time from `clock` (tests: one that follows tokio's paused clock).
+    #[must_use]
+    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
+        self
+    }
+}
 
 impl VolumeManagerActor {
     pub fn new(
@@ -92,6 +104,7 @@ impl VolumeManagerActor {
         peers: VolumeManagerPeers,
     ) -> Self {
         Self {
+            wall_clock: clock::system(),
             settings,
             pods,
             sources,
@@ -361,7 +374,7 @@ impl VolumeManagerActor {
                         Arc::clone(&self.sources),
                         sources,
                         &m.tokens,
-                        Timestamp::now(),
+                        (self.wall_clock)(),
                     )
                 });
                 self.in_flight.insert(key.clone());

@@ -159,6 +159,22 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         }
     }
 
+    /// SIGSTOP until the guard drops (SIGCONT): containerd keeps its socket and connections
+    /// but answers nothing, as a runtime that hangs.
+    pub fn pause(&self) -> Paused<'_> {
+        self.signal("-STOP");
+        Paused(self)
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("containerd runs").id();
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();
@@ -166,6 +182,16 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("containerd.log")).unwrap_or_default()
+    }
+}
+
+/// A paused containerd; dropping it lets containerd run again (also when the test fails, so
+/// the fixture's clean-up is answered).
+pub struct Paused<'a>(&'a Containerd);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        self.0.signal("-CONT");
     }
 }
 

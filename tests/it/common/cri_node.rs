@@ -6,7 +6,8 @@ use std::{future::Future, panic::AssertUnwindSafe, time::Duration};
 
 use futures::FutureExt;
 use nodepulse::node::{NodeActors, NodeHandle};
-use nodepulse_supervisor::SupervisorHandle;
+use nodepulse_actors::pods::PodLifecycleActor;
+use nodepulse_supervisor::{Mailbox, SupervisorHandle};
 
 use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
 
@@ -39,6 +40,8 @@ pub struct CriNode {
     pub supervisor: SupervisorHandle,
     /// What the node's start handed back: its views and its CRI client, as services read them.
     pub handle: NodeHandle,
+    /// Its pod lifecycle actor, for fault injection into the CRI engine's tasks.
+    pub pod_lifecycle: Mailbox<PodLifecycleActor>,
     /// Its root and log directories; removed with it, its pods' mounts detached first.
     dir: RootDir,
 }
@@ -46,10 +49,21 @@ pub struct CriNode {
 impl CriNode {
     /// Starts every actor of a new CRI node on `fixture`'s containerd.
     pub async fn start(kubeconfig: &std::path::Path, fixture: &CriFixture, prefix: &str) -> Self {
+        Self::start_with(kubeconfig, fixture, prefix, |_| String::new()).await
+    }
+
+    /// [`Self::start`], with the configuration lines `extra` gives for the node's directory
+    /// (it may prepare the directory too) appended to [`cri_node_config`].
+    pub async fn start_with(
+        kubeconfig: &std::path::Path,
+        fixture: &CriFixture,
+        prefix: &str,
+        extra: impl FnOnce(&std::path::Path) -> String,
+    ) -> Self {
         let name = unique_node_name(prefix);
         let dir = RootDir::new();
-        let (settings, api) =
-            super::node::connect(kubeconfig, &name, &cri_node_config(fixture, dir.path())).await;
+        let config = cri_node_config(fixture, dir.path()) + &extra(dir.path());
+        let (settings, api) = super::node::connect(kubeconfig, &name, &config).await;
         let node = NodeActors::new(&settings)
             .api(api)
             .start()
@@ -57,6 +71,7 @@ impl CriNode {
         Self {
             name,
             supervisor: node.supervisor.clone(),
+            pod_lifecycle: node.addresses.pod_lifecycle.clone(),
             handle: node,
             dir,
         }

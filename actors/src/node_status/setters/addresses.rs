@@ -5,9 +5,10 @@ use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 
-use super::{NodeEvent, StatusInputs};
+use super::{SetterError, SetterResult, StatusInputs};
 
-fn usable(address: &IpAddr) -> Result<(), &'static str> {
+/// Whether a node may report `address` as its own.
+fn usable(address: &IpAddr) -> bool {
     let bad = match address {
         IpAddr::V4(v4) => {
             v4.is_loopback() || v4.is_multicast() || v4.is_link_local() || v4.is_unspecified()
@@ -19,11 +20,7 @@ fn usable(address: &IpAddr) -> Result<(), &'static str> {
                 || v6.is_unspecified()
         }
     };
-    if bad {
-        Err("must not be loopback, multicast, link-local or unspecified")
-    } else {
-        Ok(())
-    }
+    !bad
 }
 
 fn address(kind: &str, value: String) -> NodeAddress {
@@ -33,15 +30,14 @@ fn address(kind: &str, value: String) -> NodeAddress {
     }
 }
 
-pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<NodeEvent>, String> {
+pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> SetterResult {
     let configured = &inputs.settings.node_ips;
     for ip in configured {
-        usable(ip).map_err(|reason| format!("node IP {ip}: {reason}"))?;
+        if !usable(ip) {
+            return Err(SetterError::UnusableNodeIp { ip: *ip });
+        }
         if !inputs.machine.local_addresses.contains(ip) {
-            return Err(format!(
-                "node IP: {:?} not found in the host's network interfaces",
-                ip.to_string()
-            ));
+            return Err(SetterError::NodeIpNotOnHost { ip: *ip });
         }
     }
     let hostname = inputs.machine.hostname.clone();
@@ -54,8 +50,10 @@ pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<Node
             .parse::<IpAddr>()
             .ok()
             .or(inputs.machine.default_route_address)
-            .filter(|ip| usable(ip).is_ok())
-            .ok_or_else(|| format!("can't get ip address of node {}", inputs.node_name))?;
+            .filter(usable)
+            .ok_or_else(|| SetterError::NoNodeAddress {
+                node: inputs.node_name.to_owned(),
+            })?;
         addresses.push(address("InternalIP", picked.to_string()));
     }
     addresses.push(address("Hostname", hostname));

@@ -125,6 +125,7 @@ pub(super) fn set_pressure(
 /// Why the node is not ready, in the kubelet's order; empty when it is.
 pub fn ready_errors(
     runtime: Option<&RuntimeHealth>,
+    health: &[String],
     now: Instant,
     down_after: Duration,
     node: &Node,
@@ -133,6 +134,7 @@ pub fn ready_errors(
     match runtime {
         None => {
             errors.push("container runtime status check may not have completed yet".to_owned());
+            errors.extend(health.iter().cloned());
             errors.push("network state unknown".to_owned());
         }
         Some(runtime) => {
@@ -147,6 +149,8 @@ pub fn ready_errors(
                 }
                 Some(_) => {}
             }
+            // The kubelet's health checks come between the staleness and the runtime's error.
+            errors.extend(health.iter().cloned());
             errors.extend(runtime.runtime_error.clone());
             errors.extend(runtime.network_error.clone());
         }
@@ -181,6 +185,7 @@ pub(super) fn set_ready(
 ) -> Vec<NodeEvent> {
     let errors = ready_errors(
         inputs.runtime,
+        inputs.health,
         inputs.now_instant,
         inputs.settings.runtime_down_after,
         node,

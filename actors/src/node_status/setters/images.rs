@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::{ContainerImage, Node};
 
-use super::{NodeEvent, StatusInputs};
+use super::{SetterResult, StatusInputs};
 use crate::ports::ImageInfo;
 
 /// The kubelet's `nodeStatusMaxImages` default.
@@ -13,7 +13,7 @@ pub const MAX_IMAGES: usize = 50;
 /// The kubelet's `MaxNamesPerImageInNodeStatus`.
 pub const MAX_NAMES_PER_IMAGE: usize = 5;
 
-pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<NodeEvent>, String> {
+pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> SetterResult {
     // Before the first probe there is no list to report; the Node keeps what it has.
     let Some(runtime) = inputs.runtime else {
         return Ok(Vec::new());

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{api::core::v1::Node, apimachinery::pkg::api::resource::Quantity};
 
-use super::{NodeEvent, StatusInputs};
+use super::{NodeEvent, SetterError, SetterResult, StatusInputs};
 use crate::quantity::{format_binary, format_cpu};
 
-pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<NodeEvent>, String> {
+pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> SetterResult {
     let machine = inputs.machine;
     let settings = inputs.settings;
     let mut events = Vec::new();
@@ -75,7 +75,7 @@ pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<Node
         allocatable.insert(name.to_owned(), Quantity(rendered));
     }
     if machine.cpu_cores == 0 || machine.memory_bytes == 0 {
-        return Err("machine info is incomplete: cpu or memory could not be read".to_owned());
+        return Err(SetterError::IncompleteMachineInfo);
     }
     Ok(events)
 }

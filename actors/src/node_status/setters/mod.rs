@@ -64,21 +64,40 @@ pub struct StatusInputs<'a> {
     pub previous_boot_id: Option<&'a str>,
     /// For judging the runtime's staleness.
     pub now_instant: Instant,
+    /// The runtime-state health checks that are unhealthy (`PLEG is not healthy: ...`).
+    pub health: &'a [String],
     /// The volume manager's `volumesInUse`; `None` until its reconciler synced once.
     pub volumes_in_use: Option<&'a [String]>,
 }
+
+/// Why a setter left its part of the status as it was. Each comes from the configuration or
+/// the host, so the next computation meets it again until that changes; retrying does not help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetterError {
+    #[error("node IP {ip}: must not be loopback, multicast, link-local or unspecified")]
+    UnusableNodeIp { ip: IpAddr },
+    #[error("node IP: {:?} not found in the host's network interfaces", .ip.to_string())]
+    NodeIpNotOnHost { ip: IpAddr },
+    #[error("can't get ip address of node {node}")]
+    NoNodeAddress { node: String },
+    #[error("machine info is incomplete: cpu or memory could not be read")]
+    IncompleteMachineInfo,
+}
+
+/// What one setter did: the events it wants recorded, or why it changed nothing.
+pub type SetterResult = Result<Vec<NodeEvent>, SetterError>;
 
 /// What running the setters produced besides the Node itself.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SetterReport {
     pub events: Vec<NodeEvent>,
-    pub errors: Vec<String>,
+    pub errors: Vec<SetterError>,
 }
 
 /// Runs every setter on `node` in order.
 pub fn run_setters(inputs: &StatusInputs<'_>, now: Timestamp, node: &mut Node) -> SetterReport {
     let mut report = SetterReport::default();
-    let mut record = |result: Result<Vec<NodeEvent>, String>| match result {
+    let mut record = |result: SetterResult| match result {
         Ok(events) => report.events.extend(events),
         Err(error) => report.errors.push(error),
     };

@@ -63,6 +63,7 @@ fn run(
         pressure: None,
         previous_boot_id: None,
         now_instant: Instant::now(),
+        health: &[],
     };
     run_setters(&inputs, now, node)
 }
@@ -216,9 +217,55 @@ fn ready_messages_follow_the_kubelets_order_and_aggregation() {
             pressure: None,
             previous_boot_id: None,
             now_instant: now,
+            health: &[],
         };
         run_setters(&inputs, at(0), &mut node);
         assert_eq!(condition(&node, "Ready").message.as_deref(), Some(expected));
+    }
+}
+
+#[test]
+fn an_unhealthy_pleg_makes_the_node_not_ready_between_the_runtimes_staleness_and_its_error() {
+    let now = Instant::now();
+    let stale = now
+        .checked_sub(Duration::from_secs(31))
+        .expect("an instant 31s ago");
+    let pleg = [
+        "PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s".to_owned(),
+    ];
+    let cases = [
+        (healthy(now), pleg[0].clone()),
+        (
+            RuntimeHealth {
+                last_successful_probe: Some(stale),
+                runtime_error: Some("container runtime not ready: RuntimeReady=false".into()),
+                ..healthy(now)
+            },
+            format!(
+                "[container runtime is down, {}, container runtime not ready: RuntimeReady=false]",
+                pleg[0]
+            ),
+        ),
+    ];
+    for (runtime, expected) in cases {
+        let mut node = Node::default();
+        let inputs = StatusInputs {
+            volumes_in_use: None,
+            node_name: "worker-1",
+            machine: &machine(),
+            settings: &settings(),
+            runtime: Some(&runtime),
+            pressure: None,
+            previous_boot_id: None,
+            now_instant: now,
+            health: &pleg,
+        };
+        run_setters(&inputs, at(0), &mut node);
+        let ready = condition(&node, "Ready");
+        assert_eq!(
+            (ready.status.as_str(), ready.message.as_deref()),
+            ("False", Some(expected.as_str()))
+        );
     }
 }
 
@@ -349,9 +396,16 @@ fn addresses_are_the_internal_ip_then_the_hostname() {
     foreign.node_ips = vec!["203.0.113.9".parse::<IpAddr>().expect("ip")];
     let mut node = Node::default();
     let report = run(&machine(), &foreign, None, at(0), &mut node);
+    let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        ["node IP: \"203.0.113.9\" not found in the host's network interfaces"]
+    );
     assert_eq!(
         report.errors,
-        ["node IP: \"203.0.113.9\" not found in the host's network interfaces"]
+        [super::SetterError::NodeIpNotOnHost {
+            ip: "203.0.113.9".parse().expect("ip")
+        }]
     );
     assert!(
         node.status.and_then(|s| s.addresses).is_none(),
@@ -371,6 +425,7 @@ fn a_new_boot_id_is_a_rebooted_warning() {
         pressure: None,
         previous_boot_id: Some("boot-0"),
         now_instant: Instant::now(),
+        health: &[],
     };
     let report = run_setters(&inputs, at(0), &mut node);
     let rebooted = report
@@ -436,5 +491,50 @@ pub(super) fn with_volume_inputs<R>(
         pressure: None,
         previous_boot_id: None,
         now_instant: Instant::now(),
+        health: &[],
     })
+}
+
+#[test]
+fn setter_errors_say_what_they_said_as_strings() {
+    use super::SetterError;
+    let ip: IpAddr = "127.0.0.1".parse().expect("ip");
+    let cases = [
+        (
+            SetterError::UnusableNodeIp { ip },
+            "node IP 127.0.0.1: must not be loopback, multicast, link-local or unspecified",
+        ),
+        (
+            SetterError::NodeIpNotOnHost { ip },
+            "node IP: \"127.0.0.1\" not found in the host's network interfaces",
+        ),
+        (
+            SetterError::NoNodeAddress {
+                node: "worker-1".to_owned(),
+            },
+            "can't get ip address of node worker-1",
+        ),
+        (
+            SetterError::IncompleteMachineInfo,
+            "machine info is incomplete: cpu or memory could not be read",
+        ),
+    ];
+    for (error, text) in cases {
+        assert_eq!(error.to_string(), text);
+    }
+}
+
+#[test]
+fn a_loopback_node_ip_is_refused_and_leaves_the_addresses_alone() {
+    let mut loopback = settings();
+    loopback.node_ips = vec!["127.0.0.1".parse::<IpAddr>().expect("ip")];
+    let mut node = Node::default();
+    let report = run(&machine(), &loopback, None, at(0), &mut node);
+    assert_eq!(
+        report.errors,
+        [super::SetterError::UnusableNodeIp {
+            ip: "127.0.0.1".parse().expect("ip")
+        }]
+    );
+    assert!(node.status.and_then(|s| s.addresses).is_none());
 }

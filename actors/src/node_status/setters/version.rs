@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{DaemonEndpoint, Node, NodeDaemonEndpoints, NodeSystemInfo};
 
-use super::{NodeEvent, StatusInputs};
+use super::{SetterResult, StatusInputs};
 
 /// The platform names Kubernetes uses (`GOOS`/`GOARCH`).
 pub fn platform() -> (&'static str, &'static str) {
@@ -16,7 +16,7 @@ pub fn platform() -> (&'static str, &'static str) {
     (std::env::consts::OS, arch)
 }
 
-pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<NodeEvent>, String> {
+pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> SetterResult {
     let status = node.status.get_or_insert_with(Default::default);
     let info = status.node_info.get_or_insert_with(NodeSystemInfo::default);
     info.kernel_version = inputs.machine.kernel_version.clone();

@@ -4,9 +4,9 @@
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::{NodeEvent, StatusInputs};
+use super::{SetterResult, StatusInputs};
 
-pub fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> Result<Vec<NodeEvent>, String> {
+pub fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> SetterResult {
     let Some(in_use) = inputs.volumes_in_use else {
         return Ok(Vec::new());
     };

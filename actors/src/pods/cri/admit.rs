@@ -25,7 +25,9 @@ impl Engine {
         let admitted: Vec<_> = core
             .pods
             .iter()
-            .filter(|(other, entry)| other.as_str() != uid && entry.admitted && !entry.finished)
+            .filter(|(other, entry)| {
+                other.as_str() != uid && entry.admitted && !entry.end.is_finished()
+            })
             .map(|(_, entry)| entry.pod.clone())
             .collect();
         let Some(entry) = core.pods.get_mut(uid) else {
@@ -44,8 +46,8 @@ impl Engine {
         };
         tracing::info!(pod = %super::worker::pod_label(&entry.pod), %rejection, "pod rejected by admission");
         let status = rejected_status(&entry.pod, &rejection);
-        entry.finished = true;
-        entry.terminated_sent = true;
+        // Never ran, so never told: TerminatePod follows the status below.
+        entry.end.finish();
         entry.last_sent = Some(status.clone());
         let pod = Box::new(entry.pod.clone());
         core.outbox.extend([

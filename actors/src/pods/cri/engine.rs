@@ -22,13 +22,17 @@ use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
     backoff::Backoff,
+    pleg_health::PlegHealth,
+    pod_state::{End, Work},
     sandbox::{ClusterDns, log_directory},
     status::{StartError, StatusInputs, pod_status, reported_ips},
+    tasks::{EngineTask, Faults, TaskPanics},
     termination_message::{joined, termination_message},
     view::PodRuntime,
 };
 use crate::{
-    node_status::{NodeView, WallClock},
+    clock::WallClock,
+    node_status::NodeView,
     pods::{
         images::PullBackoff,
         pods_view::PodsPublisher,
@@ -64,6 +68,9 @@ pub struct CriPodsSettings {
     /// The node's memory, for Burstable containers' `oom_score_adj`.
     pub memory_capacity: u64,
     pub relist_period: Duration,
+    /// No successful relist for longer: Ready is False, `PLEG is not healthy: ...` (the
+    /// kubelet's 3 min).
+    pub relist_threshold: Duration,
     pub clock: WallClock,
 }
 
@@ -86,11 +93,8 @@ pub struct PodEntry {
     pub pod_ips: Vec<String>,
     /// Passed the kubelet's admission (or needs none): it may run.
     pub admitted: bool,
-    pub busy: bool,
-    pub again: bool,
-    /// The PLEG has just inspected it: the next sync starts from that, not from a listing of
-    /// its own (one round of status calls per change, not two).
-    pub inspected: bool,
+    /// Its worker: idle or syncing (and whether the PLEG's inspection is current).
+    pub work: Work,
     /// Counts the writes of `runtime`. An inspection from outside the pod's sync (the PLEG,
     /// an event) writes only if nothing wrote since it listed and no sync runs: a slow one
     /// must not put an older view over the sync's own (a status flipping back, a running
@@ -98,9 +102,8 @@ pub struct PodEntry {
     pub generation: u64,
     pub retry_at: Option<Timestamp>,
     pub ending: Option<Ending>,
-    /// Nothing more runs or is reported (terminal).
-    pub finished: bool,
-    pub terminated_sent: bool,
+    /// Whether it is finished (nothing more runs or is reported), and TerminatePod told.
+    pub end: End,
     pub last_sent: Option<PodStatus>,
 }
 
@@ -125,6 +128,9 @@ pub struct Core {
     pub gc_running: bool,
     pub gc_again: bool,
     pub gc_passes: u64,
+    /// Panics caught in the engine's tasks.
+    pub panics: TaskPanics,
+    pub faults: Faults,
 }
 
 pub struct Engine {
@@ -154,6 +160,8 @@ pub struct Engine {
     /// Wakes a garbage collection task waiting out its period.
     pub(super) gc_wanted: Notify,
     pub(super) spawner: Handle,
+    /// The PLEG's health, which NodeStatus's Ready setter asks.
+    pub(super) pleg_health: Arc<PlegHealth>,
 }
 
 impl Engine {
@@ -164,7 +172,6 @@ impl Engine {
         spawner: Handle,
     ) -> Self {
         Self {
-            settings,
             runtime,
             volumes,
             objects: None,
@@ -179,6 +186,8 @@ impl Engine {
             retries_changed: Notify::new(),
             gc_wanted: Notify::new(),
             spawner,
+            pleg_health: Arc::new(PlegHealth::new(settings.relist_threshold)),
+            settings,
         }
     }
 
@@ -225,11 +234,8 @@ impl Engine {
     pub fn pods_arrived(self: &Arc<Self>) {
         let start = !std::mem::replace(&mut self.core().pleg_started, true);
         if start {
-            let engine = Arc::clone(self);
-            self.spawner.spawn(async move { engine.pleg().await });
-            let engine = Arc::clone(self);
-            self.spawner
-                .spawn(async move { engine.evented_pleg().await });
+            self.spawn_supervised(EngineTask::Pleg, Self::pleg);
+            self.spawn_supervised(EngineTask::EventedPleg, Self::evented_pleg);
         }
         self.pods_present.notify_one();
         self.gc_while_pods();
@@ -245,24 +251,24 @@ impl Engine {
             let Some(entry) = core.pods.get_mut(uid) else {
                 return;
             };
-            if entry.busy {
-                entry.again = true;
+            if !entry.work.request() {
                 return;
             }
-            entry.busy = true;
             entry.retry_at = None;
         }
-        let (engine, uid) = (Arc::clone(self), uid.to_owned());
-        self.spawner.spawn(async move { engine.worker(uid).await });
+        self.spawn_worker(uid.to_owned());
     }
 
     /// One pod's worker: syncs (or tears down) until nobody asked for another round.
-    async fn worker(self: Arc<Self>, uid: String) {
+    pub(super) async fn worker(self: Arc<Self>, uid: String) {
         loop {
+            self.worker_fault_point(&uid);
             let ending = {
                 let core = self.core();
                 match core.pods.get(&uid) {
-                    Some(entry) if !entry.finished && !core.stopped => entry.ending.clone(),
+                    Some(entry) if !entry.end.is_finished() && !core.stopped => {
+                        entry.ending.clone()
+                    }
                     _ => break,
                 }
             };
@@ -277,8 +283,7 @@ impl Engine {
                 self.want_gc();
                 return;
             };
-            if !std::mem::take(&mut entry.again) {
-                entry.busy = false;
+            if !entry.work.round_done() {
                 let retry = entry.retry_at.is_some();
                 drop(core);
                 if retry {
@@ -289,7 +294,7 @@ impl Engine {
             }
         }
         if let Some(entry) = self.core().pods.get_mut(&uid) {
-            entry.busy = false;
+            entry.work.stop();
         }
     }
 
@@ -399,7 +404,8 @@ impl Engine {
             let Some(entry) = core.pods.get_mut(uid) else {
                 return Ok(false);
             };
-            let current = seen.is_none_or(|seen| entry.generation == seen && !entry.busy);
+            let current =
+                seen.is_none_or(|seen| entry.generation == seen && !entry.work.is_syncing());
             if !current {
                 return Ok(false);
             }
@@ -453,7 +459,7 @@ impl Engine {
         };
         self.tell_prober(entry, &runtime_name);
         // A pod being torn down reports once, at the end (`terminate`).
-        if entry.finished || entry.ending.is_some() {
+        if entry.end.is_finished() || entry.ending.is_some() {
             return;
         }
         let status = self.status_of(entry, &runtime_name, None);
@@ -471,8 +477,7 @@ impl Engine {
         }
         // Finished once nothing of it runs, its sandbox included (the worker stops that).
         if terminal && !entry.runtime.any_running() && entry.runtime.ready_sandbox().is_none() {
-            entry.finished = true;
-            if !std::mem::replace(&mut entry.terminated_sent, true) {
+            if entry.end.finish() {
                 core.outbox.push(PodUpdate::Terminated {
                     pod: Box::new(entry.pod.clone()),
                 });

@@ -41,6 +41,7 @@ impl Engine {
                 }
                 Err(error) => error.to_string(),
                 Ok(events) => {
+                    self.pleg_health.set_evented(true);
                     if !std::mem::replace(&mut self.core().evented, true) {
                         tracing::info!(period = ?EVENTED_RELIST_PERIOD, "the PLEG follows the runtime's container events and relists less often");
                     }
@@ -55,6 +56,7 @@ impl Engine {
             self.relist_now.notify_one();
         }
         self.core().evented = false;
+        self.pleg_health.set_evented(false);
         self.relist_now.notify_one();
         tracing::warn!(
             period = ?self.settings.relist_period,
@@ -83,7 +85,7 @@ impl Engine {
     /// An event for one of `uid`'s containers: its state read now, and a sync from it.
     async fn pod_event(self: &Arc<Self>, uid: &str) {
         let seen = match self.core().pods.get(uid) {
-            Some(entry) if !entry.finished => entry.generation,
+            Some(entry) if !entry.end.is_finished() => entry.generation,
             _ => return,
         };
         let current = match self.refresh_if_unchanged(uid, seen).await {
@@ -95,7 +97,7 @@ impl Engine {
             }
         };
         if current && let Some(entry) = self.core().pods.get_mut(uid) {
-            entry.inspected = true;
+            entry.work.mark_fresh();
         }
         self.request_sync(uid);
     }
@@ -128,7 +130,7 @@ impl Engine {
         let core = self.core();
         core.pods
             .values()
-            .filter(|entry| !entry.busy && !entry.finished)
+            .filter(|entry| !entry.work.is_syncing() && !entry.end.is_finished())
             .filter_map(|entry| entry.retry_at)
             .min()
             .map(|at| Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO))

@@ -13,6 +13,7 @@ use futures::future::join_all;
 use super::{
     engine::Engine,
     kill::MIN_GRACE,
+    tasks::EngineTask,
     view::{TERMINATION_GRACE_ANNOTATION, labelled_name, pod_uid},
 };
 use crate::ports::{
@@ -174,8 +175,7 @@ impl Engine {
         }
         core.gc_running = true;
         drop(core);
-        let engine = Arc::clone(self);
-        self.spawner.spawn(async move { engine.gc_loop().await });
+        self.spawn_supervised(EngineTask::GarbageCollection, Self::gc_loop);
     }
 
     /// Keeps the periodic pass going once a pod arrives (a sandbox replaced under a running
@@ -223,7 +223,7 @@ impl Engine {
             core.gc_passes += 1;
             plan(&sandboxes, &containers, |uid| match core.pods.get(uid) {
                 None => Some(false),
-                Some(entry) if entry.busy || entry.ending.is_some() => None,
+                Some(entry) if entry.work.is_syncing() || entry.ending.is_some() => None,
                 Some(_) => Some(true),
             })
         };

@@ -287,3 +287,52 @@ async fn fallback_to_logs_on_error_gives_a_failed_container_its_logs_last_80_lin
     let expected: String = (21..=100).map(|n| format!("line {n}\n")).collect();
     assert_eq!(app(&status)["state"]["terminated"]["message"], expected);
 }
+
+#[test]
+fn an_http_hook_that_cannot_be_sent_says_why_in_the_kubelets_words() {
+    use k8s_openapi::{
+        api::core::v1::{Container, HTTPGetAction},
+        apimachinery::pkg::util::intstr::IntOrString,
+    };
+
+    use super::hooks::{HookError, HttpHookError, http_action};
+
+    let container = Container {
+        name: "app".to_owned(),
+        ..Container::default()
+    };
+    let action = |port: IntOrString| HTTPGetAction {
+        port,
+        ..HTTPGetAction::default()
+    };
+    let ips = ["10.0.0.5".to_owned()];
+    let cases = [
+        (
+            http_action(&action(IntOrString::String("web".into())), &container, &ips),
+            HttpHookError::NoSuchPort {
+                port: "web".into(),
+                container: "app".into(),
+            },
+            "couldn't find port: web in app",
+        ),
+        (
+            http_action(&action(IntOrString::Int(70_000)), &container, &ips),
+            HttpHookError::InvalidPort(70_000),
+            "invalid port number: 70000",
+        ),
+        (
+            http_action(&action(IntOrString::Int(80)), &container, &[]),
+            HttpHookError::NoPodIp,
+            "failed to find networking container",
+        ),
+    ];
+    for (result, error, text) in cases {
+        assert_eq!(result, Err(error.clone()));
+        assert_eq!(error.to_string(), text);
+    }
+    assert_eq!(
+        HookError::NoHandler.to_string(),
+        "Cannot run handler: invalid handler: neither exec, httpGet nor sleep"
+    );
+    assert_eq!(HookError::Cancelled.to_string(), "context canceled");
+}

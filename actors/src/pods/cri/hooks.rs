@@ -22,9 +22,58 @@ pub const FAILED_PRE_STOP_HOOK: &str = "FailedPreStopHook";
 /// The waiting reason of a container whose postStart hook failed.
 pub const POST_START_HOOK_ERROR: &str = "PostStartHookError";
 
+/// Why a hook failed, in the kubelet's words (`lifecycle/handlers.go`). Whether it is run
+/// again is the caller's rule (a failed postStart kills the container; preStop goes on).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookError {
+    /// ExecSync failed, or the command exited non-zero; `output` is what it printed.
+    #[error(
+        "Exec lifecycle hook ([{command}]) for Container {container:?} in Pod {pod:?} failed - error: {error}, message: {output:?}"
+    )]
+    Exec {
+        command: String,
+        container: String,
+        pod: String,
+        error: String,
+        output: String,
+    },
+    #[error(
+        "HTTP lifecycle hook ({path}) for Container {container:?} in Pod {pod:?} failed - error: {error}"
+    )]
+    Http {
+        path: String,
+        container: String,
+        pod: String,
+        #[source]
+        error: HttpHookError,
+    },
+    #[error("Cannot run handler: invalid handler: neither exec, httpGet nor sleep")]
+    NoHandler,
+    /// The container went (or the pod is torn down) while its postStart hook ran (Go's
+    /// `context.Canceled`, as the kubelet's cancelled sync context gives it).
+    #[error("context canceled")]
+    Cancelled,
+}
+
+/// Why an `httpGet` hook got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpHookError {
+    #[error("couldn't find port: {port} in {container}")]
+    NoSuchPort { port: String, container: String },
+    #[error("invalid port number: {0}")]
+    InvalidPort(i64),
+    #[error("failed to find networking container")]
+    NoPodIp,
+    #[error("no HTTP client for lifecycle hooks")]
+    NoClient,
+    /// The request failed; the prober's text.
+    #[error("{0}")]
+    NoAnswer(String),
+}
+
 /// The port a hook's `httpGet` names: a number, a numeric string, or one of the container's
 /// named ports; an empty name is 80, as the kubelet has it.
-fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String> {
+fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, HttpHookError> {
     let number = match port {
         IntOrString::Int(number) => i64::from(*number),
         IntOrString::String(name) if name.is_empty() => 80,
@@ -36,13 +85,16 @@ fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String
                 .flatten()
                 .find(|p| p.name.as_deref() == Some(name.as_str()))
                 .map(|p| i64::from(p.container_port))
-                .ok_or_else(|| format!("couldn't find port: {name} in {}", container.name))?,
+                .ok_or_else(|| HttpHookError::NoSuchPort {
+                    port: name.clone(),
+                    container: container.name.clone(),
+                })?,
         },
     };
     u16::try_from(number)
         .ok()
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("invalid port number: {number}"))
+        .ok_or(HttpHookError::InvalidPort(number))
 }
 
 /// The request an `httpGet` hook sends: to its `host`, else the pod's first IP.
@@ -50,13 +102,10 @@ pub fn http_action(
     action: &HTTPGetAction,
     container: &Container,
     pod_ips: &[String],
-) -> Result<ProbeAction, String> {
+) -> Result<ProbeAction, HttpHookError> {
     let host = match action.host.as_deref().filter(|h| !h.is_empty()) {
         Some(host) => host.to_owned(),
-        None => pod_ips
-            .first()
-            .cloned()
-            .ok_or_else(|| "failed to find networking container".to_owned())?,
+        None => pod_ips.first().cloned().ok_or(HttpHookError::NoPodIp)?,
     };
     let mut headers: Vec<(String, String)> = action
         .http_headers
@@ -84,12 +133,12 @@ pub fn http_action(
 }
 
 /// Whether an HTTP exchange counts as a hook success: any answer does.
-pub fn http_answered(outcome: &ProbeOutcome) -> Result<(), String> {
+pub fn http_answered(outcome: &ProbeOutcome) -> Result<(), HttpHookError> {
     match outcome {
         ProbeOutcome::Success(_) | ProbeOutcome::Warning(_) => Ok(()),
         ProbeOutcome::Failure(text) if text.starts_with(HTTP_STATUS_FAILURE) => Ok(()),
-        ProbeOutcome::Failure(text) => Err(text.clone()),
-        ProbeOutcome::Unknown(error) => Err(error.to_string()),
+        ProbeOutcome::Failure(text) => Err(HttpHookError::NoAnswer(text.clone())),
+        ProbeOutcome::Unknown(error) => Err(HttpHookError::NoAnswer(error.to_string())),
     }
 }
 
@@ -112,7 +161,7 @@ impl Engine {
         id: &str,
         handler: &LifecycleHandler,
         timeout: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), HookError> {
         let pod_name = pod_label(pod);
         if let Some(command) = handler.exec.as_ref().and_then(|e| e.command.clone()) {
             let result = self
@@ -129,19 +178,21 @@ impl Engine {
                 }
                 Err(error) => (error.to_string(), String::new()),
             };
-            return Err(format!(
-                "Exec lifecycle hook ([{}]) for Container {:?} in Pod {pod_name:?} failed - error: {error}, message: {output:?}",
-                command.join(" "),
-                container.name
-            ));
+            return Err(HookError::Exec {
+                command: command.join(" "),
+                container: container.name.clone(),
+                pod: pod_name,
+                error,
+                output,
+            });
         }
         if let Some(action) = &handler.http_get {
             let path = action.path.clone().unwrap_or_default();
-            let fail = |error: String| {
-                format!(
-                    "HTTP lifecycle hook ({path}) for Container {:?} in Pod {pod_name:?} failed - error: {error}",
-                    container.name
-                )
+            let fail = |error: HttpHookError| HookError::Http {
+                path: path.clone(),
+                container: container.name.clone(),
+                pod: pod_name.clone(),
+                error,
             };
             let uid = pod.metadata.uid.as_deref().unwrap_or_default();
             let pod_ips = self
@@ -152,7 +203,7 @@ impl Engine {
                 .unwrap_or_default();
             let action = http_action(action, container, &pod_ips).map_err(fail)?;
             let Some(runner) = self.http_hooks.clone() else {
-                return Err(fail("no HTTP client for lifecycle hooks".to_owned()));
+                return Err(fail(HttpHookError::NoClient));
             };
             let outcome = runner
                 .run(ProbeTarget {
@@ -168,7 +219,6 @@ impl Engine {
             tokio::time::sleep(Duration::from_secs(seconds)).await;
             return Ok(());
         }
-        let error = "invalid handler: neither exec, httpGet nor sleep";
-        Err(format!("Cannot run handler: {error}"))
+        Err(HookError::NoHandler)
     }
 }

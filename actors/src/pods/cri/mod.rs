@@ -19,6 +19,8 @@ mod plan;
 mod pleg;
 #[cfg(test)]
 mod pods_view_tests;
+mod pleg_health;
+mod pod_state;
 mod post_start;
 mod probing;
 #[cfg(test)]
@@ -28,6 +30,9 @@ mod sandbox;
 mod sidecar_tests;
 mod status;
 mod sub_path;
+#[cfg(test)]
+mod task_tests;
+mod tasks;
 mod terminate;
 mod termination_message;
 #[cfg(test)]
@@ -44,10 +49,13 @@ use serde_json::json;
 use tokio::{runtime::Handle, sync::oneshot};
 
 pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD};
+pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
+pub use tasks::{EngineFault, TaskPanics};
 pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
 
 use engine::{Ending, Engine, PodEntry};
+use pod_state::{End, Work};
 
 use super::{
     pods_view::{PodsPublisher, PodsView},
@@ -155,6 +163,11 @@ impl CriPods {
         self.engine.pods_view.view()
     }
 
+    /// The PLEG's health, for NodeStatus's Ready (`PLEG is not healthy: ...`).
+    pub fn pleg_health(&self) -> Arc<PlegHealth> {
+        Arc::clone(&self.engine.pleg_health)
+    }
+
     /// The engine while nothing else holds it (the builders run before the first pod).
     fn engine_mut(&mut self) -> &mut Engine {
         Arc::get_mut(&mut self.engine).expect("configured before any pod arrives")
@@ -177,13 +190,12 @@ impl PodLifecycleProvider for CriPods {
             match core.pods.get_mut(&uid) {
                 Some(entry) => {
                     entry.pod = pod.clone();
-                    if deleting && entry.ending.is_none() && !entry.finished {
+                    if deleting && entry.ending.is_none() && !entry.end.is_finished() {
                         entry.ending = Some(Ending::Deleted);
                     }
                     // As the kubelet's pod workers: every update of a live pod is a sync.
-                    sync = !entry.finished;
-                    if deleting && entry.finished && !entry.terminated_sent {
-                        entry.terminated_sent = true;
+                    sync = !entry.end.is_finished();
+                    if deleting && entry.end.deleting() {
                         core.outbox.push(PodUpdate::Terminated {
                             pod: Box::new(pod.clone()),
                         });
@@ -207,14 +219,11 @@ impl PodLifecycleProvider for CriPods {
                                 .collect(),
                             // One that already ran was admitted by an earlier nodepulse.
                             admitted: !matches!(status.phase.as_deref(), None | Some("Pending")),
-                            busy: false,
-                            again: false,
-                            inspected: false,
+                            work: Work::default(),
                             generation: 0,
                             retry_at: None,
                             ending: deleting.then_some(Ending::Deleted),
-                            finished,
-                            terminated_sent: finished && deleting,
+                            end: End::found(finished, deleting),
                             last_sent: None,
                         },
                     );
@@ -247,13 +256,13 @@ impl PodLifecycleProvider for CriPods {
         let Some(entry) = core.pods.get_mut(uid) else {
             return;
         };
-        if entry.finished && entry.runtime.sandboxes.is_empty() {
+        if entry.end.is_finished() && entry.runtime.sandboxes.is_empty() {
             core.pods.remove(uid);
             self.engine.pods_view.forget(uid);
             return;
         }
         entry.ending = Some(Ending::Gone);
-        entry.finished = false;
+        entry.end.reopen();
         drop(core);
         self.engine.request_sync(uid);
     }
@@ -278,7 +287,7 @@ impl PodLifecycleProvider for CriPods {
             let Some(entry) = core.pods.get_mut(&stop.uid) else {
                 return Vec::new();
             };
-            if entry.finished {
+            if entry.end.is_finished() {
                 return Vec::new();
             }
             entry.ending = Some(Ending::Evicted {
@@ -317,12 +326,17 @@ impl PodLifecycleProvider for CriPods {
         self.engine.wake();
     }
 
+    fn inject_fault(&mut self, fault: EngineFault) -> bool {
+        self.engine.inject_fault(fault);
+        true
+    }
+
     fn active_pods(&self) -> Vec<PodStats> {
         self.engine
             .core()
             .pods
             .values()
-            .filter(|entry| !entry.finished)
+            .filter(|entry| !entry.end.is_finished())
             .map(|entry| PodStats {
                 pod: entry.pod.clone(),
                 containers: None,
@@ -338,7 +352,7 @@ impl PodLifecycleProvider for CriPods {
             .values()
             .filter(|e| e.runtime.any_running())
             .count();
-        let finished = core.pods.values().filter(|e| e.finished).count();
+        let finished = core.pods.values().filter(|e| e.end.is_finished()).count();
         json!({
             "provider": "cri",
             "pods": core.pods.len(),
@@ -348,6 +362,7 @@ impl PodLifecycleProvider for CriPods {
             "gcPasses": core.gc_passes,
             "eventedPleg": core.evented,
             "crashLoopEntries": core.crash.len(),
+            "taskPanics": core.panics,
             "undeliveredUpdates": core.outbox.len(),
         })
     }

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use super::{
     engine::Engine,
     view::{Fingerprint, pod_uid},
@@ -27,7 +29,7 @@ impl Engine {
             let (active, stopped) = {
                 let core = self.core();
                 (
-                    core.pods.values().any(|entry| !entry.finished),
+                    core.pods.values().any(|entry| !entry.end.is_finished()),
                     core.stopped,
                 )
             };
@@ -35,9 +37,12 @@ impl Engine {
                 return;
             }
             if !active {
+                self.pleg_health.sleeping();
                 self.pods_present.notified().await;
                 continue;
             }
+            self.pleg_health.awake(Instant::now());
+            self.pleg_fault_point();
             match self.relist().await {
                 Err(error) if !failing => {
                     failing = true;
@@ -60,13 +65,15 @@ impl Engine {
         if self.runtime_name().await.is_none() {
             return Ok(());
         }
+        let started = Instant::now();
         let (sandboxes, containers) = self.list_all().await?;
+        self.pleg_health.relisted(started);
         let mut changed = Vec::new();
         {
             let mut core = self.core();
             core.relists += 1;
             for (uid, entry) in &core.pods {
-                if entry.finished {
+                if entry.end.is_finished() {
                     continue;
                 }
                 let own_sandboxes: Vec<_> = sandboxes
@@ -96,7 +103,7 @@ impl Engine {
                 .inspect(&uid, sandbox_ids, container_ids, Some(seen))
                 .await?;
             if current && let Some(entry) = self.core().pods.get_mut(&uid) {
-                entry.inspected = true;
+                entry.work.mark_fresh();
             }
             self.request_sync(&uid);
         }
@@ -132,7 +139,7 @@ impl Engine {
             .core()
             .pods
             .iter()
-            .filter(|(_, e)| !e.busy && e.retry_at.is_some_and(|at| at <= now))
+            .filter(|(_, e)| !e.work.is_syncing() && e.retry_at.is_some_and(|at| at <= now))
             .map(|(uid, _)| uid.clone())
             .collect();
         for uid in due {

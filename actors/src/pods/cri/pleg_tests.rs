@@ -1,6 +1,8 @@
 //! The PLEG hands what it inspected to the pod's worker: a container that changed costs one
 //! round of status calls before the sync acts, not two.
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use crate::pods::cri::tests::{Harness, phase, pod};
@@ -12,7 +14,7 @@ async fn a_change_the_pleg_inspected_is_not_inspected_again_by_the_worker() {
     harness
         .status_where("Running", |s| phase(s) == "Running")
         .await;
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let before = harness.runtime.count("ContainerStatus");
     harness.runtime.exit("app", 0);
     harness
@@ -45,7 +47,7 @@ async fn an_inspection_listed_before_the_pods_last_write_or_during_a_sync_is_dro
     let written = engine.inspect(&uid, vec![], vec![], Some(seen)).await;
     assert!(!written.unwrap(), "listed before the last write: dropped");
     let now = engine.core().pods[&uid].generation;
-    engine.core().pods.get_mut(&uid).unwrap().busy = true;
+    engine.core().pods.get_mut(&uid).unwrap().work.request();
     let written = engine.inspect(&uid, vec![], vec![], Some(now)).await;
     assert!(
         !written.unwrap(),
@@ -57,4 +59,38 @@ async fn an_inspection_listed_before_the_pods_last_write_or_during_a_sync_is_dro
         !core.pods[&uid].runtime.containers.is_empty(),
         "the sync's view stands"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pleg_that_cannot_relist_for_three_minutes_is_unhealthy_and_healthy_after_a_relist() {
+    use crate::ports::HealthCheck;
+    use tokio::time::Instant;
+
+    let mut harness = Harness::new();
+    harness.apply(&pod("Always", json!({})));
+    harness
+        .status_where("Running", |s| phase(s) == "Running")
+        .await;
+    let health = harness.pods.pleg_health();
+    assert_eq!(health.unhealthy(Instant::now()), None);
+    harness.runtime.fail_lists(true);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let failing = Instant::now();
+    tokio::time::sleep(Duration::from_secs(178)).await;
+    assert_eq!(
+        health.unhealthy(Instant::now()),
+        None,
+        "within the threshold"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let message = health.unhealthy(Instant::now()).expect("unhealthy");
+    assert!(
+        message.starts_with("pleg was last seen active 3m")
+            && message.ends_with("s ago; threshold is 3m0s"),
+        "{message} ({:?} after the lists began failing)",
+        failing.elapsed()
+    );
+    harness.runtime.fail_lists(false);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(health.unhealthy(Instant::now()), None, "relisted");
 }

@@ -9,16 +9,12 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
-    hooks::{FAILED_POST_START_HOOK, POST_START_HOOK_ERROR},
+    hooks::{FAILED_POST_START_HOOK, HookError, POST_START_HOOK_ERROR},
     kill::MIN_GRACE,
     terminate::grace_left,
     worker::{Failure, failure, later},
 };
 use crate::ports::{ContainerState, PodEvent};
-
-/// What a hook cut short by the container's end or the pod's fails with (Go's
-/// `context.Canceled`, as the kubelet's cancelled sync context gives it).
-const CANCELLED: &str = "context canceled";
 
 impl Engine {
     /// Runs `container`'s postStart hook, if any, against the started container `id`.
@@ -38,7 +34,7 @@ impl Engine {
         let run = self.run_hook(pod, container, id, handler, Duration::MAX);
         let outcome = tokio::select! {
             outcome = run => outcome,
-            () = self.until_gone(pod, id) => Err(CANCELLED.to_owned()),
+            () = self.until_gone(pod, id) => Err(HookError::Cancelled),
         };
         let Err(message) = outcome else {
             return Ok(());
@@ -62,7 +58,7 @@ impl Engine {
         }
         Err(failure(
             POST_START_HOOK_ERROR,
-            message,
+            message.to_string(),
             later(self.now(), SYNC_ERROR_BACKOFF),
         ))
     }

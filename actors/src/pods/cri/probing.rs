@@ -25,7 +25,7 @@ impl Engine {
     pub(super) fn tell_prober(&self, entry: &PodEntry, runtime_name: &str) {
         let Some(prober) = &self.prober else { return };
         let uid = entry.pod.metadata.uid.clone().unwrap_or_default();
-        let message = if entry.finished || entry.ending.is_some() {
+        let message = if entry.end.is_finished() || entry.ending.is_some() {
             ProbePods::Gone { pod_uid: uid }
         } else {
             ProbePods::Sync {
@@ -76,9 +76,7 @@ impl Engine {
                 }
             }
             ProberOutput::Restart(restart) => {
-                let (engine, restart) = (Arc::clone(self), restart.clone());
-                self.spawner
-                    .spawn(async move { engine.kill_for_probe(restart).await });
+                self.spawn_probe_kill(restart.clone());
             }
         }
     }
@@ -93,7 +91,7 @@ impl Engine {
     /// `Killing` event with the probe's text, the `preStop` hook, then StopContainer, all
     /// within the probe's grace period; the pod's next sync applies the restart policy and
     /// the crash-loop back-off, as after any exit.
-    async fn kill_for_probe(self: Arc<Self>, restart: RestartContainer) {
+    pub(super) async fn kill_for_probe(self: Arc<Self>, restart: RestartContainer) {
         let runtime_id = (restart.container_id.split_once("://"))
             .map_or(restart.container_id.as_str(), |(_, id)| id)
             .to_owned();
@@ -108,7 +106,7 @@ impl Engine {
             else {
                 return;
             };
-            if entry.ending.is_some() || entry.finished {
+            if entry.ending.is_some() || entry.end.is_finished() {
                 return;
             }
             (entry.pod.clone(), status)

@@ -100,13 +100,13 @@ impl Engine {
         let Some(entry) = core.pods.get_mut(uid) else {
             return;
         };
-        entry.finished = true;
         if *ending == Ending::Gone {
+            entry.end.finish_untold();
             return;
         }
         let status = self.status_of(entry, &runtime_name, Some(ending));
         let pod = Box::new(entry.pod.clone());
-        let send_terminated = !std::mem::replace(&mut entry.terminated_sent, true);
+        let send_terminated = entry.end.finish();
         entry.last_sent = Some(status.clone());
         core.outbox.push(PodUpdate::Status {
             pod: pod.clone(),

@@ -4,7 +4,6 @@
 
 use std::{path::Path, sync::Arc, time::Duration};
 
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::{Value, json};
 
@@ -45,6 +44,7 @@ fn settings(dir: &Path) -> CriPodsSettings {
         resolv_conf: dir.join("resolv.conf"),
         memory_capacity: 8 << 30,
         relist_period: RELIST_PERIOD,
+        relist_threshold: super::RELIST_THRESHOLD,
         clock: paused_wall_clock(),
     }
 }
@@ -85,7 +85,7 @@ impl Harness {
     }
 
     pub(super) fn apply(&mut self, pod: &Pod) {
-        let updates = self.pods.pod_applied(pod, Timestamp::now());
+        let updates = self.pods.pod_applied(pod, crate::clock::system()());
         self.updates.extend(updates);
     }
 
@@ -97,7 +97,8 @@ impl Harness {
     ) -> Value {
         let started = tokio::time::Instant::now();
         loop {
-            self.updates.extend(self.pods.tick(Timestamp::now()));
+            self.updates
+                .extend(self.pods.tick(crate::clock::system()()));
             let hit = self.updates.iter().rev().find_map(|u| match u {
                 PodUpdate::Status { status, .. } => {
                     let value = serde_json::to_value(status).unwrap();
@@ -130,7 +131,8 @@ impl Harness {
     }
 
     pub(super) fn terminated(&mut self) -> usize {
-        self.updates.extend(self.pods.tick(Timestamp::now()));
+        self.updates
+            .extend(self.pods.tick(crate::clock::system()()));
         self.updates
             .iter()
             .filter(|u| matches!(u, PodUpdate::Terminated { .. }))
@@ -572,7 +574,7 @@ async fn failed_pulls_show_err_image_pull_then_image_pull_back_off() {
 
 pub(super) fn deleted(pod: &Pod, grace: i64) -> Pod {
     let mut pod = pod.clone();
-    let deadline = Timestamp::now() + jiff::SignedDuration::from_secs(grace);
+    let deadline = crate::clock::system()() + jiff::SignedDuration::from_secs(grace);
     pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         deadline,
     ));
@@ -670,7 +672,7 @@ async fn an_evicted_pod_is_killed_and_ends_failed_with_the_evictions_reason() {
             reason: "Evicted".to_owned(),
             message: "The node was low on resource: memory.".to_owned(),
         },
-        Timestamp::now(),
+        crate::clock::system()(),
     );
     harness.updates.extend(updates);
     let status = harness
@@ -785,7 +787,7 @@ async fn the_actor_is_woken_through_its_sink_when_updates_wait() {
         assert!(started.elapsed() < BUDGET, "never woken");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let updates = harness.pods.tick(Timestamp::now());
+    let updates = harness.pods.tick(crate::clock::system()());
     assert!(
         updates
             .iter()

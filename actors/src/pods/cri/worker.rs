@@ -124,7 +124,7 @@ impl Engine {
     /// The worker syncs the pod once more after this round.
     fn again(&self, uid: &str) {
         if let Some(entry) = self.core().pods.get_mut(uid) {
-            entry.again = true;
+            entry.work.again();
         }
     }
 
@@ -144,7 +144,7 @@ impl Engine {
             .core()
             .pods
             .get_mut(uid)
-            .is_some_and(|entry| std::mem::take(&mut entry.inspected));
+            .is_some_and(|entry| entry.work.take_fresh());
         if self.runtime_name().await.is_none() || !inspected && self.refresh(uid).await.is_err() {
             self.retry_later(uid);
             return;

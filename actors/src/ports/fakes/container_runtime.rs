@@ -13,7 +13,7 @@ use futures::{StreamExt, future::BoxFuture};
 use tokio::sync::mpsc;
 
 use crate::{
-    node_status::WallClock,
+    clock::WallClock,
     ports::{
         ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
         ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
@@ -38,6 +38,8 @@ struct State {
     event_streams: Option<Vec<EventSender>>,
     /// Every event stream fails, open or new (`break_events`).
     events_broken: bool,
+    /// ListPodSandbox fails (a runtime whose relist does not work).
+    lists_fail: bool,
 }
 
 type EventSender = mpsc::UnboundedSender<ContainerRuntimeResult<ContainerEvent>>;
@@ -111,6 +113,11 @@ impl FakeRuntime {
     /// Every PullImage fails with `message` (or succeeds again with `None`).
     pub fn fail_pulls(&self, message: Option<&str>) {
         self.state().pull_error = message.map(str::to_owned);
+    }
+
+    /// Every ListPodSandbox fails from now on (or works again with `false`).
+    pub fn fail_lists(&self, fail: bool) {
+        self.state().lists_fail = fail;
     }
 
     /// The code a container stopped by StopContainer exits with (0: it trapped SIGTERM).
@@ -312,6 +319,13 @@ impl ContainerRuntime for FakeRuntime {
         filter: SandboxFilter,
     ) -> BoxFuture<'static, ContainerRuntimeResult<Vec<SandboxSummary>>> {
         self.record("ListPodSandbox".to_owned());
+        if self.state().lists_fail {
+            return done(Err(RuntimeError::Call {
+                method: "ListPodSandbox",
+                message: "DeadlineExceeded: context deadline exceeded".to_owned(),
+            }
+            .into()));
+        }
         let list = self
             .state()
             .sandboxes

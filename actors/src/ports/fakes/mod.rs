@@ -10,7 +10,6 @@ pub mod strategic;
 
 use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
 use tokio::time::Instant;
 
 /// Polls `condition` every 10 ms of tokio time until it holds and returns how much tokio time
@@ -26,10 +25,6 @@ pub async fn eventually(what: &str, budget: Duration, condition: impl Fn() -> bo
 }
 
 /// A wall clock that moves with tokio's (paused) clock, from the real time it was made at.
-pub fn paused_wall_clock() -> crate::node_status::WallClock {
-    let (wall, origin) = (Timestamp::now(), Instant::now());
-    std::sync::Arc::new(move || {
-        let elapsed = SignedDuration::try_from(origin.elapsed()).unwrap_or(SignedDuration::MAX);
-        wall.checked_add(elapsed).unwrap_or(Timestamp::MAX)
-    })
+pub fn paused_wall_clock() -> crate::clock::WallClock {
+    crate::clock::following_tokio()
 }

@@ -1,0 +1,127 @@
+//! How a node's CRI pod provider is built, as often as it takes: the kubelet's pod logs root
+//! directory made first (the kubelet refuses to start without it), then the runtime client and
+//! the engine's thread. A failure is a [`CriStartError`], which the starting provider shows in
+//! Ready and tries again; nothing here falls back to a node that runs no pods.
+
+use std::{io, net::IpAddr, path::PathBuf, sync::Arc};
+
+use nodepulse_actors::{
+    node_status::NodeView,
+    pods::{
+        PodLifecycleProvider, PodsPublisher, Start,
+        cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
+    },
+    ports::{HealthChecks, MachineFacts, PodVolumeView, VolumeSourceApi},
+    prober::{ProbePods, ProbeResults, ProberKept},
+};
+use nodepulse_supervisor::Recipient;
+
+use super::ApiPorts;
+use crate::{
+    config::{Config, EndpointError},
+    cri::CriClient,
+    prober::ProbeHandlers,
+};
+
+/// Why the CRI pod provider did not start this time.
+#[derive(Debug, thiserror::Error)]
+pub enum CriStartError {
+    /// Validation accepts only usable endpoints; retrying does not help.
+    #[error("{0}")]
+    Endpoint(#[source] EndpointError),
+    /// As the kubelet says it; retrying helps once the path can be made.
+    #[error("error creating pod logs root directory {path:?}: {source}")]
+    PodLogsDir {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The node was wired without a CRI client (a wiring defect, not the host's).
+    #[error("this node has no CRI client")]
+    NoClient,
+    /// The host refused a thread; retrying may help.
+    #[error("cannot start the CRI engine's thread: {0}")]
+    Thread(#[source] io::Error),
+}
+
+/// Everything the provider is built from, owned so it can be built again later.
+pub(super) struct CriStart {
+    pub config: Config,
+    /// The node's one CRI client, or why its endpoint cannot be used (`None`: none was made).
+    pub client: Option<Result<CriClient, EndpointError>>,
+    pub host_ip: Option<IpAddr>,
+    pub machine: Arc<dyn MachineFacts>,
+    pub volumes: Arc<dyn PodVolumeView>,
+    pub api: Arc<dyn ApiPorts>,
+    /// The prober's address and kept state, when this node runs one.
+    pub prober: Option<(Recipient<ProbePods>, ProberKept)>,
+    /// The Node NodeStatus shares, for admission, when this node runs NodeStatus.
+    pub node_view: Option<Arc<NodeView>>,
+    /// Where the started engine's PLEG health is registered.
+    pub health_checks: Arc<HealthChecks>,
+    /// Where the engine publishes its pods for readers outside the actors.
+    pub pods_view: PodsPublisher,
+}
+
+impl CriStart {
+    /// The provider's start, for the starting provider to call until it works.
+    pub fn into_start(self) -> Start {
+        Box::new(move || {
+            self.build()
+                .map(|pods| Box::new(pods) as Box<dyn PodLifecycleProvider>)
+                .map_err(Into::into)
+        })
+    }
+
+    /// The CRI provider, on the node's CRI client; containers mount what the volume manager set up and read ConfigMaps and
+    /// Secrets through the volume manager's port.
+    fn build(&self) -> Result<CriPods, CriStartError> {
+        let config = &self.config;
+        std::fs::create_dir_all(&config.pod_logs_dir).map_err(|source| {
+            CriStartError::PodLogsDir {
+                path: config.pod_logs_dir.clone(),
+                source,
+            }
+        })?;
+        let client = match &self.client {
+            Some(Ok(client)) => client.clone(),
+            Some(Err(error)) => return Err(CriStartError::Endpoint(error.clone())),
+            None => return Err(CriStartError::NoClient),
+        };
+        let mut host_ips: Vec<String> = config.node_ip.clone();
+        if host_ips.is_empty() {
+            host_ips.extend(self.host_ip.map(|ip| ip.to_string()));
+        }
+        let settings = CriPodsSettings {
+            host_ips,
+            pod_logs_dir: config.pod_logs_dir.clone(),
+            root_dir: config.root_dir.clone(),
+            cluster_dns: ClusterDns {
+                servers: config.cluster_dns.clone(),
+                domain: config.cluster_domain.clone(),
+            },
+            resolv_conf: config.resolv_conf.clone(),
+            memory_capacity: self.machine.read().memory_bytes,
+            relist_period: RELIST_PERIOD,
+            relist_threshold: config.pleg_relist_threshold.0,
+            clock: Arc::new(jiff::Timestamp::now),
+        };
+        let client = Arc::new(client);
+        // Lifecycle hooks' httpGet is the prober's request, from the same client.
+        let hooks = Arc::new(ProbeHandlers::new(Arc::clone(&client) as _));
+        let mut pods = CriPods::on_own_thread(settings, client, Some(Arc::clone(&self.volumes)))
+            .map_err(CriStartError::Thread)?
+            .with_objects(Arc::clone(&self.api) as Arc<dyn VolumeSourceApi>)
+            .with_http_hooks(hooks)
+            .with_pods_view(self.pods_view.clone());
+        if let Some((prober, kept)) = &self.prober {
+            let results = ProbeResults::new(kept.memory.clone());
+            pods = pods.with_prober(prober.clone(), results);
+        }
+        if let Some(view) = &self.node_view {
+            pods = pods.with_node_view(Arc::clone(view));
+        }
+        self.health_checks.add(pods.pleg_health());
+        Ok(pods)
+    }
+}
