@@ -21,6 +21,7 @@ mod cri_gc;
 mod cri_lifecycle;
 mod cri_pod_faults;
 mod cri_pod_rules;
+mod cri_pod_spec;
 mod cri_pods;
 mod cri_runtime;
 mod csi;

@@ -14,6 +14,7 @@ mod hook_tests;
 mod hooks;
 mod image;
 mod kill;
+mod non_root;
 mod objects;
 mod plan;
 mod pleg;

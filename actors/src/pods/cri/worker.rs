@@ -293,6 +293,15 @@ impl Engine {
             self.event(pod, error.event());
             failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry)
         })?;
+        self.verify_non_root(pod, container, &image_ref)
+            .await
+            .map_err(|message| {
+                self.event(
+                    pod,
+                    PodEvent::warning("Failed", format!("Error: {message}")),
+                );
+                failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
+            })?;
         let termination_file = self
             .termination_file(pod, container)
             .map_err(|error| failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry))?;

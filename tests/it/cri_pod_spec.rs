@@ -1,0 +1,108 @@
+//! What a pod's spec promises, on a real `runtime: cri` node (containerd), against an API server
+//! (the emulator, or a real cluster), as the kubelet keeps it: `runAsNonRoot` refuses an
+//! explicit root user and an image that runs as root or as a name, with the kubelet's
+//! `CreateContainerConfigError` texts and Warning, and lets an image's non-root uid run.
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{Value, json};
+
+use crate::{
+    common::{
+        objects::wait_pod_event,
+        oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
+        pods::{create, pod_manifest, wait_pod},
+    },
+    cri_pods::{Setup, app, spec},
+};
+
+const NAMESPACE: &str = "default";
+
+fn waiting(pod: &Pod) -> (Option<String>, String) {
+    let waiting = app(pod).state.and_then(|state| state.waiting);
+    (
+        waiting.as_ref().and_then(|w| w.reason.clone()),
+        waiting.and_then(|w| w.message).unwrap_or_default(),
+    )
+}
+
+/// `id -u` of `image`, written where the pod's status shows it.
+fn id_container(image: &str, security_context: Value) -> Value {
+    json!({
+        "name": "app",
+        "image": image,
+        "command": ["/bin/sh", "-c", "id -u > /dev/termination-log"],
+        "securityContext": security_context,
+    })
+}
+
+#[actix_rt::test]
+async fn run_as_non_root_refuses_root_and_unverifiable_users_with_the_kubelets_texts() {
+    let Some(setup) = Setup::start(
+        "run_as_non_root_refuses_root_and_unverifiable_users_with_the_kubelets_texts",
+        "cri-nonroot",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let non_root = json!({"runAsNonRoot": true});
+        let refused = [
+            (
+                "explicit-root",
+                id_container(NON_ROOT_IMAGE, json!({"runAsNonRoot": true, "runAsUser": 0})),
+                "container's runAsUser breaks non-root policy",
+            ),
+            (
+                "implicit-root",
+                id_container(BUSYBOX_IMAGE, non_root.clone()),
+                "container has runAsNonRoot and image will run as root",
+            ),
+            (
+                "named-user",
+                id_container(NAMED_USER_IMAGE, non_root.clone()),
+                "container has runAsNonRoot and image has non-numeric user (robot), cannot verify user is non-root",
+            ),
+        ];
+        let allowed = format!("{}-image-uid", node.name);
+        create(
+            &cluster.client,
+            &pod_manifest(
+                &allowed,
+                NAMESPACE,
+                &node.name,
+                spec("Never", json!([id_container(NON_ROOT_IMAGE, non_root)])),
+            ),
+        )
+        .await;
+        for (suffix, container, _) in &refused {
+            let name = format!("{}-{suffix}", node.name);
+            let manifest = pod_manifest(&name, NAMESPACE, &node.name, spec("Never", json!([container])));
+            create(&cluster.client, &manifest).await;
+        }
+        for (suffix, _, text) in &refused {
+            let name = format!("{}-{suffix}", node.name);
+            let pod = wait_pod(&cluster.client, NAMESPACE, &name, "CreateContainerConfigError", |pod| {
+                waiting(pod).0.as_deref() == Some("CreateContainerConfigError")
+            })
+            .await;
+            let expected = format!(
+                "{text} (pod: \"{name}_{NAMESPACE}({})\", container: app)",
+                pod.metadata.uid.as_deref().unwrap_or_default()
+            );
+            assert_eq!(waiting(&pod).1, expected);
+            wait_pod_event(cluster, &pod, "Warning", "Failed", |message| {
+                message == format!("Error: {expected}")
+            })
+            .await;
+        }
+        let pod = wait_pod(&cluster.client, NAMESPACE, &allowed, "Succeeded", |pod| {
+            crate::common::pods::phase(pod) == Some("Succeeded")
+        })
+        .await;
+        let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
+        assert_eq!(terminated.message.as_deref().map(str::trim), Some("1234"));
+    })
+    .await;
+}
