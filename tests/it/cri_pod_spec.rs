@@ -1,18 +1,25 @@
 //! What a pod's spec promises, on a real `runtime: cri` node (containerd), against an API server
 //! (the emulator, or a real cluster), as the kubelet keeps it: `runAsNonRoot` refuses an
 //! explicit root user and an image that runs as root or as a name, with the kubelet's
-//! `CreateContainerConfigError` texts and Warning, and lets an image's non-root uid run.
+//! `CreateContainerConfigError` texts and Warning, and lets an image's non-root uid run; a pod
+//! past its `activeDeadlineSeconds` (given at creation, or lowered while it runs) ends Failed
+//! with `DeadlineExceeded`, its containers stopped.
 
 use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState};
 use serde_json::{Value, json};
 
 use crate::{
     common::{
         objects::wait_pod_event,
         oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
-        pods::{create, pod_manifest, wait_pod},
+        pods::{create, pod_manifest, wait_pod, wait_running},
     },
-    cri_pods::{Setup, app, spec},
+    cri_pods::{Setup, UNTIL_TERM, app, shell, spec},
 };
 
 const NAMESPACE: &str = "default";
@@ -103,6 +110,91 @@ async fn run_as_non_root_refuses_root_and_unverifiable_users_with_the_kubelets_t
         .await;
         let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
         assert_eq!(terminated.message.as_deref().map(str::trim), Some("1234"));
+    })
+    .await;
+}
+
+/// Waits until pod `name` ended Failed for its active deadline, its container stopped.
+async fn wait_deadline_exceeded(setup: &Setup, name: &str) {
+    let pod = wait_pod(
+        &setup.cluster.client,
+        NAMESPACE,
+        name,
+        "DeadlineExceeded",
+        |pod| {
+            let status = pod.status.clone().unwrap_or_default();
+            status.phase.as_deref() == Some("Failed")
+                && app(pod).state.is_some_and(|s| s.terminated.is_some())
+        },
+    )
+    .await;
+    let status = pod.status.clone().expect("a status");
+    assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("Pod was active on the node longer than the specified deadline")
+    );
+    wait_pod_event(
+        &setup.cluster,
+        &pod,
+        "Normal",
+        "DeadlineExceeded",
+        |message| message == "Pod was active on the node longer than the specified deadline",
+    )
+    .await;
+    let running = ContainerFilter {
+        state: Some(ContainerState::Running),
+        labels: [(
+            "io.kubernetes.pod.uid".to_owned(),
+            pod.metadata.uid.clone().expect("a uid"),
+        )]
+        .into(),
+        ..ContainerFilter::default()
+    };
+    let left = setup
+        .fixture
+        .client
+        .list_containers(running)
+        .await
+        .expect("ListContainers");
+    assert!(
+        left.is_empty(),
+        "nothing of the pod is left running: {left:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_pod_past_its_active_deadline_fails_also_when_the_deadline_is_lowered() {
+    let Some(setup) = Setup::start(
+        "a_pod_past_its_active_deadline_fails_also_when_the_deadline_is_lowered",
+        "cri-deadline",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let lowered = format!("{}-lowered", node.name);
+        let timed = format!("{}-timed", node.name);
+        for (name, deadline) in [(&lowered, 3600), (&timed, 6)] {
+            let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
+            manifest["spec"]["activeDeadlineSeconds"] = json!(deadline);
+            create(
+                &cluster.client,
+                &pod_manifest(name, NAMESPACE, &node.name, manifest),
+            )
+            .await;
+        }
+        wait_running(&cluster.client, NAMESPACE, &lowered).await;
+        let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
+        let lower = json!({"spec": {"activeDeadlineSeconds": 1}});
+        pods.patch(&lowered, &PatchParams::default(), &Patch::Strategic(lower))
+            .await
+            .expect("the deadline is lowered");
+        // The lowered one ends on its update; the other when its deadline comes, unprompted.
+        wait_deadline_exceeded(&setup, &lowered).await;
+        wait_deadline_exceeded(&setup, &timed).await;
     })
     .await;
 }

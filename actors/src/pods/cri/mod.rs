@@ -6,6 +6,7 @@
 mod admit;
 mod backoff;
 mod container;
+mod deadline;
 mod engine;
 mod evented;
 mod gc;

@@ -45,8 +45,11 @@ pub struct StatusInputs<'a> {
     pub errors: Option<&'a BTreeMap<String, StartError>>,
     /// The pod is being torn down for good: a pod whose containers all stopped is finished.
     pub terminal: bool,
-    /// An eviction's reason and message: phase Failed, and the DisruptionTarget condition.
+    /// Why the kubelet failed the pod (an eviction, its active deadline): phase Failed with
+    /// this reason and message.
     pub evicted: Option<(&'a str, &'a str)>,
+    /// An eviction, which the DisruptionTarget condition shows (a deadline is none).
+    pub disruption: bool,
     /// The prober's results for this pod: `started` and `ready` of running app containers
     /// follow them; `None` (no prober) reports a running container started and ready.
     pub probes: Option<PodProbeView<'a>>,
@@ -446,7 +449,7 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
             &apps,
             phase,
             sandbox_ready,
-            inputs.evicted,
+            inputs.evicted.filter(|_| inputs.disruption),
         )),
         host_ip: inputs.host_ips.first().cloned(),
         host_ips: (!inputs.host_ips.is_empty()).then(|| {

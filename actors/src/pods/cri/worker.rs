@@ -131,12 +131,13 @@ impl Engine {
     fn retry_later(&self, uid: &str) {
         let at = later(self.now(), SYNC_ERROR_BACKOFF);
         if let Some(entry) = self.core().pods.get_mut(uid) {
-            entry.retry_at = Some(at);
+            // Not past an earlier wake-up (an active deadline).
+            entry.retry_at = Some(entry.retry_at.map_or(at, |old| old.min(at)));
         }
     }
 
     pub async fn sync_pod(self: &Arc<Self>, uid: &str) {
-        if !self.admit(uid) {
+        if !self.admit(uid) || self.check_active_deadline(uid) {
             return;
         }
         // What the PLEG just read is current: the sync starts from it.
