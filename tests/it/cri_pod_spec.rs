@@ -3,7 +3,8 @@
 //! explicit root user and an image that runs as root or as a name, with the kubelet's
 //! `CreateContainerConfigError` texts and Warning, and lets an image's non-root uid run; a pod
 //! past its `activeDeadlineSeconds` (given at creation, or lowered while it runs) ends Failed
-//! with `DeadlineExceeded`, its containers stopped.
+//! with `DeadlineExceeded`, its containers stopped; a pod's configMap, secret, projected and
+//! emptyDir volumes are given to its `fsGroup` and read through it by a non-root user.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::{
     common::{
-        objects::wait_pod_event,
+        objects::{create_config_map, create_secret, wait_pod_event},
         oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
         pods::{create, pod_manifest, wait_pod, wait_running},
     },
@@ -195,6 +196,80 @@ async fn a_pod_past_its_active_deadline_fails_also_when_the_deadline_is_lowered(
         // The lowered one ends on its update; the other when its deadline comes, unprompted.
         wait_deadline_exceeded(&setup, &lowered).await;
         wait_deadline_exceeded(&setup, &timed).await;
+    })
+    .await;
+}
+
+/// What the fsGroup pod prints: each file's content, octal mode and group, the emptyDir's,
+/// the group of a file it makes there, and its own groups.
+const OWNERSHIP_SCRIPT: &str = "set -e; exec > /dev/termination-log 2>&1; \
+    for f in /cm/data-1 /secret/data-1 /projected/cm-data /projected/secret-data; do \
+      echo \"$(cat $f) $(stat -L -c '%n %a %g' $f)\"; done; \
+    stat -c '%n %a %g' /scratch; touch /scratch/made; stat -c '%n %g' /scratch/made; \
+    echo \"groups $(id -G)\"";
+
+#[actix_rt::test]
+async fn a_pods_volumes_are_given_to_its_fs_group_and_readable_as_non_root() {
+    let Some(setup) = Setup::start(
+        "a_pods_volumes_are_given_to_its_fs_group_and_readable_as_non_root",
+        "cri-fsgroup",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let name = format!("{}-fsgroup", node.name);
+        create_config_map(cluster, NAMESPACE, &name, json!({"data": {"data-1": "value-1"}})).await;
+        create_secret(cluster, NAMESPACE, &name, json!({"stringData": {"data-1": "secret-1"}})).await;
+        let mut container = shell("app", OWNERSHIP_SCRIPT);
+        container["volumeMounts"] = json!([
+            {"name": "cm", "mountPath": "/cm"},
+            {"name": "secret", "mountPath": "/secret"},
+            {"name": "projected", "mountPath": "/projected"},
+            {"name": "scratch", "mountPath": "/scratch"},
+        ]);
+        let mut manifest = spec("Never", json!([container]));
+        // As the e2e specs: not the files' owner nor in root's group, readable through the
+        // fsGroup alone (0440).
+        manifest["spec"]["securityContext"] =
+            json!({"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 1001, "supplementalGroups": [2002]});
+        manifest["spec"]["volumes"] = json!([
+            {"name": "cm", "configMap": {"name": name, "defaultMode": 0o440}},
+            {"name": "secret", "secret": {"secretName": name, "defaultMode": 0o440}},
+            {"name": "projected", "projected": {"defaultMode": 0o440, "sources": [
+                {"configMap": {"name": name, "items": [{"key": "data-1", "path": "cm-data"}]}},
+                {"secret": {"name": name, "items": [{"key": "data-1", "path": "secret-data"}]}},
+            ]}},
+            {"name": "scratch", "emptyDir": {}},
+        ]);
+        create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, manifest)).await;
+        let pod = wait_pod(&cluster.client, NAMESPACE, &name, "ended", |pod| {
+            matches!(crate::common::pods::phase(pod), Some("Succeeded" | "Failed"))
+        })
+        .await;
+        let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
+        let output = terminated.message.unwrap_or_default();
+        assert_eq!(
+            (crate::common::pods::phase(&pod), terminated.exit_code),
+            (Some("Succeeded"), 0),
+            "{output}"
+        );
+        let lines: Vec<&str> = output.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "value-1 /cm/data-1 440 1001",
+                "secret-1 /secret/data-1 440 1001",
+                "value-1 /projected/cm-data 440 1001",
+                "secret-1 /projected/secret-data 440 1001",
+                "/scratch 2777 1001",
+                "/scratch/made 1001",
+                "groups 3000 1001 2002",
+            ],
+            "{output}"
+        );
     })
     .await;
 }

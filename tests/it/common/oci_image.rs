@@ -23,7 +23,7 @@ const BUSYBOX: &str = "/bin/busybox";
 /// The applets the tests call, as links to `/bin/busybox`.
 const APPLETS: &[&str] = &[
     "sh", "cat", "echo", "sleep", "true", "false", "ls", "id", "hostname", "env", "printf", "test",
-    "mkdir", "touch", "kill", "ip",
+    "mkdir", "touch", "kill", "ip", "stat",
 ];
 
 /// Pause: PID 1 of the sandbox ignores signals it has no handler for, so the trap is what
