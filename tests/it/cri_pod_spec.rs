@@ -4,7 +4,8 @@
 //! `CreateContainerConfigError` texts and Warning, and lets an image's non-root uid run; a pod
 //! past its `activeDeadlineSeconds` (given at creation, or lowered while it runs) ends Failed
 //! with `DeadlineExceeded`, its containers stopped; a pod's configMap, secret, projected and
-//! emptyDir volumes are given to its `fsGroup` and read through it by a non-root user.
+//! emptyDir volumes are given to its `fsGroup` and read through it by a non-root user; a
+//! container is ready as soon as its startup probe succeeds.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
@@ -270,6 +271,37 @@ async fn a_pods_volumes_are_given_to_its_fs_group_and_readable_as_non_root() {
             ],
             "{output}"
         );
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_container_is_ready_as_soon_as_its_startup_probe_succeeds() {
+    let Some(setup) = Setup::start(
+        "a_container_is_ready_as_soon_as_its_startup_probe_succeeds",
+        "cri-ready-startup",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let name = format!("{}-startup", node.name);
+        let script = format!("echo ok > /tmp/health; sleep 3; echo ok > /tmp/startup; {UNTIL_TERM}");
+        let mut container = shell("app", &script);
+        container["startupProbe"] =
+            json!({"exec": {"command": ["cat", "/tmp/startup"]}, "periodSeconds": 1, "failureThreshold": 120});
+        // Its own period would make it wait up to an hour: only the startup success runs it.
+        container["readinessProbe"] =
+            json!({"exec": {"command": ["cat", "/tmp/health"]}, "periodSeconds": 3600});
+        create(
+            &cluster.client,
+            &pod_manifest(&name, NAMESPACE, &node.name, spec("Always", json!([container]))),
+        )
+        .await;
+        wait_pod(&cluster.client, NAMESPACE, &name, "started", |pod| app(pod).started == Some(true)).await;
+        wait_running(&cluster.client, NAMESPACE, &name).await;
     })
     .await;
 }
