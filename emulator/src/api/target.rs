@@ -187,7 +187,10 @@ mod tests {
 
     #[test]
     fn rejects_unknown_resources_and_subresources() {
-        assert_eq!(Target::parse("/api/v1/services"), Err(TargetError::Unknown));
+        assert_eq!(
+            Target::parse("/api/v1/endpoints"),
+            Err(TargetError::Unknown)
+        );
         assert_eq!(
             Target::parse("/api/v1/namespaces/x/pods/p/token"),
             Err(TargetError::Unknown),

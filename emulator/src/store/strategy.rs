@@ -34,6 +34,7 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         StoredKind::Pod => super::pod_defaults::prepare_pod(map),
         StoredKind::Namespace => prepare_namespace(map),
         StoredKind::Secret => super::config_data::prepare_secret(map),
+        StoredKind::Service => super::services::prepare(map),
         StoredKind::Lease
         | StoredKind::Event
         | StoredKind::ConfigMap
@@ -115,6 +116,9 @@ pub fn prepare_for_update(
     if resource.stored == StoredKind::Secret {
         super::config_data::prepare_secret(map);
     }
+    if resource.stored == StoredKind::Service {
+        super::services::keep_allocated(old, map);
+    }
     if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
         let generation = old_meta
             .get("generation")
@@ -162,6 +166,7 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
         StoredKind::ConfigMap | StoredKind::Secret => {
             super::config_data::validate_keys(resource.stored, object, &mut errors);
         }
+        StoredKind::Service => super::services::validate(object, &mut errors),
         other => super::storage_kinds::validate(other, object, &mut errors),
     }
     errors

@@ -18,6 +18,7 @@ mod patches;
 mod pod_defaults;
 mod selectors;
 mod service_account_admission;
+mod services;
 mod storage;
 mod subresources;
 mod update;
