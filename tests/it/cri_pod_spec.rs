@@ -5,18 +5,20 @@
 //! past its `activeDeadlineSeconds` (given at creation, or lowered while it runs) ends Failed
 //! with `DeadlineExceeded`, its containers stopped; a pod's configMap, secret, projected and
 //! emptyDir volumes are given to its `fsGroup` and read through it by a non-root user; a
-//! container is ready as soon as its startup probe succeeds.
+//! container is ready as soon as its startup probe succeeds; it gets the service-link variables
+//! of its namespace's Services (unless `enableServiceLinks: false`) and of `kubernetes`.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::{
     Api,
-    api::{Patch, PatchParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState};
 use serde_json::{Value, json};
 
 use crate::{
     common::{
+        cleanup::{Owned, own},
         objects::{create_config_map, create_secret, wait_pod_event},
         oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
         pods::{create, pod_manifest, wait_pod, wait_running},
@@ -302,6 +304,77 @@ async fn a_container_is_ready_as_soon_as_its_startup_probe_succeeds() {
         .await;
         wait_pod(&cluster.client, NAMESPACE, &name, "started", |pod| app(pod).started == Some(true)).await;
         wait_running(&cluster.client, NAMESPACE, &name).await;
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_variables() {
+    let Some(setup) = Setup::start(
+        "a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_variables",
+        "cri-svc-env",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let service = format!("{}-db", node.name);
+        own(Owned::Object {
+            path: format!("/api/v1/namespaces/{NAMESPACE}/services/{service}"),
+        });
+        let services = Api::<Service>::namespaced(cluster.client.clone(), NAMESPACE);
+        let body = json!({"metadata": {"name": service}, "spec": {"ports": [
+            {"name": "sql", "port": 5432},
+            {"name": "stats", "port": 9100, "protocol": "UDP"},
+        ]}});
+        let created = services
+            .create(&PostParams::default(), &serde_json::from_value(body).expect("a Service"))
+            .await
+            .expect("the Service is created");
+        let ip = created.spec.and_then(|s| s.cluster_ip).expect("a cluster IP");
+        let kubernetes = services.get("kubernetes").await.expect("the kubernetes Service");
+        let master_ip = kubernetes.spec.and_then(|s| s.cluster_ip).expect("its cluster IP");
+        let prefix = service.replace('-', "_").to_uppercase();
+        let script = format!(
+            "exec > /dev/termination-log; for v in {prefix}_SERVICE_HOST {prefix}_SERVICE_PORT \
+             {prefix}_SERVICE_PORT_STATS {prefix}_PORT {prefix}_PORT_9100_UDP \
+             {prefix}_PORT_9100_UDP_PROTO {prefix}_PORT_5432_TCP_ADDR KUBERNETES_SERVICE_HOST \
+             KUBERNETES_PORT; do eval echo \"$v=\\${{$v:-unset}}\"; done"
+        );
+        for (suffix, links) in [("links", true), ("no-links", false)] {
+            let mut manifest = spec("Never", json!([shell("app", &script)]));
+            manifest["spec"]["enableServiceLinks"] = json!(links);
+            let name = format!("{}-{suffix}", node.name);
+            create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, manifest)).await;
+        }
+        let printed = |suffix: &'static str| async move {
+            let name = format!("{}-{suffix}", node.name);
+            let pod = wait_pod(&cluster.client, NAMESPACE, &name, "Succeeded", |pod| {
+                crate::common::pods::phase(pod) == Some("Succeeded")
+            })
+            .await;
+            let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
+            terminated.message.unwrap_or_default()
+        };
+        let master = format!("KUBERNETES_SERVICE_HOST={master_ip}\nKUBERNETES_PORT=tcp://{master_ip}:443\n");
+        assert_eq!(
+            printed("links").await,
+            format!(
+                "{prefix}_SERVICE_HOST={ip}\n{prefix}_SERVICE_PORT=5432\n{prefix}_SERVICE_PORT_STATS=9100\n\
+                 {prefix}_PORT=tcp://{ip}:5432\n{prefix}_PORT_9100_UDP=udp://{ip}:9100\n\
+                 {prefix}_PORT_9100_UDP_PROTO=udp\n{prefix}_PORT_5432_TCP_ADDR={ip}\n{master}"
+            )
+        );
+        assert_eq!(
+            printed("no-links").await,
+            format!(
+                "{prefix}_SERVICE_HOST=unset\n{prefix}_SERVICE_PORT=unset\n{prefix}_SERVICE_PORT_STATS=unset\n\
+                 {prefix}_PORT=unset\n{prefix}_PORT_9100_UDP=unset\n{prefix}_PORT_9100_UDP_PROTO=unset\n\
+                 {prefix}_PORT_5432_TCP_ADDR=unset\n{master}"
+            )
+        );
     })
     .await;
 }

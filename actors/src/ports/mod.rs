@@ -17,6 +17,7 @@ mod pods;
 mod probe;
 mod recovery;
 mod runtime;
+mod services;
 mod storage;
 mod volume_host;
 mod volume_sources;
@@ -48,6 +49,7 @@ pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
+pub use services::{ServiceLink, ServiceLinkPort, ServiceLister};
 pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
 pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
 pub use volume_sources::VolumeSourceApi;

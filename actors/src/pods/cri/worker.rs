@@ -371,11 +371,13 @@ impl Engine {
             .map(|entry| entry.pod_ips.clone())
             .unwrap_or_default();
         let allocatable = self.node_allocatable();
+        let service_env = super::objects::service_variables(self.objects.as_ref(), pod)?;
         let context = EnvContext {
             pod,
             pod_ips: &pod_ips,
             host_ips: &self.settings.host_ips,
             node_allocatable: &allocatable,
+            service_env: &service_env,
         };
         container_env(&context, container, &objects)
     }
