@@ -102,6 +102,7 @@ impl Target {
         let served = |sub: &str| {
             (sub == "status" && resource.has_status)
                 || (sub == "token" && resource.stored == super::StoredKind::ServiceAccount)
+                || (sub == "ephemeralcontainers" && resource.stored == super::StoredKind::Pod)
         };
         if let Some(sub) = &subresource
             && !served(sub)

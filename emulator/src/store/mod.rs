@@ -7,6 +7,7 @@
 
 mod config_data;
 mod delete;
+mod ephemeral;
 mod go_fields;
 mod history;
 mod pod_defaults;

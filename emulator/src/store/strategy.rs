@@ -57,6 +57,9 @@ pub fn prepare_for_update(
     new: &mut Value,
 ) {
     let canonical = ApiResource::canonical(resource.stored);
+    if resource.stored == StoredKind::Pod && subresource == Some(super::ephemeral::SUBRESOURCE) {
+        super::ephemeral::prepare_update(old, new);
+    }
     let Some(map) = new.as_object_mut() else {
         return;
     };
@@ -210,6 +213,9 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
     }
     if resource.stored == StoredKind::Lease {
         validate_lease_spec(new, &mut errors);
+    }
+    if resource.stored == StoredKind::Pod {
+        super::ephemeral::validate_update(old, new, &mut errors);
     }
     super::storage_kinds::validate(resource.stored, new, &mut errors);
     super::storage_kinds::validate_update(resource.stored, old, new, &mut errors);

@@ -9,6 +9,7 @@ mod config_objects;
 mod crud;
 mod deletion;
 mod embedding;
+mod ephemeral_containers;
 mod events;
 mod faults;
 mod kube_client;
