@@ -6,7 +6,8 @@
 //! with `DeadlineExceeded`, its containers stopped; a pod's configMap, secret, projected and
 //! emptyDir volumes are given to its `fsGroup` and read through it by a non-root user; a
 //! container is ready as soon as its startup probe succeeds; it gets the service-link variables
-//! of its namespace's Services (unless `enableServiceLinks: false`) and of `kubernetes`.
+//! of its namespace's Services (unless `enableServiceLinks: false`) and of `kubernetes`; an
+//! ephemeral container added to a running pod starts, is reported and is never restarted.
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::{
@@ -375,6 +376,78 @@ async fn a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_vari
                  {prefix}_PORT_5432_TCP_ADDR=unset\n{master}"
             )
         );
+    })
+    .await;
+}
+
+/// The status of ephemeral container `name`, if the pod reports one.
+fn ephemeral_status(pod: &Pod, name: &str) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
+    pod.status
+        .as_ref()?
+        .ephemeral_container_statuses
+        .as_ref()?
+        .iter()
+        .find(|s| s.name == name)
+        .cloned()
+}
+
+#[actix_rt::test]
+async fn an_ephemeral_container_starts_when_added_to_a_running_pod_and_is_never_restarted() {
+    let Some(setup) = Setup::start(
+        "an_ephemeral_container_starts_when_added_to_a_running_pod_and_is_never_restarted",
+        "cri-ephemeral",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let name = format!("{}-target", node.name);
+        create(
+            &cluster.client,
+            &pod_manifest(&name, NAMESPACE, &node.name, spec("Always", json!([shell("app", UNTIL_TERM)]))),
+        )
+        .await;
+        let pod = wait_running(&cluster.client, NAMESPACE, &name).await;
+        let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
+        let add = |containers: Value| {
+            let pods = pods.clone();
+            let name = name.clone();
+            async move {
+                let patch = json!({"spec": {"ephemeralContainers": containers}});
+                pods.patch_ephemeral_containers(&name, &PatchParams::default(), &Patch::Strategic(patch))
+                    .await
+                    .expect("the ephemeral container is added")
+            }
+        };
+        // As `kubectl debug`: one that exits at once with 3, then one that keeps running.
+        let debugger = json!({"name": "debugger", "image": BUSYBOX_IMAGE, "command": ["/bin/sh", "-c", "exit 3"]});
+        add(json!([debugger])).await;
+        let exited = wait_pod(&cluster.client, NAMESPACE, &name, "the debugger exited", |pod| {
+            ephemeral_status(pod, "debugger")
+                .and_then(|s| s.state?.terminated)
+                .is_some_and(|t| t.exit_code == 3)
+        })
+        .await;
+        let status = ephemeral_status(&exited, "debugger").expect("its status");
+        assert_eq!((status.ready, status.restart_count, status.started), (false, 0, None));
+        assert!(crate::common::pods::running_and_ready(&exited), "the pod stays Ready");
+        add(json!([debugger, {"name": "sleeper", "image": BUSYBOX_IMAGE, "command": ["/bin/sh", "-c", UNTIL_TERM]}])).await;
+        let later = wait_pod(&cluster.client, NAMESPACE, &name, "the sleeper runs", |pod| {
+            ephemeral_status(pod, "sleeper").and_then(|s| s.state?.running).is_some()
+        })
+        .await;
+        // The pod was synced again since the debugger exited; it was not started again.
+        let debugger_now = ephemeral_status(&later, "debugger").and_then(|s| s.state?.terminated);
+        assert_eq!(debugger_now.map(|t| t.exit_code), Some(3));
+        let filter = ContainerFilter {
+            labels: [("io.kubernetes.pod.uid".to_owned(), pod.metadata.uid.clone().expect("a uid"))].into(),
+            ..ContainerFilter::default()
+        };
+        let containers = setup.fixture.client.list_containers(filter).await.expect("ListContainers");
+        let debuggers = containers.iter().filter(|c| c.name == "debugger").count();
+        assert_eq!(debuggers, 1, "{containers:?}");
     })
     .await;
 }

@@ -13,7 +13,7 @@ use super::{
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
     gc::MAX_DEAD_PER_CONTAINER,
     objects::EnvObjects,
-    plan::{Kind, app_containers, init_containers, is_sidecar, plan},
+    plan::{Kind, app_containers, ephemeral_containers, init_containers, is_sidecar, plan},
     sandbox::{parse_resolv_conf, sandbox_config},
     status::StartError,
     terminate::grace_left,
@@ -193,9 +193,14 @@ impl Engine {
         };
         let config = self.sandbox_config(&pod, sandbox.metadata.attempt);
         for (kind, name) in &plan.start {
+            let ephemeral;
             let containers = match kind {
                 Kind::Init => init_containers(&pod),
                 Kind::App => app_containers(&pod),
+                Kind::Ephemeral => {
+                    ephemeral = ephemeral_containers(&pod);
+                    ephemeral.as_slice()
+                }
             };
             let Some(container) = containers.iter().find(|c| &c.name == name) else {
                 continue;
