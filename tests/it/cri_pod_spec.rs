@@ -20,6 +20,9 @@ use serde_json::{Value, json};
 use crate::{
     common::{
         cleanup::{Owned, own},
+        cluster::TestCluster,
+        cri_fixture::CriFixture,
+        cri_node::CriNode,
         objects::{create_config_map, create_secret, wait_pod_event},
         oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
         pods::{create, pod_manifest, wait_pod, wait_running},
@@ -311,30 +314,42 @@ async fn a_container_is_ready_as_soon_as_its_startup_probe_succeeds() {
 
 #[actix_rt::test]
 async fn a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_variables() {
-    let Some(setup) = Setup::start(
-        "a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_variables",
-        "cri-svc-env",
-    )
-    .await
-    else {
+    let test = "a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_variables";
+    let Some(()) = CriFixture::required(test) else {
         return;
+    };
+    // The Service exists before the node starts: its watch lists it before any container
+    // starts, instead of racing the pod's start.
+    let cluster = TestCluster::start().await;
+    let service = format!("svc-env-{}", std::process::id());
+    own(Owned::Object {
+        path: format!("/api/v1/namespaces/{NAMESPACE}/services/{service}"),
+    });
+    let services = Api::<Service>::namespaced(cluster.client.clone(), NAMESPACE);
+    let body = json!({"metadata": {"name": service}, "spec": {"ports": [
+        {"name": "sql", "port": 5432},
+        {"name": "stats", "port": 9100, "protocol": "UDP"},
+    ]}});
+    let created = services
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(body).expect("a Service"),
+        )
+        .await
+        .expect("the Service is created");
+    let ip = created
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("a cluster IP");
+    let fixture = CriFixture::start("cri-svc-env").await;
+    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-svc-env").await;
+    let setup = Setup {
+        node,
+        fixture,
+        cluster,
     };
     let (node, cluster) = (&setup.node, &setup.cluster);
     node.guard(async {
-        let service = format!("{}-db", node.name);
-        own(Owned::Object {
-            path: format!("/api/v1/namespaces/{NAMESPACE}/services/{service}"),
-        });
-        let services = Api::<Service>::namespaced(cluster.client.clone(), NAMESPACE);
-        let body = json!({"metadata": {"name": service}, "spec": {"ports": [
-            {"name": "sql", "port": 5432},
-            {"name": "stats", "port": 9100, "protocol": "UDP"},
-        ]}});
-        let created = services
-            .create(&PostParams::default(), &serde_json::from_value(body).expect("a Service"))
-            .await
-            .expect("the Service is created");
-        let ip = created.spec.and_then(|s| s.cluster_ip).expect("a cluster IP");
         let kubernetes = services.get("kubernetes").await.expect("the kubernetes Service");
         let master_ip = kubernetes.spec.and_then(|s| s.cluster_ip).expect("its cluster IP");
         let prefix = service.replace('-', "_").to_uppercase();
