@@ -9,6 +9,8 @@
 //! of its namespace's Services (unless `enableServiceLinks: false`) and of `kubernetes`; an
 //! ephemeral container added to a running pod starts, is reported and is never restarted.
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::{
     Api,
@@ -27,7 +29,7 @@ use crate::{
         oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
         pods::{create, pod_manifest, wait_pod, wait_running},
     },
-    cri_pods::{Setup, UNTIL_TERM, app, shell, spec},
+    cri_pods::{Setup, UNTIL_TERM, app, runtime_id, shell, spec},
 };
 
 const NAMESPACE: &str = "default";
@@ -355,26 +357,36 @@ async fn a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_vari
         let kubernetes = services.get("kubernetes").await.expect("the kubernetes Service");
         let master_ip = kubernetes.spec.and_then(|s| s.cluster_ip).expect("its cluster IP");
         let prefix = service.replace('-', "_").to_uppercase();
+        // Printed by a command run in the container (ExecSync runs with its environment).
         let script = format!(
-            "exec > /dev/termination-log; for v in {prefix}_SERVICE_HOST {prefix}_SERVICE_PORT \
+            "for v in {prefix}_SERVICE_HOST {prefix}_SERVICE_PORT \
              {prefix}_SERVICE_PORT_STATS {prefix}_PORT {prefix}_PORT_9100_UDP \
              {prefix}_PORT_9100_UDP_PROTO {prefix}_PORT_5432_TCP_ADDR KUBERNETES_SERVICE_HOST \
              KUBERNETES_PORT; do eval echo \"$v=\\${{$v:-unset}}\"; done"
         );
         for (suffix, links) in [("links", true), ("no-links", false)] {
-            let mut manifest = spec("Never", json!([shell("app", &script)]));
+            let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
             manifest["spec"]["enableServiceLinks"] = json!(links);
             let name = format!("{}-{suffix}", node.name);
             create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, manifest)).await;
         }
-        let printed = |suffix: &'static str| async move {
-            let name = format!("{}-{suffix}", node.name);
-            let pod = wait_pod(&cluster.client, NAMESPACE, &name, "Succeeded", |pod| {
-                crate::common::pods::phase(pod) == Some("Succeeded")
-            })
-            .await;
-            let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
-            terminated.message.unwrap_or_default()
+        let fixture = &setup.fixture;
+        let printed = |suffix: &'static str| {
+            let script = script.clone();
+            async move {
+                let name = format!("{}-{suffix}", node.name);
+                let pod = wait_running(&cluster.client, NAMESPACE, &name).await;
+                let output = fixture
+                    .client
+                    .exec_sync(
+                        runtime_id(&app(&pod)),
+                        vec!["/bin/sh".into(), "-c".into(), script],
+                        Duration::from_secs(10),
+                    )
+                    .await
+                    .expect("ExecSync");
+                String::from_utf8_lossy(&output.stdout).into_owned()
+            }
         };
         let master = format!("KUBERNETES_SERVICE_HOST={master_ip}\nKUBERNETES_PORT=tcp://{master_ip}:443\n");
         assert_eq!(
