@@ -125,14 +125,72 @@ impl ServiceLister for ServiceCache {
             .listed
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut namespaces = vec![namespace];
-        if namespace != "default" {
-            namespaces.push("default");
+        services_for(&listed.services, namespace)
+    }
+}
+
+/// The Services of `namespace` and of `default`, each once.
+fn services_for(services: &ByNamespace, namespace: &str) -> Vec<ServiceLink> {
+    let mut namespaces = vec![namespace];
+    if namespace != "default" {
+        namespaces.push("default");
+    }
+    namespaces
+        .into_iter()
+        .filter_map(|ns| services.get(ns))
+        .flat_map(|names| names.values().cloned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(namespace: &str, name: &str, spec: serde_json::Value) -> Service {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": namespace, "name": name},
+            "spec": spec,
+        }))
+        .expect("a Service")
+    }
+
+    #[test]
+    fn a_service_is_kept_as_the_fields_its_variables_use() {
+        let web = service(
+            "app",
+            "web",
+            serde_json::json!({"clusterIP": "10.0.0.5", "ports": [{"name": "http", "port": 80}]}),
+        );
+        assert_eq!(
+            link(&web),
+            Some(ServiceLink {
+                namespace: "app".to_owned(),
+                name: "web".to_owned(),
+                cluster_ip: "10.0.0.5".to_owned(),
+                ports: vec![ServiceLinkPort {
+                    name: "http".to_owned(),
+                    port: 80,
+                    protocol: String::new(),
+                }],
+            })
+        );
+        assert_eq!(link(&Service::default()), None, "no name, no link");
+    }
+
+    #[test]
+    fn a_pod_sees_its_namespaces_services_and_defaults_once() {
+        let mut set = ByNamespace::new();
+        for (namespace, name) in [("app", "web"), ("default", "kubernetes"), ("other", "db")] {
+            let ip = serde_json::json!({"clusterIP": "10.0.0.9"});
+            insert(
+                &mut set,
+                link(&service(namespace, name, ip)).expect("a link"),
+            );
         }
-        namespaces
-            .into_iter()
-            .filter_map(|ns| listed.services.get(ns))
-            .flat_map(|names| names.values().cloned())
-            .collect()
+        let names = |ns: &str| -> Vec<String> {
+            services_for(&set, ns).into_iter().map(|s| s.name).collect()
+        };
+        assert_eq!(names("app"), ["web", "kubernetes"]);
+        assert_eq!(names("default"), ["kubernetes"]);
     }
 }
