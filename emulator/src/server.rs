@@ -1,5 +1,5 @@
 //! Starting and stopping the emulator: [`Emulator::start`] binds the address, seeds the built-in
-//! namespaces, starts the HTTP workers and (if enabled) the node-lifecycle controller, and
+//! namespaces and the `kubernetes` Service, starts the HTTP workers and (if enabled) the node-lifecycle controller, and
 //! returns an [`EmulatorHandle`]. Works inside an existing tokio or actix runtime. Serving
 //! itself, outages included, is `serving`'s.
 
@@ -77,6 +77,17 @@ impl Emulator {
             crate::service_accounts::ensure_default(&store, namespace, SystemTime::now());
             crate::root_ca::publish(&store, namespace, SystemTime::now());
         }
+        // The control plane's own Service, which every pod's KUBERNETES_SERVICE_* name.
+        store
+            .create(
+                &crate::api::resource::SERVICES,
+                crate::store::services::kubernetes_service(address.port()),
+                SystemTime::now(),
+            )
+            .map_err(|e| EmulatorError::Seed {
+                namespace: "default".into(),
+                message: e.message,
+            })?;
         let faults = FaultHandle::default();
         let requests = RequestLog::default();
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);

@@ -56,6 +56,7 @@ const DOCUMENTED: &[(&str, &str, &[&str], &str)] = &[
     ("", "events", &["create", "patch"], ""),
     ("", "configmaps", &["get"], ""),
     ("", "secrets", &["get"], ""),
+    ("", "services", &["list", "watch"], ""),
     ("", "serviceaccounts/token", &["create"], ""),
     ("", "persistentvolumeclaims", &["get"], ""),
     ("", "persistentvolumes", &["get"], ""),

@@ -30,6 +30,7 @@ mod provider;
 pub mod pull_auth;
 mod pull_backoff;
 mod resource_field;
+pub mod service_env;
 mod simulated;
 mod simulated_status;
 mod starting;

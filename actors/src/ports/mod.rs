@@ -20,6 +20,7 @@ mod probe;
 mod recovery;
 mod runtime;
 mod runtime_stats;
+mod services;
 mod storage;
 mod volume_host;
 mod volume_sources;
@@ -57,6 +58,7 @@ pub use runtime_stats::{
     ContainerStatsFilter, ContainerUsage, CpuUsage, InterfaceUsage, MemoryUsage, NetworkUsage,
     RuntimeStats, SandboxStatsFilter, SandboxUsage, SwapUsage,
 };
+pub use services::{ServiceLink, ServiceLinkPort, ServiceLister};
 pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
 pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
 pub use volume_sources::VolumeSourceApi;

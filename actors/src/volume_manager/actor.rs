@@ -424,6 +424,11 @@ impl VolumeManagerActor {
             pod_memory_limit: pod_memory_limit(pod),
             allocatable: &allocatable,
             content,
+            fs_group: pod
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.security_context.as_ref()?.fs_group)
+                .and_then(|group| u32::try_from(group).ok()),
         };
         self.host
             .set_up(volume, context)

@@ -57,6 +57,15 @@ impl FieldError {
         }
     }
 
+    /// `Duplicate value: "<value>"`.
+    pub fn duplicate(field: &str, value: &str) -> Self {
+        FieldError {
+            reason: "FieldValueDuplicate",
+            field: field.to_string(),
+            message: format!("Duplicate value: {value:?}"),
+        }
+    }
+
     /// `Required value: <detail>`.
     pub fn required(field: &str, detail: &str) -> Self {
         let message = if detail.is_empty() {

@@ -81,6 +81,9 @@ pub enum Ending {
     Deleted,
     /// Evicted: it ends Failed with this reason and message.
     Evicted { reason: String, message: String },
+    /// A pod sync handler failed it (`activeDeadlineSeconds`): it ends Failed with this
+    /// reason and message, its containers given their grace period.
+    Failed { reason: String, message: String },
     /// The API object is gone: clean up and forget it.
     Gone,
 }
@@ -427,7 +430,9 @@ impl Engine {
         ending: Option<&Ending>,
     ) -> PodStatus {
         let evicted = match ending {
-            Some(Ending::Evicted { reason, message }) => Some((reason.as_str(), message.as_str())),
+            Some(Ending::Evicted { reason, message } | Ending::Failed { reason, message }) => {
+                Some((reason.as_str(), message.as_str()))
+            }
             _ => None,
         };
         pod_status(
@@ -442,6 +447,7 @@ impl Engine {
                 errors: ending.is_none().then_some(&entry.errors),
                 terminal: ending.is_some(),
                 evicted,
+                disruption: matches!(ending, Some(Ending::Evicted { .. })),
                 probes: (self.probe_results.as_ref()).map(|results| PodProbeView {
                     results,
                     pod: &entry.pod,

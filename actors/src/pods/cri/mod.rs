@@ -6,6 +6,7 @@
 mod admit;
 mod backoff;
 mod container;
+mod deadline;
 mod engine;
 mod evented;
 mod gc;
@@ -14,6 +15,7 @@ mod hook_tests;
 mod hooks;
 mod image;
 mod kill;
+mod non_root;
 mod objects;
 mod plan;
 mod pleg;
@@ -119,9 +121,13 @@ impl CriPods {
         Ok(pods)
     }
 
-    /// Reads env ConfigMaps/Secrets and pull Secrets through `api` (the volume manager's port).
+    /// Reads env ConfigMaps/Secrets, pull Secrets and the Services of service links through
+    /// `api` (the volume manager's port).
     #[must_use]
     pub fn with_objects(mut self, api: Arc<dyn VolumeSourceApi>) -> Self {
+        // The Services' watch starts now, as the kubelet's informer at its start: listed
+        // before the first container needs them.
+        let _ = api.services();
         self.engine_mut().objects = Some(api);
         self
     }
