@@ -47,7 +47,7 @@ impl Engine {
             reason: DEADLINE_EXCEEDED.to_owned(),
             message: DEADLINE_EXCEEDED_MESSAGE.to_owned(),
         });
-        entry.again = true;
+        entry.work.again();
         let pod = entry.pod.clone();
         drop(core);
         tracing::info!(pod = %super::worker::pod_label(&pod), "pod past its active deadline");
