@@ -3,6 +3,7 @@
 //! - discovery and health (`discovery`): `/version`, `/healthz`, `/readyz`, `/livez`, `/api`,
 //!   `/api/v1`, `/apis`, `/apis/{group}[/{version}]`;
 //! - fault-injection admin API: `/emulator/v1/faults[/{id}]`;
+//! - `POST` TokenReviews and SubjectAccessReviews (`reviews`), created and never stored;
 //! - every other `/api/...` and `/apis/...` path: the resource API (`dispatch`), which
 //!   authenticates, applies injected faults, authorizes and calls a verb handler.
 
@@ -12,6 +13,7 @@ mod dispatch;
 mod events_view;
 mod handlers;
 mod query;
+mod reviews;
 mod table;
 mod watch;
 
@@ -55,6 +57,7 @@ pub enum Ending {
 pub fn configure(config: &mut web::ServiceConfig) {
     discovery::configure(config);
     crate::faults::admin::configure(config);
+    reviews::configure(config);
     config.default_service(web::to(dispatch::dispatch));
 }
 

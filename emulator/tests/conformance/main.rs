@@ -16,6 +16,7 @@ mod kubectl;
 mod lifecycle;
 mod patches;
 mod pod_defaults;
+mod reviews;
 mod selectors;
 mod service_account_admission;
 mod storage;
