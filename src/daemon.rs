@@ -8,11 +8,12 @@ use nodepulse_supervisor::{Escalation, SupervisorHandle};
 use prometheus_client::registry::Registry;
 
 use crate::{
-    config::Settings,
+    config::{RuntimeKind, Settings},
     debug,
     fleet::{Fleet, FleetOptions},
     heap,
     kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
+    kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
     node::NodeActors,
     standalone::{self, StandaloneError},
 };
@@ -51,6 +52,8 @@ pub enum RunError {
     Standalone(#[from] StandaloneError),
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    #[error(transparent)]
+    KubeletApi(#[from] KubeletApiError),
 }
 
 impl Outcome {
@@ -98,16 +101,17 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         None
     };
     let outcome = match KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await {
+        Ok(api) if settings.is_fleet() => {
+            let start = || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
+            serve(&settings, start, shutdown).await
+        }
+        Ok(api) if settings.config.runtime == RuntimeKind::Cri => {
+            run_node_with_kubelet_api(settings, api, shutdown).await
+        }
         Ok(api) => {
-            let start = || {
-                if settings.is_fleet() {
-                    Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()))
-                } else {
-                    let node = NodeActors::new(&settings).api(api).start();
-                    // The whole node with an API: nothing for the wiring to refuse.
-                    Running::Node(node.expect("a whole node is wired").0)
-                }
-            };
+            let node = NodeActors::new(&settings).api(api).start();
+            // The whole node with an API: nothing for the wiring to refuse.
+            let start = || Running::Node(node.expect("a whole node is wired").0);
             serve(&settings, start, shutdown).await
         }
         Err(error) => Outcome::Failed(error.into()),
@@ -115,6 +119,39 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     if let Some(standalone) = standalone {
         standalone.shutdown().await;
     }
+    outcome
+}
+
+/// A node that runs containers, with the kubelet API beside it: its TLS material and
+/// listeners first (a bad certificate or a taken port stops the run before any actor starts),
+/// then the actors, told the port actually bound (`port: 0` picks one), then the API.
+async fn run_node_with_kubelet_api(
+    mut settings: Settings,
+    api: std::sync::Arc<KubeApi>,
+    shutdown: impl Future<Output = ()>,
+) -> Outcome {
+    let prepared = match kubelet_api::prepare(&settings) {
+        Ok(prepared) => prepared,
+        Err(error) => return Outcome::Failed(error.into()),
+    };
+    settings.config.port = prepared.port();
+    let node = NodeActors::new(&settings).api(api.clone()).start();
+    // The whole node with an API: nothing for the wiring to refuse.
+    let node = node.expect("a whole node is wired").0;
+    let watched = node.clone();
+    let parts = kubelet_api::Parts {
+        reviews: api,
+        problems: Some(std::sync::Arc::new(move || watched.problems())),
+    };
+    let kubelet = match prepared.serve(parts) {
+        Ok(kubelet) => kubelet,
+        Err(error) => {
+            node.shutdown(SHUTDOWN_DEADLINE).await;
+            return Outcome::Failed(error.into());
+        }
+    };
+    let outcome = serve(&settings, || Running::Node(node), shutdown).await;
+    kubelet.stop();
     outcome
 }
 
@@ -185,6 +222,7 @@ pub async fn serve(
     );
     let mut registry = Registry::default();
     API_METRICS.register(&mut registry);
+    KUBELET_API_METRICS.register(&mut registry);
     let node_facts: debug::NodeFacts = Box::new(|| {
         let since = API_METRICS
             .unreachable_since()

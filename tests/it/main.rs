@@ -36,6 +36,7 @@ mod eviction;
 mod fleet;
 mod heartbeat_faults;
 mod kubeconfig_tls;
+mod kubelet_api;
 mod layering;
 mod lease;
 mod metrics;

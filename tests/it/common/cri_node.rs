@@ -11,7 +11,8 @@ use nodepulse_supervisor::SupervisorHandle;
 use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
 
 /// The configuration of a CRI node on `fixture`: its socket, a root and log directory of its
-/// own, a cluster DNS address, quick restarts, and thresholds no test host meets.
+/// own, a cluster DNS address, quick restarts, thresholds no test host meets, and the kubelet
+/// API on ports the kernel picks (tests run side by side).
 pub fn cri_node_config(fixture: &CriFixture, dir: &std::path::Path) -> String {
     format!(
         "runtime: cri
@@ -19,6 +20,8 @@ containerRuntimeEndpoint: {endpoint}
 runtimeRequestTimeout: 20s
 rootDir: {root}
 podLogsDir: {logs}
+port: 0
+healthzPort: 0
 clusterDNS: [198.18.0.10]
 evictionHard:
   memory.available: 1Mi
