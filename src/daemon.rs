@@ -14,7 +14,7 @@ use crate::{
     heap,
     kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
     kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
-    node::NodeActors,
+    node::{NodeActors, NodeHandle},
     standalone::{self, StandaloneError},
 };
 
@@ -111,7 +111,7 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         Ok(api) => {
             let node = NodeActors::new(&settings).api(api).start();
             // The whole node with an API: nothing for the wiring to refuse.
-            let start = || Running::Node(node.expect("a whole node is wired").0);
+            let start = || Running::Node(Box::new(node.expect("a whole node is wired")));
             serve(&settings, start, shutdown).await
         }
         Err(error) => Outcome::Failed(error.into()),
@@ -137,8 +137,8 @@ async fn run_node_with_kubelet_api(
     settings.config.port = prepared.port();
     let node = NodeActors::new(&settings).api(api.clone()).start();
     // The whole node with an API: nothing for the wiring to refuse.
-    let node = node.expect("a whole node is wired").0;
-    let watched = node.clone();
+    let node = node.expect("a whole node is wired");
+    let watched = node.supervisor.clone();
     let parts = kubelet_api::Parts {
         reviews: api,
         problems: Some(std::sync::Arc::new(move || watched.problems())),
@@ -146,11 +146,11 @@ async fn run_node_with_kubelet_api(
     let kubelet = match prepared.serve(parts) {
         Ok(kubelet) => kubelet,
         Err(error) => {
-            node.shutdown(SHUTDOWN_DEADLINE).await;
+            node.supervisor.shutdown(SHUTDOWN_DEADLINE).await;
             return Outcome::Failed(error.into());
         }
     };
-    let outcome = serve(&settings, || Running::Node(node), shutdown).await;
+    let outcome = serve(&settings, || Running::Node(Box::new(node)), shutdown).await;
     kubelet.stop();
     outcome
 }
@@ -158,8 +158,10 @@ async fn run_node_with_kubelet_api(
 /// What runs under the debug endpoint.
 pub enum Running {
     /// One node: its supervisor's escalation ends the run (exit 3), so the service manager
-    /// restarts the daemon.
-    Node(SupervisorHandle),
+    /// restarts the daemon. Its handle is kept for the services that read its views.
+    Node(Box<NodeHandle>),
+    /// A supervisor of the caller's own making, run and ended as one node is.
+    Supervisor(SupervisorHandle),
     /// Many simulated nodes: one that escalates stays stopped and says so at the endpoint;
     /// the others run on, as they would on separate machines.
     Fleet(Fleet),
@@ -168,7 +170,8 @@ pub enum Running {
 impl Running {
     fn handles(&self) -> Vec<SupervisorHandle> {
         match self {
-            Self::Node(node) => vec![node.clone()],
+            Self::Node(node) => vec![node.supervisor.clone()],
+            Self::Supervisor(supervisor) => vec![supervisor.clone()],
             Self::Fleet(fleet) => fleet.handles().to_vec(),
         }
     }
@@ -176,7 +179,8 @@ impl Running {
     /// Resolves when the run must end for an escalation; never for a fleet.
     async fn escalated(&self) -> Escalation {
         match self {
-            Self::Node(node) => node.escalated().await,
+            Self::Node(node) => node.supervisor.escalated().await,
+            Self::Supervisor(supervisor) => supervisor.escalated().await,
             Self::Fleet(fleet) => {
                 for handle in fleet.handles() {
                     let handle = handle.clone();
@@ -247,7 +251,7 @@ pub async fn serve(
     actix_rt::spawn(endpoint.server);
     let _trimming = heap::start_trimming();
     match &running {
-        Running::Node(_) => {
+        Running::Node(_) | Running::Supervisor(_) => {
             tracing::info!(node = %settings.node_name, debug = %endpoint.address, "nodepulse is running");
         }
         Running::Fleet(fleet) => {

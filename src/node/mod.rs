@@ -9,6 +9,7 @@
 //! every generation by its factory.
 
 mod csi;
+mod handle;
 mod prober;
 mod resources;
 mod runtime;
@@ -22,17 +23,17 @@ use nodepulse_actors::{
     lease::LeaseActor,
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
-    pods::PodLifecycleActor,
+    pods::{PodLifecycleActor, PodsPublisher},
     ports::{CsiNodeApi, LeaseApi, NodeApi, PodApi, PodStatsSource, StorageApi, VolumeSourceApi},
-    prober::{ProberActor, ProberKept},
+    prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{RuntimeProbeActor, UpdatePodCidr},
     status_manager::StatusManagerActor,
     volume_manager::VolumeManagerActor,
 };
-use nodepulse_supervisor::{Mailbox, Recipient, Supervisor, SupervisorBuilder, SupervisorHandle};
+use nodepulse_supervisor::{Mailbox, Recipient, Supervisor, SupervisorBuilder};
 
+pub use handle::{NodeHandle, NodeViews, WiredNode};
 pub use resources::NodeResources;
-pub use runtime::runtime;
 pub use settings::{eviction_settings, node_status_settings, supervisor_config};
 
 use crate::config::{RuntimeKind, Settings};
@@ -185,17 +186,17 @@ impl NodeActors {
     }
 
     /// Starts the node under a supervisor configured as the settings say.
-    pub fn start(self) -> Result<(SupervisorHandle, NodeAddresses), WiringError> {
+    pub fn start(self) -> Result<NodeHandle, WiringError> {
         let supervisor = supervisor_config(&self.settings.config, &self.settings.node_name);
-        let (builder, addresses) = self.add_to(Supervisor::builder(supervisor))?;
-        Ok((builder.start(), addresses))
+        let (builder, node) = self.add_to(Supervisor::builder(supervisor))?;
+        Ok(node.started(builder.start()))
     }
 
     /// Adds the node's actors to `builder` (whose configuration the caller chose).
     pub fn add_to(
         self,
         builder: SupervisorBuilder,
-    ) -> Result<(SupervisorBuilder, NodeAddresses), WiringError> {
+    ) -> Result<(SupervisorBuilder, WiredNode), WiringError> {
         let Self {
             settings,
             resources,
@@ -223,6 +224,7 @@ impl NodeActors {
         let resources = resources.unwrap_or_else(|| NodeResources::for_host(&settings));
         let runs_containers = settings.config.runtime == RuntimeKind::Cri;
         let prober = (parts.pods && parts.prober && runs_containers).then(ProberKept::default);
+        let cri = resources.cri.clone().filter(|_| runs_containers);
         let wiring = Wiring {
             settings: &settings,
             resources: &resources,
@@ -231,16 +233,20 @@ impl NodeActors {
             pod_cidr,
             plugin_watcher,
             node_view: Arc::default(),
+            pods_view: PodsPublisher::default(),
             prober,
+            cri: cri.as_ref(),
         };
         let mut builder = builder;
         if let Some(api) = api.as_ref().filter(|_| parts.heartbeat) {
             builder = wiring.heartbeat(builder, api, inboxes.node_status, inboxes.lease);
         }
         let mut pod_state = None;
+        let mut volumes = None;
         if let Some(api) = api.filter(|_| parts.pods) {
             let (volume_memory, volume_view) = wiring.volume_memory();
-            let state = wiring.pod_state(volume_view, &api);
+            volumes = Some(volume_view.clone());
+            let state = wiring.pod_state(Arc::new(volume_view), &api);
             builder = wiring.pods(
                 builder,
                 &api,
@@ -267,6 +273,20 @@ impl NodeActors {
                 inboxes.eviction_signal,
             );
         }
-        Ok((builder, addresses))
+        let views = NodeViews {
+            node: Arc::clone(&wiring.node_view),
+            pods: wiring.pods_view.view(),
+            volumes,
+            probes: (wiring.prober.as_ref()).map(|kept| ProbeResults::new(kept.memory.clone())),
+        };
+        let runtime = cri.and_then(Result::ok);
+        Ok((
+            builder,
+            WiredNode {
+                addresses,
+                runtime,
+                views,
+            },
+        ))
     }
 }

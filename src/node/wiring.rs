@@ -13,8 +13,8 @@ use nodepulse_actors::{
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
     node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
     pods::{
-        self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
-        SimulatedSettings,
+        self, NoPods, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, PodsPublisher,
+        SimulatedPods, SimulatedSettings,
         cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
     ports::{LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
@@ -34,7 +34,7 @@ use super::{
     node_status_settings, settings,
 };
 use crate::{
-    config::{RuntimeKind, Settings},
+    config::{EndpointError, RuntimeKind, Settings},
     cri::CriClient,
     prober::ProbeHandlers,
     volume::{csi::CsiDrivers, host::DiskVolumeHost},
@@ -97,8 +97,12 @@ pub(super) struct Wiring<'a> {
     pub plugin_watcher: bool,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
+    /// Where the CRI provider publishes its pods for readers outside the actors.
+    pub pods_view: PodsPublisher,
     /// The prober's kept state, when this node runs one (`runtime: cri` with the pods).
     pub prober: Option<ProberKept>,
+    /// The node's CRI client (`runtime: cri`), or why the endpoint cannot be used.
+    pub cri: Option<&'a Result<CriClient, EndpointError>>,
 }
 
 impl Wiring<'_> {
@@ -189,7 +193,7 @@ impl Wiring<'_> {
 
     /// The volume manager's memory (kept across its restarts) and the view of it the pods'
     /// provider reads.
-    pub fn volume_memory(&self) -> (Kept<VolumeManagerMemory>, Arc<dyn PodVolumeView>) {
+    pub fn volume_memory(&self) -> (Kept<VolumeManagerMemory>, VolumeView) {
         let memory = Kept::<VolumeManagerMemory>::default();
         let volume_settings = settings::volume_manager_settings(self.settings);
         let view = VolumeView::new(
@@ -197,7 +201,7 @@ impl Wiring<'_> {
             volume_settings.node_name,
             volume_settings.dirs,
         );
-        (memory, Arc::new(view))
+        (memory, view)
     }
 
     /// The pods' provider: simulated pods for a simulated runtime, real ones on the CRI
@@ -227,21 +231,21 @@ impl Wiring<'_> {
         })
     }
 
-    /// The CRI provider, on a client of its own (its connection lives on the provider's
-    /// thread); containers mount what the volume manager set up (`volumes`) and read
-    /// ConfigMaps and Secrets through the volume manager's port; pods are admitted against
-    /// the Node NodeStatus shares, when this node runs NodeStatus.
+    /// The CRI provider, on the node's CRI client; containers mount what the volume manager
+    /// set up (`volumes`) and read ConfigMaps and Secrets through the volume manager's port;
+    /// pods are admitted against the Node NodeStatus shares, when this node runs NodeStatus;
+    /// its pods are published in the node's `PodsView`.
     fn cri_pods(
         &self,
         volumes: Arc<dyn PodVolumeView>,
         api: &Arc<dyn ApiPorts>,
     ) -> Result<CriPods, String> {
         let config = &self.settings.config;
-        let client = CriClient::new(
-            &config.container_runtime_endpoint,
-            config.runtime_request_timeout.0,
-        )
-        .map_err(|error| error.to_string())?;
+        let client = match self.cri {
+            Some(Ok(client)) => client.clone(),
+            Some(Err(error)) => return Err(error.to_string()),
+            None => return Err("this node has no CRI client".to_owned()),
+        };
         let mut host_ips: Vec<String> = config.node_ip.clone();
         if host_ips.is_empty() {
             host_ips.extend(self.resources.host_ip.map(|ip| ip.to_string()));
@@ -265,7 +269,8 @@ impl Wiring<'_> {
         let mut pods = CriPods::on_own_thread(settings, client, Some(volumes))
             .map_err(|error| error.to_string())?
             .with_objects(Arc::clone(api) as Arc<dyn VolumeSourceApi>)
-            .with_http_hooks(hooks);
+            .with_http_hooks(hooks)
+            .with_pods_view(self.pods_view.clone());
         if let Some(prober) = &self.prober {
             let results = ProbeResults::new(prober.memory.clone());
             pods = pods.with_prober(self.addresses.prober.recipient(), results);

@@ -544,7 +544,7 @@ fn escalation_child_process() {
                 Supervisor::builder(supervisor_config(&settings.config, "escalating-node"))
                     .child(ChildSpec::new("recorder", inbox, store.factory()))
                     .start();
-            daemon::Running::Node(supervisor)
+            daemon::Running::Supervisor(supervisor)
         },
         std::future::pending(),
     ));

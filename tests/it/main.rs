@@ -22,6 +22,7 @@ mod cri_lifecycle;
 mod cri_pod_faults;
 mod cri_pod_rules;
 mod cri_pods;
+mod cri_pods_view;
 mod cri_runtime;
 mod csi;
 mod csi_attach;

@@ -23,6 +23,7 @@ mod images_tests;
 pub mod ip_pool;
 mod node_affinity;
 pub mod pod_requests;
+mod pods_view;
 mod provider;
 pub mod pull_auth;
 mod pull_backoff;
@@ -33,6 +34,9 @@ mod simulated_status;
 mod tests;
 
 pub use actor::{PodLifecycleActor, PodLifecycleSettings};
+pub use pods_view::{
+    ContainerRecord, PodRecord, PodsPublisher, PodsSnapshot, PodsView, SandboxRecord,
+};
 pub use provider::{
     NoPods, Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink,
 };

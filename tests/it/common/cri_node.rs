@@ -5,7 +5,7 @@
 use std::{future::Future, panic::AssertUnwindSafe, time::Duration};
 
 use futures::FutureExt;
-use nodepulse::node::NodeActors;
+use nodepulse::node::{NodeActors, NodeHandle};
 use nodepulse_supervisor::SupervisorHandle;
 
 use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
@@ -40,6 +40,8 @@ supervision:
 pub struct CriNode {
     pub name: String,
     pub supervisor: SupervisorHandle,
+    /// What the node's start handed back: its views and its CRI client, as services read them.
+    pub handle: NodeHandle,
     /// Its root and log directories; removed with it, its pods' mounts detached first.
     dir: RootDir,
 }
@@ -51,13 +53,14 @@ impl CriNode {
         let dir = RootDir::new();
         let (settings, api) =
             super::node::connect(kubeconfig, &name, &cri_node_config(fixture, dir.path())).await;
-        let (supervisor, _) = NodeActors::new(&settings)
+        let node = NodeActors::new(&settings)
             .api(api)
             .start()
             .expect("a whole node is wired");
         Self {
             name,
-            supervisor,
+            supervisor: node.supervisor.clone(),
+            handle: node,
             dir,
         }
     }

@@ -31,6 +31,7 @@ use crate::{
     node_status::{NodeView, WallClock},
     pods::{
         images::PullBackoff,
+        pods_view::PodsPublisher,
         provider::{PodUpdate, UpdateSink},
     },
     ports::{
@@ -141,6 +142,9 @@ pub struct Engine {
     pub prober: Option<Recipient<ProbePods>>,
     /// The prober's results, which `started` and `ready` follow.
     pub probe_results: Option<ProbeResults>,
+    /// Where each pod's sandboxes and containers are published for services outside the
+    /// actors, as `runtime` changes.
+    pub pods_view: PodsPublisher,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     /// Cuts the PLEG's wait short: the event stream failed, relist now.
@@ -168,6 +172,7 @@ impl Engine {
             http_hooks: None,
             prober: None,
             probe_results: None,
+            pods_view: PodsPublisher::default(),
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             relist_now: Notify::new(),
@@ -400,6 +405,7 @@ impl Engine {
             }
             entry.runtime = PodRuntime::new(sandboxes, containers);
             entry.generation += 1;
+            self.pods_view.record(entry.runtime.record(&entry.pod));
             self.publish(&mut core, uid);
         }
         // The status goes out now, not at the next relist.

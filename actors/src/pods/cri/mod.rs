@@ -17,6 +17,8 @@ mod kill;
 mod objects;
 mod plan;
 mod pleg;
+#[cfg(test)]
+mod pods_view_tests;
 mod post_start;
 mod probing;
 #[cfg(test)]
@@ -47,7 +49,10 @@ pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
 
 use engine::{Ending, Engine, PodEntry};
 
-use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
+use super::{
+    pods_view::{PodsPublisher, PodsView},
+    provider::{PodLifecycleProvider, PodUpdate, UpdateSink},
+};
 use crate::{
     messages::StopPod,
     node_status::NodeView,
@@ -137,6 +142,19 @@ impl CriPods {
         self
     }
 
+    /// Publishes each pod's sandboxes and containers through `publisher` (the node's
+    /// [`PodsView`](crate::pods::PodsView)) instead of a publisher of its own.
+    #[must_use]
+    pub fn with_pods_view(mut self, publisher: PodsPublisher) -> Self {
+        self.engine_mut().pods_view = publisher;
+        self
+    }
+
+    /// What this provider publishes of its pods.
+    pub fn pods_view(&self) -> PodsView {
+        self.engine.pods_view.view()
+    }
+
     /// The engine while nothing else holds it (the builders run before the first pod).
     fn engine_mut(&mut self) -> &mut Engine {
         Arc::get_mut(&mut self.engine).expect("configured before any pod arrives")
@@ -208,6 +226,11 @@ impl PodLifecycleProvider for CriPods {
                     sync = !finished;
                 }
             }
+            if let Some(entry) = core.pods.get(&uid) {
+                self.engine
+                    .pods_view
+                    .record(entry.runtime.record(&entry.pod));
+            }
         }
         if sync {
             self.engine.pods_arrived();
@@ -226,6 +249,7 @@ impl PodLifecycleProvider for CriPods {
         };
         if entry.finished && entry.runtime.sandboxes.is_empty() {
             core.pods.remove(uid);
+            self.engine.pods_view.forget(uid);
             return;
         }
         entry.ending = Some(Ending::Gone);
