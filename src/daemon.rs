@@ -142,6 +142,7 @@ async fn run_node_with_kubelet_api(
     let parts = kubelet_api::Parts {
         reviews: api,
         problems: Some(std::sync::Arc::new(move || watched.problems())),
+        pods: node.views.pods.clone(),
     };
     let kubelet = match prepared.serve(parts) {
         Ok(kubelet) => kubelet,

@@ -6,12 +6,14 @@
 //!
 //! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
-//! (the listeners), `routes` (one request's way), `healthz`, `reply`, `metrics`.
+//! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
+//! `reply`, `metrics`.
 
 mod authn;
 mod authz;
 mod cache;
 mod healthz;
+mod logs;
 pub mod metrics;
 mod reply;
 pub mod reviews;
@@ -23,6 +25,7 @@ mod x509;
 
 use std::{net::SocketAddr, sync::Arc};
 
+use nodepulse_actors::pods::PodsView;
 use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
@@ -53,6 +56,8 @@ pub struct ApiState {
     authorizer: authz::Authorizer,
     /// The node's problems for the `syncloop` check; `None` serves only `ping`.
     problems: Option<Problems>,
+    /// The pods the node runs, for logs.
+    pods: PodsView,
 }
 
 /// The listeners bound and the TLS configuration loaded: everything that can fail at start,
@@ -69,6 +74,7 @@ pub struct Prepared {
 pub struct Parts {
     pub reviews: Arc<dyn Reviews>,
     pub problems: Option<Problems>,
+    pub pods: PodsView,
 }
 
 /// The running API; [`KubeletApi::stop`] stops accepting (streams in flight run on).
@@ -164,6 +170,7 @@ impl Prepared {
             authenticator,
             authorizer,
             problems: parts.problems,
+            pods: parts.pods,
         });
         let adopt = |listener: std::net::TcpListener| {
             let address = listener.local_addr();

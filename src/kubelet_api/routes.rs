@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use http::{Request, StatusCode};
+use http::{Method, Request, StatusCode};
 use hyper::body::Incoming;
 use rustls::pki_types::CertificateDer;
 
 use super::{
-    ApiState, healthz,
+    ApiState, healthz, logs,
     metrics::KUBELET_API_METRICS,
     reply::{self, Reply},
 };
@@ -67,5 +67,26 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
     if let Some(reply) = healthz::answer(path, query, state.problems.as_ref()) {
         return reply;
     }
+    if let Some(rest) = path.strip_prefix("/containerLogs/") {
+        if request.method() != Method::GET {
+            return reply::text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");
+        }
+        return match segments(rest) {
+            Some(segments) => logs::container_logs(&state.pods, &segments, query),
+            None => reply::not_found(),
+        };
+    }
     reply::not_found()
+}
+
+/// The `/`-separated segments of `rest`, percent-decoded; `None` when one is not UTF-8.
+fn segments(rest: &str) -> Option<Vec<String>> {
+    rest.split('/')
+        .map(|segment| {
+            percent_encoding::percent_decode_str(segment)
+                .decode_utf8()
+                .ok()
+                .map(|decoded| decoded.into_owned())
+        })
+        .collect()
 }

@@ -53,6 +53,7 @@ async fn serve_with_healthz(
         .serve(Parts {
             reviews: api,
             problems: Some(Arc::new(Vec::new)),
+            pods: nodepulse_actors::pods::PodsView::empty(),
         })
         .expect("serving");
     Served {

@@ -38,6 +38,7 @@ mod fleet;
 mod heartbeat_faults;
 mod kubeconfig_tls;
 mod kubelet_api;
+mod kubelet_api_logs;
 mod layering;
 mod lease;
 mod metrics;

@@ -1,0 +1,208 @@
+//! `/containerLogs` on real containers (containerd): what a container wrote, read from the CRI
+//! log file the runtime writes, with the kubelet's query parameters (tailLines, limitBytes,
+//! timestamps, sinceTime, previous after a restart, follow until the container ends) and its
+//! error texts, through the kubelet API over TLS with the API server's kind of client
+//! certificate.
+
+use std::{io::Write, net::SocketAddr};
+
+use nodepulse::{
+    config::{Config, Settings, Source},
+    kube_api::KubeApi,
+    kubelet_api::{self, KubeletApi, Parts},
+};
+use nodepulse_actors::ports::ContainerState;
+
+use super::cri_pods::{NAMESPACE, Setup, create_pod, shell, spec};
+use crate::common::{
+    cri_node::CriNode,
+    eventually, eventually_async,
+    kubelet_client::{KubeletClient, TestCa, serving_ca},
+    root_dir::RootDir,
+};
+
+struct Api {
+    served: KubeletApi,
+    client: KubeletClient,
+    _root: RootDir,
+    _ca_file: tempfile::NamedTempFile,
+}
+
+/// A kubelet API for `node` (x509 clients of a test CA, AlwaysAllow) and a client of it with
+/// the API server's kind of certificate.
+async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
+    let root = RootDir::new();
+    let ca = TestCa::new("test-cluster-ca");
+    let mut ca_file = tempfile::NamedTempFile::new().expect("temp file");
+    ca_file.write_all(ca.pem.as_bytes()).expect("write");
+    let yaml = format!(
+        "runtime: cri\nrootDir: {}\nport: 0\nhealthzPort: 0\nauthentication:\n  x509: {{clientCAFile: {}}}\nauthorization: {{mode: AlwaysAllow}}\n",
+        root.path().display(),
+        ca_file.path().display()
+    );
+    let settings = Settings {
+        config: Config::parse(&yaml, Source::Embedded).expect("valid"),
+        node_name: node.name.clone(),
+        kubeconfig: Some(kubeconfig.to_owned()),
+        standalone: false,
+    };
+    let reviews = KubeApi::connect(Some(kubeconfig), &settings.config)
+        .await
+        .expect("connects");
+    let served = kubelet_api::prepare(&settings)
+        .expect("prepared")
+        .serve(Parts {
+            reviews,
+            problems: None,
+            pods: node.handle.views.pods.clone(),
+        })
+        .expect("serving");
+    let crt = std::fs::read_to_string(root.path().join("pki/kubelet.crt")).expect("kubelet.crt");
+    let identity = ca.client("kube-apiserver-kubelet-client", "system:masters");
+    let client = KubeletClient::new(
+        SocketAddr::from(([127, 0, 0, 1], served.address.port())),
+        &node.name,
+        &serving_ca(&crt),
+        Some(&identity),
+    );
+    Api {
+        served,
+        client,
+        _root: root,
+        _ca_file: ca_file,
+    }
+}
+
+fn logs_path(pod: &str, query: &str) -> String {
+    format!("/containerLogs/{NAMESPACE}/{pod}/app?{query}")
+}
+
+#[actix_rt::test]
+async fn a_containers_output_is_served_with_the_kubelets_query_parameters() {
+    let Some(Setup {
+        node,
+        fixture: _fixture,
+        cluster,
+    }) = Setup::start(
+        "a_containers_output_is_served_with_the_kubelets_query_parameters",
+        "logs",
+    )
+    .await
+    else {
+        return;
+    };
+    let api = serve(&node, &cluster.kubeconfig).await;
+    node.guard(async {
+        let name = format!("{}-out", node.name);
+        let script = "for i in 1 2 3 4 5; do echo line-$i; done; echo to-stderr >&2; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", serde_json::json!([shell("app", script)])),
+        )
+        .await;
+        let everything = "line-1\nline-2\nline-3\nline-4\nline-5\nto-stderr\n";
+        eventually_async("the whole output is served", || async {
+            let answer = api.client.get(&logs_path(&name, "")).await;
+            answer.status == 200 && answer.body == everything
+        })
+        .await;
+        let body = |query: &'static str| {
+            let path = logs_path(&name, query);
+            let client = &api.client;
+            async move { client.get(&path).await.body }
+        };
+        assert_eq!(body("tailLines=2").await, "line-5\nto-stderr\n");
+        assert_eq!(body("tail=1").await, "to-stderr\n");
+        assert_eq!(body("limitBytes=3").await, "lin");
+        assert_eq!(body("sinceTime=2999-01-01T00:00:00Z").await, "");
+        let stamped = body("timestamps=true&tailLines=1").await;
+        let (time, line) = stamped.split_once(' ').expect("a timestamp, then the line");
+        assert!(time.parse::<jiff::Timestamp>().is_ok(), "{stamped}");
+        assert_eq!(time.len(), "2026-12-01T10:00:00.000000000Z".len(), "{stamped}");
+        assert_eq!(line, "to-stderr\n");
+
+        let previous = api.client.get(&logs_path(&name, "previous=true")).await;
+        assert_eq!(
+            (previous.status, previous.body),
+            (
+                400,
+                format!("previous terminated container \"app\" in pod \"{name}\" not found\n")
+            )
+        );
+        let nobody = api
+            .client
+            .get(&format!("/containerLogs/{NAMESPACE}/nope/app"))
+            .await;
+        assert_eq!((nobody.status, nobody.body.as_str()), (404, "pod \"nope\" does not exist\n"));
+        let invalid = api.client.get(&logs_path(&name, "tailLines=-1")).await;
+        assert_eq!(
+            (invalid.status, invalid.body.as_str()),
+            (422, r#"{"message": "Invalid request."}"#)
+        );
+    })
+    .await;
+    api.served.stop();
+}
+
+#[actix_rt::test]
+async fn follow_streams_until_the_container_ends_and_previous_reads_the_last_run() {
+    let Some(Setup {
+        node,
+        fixture: _fixture,
+        cluster,
+    }) = Setup::start(
+        "follow_streams_until_the_container_ends_and_previous_reads_the_last_run",
+        "logs-follow",
+    )
+    .await
+    else {
+        return;
+    };
+    let api = serve(&node, &cluster.kubeconfig).await;
+    node.guard(async {
+        // Runs a little while, then exits 1; restarted (Always), it runs again.
+        let name = format!("{}-run", node.name);
+        let script = "echo run-start; for i in 1 2 3; do sleep 0.3; echo tick-$i; done; exit 1";
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", serde_json::json!([shell("app", script)])),
+        )
+        .await;
+        let pods = node.handle.views.pods.clone();
+        eventually("the container runs", || {
+            pods.snapshot()
+                .container(NAMESPACE, &name, "app")
+                .is_some_and(|c| c.state == ContainerState::Running)
+        })
+        .await;
+        let followed = api.client.get(&logs_path(&name, "follow=true")).await;
+        assert_eq!(followed.status, 200);
+        assert!(
+            followed.body.ends_with("tick-1\ntick-2\ntick-3\n"),
+            "the follow ends with the container's last line: {:?}",
+            followed.body
+        );
+
+        eventually("the container ran twice", || {
+            pods.snapshot()
+                .by_name(NAMESPACE, &name)
+                .and_then(|pod| {
+                    pod.previous("app")
+                        .map(|c| c.state == ContainerState::Exited)
+                })
+                .unwrap_or(false)
+        })
+        .await;
+        let previous = api.client.get(&logs_path(&name, "previous=true")).await;
+        assert_eq!(
+            (previous.status, previous.body.as_str()),
+            (200, "run-start\ntick-1\ntick-2\ntick-3\n")
+        );
+    })
+    .await;
+    api.served.stop();
+}
