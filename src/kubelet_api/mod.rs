@@ -7,7 +7,7 @@
 //! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
-//! `reply`, `metrics`.
+//! `pods` (`/runningpods/`, `/configz`), `reply`, `metrics`.
 
 mod authn;
 mod authz;
@@ -15,6 +15,7 @@ mod cache;
 mod healthz;
 mod logs;
 pub mod metrics;
+mod pods;
 mod reply;
 pub mod reviews;
 mod routes;
@@ -58,6 +59,8 @@ pub struct ApiState {
     problems: Option<Problems>,
     /// The pods the node runs, for logs.
     pods: PodsView,
+    /// The effective configuration as JSON, for `/configz`.
+    config: serde_json::Value,
 }
 
 /// The listeners bound and the TLS configuration loaded: everything that can fail at start,
@@ -171,6 +174,7 @@ impl Prepared {
             authorizer,
             problems: parts.problems,
             pods: parts.pods,
+            config: serde_json::to_value(config).unwrap_or_default(),
         });
         let adopt = |listener: std::net::TcpListener| {
             let address = listener.local_addr();

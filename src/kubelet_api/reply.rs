@@ -35,6 +35,24 @@ pub fn error(status: StatusCode, message: &str) -> Reply {
     reply
 }
 
+pub fn json(status: StatusCode, value: &impl serde::Serialize) -> Reply {
+    match serde_json::to_vec(value) {
+        Ok(body) => {
+            let mut reply = Response::new(full(body));
+            *reply.status_mut() = status;
+            reply.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            reply
+        }
+        Err(failure) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("Internal Error: {failure}"),
+        ),
+    }
+}
+
 /// The kubelet's (go-restful's) answer for a path no route serves.
 pub fn not_found() -> Reply {
     text(StatusCode::NOT_FOUND, "404: Page Not Found")

@@ -12,6 +12,7 @@ use rustls::pki_types::CertificateDer;
 use super::{
     ApiState, healthz, logs,
     metrics::KUBELET_API_METRICS,
+    pods,
     reply::{self, Reply},
 };
 
@@ -66,6 +67,11 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
     let query = request.uri().query().unwrap_or("");
     if let Some(reply) = healthz::answer(path, query, state.problems.as_ref()) {
         return reply;
+    }
+    match (request.method(), path) {
+        (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
+        (&Method::GET, "/configz") => return pods::configz(&state.config),
+        _ => {}
     }
     if let Some(rest) = path.strip_prefix("/containerLogs/") {
         if request.method() != Method::GET {

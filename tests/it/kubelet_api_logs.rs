@@ -136,6 +136,21 @@ async fn a_containers_output_is_served_with_the_kubelets_query_parameters() {
             .get(&format!("/containerLogs/{NAMESPACE}/nope/app"))
             .await;
         assert_eq!((nobody.status, nobody.body.as_str()), (404, "pod \"nope\" does not exist\n"));
+        let running: serde_json::Value =
+            serde_json::from_str(&api.client.get("/runningpods/").await.body).expect("a PodList");
+        let ours: Vec<&serde_json::Value> = running["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|pod| pod["metadata"]["name"] == name.as_str())
+            .collect();
+        assert_eq!(ours.len(), 1, "{running}");
+        assert_eq!(ours[0]["spec"]["containers"][0]["name"], "app");
+        let configz: serde_json::Value =
+            serde_json::from_str(&api.client.get("/configz").await.body).expect("JSON");
+        assert_eq!(configz["kubeletconfig"]["kind"], "KubeletConfiguration");
+        assert_eq!(configz["kubeletconfig"]["authorization"]["mode"], "AlwaysAllow");
+
         let invalid = api.client.get(&logs_path(&name, "tailLines=-1")).await;
         assert_eq!(
             (invalid.status, invalid.body.as_str()),
