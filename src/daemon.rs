@@ -93,6 +93,12 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         match standalone::start(&settings.config.standalone).await {
             Ok(standalone) => {
                 settings.kubeconfig = Some(standalone.kubeconfig.clone());
+                // The emulator reaches the kubelet API as kube-apiserver does, with a client
+                // certificate of its own CA; trust it unless a CA is configured.
+                let x509 = &mut settings.config.authentication.x509;
+                if x509.client_ca_file.is_none() {
+                    x509.client_ca_file = Some(standalone.kubelet_client_ca.clone());
+                }
                 Some(standalone)
             }
             Err(error) => return Outcome::Failed(error.into()),

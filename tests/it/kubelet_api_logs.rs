@@ -2,7 +2,8 @@
 //! log file the runtime writes, with the kubelet's query parameters (tailLines, limitBytes,
 //! timestamps, sinceTime, previous after a restart, follow until the container ends) and its
 //! error texts, through the kubelet API over TLS with the API server's kind of client
-//! certificate.
+//! certificate; and `kubectl logs` through the emulator, which reaches the node's kubelet API
+//! as kube-apiserver does.
 
 use std::{io::Write, net::SocketAddr};
 
@@ -15,9 +16,12 @@ use nodepulse_actors::ports::ContainerState;
 
 use super::cri_pods::{NAMESPACE, Setup, create_pod, shell, spec};
 use crate::common::{
+    cluster::TestCluster,
+    cri_fixture::CriFixture,
     cri_node::CriNode,
     eventually, eventually_async,
     kubelet_client::{KubeletClient, TestCa, serving_ca},
+    pods::wait_running,
     root_dir::RootDir,
 };
 
@@ -220,4 +224,108 @@ async fn follow_streams_until_the_container_ends_and_previous_reads_the_last_run
     })
     .await;
     api.served.stop();
+}
+
+/// `kubectl logs` with its flags as a user types them, through the API server (the emulator,
+/// dialing the node's InternalIP as `--kubelet-preferred-address-types=InternalIP,Hostname`
+/// makes kube-apiserver dial it) to the node's kubelet API with its client certificate.
+#[actix_rt::test]
+async fn kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_api() {
+    let test = "kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_api";
+    if CriFixture::required(test).is_none() || !kubectl_available(test) {
+        return;
+    }
+    let cluster = TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
+        kubelet_preferred_address_types: vec!["InternalIP".into(), "Hostname".into()],
+        ..nodepulse_emulator::EmulatorConfig::for_tests()
+    })
+    .await;
+    let Some(emulator) = cluster.emulator.as_ref() else {
+        // A real API server dials the node's Hostname, a unique test name nothing resolves.
+        crate::common::skip::skipped(test, "the emulator (a node address the API server dials)");
+        return;
+    };
+    let fixture = CriFixture::start("kubectl-logs").await;
+    let (node, served) = CriNode::start_with_kubelet_api(
+        &cluster.kubeconfig,
+        &fixture,
+        "kubectl-logs",
+        emulator.kubelet_client_ca_pem(),
+    )
+    .await;
+    node.guard(async {
+        let name = format!("{}-out", node.name);
+        let script = "for i in 1 2 3; do echo line-$i; done; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", serde_json::json!([shell("app", script)])),
+        )
+        .await;
+        wait_running(&cluster.client, NAMESPACE, &name).await;
+        let kubeconfig = cluster.kubeconfig.clone();
+        let logs = |flags: &'static [&'static str]| {
+            let (kubeconfig, name) = (kubeconfig.clone(), name.clone());
+            async move {
+                let output = tokio::process::Command::new("kubectl")
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig)
+                    .args(["logs", "-n", NAMESPACE, &name])
+                    .args(flags)
+                    .output()
+                    .await
+                    .expect("kubectl runs");
+                (
+                    output.status.success(),
+                    String::from_utf8_lossy(&output.stdout).into_owned(),
+                    String::from_utf8_lossy(&output.stderr).into_owned(),
+                )
+            }
+        };
+        eventually_async("kubectl logs shows the whole output", || async {
+            logs(&[]).await.1 == "line-1\nline-2\nline-3\n"
+        })
+        .await;
+        assert_eq!(logs(&["--tail=1"]).await.1, "line-3\n");
+        assert_eq!(logs(&["--limit-bytes=2"]).await.1, "li");
+        assert_eq!(logs(&["--since=1h"]).await.1, "line-1\nline-2\nline-3\n");
+        let stamped = logs(&["--timestamps", "--tail=1"]).await.1;
+        let (time, line) = stamped.split_once(' ').expect("a timestamp, then the line");
+        assert!(time.parse::<jiff::Timestamp>().is_ok(), "{stamped}");
+        assert_eq!(line, "line-3\n");
+        let (ok, _, stderr) = logs(&["--previous"]).await;
+        assert!(!ok);
+        assert!(
+            stderr.contains(&format!(
+                "previous terminated container \"app\" in pod \"{name}\" not found"
+            )),
+            "{stderr}"
+        );
+        let (ok, _, stderr) = logs(&["-c", "nope"]).await;
+        assert!(!ok);
+        assert!(
+            stderr.contains(&format!("container nope is not valid for pod {name}")),
+            "{stderr}"
+        );
+    })
+    .await;
+    served.stop();
+}
+
+fn kubectl_available(test: &str) -> bool {
+    let found = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "kubectl is required in CI"
+        );
+        crate::common::skip::skipped(test, "kubectl");
+    }
+    found
 }

@@ -4,6 +4,7 @@
 //!   `/api/v1`, `/apis`, `/apis/{group}[/{version}]`;
 //! - fault-injection admin API: `/emulator/v1/faults[/{id}]`;
 //! - `POST` TokenReviews and SubjectAccessReviews (`reviews`), created and never stored;
+//! - `GET pods/{name}/log` (`pod_log`), proxied to the node's kubelet API;
 //! - every other `/api/...` and `/apis/...` path: the resource API (`dispatch`), which
 //!   authenticates, applies injected faults, authorizes and calls a verb handler.
 
@@ -12,6 +13,7 @@ mod discovery;
 mod dispatch;
 mod events_view;
 mod handlers;
+mod pod_log;
 mod query;
 mod reviews;
 mod table;
@@ -39,6 +41,9 @@ pub struct AppState {
     pub requests: RequestLog,
     /// How this serving period ends, so long-running watches end with it.
     pub shutdown: tokio::sync::watch::Receiver<Ending>,
+    /// How `pods/log` reaches a node's kubelet API, and which Node address it dials.
+    pub kubelet: Arc<crate::kubelet_client::KubeletClient>,
+    pub kubelet_address_types: Vec<String>,
 }
 
 /// How a serving period is ending, as its watches see it.
@@ -58,6 +63,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     discovery::configure(config);
     crate::faults::admin::configure(config);
     reviews::configure(config);
+    pod_log::configure(config);
     config.default_service(web::to(dispatch::dispatch));
 }
 
