@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Empty;
+use http_body_util::Full;
 use hyper::body::Incoming;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -98,6 +98,19 @@ impl KubeletClient {
         port: u16,
         path_and_query: &str,
     ) -> Result<http::Response<Incoming>, String> {
+        self.request(http::Method::GET, host, port, path_and_query, Bytes::new())
+            .await
+    }
+
+    /// `method https://host:port{path_and_query}` with `body`.
+    pub async fn request(
+        &self,
+        method: http::Method,
+        host: &str,
+        port: u16,
+        path_and_query: &str,
+        body: Bytes,
+    ) -> Result<http::Response<Incoming>, String> {
         let url = format!("https://{}{path_and_query}", host_port(host, port));
         let fail = |error: &dyn std::fmt::Display| format!("Get \"{url}\": {error}");
         let tcp = tokio::net::TcpStream::connect((host, port))
@@ -113,9 +126,11 @@ impl KubeletClient {
                 .await
                 .map_err(|error| fail(&error))?;
         tokio::spawn(connection);
-        let request = http::Request::get(path_and_query)
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path_and_query)
             .header(http::header::HOST, host_port(host, port))
-            .body(Empty::<Bytes>::new())
+            .body(Full::new(body))
             .map_err(|error| fail(&error))?;
         sender
             .send_request(request)

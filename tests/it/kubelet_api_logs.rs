@@ -308,6 +308,57 @@ async fn kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_a
             stderr.contains(&format!("container nope is not valid for pod {name}")),
             "{stderr}"
         );
+
+        // -f follows a container until it ends.
+        let finite = format!("{}-finite", node.name);
+        create_pod(
+            &cluster,
+            &node.name,
+            &finite,
+            spec(
+                "Never",
+                serde_json::json!([shell("app", "echo first; sleep 1; echo second")]),
+            ),
+        )
+        .await;
+        let pods = node.handle.views.pods.clone();
+        eventually("the finite container started", || {
+            pods.snapshot().container(NAMESPACE, &finite, "app").is_some_and(|c| {
+                matches!(c.state, ContainerState::Running | ContainerState::Exited)
+            })
+        })
+        .await;
+        let followed = tokio::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["logs", "-f", "-n", NAMESPACE, &finite])
+            .output()
+            .await
+            .expect("kubectl runs");
+        assert_eq!(
+            String::from_utf8_lossy(&followed.stdout),
+            "first\nsecond\n",
+            "{}",
+            String::from_utf8_lossy(&followed.stderr)
+        );
+
+        // The node proxy reaches the same API.
+        let raw = |path: String| {
+            let kubeconfig = kubeconfig.clone();
+            async move {
+                let output = tokio::process::Command::new("kubectl")
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig)
+                    .args(["get", "--raw", &path])
+                    .output()
+                    .await
+                    .expect("kubectl runs");
+                String::from_utf8_lossy(&output.stdout).into_owned()
+            }
+        };
+        assert_eq!(raw(format!("/api/v1/nodes/{}/proxy/healthz", node.name)).await, "ok");
+        let running = raw(format!("/api/v1/nodes/{}/proxy/runningpods/", node.name)).await;
+        assert!(running.contains(&format!("\"name\":\"{name}\"")), "{running}");
     })
     .await;
     served.stop();

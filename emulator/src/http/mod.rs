@@ -4,7 +4,8 @@
 //!   `/api/v1`, `/apis`, `/apis/{group}[/{version}]`;
 //! - fault-injection admin API: `/emulator/v1/faults[/{id}]`;
 //! - `POST` TokenReviews and SubjectAccessReviews (`reviews`), created and never stored;
-//! - `GET pods/{name}/log` (`pod_log`), proxied to the node's kubelet API;
+//! - `GET pods/{name}/log` (`pod_log`) and `nodes/{name}/proxy/...` (`node_proxy`), proxied
+//!   to the node's kubelet API;
 //! - every other `/api/...` and `/apis/...` path: the resource API (`dispatch`), which
 //!   authenticates, applies injected faults, authorizes and calls a verb handler.
 
@@ -13,6 +14,7 @@ mod discovery;
 mod dispatch;
 mod events_view;
 mod handlers;
+mod node_proxy;
 mod pod_log;
 mod query;
 mod reviews;
@@ -64,6 +66,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     crate::faults::admin::configure(config);
     reviews::configure(config);
     pod_log::configure(config);
+    node_proxy::configure(config);
     config.default_service(web::to(dispatch::dispatch));
 }
 
