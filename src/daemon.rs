@@ -149,6 +149,7 @@ async fn run_node_with_kubelet_api(
         reviews: api,
         problems: Some(std::sync::Arc::new(move || watched.problems())),
         pods: node.views.pods.clone(),
+        runtime: node.runtime.clone(),
     };
     let kubelet = match prepared.serve(parts) {
         Ok(kubelet) => kubelet,

@@ -11,8 +11,10 @@ mod events;
 mod oom;
 mod pods;
 pub mod proto;
+mod streaming;
 
 pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
+pub use streaming::StreamingError;
 
 use std::{
     path::{Path, PathBuf},

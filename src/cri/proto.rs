@@ -8,6 +8,7 @@ mod container;
 mod events;
 mod image;
 mod sandbox;
+pub mod streaming;
 
 pub use container::*;
 pub use events::*;

@@ -7,7 +7,8 @@
 //! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
-//! `pods` (`/runningpods/`, `/configz`), `reply`, `metrics`.
+//! `pods` (`/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `reply`,
+//! `metrics`.
 
 mod authn;
 mod authz;
@@ -21,6 +22,7 @@ pub mod reviews;
 mod routes;
 pub mod self_signed;
 mod server;
+mod streaming;
 pub mod tls;
 mod x509;
 
@@ -34,7 +36,10 @@ pub use healthz::Problems;
 pub use reviews::Reviews;
 pub use tls::TlsError;
 
-use crate::config::{AuthorizationMode, Settings};
+use crate::{
+    config::{AuthorizationMode, Settings},
+    cri::CriClient,
+};
 
 /// Why the kubelet API cannot start. None is retried: the configuration, the files or the
 /// port's other user must change.
@@ -61,6 +66,8 @@ pub struct ApiState {
     pods: PodsView,
     /// The effective configuration as JSON, for `/configz`.
     config: serde_json::Value,
+    /// The node's CRI client, for exec, attach and port-forward.
+    runtime: Option<CriClient>,
 }
 
 /// The listeners bound and the TLS configuration loaded: everything that can fail at start,
@@ -78,6 +85,7 @@ pub struct Parts {
     pub reviews: Arc<dyn Reviews>,
     pub problems: Option<Problems>,
     pub pods: PodsView,
+    pub runtime: Option<CriClient>,
 }
 
 /// The running API; [`KubeletApi::stop`] stops accepting (streams in flight run on).
@@ -175,6 +183,7 @@ impl Prepared {
             problems: parts.problems,
             pods: parts.pods,
             config: serde_json::to_value(config).unwrap_or_default(),
+            runtime: parts.runtime,
         });
         let adopt = |listener: std::net::TcpListener| {
             let address = listener.local_addr();

@@ -14,6 +14,7 @@ use super::{
     metrics::KUBELET_API_METRICS,
     pods,
     reply::{self, Reply},
+    streaming,
 };
 
 pub async fn handle(
@@ -72,6 +73,22 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
         (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
         (&Method::GET, "/configz") => return pods::configz(&state.config),
         _ => {}
+    }
+    for (prefix, kind) in [
+        ("/exec/", streaming::Kind::Exec),
+        ("/attach/", streaming::Kind::Attach),
+        ("/portForward/", streaming::Kind::PortForward),
+    ] {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            if !matches!(*request.method(), Method::GET | Method::POST) {
+                return reply::text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");
+            }
+            let Some(segments) = segments(rest) else {
+                return reply::not_found();
+            };
+            let runtime = state.runtime.as_ref();
+            return streaming::serve(kind, &segments, &state.pods, runtime, request).await;
+        }
     }
     if let Some(rest) = path.strip_prefix("/containerLogs/") {
         if request.method() != Method::GET {

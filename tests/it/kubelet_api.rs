@@ -54,6 +54,7 @@ async fn serve_with_healthz(
             reviews: api,
             problems: Some(Arc::new(Vec::new)),
             pods: nodepulse_actors::pods::PodsView::empty(),
+            runtime: None,
         })
         .expect("serving");
     Served {

@@ -1,4 +1,4 @@
-//! `/containerLogs` on real containers (containerd): what a container wrote, read from the CRI
+//! `/containerLogs`, `/exec`, `/attach` and `/portForward` on real containers (containerd): what a container wrote, read from the CRI
 //! log file the runtime writes, with the kubelet's query parameters (tailLines, limitBytes,
 //! timestamps, sinceTime, previous after a restart, follow until the container ends) and its
 //! error texts, through the kubelet API over TLS with the API server's kind of client
@@ -59,6 +59,7 @@ async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
             reviews,
             problems: None,
             pods: node.handle.views.pods.clone(),
+            runtime: node.handle.runtime.clone(),
         })
         .expect("serving");
     let crt = std::fs::read_to_string(root.path().join("pki/kubelet.crt")).expect("kubelet.crt");
@@ -379,4 +380,181 @@ fn kubectl_available(test: &str) -> bool {
         crate::common::skip::skipped(test, "kubectl");
     }
     found
+}
+
+/// `/exec`, `/attach` and `/portForward` relayed to containerd's streaming server, as the
+/// kubelet's upgrade proxy relays them: over the legacy WebSocket protocol the runtime speaks
+/// itself, a command's stdout and stderr arrive on their channels and its exit code in the v4
+/// status, an attached container's output streams, a forwarded port reaches a server inside
+/// the pod; a pod that is not there, no stream asked for and a request that is no upgrade get
+/// the kubelet's texts.
+#[actix_rt::test]
+async fn exec_attach_and_port_forward_are_relayed_to_the_runtimes_streaming_server() {
+    let Some(Setup {
+        node,
+        fixture: _fixture,
+        cluster,
+    }) = Setup::start(
+        "exec_attach_and_port_forward_are_relayed_to_the_runtimes_streaming_server",
+        "exec",
+    )
+    .await
+    else {
+        return;
+    };
+    let api = serve(&node, &cluster.kubeconfig).await;
+    node.guard(async {
+        let name = format!("{}-exec", node.name);
+        let script = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+        create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", serde_json::json!([shell("app", script)])),
+        )
+        .await;
+        let pods = node.handle.views.pods.clone();
+        eventually("the container runs", || {
+            pods.snapshot()
+                .container(NAMESPACE, &name, "app")
+                .is_some_and(|c| c.state == ContainerState::Running)
+        })
+        .await;
+        let path = format!(
+            "/exec/{NAMESPACE}/{name}/app?command=sh&command=-c&command=echo%20out%3B%20echo%20err%20%3E%262%3B%20exit%203&output=1&error=1"
+        );
+        let (status, headers, socket) = api.client.websocket(&path, "v4.channel.k8s.io").await;
+        assert_eq!(status, 101, "{headers:?}");
+        assert_eq!(
+            headers.get("sec-websocket-protocol").and_then(|v| v.to_str().ok()),
+            Some("v4.channel.k8s.io")
+        );
+        let messages = socket.expect("a socket").read_to_close().await;
+        let on = |channel: u8| -> String {
+            messages
+                .iter()
+                .filter(|(ch, _)| *ch == channel)
+                .map(|(_, data)| String::from_utf8_lossy(data).into_owned())
+                .collect()
+        };
+        assert_eq!(on(1), "out\n", "{messages:?}");
+        assert_eq!(on(2), "err\n", "{messages:?}");
+        let status: serde_json::Value = serde_json::from_str(&on(3)).expect("a v4 status");
+        assert_eq!(status["reason"], "NonZeroExitCode", "{status}");
+        assert_eq!(status["details"]["causes"][0]["message"], "3", "{status}");
+
+        let nobody = api
+            .client
+            .websocket(&format!("/exec/{NAMESPACE}/nope/app?command=true&output=1"), "v4.channel.k8s.io")
+            .await;
+        assert_eq!(nobody.0, 404);
+        let nothing = api
+            .client
+            .get(&format!("/exec/{NAMESPACE}/{name}/app?command=true"))
+            .await;
+        assert_eq!(
+            (nothing.status, nothing.body.as_str()),
+            (400, "you must specify at least 1 of stdin, stdout, stderr\n")
+        );
+        let plain = api
+            .client
+            .get(&format!("/exec/{NAMESPACE}/{name}/app?command=true&output=1"))
+            .await;
+        assert_eq!(
+            (plain.status, plain.body.as_str()),
+            (500, "Upgrade request required\n")
+        );
+
+        // attach: the container's own output, as it writes it.
+        let talker = format!("{}-talk", node.name);
+        create_pod(
+            &cluster,
+            &node.name,
+            &talker,
+            spec(
+                "Always",
+                serde_json::json!([shell("app", "while :; do echo tick; sleep 0.2; done")]),
+            ),
+        )
+        .await;
+        eventually("the talker runs", || {
+            pods.snapshot()
+                .container(NAMESPACE, &talker, "app")
+                .is_some_and(|c| c.state == ContainerState::Running)
+        })
+        .await;
+        let (status, _, socket) = api
+            .client
+            .websocket(
+                &format!("/attach/{NAMESPACE}/{talker}/app?output=1"),
+                "v4.channel.k8s.io",
+            )
+            .await;
+        assert_eq!(status, 101);
+        let mut socket = socket.expect("a socket");
+        let mut heard = String::new();
+        while !heard.contains("tick\n") {
+            let (channel, data) = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                socket.next_message(),
+            )
+            .await
+            .expect("output in time")
+            .expect("the stream is open");
+            if channel == 1 {
+                heard.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+
+        // port-forward: a connection to a port inside the pod (its network namespace).
+        let server = format!("{}-port", node.name);
+        create_pod(
+            &cluster,
+            &node.name,
+            &server,
+            spec(
+                "Always",
+                serde_json::json!([shell("app", "while :; do echo pong | nc -l -p 8080; done")]),
+            ),
+        )
+        .await;
+        eventually("the port server runs", || {
+            pods.snapshot()
+                .container(NAMESPACE, &server, "app")
+                .is_some_and(|c| c.state == ContainerState::Running)
+        })
+        .await;
+        let mut answer = String::new();
+        for _ in 0..50 {
+            let (status, _, socket) = api
+                .client
+                .websocket(
+                    &format!("/portForward/{NAMESPACE}/{server}?port=8080"),
+                    "v4.channel.k8s.io",
+                )
+                .await;
+            assert_eq!(status, 101);
+            let mut socket = socket.expect("a socket");
+            socket.send(0, b"ping\n").await;
+            // Each channel first carries its port (2 bytes, little-endian), then data.
+            while let Ok(Some((channel, data))) =
+                tokio::time::timeout(std::time::Duration::from_secs(2), socket.next_message()).await
+            {
+                if channel == 0 && data != 8080u16.to_le_bytes() {
+                    answer.push_str(&String::from_utf8_lossy(&data));
+                }
+                if answer.contains("pong") {
+                    break;
+                }
+            }
+            if answer.contains("pong") {
+                break;
+            }
+            // nc was between two listens; try again.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(answer.contains("pong\n"), "{answer:?}");
+    })
+    .await;
+    api.served.stop();
 }

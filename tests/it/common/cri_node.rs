@@ -95,6 +95,7 @@ impl CriNode {
                 reviews: api,
                 problems: None,
                 pods: node.views.pods.clone(),
+                runtime: node.runtime.clone(),
             })
             .expect("the kubelet API serves");
         let node = Self {

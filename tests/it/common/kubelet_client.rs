@@ -149,3 +149,122 @@ pub fn serving_ca(kubelet_crt: &str) -> Vec<u8> {
         .expect("kubelet.crt holds the leaf and its CA");
     kubelet_crt[start..].as_bytes().to_vec()
 }
+
+/// A WebSocket session over an upgraded kubelet API connection, as a client of the legacy
+/// `v4.channel.k8s.io` protocol reads it: every message is one channel byte and its data.
+pub struct ChannelSocket {
+    io: hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>,
+}
+
+impl KubeletClient {
+    /// `GET path` as a WebSocket upgrade offering `protocol`; the answer's status and headers,
+    /// and the socket when it switched protocols.
+    pub async fn websocket(
+        &self,
+        path: &str,
+        protocol: &str,
+    ) -> (u16, http::HeaderMap, Option<ChannelSocket>) {
+        let tcp = tokio::net::TcpStream::connect(self.address)
+            .await
+            .expect("the kubelet API accepts");
+        let tls = TlsConnector::from(Arc::clone(&self.tls))
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .expect("TLS handshake");
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+                .await
+                .expect("HTTP/1.1");
+        tokio::spawn(connection.with_upgrades());
+        let request = http::Request::get(path)
+            .header("host", self.address.to_string())
+            .header("connection", "Upgrade")
+            .header("upgrade", "websocket")
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+            .header("sec-websocket-protocol", protocol)
+            .body(Empty::<Bytes>::new())
+            .expect("request");
+        let mut response = sender.send_request(request).await.expect("an answer");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        if status != 101 {
+            return (status, headers, None);
+        }
+        let upgraded = hyper::upgrade::on(&mut response).await.expect("upgraded");
+        (
+            status,
+            headers,
+            Some(ChannelSocket {
+                io: hyper_util::rt::TokioIo::new(upgraded),
+            }),
+        )
+    }
+}
+
+impl ChannelSocket {
+    /// Every (channel, data) message until the server closes, in order.
+    pub async fn read_to_close(mut self) -> Vec<(u8, Vec<u8>)> {
+        let mut messages = Vec::new();
+        while let Some(message) = self.next_message().await {
+            messages.push(message);
+        }
+        messages
+    }
+
+    /// Sends `data` on `channel` (a masked binary message, as a client must send it).
+    pub async fn send(&mut self, channel: u8, data: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        let mut payload = vec![channel];
+        payload.extend_from_slice(data);
+        assert!(payload.len() < 126, "short messages only");
+        let mask = [0x12, 0x34, 0x56, 0x78];
+        let mut frame = vec![0x82, 0x80 | payload.len() as u8];
+        frame.extend_from_slice(&mask);
+        frame.extend(
+            payload
+                .iter()
+                .enumerate()
+                .map(|(i, byte)| byte ^ mask[i % 4]),
+        );
+        self.io.write_all(&frame).await.expect("sent");
+    }
+
+    /// The next (channel, data) message; `None` once the server closed.
+    pub async fn next_message(&mut self) -> Option<(u8, Vec<u8>)> {
+        use tokio::io::AsyncReadExt;
+        loop {
+            let mut head = [0u8; 2];
+            if self.io.read_exact(&mut head).await.is_err() {
+                return None;
+            }
+            let opcode = head[0] & 0x0f;
+            let length = match head[1] & 0x7f {
+                126 => {
+                    let mut bytes = [0u8; 2];
+                    self.io.read_exact(&mut bytes).await.expect("length");
+                    u64::from(u16::from_be_bytes(bytes))
+                }
+                127 => {
+                    let mut bytes = [0u8; 8];
+                    self.io.read_exact(&mut bytes).await.expect("length");
+                    u64::from_be_bytes(bytes)
+                }
+                short => u64::from(short),
+            };
+            let mut payload = vec![0; usize::try_from(length).expect("a small frame")];
+            self.io.read_exact(&mut payload).await.expect("payload");
+            match opcode {
+                // Close.
+                8 => return None,
+                // Binary (and continuation, which a short exec never needs).
+                0 | 2 => {
+                    if let Some((channel, data)) = payload.split_first() {
+                        return Some((*channel, data.to_vec()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
