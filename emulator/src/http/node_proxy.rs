@@ -93,7 +93,7 @@ async fn relay(
         .map_err(|error| ApiError::bad_request(error.to_string()))?;
     let answer = state
         .kubelet
-        .request(method, &host, kubelet_port, &target, body.into())
+        .request(method, &host, kubelet_port, &target, body)
         .await
         .map_err(|error| {
             ApiError::new(

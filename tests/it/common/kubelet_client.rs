@@ -147,7 +147,7 @@ pub fn serving_ca(kubelet_crt: &str) -> Vec<u8> {
         .nth(1)
         .map(|(at, _)| at)
         .expect("kubelet.crt holds the leaf and its CA");
-    kubelet_crt[start..].as_bytes().to_vec()
+    kubelet_crt.as_bytes()[start..].to_vec()
 }
 
 /// A WebSocket session over an upgraded kubelet API connection, as a client of the legacy
