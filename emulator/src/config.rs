@@ -23,6 +23,13 @@ pub struct EmulatorConfig {
     pub watch: WatchConfig,
     /// HTTP worker threads.
     pub workers: usize,
+    /// Serve HTTPS with the emulator's CA: client certificates (x509 authentication) then
+    /// work, as nodes that joined by TLS bootstrap present them. Plain HTTP when off.
+    pub tls: bool,
+    /// kube-controller-manager's `--cluster-signing-duration`: the longest certificate the CSR
+    /// signer issues (a CSR's `spec.expirationSeconds` may ask for less). Tests shorten it to
+    /// see certificates rotate.
+    pub cluster_signing_duration: Duration,
 }
 
 impl Default for EmulatorConfig {
@@ -35,6 +42,8 @@ impl Default for EmulatorConfig {
             auth: AuthConfig::default(),
             watch: WatchConfig::default(),
             workers: 2,
+            tls: false,
+            cluster_signing_duration: Duration::from_secs(365 * 24 * 3600),
         }
     }
 }

@@ -19,6 +19,7 @@
 //! vocabulary; [`time`] formats Kubernetes timestamps.
 
 mod api;
+mod certificates;
 mod http;
 pub mod kubeconfig;
 mod lifecycle;
@@ -31,6 +32,7 @@ mod server;
 mod service_accounts;
 mod serving;
 mod store;
+mod tls;
 
 pub mod config;
 pub mod faults;

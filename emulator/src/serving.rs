@@ -31,6 +31,8 @@ pub(crate) struct Parts {
     pub watch: WatchConfig,
     pub requests: RequestLog,
     pub workers: usize,
+    /// HTTPS with optional client certificates, when set; plain HTTP otherwise.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// The running actix-web server, if any, for a handle dropped without an async shutdown.
@@ -52,7 +54,7 @@ pub(crate) fn start_http(
         shutdown: ending,
     });
     let fault_data = web::Data::new(parts.faults.clone());
-    Ok(HttpServer::new(move || {
+    let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(fault_data.clone())
@@ -63,8 +65,12 @@ pub(crate) fn start_http(
     .workers(parts.workers.max(1))
     .disable_signals()
     .shutdown_timeout(1)
-    .listen(listener)?
-    .run())
+    .on_connect(crate::tls::remember_client_certificate);
+    let server = match &parts.tls {
+        Some(tls) => server.listen_rustls_0_23(listener, (**tls).clone())?,
+        None => server.listen(listener)?,
+    };
+    Ok(server.run())
 }
 
 /// Serves `server` until `shutdown`, going down and coming back for every outage asked for.

@@ -20,6 +20,7 @@ pub enum StoredKind {
     ConfigMap,
     Secret,
     ServiceAccount,
+    CertificateSigningRequest,
 }
 
 /// One served resource: its names, scope, verbs and whether it has a `/status` subresource.
@@ -204,8 +205,20 @@ pub static SERVICE_ACCOUNTS: ApiResource = ApiResource {
     short_names: &["sa"],
 };
 
+pub static CERTIFICATE_SIGNING_REQUESTS: ApiResource = ApiResource {
+    stored: StoredKind::CertificateSigningRequest,
+    group: "certificates.k8s.io",
+    version: "v1",
+    plural: "certificatesigningrequests",
+    singular: "certificatesigningrequest",
+    kind: "CertificateSigningRequest",
+    namespaced: false,
+    has_status: true,
+    short_names: &["csr"],
+};
+
 /// Every served resource, in discovery order.
-pub static ALL: [&ApiResource; 14] = [
+pub static ALL: [&ApiResource; 15] = [
     &NAMESPACES,
     &NODES,
     &PODS,
@@ -220,10 +233,12 @@ pub static ALL: [&ApiResource; 14] = [
     &CSI_DRIVERS,
     &CSI_NODES,
     &VOLUME_ATTACHMENTS,
+    &CERTIFICATE_SIGNING_REQUESTS,
 ];
 
 /// The API groups besides the core group, with their single served version.
-pub static GROUPS: [(&str, &str); 3] = [
+pub static GROUPS: [(&str, &str); 4] = [
+    ("certificates.k8s.io", "v1"),
     ("coordination.k8s.io", "v1"),
     ("events.k8s.io", "v1"),
     ("storage.k8s.io", "v1"),
@@ -253,6 +268,7 @@ impl ApiResource {
             StoredKind::ConfigMap => &CONFIG_MAPS,
             StoredKind::Secret => &SECRETS,
             StoredKind::ServiceAccount => &SERVICE_ACCOUNTS,
+            StoredKind::CertificateSigningRequest => &CERTIFICATE_SIGNING_REQUESTS,
         }
     }
 

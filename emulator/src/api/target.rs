@@ -102,6 +102,8 @@ impl Target {
         let served = |sub: &str| {
             (sub == "status" && resource.has_status)
                 || (sub == "token" && resource.stored == super::StoredKind::ServiceAccount)
+                || (sub == "approval"
+                    && resource.stored == super::StoredKind::CertificateSigningRequest)
         };
         if let Some(sub) = &subresource
             && !served(sub)

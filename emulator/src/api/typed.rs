@@ -17,7 +17,7 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
             .err()
             .map(|e| e.to_string())
     }
-    use k8s_openapi::api::{coordination, core, events, storage};
+    use k8s_openapi::api::{certificates, coordination, core, events, storage};
     match (resource.stored, resource.group) {
         (StoredKind::Namespace, _) => check::<core::v1::Namespace>(object),
         (StoredKind::Node, _) => check::<core::v1::Node>(object),
@@ -33,6 +33,9 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::ConfigMap, _) => check::<core::v1::ConfigMap>(object),
         (StoredKind::Secret, _) => check::<core::v1::Secret>(object),
         (StoredKind::ServiceAccount, _) => check::<core::v1::ServiceAccount>(object),
+        (StoredKind::CertificateSigningRequest, _) => {
+            check::<certificates::v1::CertificateSigningRequest>(object)
+        }
     }
 }
 
@@ -66,7 +69,10 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
         StoredKind::ServiceAccount => {
             through::<k8s_openapi::api::core::v1::ServiceAccount>(object);
         }
-        StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
+        StoredKind::Node
+        | StoredKind::Lease
+        | StoredKind::Namespace
+        | StoredKind::CertificateSigningRequest => {}
     }
 }
 

@@ -394,6 +394,7 @@ pub fn storage_key(kind: StoredKind, key: &ObjectKey) -> String {
         StoredKind::ConfigMap => "configmaps",
         StoredKind::Secret => "secrets",
         StoredKind::ServiceAccount => "serviceaccounts",
+        StoredKind::CertificateSigningRequest => "certificatesigningrequests",
     };
     if key.namespace.is_empty() {
         format!("/registry/{prefix}/{}", key.name)
