@@ -12,7 +12,11 @@ use crate::{
     debug,
     fleet::{Fleet, FleetOptions},
     heap,
-    kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
+    kube_api::{
+        ConnectError, KubeApi,
+        credentials::{self, BootstrapError, CertificateStore, ClientIdentity, Rotation},
+        metrics::API_METRICS,
+    },
     node::NodeActors,
     standalone::{self, StandaloneError},
 };
@@ -51,6 +55,8 @@ pub enum RunError {
     Standalone(#[from] StandaloneError),
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
 }
 
 impl Outcome {
@@ -97,8 +103,26 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     } else {
         None
     };
-    let outcome = match KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await {
+    let identity = match &settings.bootstrap {
+        Some(paths) => {
+            match credentials::ensure_client_certificate(paths, &settings.node_name).await {
+                Ok(identity) => Some(identity),
+                Err(error) => return Outcome::Failed(error.into()),
+            }
+        }
+        None => None,
+    };
+    let connected = KubeApi::connect_with_identity(
+        settings.kubeconfig.as_deref(),
+        &settings.config,
+        identity.clone(),
+    )
+    .await;
+    let outcome = match connected {
         Ok(api) => {
+            let rotation = identity
+                .filter(|_| settings.config.rotate_certificates)
+                .map(|identity| start_rotation(&settings, &api, identity));
             let start = || {
                 if settings.is_fleet() {
                     Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()))
@@ -108,7 +132,11 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
                     Running::Node(node.expect("a whole node is wired").0)
                 }
             };
-            serve(&settings, start, shutdown).await
+            let outcome = serve(&settings, start, shutdown).await;
+            if let Some(rotation) = rotation {
+                rotation.abort();
+            }
+            outcome
         }
         Err(error) => Outcome::Failed(error.into()),
     };
@@ -116,6 +144,23 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         standalone.shutdown().await;
     }
     outcome
+}
+
+/// Rotates the client certificate on the daemon's runtime until the run ends.
+fn start_rotation(
+    settings: &Settings,
+    api: &std::sync::Arc<KubeApi>,
+    identity: std::sync::Arc<ClientIdentity>,
+) -> tokio::task::AbortHandle {
+    let bootstrap = settings.bootstrap.as_ref();
+    let rotation = Rotation {
+        api: std::sync::Arc::clone(api),
+        identity,
+        store: CertificateStore::new(bootstrap.map(|b| b.cert_dir.clone()).unwrap_or_default()),
+        node_name: settings.node_name.clone(),
+        bootstrap_kubeconfig: bootstrap.map(|b| b.bootstrap_kubeconfig.clone()),
+    };
+    tokio::spawn(rotation.run()).abort_handle()
 }
 
 /// What runs under the debug endpoint.

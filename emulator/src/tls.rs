@@ -63,13 +63,14 @@ pub fn remember_client_certificate(connection: &dyn Any, data: &mut Extensions) 
         .peer_certificates()
         .and_then(|chain| chain.first())
         .and_then(|leaf| certificate_user(leaf));
+    // Only verified chains get here (the verifier refuses the others at the handshake).
     if let Some(user) = user {
-        data.insert(CertificateUser(user));
+        data.insert(user);
     }
 }
 
 /// x509 authentication's user of a (verified) certificate: CN the name, each O a group.
-pub fn certificate_user(certificate: &[u8]) -> Option<User> {
+pub fn certificate_user(certificate: &[u8]) -> Option<CertificateUser> {
     let (_, parsed) = x509_parser::parse_x509_certificate(certificate).ok()?;
     let subject = parsed.subject();
     let name = subject
@@ -82,5 +83,9 @@ pub fn certificate_user(certificate: &[u8]) -> Option<User> {
         .filter_map(|o| o.as_str().ok().map(str::to_string))
         .collect();
     groups.push("system:authenticated".into());
-    Some(User { name, groups })
+    let not_after = u64::try_from(parsed.validity().not_after.timestamp()).ok()?;
+    Some(CertificateUser {
+        user: User { name, groups },
+        not_after: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(not_after),
+    })
 }

@@ -51,4 +51,5 @@ mod runtime_probe;
 mod signal_actors;
 mod status_manager;
 mod supervision;
+mod tls_bootstrap;
 mod volumes;

@@ -12,9 +12,14 @@ use crate::config::{AuthConfig, User};
 use crate::store::Store;
 
 /// The user a verified TLS client certificate names (x509 authentication: CN the user, each O
-/// a group), kept with its connection.
+/// a group), kept with its connection, and when the certificate expires: the x509
+/// authenticator verifies the chain at every request's time, so a connection outliving its
+/// certificate gets 401.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CertificateUser(pub User);
+pub struct CertificateUser {
+    pub user: User,
+    pub not_after: std::time::SystemTime,
+}
 
 /// Who is calling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,8 +62,11 @@ pub fn authenticate(
     store: &Store,
     certificate: Option<&CertificateUser>,
 ) -> Result<Identity, ApiError> {
-    if let Some(CertificateUser(user)) = certificate {
-        return Ok(Identity::User(user.clone()));
+    if let Some(certificate) = certificate {
+        if std::time::SystemTime::now() > certificate.not_after {
+            return Err(ApiError::unauthorized());
+        }
+        return Ok(Identity::User(certificate.user.clone()));
     }
     let header = headers.get(AUTHORIZATION).and_then(|h| h.to_str().ok());
     let bootstrap = header
