@@ -57,6 +57,10 @@ pub enum RunError {
     Connect(#[from] ConnectError),
     #[error(transparent)]
     Bootstrap(#[from] BootstrapError),
+    #[error(
+        "the client certificate expired and no new one could be had while the API server answers; a restart bootstraps again (with --bootstrap-kubeconfig)"
+    )]
+    CertificateExpired,
 }
 
 impl Outcome {
@@ -120,9 +124,22 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     .await;
     let outcome = match connected {
         Ok(api) => {
-            let rotation = identity
+            let mut rotation = identity
                 .filter(|_| settings.config.rotate_certificates)
                 .map(|identity| start_rotation(&settings, &api, identity));
+            let expired = std::sync::atomic::AtomicBool::new(false);
+            let stop = async {
+                let expiry = async {
+                    match rotation.as_mut() {
+                        Some(task) => drop(task.await),
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = shutdown => {}
+                    () = expiry => expired.store(true, std::sync::atomic::Ordering::SeqCst),
+                }
+            };
             let start = || {
                 if settings.is_fleet() {
                     Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()))
@@ -132,9 +149,12 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
                     Running::Node(node.expect("a whole node is wired").0)
                 }
             };
-            let outcome = serve(&settings, start, shutdown).await;
-            if let Some(rotation) = rotation {
+            let outcome = serve(&settings, start, stop).await;
+            if let Some(rotation) = &rotation {
                 rotation.abort();
+            }
+            if expired.load(std::sync::atomic::Ordering::SeqCst) {
+                return Outcome::Failed(RunError::CertificateExpired);
             }
             outcome
         }
@@ -146,12 +166,13 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     outcome
 }
 
-/// Rotates the client certificate on the daemon's runtime until the run ends.
+/// Rotates the client certificate on the daemon's runtime until the run ends; the task ends
+/// by itself only when the certificate expired while the API server answers.
 fn start_rotation(
     settings: &Settings,
     api: &std::sync::Arc<KubeApi>,
     identity: std::sync::Arc<ClientIdentity>,
-) -> tokio::task::AbortHandle {
+) -> tokio::task::JoinHandle<()> {
     let bootstrap = settings.bootstrap.as_ref();
     let rotation = Rotation {
         api: std::sync::Arc::clone(api),
@@ -159,8 +180,9 @@ fn start_rotation(
         store: CertificateStore::new(bootstrap.map(|b| b.cert_dir.clone()).unwrap_or_default()),
         node_name: settings.node_name.clone(),
         bootstrap_kubeconfig: bootstrap.map(|b| b.bootstrap_kubeconfig.clone()),
+        server_responsive: std::sync::atomic::AtomicBool::new(false),
     };
-    tokio::spawn(rotation.run()).abort_handle()
+    tokio::spawn(rotation.run())
 }
 
 /// What runs under the debug endpoint.

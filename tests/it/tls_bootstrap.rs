@@ -29,7 +29,7 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams},
     config::Kubeconfig,
 };
-use nodepulse_emulator::{EmulatorConfig, Verb};
+use nodepulse_emulator::{EmulatorConfig, FaultAction, FaultRule, Verb};
 use serde_json::{Value, json};
 
 /// The group kubeadm gives its tokens, bound to CSR creation and the `nodeclient` approval.
@@ -481,6 +481,58 @@ async fn a_short_lived_certificate_is_rotated_with_no_failed_request_and_no_not_
         "the node went NotReady: {not_ready:?}"
     );
     drop(daemon);
+}
+
+#[actix_rt::test]
+async fn an_expired_certificate_while_the_server_answers_ends_the_run() {
+    let cluster = TestCluster::start_with(tls_emulator(Duration::from_secs(150))).await;
+    if !cluster.is_emulator() {
+        return skipped(
+            "an_expired_certificate_while_the_server_answers_ends_the_run",
+            "minutes-long certificates and fault injection (the emulator)",
+        );
+    }
+    let token = Token::create(&cluster, KUBEADM_GROUP).await;
+    let node = unique_node_name("expired");
+    let _sweep = CsrSweep {
+        kubeconfig: cluster.kubeconfig.clone(),
+        users: vec![token.user(), format!("system:node:{node}")],
+    };
+    let files = NodeFiles::new();
+    let bootstrap = bootstrap_kubeconfig(&cluster, &token, files.directory.path());
+    let cert_dir = files.cert_dir();
+    let mut daemon = DaemonProcess::start_with_args(
+        &files.kubeconfig(),
+        &node,
+        &attack_config("rotateCertificates: true\n"),
+        &[],
+        &files.args(&bootstrap, &cert_dir),
+    )
+    .await;
+    // No CSR is accepted from now on, and the answer (403) says the server is there.
+    cluster.faults().inject(
+        FaultRule::new(FaultAction::Error {
+            code: 403,
+            message: Some("no more certificates".into()),
+        })
+        .resource("certificatesigningrequests")
+        .verb(Verb::Create),
+    );
+    let expiry = not_after(&files.dated_certificates()[0]);
+    let until_expiry = expiry.duration_since(SystemTime::now()).unwrap_or_default();
+    let code = daemon.wait_exit(until_expiry + PATIENCE).await;
+    let log = daemon.log_lines().join("\n");
+    assert_eq!(code, Some(1), "log:\n{log}");
+    assert!(
+        log.contains(
+            "The currently active client certificate has expired and the server is responsive, exiting."
+        ),
+        "log:\n{log}"
+    );
+    assert!(
+        SystemTime::now() > expiry,
+        "it ran until the certificate expired"
+    );
 }
 
 /// Starts the daemon for a join that is to fail (the test waits for its exit).

@@ -24,6 +24,11 @@ pub fn builder(
 ) -> Result<ClientBuilder<Service>, kube::Error> {
     let mut tls = config.rustls_client_config()?;
     tls.client_auth_cert_resolver = Arc::clone(identity) as _;
+    // A resumed TLS session carries the client certificate of the handshake it resumes, so a
+    // connection made after a rotation would still be the old certificate's (and be refused
+    // once that expires): every connection does a full handshake, as Go's client does by
+    // default (no session cache).
+    tls.resumption = rustls::client::Resumption::disabled();
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
     http.enforce_http(false);
     let https = hyper_rustls::HttpsConnectorBuilder::new()

@@ -45,6 +45,13 @@ pub enum RequestError {
 }
 
 impl RequestError {
+    /// The certificate manager's `updateServerError`: whether this failure says the API server
+    /// itself answers (401, which a TLS-terminating proxy may send, 403 and 404 do; 5xx,
+    /// transport errors and everything else do not).
+    pub fn server_responsive(&self) -> bool {
+        matches!(self, Self::Create(kube::Error::Api(status)) if matches!(status.code, 401 | 403 | 404))
+    }
+
     /// Whether the API server refused the credentials the request was sent with (401).
     pub fn unauthorized(&self) -> bool {
         matches!(self, Self::Create(kube::Error::Api(status)) if status.code == 401)

@@ -2,13 +2,16 @@
 //! manager: sleep until a jittered 70–90 % of the certificate's lifetime, ask for a new one
 //! with a fresh key (retrying 2 s ×2 for 5 steps, then every 32 s), store it and install it,
 //! which closes the connections made with the old one. While the certificate in use has
-//! expired, the bootstrap credentials (when there are some) make the request instead.
+//! expired, the bootstrap credentials (when there are some) make the request instead; an
+//! expired certificate while the API server answers ends the run, as the kubelet exits, so a
+//! restart bootstraps afresh.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use super::identity::ClientIdentity;
-use super::lifetime::rotation_deadline;
+use super::lifetime::{Validity, rotation_deadline};
 use super::request::{ROTATION_WAIT, request_client_certificate};
 use super::store::CertificateStore;
 use crate::kube_api::KubeApi;
@@ -17,6 +20,14 @@ use crate::kube_api::KubeApi;
 const FIRST_RETRY: Duration = Duration::from_secs(2);
 const RETRY_STEPS: u32 = 5;
 const RETRY_FOREVER: Duration = Duration::from_secs(32);
+/// How often the certificate in use is checked against the clock (`transport.go`).
+const EXPIRY_CHECK: Duration = Duration::from_secs(10);
+
+/// `transport.go`'s verdict: the run ends when no valid certificate is left and the last
+/// rotation attempt says the API server answers.
+pub fn must_exit(validity: Option<Validity>, now: SystemTime, server_responsive: bool) -> bool {
+    validity.is_none_or(|v| v.expired_at(now)) && server_responsive
+}
 
 /// The wait before retry `attempt` (0-based) with `uniform` in [0, 1) as the jitter's draw.
 pub fn retry_delay(attempt: u32, uniform: f64) -> Duration {
@@ -36,11 +47,42 @@ pub struct Rotation {
     pub node_name: String,
     /// The bootstrap kubeconfig, for when no valid certificate is left.
     pub bootstrap_kubeconfig: Option<std::path::PathBuf>,
+    /// What the last rotation attempt said of the API server (`serverHealth`; false until one).
+    pub server_responsive: AtomicBool,
 }
 
 impl Rotation {
-    /// Rotates for as long as the daemon runs.
+    /// Rotates for as long as the daemon runs; returns only when the certificate in use has
+    /// expired while the API server answers (the daemon then exits).
     pub async fn run(self) {
+        tokio::select! {
+            () = self.rotate_forever() => {}
+            () = self.until_expired_while_responsive() => {}
+        }
+    }
+
+    async fn until_expired_while_responsive(&self) {
+        let mut said = false;
+        loop {
+            tokio::time::sleep(EXPIRY_CHECK).await;
+            let validity = self.identity.validity();
+            let responsive = self.server_responsive.load(Ordering::SeqCst);
+            if must_exit(validity, SystemTime::now(), responsive) {
+                tracing::error!(
+                    "The currently active client certificate has expired and the server is responsive, exiting."
+                );
+                return;
+            }
+            if !said && validity.is_none_or(|v| v.expired_at(SystemTime::now())) {
+                said = true;
+                tracing::error!(
+                    "The currently active client certificate has expired, but the server is not responsive. A restart may be necessary to retrieve new initial credentials."
+                );
+            }
+        }
+    }
+
+    async fn rotate_forever(&self) {
         loop {
             let Some(validity) = self.identity.validity() else {
                 return;
@@ -67,6 +109,7 @@ impl Rotation {
             let client = self.requesting_client().await;
             match request_client_certificate(client, &self.node_name, ROTATION_WAIT).await {
                 Ok(issued) => {
+                    self.server_responsive.store(true, Ordering::SeqCst);
                     let stored = self.store.update(
                         &issued.certificate_pem,
                         &issued.key_pem,
@@ -88,6 +131,8 @@ impl Rotation {
                     }
                 }
                 Err(error) => {
+                    self.server_responsive
+                        .store(error.server_responsive(), Ordering::SeqCst);
                     tracing::warn!(%error, "client certificate rotation failed");
                 }
             }
@@ -122,6 +167,23 @@ fn jiff_time(at: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_expired_certificate_with_a_responsive_server_ends_the_run() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let valid = Validity {
+            not_before: now - Duration::from_secs(60),
+            not_after: now + Duration::from_secs(60),
+        };
+        let expired = Validity {
+            not_after: now - Duration::from_secs(1),
+            ..valid
+        };
+        assert!(!must_exit(Some(valid), now, true));
+        assert!(!must_exit(Some(expired), now, false));
+        assert!(must_exit(Some(expired), now, true));
+        assert!(must_exit(None, now, true));
+    }
 
     #[test]
     fn retries_double_from_two_seconds_then_wait_32_seconds() {
