@@ -279,6 +279,30 @@ mod tests {
     }
 
     #[test]
+    fn a_client_certificate_names_the_user_until_it_expires() {
+        let config = AuthConfig::default();
+        let headers = HeaderMap::new();
+        let store = Store::new(10, 10);
+        let now = std::time::SystemTime::now();
+        let valid = CertificateUser {
+            user: User::node("n1"),
+            not_after: now + std::time::Duration::from_secs(60),
+        };
+        assert_eq!(
+            authenticate(&config, &headers, &store, Some(&valid)),
+            Ok(Identity::User(User::node("n1")))
+        );
+        let expired = CertificateUser {
+            not_after: now - std::time::Duration::from_secs(1),
+            ..valid
+        };
+        assert_eq!(
+            authenticate(&config, &headers, &store, Some(&expired)).map_err(|e| e.code),
+            Err(401)
+        );
+    }
+
+    #[test]
     fn unknown_tokens_are_unauthorized_and_anonymous_can_be_disabled() {
         let mut config = AuthConfig {
             allow_anonymous: false,
