@@ -28,6 +28,13 @@ pub struct Cli {
     /// kubeconfig of the cluster to join; else KUBECONFIG, ~/.kube/config, then in-cluster.
     #[arg(long, value_name = "FILE", global = true)]
     pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig is missing
+    /// or holds no valid client certificate, ask for one with a CSR and write --kubeconfig.
+    #[arg(long, value_name = "FILE")]
+    pub bootstrap_kubeconfig: Option<PathBuf>,
+    /// Where the client certificates are kept (`kubelet-client-current.pem`); `<rootDir>/pki`.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
     /// The Node's name; overrides `nodeName` in the file and the host name.
     #[arg(long, value_name = "NAME", global = true)]
     pub node_name: Option<String>,
@@ -70,6 +77,8 @@ impl Cli {
             config_file: self.config.clone(),
             node_name: self.node_name.clone(),
             kubeconfig: self.kubeconfig.clone(),
+            bootstrap_kubeconfig: self.bootstrap_kubeconfig.clone(),
+            cert_dir: self.cert_dir.clone(),
             standalone: self.standalone,
             nodes: self.nodes,
         }

@@ -12,7 +12,11 @@ use crate::{
     debug,
     fleet::{Fleet, FleetOptions},
     heap,
-    kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
+    kube_api::{
+        ConnectError, KubeApi,
+        credentials::{self, BootstrapError, CertificateStore, ClientIdentity, Rotation},
+        metrics::API_METRICS,
+    },
     kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
     node::{NodeActors, NodeHandle},
     standalone::{self, StandaloneError},
@@ -54,6 +58,12 @@ pub enum RunError {
     Connect(#[from] ConnectError),
     #[error(transparent)]
     KubeletApi(#[from] KubeletApiError),
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
+    #[error(
+        "the client certificate expired and no new one could be had while the API server answers; a restart bootstraps again (with --bootstrap-kubeconfig)"
+    )]
+    CertificateExpired,
 }
 
 impl Outcome {
@@ -106,19 +116,57 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     } else {
         None
     };
-    let outcome = match KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await {
-        Ok(api) if settings.is_fleet() => {
-            let start = || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
-            serve(&settings, start, shutdown).await
+    let identity = match &settings.bootstrap {
+        Some(paths) => {
+            match credentials::ensure_client_certificate(paths, &settings.node_name).await {
+                Ok(identity) => Some(identity),
+                Err(error) => return Outcome::Failed(error.into()),
+            }
         }
-        Ok(api) if settings.config.runtime == RuntimeKind::Cri => {
-            run_node_with_kubelet_api(settings, api, shutdown).await
-        }
+        None => None,
+    };
+    let connected = KubeApi::connect_with_identity(
+        settings.kubeconfig.as_deref(),
+        &settings.config,
+        identity.clone(),
+    )
+    .await;
+    let outcome = match connected {
         Ok(api) => {
-            let node = NodeActors::new(&settings).api(api).start();
-            // The whole node with an API: nothing for the wiring to refuse.
-            let start = || Running::Node(Box::new(node.expect("a whole node is wired")));
-            serve(&settings, start, shutdown).await
+            let mut rotation = identity
+                .filter(|_| settings.config.rotate_certificates)
+                .map(|identity| start_rotation(&settings, &api, identity));
+            let expired = std::sync::atomic::AtomicBool::new(false);
+            let stop = async {
+                let expiry = async {
+                    match rotation.as_mut() {
+                        Some(task) => drop(task.await),
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = shutdown => {}
+                    () = expiry => expired.store(true, std::sync::atomic::Ordering::SeqCst),
+                }
+            };
+            let outcome = if settings.is_fleet() {
+                let start = || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
+                serve(&settings, start, stop).await
+            } else if settings.config.runtime == RuntimeKind::Cri {
+                run_node_with_kubelet_api(settings.clone(), api, stop).await
+            } else {
+                let node = NodeActors::new(&settings).api(api).start();
+                // The whole node with an API: nothing for the wiring to refuse.
+                let start = || Running::Node(Box::new(node.expect("a whole node is wired")));
+                serve(&settings, start, stop).await
+            };
+            if let Some(rotation) = &rotation {
+                rotation.abort();
+            }
+            if expired.load(std::sync::atomic::Ordering::SeqCst) {
+                return Outcome::Failed(RunError::CertificateExpired);
+            }
+            outcome
         }
         Err(error) => Outcome::Failed(error.into()),
     };
@@ -161,6 +209,25 @@ async fn run_node_with_kubelet_api(
     let outcome = serve(&settings, || Running::Node(Box::new(node)), shutdown).await;
     kubelet.stop();
     outcome
+}
+
+/// Rotates the client certificate on the daemon's runtime until the run ends; the task ends
+/// by itself only when the certificate expired while the API server answers.
+fn start_rotation(
+    settings: &Settings,
+    api: &std::sync::Arc<KubeApi>,
+    identity: std::sync::Arc<ClientIdentity>,
+) -> tokio::task::JoinHandle<()> {
+    let bootstrap = settings.bootstrap.as_ref();
+    let rotation = Rotation {
+        api: std::sync::Arc::clone(api),
+        identity,
+        store: CertificateStore::new(bootstrap.map(|b| b.cert_dir.clone()).unwrap_or_default()),
+        node_name: settings.node_name.clone(),
+        bootstrap_kubeconfig: bootstrap.map(|b| b.bootstrap_kubeconfig.clone()),
+        server_responsive: std::sync::atomic::AtomicBool::new(false),
+    };
+    tokio::spawn(rotation.run())
 }
 
 /// What runs under the debug endpoint.

@@ -74,6 +74,7 @@ async fn measure_one(nodes: usize, run: &FleetRun, scratch: &Path) -> Result<Val
         node_name: "sim".to_owned(),
         kubeconfig: Some(kubeconfig),
         standalone: false,
+        bootstrap: None,
     };
     let options = MeasureOptions {
         fleet: FleetOptions::default(),

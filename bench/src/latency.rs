@@ -64,6 +64,7 @@ pub async fn run(samples: usize, scratch: &Path) -> Result<Value, String> {
         node_name: NODE.to_owned(),
         kubeconfig: Some(kubeconfig.clone()),
         standalone: false,
+        bootstrap: None,
     };
     let api = KubeApi::connect(Some(&kubeconfig), &settings.config)
         .await

@@ -132,6 +132,7 @@ pub async fn run(run: &VolumesRun, scratch: &Path) -> Result<Value, String> {
         node_name: NODE.to_owned(),
         kubeconfig: Some(kubeconfig.clone()),
         standalone: false,
+        bootstrap: None,
     };
     let api = KubeApi::connect(Some(&kubeconfig), &settings.config)
         .await

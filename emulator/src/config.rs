@@ -26,6 +26,13 @@ pub struct EmulatorConfig {
     /// Which Node address `pods/log` dials, in order (kube-apiserver's
     /// `--kubelet-preferred-address-types`).
     pub kubelet_preferred_address_types: Vec<String>,
+    /// Serve HTTPS with the emulator's CA: client certificates (x509 authentication) then
+    /// work, as nodes that joined by TLS bootstrap present them. Plain HTTP when off.
+    pub tls: bool,
+    /// kube-controller-manager's `--cluster-signing-duration`: the longest certificate the CSR
+    /// signer issues (a CSR's `spec.expirationSeconds` may ask for less). Tests shorten it to
+    /// see certificates rotate.
+    pub cluster_signing_duration: Duration,
 }
 
 impl Default for EmulatorConfig {
@@ -42,6 +49,8 @@ impl Default for EmulatorConfig {
                 .iter()
                 .map(|kind| (*kind).to_owned())
                 .collect(),
+            tls: false,
+            cluster_signing_duration: Duration::from_secs(365 * 24 * 3600),
         }
     }
 }

@@ -7,6 +7,11 @@ pub const CONTEXT: &str = "nodepulse-emulator";
 
 /// A kubeconfig for `server` (an `http://` URL), authenticating with `token` when given.
 pub fn render(server: &str, token: Option<&str>) -> String {
+    render_with_ca(server, token, None)
+}
+
+/// A kubeconfig for `server`, trusting `ca_pem` (an `https://` server's CA) when given.
+pub fn render_with_ca(server: &str, token: Option<&str>, ca_pem: Option<&str>) -> String {
     let mut out = String::new();
     // Plain YAML written by hand: the structure is fixed and every value is quoted.
     let _ = writeln!(out, "apiVersion: v1");
@@ -15,6 +20,11 @@ pub fn render(server: &str, token: Option<&str>) -> String {
     let _ = writeln!(out, "- name: {CONTEXT}");
     let _ = writeln!(out, "  cluster:");
     let _ = writeln!(out, "    server: {}", quote(server));
+    if let Some(ca) = ca_pem {
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD.encode(ca);
+        let _ = writeln!(out, "    certificate-authority-data: {}", quote(&data));
+    }
     let _ = writeln!(out, "users:");
     let _ = writeln!(out, "- name: {CONTEXT}");
     match token {

@@ -3,17 +3,14 @@
 //! `Hostname, InternalDNS, InternalIP, ExternalDNS, ExternalIP`) on the port of
 //! `status.daemonEndpoints.kubeletEndpoint` (10250 when unset), without verifying the serving
 //! certificate (no `--kubelet-certificate-authority`), presenting a client certificate of its
-//! own CA: `CN=kube-apiserver-kubelet-client, O=system:masters`, as kubeadm issues it. A node
+//! cluster CA: `CN=kube-apiserver-kubelet-client, O=system:masters`, as kubeadm issues it. A node
 //! that should accept it names [`KubeletClient::ca_pem`] as its `clientCAFile`.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::SystemTime};
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-};
 use rustls::{
     ClientConfig, DigitallySignedStruct, SignatureScheme,
     client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier},
@@ -21,6 +18,8 @@ use rustls::{
     pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime},
 };
 use serde_json::Value;
+
+use crate::certificates::authority::ClusterCa;
 
 /// kube-apiserver's default `--kubelet-preferred-address-types`.
 pub const DEFAULT_PREFERRED_ADDRESS_TYPES: &[&str] = &[
@@ -43,27 +42,17 @@ impl std::fmt::Debug for KubeletClient {
 }
 
 impl KubeletClient {
-    /// A new CA and client certificate, made for this emulator.
-    pub fn generate() -> Result<Self, String> {
-        let fail =
-            |error: rcgen::Error| format!("cannot make the kubelet client certificate: {error}");
-        let ca_key = KeyPair::generate().map_err(fail)?;
-        let mut ca = CertificateParams::default();
-        ca.distinguished_name
-            .push(DnType::CommonName, "nodepulse-emulator-kubelet-client-ca");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_pem = ca.self_signed(&ca_key).map_err(fail)?.pem();
-        let issuer = Issuer::new(ca, ca_key);
-        let key = KeyPair::generate().map_err(fail)?;
-        let mut client = CertificateParams::default();
-        client
-            .distinguished_name
-            .push(DnType::CommonName, "kube-apiserver-kubelet-client");
-        client
-            .distinguished_name
-            .push(DnType::OrganizationName, "system:masters");
-        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let certificate = client.signed_by(&key, &issuer).map_err(fail)?;
+    /// A client certificate of the emulator's cluster CA (the one that signs nodes' CSRs and,
+    /// with `--tls`, its serving certificate), as kubeadm issues kube-apiserver's.
+    pub fn from_ca(ca: &ClusterCa, now: SystemTime) -> Result<Self, String> {
+        let (certificate, key) = ca
+            .client_pair(
+                "kube-apiserver-kubelet-client",
+                &["system:masters"],
+                now,
+            )
+            .map_err(|error| format!("cannot make the kubelet client certificate: {error}"))?;
+        let ca_pem = ca.pem().to_owned();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()

@@ -19,6 +19,7 @@
 //! vocabulary; [`time`] formats Kubernetes timestamps.
 
 mod api;
+mod certificates;
 mod http;
 pub mod kubeconfig;
 pub mod kubelet_client;
@@ -32,6 +33,7 @@ mod server;
 mod service_accounts;
 mod serving;
 mod store;
+mod tls;
 
 pub mod config;
 pub mod faults;

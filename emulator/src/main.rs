@@ -44,6 +44,12 @@ struct Args {
     /// Grace for nodes that never posted a Ready condition.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     node_startup_grace_period: Duration,
+    /// Serve HTTPS (a CA made at start; client certificates and bootstrap tokens accepted).
+    #[arg(long)]
+    tls: bool,
+    /// The longest certificate the CSR signer issues (kube-controller-manager's flag).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    cluster_signing_duration: Duration,
     /// Accept this bearer token for a user: TOKEN=USER (repeatable). Use USER system:node:<name>
     /// for a node identity. With tokens, anonymous requests are refused.
     #[arg(long = "token", value_name = "TOKEN=USER")]
@@ -99,6 +105,8 @@ impl Args {
                 ..WatchConfig::default()
             },
             workers: self.workers,
+            tls: self.tls,
+            cluster_signing_duration: self.cluster_signing_duration,
             ..EmulatorConfig::default()
         })
     }

@@ -39,6 +39,9 @@ pub enum EmulatorError {
     /// The built-in namespaces could not be created (a bug, not retryable).
     #[error("cannot seed namespace {namespace}: {message}")]
     Seed { namespace: String, message: String },
+    /// The CA or the TLS configuration could not be made (a bug, not retryable).
+    #[error("cannot set up certificates: {0}")]
+    Tls(String),
     /// Writing a kubeconfig failed.
     #[error("cannot write kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -91,10 +94,22 @@ impl Emulator {
                 namespace: "default".into(),
                 message: e.message,
             })?;
+        let now = SystemTime::now();
+        let ca = Arc::new(
+            crate::certificates::authority::ClusterCa::generate(now)
+                .map_err(|e| EmulatorError::Tls(e.to_string()))?,
+        );
+        let tls = if config.tls {
+            let tls = crate::tls::server_config(&ca, now)
+                .map_err(|e| EmulatorError::Tls(e.to_string()))?;
+            Some(Arc::new(tls))
+        } else {
+            None
+        };
         let faults = FaultHandle::default();
         let requests = RequestLog::default();
         let kubelet = Arc::new(
-            crate::kubelet_client::KubeletClient::generate()
+            crate::kubelet_client::KubeletClient::from_ca(&ca, now)
                 .map_err(EmulatorError::KubeletClient)?,
         );
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
@@ -107,6 +122,7 @@ impl Emulator {
             workers: config.workers,
             kubelet: Arc::clone(&kubelet),
             kubelet_address_types: config.kubelet_preferred_address_types.clone(),
+            tls,
         };
         let (ending_tx, ending_rx) = tokio::sync::watch::channel(crate::http::Ending::Serving);
         let server = start_http(listener, &parts, ending_rx)
@@ -123,6 +139,14 @@ impl Emulator {
         // These end when `shutdown` flips or its sender goes with the handle.
         let _namespace_controllers =
             crate::namespace_controllers::spawn(store.clone(), shutdown_rx.clone());
+        let _certificate_controllers = crate::certificates::controller::spawn(
+            store.clone(),
+            crate::certificates::controller::Signer {
+                ca: Arc::clone(&ca),
+                duration: config.cluster_signing_duration,
+            },
+            shutdown_rx.clone(),
+        );
         let _attach_detach = config.attach_detach.enabled.then(|| {
             tokio::spawn(crate::lifecycle::attach_loop::run(
                 store.clone(),
@@ -141,6 +165,8 @@ impl Emulator {
         tracing::info!(%address, lifecycle = config.lifecycle.enabled, node_controllers = config.node_controllers, "emulator listening");
         Ok(EmulatorHandle {
             address,
+            ca,
+            tls: config.tls,
             store,
             faults,
             requests,
@@ -156,6 +182,9 @@ impl Emulator {
 /// A running emulator. Dropping it stops the emulator without waiting.
 pub struct EmulatorHandle {
     address: SocketAddr,
+    /// The cluster CA: it signs CSRs and, with `tls`, the serving certificate.
+    ca: Arc<crate::certificates::authority::ClusterCa>,
+    tls: bool,
     store: Arc<Store>,
     faults: FaultHandle,
     requests: RequestLog,
@@ -179,9 +208,16 @@ impl EmulatorHandle {
         self.address
     }
 
-    /// `http://<address>`, the API server URL.
+    /// `http://<address>` (`https://` with TLS), the API server URL.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.address)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
+    }
+
+    /// The cluster CA certificate (PEM): what verifies the API server with TLS, and what
+    /// issued the certificates of approved CSRs.
+    pub fn ca_pem(&self) -> &str {
+        self.ca.pem()
     }
 
     /// The fault-injection handle.
@@ -202,7 +238,8 @@ impl EmulatorHandle {
 
     /// A kubeconfig for this emulator, with `token` as bearer token when given.
     pub fn kubeconfig(&self, token: Option<&str>) -> String {
-        crate::kubeconfig::render(&self.base_url(), token)
+        let ca = self.tls.then(|| self.ca.pem());
+        crate::kubeconfig::render_with_ca(&self.base_url(), token, ca)
     }
 
     /// Writes an anonymous kubeconfig to `path` (parent directories are created), mode 0600

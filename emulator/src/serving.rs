@@ -33,6 +33,8 @@ pub(crate) struct Parts {
     pub workers: usize,
     pub kubelet: Arc<crate::kubelet_client::KubeletClient>,
     pub kubelet_address_types: Vec<String>,
+    /// HTTPS with optional client certificates, when set; plain HTTP otherwise.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// The running actix-web server, if any, for a handle dropped without an async shutdown.
@@ -56,7 +58,7 @@ pub(crate) fn start_http(
         kubelet_address_types: parts.kubelet_address_types.clone(),
     });
     let fault_data = web::Data::new(parts.faults.clone());
-    Ok(HttpServer::new(move || {
+    let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(fault_data.clone())
@@ -67,8 +69,12 @@ pub(crate) fn start_http(
     .workers(parts.workers.max(1))
     .disable_signals()
     .shutdown_timeout(1)
-    .listen(listener)?
-    .run())
+    .on_connect(crate::tls::remember_client_certificate);
+    let server = match &parts.tls {
+        Some(tls) => server.listen_rustls_0_23(listener, (**tls).clone())?,
+        None => server.listen(listener)?,
+    };
+    Ok(server.run())
 }
 
 /// Serves `server` until `shutdown`, going down and coming back for every outage asked for.

@@ -25,7 +25,7 @@ pub use model::{
     BackoffConfig, Config, DebugConfig, FaultInjectionConfig, FleetNodeConfig, RuntimeKind,
     StandaloneConfig, SupervisionConfig, TaintConfig,
 };
-pub use settings::{Overrides, Settings, SettingsError};
+pub use settings::{Bootstrap, Overrides, Settings, SettingsError};
 pub use validate::{InvalidSetting, check_node_name};
 
 /// The default configuration, compiled in so `nodepulse --standalone` needs no file at all.

@@ -122,6 +122,11 @@ pub struct Config {
     /// Adds the `volumes.kubernetes.io/controller-managed-attach-detach` annotation.
     #[serde(default = "default_true")]
     pub enable_controller_attach_detach: bool,
+    /// Rotate the client certificate (the kubelet's `rotateCertificates`): a new CSR at a
+    /// jittered 70–90 % of its lifetime. Needs a certificate nodepulse manages, as a TLS
+    /// bootstrap (`--bootstrap-kubeconfig`) gives it.
+    #[serde(default)]
+    pub rotate_certificates: bool,
     /// The CRI socket, `unix:///run/containerd/containerd.sock` by default.
     #[serde(default = "default_runtime_endpoint")]
     pub container_runtime_endpoint: String,

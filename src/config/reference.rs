@@ -90,6 +90,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "add the `volumes.kubernetes.io/controller-managed-attach-detach` annotation",
     ),
     field(
+        "rotateCertificates",
+        "rotate the client certificate of a node that joined by TLS bootstrap (`--bootstrap-kubeconfig`): a new CSR at a jittered 70–90 % of its lifetime, used by every new connection, the old connections closed",
+    ),
+    field(
         "nodeIP",
         "the Node's addresses (up to two, one per family), checked against the host's interfaces; none: the default-route address",
     ),

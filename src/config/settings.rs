@@ -16,6 +16,19 @@ pub struct Settings {
     pub node_name: String,
     pub kubeconfig: Option<PathBuf>,
     pub standalone: bool,
+    /// TLS bootstrap, when `--bootstrap-kubeconfig` asks for it.
+    pub bootstrap: Option<Bootstrap>,
+}
+
+/// Where TLS bootstrap reads and writes (the kubelet's three flags).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bootstrap {
+    /// `--kubeconfig`: written when the bootstrap runs.
+    pub kubeconfig: PathBuf,
+    /// `--bootstrap-kubeconfig`: the bootstrap token's kubeconfig.
+    pub bootstrap_kubeconfig: PathBuf,
+    /// `--cert-dir`: where the client certificates are kept (`<rootDir>/pki` by default).
+    pub cert_dir: PathBuf,
 }
 
 /// What the command line says over the configuration file.
@@ -25,6 +38,8 @@ pub struct Overrides {
     pub config_file: Option<PathBuf>,
     pub node_name: Option<String>,
     pub kubeconfig: Option<PathBuf>,
+    pub bootstrap_kubeconfig: Option<PathBuf>,
+    pub cert_dir: Option<PathBuf>,
     pub standalone: bool,
     /// Run this many simulated nodes (a fleet).
     pub nodes: Option<u32>,
@@ -35,6 +50,8 @@ pub struct Overrides {
 pub enum SettingsError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("--bootstrap-kubeconfig needs --kubeconfig: the file the bootstrap writes")]
+    BootstrapNeedsKubeconfig,
     #[error("--node-name: invalid value {0}")]
     NodeName(String),
     #[error("cannot determine the node name from the host name ({0}); set nodeName or --node-name")]
@@ -78,7 +95,20 @@ impl Settings {
             }
             config.nodes = with_generated(&config.nodes, &node_name, count as usize)?;
         }
+        let bootstrap = match (&overrides.bootstrap_kubeconfig, &overrides.kubeconfig) {
+            (None, _) => None,
+            (Some(_), None) => return Err(SettingsError::BootstrapNeedsKubeconfig),
+            (Some(bootstrap), Some(kubeconfig)) => Some(Bootstrap {
+                kubeconfig: kubeconfig.clone(),
+                bootstrap_kubeconfig: bootstrap.clone(),
+                cert_dir: overrides
+                    .cert_dir
+                    .clone()
+                    .unwrap_or_else(|| config.root_dir_on_host().join("pki")),
+            }),
+        };
         Ok(Self {
+            bootstrap,
             config,
             node_name,
             kubeconfig: overrides.kubeconfig.clone(),

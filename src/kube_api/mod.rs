@@ -9,7 +9,10 @@
 //! never past the request's own timeout (`retry_after`). Every request's outcome tells one
 //! shared [`Reachability`]; while the server is unreachable a cheap probe asks it every few
 //! hundred milliseconds, and its first answer wakes every watch and retry wait at once.
+//! A node that joined by TLS bootstrap builds both on its [`credentials::ClientIdentity`],
+//! whose certificate rotation swaps under them.
 
+pub mod credentials;
 pub mod csi_node;
 mod errors;
 mod events;
@@ -141,13 +144,18 @@ fn timed_client(
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
     reachability: &Arc<Reachability>,
     in_flight: Option<usize>,
+    identity: Option<&Arc<credentials::ClientIdentity>>,
 ) -> Result<kube::Client, kube::Error> {
     let mut config = config.clone();
     config.default_retry = false;
     // Over the timing (a request's time waiting for its turn is not the server's), under the
     // retries (a request waiting out a Retry-After holds no place).
     let in_flight = tower::util::option_layer(in_flight.map(in_flight::InFlightLayer::new));
-    Ok(kube::client::ClientBuilder::try_from(config)?
+    let builder = match identity {
+        Some(identity) => credentials::client::builder(&config, identity)?,
+        None => kube::client::ClientBuilder::try_from(config)?,
+    };
+    Ok(builder
         .with_layer(&metrics::TimingLayer)
         .with_layer(&in_flight)
         .with_layer(&reachability::ReachabilityLayer(Arc::clone(reachability)))
@@ -195,6 +203,8 @@ pub struct KubeApi {
     runtime: tokio::runtime::Handle,
     /// Whether the API server answers, as every request of both clients tells it.
     reachability: Arc<Reachability>,
+    /// The client certificate both clients present, when the node manages one.
+    identity: Option<Arc<credentials::ClientIdentity>>,
     /// The probe that notices the server's return; ends with this.
     prober: tokio::task::AbortHandle,
     /// Every Service, for service-link variables: watched from the first ask on, once for all
@@ -207,6 +217,16 @@ impl KubeApi {
     pub async fn connect(
         kubeconfig: Option<&Path>,
         config: &Config,
+    ) -> Result<Arc<Self>, ConnectError> {
+        Self::connect_with_identity(kubeconfig, config, None).await
+    }
+
+    /// Like [`KubeApi::connect`], presenting `identity`'s client certificate (whatever the
+    /// kubeconfig's user says) when given.
+    pub async fn connect_with_identity(
+        kubeconfig: Option<&Path>,
+        config: &Config,
+        identity: Option<Arc<credentials::ClientIdentity>>,
     ) -> Result<Arc<Self>, ConnectError> {
         let (mut client_config, source) = client_config(kubeconfig).await?;
         tracing::info!(%source, server = %client_config.cluster_url, "API client configured");
@@ -232,11 +252,18 @@ impl KubeApi {
             Some(Arc::clone(&main_limiter)),
             &reachability,
             in_flight,
+            identity.as_ref(),
         )
         .map_err(ConnectError::Client)?;
         client_config.read_timeout = Some(heartbeat_timeout);
-        let heartbeat = timed_client(&client_config, None, &reachability, in_flight)
-            .map_err(ConnectError::Client)?;
+        let heartbeat = timed_client(
+            &client_config,
+            None,
+            &reachability,
+            in_flight,
+            identity.as_ref(),
+        )
+        .map_err(ConnectError::Client)?;
         let prober = tokio::spawn(probe_while_unreachable(
             Arc::clone(&reachability),
             heartbeat.clone(),
@@ -254,6 +281,7 @@ impl KubeApi {
             in_flight,
             runtime: tokio::runtime::Handle::current(),
             reachability,
+            identity,
             prober,
             services: std::sync::OnceLock::new(),
         }))
@@ -293,7 +321,13 @@ impl KubeApi {
         // Built on the daemon's runtime, whichever actor's thread asks (see `runtime`).
         let rebuilt = {
             let _daemon_runtime = self.runtime.enter();
-            timed_client(&self.config, None, &self.reachability, self.in_flight)
+            timed_client(
+                &self.config,
+                None,
+                &self.reachability,
+                self.in_flight,
+                self.identity.as_ref(),
+            )
         };
         match rebuilt {
             Ok(fresh) => {

@@ -178,6 +178,7 @@ mod tests {
             node_name: "n".into(),
             kubeconfig: None,
             standalone: false,
+            bootstrap: None,
         };
         Arc::unwrap_or_clone(node_status_settings(&settings).status)
     }

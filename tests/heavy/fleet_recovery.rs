@@ -48,6 +48,7 @@ async fn a_fleet_of_a_thousand_nodes_renews_every_lease_soon_after_an_outage() {
         node_name: base.clone(),
         kubeconfig: Some(cluster.kubeconfig.clone()),
         standalone: false,
+        bootstrap: None,
     };
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await

@@ -548,6 +548,7 @@ fn escalation_child_process() {
         node_name: "escalating-node".to_owned(),
         kubeconfig: None,
         standalone: false,
+        bootstrap: None,
     };
     logging::init(LogFormat::Json);
     let store = RecorderStore::default();

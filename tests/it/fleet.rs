@@ -58,6 +58,7 @@ fn settings(cluster: &TestCluster, base: &str) -> Settings {
         node_name: base.to_owned(),
         kubeconfig: Some(cluster.kubeconfig.clone()),
         standalone: false,
+        bootstrap: None,
     }
 }
 

@@ -49,6 +49,7 @@ async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
         node_name: node.name.clone(),
         kubeconfig: Some(kubeconfig.to_owned()),
         standalone: false,
+        bootstrap: None,
     };
     let reviews = KubeApi::connect(Some(kubeconfig), &settings.config)
         .await

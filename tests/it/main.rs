@@ -57,4 +57,5 @@ mod runtime_probe;
 mod signal_actors;
 mod status_manager;
 mod supervision;
+mod tls_bootstrap;
 mod volumes;

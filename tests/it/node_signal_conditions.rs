@@ -50,6 +50,7 @@ async fn start_node(
         node_name: name.to_owned(),
         kubeconfig: Some(cluster.kubeconfig.clone()),
         standalone: false,
+        bootstrap: None,
     };
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await

@@ -50,6 +50,7 @@ fn settings(yaml: &str) -> Settings {
         node_name: "signals".to_owned(),
         kubeconfig: None,
         standalone: false,
+        bootstrap: None,
     }
 }
 

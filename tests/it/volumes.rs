@@ -642,6 +642,7 @@ async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
         node_name: base.clone(),
         kubeconfig: Some(cluster.kubeconfig.clone()),
         standalone: false,
+        bootstrap: None,
     };
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await

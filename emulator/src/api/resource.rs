@@ -21,6 +21,7 @@ pub enum StoredKind {
     Secret,
     ServiceAccount,
     Service,
+    CertificateSigningRequest,
 }
 
 /// One served resource: its names, scope, verbs and whether it has a `/status` subresource.
@@ -217,8 +218,20 @@ pub static SERVICES: ApiResource = ApiResource {
     short_names: &["svc"],
 };
 
+pub static CERTIFICATE_SIGNING_REQUESTS: ApiResource = ApiResource {
+    stored: StoredKind::CertificateSigningRequest,
+    group: "certificates.k8s.io",
+    version: "v1",
+    plural: "certificatesigningrequests",
+    singular: "certificatesigningrequest",
+    kind: "CertificateSigningRequest",
+    namespaced: false,
+    has_status: true,
+    short_names: &["csr"],
+};
+
 /// Every served resource, in discovery order.
-pub static ALL: [&ApiResource; 15] = [
+pub static ALL: [&ApiResource; 16] = [
     &NAMESPACES,
     &NODES,
     &PODS,
@@ -234,10 +247,12 @@ pub static ALL: [&ApiResource; 15] = [
     &CSI_DRIVERS,
     &CSI_NODES,
     &VOLUME_ATTACHMENTS,
+    &CERTIFICATE_SIGNING_REQUESTS,
 ];
 
 /// The API groups besides the core group, with their single served version.
-pub static GROUPS: [(&str, &str); 3] = [
+pub static GROUPS: [(&str, &str); 4] = [
+    ("certificates.k8s.io", "v1"),
     ("coordination.k8s.io", "v1"),
     ("events.k8s.io", "v1"),
     ("storage.k8s.io", "v1"),
@@ -268,6 +283,7 @@ impl ApiResource {
             StoredKind::Secret => &SECRETS,
             StoredKind::ServiceAccount => &SERVICE_ACCOUNTS,
             StoredKind::Service => &SERVICES,
+            StoredKind::CertificateSigningRequest => &CERTIFICATE_SIGNING_REQUESTS,
         }
     }
 

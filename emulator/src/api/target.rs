@@ -103,6 +103,8 @@ impl Target {
             (sub == "status" && resource.has_status)
                 || (sub == "token" && resource.stored == super::StoredKind::ServiceAccount)
                 || (sub == "ephemeralcontainers" && resource.stored == super::StoredKind::Pod)
+                || (sub == "approval"
+                    && resource.stored == super::StoredKind::CertificateSigningRequest)
         };
         if let Some(sub) = &subresource
             && !served(sub)

@@ -17,7 +17,7 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
             .err()
             .map(|e| e.to_string())
     }
-    use k8s_openapi::api::{coordination, core, events, storage};
+    use k8s_openapi::api::{certificates, coordination, core, events, storage};
     match (resource.stored, resource.group) {
         (StoredKind::Namespace, _) => check::<core::v1::Namespace>(object),
         (StoredKind::Node, _) => check::<core::v1::Node>(object),
@@ -34,6 +34,9 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::Secret, _) => check::<core::v1::Secret>(object),
         (StoredKind::ServiceAccount, _) => check::<core::v1::ServiceAccount>(object),
         (StoredKind::Service, _) => check::<core::v1::Service>(object),
+        (StoredKind::CertificateSigningRequest, _) => {
+            check::<certificates::v1::CertificateSigningRequest>(object)
+        }
     }
 }
 
@@ -68,7 +71,10 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
             through::<k8s_openapi::api::core::v1::ServiceAccount>(object);
         }
         StoredKind::Service => through::<k8s_openapi::api::core::v1::Service>(object),
-        StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
+        StoredKind::Node
+        | StoredKind::Lease
+        | StoredKind::Namespace
+        | StoredKind::CertificateSigningRequest => {}
     }
 }
 

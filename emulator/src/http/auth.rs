@@ -1,4 +1,5 @@
-//! Authentication (bearer tokens, optional anonymous access) and the node-restriction
+//! Authentication (a verified client certificate, bearer tokens — static and bootstrap —,
+//! optional anonymous access) and the node-restriction
 //! authorizer: a `system:node:<name>` identity may write only its own Node, its own Lease in
 //! `kube-node-lease`, status of pods bound to it, and Events — as the Node authorizer and the
 //! NodeRestriction admission plugin enforce, with their messages.
@@ -8,6 +9,17 @@ use serde_json::Value;
 
 use crate::api::{ApiError, Target, Verb};
 use crate::config::{AuthConfig, User};
+use crate::store::Store;
+
+/// The user a verified TLS client certificate names (x509 authentication: CN the user, each O
+/// a group), kept with its connection, and when the certificate expires: the x509
+/// authenticator verifies the chain at every request's time, so a connection outliving its
+/// certificate gets 401.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateUser {
+    pub user: User,
+    pub not_after: std::time::SystemTime,
+}
 
 /// Who is calling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +29,14 @@ pub enum Identity {
 }
 
 impl Identity {
+    /// The authenticated user, if any.
+    pub fn user(&self) -> Option<&User> {
+        match self {
+            Identity::User(user) => Some(user),
+            Identity::Anonymous => None,
+        }
+    }
+
     /// The node name for `system:node:<name>` users.
     pub fn node_name(&self) -> Option<&str> {
         match self {
@@ -33,9 +53,35 @@ impl Identity {
     }
 }
 
-/// Resolves the caller from the `Authorization` header.
-pub fn authenticate(config: &AuthConfig, headers: &HeaderMap) -> Result<Identity, ApiError> {
+/// Resolves the caller as kube-apiserver's union authenticator does: the client certificate
+/// first, then the `Authorization` header (a bootstrap token's shape goes to the bootstrap
+/// token authenticator alone).
+pub fn authenticate(
+    config: &AuthConfig,
+    headers: &HeaderMap,
+    store: &Store,
+    certificate: Option<&CertificateUser>,
+) -> Result<Identity, ApiError> {
+    if let Some(certificate) = certificate {
+        if std::time::SystemTime::now() > certificate.not_after {
+            return Err(ApiError::unauthorized());
+        }
+        return Ok(Identity::User(certificate.user.clone()));
+    }
     let header = headers.get(AUTHORIZATION).and_then(|h| h.to_str().ok());
+    let bootstrap = header
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .and_then(|token| super::bootstrap_token::parse(token.trim()));
+    if let Some((id, secret)) = bootstrap {
+        return super::bootstrap_token::authenticate(
+            store,
+            id,
+            secret,
+            std::time::SystemTime::now(),
+        )
+        .map(Identity::User)
+        .ok_or_else(ApiError::unauthorized);
+    }
     match header {
         None if config.allow_anonymous => Ok(Identity::Anonymous),
         None => Err(ApiError::unauthorized()),
@@ -94,6 +140,8 @@ pub fn authorize(
             forbid("can only access node lease with the same name as the requesting node".into())
         }
         "leases" | "events" => Ok(()),
+        // The Node authorizer's `NodeRules`: a node may request its certificates.
+        "certificatesigningrequests" if verb == Verb::Create => Ok(()),
         "pods" => {
             let pod = existing.or(new);
             let bound = pod
@@ -231,6 +279,30 @@ mod tests {
     }
 
     #[test]
+    fn a_client_certificate_names_the_user_until_it_expires() {
+        let config = AuthConfig::default();
+        let headers = HeaderMap::new();
+        let store = Store::new(10, 10);
+        let now = std::time::SystemTime::now();
+        let valid = CertificateUser {
+            user: User::node("n1"),
+            not_after: now + std::time::Duration::from_secs(60),
+        };
+        assert_eq!(
+            authenticate(&config, &headers, &store, Some(&valid)),
+            Ok(Identity::User(User::node("n1")))
+        );
+        let expired = CertificateUser {
+            not_after: now - std::time::Duration::from_secs(1),
+            ..valid
+        };
+        assert_eq!(
+            authenticate(&config, &headers, &store, Some(&expired)).map_err(|e| e.code),
+            Err(401)
+        );
+    }
+
+    #[test]
     fn unknown_tokens_are_unauthorized_and_anonymous_can_be_disabled() {
         let mut config = AuthConfig {
             allow_anonymous: false,
@@ -239,17 +311,17 @@ mod tests {
         config.tokens.insert("good".into(), User::admin("alice"));
         let mut headers = HeaderMap::new();
         assert_eq!(
-            authenticate(&config, &headers).map_err(|e| e.code),
+            authenticate(&config, &headers, &Store::new(10, 10), None).map_err(|e| e.code),
             Err(401)
         );
         headers.insert(AUTHORIZATION, "Bearer good".parse().expect("header"));
         assert_eq!(
-            authenticate(&config, &headers),
+            authenticate(&config, &headers, &Store::new(10, 10), None),
             Ok(Identity::User(User::admin("alice")))
         );
         headers.insert(AUTHORIZATION, "Bearer bad".parse().expect("header"));
         assert_eq!(
-            authenticate(&config, &headers).map_err(|e| e.reason),
+            authenticate(&config, &headers, &Store::new(10, 10), None).map_err(|e| e.reason),
             Err("Unauthorized")
         );
     }

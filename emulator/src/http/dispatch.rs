@@ -61,7 +61,12 @@ async fn serve(
     if needs_namespace && target.namespace.is_none() {
         return Err(ApiError::no_such_path());
     }
-    let identity = authenticate(&state.auth, req.headers())?;
+    let identity = authenticate(
+        &state.auth,
+        req.headers(),
+        &state.store,
+        req.conn_data::<super::auth::CertificateUser>(),
+    )?;
     *record = Some(RequestRecord {
         user: match &identity {
             Identity::User(user) => user.name.clone(),

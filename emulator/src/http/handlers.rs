@@ -148,6 +148,9 @@ pub fn create(req: &Request<'_>, now: SystemTime) -> Result<HttpResponse, ApiErr
     let mut object = decode_body(req, resource)?;
     align_namespace(req, &mut object)?;
     req.authorize(None, Some(&object))?;
+    if resource.stored == StoredKind::CertificateSigningRequest {
+        crate::certificates::requests::prepare_create(req.identity.user(), &mut object);
+    }
     let created = req.state.store.create(resource, object, now)?;
     if resource.stored == crate::api::StoredKind::Namespace {
         // kube-controller-manager's service-account controller and root-CA publisher follow

@@ -10,6 +10,8 @@
 //!   authenticates, applies injected faults, authorizes and calls a verb handler.
 
 mod auth;
+pub(crate) use auth::CertificateUser;
+mod bootstrap_token;
 mod discovery;
 mod dispatch;
 mod events_view;

@@ -33,7 +33,12 @@ async fn node_proxy(
 ) -> HttpResponse {
     let name = req.match_info().get("name").unwrap_or_default().to_owned();
     let path = req.match_info().get("path").unwrap_or_default().to_owned();
-    let identity = match authenticate(&state.auth, req.headers()) {
+    let identity = match authenticate(
+        &state.auth,
+        req.headers(),
+        &state.store,
+        req.conn_data::<super::auth::CertificateUser>(),
+    ) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };

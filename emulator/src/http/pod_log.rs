@@ -44,7 +44,12 @@ async fn pod_log(
     state: web::Data<AppState>,
 ) -> HttpResponse {
     let (namespace, name) = path.into_inner();
-    let identity = match authenticate(&state.auth, req.headers()) {
+    let identity = match authenticate(
+        &state.auth,
+        req.headers(),
+        &state.store,
+        req.conn_data::<super::auth::CertificateUser>(),
+    ) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };

@@ -131,7 +131,12 @@ fn reviewed(
     resource: &str,
     review: impl FnOnce() -> Result<Value, ApiError>,
 ) -> HttpResponse {
-    let identity = match authenticate(&state.auth, req.headers()) {
+    let identity = match authenticate(
+        &state.auth,
+        req.headers(),
+        &state.store,
+        req.conn_data::<super::auth::CertificateUser>(),
+    ) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };

@@ -85,6 +85,14 @@ fn columns(kind: StoredKind) -> &'static [(&'static str, &'static str, u8)] {
             ("Data", "integer", 0),
             ("Age", "string", 0),
         ],
+        StoredKind::CertificateSigningRequest => &[
+            ("Name", "string", 0),
+            ("Age", "string", 0),
+            ("SignerName", "string", 0),
+            ("Requestor", "string", 0),
+            ("RequestedDuration", "string", 0),
+            ("Condition", "string", 0),
+        ],
         StoredKind::ServiceAccount => &[
             ("Name", "string", 0),
             ("Secrets", "integer", 0),
@@ -276,6 +284,37 @@ fn cells(kind: StoredKind, o: &Value, now: SystemTime) -> Vec<Value> {
                 "<none>".to_owned(),
                 ports,
                 age,
+            ]
+        }
+        StoredKind::CertificateSigningRequest => {
+            let duration = o
+                .pointer("/spec/expirationSeconds")
+                .and_then(Value::as_i64)
+                .map_or_else(|| "<none>".to_string(), |s| format!("{s}s"));
+            let conditions: Vec<&str> = o
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.get("type").and_then(Value::as_str))
+                .collect();
+            let mut condition = if conditions.is_empty() {
+                "Pending".to_string()
+            } else {
+                conditions.join(",")
+            };
+            if o.pointer("/status/certificate")
+                .is_some_and(|c| c.as_str() != Some(""))
+            {
+                condition.push_str(",Issued");
+            }
+            vec![
+                name,
+                age,
+                s("/spec/signerName"),
+                s("/spec/username"),
+                duration,
+                condition,
             ]
         }
         StoredKind::ServiceAccount => {

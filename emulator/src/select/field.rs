@@ -85,6 +85,7 @@ fn canonical_field(field: &str, resource: &ApiResource) -> Option<&'static str> 
         | StoredKind::CsiDriver
         | StoredKind::CsiNode
         | StoredKind::VolumeAttachment => &["metadata.name"],
+        StoredKind::CertificateSigningRequest => &["metadata.name", "spec.signerName"],
         StoredKind::ConfigMap | StoredKind::ServiceAccount | StoredKind::Service => {
             &["metadata.name", "metadata.namespace"]
         }

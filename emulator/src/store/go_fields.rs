@@ -59,6 +59,10 @@ pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
         | StoredKind::ConfigMap
         | StoredKind::Secret
         | StoredKind::ServiceAccount => {}
+        StoredKind::CertificateSigningRequest => {
+            object_entry(object, "spec");
+            object_entry(object, "status");
+        }
     }
 }
 

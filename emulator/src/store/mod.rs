@@ -412,6 +412,7 @@ pub fn storage_key(kind: StoredKind, key: &ObjectKey) -> String {
         StoredKind::Secret => "secrets",
         StoredKind::ServiceAccount => "serviceaccounts",
         StoredKind::Service => "services/specs",
+        StoredKind::CertificateSigningRequest => "certificatesigningrequests",
     };
     if key.namespace.is_empty() {
         format!("/registry/{prefix}/{}", key.name)

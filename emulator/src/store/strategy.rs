@@ -38,7 +38,8 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         StoredKind::Lease
         | StoredKind::Event
         | StoredKind::ConfigMap
-        | StoredKind::ServiceAccount => {}
+        | StoredKind::ServiceAccount
+        | StoredKind::CertificateSigningRequest => {}
         storage => super::storage_kinds::prepare(storage, map),
     }
     crate::api::typed::round_trip(resource.stored, object);
@@ -89,7 +90,9 @@ pub fn prepare_for_update(
     {
         copy_field(&old_meta, meta, "deletionGracePeriodSeconds");
     }
-    if resource.has_status {
+    if resource.stored == StoredKind::CertificateSigningRequest {
+        crate::certificates::requests::prepare_update(subresource, old, map);
+    } else if resource.has_status {
         let from_old = if subresource == Some("status") {
             "spec"
         } else {
@@ -170,6 +173,9 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
             super::config_data::validate_keys(resource.stored, object, &mut errors);
         }
         StoredKind::Service => super::services::validate(object, &mut errors),
+        StoredKind::CertificateSigningRequest => {
+            crate::certificates::requests::validate_create(object, &mut errors);
+        }
         other => super::storage_kinds::validate(other, object, &mut errors),
     }
     errors
@@ -217,6 +223,9 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
     if resource.stored == StoredKind::Pod {
         super::ephemeral::validate_update(old, new, &mut errors);
     }
+    if resource.stored == StoredKind::CertificateSigningRequest {
+        crate::certificates::requests::validate_update(old, new, &mut errors);
+    }
     super::storage_kinds::validate(resource.stored, new, &mut errors);
     super::storage_kinds::validate_update(resource.stored, old, new, &mut errors);
     if matches!(resource.stored, StoredKind::ConfigMap | StoredKind::Secret) {
@@ -227,6 +236,10 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
 }
 
 fn name_problem(resource: &ApiResource, name: &str) -> Option<String> {
+    // `ValidateCertificateRequestName` accepts any name (the kubelet's are base64url).
+    if resource.stored == StoredKind::CertificateSigningRequest {
+        return None;
+    }
     if resource.stored == StoredKind::Namespace {
         let ok = name.len() <= 63 && is_label(name);
         return (!ok).then(|| "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());

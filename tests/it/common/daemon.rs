@@ -53,6 +53,17 @@ impl DaemonProcess {
         yaml: &str,
         env: &[(&str, &str)],
     ) -> Self {
+        Self::start_with_args(kubeconfig, node, yaml, env, &[]).await
+    }
+
+    /// [`DaemonProcess::start_with_env`] with extra command-line arguments.
+    pub async fn start_with_args(
+        kubeconfig: &Path,
+        node: &str,
+        yaml: &str,
+        env: &[(&str, &str)],
+        args: &[&std::ffi::OsStr],
+    ) -> Self {
         super::cleanup::own_node(node);
         let mut config = tempfile::NamedTempFile::new().expect("temp file");
         config.write_all(yaml.as_bytes()).expect("write config");
@@ -63,6 +74,7 @@ impl DaemonProcess {
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--node-name", node, "--log-format", "json"])
+            .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -113,14 +125,21 @@ impl DaemonProcess {
 
     /// Waits for the first log event whose message is `message`.
     pub async fn wait_event(&self, message: &str) -> Value {
-        let deadline = Instant::now() + PATIENCE;
+        self.wait_event_within(message, Duration::ZERO).await
+    }
+
+    /// [`DaemonProcess::wait_event`], allowing `more` than [`PATIENCE`] (for events that
+    /// come after a known time, a certificate's rotation, say).
+    pub async fn wait_event_within(&self, message: &str, more: Duration) -> Value {
+        let deadline = Instant::now() + PATIENCE + more;
         loop {
             if let Some(event) = self.events(message).into_iter().next() {
                 return event;
             }
             assert!(
                 Instant::now() < deadline,
-                "no log event {message:?} within {PATIENCE:?}; stderr:\n{}",
+                "no log event {message:?} within {:?}; stderr:\n{}",
+                PATIENCE + more,
                 self.log_lines().join("\n")
             );
             tokio::time::sleep(Duration::from_millis(20)).await;

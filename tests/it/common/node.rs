@@ -55,6 +55,7 @@ pub async fn connect(kubeconfig: &Path, name: &str, yaml: &str) -> (Settings, Ar
         node_name: name.to_owned(),
         kubeconfig: Some(kubeconfig.to_owned()),
         standalone: false,
+        bootstrap: None,
     };
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
         .await

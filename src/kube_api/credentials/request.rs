@@ -1,0 +1,242 @@
+//! One client certificate request as the kubelet makes it: a fresh ECDSA P-256 key, a CSR for
+//! `CN=system:node:<name>, O=system:nodes` to the `kube-apiserver-client-kubelet` signer
+//! with the usages `digital signature` and `client auth` (`generateName: csr-`), then a watch
+//! until it is issued, denied, failed or deleted, with the kubelet's error texts.
+
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::certificates::v1::{
+    CertificateSigningRequest, CertificateSigningRequestSpec,
+};
+use kube::api::{ObjectMeta, PostParams};
+use kube::runtime::wait::await_condition;
+use rcgen::{CertificateParams, DnType, KeyPair};
+
+/// The signer of node client certificates.
+pub const SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+/// `certificateWaitTimeout`: how long a rotation waits for its CSR.
+pub const ROTATION_WAIT: Duration = Duration::from_secs(15 * 60);
+/// How long the bootstrap waits for its CSR (`LoadClientCert`'s 3600 s).
+pub const BOOTSTRAP_WAIT: Duration = Duration::from_secs(3600);
+
+/// Why no certificate came of a request. `Denied` and `Failed` need someone to act; the
+/// others may pass with a retry.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("cannot make a key and certificate request: {0}")]
+    Key(#[source] rcgen::Error),
+    #[error("cannot create the certificate signing request: {0}")]
+    Create(#[source] kube::Error),
+    #[error("certificate signing request is denied, reason: {reason}, message: {message}")]
+    Denied { reason: String, message: String },
+    #[error("certificate signing request failed, reason: {reason}, message: {message}")]
+    Failed { reason: String, message: String },
+    #[error("csr {0:?} was deleted")]
+    Deleted(String),
+    #[error("timed out after {seconds} s waiting for csr {name:?} to be approved and issued")]
+    Timeout { name: String, seconds: u64 },
+    #[error("cannot watch csr {name:?}: {source}")]
+    Watch {
+        name: String,
+        #[source]
+        source: kube::runtime::wait::Error,
+    },
+}
+
+impl RequestError {
+    /// The certificate manager's `updateServerError`: whether this failure says the API server
+    /// itself answers (401, which a TLS-terminating proxy may send, 403 and 404 do; 5xx,
+    /// transport errors and everything else do not).
+    pub fn server_responsive(&self) -> bool {
+        matches!(self, Self::Create(kube::Error::Api(status)) if matches!(status.code, 401 | 403 | 404))
+    }
+
+    /// Whether the API server refused the credentials the request was sent with (401).
+    pub fn unauthorized(&self) -> bool {
+        matches!(self, Self::Create(kube::Error::Api(status)) if status.code == 401)
+    }
+}
+
+/// A certificate just issued, with the key it was requested for.
+#[derive(Debug)]
+pub struct Issued {
+    pub certificate_pem: String,
+    pub key_pem: String,
+}
+
+/// The request's key and PKCS#10 text.
+fn client_request(node_name: &str) -> Result<(KeyPair, String), RequestError> {
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(RequestError::Key)?;
+    let mut params = CertificateParams::default();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("system:node:{node_name}"));
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:nodes");
+    let request = params
+        .serialize_request(&key)
+        .and_then(|r| r.pem())
+        .map_err(RequestError::Key)?;
+    Ok((key, request))
+}
+
+/// Requests a client certificate for `node_name` through `client` (bootstrap or node
+/// credentials) and waits up to `wait` for it.
+pub async fn request_client_certificate(
+    client: kube::Client,
+    node_name: &str,
+    wait: Duration,
+) -> Result<Issued, RequestError> {
+    let (key, request) = client_request(node_name)?;
+    let csr = CertificateSigningRequest {
+        metadata: ObjectMeta {
+            generate_name: Some("csr-".into()),
+            ..ObjectMeta::default()
+        },
+        spec: CertificateSigningRequestSpec {
+            request: ByteString(request.into_bytes()),
+            signer_name: SIGNER.into(),
+            usages: Some(vec!["digital signature".into(), "client auth".into()]),
+            ..CertificateSigningRequestSpec::default()
+        },
+        status: None,
+    };
+    let api = kube::Api::<CertificateSigningRequest>::all(client);
+    let created = api
+        .create(&PostParams::default(), &csr)
+        .await
+        .map_err(RequestError::Create)?;
+    let name = created.metadata.name.unwrap_or_default();
+    tracing::info!(csr = %name, "certificate signing request sent; waiting for it to be approved and issued");
+    let decided = |csr: Option<&CertificateSigningRequest>| match csr {
+        None => true,
+        Some(csr) => outcome(csr).is_some(),
+    };
+    let waited = tokio::time::timeout(wait, await_condition(api, &name, decided)).await;
+    let csr = match waited {
+        Err(_) => {
+            return Err(RequestError::Timeout {
+                name,
+                seconds: wait.as_secs(),
+            });
+        }
+        Ok(Err(source)) => return Err(RequestError::Watch { name, source }),
+        Ok(Ok(None)) => return Err(RequestError::Deleted(name)),
+        Ok(Ok(Some(csr))) => csr,
+    };
+    match outcome(&csr) {
+        Some(Ok(certificate)) => Ok(Issued {
+            certificate_pem: certificate,
+            key_pem: key.serialize_pem(),
+        }),
+        Some(Err(error)) => Err(error),
+        None => Err(RequestError::Deleted(name)),
+    }
+}
+
+/// `waitForCertificate`'s verdict on one state of the CSR: the certificate once approved and
+/// issued, the error once denied or failed, nothing yet otherwise.
+fn outcome(csr: &CertificateSigningRequest) -> Option<Result<String, RequestError>> {
+    let status = csr.status.as_ref()?;
+    for condition in status.conditions.iter().flatten() {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        match condition.type_.as_str() {
+            "Denied" => {
+                return Some(Err(RequestError::Denied {
+                    reason: text(&condition.reason),
+                    message: text(&condition.message),
+                }));
+            }
+            "Failed" => {
+                return Some(Err(RequestError::Failed {
+                    reason: text(&condition.reason),
+                    message: text(&condition.message),
+                }));
+            }
+            _ => {}
+        }
+    }
+    let approved = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Approved");
+    let certificate = status.certificate.as_ref().filter(|c| !c.0.is_empty())?;
+    approved.then(|| Ok(String::from_utf8_lossy(&certificate.0).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::certificates::v1::{
+        CertificateSigningRequestCondition, CertificateSigningRequestStatus,
+    };
+    use rustls::pki_types::pem::PemObject as _;
+
+    fn with(conditions: &[(&str, &str)], certificate: &str) -> CertificateSigningRequest {
+        CertificateSigningRequest {
+            status: Some(CertificateSigningRequestStatus {
+                certificate: Some(ByteString(certificate.as_bytes().to_vec())),
+                conditions: Some(
+                    conditions
+                        .iter()
+                        .map(|(kind, reason)| CertificateSigningRequestCondition {
+                            type_: (*kind).into(),
+                            status: "True".into(),
+                            reason: Some((*reason).into()),
+                            message: Some("m".into()),
+                            ..CertificateSigningRequestCondition::default()
+                        })
+                        .collect(),
+                ),
+            }),
+            ..CertificateSigningRequest::default()
+        }
+    }
+
+    #[test]
+    fn issued_denied_and_failed_requests_end_the_wait() {
+        assert!(outcome(&with(&[("Approved", "AutoApproved")], "")).is_none());
+        assert!(matches!(
+            outcome(&with(&[("Approved", "AutoApproved")], "PEM")),
+            Some(Ok(pem)) if pem == "PEM"
+        ));
+        let denied = outcome(&with(&[("Denied", "Nope")], "")).and_then(Result::err);
+        assert_eq!(
+            denied.map(|e| e.to_string()).as_deref(),
+            Some("certificate signing request is denied, reason: Nope, message: m")
+        );
+        let failed = outcome(&with(
+            &[("Approved", "A"), ("Failed", "SignerValidationFailure")],
+            "",
+        ))
+        .and_then(Result::err);
+        assert_eq!(
+            failed.map(|e| e.to_string()).as_deref(),
+            Some("certificate signing request failed, reason: SignerValidationFailure, message: m")
+        );
+    }
+
+    #[test]
+    fn the_request_names_the_node_in_the_nodes_group() {
+        let (_, pem) = client_request("n1").expect("a request");
+        let der = rustls::pki_types::CertificateSigningRequestDer::from_pem_slice(pem.as_bytes());
+        let parsed = rcgen::CertificateSigningRequestParams::from_der(&der.expect("PEM"))
+            .expect("a signed request");
+        let subject: Vec<String> = parsed
+            .params
+            .distinguished_name
+            .iter()
+            .map(|(kind, value)| format!("{kind:?}={value:?}"))
+            .collect();
+        assert_eq!(subject.len(), 2);
+        assert!(subject[0].contains("system:node:n1"));
+        assert!(subject[1].contains("system:nodes"));
+        assert_eq!(
+            parsed.public_key.algorithm(),
+            &rcgen::PKCS_ECDSA_P256_SHA256
+        );
+    }
+}
