@@ -470,12 +470,14 @@ impl Engine {
             });
         }
         // Finished once nothing of it runs, its sandbox included (the worker stops that).
-        if terminal && !entry.runtime.any_running() && entry.runtime.ready_sandbox().is_none() {
-            if entry.end.finish() {
-                core.outbox.push(PodUpdate::Terminated {
-                    pod: Box::new(entry.pod.clone()),
-                });
-            }
+        if terminal
+            && !entry.runtime.any_running()
+            && entry.runtime.ready_sandbox().is_none()
+            && entry.end.finish()
+        {
+            core.outbox.push(PodUpdate::Terminated {
+                pod: Box::new(entry.pod.clone()),
+            });
         }
     }
 }
