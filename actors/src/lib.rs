@@ -1,6 +1,7 @@
 //! nodepulse's node actors, the typed messages they exchange and the ports (traits) through
 //! which they reach the API server and the host.
 //!
+//! - [`clock`]: the one clock: tokio's for timers, an injected wall clock for timestamps.
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
