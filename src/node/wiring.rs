@@ -16,13 +16,14 @@ use nodepulse_actors::{
         self, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
         SimulatedSettings, StartingProvider,
     },
-    ports::{HealthChecks, LeaseApi, NodeApi, PodApi, PodVolumeView, VolumeHost, VolumeSourceApi},
+    ports::{HealthChecks, LeaseApi, NodeApi, PodApi},
     prober::{ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
     volume_manager::{
         self, VolumeManagerActor, VolumeManagerMemory, VolumeManagerPeers, VolumeView,
     },
+    volume_manager::{PodVolumeView, VolumeHost, VolumeSourceApi},
 };
 use nodepulse_supervisor::{
     ChildSpec, Drain, Inbox, Kept, Mailbox, Recipient, SupervisorBuilder, mailbox,

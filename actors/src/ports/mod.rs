@@ -13,14 +13,10 @@ mod host;
 mod lease;
 mod machine;
 mod node;
-mod pod_volumes;
 mod pods;
 mod probe;
 mod recovery;
 mod runtime;
-mod storage;
-mod volume_host;
-mod volume_sources;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
@@ -39,7 +35,6 @@ pub use host::{
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
-pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub use probe::{
     HTTP_STATUS_FAILURE, ProbeAction, ProbeError, ProbeOutcome, ProbeRunner, ProbeTarget,
@@ -50,6 +45,3 @@ pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
-pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
-pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
-pub use volume_sources::VolumeSourceApi;

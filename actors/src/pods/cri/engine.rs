@@ -39,9 +39,10 @@ use crate::{
     },
     ports::{
         ContainerFilter, ContainerRuntime, ContainerRuntimeResult, ContainerState, PodEvent,
-        PodVolumeView, ProbeRunner, RuntimeService, SandboxFilter, VolumeSourceApi,
+        ProbeRunner, RuntimeService, SandboxFilter,
     },
     prober::{PodProbeView, ProbePods, ProbeResults},
+    volume_manager::{PodVolumeView, VolumeSourceApi},
 };
 
 /// The kubelet's relist period.

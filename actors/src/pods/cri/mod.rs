@@ -59,8 +59,9 @@ use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
 use crate::{
     messages::StopPod,
     node_status::NodeView,
-    ports::{PodStats, PodVolumeView, ProbeRunner, VolumeSourceApi},
+    ports::{PodStats, ProbeRunner},
     prober::{ProbePods, ProbeResults, ProberOutput},
+    volume_manager::{PodVolumeView, VolumeSourceApi},
 };
 
 pub struct CriPods {

@@ -9,7 +9,8 @@ use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 
 use crate::{
     pods::env::{EnvSources, SourceError},
-    ports::{ApiError, VolumeSourceApi},
+    ports::ApiError,
+    volume_manager::VolumeSourceApi,
 };
 
 type Data<T> = Result<Option<BTreeMap<String, T>>, SourceError>;

@@ -5,7 +5,7 @@
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
-use super::ApiResult;
+use crate::ports::ApiResult;
 use crate::volume_manager::content::{TokenSpec, token::IssuedToken};
 
 pub trait VolumeSourceApi: Send + Sync + 'static {
