@@ -12,8 +12,10 @@ mod oom;
 mod pods;
 pub mod proto;
 mod stats;
+mod streaming;
 
 pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
+pub use streaming::StreamingError;
 
 use std::{
     path::{Path, PathBuf},

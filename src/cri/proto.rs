@@ -9,6 +9,7 @@ mod events;
 mod image;
 mod sandbox;
 mod stats;
+pub mod streaming;
 
 pub use container::*;
 pub use events::*;

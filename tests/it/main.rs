@@ -40,6 +40,8 @@ mod eviction;
 mod fleet;
 mod heartbeat_faults;
 mod kubeconfig_tls;
+mod kubelet_api;
+mod kubelet_api_logs;
 mod layering;
 mod lease;
 mod metrics;

@@ -96,7 +96,12 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: String, details: Option<Value>) -> Self {
+    pub(crate) fn new(
+        code: u16,
+        reason: &'static str,
+        message: String,
+        details: Option<Value>,
+    ) -> Self {
         ApiError {
             code,
             reason,
