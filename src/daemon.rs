@@ -8,12 +8,13 @@ use nodepulse_supervisor::{Escalation, SupervisorHandle};
 use prometheus_client::registry::Registry;
 
 use crate::{
-    config::Settings,
+    config::{RuntimeKind, Settings},
     debug,
     fleet::{Fleet, FleetOptions},
     heap,
     kube_api::{ConnectError, KubeApi, metrics::API_METRICS},
-    node::NodeActors,
+    kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
+    node::{NodeActors, NodeHandle},
     standalone::{self, StandaloneError},
 };
 
@@ -51,6 +52,8 @@ pub enum RunError {
     Standalone(#[from] StandaloneError),
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    #[error(transparent)]
+    KubeletApi(#[from] KubeletApiError),
 }
 
 impl Outcome {
@@ -90,6 +93,12 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         match standalone::start(&settings.config.standalone).await {
             Ok(standalone) => {
                 settings.kubeconfig = Some(standalone.kubeconfig.clone());
+                // The emulator reaches the kubelet API as kube-apiserver does, with a client
+                // certificate of its own CA; trust it unless a CA is configured.
+                let x509 = &mut settings.config.authentication.x509;
+                if x509.client_ca_file.is_none() {
+                    x509.client_ca_file = Some(standalone.kubelet_client_ca.clone());
+                }
                 Some(standalone)
             }
             Err(error) => return Outcome::Failed(error.into()),
@@ -98,16 +107,17 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         None
     };
     let outcome = match KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await {
+        Ok(api) if settings.is_fleet() => {
+            let start = || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
+            serve(&settings, start, shutdown).await
+        }
+        Ok(api) if settings.config.runtime == RuntimeKind::Cri => {
+            run_node_with_kubelet_api(settings, api, shutdown).await
+        }
         Ok(api) => {
-            let start = || {
-                if settings.is_fleet() {
-                    Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()))
-                } else {
-                    let node = NodeActors::new(&settings).api(api).start();
-                    // The whole node with an API: nothing for the wiring to refuse.
-                    Running::Node(node.expect("a whole node is wired").0)
-                }
-            };
+            let node = NodeActors::new(&settings).api(api).start();
+            // The whole node with an API: nothing for the wiring to refuse.
+            let start = || Running::Node(Box::new(node.expect("a whole node is wired")));
             serve(&settings, start, shutdown).await
         }
         Err(error) => Outcome::Failed(error.into()),
@@ -118,11 +128,48 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     outcome
 }
 
+/// A node that runs containers, with the kubelet API beside it: its TLS material and
+/// listeners first (a bad certificate or a taken port stops the run before any actor starts),
+/// then the actors, told the port actually bound (`port: 0` picks one), then the API.
+async fn run_node_with_kubelet_api(
+    mut settings: Settings,
+    api: std::sync::Arc<KubeApi>,
+    shutdown: impl Future<Output = ()>,
+) -> Outcome {
+    let prepared = match kubelet_api::prepare(&settings) {
+        Ok(prepared) => prepared,
+        Err(error) => return Outcome::Failed(error.into()),
+    };
+    settings.config.port = prepared.port();
+    let node = NodeActors::new(&settings).api(api.clone()).start();
+    // The whole node with an API: nothing for the wiring to refuse.
+    let node = node.expect("a whole node is wired");
+    let watched = node.supervisor.clone();
+    let parts = kubelet_api::Parts {
+        reviews: api,
+        problems: Some(std::sync::Arc::new(move || watched.problems())),
+        pods: node.views.pods.clone(),
+        runtime: node.runtime.clone(),
+    };
+    let kubelet = match prepared.serve(parts) {
+        Ok(kubelet) => kubelet,
+        Err(error) => {
+            node.supervisor.shutdown(SHUTDOWN_DEADLINE).await;
+            return Outcome::Failed(error.into());
+        }
+    };
+    let outcome = serve(&settings, || Running::Node(Box::new(node)), shutdown).await;
+    kubelet.stop();
+    outcome
+}
+
 /// What runs under the debug endpoint.
 pub enum Running {
     /// One node: its supervisor's escalation ends the run (exit 3), so the service manager
-    /// restarts the daemon.
-    Node(SupervisorHandle),
+    /// restarts the daemon. Its handle is kept for the services that read its views.
+    Node(Box<NodeHandle>),
+    /// A supervisor of the caller's own making, run and ended as one node is.
+    Supervisor(SupervisorHandle),
     /// Many simulated nodes: one that escalates stays stopped and says so at the endpoint;
     /// the others run on, as they would on separate machines.
     Fleet(Fleet),
@@ -131,7 +178,8 @@ pub enum Running {
 impl Running {
     fn handles(&self) -> Vec<SupervisorHandle> {
         match self {
-            Self::Node(node) => vec![node.clone()],
+            Self::Node(node) => vec![node.supervisor.clone()],
+            Self::Supervisor(supervisor) => vec![supervisor.clone()],
             Self::Fleet(fleet) => fleet.handles().to_vec(),
         }
     }
@@ -139,7 +187,8 @@ impl Running {
     /// Resolves when the run must end for an escalation; never for a fleet.
     async fn escalated(&self) -> Escalation {
         match self {
-            Self::Node(node) => node.escalated().await,
+            Self::Node(node) => node.supervisor.escalated().await,
+            Self::Supervisor(supervisor) => supervisor.escalated().await,
             Self::Fleet(fleet) => {
                 for handle in fleet.handles() {
                     let handle = handle.clone();
@@ -185,6 +234,7 @@ pub async fn serve(
     );
     let mut registry = Registry::default();
     API_METRICS.register(&mut registry);
+    KUBELET_API_METRICS.register(&mut registry);
     let node_facts: debug::NodeFacts = Box::new(|| {
         let since = API_METRICS
             .unreachable_since()
@@ -209,7 +259,7 @@ pub async fn serve(
     actix_rt::spawn(endpoint.server);
     let _trimming = heap::start_trimming();
     match &running {
-        Running::Node(_) => {
+        Running::Node(_) | Running::Supervisor(_) => {
             tracing::info!(node = %settings.node_name, debug = %endpoint.address, "nodepulse is running");
         }
         Running::Fleet(fleet) => {

@@ -1,7 +1,8 @@
 //! Unary gRPC calls over one unix socket, shared by the CRI client and the CSI clients (and
 //! the CRI event stream, a server-streaming call). The
 //! connection is dialled lazily and dropped after a transport failure or a timeout, so a runtime
-//! or driver that restarted is found again on the next call without restarting nodepulse. The
+//! or driver that restarted is found again on the next call without restarting nodepulse. Its
+//! tasks run on the caller's runtime, or on the one [`UnixGrpc::with_executor`] names. The
 //! callers turn a [`UnaryFailure`] into their own typed errors.
 
 use std::{
@@ -23,6 +24,8 @@ pub struct UnixGrpc {
     socket: Arc<PathBuf>,
     /// The current connection; `None` after a failure, until the next call dials again.
     channel: Arc<Mutex<Option<Channel>>>,
+    /// Where the connection's tasks run; `None`: on the runtime of the call that dials.
+    executor: Option<tokio::runtime::Handle>,
 }
 
 /// How one call failed.
@@ -43,7 +46,17 @@ impl UnixGrpc {
         Self {
             socket: Arc::new(socket.into()),
             channel: Arc::new(Mutex::new(None)),
+            executor: None,
         }
+    }
+
+    /// Runs the connection's tasks on `runtime`, whichever runtime each call comes from: a
+    /// caller whose runtime stalls or ends (an abandoned actor's arbiter) does not take the
+    /// connection of the others with it.
+    #[must_use]
+    pub fn with_executor(mut self, runtime: tokio::runtime::Handle) -> Self {
+        self.executor = Some(runtime);
+        self
     }
 
     pub fn socket(&self) -> &Path {
@@ -62,9 +75,12 @@ impl UnixGrpc {
                 }
             });
             // The URI only names the authority for HTTP/2; the connector ignores it.
-            Endpoint::from_static("http://unix.socket")
-                .connect_timeout(timeout)
-                .connect_with_connector_lazy(connector)
+            let endpoint = Endpoint::from_static("http://unix.socket").connect_timeout(timeout);
+            let endpoint = match &self.executor {
+                Some(runtime) => endpoint.executor(OnRuntime(runtime.clone())),
+                None => endpoint,
+            };
+            endpoint.connect_with_connector_lazy(connector)
         })
         .clone()
     }
@@ -152,6 +168,19 @@ impl UnixGrpc {
             self.forget_connection();
         }
         result
+    }
+}
+
+/// Spawns the connection's tasks on one runtime.
+#[derive(Clone)]
+struct OnRuntime(tokio::runtime::Handle);
+
+impl<F> hyper::rt::Executor<F> for OnRuntime
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, future: F) {
+        drop(self.0.spawn(future));
     }
 }
 

@@ -7,6 +7,8 @@
 //! - `daemon`: one run, for one node or a fleet, and its exit codes
 //! - `fleet` (many simulated nodes in one process), `standalone` (the in-process API emulator)
 //! - `node`: one node's actors, wired to each other, the API and the host
+//! - `kubelet_api`: the kubelet's HTTPS API on `port` (authn/authz, logs, healthz); it reads
+//!   the node's views and uses the adapters below
 //! - `debug`: the HTTP endpoint; it sees only supervisors and a metrics registry
 //! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `prober` (the
 //!   probe handlers), `host` and `machine` (the host's signals and facts), `volume` (pod
@@ -24,6 +26,7 @@ pub mod grpc;
 pub mod heap;
 pub mod host;
 pub mod kube_api;
+pub mod kubelet_api;
 pub mod logging;
 pub mod machine;
 pub mod node;

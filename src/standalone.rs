@@ -19,11 +19,18 @@ use crate::config::StandaloneConfig;
 pub const PRIVATE_DIR_PREFIX: &str = "nodepulse-standalone-";
 /// The kubeconfig's name inside that directory.
 pub const KUBECONFIG_NAME: &str = "kubeconfig";
+/// The emulator's kubelet-client CA's name inside its own private directory.
+pub const KUBELET_CLIENT_CA_NAME: &str = "kubelet-client-ca.crt";
 
 /// The running emulator and where its kubeconfig is.
 pub struct Standalone {
     pub emulator: EmulatorHandle,
     pub kubeconfig: PathBuf,
+    /// The CA of the client certificate the emulator presents to the node's kubelet API (as
+    /// kube-apiserver's kubelet-client certificate), for `authentication.x509.clientCAFile`;
+    /// in a private directory of its own, removed at exit.
+    pub kubelet_client_ca: PathBuf,
+    ca_dir: PathBuf,
     /// The private directory made for the kubeconfig, when none was configured.
     private_dir: Option<PathBuf>,
 }
@@ -76,6 +83,22 @@ pub async fn start(config: &StandaloneConfig) -> Result<Standalone, StandaloneEr
         remove_private_dir(private_dir.as_deref());
         return Err(error);
     }
+    let ca_dir = match create_private_dir(&std::env::temp_dir()) {
+        Ok(dir) => dir,
+        Err(error) => {
+            remove_private_dir(private_dir.as_deref());
+            return Err(error);
+        }
+    };
+    let kubelet_client_ca = ca_dir.join(KUBELET_CLIENT_CA_NAME);
+    if let Err(error) = write_new_file(
+        &kubelet_client_ca,
+        emulator.kubelet_client_ca_pem().as_bytes(),
+    ) {
+        remove_private_dir(private_dir.as_deref());
+        remove_private_dir(Some(&ca_dir));
+        return Err(error);
+    }
     tracing::info!(api = %emulator.base_url(), kubeconfig = %kubeconfig.display(), "standalone API server running");
     // Said on stdout too: it is the one thing a person starting standalone mode needs to know.
     println!(
@@ -87,6 +110,8 @@ pub async fn start(config: &StandaloneConfig) -> Result<Standalone, StandaloneEr
     Ok(Standalone {
         emulator,
         kubeconfig,
+        kubelet_client_ca,
+        ca_dir,
         private_dir,
     })
 }
@@ -97,6 +122,7 @@ impl Standalone {
     /// free for the next start.
     pub async fn shutdown(self) {
         self.emulator.shutdown().await;
+        remove_private_dir(Some(&self.ca_dir));
         match &self.private_dir {
             Some(dir) => remove_private_dir(Some(dir)),
             None => {

@@ -68,11 +68,12 @@ pub async fn run(samples: usize, scratch: &Path) -> Result<Value, String> {
     let api = KubeApi::connect(Some(&kubeconfig), &settings.config)
         .await
         .map_err(|error| error.to_string())?;
-    let (supervisor, addresses) = NodeActors::new(&settings)
+    let node = NodeActors::new(&settings)
         .api(api)
         .parts(Parts::HEARTBEAT)
         .start()
         .map_err(|error| error.to_string())?;
+    let (supervisor, addresses) = (node.supervisor, node.addresses);
     let nodes = Api::<Node>::all(client(&emulator.base_url()).await?);
     let send = |healthy: bool| {
         addresses

@@ -136,10 +136,11 @@ pub async fn run(run: &VolumesRun, scratch: &Path) -> Result<Value, String> {
     let api = KubeApi::connect(Some(&kubeconfig), &settings.config)
         .await
         .map_err(|error| error.to_string())?;
-    let (supervisor, _addresses) = NodeActors::new(&settings)
+    let supervisor = NodeActors::new(&settings)
         .api(api)
         .start()
-        .map_err(|error| error.to_string())?;
+        .map_err(|error| error.to_string())?
+        .supervisor;
     let client = client(&server).await?;
     let post = PostParams::default();
     let config_map: ConfigMap = serde_json::from_value(

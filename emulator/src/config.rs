@@ -23,6 +23,9 @@ pub struct EmulatorConfig {
     pub watch: WatchConfig,
     /// HTTP worker threads.
     pub workers: usize,
+    /// Which Node address `pods/log` dials, in order (kube-apiserver's
+    /// `--kubelet-preferred-address-types`).
+    pub kubelet_preferred_address_types: Vec<String>,
 }
 
 impl Default for EmulatorConfig {
@@ -35,6 +38,10 @@ impl Default for EmulatorConfig {
             auth: AuthConfig::default(),
             watch: WatchConfig::default(),
             workers: 2,
+            kubelet_preferred_address_types: crate::kubelet_client::DEFAULT_PREFERRED_ADDRESS_TYPES
+                .iter()
+                .map(|kind| (*kind).to_owned())
+                .collect(),
         }
     }
 }

@@ -21,6 +21,7 @@
 mod api;
 mod http;
 pub mod kubeconfig;
+pub mod kubelet_client;
 mod lifecycle;
 mod namespace_controllers;
 mod patch;

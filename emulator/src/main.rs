@@ -99,6 +99,7 @@ impl Args {
                 ..WatchConfig::default()
             },
             workers: self.workers,
+            ..EmulatorConfig::default()
         })
     }
 }

@@ -1,5 +1,5 @@
 //! Starting and stopping the emulator: [`Emulator::start`] binds the address, seeds the built-in
-//! namespaces, starts the HTTP workers and (if enabled) the node-lifecycle controller, and
+//! namespaces and the `kubernetes` Service, starts the HTTP workers and (if enabled) the node-lifecycle controller, and
 //! returns an [`EmulatorHandle`]. Works inside an existing tokio or actix runtime. Serving
 //! itself, outages included, is `serving`'s.
 
@@ -33,6 +33,9 @@ pub enum EmulatorError {
         #[source]
         source: std::io::Error,
     },
+    /// The kubelet client certificate could not be made (a bug, not retryable).
+    #[error("{0}")]
+    KubeletClient(String),
     /// The built-in namespaces could not be created (a bug, not retryable).
     #[error("cannot seed namespace {namespace}: {message}")]
     Seed { namespace: String, message: String },
@@ -77,8 +80,23 @@ impl Emulator {
             crate::service_accounts::ensure_default(&store, namespace, SystemTime::now());
             crate::root_ca::publish(&store, namespace, SystemTime::now());
         }
+        // The control plane's own Service, which every pod's KUBERNETES_SERVICE_* name.
+        store
+            .create(
+                &crate::api::resource::SERVICES,
+                crate::store::services::kubernetes_service(address.port()),
+                SystemTime::now(),
+            )
+            .map_err(|e| EmulatorError::Seed {
+                namespace: "default".into(),
+                message: e.message,
+            })?;
         let faults = FaultHandle::default();
         let requests = RequestLog::default();
+        let kubelet = Arc::new(
+            crate::kubelet_client::KubeletClient::generate()
+                .map_err(EmulatorError::KubeletClient)?,
+        );
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
         let parts = Parts {
             store: store.clone(),
@@ -87,6 +105,8 @@ impl Emulator {
             watch: config.watch.clone(),
             requests: requests.clone(),
             workers: config.workers,
+            kubelet: Arc::clone(&kubelet),
+            kubelet_address_types: config.kubelet_preferred_address_types.clone(),
         };
         let (ending_tx, ending_rx) = tokio::sync::watch::channel(crate::http::Ending::Serving);
         let server = start_http(listener, &parts, ending_rx)
@@ -128,6 +148,7 @@ impl Emulator {
             server_task: Some(server_task),
             lifecycle_task,
             shutdown: shutdown_tx,
+            kubelet,
         })
     }
 }
@@ -143,9 +164,16 @@ pub struct EmulatorHandle {
     server_task: Option<JoinHandle<()>>,
     lifecycle_task: Option<JoinHandle<()>>,
     shutdown: tokio::sync::watch::Sender<bool>,
+    kubelet: Arc<crate::kubelet_client::KubeletClient>,
 }
 
 impl EmulatorHandle {
+    /// The CA of the client certificate the emulator presents to kubelets (for their
+    /// `authentication.x509.clientCAFile`), in PEM.
+    pub fn kubelet_client_ca_pem(&self) -> &str {
+        self.kubelet.ca_pem()
+    }
+
     /// The bound address (the real port when configured with port 0).
     pub fn address(&self) -> SocketAddr {
         self.address

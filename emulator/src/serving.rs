@@ -31,6 +31,8 @@ pub(crate) struct Parts {
     pub watch: WatchConfig,
     pub requests: RequestLog,
     pub workers: usize,
+    pub kubelet: Arc<crate::kubelet_client::KubeletClient>,
+    pub kubelet_address_types: Vec<String>,
 }
 
 /// The running actix-web server, if any, for a handle dropped without an async shutdown.
@@ -50,6 +52,8 @@ pub(crate) fn start_http(
         watch: parts.watch.clone(),
         requests: parts.requests.clone(),
         shutdown: ending,
+        kubelet: Arc::clone(&parts.kubelet),
+        kubelet_address_types: parts.kubelet_address_types.clone(),
     });
     let fault_data = web::Data::new(parts.faults.clone());
     Ok(HttpServer::new(move || {

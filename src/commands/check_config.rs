@@ -3,11 +3,17 @@
 
 use std::path::Path;
 
-use crate::{config::Config, daemon::EXIT_CONFIG};
+use crate::{config::Config, daemon::EXIT_CONFIG, kubelet_api};
 
 pub fn run(file: &Path) -> u8 {
-    match Config::load(file) {
-        Ok(_) => {
+    // The kubelet API's certificate, key and client CA are read as the daemon would read them.
+    let checked = Config::load(file)
+        .map_err(|error| error.to_string())
+        .and_then(|config| {
+            kubelet_api::tls::check(&config).map_err(|error| format!("{}: {error}", file.display()))
+        });
+    match checked {
+        Ok(()) => {
             println!("{}: OK", file.display());
             0
         }

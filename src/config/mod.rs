@@ -6,6 +6,7 @@
 mod duration;
 mod endpoint;
 mod fleet;
+mod kubelet_api;
 mod model;
 pub mod reference;
 mod settings;
@@ -16,6 +17,10 @@ use std::path::{Path, PathBuf};
 pub use duration::{DurationError, GoDuration};
 pub use endpoint::{EndpointError, socket_path};
 pub use fleet::{FleetSizeError, generated_name, with_generated};
+pub use kubelet_api::{
+    AnonymousAuthentication, AuthorizationMode, KubeletAuthentication, KubeletAuthorization,
+    WebhookAuthentication, WebhookAuthorization, X509Authentication,
+};
 pub use model::{
     BackoffConfig, Config, DebugConfig, FaultInjectionConfig, FleetNodeConfig, RuntimeKind,
     StandaloneConfig, SupervisionConfig, TaintConfig,

@@ -6,7 +6,10 @@ use std::{collections::BTreeMap, num::NonZeroU32, path::PathBuf, time::Duration}
 
 use serde::{Deserialize, Serialize};
 
-use super::duration::GoDuration;
+use super::{
+    duration::GoDuration,
+    kubelet_api::{self, KubeletAuthentication, KubeletAuthorization},
+};
 
 fn seconds(value: u64) -> GoDuration {
     GoDuration(Duration::from_secs(value))
@@ -65,9 +68,34 @@ pub struct Config {
     /// Empty: the host's default-route address.
     #[serde(default, rename = "nodeIP")]
     pub node_ip: Vec<String>,
-    /// The kubelet port reported in `daemonEndpoints` (10250).
+    /// The kubelet API's HTTPS port, served on `address` and reported in `daemonEndpoints`
+    /// (10250; 0: one the kernel picks, reported as bound).
     #[serde(default = "default_port")]
     pub port: u16,
+    /// The IP the kubelet API listens on (`0.0.0.0`).
+    #[serde(default = "kubelet_api::default_address")]
+    pub address: String,
+    /// The unauthenticated read-only port; 0 (off) is the only value nodepulse accepts.
+    #[serde(default)]
+    pub read_only_port: u16,
+    /// The plain-HTTP `/healthz` listener for local supervisors (`127.0.0.1:10248`; port 0: off).
+    #[serde(default = "kubelet_api::default_healthz_bind_address")]
+    pub healthz_bind_address: String,
+    #[serde(default = "kubelet_api::default_healthz_port")]
+    pub healthz_port: u16,
+    /// The kubelet API's serving certificate (PEM, the chain after the leaf) and key; both
+    /// unset: a self-signed pair under `<rootDir>/pki`, made once, as the kubelet does.
+    #[serde(default)]
+    pub tls_cert_file: Option<PathBuf>,
+    #[serde(default)]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// `VersionTLS12` (the default when unset) or `VersionTLS13`.
+    #[serde(default)]
+    pub tls_min_version: Option<String>,
+    #[serde(default)]
+    pub authentication: KubeletAuthentication,
+    #[serde(default)]
+    pub authorization: KubeletAuthorization,
     /// Where the host's root filesystem is mounted (`/`; `/host` in a container that mounts
     /// the host's `/` there). The resource signals (`/proc`, the root cgroup) and `rootDir` are
     /// read under it, so a containerised nodepulse measures the host and not its own cgroup.
@@ -394,6 +422,11 @@ impl Config {
             }
             None => Duration::from_secs(300),
         }
+    }
+
+    /// Where the self-signed serving certificate goes (the kubelet's `--cert-dir` default).
+    pub fn cert_dir_on_host(&self) -> PathBuf {
+        self.root_dir_on_host().join("pki")
     }
 
     /// `rootDir` as nodepulse sees it: under `hostRoot`.

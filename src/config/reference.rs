@@ -93,7 +93,64 @@ pub const FIELDS: &[FieldDoc] = &[
         "nodeIP",
         "the Node's addresses (up to two, one per family), checked against the host's interfaces; none: the default-route address",
     ),
-    field("port", "the kubelet port reported in `daemonEndpoints`"),
+    field(
+        "port",
+        "the kubelet API's HTTPS port: served on `address` and reported in `daemonEndpoints` (0: a port the kernel picks, reported as bound; the kubelet refuses 0). Only a single `runtime: cri` node serves the API",
+    ),
+    field("address", "the IP the kubelet API (`port`) listens on"),
+    field(
+        "readOnlyPort",
+        "the kubelet's unauthenticated read-only port; not served by nodepulse, so only 0 is accepted",
+    ),
+    field(
+        "healthzBindAddress",
+        "the IP of the plain-HTTP `/healthz` listener",
+    ),
+    field("healthzPort", "its port; 0 turns it off, as in the kubelet"),
+    field_defaulting(
+        "tlsCertFile",
+        "none",
+        "the kubelet API's serving certificate (PEM, leaf first); with `tlsPrivateKeyFile`. Unset: `<rootDir>/pki/kubelet.crt` and `kubelet.key`, self-signed once as the kubelet does. An unreadable or mismatched pair is an error at start and from `check-config`",
+    ),
+    field_defaulting(
+        "tlsPrivateKeyFile",
+        "none",
+        "the private key (PEM: PKCS#8, PKCS#1 or SEC1) of `tlsCertFile`",
+    ),
+    field_defaulting(
+        "tlsMinVersion",
+        "`VersionTLS12`",
+        "the lowest TLS version the kubelet API accepts: `VersionTLS12` or `VersionTLS13`",
+    ),
+    field_defaulting(
+        "authentication.x509.clientCAFile",
+        "none",
+        "client certificates that chain to these CAs (PEM bundle) authenticate as their Subject CN (user) and O (groups); the API server's kubelet-client certificate is the usual one",
+    ),
+    field(
+        "authentication.webhook.enabled",
+        "bearer tokens are checked with a TokenReview (nodepulse needs `create tokenreviews`)",
+    ),
+    field(
+        "authentication.webhook.cacheTTL",
+        "how long a TokenReview's answer, either way, is reused",
+    ),
+    field(
+        "authentication.anonymous.enabled",
+        "requests without credentials are served as `system:anonymous` (then authorized like any other)",
+    ),
+    field(
+        "authorization.mode",
+        "`Webhook`: a SubjectAccessReview per request (nodepulse needs `create subjectaccessreviews`); `AlwaysAllow`: every authenticated request is allowed",
+    ),
+    field(
+        "authorization.webhook.cacheAuthorizedTTL",
+        "how long an allowing SubjectAccessReview is reused",
+    ),
+    field(
+        "authorization.webhook.cacheUnauthorizedTTL",
+        "how long a denying one is reused",
+    ),
     field(
         "hostRoot",
         "where the host's root filesystem is mounted (`/host` in a container that mounts the host's `/` there): `/proc` (meminfo, loadavg, PID limits), the root cgroup under `/sys/fs/cgroup` and `rootDir` are read under it; must exist and hold `proc/meminfo` (checked at start and by `check-config`); node facts (machine-id, addresses) still come from nodepulse's own `/`",

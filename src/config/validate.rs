@@ -264,6 +264,49 @@ fn validate_endpoints(config: &Config, problems: &mut Problems) {
         "standalone.apiAddress",
         &config.standalone.api_address,
     ));
+    validate_kubelet_api(config, problems);
+}
+
+/// The kubelet API's listeners and TLS settings; whether the files they name hold a usable
+/// certificate and key is checked where they are loaded (at start, and by `check-config`).
+fn validate_kubelet_api(config: &Config, problems: &mut Problems) {
+    let ip = |field: &str, value: &str| {
+        value
+            .parse::<std::net::IpAddr>()
+            .map(|_| ())
+            .map_err(|_| invalid(field, value, "expected an IP address, such as 0.0.0.0"))
+    };
+    problems.check(ip("address", &config.address));
+    problems.check(ip("healthzBindAddress", &config.healthz_bind_address));
+    if config.read_only_port != 0 {
+        problems.push(invalid(
+            "readOnlyPort",
+            config.read_only_port,
+            "nodepulse does not serve the unauthenticated read-only port: leave it at 0",
+        ));
+    }
+    match (&config.tls_cert_file, &config.tls_private_key_file) {
+        (Some(_), None) => problems.push(invalid(
+            "tlsPrivateKeyFile",
+            "",
+            "tlsCertFile is set, so its private key file is required too",
+        )),
+        (None, Some(_)) => problems.push(invalid(
+            "tlsCertFile",
+            "",
+            "tlsPrivateKeyFile is set, so its certificate file is required too",
+        )),
+        _ => {}
+    }
+    if let Some(version) = &config.tls_min_version
+        && !matches!(version.as_str(), "VersionTLS12" | "VersionTLS13")
+    {
+        problems.push(invalid(
+            "tlsMinVersion",
+            version,
+            "expected VersionTLS12 or VersionTLS13",
+        ));
+    }
 }
 
 /// The one check that looks at the filesystem: a `hostRoot` whose mount is missing would
@@ -441,6 +484,35 @@ mod tests {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_kubelet_api_settings_are_refused_naming_the_field() {
+        for (yaml, field) in [
+            ("address: everywhere\n", "address"),
+            ("healthzBindAddress: localhost\n", "healthzBindAddress"),
+            ("readOnlyPort: 10255\n", "readOnlyPort"),
+            ("tlsCertFile: /etc/kubelet.crt\n", "tlsPrivateKeyFile"),
+            ("tlsPrivateKeyFile: /etc/kubelet.key\n", "tlsCertFile"),
+            ("tlsMinVersion: VersionTLS10\n", "tlsMinVersion"),
+        ] {
+            assert_eq!(refusal(yaml).0, field, "{yaml}");
+        }
+        let config = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
+        assert_eq!(
+            (config.address.as_str(), config.port, config.read_only_port),
+            ("0.0.0.0", 10250, 0)
+        );
+        assert_eq!(
+            (config.healthz_bind_address.as_str(), config.healthz_port),
+            ("127.0.0.1", 10248)
+        );
+        assert!(config.authentication.webhook.enabled);
+        assert!(!config.authentication.anonymous.enabled);
+        assert_eq!(
+            config.authorization.mode,
+            crate::config::AuthorizationMode::Webhook
+        );
     }
 
     #[test]

@@ -12,11 +12,11 @@ use nodepulse_actors::ports::{
 
 use super::proto;
 
-fn map(labels: &Labels) -> HashMap<String, String> {
+pub(super) fn map(labels: &Labels) -> HashMap<String, String> {
     labels.clone().into_iter().collect()
 }
 
-fn labels(map: HashMap<String, String>) -> Labels {
+pub(super) fn labels(map: HashMap<String, String>) -> Labels {
     map.into_iter().collect()
 }
 
@@ -64,7 +64,7 @@ fn sandbox_metadata(metadata: &SandboxMetadata) -> proto::PodSandboxMetadata {
     }
 }
 
-fn metadata_of(metadata: Option<proto::PodSandboxMetadata>) -> SandboxMetadata {
+pub(super) fn metadata_of(metadata: Option<proto::PodSandboxMetadata>) -> SandboxMetadata {
     let metadata = metadata.unwrap_or_default();
     SandboxMetadata {
         name: metadata.name,

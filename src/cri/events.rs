@@ -77,4 +77,4 @@ fn stream_error(failure: UnaryFailure, socket: &Path, timeout: Duration) -> Cont
 
 #[cfg(test)]
 #[path = "events_tests.rs"]
-mod tests;
+pub(super) mod tests;

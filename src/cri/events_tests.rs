@@ -18,12 +18,12 @@ use tonic::Status;
 
 use super::super::{CriClient, proto};
 
-type Events = mpsc::UnboundedReceiver<proto::ContainerEventResponse>;
+pub(in crate::cri) type Events = mpsc::UnboundedReceiver<proto::ContainerEventResponse>;
 type EventStream = BoxStream<'static, Result<proto::ContainerEventResponse, Status>>;
 
 /// A runtime on `path` whose GetContainerEvents streams what `events` receives (every other
 /// call, and this one when `events` is `None`, is Unimplemented).
-fn serve(path: &Path, events: Option<Events>) -> JoinHandle<()> {
+pub(in crate::cri) fn serve(path: &Path, events: Option<Events>) -> JoinHandle<()> {
     let listener = UnixListener::bind(path).expect("bind");
     let events = Arc::new(Mutex::new(events));
     tokio::spawn(async move {

@@ -1,16 +1,21 @@
-//! The CRI adapter: [`RuntimeService`] over the container runtime's unix socket with tonic,
-//! using the hand-written messages in [`proto`]. Every call is bounded by
-//! `runtimeRequestTimeout`; a broken or timed-out connection is dropped so the next call dials
-//! afresh (a runtime that restarted is found again without restarting nodepulse). The pod
-//! calls ([`ContainerRuntime`](nodepulse_actors::ports::ContainerRuntime)) are in [`pods`].
+//! The CRI adapter: one client per node over the container runtime's unix socket with tonic,
+//! using the hand-written messages in [`proto`]. It is [`RuntimeService`] here (the signal
+//! actors' calls), [`ContainerRuntime`](nodepulse_actors::ports::ContainerRuntime) in [`pods`]
+//! (the pod provider's and the prober's). Every call is bounded by `runtimeRequestTimeout`; a
+//! broken or timed-out connection is dropped so the next call dials afresh (a runtime that
+//! restarted is found again without restarting nodepulse).
 
+mod connection_thread;
 mod convert;
 mod events;
 mod oom;
 mod pods;
 pub mod proto;
+mod stats;
+mod streaming;
 
 pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
+pub use streaming::StreamingError;
 
 use std::{
     path::{Path, PathBuf},
@@ -34,17 +39,37 @@ pub struct CriClient {
     timeout: Duration,
     /// The lowest `oom_score_adj` this process may ask for, read once on first use.
     oom_floor: Arc<oom::OomFloor>,
+    /// The thread the connection lives on, for a node's client; kept while a clone is.
+    _connection_thread: Option<Arc<connection_thread::ConnectionThread>>,
 }
 
 impl CriClient {
-    /// A client for `endpoint` (`unix:///run/containerd/containerd.sock`). Nothing is dialled
-    /// until the first call.
+    /// A client for `endpoint` (`unix:///run/containerd/containerd.sock`) whose connection
+    /// runs on the runtime of the call that dials it. Nothing is dialled until the first call.
     pub fn new(endpoint: &str, timeout: Duration) -> Result<Self, EndpointError> {
         Ok(Self {
             grpc: UnixGrpc::new(socket_path(endpoint)?),
             timeout,
             oom_floor: Arc::default(),
+            _connection_thread: None,
         })
+    }
+
+    /// A node's one client, shared by all its parts (the signal actors on their arbiters, the
+    /// pod provider on its thread, the prober, the services): its connection lives on a thread
+    /// of its own, so no caller's stalled runtime holds up another's calls.
+    pub fn for_node(endpoint: &str, timeout: Duration) -> Result<Self, EndpointError> {
+        let mut client = Self::new(endpoint, timeout)?;
+        match connection_thread::ConnectionThread::start() {
+            Ok(thread) => {
+                client.grpc = client.grpc.with_executor(thread.runtime());
+                client._connection_thread = Some(Arc::new(thread));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot start the CRI connection's thread; the connection runs on its callers' runtimes");
+            }
+        }
+        Ok(client)
     }
 
     pub fn socket(&self) -> &Path {
@@ -62,8 +87,25 @@ impl CriClient {
         Request: prost::Message + Send + Sync + 'static,
         Response: prost::Message + Default + Send + Sync + 'static,
     {
+        self.call_as(method, path, request, CallFailure::into_runtime_error)
+    }
+
+    /// One unary call bounded by the request timeout, its failure told as `error` says (the
+    /// signal actors' [`RuntimeError`], the pod calls' error that tells NotFound apart).
+    fn call_as<Request, Response, Error>(
+        &self,
+        method: &'static str,
+        path: &'static str,
+        request: Request,
+        error: fn(CallFailure, &'static str) -> Error,
+    ) -> BoxFuture<'static, Result<Response, Error>>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+        Error: Send + 'static,
+    {
         self.unary(method, path, request, self.timeout)
-            .map(move |result| result.map_err(|failure| failure.into_runtime_error(method)))
+            .map(move |result| result.map_err(|failure| error(failure, method)))
             .boxed()
     }
 
@@ -106,6 +148,16 @@ impl CriClient {
         }
         .boxed()
     }
+}
+
+/// One filesystem's usage; none without the filesystem it is about.
+fn filesystem_usage(fs: proto::FilesystemUsage) -> Option<ImageFsUsage> {
+    let mountpoint = fs.fs_id?.mountpoint;
+    Some(ImageFsUsage {
+        mountpoint: PathBuf::from(mountpoint),
+        used_bytes: fs.used_bytes.map(|used| used.value),
+        inodes_used: fs.inodes_used.map(|used| used.value),
+    })
 }
 
 /// How one call failed: on the way (no socket, no connection, no answer in time), or with the
@@ -187,14 +239,7 @@ impl RuntimeService for CriClient {
                 .await?
                 .image_filesystems
                 .into_iter()
-                .filter_map(|fs| {
-                    let mountpoint = fs.fs_id?.mountpoint;
-                    Some(ImageFsUsage {
-                        mountpoint: PathBuf::from(mountpoint),
-                        used_bytes: fs.used_bytes.map(|used| used.value),
-                        inodes_used: fs.inodes_used.map(|used| used.value),
-                    })
-                })
+                .filter_map(filesystem_usage)
                 .collect())
         }
         .boxed()

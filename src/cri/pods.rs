@@ -30,23 +30,8 @@ impl CallFailure {
 }
 
 impl CriClient {
-    fn pod_call<Request, Response>(
-        &self,
-        method: &'static str,
-        path: &'static str,
-        request: Request,
-    ) -> BoxFuture<'static, ContainerRuntimeResult<Response>>
-    where
-        Request: prost::Message + Send + Sync + 'static,
-        Response: prost::Message + Default + Send + Sync + 'static,
-    {
-        self.unary(method, path, request, self.timeout)
-            .map(move |result| result.map_err(|failure| failure.into_container_error(method)))
-            .boxed()
-    }
-
-    /// A call whose answer `answer` turns into the port's type.
-    fn call_with<Request, Response, Out>(
+    /// A pod call whose answer `answer` turns into the port's type.
+    pub(super) fn call_with<Request, Response, Out>(
         &self,
         method: &'static str,
         path: &'static str,
@@ -58,12 +43,12 @@ impl CriClient {
         Response: prost::Message + Default + Send + Sync + 'static,
         Out: Send + 'static,
     {
-        self.pod_call::<_, Response>(method, path, request)
+        self.call_as(method, path, request, CallFailure::into_container_error)
             .map(|result| result.and_then(answer))
             .boxed()
     }
 
-    fn empty_call<Request>(
+    pub(super) fn empty_call<Request>(
         &self,
         method: &'static str,
         path: &'static str,
@@ -77,7 +62,7 @@ impl CriClient {
 }
 
 /// A field the runtime must answer with; its absence is an incomplete answer.
-fn required<T>(
+pub(super) fn required<T>(
     field: Option<T>,
     method: &'static str,
     name: &'static str,
@@ -108,13 +93,13 @@ impl ContainerRuntime for CriClient {
             config: Some(convert::sandbox_config(&config)),
             runtime_handler,
         };
-        self.pod_call::<_, proto::RunPodSandboxResponse>(
-            "RunPodSandbox",
+        let method = "RunPodSandbox";
+        self.call_with(
+            method,
             paths::RUN_POD_SANDBOX,
             request,
+            |response: proto::RunPodSandboxResponse| Ok(response.pod_sandbox_id),
         )
-        .map(|result| result.map(|response| response.pod_sandbox_id))
-        .boxed()
     }
 
     fn stop_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
@@ -186,13 +171,13 @@ impl ContainerRuntime for CriClient {
             config: Some(convert::container_config(&config, &sandbox, oom_score_adj)),
             sandbox_config: Some(convert::sandbox_config(&sandbox)),
         };
-        self.pod_call::<_, proto::CreateContainerResponse>(
-            "CreateContainer",
+        let method = "CreateContainer";
+        self.call_with(
+            method,
             paths::CREATE_CONTAINER,
             request,
+            |response: proto::CreateContainerResponse| Ok(response.container_id),
         )
-        .map(|result| result.map(|response| response.container_id))
-        .boxed()
     }
 
     fn start_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
@@ -333,9 +318,19 @@ impl ContainerRuntime for CriClient {
             auth: auth.map(convert::auth_config),
             sandbox_config: sandbox.as_ref().map(convert::sandbox_config),
         };
-        self.pod_call::<_, proto::PullImageResponse>("PullImage", paths::PULL_IMAGE, request)
-            .map(|result| result.map(|response| response.image_ref))
-            .boxed()
+        self.call_with(
+            "PullImage",
+            paths::PULL_IMAGE,
+            request,
+            |response: proto::PullImageResponse| Ok(response.image_ref),
+        )
+    }
+
+    fn remove_image(&self, image: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::RemoveImageRequest {
+            image: Some(convert::image_spec(&image)),
+        };
+        self.empty_call("RemoveImage", paths::REMOVE_IMAGE, request)
     }
 }
 

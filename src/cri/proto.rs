@@ -8,12 +8,17 @@ mod container;
 mod events;
 mod image;
 mod sandbox;
+mod stats;
+pub mod streaming;
 
 pub use container::*;
 pub use events::*;
 pub use image::*;
 pub use sandbox::*;
+pub use stats::*;
 
+#[cfg(test)]
+mod stats_wire_tests;
 #[cfg(test)]
 mod wire_tests;
 
@@ -168,6 +173,11 @@ pub mod paths {
     pub const IMAGE_STATUS: &str = "/runtime.v1.ImageService/ImageStatus";
     pub const PULL_IMAGE: &str = "/runtime.v1.ImageService/PullImage";
     pub const LIST_IMAGES: &str = "/runtime.v1.ImageService/ListImages";
+    pub const REMOVE_IMAGE: &str = "/runtime.v1.ImageService/RemoveImage";
+    pub const CONTAINER_STATS: &str = "/runtime.v1.RuntimeService/ContainerStats";
+    pub const LIST_CONTAINER_STATS: &str = "/runtime.v1.RuntimeService/ListContainerStats";
+    pub const POD_SANDBOX_STATS: &str = "/runtime.v1.RuntimeService/PodSandboxStats";
+    pub const LIST_POD_SANDBOX_STATS: &str = "/runtime.v1.RuntimeService/ListPodSandboxStats";
 }
 
 #[cfg(test)]

@@ -160,10 +160,11 @@ fn start_node(
     let mut supervision = supervisor_config(&settings.config, &node.name);
     supervision.shared_arbiters = Some(arbiters.clone());
     let api: Arc<dyn crate::node::ApiPorts> = Arc::clone(api) as _;
-    let (builder, _addresses) = NodeActors::new(&settings)
+    let (builder, _node) = NodeActors::new(&settings)
         .api(api)
         .resources(resources)
         .without_plugin_watcher()
+        .without_shared_pod_source()
         .add_to(Supervisor::builder(supervision))
         // The whole node with an API: nothing for the wiring to refuse.
         .expect("a whole node is wired");

@@ -21,6 +21,7 @@ mod pods;
 mod reachability;
 mod resume;
 mod retry_after;
+mod services;
 mod shared_watch;
 pub mod storage;
 mod volume_sources;
@@ -196,6 +197,9 @@ pub struct KubeApi {
     reachability: Arc<Reachability>,
     /// The probe that notices the server's return; ends with this.
     prober: tokio::task::AbortHandle,
+    /// Every Service, for service-link variables: watched from the first ask on, once for all
+    /// the pods this client serves.
+    services: std::sync::OnceLock<Arc<services::ServiceCache>>,
 }
 
 impl KubeApi {
@@ -251,6 +255,7 @@ impl KubeApi {
             runtime: tokio::runtime::Handle::current(),
             reachability,
             prober,
+            services: std::sync::OnceLock::new(),
         }))
     }
 

@@ -10,12 +10,12 @@ use k8s_openapi::api::{
 };
 use kube::api::{Api, PostParams};
 use nodepulse_actors::{
-    ports::{ApiError, ApiResult},
+    ports::{ApiError, ApiResult, ServiceLister},
     volume_manager::VolumeSourceApi,
     volume_manager::content::{TokenSpec, token::IssuedToken},
 };
 
-use super::{KubeApi, timed};
+use super::{KubeApi, services::ServiceCache, timed};
 
 /// The TokenRequest the kubelet posts for a projected token: the spec's audiences and
 /// expiration, bound to the pod.
@@ -36,6 +36,17 @@ pub fn token_request(spec: &TokenSpec) -> TokenRequest {
 }
 
 impl VolumeSourceApi for KubeApi {
+    fn services(&self) -> Option<std::sync::Arc<dyn ServiceLister>> {
+        let cache = self.services.get_or_init(|| {
+            std::sync::Arc::new(ServiceCache::start(
+                self.main.clone(),
+                self.reachability.recovery(),
+                &self.runtime,
+            ))
+        });
+        Some(std::sync::Arc::clone(cache) as std::sync::Arc<dyn ServiceLister>)
+    }
+
     fn get_config_map(
         &self,
         namespace: &str,

@@ -8,7 +8,7 @@ use std::{io, net::IpAddr, path::PathBuf, sync::Arc};
 use nodepulse_actors::{
     node_status::NodeView,
     pods::{
-        PodLifecycleProvider, Start,
+        PodLifecycleProvider, PodsPublisher, Start,
         cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
     ports::{HealthChecks, MachineFacts},
@@ -37,6 +37,9 @@ pub enum CriStartError {
         #[source]
         source: io::Error,
     },
+    /// The node was wired without a CRI client (a wiring defect, not the host's).
+    #[error("this node has no CRI client")]
+    NoClient,
     /// The host refused a thread; retrying may help.
     #[error("cannot start the CRI engine's thread: {0}")]
     Thread(#[source] io::Error),
@@ -45,6 +48,8 @@ pub enum CriStartError {
 /// Everything the provider is built from, owned so it can be built again later.
 pub(super) struct CriStart {
     pub config: Config,
+    /// The node's one CRI client, or why its endpoint cannot be used (`None`: none was made).
+    pub client: Option<Result<CriClient, EndpointError>>,
     pub host_ip: Option<IpAddr>,
     pub machine: Arc<dyn MachineFacts>,
     pub volumes: Arc<dyn PodVolumeView>,
@@ -55,6 +60,8 @@ pub(super) struct CriStart {
     pub node_view: Option<Arc<NodeView>>,
     /// Where the started engine's PLEG health is registered.
     pub health_checks: Arc<HealthChecks>,
+    /// Where the engine publishes its pods for readers outside the actors.
+    pub pods_view: PodsPublisher,
 }
 
 impl CriStart {
@@ -67,8 +74,7 @@ impl CriStart {
         })
     }
 
-    /// The CRI provider, on a client of its own (its connection lives on the provider's
-    /// thread); containers mount what the volume manager set up and read ConfigMaps and
+    /// The CRI provider, on the node's CRI client; containers mount what the volume manager set up and read ConfigMaps and
     /// Secrets through the volume manager's port.
     fn build(&self) -> Result<CriPods, CriStartError> {
         let config = &self.config;
@@ -78,11 +84,11 @@ impl CriStart {
                 source,
             }
         })?;
-        let client = CriClient::new(
-            &config.container_runtime_endpoint,
-            config.runtime_request_timeout.0,
-        )
-        .map_err(CriStartError::Endpoint)?;
+        let client = match &self.client {
+            Some(Ok(client)) => client.clone(),
+            Some(Err(error)) => return Err(CriStartError::Endpoint(error.clone())),
+            None => return Err(CriStartError::NoClient),
+        };
         let mut host_ips: Vec<String> = config.node_ip.clone();
         if host_ips.is_empty() {
             host_ips.extend(self.host_ip.map(|ip| ip.to_string()));
@@ -107,7 +113,8 @@ impl CriStart {
         let mut pods = CriPods::on_own_thread(settings, client, Some(Arc::clone(&self.volumes)))
             .map_err(CriStartError::Thread)?
             .with_objects(Arc::clone(&self.api) as Arc<dyn VolumeSourceApi>)
-            .with_http_hooks(hooks);
+            .with_http_hooks(hooks)
+            .with_pods_view(self.pods_view.clone());
         if let Some((prober, kept)) = &self.prober {
             let results = ProbeResults::new(kept.memory.clone());
             pods = pods.with_prober(prober.clone(), results);

@@ -10,6 +10,8 @@
 
 mod cri_start;
 mod csi;
+mod handle;
+mod pod_source;
 mod prober;
 mod resources;
 mod runtime;
@@ -23,18 +25,18 @@ use nodepulse_actors::{
     lease::LeaseActor,
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
-    pods::PodLifecycleActor,
+    pods::{PodLifecycleActor, PodsPublisher},
     ports::{CsiNodeApi, LeaseApi, NodeApi, PodApi, PodStatsSource},
-    prober::{ProberActor, ProberKept},
+    prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{RuntimeProbeActor, UpdatePodCidr},
     status_manager::StatusManagerActor,
     volume_manager::VolumeManagerActor,
     volume_manager::{StorageApi, VolumeSourceApi},
 };
-use nodepulse_supervisor::{Mailbox, Recipient, Supervisor, SupervisorBuilder, SupervisorHandle};
+use nodepulse_supervisor::{Mailbox, Recipient, Supervisor, SupervisorBuilder};
 
+pub use handle::{NodeHandle, NodeViews, WiredNode};
 pub use resources::NodeResources;
-pub use runtime::runtime;
 pub use settings::{eviction_settings, node_status_settings, supervisor_config};
 
 use crate::config::{RuntimeKind, Settings};
@@ -124,6 +126,7 @@ pub struct NodeActors {
     signal_reports: Option<(Recipient<RuntimeHealth>, Recipient<PressureChanged>)>,
     pod_cidr: Option<Recipient<UpdatePodCidr>>,
     plugin_watcher: bool,
+    shared_pod_source: bool,
 }
 
 impl NodeActors {
@@ -137,6 +140,7 @@ impl NodeActors {
             signal_reports: None,
             pod_cidr: None,
             plugin_watcher: true,
+            shared_pod_source: true,
         }
     }
 
@@ -178,6 +182,15 @@ impl NodeActors {
         self
     }
 
+    /// The pod lifecycle actor and the volume manager each take their own `watch_pods` from
+    /// the API port instead of one pod source (a fleet's port already shares one watch among
+    /// its nodes and keeps their pods: a source per node would keep them twice).
+    #[must_use]
+    pub fn without_shared_pod_source(mut self) -> Self {
+        self.shared_pod_source = false;
+        self
+    }
+
     /// NodeStatus pushes a changed pod CIDR here instead of to the runtime and the pods'
     /// provider (tests that record it).
     #[must_use]
@@ -187,17 +200,17 @@ impl NodeActors {
     }
 
     /// Starts the node under a supervisor configured as the settings say.
-    pub fn start(self) -> Result<(SupervisorHandle, NodeAddresses), WiringError> {
+    pub fn start(self) -> Result<NodeHandle, WiringError> {
         let supervisor = supervisor_config(&self.settings.config, &self.settings.node_name);
-        let (builder, addresses) = self.add_to(Supervisor::builder(supervisor))?;
-        Ok((builder.start(), addresses))
+        let (builder, node) = self.add_to(Supervisor::builder(supervisor))?;
+        Ok(node.started(builder.start()))
     }
 
     /// Adds the node's actors to `builder` (whose configuration the caller chose).
     pub fn add_to(
         self,
         builder: SupervisorBuilder,
-    ) -> Result<(SupervisorBuilder, NodeAddresses), WiringError> {
+    ) -> Result<(SupervisorBuilder, WiredNode), WiringError> {
         let Self {
             settings,
             resources,
@@ -206,6 +219,7 @@ impl NodeActors {
             signal_reports,
             pod_cidr,
             plugin_watcher,
+            shared_pod_source,
         } = self;
         if (parts.heartbeat || parts.pods) && api.is_none() {
             return Err(WiringError::NoApi);
@@ -225,6 +239,7 @@ impl NodeActors {
         let resources = resources.unwrap_or_else(|| NodeResources::for_host(&settings));
         let runs_containers = settings.config.runtime == RuntimeKind::Cri;
         let prober = (parts.pods && parts.prober && runs_containers).then(ProberKept::default);
+        let cri = resources.cri.clone().filter(|_| runs_containers);
         let wiring = Wiring {
             settings: &settings,
             resources: &resources,
@@ -232,8 +247,11 @@ impl NodeActors {
             parts,
             pod_cidr,
             plugin_watcher,
+            shared_pod_source,
             node_view: Arc::default(),
+            pods_view: PodsPublisher::default(),
             prober,
+            cri: cri.as_ref(),
             health_checks: Arc::default(),
         };
         let mut builder = builder;
@@ -241,9 +259,11 @@ impl NodeActors {
             builder = wiring.heartbeat(builder, api, inboxes.node_status, inboxes.lease);
         }
         let mut pod_state = None;
+        let mut volumes = None;
         if let Some(api) = api.filter(|_| parts.pods) {
             let (volume_memory, volume_view) = wiring.volume_memory();
-            let state = wiring.pod_state(volume_view, &api);
+            volumes = Some(volume_view.clone());
+            let state = wiring.pod_state(Arc::new(volume_view), &api);
             builder = wiring.pods(
                 builder,
                 &api,
@@ -270,6 +290,20 @@ impl NodeActors {
                 inboxes.eviction_signal,
             );
         }
-        Ok((builder, addresses))
+        let views = NodeViews {
+            node: Arc::clone(&wiring.node_view),
+            pods: wiring.pods_view.view(),
+            volumes,
+            probes: (wiring.prober.as_ref()).map(|kept| ProbeResults::new(kept.memory.clone())),
+        };
+        let runtime = cri.and_then(Result::ok);
+        Ok((
+            builder,
+            WiredNode {
+                addresses,
+                runtime,
+                views,
+            },
+        ))
     }
 }

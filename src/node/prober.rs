@@ -1,5 +1,5 @@
 //! The prober's part of a `runtime: cri` node: ProberActor running the kubelet's four probe
-//! mechanisms (`crate::prober::ProbeHandlers`, exec over a CRI client of its own), telling
+//! mechanisms (`crate::prober::ProbeHandlers`, exec over the node's CRI client), telling
 //! StatusManager of readiness and the pod lifecycle actor of everything it publishes. Its
 //! results and pods outlive its instances in the `ProberKept` the pods' provider also reads.
 
@@ -12,27 +12,20 @@ use nodepulse_actors::{
 use nodepulse_supervisor::{ChildSpec, Inbox, SupervisorBuilder};
 
 use super::wiring::Wiring;
-use crate::{cri::CriClient, prober::ProbeHandlers};
+use crate::prober::ProbeHandlers;
 
 impl Wiring<'_> {
     /// ProberActor, after the pod lifecycle actor whose provider feeds it. Without a CRI
-    /// client (a bad endpoint, already reported by the provider) the node runs no prober.
+    /// client (a bad endpoint, already reported) the node runs no prober.
     pub fn prober(
         &self,
         builder: SupervisorBuilder,
         kept: ProberKept,
         inbox: Inbox<ProberActor>,
     ) -> SupervisorBuilder {
-        let config = &self.settings.config;
-        let client = match CriClient::new(
-            &config.container_runtime_endpoint,
-            config.runtime_request_timeout.0,
-        ) {
-            Ok(client) => client,
-            Err(error) => {
-                tracing::error!(%error, "cannot make the prober's CRI client; this node runs no probes");
-                return builder;
-            }
+        let Some(Ok(client)) = self.cri.cloned() else {
+            tracing::error!("no usable CRI client; this node runs no probes");
+            return builder;
         };
         let runner: Arc<dyn ProbeRunner> = Arc::new(ProbeHandlers::new(Arc::new(client)));
         let peers = ProberPeers {

@@ -1,6 +1,7 @@
-//! The container runtime a node's actors talk to: the CRI client the configuration names, or
-//! none for a simulated runtime. An endpoint that cannot be used is reported unreachable,
-//! never pretended healthy.
+//! The container runtime a node's parts talk to: one CRI client per node, built here once from
+//! the configuration and shared by the signal actors, the pod provider, the prober and the
+//! node's handle; none for a simulated runtime. An endpoint that cannot be used is reported
+//! unreachable to the signal actors, never pretended healthy.
 
 use std::sync::Arc;
 
@@ -9,27 +10,38 @@ use nodepulse_actors::ports::{
 };
 
 use crate::{
-    config::{Config, RuntimeKind},
+    config::{Config, EndpointError, RuntimeKind},
     cri::CriClient,
 };
 
-/// The runtime `config` names: a CRI client, or `None` for a simulated one. Validation has
-/// checked the endpoint; should it still not parse, the runtime is reported unreachable (the
-/// node stays NotReady and says why) — never pretended healthy.
-pub fn runtime(config: &Config) -> Option<Arc<dyn RuntimeService>> {
+/// The node's CRI client, or why the endpoint cannot be used; `None` for a simulated runtime.
+/// Validation has checked the endpoint; should it still not parse, it is said once, here.
+pub(super) fn cri_client(config: &Config) -> Option<Result<CriClient, EndpointError>> {
     match config.runtime {
         RuntimeKind::Simulated => None,
-        RuntimeKind::Cri => match CriClient::new(
-            &config.container_runtime_endpoint,
-            config.runtime_request_timeout.0,
-        ) {
-            Ok(client) => Some(Arc::new(client)),
-            Err(error) => {
+        RuntimeKind::Cri => Some(
+            CriClient::for_node(
+                &config.container_runtime_endpoint,
+                config.runtime_request_timeout.0,
+            )
+            .inspect_err(|error| {
                 tracing::error!(%error, "no usable containerRuntimeEndpoint; the runtime is reported unreachable");
-                Some(Arc::new(UnusableEndpoint(error.to_string())))
-            }
-        },
+            }),
+        ),
     }
+}
+
+/// What the signal actors read of the node's runtime `cri`: the client itself, or one whose
+/// every call fails saying why the endpoint cannot be used.
+pub(super) fn runtime(
+    cri: Option<&Result<CriClient, EndpointError>>,
+) -> Option<Arc<dyn RuntimeService>> {
+    cri.map(|cri| -> Arc<dyn RuntimeService> {
+        match cri {
+            Ok(client) => Arc::new(client.clone()),
+            Err(error) => Arc::new(UnusableEndpoint(error.to_string())),
+        }
+    })
 }
 
 /// A runtime behind an endpoint that cannot be used: every call fails, saying why.

@@ -13,10 +13,10 @@ use nodepulse_actors::{
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
     node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
     pods::{
-        self, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, SimulatedPods,
-        SimulatedSettings, StartingProvider,
+        self, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, PodsPublisher,
+        SimulatedPods, SimulatedSettings, StartingProvider,
     },
-    ports::{HealthChecks, LeaseApi, NodeApi, PodApi},
+    ports::{HealthChecks, LeaseApi, NodeApi, PodApi, PodSource},
     prober::{ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
@@ -31,10 +31,11 @@ use nodepulse_supervisor::{
 
 use super::{
     ApiPorts, NodeAddresses, NodeResources, Parts, cri_start::CriStart, csi::csi_ports,
-    eviction_settings, node_status_settings, settings,
+    eviction_settings, node_status_settings, pod_source::SharedPodSource, settings,
 };
 use crate::{
-    config::{RuntimeKind, Settings},
+    config::{EndpointError, RuntimeKind, Settings},
+    cri::CriClient,
     volume::{csi::CsiDrivers, host::DiskVolumeHost},
 };
 
@@ -96,10 +97,16 @@ pub(super) struct Wiring<'a> {
     pub pod_cidr: Option<Recipient<UpdatePodCidr>>,
     /// Whether CSI drivers may register on this node (not on a fleet's simulated nodes).
     pub plugin_watcher: bool,
+    /// Whether the pod actors subscribe to one pod source (else each watches on its own).
+    pub shared_pod_source: bool,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
+    /// Where the CRI provider publishes its pods for readers outside the actors.
+    pub pods_view: PodsPublisher,
     /// The prober's kept state, when this node runs one (`runtime: cri` with the pods).
     pub prober: Option<ProberKept>,
+    /// The node's CRI client (`runtime: cri`), or why the endpoint cannot be used.
+    pub cri: Option<&'a Result<CriClient, EndpointError>>,
     /// The runtime-state health checks NodeStatus's Ready asks (the CRI engine's PLEG).
     pub health_checks: Arc<HealthChecks>,
 }
@@ -195,7 +202,7 @@ impl Wiring<'_> {
 
     /// The volume manager's memory (kept across its restarts) and the view of it the pods'
     /// provider reads.
-    pub fn volume_memory(&self) -> (Kept<VolumeManagerMemory>, Arc<dyn PodVolumeView>) {
+    pub fn volume_memory(&self) -> (Kept<VolumeManagerMemory>, VolumeView) {
         let memory = Kept::<VolumeManagerMemory>::default();
         let volume_settings = settings::volume_manager_settings(self.settings);
         let view = VolumeView::new(
@@ -203,7 +210,7 @@ impl Wiring<'_> {
             volume_settings.node_name,
             volume_settings.dirs,
         );
-        (memory, Arc::new(view))
+        (memory, view)
     }
 
     /// The pods' provider: simulated pods for a simulated runtime, real ones on the CRI
@@ -233,13 +240,15 @@ impl Wiring<'_> {
         })
     }
 
-    /// What the CRI provider is built from (again, after a failed start); containers mount
-    /// what the volume manager set up (`volumes`) and read ConfigMaps and Secrets through the
-    /// volume manager's port; pods are admitted against the Node NodeStatus shares, when this
-    /// node runs NodeStatus.
+    /// What the CRI provider is built from (again, after a failed start): the node's CRI
+    /// client; containers mount what the volume manager set up (`volumes`) and read
+    /// ConfigMaps and Secrets through the volume manager's port; pods are admitted against the
+    /// Node NodeStatus shares, when this node runs NodeStatus; its pods are published in the
+    /// node's `PodsView`.
     fn cri_start(&self, volumes: Arc<dyn PodVolumeView>, api: &Arc<dyn ApiPorts>) -> CriStart {
         CriStart {
             config: self.settings.config.clone(),
+            client: self.cri.cloned(),
             host_ip: self.resources.host_ip,
             machine: Arc::clone(&self.resources.machine),
             volumes,
@@ -247,6 +256,7 @@ impl Wiring<'_> {
             prober: (self.prober.clone()).map(|kept| (self.addresses.prober.recipient(), kept)),
             node_view: self.parts.heartbeat.then(|| Arc::clone(&self.node_view)),
             health_checks: Arc::clone(&self.health_checks),
+            pods_view: self.pods_view.clone(),
         }
     }
 
@@ -257,7 +267,7 @@ impl Wiring<'_> {
         api: &Arc<dyn ApiPorts>,
         memory: Kept<VolumeManagerMemory>,
         inbox: Inbox<VolumeManagerActor>,
-        drivers: CsiDrivers,
+        (drivers, source): (CsiDrivers, Option<Arc<dyn PodSource>>),
     ) -> ChildSpec<VolumeManagerActor> {
         let volume_settings = settings::volume_manager_settings(self.settings);
         let host: Arc<dyn VolumeHost> = Arc::new(DiskVolumeHost::with_tmpfs(
@@ -275,7 +285,7 @@ impl Wiring<'_> {
             pod_lifecycle: Some(self.addresses.pod_lifecycle.recipient()),
         };
         ChildSpec::new(volume_manager::NAME, inbox, move || {
-            VolumeManagerActor::new(
+            let actor = VolumeManagerActor::new(
                 volume_settings.clone(),
                 Arc::clone(&pod_api),
                 Arc::clone(&sources),
@@ -283,7 +293,11 @@ impl Wiring<'_> {
                 memory.clone(),
                 peers.clone(),
             )
-            .with_csi(csi.clone())
+            .with_csi(csi.clone());
+            match &source {
+                Some(source) => actor.with_pod_source(Arc::clone(source)),
+                None => actor,
+            }
         })
     }
 
@@ -300,8 +314,17 @@ impl Wiring<'_> {
         volume_manager_inbox: Inbox<VolumeManagerActor>,
     ) -> SupervisorBuilder {
         let drivers = CsiDrivers::default();
-        let volumes =
-            self.volume_manager(api, volume_memory, volume_manager_inbox, drivers.clone());
+        let source = self
+            .shared_pod_source
+            .then(|| pod_source(api, &self.settings.node_name))
+            .flatten();
+        let shared = source.clone().map(|source| source as Arc<dyn PodSource>);
+        let volumes = self.volume_manager(
+            api,
+            volume_memory,
+            volume_manager_inbox,
+            (drivers.clone(), shared.clone()),
+        );
         let dirs = settings::volume_manager_settings(self.settings).dirs;
         let watcher = self
             .plugin_watcher
@@ -329,12 +352,16 @@ impl Wiring<'_> {
         let to_manager = self.addresses.status_manager.clone();
         let lifecycle_state = Arc::clone(&state);
         let lifecycle = ChildSpec::new(pods::NAME, pod_lifecycle_inbox, move || {
-            PodLifecycleActor::new(
+            let actor = PodLifecycleActor::new(
                 lifecycle_settings.clone(),
                 Arc::clone(&pod_api),
                 Arc::clone(&lifecycle_state),
                 to_manager.clone(),
-            )
+            );
+            match &shared {
+                Some(source) => actor.with_pod_source(Arc::clone(source)),
+                None => actor,
+            }
         });
         let flush = flush_pod_statuses(self.addresses.status_manager.clone(), node_name.clone());
         let stop = stop_provider(Arc::clone(&state));
@@ -343,7 +370,11 @@ impl Wiring<'_> {
             Some(watcher) => builder.child(watcher),
             None => builder,
         };
-        builder.drain_on_shutdown(stop).drain_on_shutdown(flush)
+        let builder = builder.drain_on_shutdown(stop).drain_on_shutdown(flush);
+        match source {
+            Some(source) => builder.drain_on_shutdown(stop_pod_source(source)),
+            None => builder,
+        }
     }
 
     /// RuntimeProbe, then EvictionSignal, reporting to `reports`.
@@ -387,6 +418,23 @@ impl Wiring<'_> {
         });
         builder.child(probe).child(eviction)
     }
+}
+
+/// The node's one pod source, which the pod lifecycle actor and the volume manager subscribe
+/// to: the API watch of the pods bound to `node`, followed on the runtime the node is started
+/// on. Outside a tokio runtime (nothing to follow it on) each actor watches on its own.
+fn pod_source(api: &Arc<dyn ApiPorts>, node: &str) -> Option<Arc<SharedPodSource>> {
+    tokio::runtime::Handle::try_current().ok()?;
+    Some(Arc::new(SharedPodSource::start(vec![api.watch_pods(node)])))
+}
+
+/// At shutdown, with the provider stopped: the pod source stops following the API, so no
+/// pod event reaches an actor that winds down.
+fn stop_pod_source(source: Arc<SharedPodSource>) -> Drain {
+    Box::new(move || {
+        source.stop();
+        Box::pin(async {})
+    })
 }
 
 /// At shutdown: the pod provider stops acting on the runtime (what runs keeps running, for the

@@ -14,6 +14,7 @@ use std::{
 
 use super::{
     FsError,
+    ownership::set_volume_ownership,
     payload_paths::{InvalidPath, clean_payload},
 };
 
@@ -63,6 +64,8 @@ fn io_error(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Atomic
 #[derive(Debug, Clone)]
 pub struct AtomicWriter {
     target_dir: PathBuf,
+    /// The pod's `fsGroup`: each new data set is given to it (read-only bits) before it shows.
+    fs_group: Option<u32>,
 }
 
 impl AtomicWriter {
@@ -70,7 +73,18 @@ impl AtomicWriter {
     pub fn new(target_dir: impl Into<PathBuf>) -> Result<Self, AtomicWriteError> {
         let target_dir = target_dir.into();
         fs::metadata(&target_dir).map_err(io_error("stat target directory", &target_dir))?;
-        Ok(Self { target_dir })
+        Ok(Self {
+            target_dir,
+            fs_group: None,
+        })
+    }
+
+    /// Gives the volume to `fs_group`, as the kubelet's plugins do in the writer's
+    /// permission hook (after the files are written, before `..data` flips to them).
+    #[must_use]
+    pub fn with_fs_group(mut self, fs_group: Option<u32>) -> Self {
+        self.fs_group = fs_group;
+        self
     }
 
     /// Projects `payload` into the target directory, in the kubelet's order of steps.
@@ -173,6 +187,9 @@ impl AtomicWriter {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let swapped = write_payload(payload, &new_dir).and_then(|()| {
+            if let Some(group) = self.fs_group {
+                set_volume_ownership(&self.target_dir, group, true)?;
+            }
             let tmp_link = self.target_dir.join(NEW_DATA_DIR_NAME);
             // A crash between symlink and rename leaves the tmp link behind; the kubelet would
             // fail on it forever, so clear it first.

@@ -1,7 +1,8 @@
 //! [`VolumeHost`] on the real filesystem under `rootDir`: emptyDir and hostPath SetUp, and for
 //! configMap, secret, downwardAPI and projected volumes the kubelet's wrapped emptyDir (on disk
 //! for configMap; a tmpfs for the others when nodepulse may mount, else on disk, said once in
-//! the log) filled by the atomic writer. CSI is refused with the typed "not local" error.
+//! the log) filled by the atomic writer; emptyDir and those given to the pod's `fsGroup`. CSI
+//! is refused with the typed "not local" error.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,6 +16,7 @@ use super::{
     atomic_writer::{AtomicWriteError, AtomicWriter},
     empty_dir::{self, Medium},
     operations::{MemoryBounds, VolumeOpError, set_up_local, tear_down, wrapper_meta_dir},
+    ownership::set_volume_ownership,
     pod_dir::remove_pod_dir,
     reconstruct::reconstruct,
 };
@@ -79,6 +81,7 @@ impl DiskVolumeHost {
         empty_dir::set_up(&dir, &meta, self.wrapper_medium(volume.plugin, bounds))
             .map_err(|e| failed(VolumeOpError::from(e)))?;
         AtomicWriter::new(&dir)
+            .map(|writer| writer.with_fs_group(context.fs_group))
             .and_then(|writer| writer.write(content))
             .map(|_| ())
             .map_err(written)
@@ -152,7 +155,20 @@ impl VolumeHost for DiskVolumeHost {
             Plugin::ConfigMap | Plugin::Secret | Plugin::DownwardApi | Plugin::Projected => {
                 self.set_up_api_volume(volume, context, bounds)
             }
-            Plugin::EmptyDir | Plugin::HostPath | Plugin::Csi => {
+            Plugin::EmptyDir => {
+                set_up_local(&self.dirs, context.pod_uid, volume, bounds).map_err(failed)?;
+                let Some(group) = context.fs_group else {
+                    return Ok(());
+                };
+                let dir = self
+                    .dirs
+                    .volume_dir(context.pod_uid, volume.plugin, &volume.name);
+                set_volume_ownership(&dir, group, false).map_err(|error| VolumeHostError {
+                    message: error.to_string(),
+                    retryable: true,
+                })
+            }
+            Plugin::HostPath | Plugin::Csi => {
                 set_up_local(&self.dirs, context.pod_uid, volume, bounds).map_err(failed)
             }
         }

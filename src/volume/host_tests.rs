@@ -44,6 +44,7 @@ fn api_volumes_are_written_through_the_atomic_writer_and_torn_down_whole() {
             pod_memory_limit: None,
             allocatable: &allocatable,
             content: Some(&content),
+            fs_group: None,
         };
         host.set_up(volume, context).unwrap();
         let dir = host.dirs().volume_dir("u1", volume.plugin, &volume.name);
@@ -85,6 +86,7 @@ fn csi_is_refused_with_the_typed_error_not_faked() {
                 pod_memory_limit: None,
                 allocatable: &allocatable,
                 content: None,
+                fs_group: None,
             },
         )
         .unwrap_err();

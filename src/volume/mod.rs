@@ -11,6 +11,7 @@ pub mod host;
 pub mod host_path;
 pub mod mount;
 pub mod operations;
+pub mod ownership;
 pub mod payload_paths;
 pub mod plugin_watcher;
 pub mod plugin_watcher_actor;

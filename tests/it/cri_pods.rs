@@ -35,7 +35,7 @@ use nodepulse_actors::{
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::{Value, json};
 
-const NAMESPACE: &str = "default";
+pub(crate) const NAMESPACE: &str = "default";
 
 /// A shell that runs until SIGTERM, which ends it with 0; `/tmp/trapped` says its traps are
 /// set (a signal that comes first finds PID 1 without a handler, and is ignored).

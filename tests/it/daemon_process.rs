@@ -111,10 +111,29 @@ impl Running {
     }
 }
 
-fn config_file(yaml: &str) -> tempfile::NamedTempFile {
+/// A configuration file holding `yaml`, and a root dir of its own: a daemon of the default
+/// `runtime: cri` serves the kubelet API, whose self-signed certificate goes under the root
+/// dir, on ports the kernel picks (these tests run side by side).
+struct ConfigFile {
+    file: tempfile::NamedTempFile,
+    _root: tempfile::TempDir,
+}
+
+impl ConfigFile {
+    fn path(&self) -> &std::path::Path {
+        self.file.path()
+    }
+}
+
+fn config_file(yaml: &str) -> ConfigFile {
+    let root = tempfile::tempdir().expect("root dir");
     let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    file.write_all(yaml.as_bytes()).expect("write");
-    file
+    let mut own = String::from("port: 0\nhealthzPort: 0\n");
+    if !yaml.contains("rootDir:") {
+        own.push_str(&format!("rootDir: {}\n", root.path().display()));
+    }
+    write!(file, "{own}{yaml}").expect("write");
+    ConfigFile { file, _root: root }
 }
 
 #[test]
@@ -187,11 +206,7 @@ fn standalone_mode_serves_an_api_and_writes_a_kubeconfig_for_it() {
 }
 
 /// `nodepulse --standalone` with `config` and `TMPDIR` set to `tmpdir`, logging JSON.
-fn standalone_in(
-    tmpdir: &std::path::Path,
-    config: &tempfile::NamedTempFile,
-    node: &str,
-) -> Command {
+fn standalone_in(tmpdir: &std::path::Path, config: &ConfigFile, node: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
     command.env("TMPDIR", tmpdir).args([
         "--standalone",
@@ -544,7 +559,7 @@ fn escalation_child_process() {
                 Supervisor::builder(supervisor_config(&settings.config, "escalating-node"))
                     .child(ChildSpec::new("recorder", inbox, store.factory()))
                     .start();
-            daemon::Running::Node(supervisor)
+            daemon::Running::Supervisor(supervisor)
         },
         std::future::pending(),
     ));

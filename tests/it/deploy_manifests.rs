@@ -56,6 +56,7 @@ const DOCUMENTED: &[(&str, &str, &[&str], &str)] = &[
     ("", "events", &["create", "patch"], ""),
     ("", "configmaps", &["get"], ""),
     ("", "secrets", &["get"], ""),
+    ("", "services", &["list", "watch"], ""),
     ("", "serviceaccounts/token", &["create"], ""),
     ("", "persistentvolumeclaims", &["get"], ""),
     ("", "persistentvolumes", &["get"], ""),
@@ -65,6 +66,13 @@ const DOCUMENTED: &[(&str, &str, &[&str], &str)] = &[
         "storage.k8s.io",
         "csinodes",
         &["get", "create", "update", "delete"],
+        "",
+    ),
+    ("authentication.k8s.io", "tokenreviews", &["create"], ""),
+    (
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        &["create"],
         "",
     ),
 ];
@@ -479,8 +487,20 @@ fn the_daemonset_runs_the_node_it_is_on_with_read_only_host_access() {
     let config = Config::parse(text, Source::File(config_path.clone()))
         .unwrap_or_else(|error| panic!("the ConfigMap's configuration is refused: {error}"));
 
-    // Host paths are mounted read-only, and cover what the configuration reads on the host.
+    // Host paths are mounted read-only, and cover what the configuration reads on the host;
+    // the one writable mount is the pod's own emptyDir for the kubelet API's certificate.
     for mount in &mounts {
+        let scratch = volumes
+            .iter()
+            .any(|volume| volume.name == mount.name && volume.empty_dir.is_some());
+        if scratch {
+            assert_eq!(
+                Path::new(&mount.mount_path),
+                config.cert_dir_on_host(),
+                "the only emptyDir holds the self-signed certificate"
+            );
+            continue;
+        }
         assert_eq!(
             mount.read_only,
             Some(true),

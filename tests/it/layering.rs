@@ -13,6 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["daemon", "logging"],
     &["fleet", "standalone"],
     &["node"],
+    &["kubelet_api"],
     &[
         "debug", "kube_api", "cri", "prober", "host", "machine", "volume",
     ],

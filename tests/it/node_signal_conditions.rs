@@ -65,7 +65,7 @@ async fn start_node(
         .resources(resources)
         .start()
         .expect("NodeStatus, Lease and the signal actors are wired")
-        .0
+        .supervisor
 }
 
 /// The condition `kind` of the Node as the API server has it: (status, message).

@@ -5,7 +5,8 @@
 //! UID; a re-created pod is never written with its predecessor's status; the batch pass
 //! repairs a status edited behind nodepulse's back without touching others' conditions;
 //! eviction under pressure picks the pod the kubelet would and never a critical one; killing
-//! the pod actors while pods arrive loses none of them.
+//! the pod actors while pods arrive loses none of them; the pod lifecycle actor and the volume
+//! manager follow one watch of the node's pods, also across their restarts.
 
 use crate::common;
 
@@ -654,9 +655,73 @@ async fn a_quiet_node_keeps_its_watches_open() {
             .count()
     };
     assert_eq!(watches("nodes"), 1, "the Node watch was re-opened");
-    // Two consumers of the node's pods, each with its own watch on a single node (a fleet's
-    // nodes share one): the pod lifecycle actor and the volume manager.
-    assert_eq!(watches("pods"), 2, "a pod watch was re-opened");
+    // The pod lifecycle actor and the volume manager follow the node's one pod source.
+    assert_eq!(watches("pods"), 1, "a pod watch was re-opened");
+}
+
+#[actix_rt::test]
+async fn the_pod_actors_share_one_pod_watch_across_their_restarts() {
+    let cluster = TestCluster::start().await;
+    let Some(emulator) = cluster.emulator.as_ref() else {
+        common::skip::skipped(
+            "the_pod_actors_share_one_pod_watch_across_their_restarts",
+            "the emulator's request log to count watch requests",
+        );
+        return;
+    };
+    let node = unique_node_name("pods-source");
+    let supervisor = start_simulated_node(&cluster.kubeconfig, &node, "").await;
+    let first = format!("{node}-before");
+    create(
+        &cluster.client,
+        &pod_manifest(&first, NAMESPACE, &node, json!({})),
+    )
+    .await;
+    wait_pod(
+        &cluster.client,
+        NAMESPACE,
+        &first,
+        "Running",
+        running_and_ready,
+    )
+    .await;
+    for actor in ["pod-lifecycle", "volume-manager"] {
+        let before = supervisor.actor(actor).expect(actor).restarts;
+        supervisor
+            .kill(actor, KillMode::Stop)
+            .await
+            .expect("the kill is accepted");
+        eventually("the killed actor runs again", || {
+            supervisor.actor(actor).is_some_and(|snapshot| {
+                snapshot.restarts > before && snapshot.state == ChildState::Running
+            })
+        })
+        .await;
+    }
+    // The new instances hear of a pod bound after their restart, through the same source.
+    let second = format!("{node}-after");
+    create(
+        &cluster.client,
+        &pod_manifest(&second, NAMESPACE, &node, json!({})),
+    )
+    .await;
+    wait_pod(
+        &cluster.client,
+        NAMESPACE,
+        &second,
+        "Running",
+        running_and_ready,
+    )
+    .await;
+    let pod_watches = emulator
+        .requests()
+        .iter()
+        .filter(|request| request.verb == Verb::Watch && request.resource == "pods")
+        .count();
+    assert_eq!(
+        pod_watches, 1,
+        "one watch of the node's pods, never re-opened"
+    );
 }
 
 /// Housekeeping passes EvictionSignalActor has made (from its debug state).

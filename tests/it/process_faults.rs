@@ -260,9 +260,12 @@ async fn containerd_killed_and_restarted_turns_the_node_not_ready_and_back_never
     let mut containerd = Containerd::start();
     containerd.write_cni_config();
     let name = unique_node_name("containerd");
+    // Its own root dir (the kubelet API writes its certificate under it) and API ports.
+    let root = crate::common::root_dir::RootDir::new();
     let yaml = format!(
-        "runtime: cri\ncontainerRuntimeEndpoint: {}\nruntimeProbePeriod: 1s\ncontainerRuntimeDownAfter: 3s\nrootDir: /\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n{}",
+        "runtime: cri\ncontainerRuntimeEndpoint: {}\nruntimeProbePeriod: 1s\ncontainerRuntimeDownAfter: 3s\nrootDir: {}\nport: 0\nhealthzPort: 0\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n{}",
         containerd.endpoint(),
+        root.path().display(),
         shortened_intervals(10)
     );
     let daemon = DaemonProcess::start(&cluster.kubeconfig, &name, &yaml).await;

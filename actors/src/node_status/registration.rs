@@ -43,11 +43,13 @@ pub fn registration_backoff(failures: u32) -> Duration {
     crate::retry::doubling_backoff(Duration::from_millis(100), Duration::from_secs(7), failures)
 }
 
-/// The Node to POST, before the status setters run on it.
-pub fn initial_node(name: &str, hostname: &str, settings: &RegistrationSettings) -> Node {
+/// The Node to POST, before the status setters run on it. Its `kubernetes.io/hostname` label is
+/// the node name: the kubelet labels its hostname, which `--hostname-override` (nodepulse's
+/// `nodeName`) sets together with the name.
+pub fn initial_node(name: &str, settings: &RegistrationSettings) -> Node {
     let (os, arch) = platform();
     let mut labels: BTreeMap<String, String> = [
-        ("kubernetes.io/hostname", hostname),
+        ("kubernetes.io/hostname", name),
         ("kubernetes.io/os", os),
         ("kubernetes.io/arch", arch),
         ("beta.kubernetes.io/os", os),
@@ -160,8 +162,7 @@ mod tests {
             provider_id: Some("aws:///eu-west-1a/i-1".into()),
             controller_attach_detach: true,
         };
-        let node =
-            serde_json::to_value(initial_node("worker-1", "worker-1", &settings)).expect("json");
+        let node = serde_json::to_value(initial_node("worker-1", &settings)).expect("json");
         assert_eq!(
             node["metadata"]["labels"]["kubernetes.io/hostname"], "custom",
             "nodeLabels override defaults"
@@ -181,6 +182,16 @@ mod tests {
     }
 
     #[test]
+    fn the_hostname_label_is_the_node_name() {
+        let node = initial_node("np-node", &RegistrationSettings::default());
+        let labels = node.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get("kubernetes.io/hostname").map(String::as_str),
+            Some("np-node")
+        );
+    }
+
+    #[test]
     fn adoption_fixes_default_labels_and_annotation_but_not_custom_labels() {
         let existing: Node = serde_json::from_value(json!({"metadata": {"name": "worker-1", "labels": {"kubernetes.io/os": "windows", "team": "old"}, "annotations": {}},
             "status": {"capacity": {"cpu": "4"}}})).expect("node");
@@ -189,7 +200,7 @@ mod tests {
             controller_attach_detach: true,
             ..RegistrationSettings::default()
         };
-        let mut candidate = initial_node("worker-1", "worker-1", &settings);
+        let mut candidate = initial_node("worker-1", &settings);
         candidate.status =
             serde_json::from_value(json!({"capacity": {"cpu": "2"}, "allocatable": {"cpu": "2"}}))
                 .expect("status");

@@ -99,11 +99,7 @@ pub async fn register(api: Arc<dyn NodeApi>, job: StatusJob) -> Registered {
 }
 
 async fn try_register(api: &dyn NodeApi, job: &StatusJob) -> Result<Registered, ApiError> {
-    let (candidate, report, _) = job.compute(&initial_node(
-        &job.node_name,
-        &job.machine.hostname,
-        &job.registration,
-    ));
+    let (candidate, report, _) = job.compute(&initial_node(&job.node_name, &job.registration));
     match api.create_node(candidate.clone()).await {
         Ok(node) => {
             tracing::info!("successfully registered node");

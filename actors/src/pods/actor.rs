@@ -19,7 +19,7 @@ use super::{
 use crate::{
     clock::{self, WallClock},
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
-    ports::{PodApi, PodEvent, PodWatchEvent},
+    ports::{PodApi, PodEvent, PodSource, PodWatchEvent},
     prober::ProberFeedback,
     runtime_probe::UpdatePodCidr,
     status_manager::StatusManagerActor,
@@ -37,6 +37,8 @@ pub struct PodLifecycleSettings {
 pub struct PodLifecycleActor {
     settings: PodLifecycleSettings,
     api: Arc<dyn PodApi>,
+    /// The node's pod source; `None`: a watch of the API of its own.
+    source: Option<Arc<dyn PodSource>>,
     state: Arc<PodLifecycleState>,
     status_manager: Mailbox<StatusManagerActor>,
     watch_events: u64,
@@ -80,6 +82,7 @@ impl PodLifecycleActor {
             wall_clock: clock::system(),
             settings,
             api,
+            source: None,
             state,
             status_manager,
             watch_events: 0,
@@ -88,6 +91,13 @@ impl PodLifecycleActor {
             wakeup: None,
             ticks: 0,
         }
+    }
+
+    /// Follows the node's pod source instead of a watch of its own.
+    #[must_use]
+    pub fn with_pod_source(mut self, source: Arc<dyn PodSource>) -> Self {
+        self.source = Some(source);
+        self
     }
 
     fn deliver(&self, item: Outgoing) -> Delivery {
@@ -227,7 +237,10 @@ impl Actor for PodLifecycleActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.add_stream(self.api.watch_pods(&self.settings.node_name));
+        ctx.add_stream(match &self.source {
+            Some(source) => source.subscribe(),
+            None => self.api.watch_pods(&self.settings.node_name),
+        });
         let address = ctx.address();
         self.state
             .provider()

@@ -1,8 +1,8 @@
 //! A container's environment as the kubelet's `makeEnvironmentVariables` builds it: `envFrom`
 //! in order (prefix, optional sources skipped), then `env` in order — `$(VAR)`-expanded values,
 //! downward-API `fieldRef` and `resourceFieldRef`, ConfigMap and Secret keys — and `$(VAR)` in
-//! command and args. Pure: objects come through [`EnvSources`]. Service-link variables
-//! (`enableServiceLinks`, `KUBERNETES_SERVICE_HOST`) are not built here.
+//! command and args, then the service-link variables (`service_env`) for names still unset.
+//! Pure: objects come through [`EnvSources`], the Services' variables in the context.
 
 use std::collections::BTreeMap;
 
@@ -59,6 +59,10 @@ pub enum EnvError {
     FileKeyRefUnsupported(String),
     #[error(transparent)]
     Quantity(#[from] QuantityError),
+    /// The Services were never listed: a pod from the API would miss `KUBERNETES_SERVICE_HOST`,
+    /// which in-cluster clients read. Clears up once the watch has listed them.
+    #[error("services have not yet been read at least once, cannot construct envvars")]
+    ServicesNotSynced,
 }
 
 impl EnvError {
@@ -83,6 +87,9 @@ pub struct EnvContext<'a> {
     pub host_ips: &'a [String],
     /// The Node's allocatable: the limit `resourceFieldRef` reports when none is set.
     pub node_allocatable: &'a BTreeMap<String, Quantity>,
+    /// The pod's service-link variables (`service_env`): `$(VAR)` sees them after the
+    /// container's own, and they fill the names the container leaves unset.
+    pub service_env: &'a BTreeMap<String, String>,
 }
 
 /// The container's environment, sorted by name (the kubelet hands CRI a map's order).
@@ -121,7 +128,11 @@ pub fn container_env(
     for variable in container.env.iter().flatten() {
         let value = variable.value.as_deref().unwrap_or_default();
         let resolved = if !value.is_empty() {
-            expand(value, |name| env.get(name).map(String::as_str))
+            expand(value, |name| {
+                (env.get(name))
+                    .or_else(|| context.service_env.get(name))
+                    .map(String::as_str)
+            })
         } else if let Some(source) = &variable.value_from {
             let resolved = if let Some(field) = &source.field_ref {
                 Some(field_value(context, field)?)
@@ -153,6 +164,9 @@ pub fn container_env(
             String::new()
         };
         env.insert(variable.name.clone(), resolved);
+    }
+    for (name, value) in context.service_env {
+        env.entry(name.clone()).or_insert_with(|| value.clone());
     }
     Ok(env.into_iter().collect())
 }

@@ -90,6 +90,7 @@ fn env_of(spec: Value, objects: &Objects) -> Result<Vec<(String, String)>, EnvEr
         pod_ips: &["10.1.0.5".to_owned(), "fd00::5".to_owned()],
         host_ips: &["192.168.1.10".to_owned()],
         node_allocatable: &allocatable,
+        service_env: &BTreeMap::new(),
     };
     container_env(&context, &container(spec), objects)
 }
@@ -402,4 +403,33 @@ fn command_and_args_expand_against_the_final_environment() {
     let (command, args) = expand_command_and_args(&container, &env);
     assert_eq!(command, ["sh", "-c", "echo hello $(MISSING) $(GREETING)"]);
     assert_eq!(args, ["web"]);
+}
+
+#[test]
+fn service_variables_expand_after_the_containers_own_and_fill_only_unset_names() {
+    let pod = pod();
+    let services = BTreeMap::from([
+        ("KUBERNETES_SERVICE_HOST".to_owned(), "10.0.0.1".to_owned()),
+        ("DB_SERVICE_HOST".to_owned(), "10.0.0.7".to_owned()),
+    ]);
+    let context = EnvContext {
+        pod: &pod,
+        pod_ips: &[],
+        host_ips: &[],
+        node_allocatable: &BTreeMap::new(),
+        service_env: &services,
+    };
+    let spec = json!({"env": [
+        {"name": "URL", "value": "http://$(DB_SERVICE_HOST):80"},
+        {"name": "DB_SERVICE_HOST", "value": "mine"},
+    ]});
+    let env = container_env(&context, &container(spec), &Objects { broken: false });
+    assert_eq!(
+        env,
+        vars(&[
+            ("DB_SERVICE_HOST", "mine"),
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("URL", "http://10.0.0.7:80"),
+        ])
+    );
 }

@@ -24,10 +24,12 @@ mod images_tests;
 pub mod ip_pool;
 mod node_affinity;
 pub mod pod_requests;
+mod pods_view;
 mod provider;
 pub mod pull_auth;
 mod pull_backoff;
 mod resource_field;
+pub mod service_env;
 mod simulated;
 mod simulated_status;
 mod starting;
@@ -35,6 +37,9 @@ mod starting;
 mod tests;
 
 pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
+pub use pods_view::{
+    ContainerRecord, PodRecord, PodsPublisher, PodsSnapshot, PodsView, SandboxRecord,
+};
 pub use provider::{Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink};
 pub use simulated::{SimulatedPods, SimulatedSettings};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};

@@ -385,4 +385,14 @@ pub trait ContainerRuntime: Send + Sync + 'static {
         auth: Option<PullAuth>,
         sandbox: Option<SandboxConfig>,
     ) -> BoxFuture<'static, ContainerRuntimeResult<String>>;
+    /// RemoveImage (image garbage collection): idempotent, an image already gone is no error.
+    /// `Unimplemented` for a runtime that removes nothing (the in-memory one).
+    fn remove_image(&self, image: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let _ = image;
+        Box::pin(async {
+            Err(ContainerRuntimeError::Unimplemented {
+                method: "RemoveImage",
+            })
+        })
+    }
 }

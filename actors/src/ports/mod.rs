@@ -13,10 +13,13 @@ mod host;
 mod lease;
 mod machine;
 mod node;
+mod pod_source;
 mod pods;
 mod probe;
 mod recovery;
 mod runtime;
+mod runtime_stats;
+mod services;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
@@ -35,6 +38,7 @@ pub use host::{
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
+pub use pod_source::PodSource;
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub use probe::{
     HTTP_STATUS_FAILURE, ProbeAction, ProbeError, ProbeOutcome, ProbeRunner, ProbeTarget,
@@ -45,3 +49,8 @@ pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
+pub use runtime_stats::{
+    ContainerStatsFilter, ContainerUsage, CpuUsage, InterfaceUsage, MemoryUsage, NetworkUsage,
+    RuntimeStats, SandboxStatsFilter, SandboxUsage, SwapUsage,
+};
+pub use services::{ServiceLink, ServiceLinkPort, ServiceLister};

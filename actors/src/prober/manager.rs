@@ -1,18 +1,24 @@
 //! `ProberManager`: one tokio task per (pod UID, container, probe kind), started when a
 //! container starts and aborted when it stops or the pod goes. Results live in a `Kept`
 //! map outside the manager, so a restarted prober resumes each worker where it was and never
-//! re-publishes an initial not-ready for a container it had already found ready.
+//! re-publishes an initial not-ready for a container it had already found ready. A startup
+//! probe's success wakes the container's readiness worker at once, as the kubelet's manual
+//! trigger does, instead of leaving it to its next period.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use nodepulse_supervisor::Kept;
-use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
+use tokio::{
+    sync::{Notify, mpsc},
+    task::JoinHandle,
+    time::Instant,
+};
 
 use super::{
     output::{ProberOutput, WorkerContext},
     spec::{ProbeKind, ProbeSettings, ProbeSpecError, probe_target},
-    worker::{Reported, WorkerMemory, first_delay, record, should_probe},
+    worker::{ProbeResult, Reported, WorkerMemory, first_delay, record, should_probe},
 };
 use crate::ports::{ProbeOutcome, ProbeRunner};
 
@@ -49,6 +55,8 @@ pub struct ProberManager {
     output: mpsc::Sender<ProberOutput>,
     up_since: Instant,
     workers: BTreeMap<WorkerKey, Worker>,
+    /// Per (pod UID, container): the startup worker's success wakes the readiness worker.
+    started: BTreeMap<(String, String), Arc<Notify>>,
 }
 
 /// A running worker task and the container it probes.
@@ -69,6 +77,7 @@ impl ProberManager {
             output,
             up_since: Instant::now(),
             workers: BTreeMap::new(),
+            started: BTreeMap::new(),
         }
     }
 
@@ -109,6 +118,7 @@ impl ProberManager {
     /// Stops the pod's workers and forgets their results.
     pub fn remove_pod(&mut self, pod_uid: &str) {
         self.stop_where(|key, _| key.pod_uid == pod_uid);
+        self.started.retain(|(uid, _), _| uid != pod_uid);
         self.memory
             .update(|memory| memory.retain(|key, _| key.pod_uid != pod_uid));
     }
@@ -155,6 +165,11 @@ impl ProberManager {
         {
             return Ok(());
         }
+        let started = Arc::clone(
+            self.started
+                .entry((key.pod_uid.clone(), key.container.clone()))
+                .or_default(),
+        );
         let pod_ip = (pod.status.as_ref())
             .and_then(|s| s.pod_ip.clone())
             .unwrap_or_default();
@@ -171,6 +186,7 @@ impl ProberManager {
                 .spec
                 .as_ref()
                 .and_then(|s| s.termination_grace_period_seconds),
+            started,
         };
         let delay = first_delay(
             context.settings.period,
@@ -236,7 +252,14 @@ async fn run_worker(
                 m.next_run = Some(next);
             }
         });
-        tokio::time::sleep_until(next).await;
+        if key.kind == ProbeKind::Readiness {
+            tokio::select! {
+                () = tokio::time::sleep_until(next) => {}
+                () = context.started.notified() => {}
+            }
+        } else {
+            tokio::time::sleep_until(next).await;
+        }
         let started = !context.has_startup_probe
             || context.reported.started
             || context.startup_succeeded(&memory);
@@ -269,6 +292,9 @@ async fn run_worker(
                 .map(|m| record(key.kind, m, settings, &outcome))
         });
         let Some(recorded) = recorded else { return };
+        if key.kind == ProbeKind::Startup && recorded.published == Some(ProbeResult::Success) {
+            context.started.notify_one();
+        }
         for message in context.outputs(recorded) {
             let _ = output.send(message).await;
         }

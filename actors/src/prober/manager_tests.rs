@@ -272,6 +272,37 @@ async fn startup_holds_off_liveness_and_readiness_until_it_succeeds() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn readiness_runs_at_once_when_the_startup_probe_succeeds() {
+    let mut h = harness();
+    let mut slow_readiness = probe("ready", 3);
+    slow_readiness.period_seconds = Some(3600);
+    let container = Container {
+        startup_probe: Some(probe("startup", 100)),
+        readiness_probe: Some(slow_readiness),
+        ..Default::default()
+    };
+    h.runner.set("ready", ProbeOutcome::Success(String::new()));
+    h.manager
+        .add_pod(&pod(container, "Always"), &[running("c1")]);
+    assert_eq!(h.next_decision().await, readiness("c1", false));
+    assert!(h.quiet_for(30).await);
+    h.runner
+        .set("startup", ProbeOutcome::Success(String::new()));
+    let started = ProberOutput::Started {
+        pod_uid: "uid-1".into(),
+        container_id: "c1".into(),
+    };
+    assert_eq!(h.next_decision().await, started);
+    let succeeded = Instant::now();
+    assert_eq!(h.next_decision().await, readiness("c1", true));
+    assert!(
+        succeeded.elapsed() < Duration::from_secs(1),
+        "ready {:?} after startup, not at the readiness probe's next period",
+        succeeded.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_sidecars_readiness_probe_runs_like_a_regular_containers() {
     let mut h = harness();
     let mut pod = pod(Container::default(), "Never");

@@ -53,6 +53,8 @@ pub(super) struct WorkerContext {
     pub restart_never: bool,
     pub pod_grace_seconds: Option<i64>,
     pub reported: Reported,
+    /// Notified when the container's startup probe succeeds (readiness runs at once).
+    pub started: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl WorkerContext {

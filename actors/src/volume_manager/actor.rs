@@ -28,7 +28,7 @@ use super::{
 use crate::{
     clock::{self, WallClock},
     messages::{NodeVolumeFacts, VolumesInUse},
-    ports::{PodApi, PodEvent, PodWatchEvent},
+    ports::{PodApi, PodEvent, PodSource, PodWatchEvent},
     volume_manager::{PodVolumesChanged, SetUpContext, VolumeHost, VolumeSourceApi},
 };
 
@@ -59,6 +59,8 @@ pub struct VolumeManagerPeers {
 pub struct VolumeManagerActor {
     settings: VolumeManagerSettings,
     pods: Arc<dyn PodApi>,
+    /// The node's pod source; `None`: a watch of the API of its own.
+    source: Option<Arc<dyn PodSource>>,
     sources: Arc<dyn VolumeSourceApi>,
     host: Arc<dyn VolumeHost>,
     memory: Kept<VolumeManagerMemory>,
@@ -108,6 +110,7 @@ impl VolumeManagerActor {
             memory,
             peers,
             csi: None,
+            source: None,
             in_flight: BTreeSet::new(),
             staging: BTreeSet::new(),
             publishing: BTreeMap::new(),
@@ -121,6 +124,13 @@ impl VolumeManagerActor {
     /// Serves `persistentVolumeClaim` volumes through these ports.
     pub fn with_csi(mut self, ports: CsiPorts) -> Self {
         self.csi = Some(ports);
+        self
+    }
+
+    /// Follows the node's pod source instead of a watch of its own.
+    #[must_use]
+    pub fn with_pod_source(mut self, source: Arc<dyn PodSource>) -> Self {
+        self.source = Some(source);
         self
     }
 
@@ -412,6 +422,11 @@ impl VolumeManagerActor {
             pod_memory_limit: pod_memory_limit(pod),
             allocatable: &allocatable,
             content,
+            fs_group: pod
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.security_context.as_ref()?.fs_group)
+                .and_then(|group| u32::try_from(group).ok()),
         };
         self.host
             .set_up(volume, context)
@@ -517,7 +532,10 @@ impl Actor for VolumeManagerActor {
         // A fresh instance reads the disk back before its first pass: a predecessor killed
         // mid-operation may have left more (or less) than its memory says.
         self.reconstruct();
-        ctx.add_stream(self.pods.watch_pods(&self.settings.node_name));
+        ctx.add_stream(match &self.source {
+            Some(source) => source.subscribe(),
+            None => self.pods.watch_pods(&self.settings.node_name),
+        });
         self.wake_in(Duration::ZERO, ctx);
     }
 }

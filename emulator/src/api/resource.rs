@@ -20,6 +20,7 @@ pub enum StoredKind {
     ConfigMap,
     Secret,
     ServiceAccount,
+    Service,
 }
 
 /// One served resource: its names, scope, verbs and whether it has a `/status` subresource.
@@ -204,8 +205,20 @@ pub static SERVICE_ACCOUNTS: ApiResource = ApiResource {
     short_names: &["sa"],
 };
 
+pub static SERVICES: ApiResource = ApiResource {
+    stored: StoredKind::Service,
+    group: "",
+    version: "v1",
+    plural: "services",
+    singular: "service",
+    kind: "Service",
+    namespaced: true,
+    has_status: true,
+    short_names: &["svc"],
+};
+
 /// Every served resource, in discovery order.
-pub static ALL: [&ApiResource; 14] = [
+pub static ALL: [&ApiResource; 15] = [
     &NAMESPACES,
     &NODES,
     &PODS,
@@ -215,6 +228,7 @@ pub static ALL: [&ApiResource; 14] = [
     &CONFIG_MAPS,
     &SECRETS,
     &SERVICE_ACCOUNTS,
+    &SERVICES,
     &LEASES,
     &EVENTS_V1,
     &CSI_DRIVERS,
@@ -253,6 +267,7 @@ impl ApiResource {
             StoredKind::ConfigMap => &CONFIG_MAPS,
             StoredKind::Secret => &SECRETS,
             StoredKind::ServiceAccount => &SERVICE_ACCOUNTS,
+            StoredKind::Service => &SERVICES,
         }
     }
 
@@ -308,6 +323,6 @@ mod tests {
         let v1 = ApiResource::lookup("events.k8s.io", "v1", "events").map(|r| r.stored);
         assert_eq!(core, Some(StoredKind::Event));
         assert_eq!(core, v1);
-        assert!(ApiResource::lookup("", "v1", "services").is_none());
+        assert!(ApiResource::lookup("", "v1", "endpoints").is_none());
     }
 }

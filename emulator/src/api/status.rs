@@ -57,6 +57,15 @@ impl FieldError {
         }
     }
 
+    /// `Duplicate value: "<value>"`.
+    pub fn duplicate(field: &str, value: &str) -> Self {
+        FieldError {
+            reason: "FieldValueDuplicate",
+            field: field.to_string(),
+            message: format!("Duplicate value: {value:?}"),
+        }
+    }
+
     /// `Required value: <detail>`.
     pub fn required(field: &str, detail: &str) -> Self {
         let message = if detail.is_empty() {
@@ -87,7 +96,12 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: String, details: Option<Value>) -> Self {
+    pub(crate) fn new(
+        code: u16,
+        reason: &'static str,
+        message: String,
+        details: Option<Value>,
+    ) -> Self {
         ApiError {
             code,
             reason,

@@ -102,6 +102,7 @@ impl Target {
         let served = |sub: &str| {
             (sub == "status" && resource.has_status)
                 || (sub == "token" && resource.stored == super::StoredKind::ServiceAccount)
+                || (sub == "ephemeralcontainers" && resource.stored == super::StoredKind::Pod)
         };
         if let Some(sub) = &subresource
             && !served(sub)
@@ -187,7 +188,10 @@ mod tests {
 
     #[test]
     fn rejects_unknown_resources_and_subresources() {
-        assert_eq!(Target::parse("/api/v1/services"), Err(TargetError::Unknown));
+        assert_eq!(
+            Target::parse("/api/v1/endpoints"),
+            Err(TargetError::Unknown)
+        );
         assert_eq!(
             Target::parse("/api/v1/namespaces/x/pods/p/token"),
             Err(TargetError::Unknown),

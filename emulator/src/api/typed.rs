@@ -33,6 +33,7 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::ConfigMap, _) => check::<core::v1::ConfigMap>(object),
         (StoredKind::Secret, _) => check::<core::v1::Secret>(object),
         (StoredKind::ServiceAccount, _) => check::<core::v1::ServiceAccount>(object),
+        (StoredKind::Service, _) => check::<core::v1::Service>(object),
     }
 }
 
@@ -66,6 +67,7 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
         StoredKind::ServiceAccount => {
             through::<k8s_openapi::api::core::v1::ServiceAccount>(object);
         }
+        StoredKind::Service => through::<k8s_openapi::api::core::v1::Service>(object),
         StoredKind::Node | StoredKind::Lease | StoredKind::Namespace => {}
     }
 }

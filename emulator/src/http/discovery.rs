@@ -105,6 +105,12 @@ fn resource_list(group: &str, version: &str) -> Value {
             resources.push(json!({"name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced,
                 "kind": r.kind, "verbs": ["get", "patch", "update"]}));
         }
+        if r.stored == crate::api::StoredKind::Pod {
+            resources.push(
+                json!({"name": "pods/ephemeralcontainers", "singularName": "", "namespaced": true,
+                "kind": "Pod", "verbs": ["get", "patch", "update"]}),
+            );
+        }
     }
     let group_version = if group.is_empty() {
         version.to_string()

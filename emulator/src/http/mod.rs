@@ -3,6 +3,9 @@
 //! - discovery and health (`discovery`): `/version`, `/healthz`, `/readyz`, `/livez`, `/api`,
 //!   `/api/v1`, `/apis`, `/apis/{group}[/{version}]`;
 //! - fault-injection admin API: `/emulator/v1/faults[/{id}]`;
+//! - `POST` TokenReviews and SubjectAccessReviews (`reviews`), created and never stored;
+//! - `GET pods/{name}/log` (`pod_log`) and `nodes/{name}/proxy/...` (`node_proxy`), proxied
+//!   to the node's kubelet API;
 //! - every other `/api/...` and `/apis/...` path: the resource API (`dispatch`), which
 //!   authenticates, applies injected faults, authorizes and calls a verb handler.
 
@@ -11,7 +14,10 @@ mod discovery;
 mod dispatch;
 mod events_view;
 mod handlers;
+mod node_proxy;
+mod pod_log;
 mod query;
+mod reviews;
 mod table;
 mod watch;
 
@@ -37,6 +43,9 @@ pub struct AppState {
     pub requests: RequestLog,
     /// How this serving period ends, so long-running watches end with it.
     pub shutdown: tokio::sync::watch::Receiver<Ending>,
+    /// How `pods/log` reaches a node's kubelet API, and which Node address it dials.
+    pub kubelet: Arc<crate::kubelet_client::KubeletClient>,
+    pub kubelet_address_types: Vec<String>,
 }
 
 /// How a serving period is ending, as its watches see it.
@@ -55,6 +64,9 @@ pub enum Ending {
 pub fn configure(config: &mut web::ServiceConfig) {
     discovery::configure(config);
     crate::faults::admin::configure(config);
+    reviews::configure(config);
+    pod_log::configure(config);
+    node_proxy::configure(config);
     config.default_service(web::to(dispatch::dispatch));
 }
 

@@ -90,6 +90,14 @@ fn columns(kind: StoredKind) -> &'static [(&'static str, &'static str, u8)] {
             ("Secrets", "integer", 0),
             ("Age", "string", 0),
         ],
+        StoredKind::Service => &[
+            ("Name", "string", 0),
+            ("Type", "string", 0),
+            ("Cluster-IP", "string", 0),
+            ("External-IP", "string", 0),
+            ("Port(s)", "string", 0),
+            ("Age", "string", 0),
+        ],
         StoredKind::Event => &[
             ("Last Seen", "string", 0),
             ("Type", "string", 0),
@@ -242,6 +250,33 @@ fn cells(kind: StoredKind, o: &Value, now: SystemTime) -> Vec<Value> {
                 .and_then(Value::as_object)
                 .map_or(0, |m| m.len());
             vec![name, s("/type"), data.to_string(), age]
+        }
+        StoredKind::Service => {
+            let ports: Vec<String> = (o.pointer("/spec/ports").and_then(Value::as_array))
+                .into_iter()
+                .flatten()
+                .map(|port| {
+                    let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+                    let protocol = port
+                        .get("protocol")
+                        .and_then(Value::as_str)
+                        .unwrap_or("TCP");
+                    format!("{number}/{protocol}")
+                })
+                .collect();
+            let ports = if ports.is_empty() {
+                "<none>".to_owned()
+            } else {
+                ports.join(",")
+            };
+            vec![
+                name,
+                s("/spec/type"),
+                s("/spec/clusterIP"),
+                "<none>".to_owned(),
+                ports,
+                age,
+            ]
         }
         StoredKind::ServiceAccount => {
             let secrets = o

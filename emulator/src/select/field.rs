@@ -85,7 +85,7 @@ fn canonical_field(field: &str, resource: &ApiResource) -> Option<&'static str> 
         | StoredKind::CsiDriver
         | StoredKind::CsiNode
         | StoredKind::VolumeAttachment => &["metadata.name"],
-        StoredKind::ConfigMap | StoredKind::ServiceAccount => {
+        StoredKind::ConfigMap | StoredKind::ServiceAccount | StoredKind::Service => {
             &["metadata.name", "metadata.namespace"]
         }
         StoredKind::Secret => &["metadata.name", "metadata.namespace", "type"],

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::api::resource::SERVICE_ACCOUNTS;
 use crate::store::Store;
 
-pub use token::create_token;
+pub use token::{ISSUER, create_token};
 
 /// The ServiceAccount every namespace gets.
 pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";

@@ -51,6 +51,10 @@ pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
             object_entry(object, "spec");
             object_entry(object, "status");
         }
+        StoredKind::Service => {
+            object_entry(object, "spec");
+            object_entry(object, "status");
+        }
         StoredKind::Namespace
         | StoredKind::ConfigMap
         | StoredKind::Secret

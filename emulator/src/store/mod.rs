@@ -7,9 +7,11 @@
 
 mod config_data;
 mod delete;
+mod ephemeral;
 mod go_fields;
 mod history;
 mod pod_defaults;
+pub mod services;
 mod storage_kinds;
 pub mod strategy;
 
@@ -201,6 +203,21 @@ impl Store {
             .is_some_and(|m| m.contains_key(&key))
         {
             return Err(ApiError::already_exists(resource, &name));
+        }
+        if resource.stored == StoredKind::Service {
+            let used: std::collections::BTreeSet<String> =
+                (inner.objects.get(&StoredKind::Service))
+                    .into_iter()
+                    .flat_map(|services| services.values())
+                    .filter_map(|service| {
+                        service
+                            .pointer("/spec/clusterIP")?
+                            .as_str()
+                            .map(str::to_owned)
+                    })
+                    .collect();
+            services::allocate(&mut object, &used)
+                .map_err(|error| ApiError::invalid(resource, &name, &[error]))?;
         }
         strategy::prepare_for_create(resource, &mut object, &new_uid(), now);
         Ok(self.commit(
@@ -394,6 +411,7 @@ pub fn storage_key(kind: StoredKind, key: &ObjectKey) -> String {
         StoredKind::ConfigMap => "configmaps",
         StoredKind::Secret => "secrets",
         StoredKind::ServiceAccount => "serviceaccounts",
+        StoredKind::Service => "services/specs",
     };
     if key.namespace.is_empty() {
         format!("/registry/{prefix}/{}", key.name)

@@ -161,6 +161,11 @@ fn admit_default_toleration_seconds(spec: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_Container`, and `SetDefaults_Pod`'s requests defaulted from limits.
+/// `SetDefaults_EphemeralContainer`: a container's defaults.
+pub fn default_ephemeral_container(container: &mut Map<String, Value>) {
+    default_container(container);
+}
+
 fn default_container(container: &mut Map<String, Value>) {
     let image = container.get("image").and_then(Value::as_str).unwrap_or("");
     let policy = if image_tag(image) == Some("latest") {

@@ -34,6 +34,7 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         StoredKind::Pod => super::pod_defaults::prepare_pod(map),
         StoredKind::Namespace => prepare_namespace(map),
         StoredKind::Secret => super::config_data::prepare_secret(map),
+        StoredKind::Service => super::services::prepare(map),
         StoredKind::Lease
         | StoredKind::Event
         | StoredKind::ConfigMap
@@ -56,6 +57,9 @@ pub fn prepare_for_update(
     new: &mut Value,
 ) {
     let canonical = ApiResource::canonical(resource.stored);
+    if resource.stored == StoredKind::Pod && subresource == Some(super::ephemeral::SUBRESOURCE) {
+        super::ephemeral::prepare_update(old, new);
+    }
     let Some(map) = new.as_object_mut() else {
         return;
     };
@@ -115,6 +119,9 @@ pub fn prepare_for_update(
     if resource.stored == StoredKind::Secret {
         super::config_data::prepare_secret(map);
     }
+    if resource.stored == StoredKind::Service {
+        super::services::keep_allocated(old, map);
+    }
     if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
         let generation = old_meta
             .get("generation")
@@ -162,6 +169,7 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
         StoredKind::ConfigMap | StoredKind::Secret => {
             super::config_data::validate_keys(resource.stored, object, &mut errors);
         }
+        StoredKind::Service => super::services::validate(object, &mut errors),
         other => super::storage_kinds::validate(other, object, &mut errors),
     }
     errors
@@ -205,6 +213,9 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
     }
     if resource.stored == StoredKind::Lease {
         validate_lease_spec(new, &mut errors);
+    }
+    if resource.stored == StoredKind::Pod {
+        super::ephemeral::validate_update(old, new, &mut errors);
     }
     super::storage_kinds::validate(resource.stored, new, &mut errors);
     super::storage_kinds::validate_update(resource.stored, old, new, &mut errors);

@@ -1,4 +1,5 @@
-//! CRI `runtime.v1` image messages: ImageStatus, PullImage (with registry auth) and ListImages.
+//! CRI `runtime.v1` image messages: ImageStatus, PullImage (with registry auth), ListImages
+//! and RemoveImage.
 //! Field numbers are those of cri-api's `api.proto`.
 
 use std::collections::HashMap;
@@ -115,4 +116,11 @@ pub struct ListImagesRequest {
 pub struct ListImagesResponse {
     #[prost(message, repeated, tag = "1")]
     pub images: Vec<Image>,
+}
+
+/// `RemoveImageRequest { ImageSpec image = 1; }`
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RemoveImageRequest {
+    #[prost(message, optional, tag = "1")]
+    pub image: Option<ImageSpec>,
 }

@@ -57,27 +57,27 @@ fn at(bytes: &[u8], path: &[u32]) -> Value {
     }
 }
 
-fn text(bytes: &[u8], path: &[u32]) -> String {
+pub(super) fn text(bytes: &[u8], path: &[u32]) -> String {
     match at(bytes, path) {
         Value::Bytes(payload) => String::from_utf8(payload).expect("utf-8"),
         value => panic!("{path:?} is {value:?}"),
     }
 }
 
-fn varint(bytes: &[u8], path: &[u32]) -> u64 {
+pub(super) fn varint(bytes: &[u8], path: &[u32]) -> u64 {
     match at(bytes, path) {
         Value::Varint(value) => value,
         value => panic!("{path:?} is {value:?}"),
     }
 }
 
-fn put_bytes(out: &mut Vec<u8>, tag: u32, payload: &[u8]) {
+pub(super) fn put_bytes(out: &mut Vec<u8>, tag: u32, payload: &[u8]) {
     encode_key(tag, WireType::LengthDelimited, out);
     encode_varint(payload.len() as u64, out);
     out.extend_from_slice(payload);
 }
 
-fn put_varint(out: &mut Vec<u8>, tag: u32, value: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, tag: u32, value: u64) {
     encode_key(tag, WireType::Varint, out);
     encode_varint(value, out);
 }

@@ -56,7 +56,12 @@ impl CriFixture {
         })
         .await;
         containerd.import_test_images();
-        for image in [oci_image::BUSYBOX_IMAGE, oci_image::PAUSE_IMAGE] {
+        for image in [
+            oci_image::BUSYBOX_IMAGE,
+            oci_image::PAUSE_IMAGE,
+            oci_image::NON_ROOT_IMAGE,
+            oci_image::NAMED_USER_IMAGE,
+        ] {
             eventually_async(&format!("the CRI plugin sees {image}"), || {
                 let status = client.image_status(image.to_owned());
                 async move { matches!(status.await, Ok(Some(_))) }

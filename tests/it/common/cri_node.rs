@@ -5,14 +5,15 @@
 use std::{future::Future, panic::AssertUnwindSafe, time::Duration};
 
 use futures::FutureExt;
-use nodepulse::node::NodeActors;
+use nodepulse::node::{NodeActors, NodeHandle};
 use nodepulse_actors::pods::PodLifecycleActor;
 use nodepulse_supervisor::{Mailbox, SupervisorHandle};
 
 use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
 
 /// The configuration of a CRI node on `fixture`: its socket, a root and log directory of its
-/// own, a cluster DNS address, quick restarts, and thresholds no test host meets.
+/// own, a cluster DNS address, quick restarts, thresholds no test host meets, and the kubelet
+/// API on ports the kernel picks (tests run side by side).
 pub fn cri_node_config(fixture: &CriFixture, dir: &std::path::Path) -> String {
     format!(
         "runtime: cri
@@ -20,6 +21,8 @@ containerRuntimeEndpoint: {endpoint}
 runtimeRequestTimeout: 20s
 rootDir: {root}
 podLogsDir: {logs}
+port: 0
+healthzPort: 0
 clusterDNS: [198.18.0.10]
 evictionHard:
   memory.available: 1Mi
@@ -38,6 +41,8 @@ supervision:
 pub struct CriNode {
     pub name: String,
     pub supervisor: SupervisorHandle,
+    /// What the node's start handed back: its views and its CRI client, as services read them.
+    pub handle: NodeHandle,
     /// Its pod lifecycle actor, for fault injection into the CRI engine's tasks.
     pub pod_lifecycle: Mailbox<PodLifecycleActor>,
     /// Its root and log directories; removed with it, its pods' mounts detached first.
@@ -62,16 +67,60 @@ impl CriNode {
         let dir = RootDir::new();
         let config = cri_node_config(fixture, dir.path()) + &extra(dir.path());
         let (settings, api) = super::node::connect(kubeconfig, &name, &config).await;
-        let (supervisor, addresses) = NodeActors::new(&settings)
+        let node = NodeActors::new(&settings)
             .api(api)
             .start()
             .expect("a whole node is wired");
         Self {
             name,
-            supervisor,
-            pod_lifecycle: addresses.pod_lifecycle,
+            supervisor: node.supervisor.clone(),
+            pod_lifecycle: node.addresses.pod_lifecycle.clone(),
+            handle: node,
             dir,
         }
+    }
+
+    /// Like [`CriNode::start`], with the kubelet API served as the daemon serves it: bound
+    /// first, the port bound reported in `daemonEndpoints`, client certificates of
+    /// `client_ca_pem` accepted, Webhook authorization (the API server's reviews).
+    pub async fn start_with_kubelet_api(
+        kubeconfig: &std::path::Path,
+        fixture: &CriFixture,
+        prefix: &str,
+        client_ca_pem: &str,
+    ) -> (Self, nodepulse::kubelet_api::KubeletApi) {
+        let name = unique_node_name(prefix);
+        let dir = RootDir::new();
+        let ca = dir.path().join("kubelet-client-ca.crt");
+        std::fs::write(&ca, client_ca_pem).expect("write the client CA");
+        let yaml = format!(
+            "{}authentication:\n  x509: {{clientCAFile: {}}}\n",
+            cri_node_config(fixture, dir.path()),
+            ca.display()
+        );
+        let (mut settings, api) = super::node::connect(kubeconfig, &name, &yaml).await;
+        let prepared = nodepulse::kubelet_api::prepare(&settings).expect("the kubelet API binds");
+        settings.config.port = prepared.port();
+        let node = NodeActors::new(&settings)
+            .api(api.clone())
+            .start()
+            .expect("a whole node is wired");
+        let served = prepared
+            .serve(nodepulse::kubelet_api::Parts {
+                reviews: api,
+                problems: None,
+                pods: node.views.pods.clone(),
+                runtime: node.runtime.clone(),
+            })
+            .expect("the kubelet API serves");
+        let node = Self {
+            name,
+            supervisor: node.supervisor.clone(),
+            pod_lifecycle: node.addresses.pod_lifecycle.clone(),
+            handle: node,
+            dir,
+        };
+        (node, served)
     }
 
     /// Its `rootDir`, as [`cri_node_config`] sets it.

@@ -12,6 +12,7 @@ pub mod csi_plugin;
 pub mod daemon;
 pub mod host_fixture;
 pub mod identity;
+pub mod kubelet_client;
 pub mod leftovers;
 pub mod node;
 pub mod node_history;

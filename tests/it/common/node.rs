@@ -39,7 +39,8 @@ pub async fn start_api_actors_with(
         Some(pod_cidr) => node.push_pod_cidr_to(pod_cidr),
         None => node,
     };
-    node.start().expect("NodeStatus and Lease are wired")
+    let node = node.start().expect("NodeStatus and Lease are wired");
+    (node.supervisor, node.addresses)
 }
 
 /// The settings of node `name` with the configuration `yaml`, and an API client for them.

@@ -1,7 +1,8 @@
 //! The offline test images: one OCI layout archive holding `nodepulse.test/busybox:1` (Debian's
 //! `busybox-static` as `/bin/busybox`, with `/bin/sh` and friends linked to it) and
-//! `nodepulse.test/pause:1` (the same layer; its entrypoint sleeps and exits 0 on SIGTERM), for
-//! `ctr images import`. These machines reach no registry, so the tests build what they run.
+//! `nodepulse.test/pause:1` (the same layer; its entrypoint sleeps and exits 0 on SIGTERM), and
+//! the busybox image under two users (`nonroot:1`, `named-user:1`), for `ctr images import`.
+//! These machines reach no registry, so the tests build what they run.
 
 use std::sync::OnceLock;
 
@@ -11,6 +12,10 @@ use super::tar_archive::TarArchive;
 
 pub const BUSYBOX_IMAGE: &str = "nodepulse.test/busybox:1";
 pub const PAUSE_IMAGE: &str = "nodepulse.test/pause:1";
+/// The busybox image with `USER 1234` (the e2e suite's non-root image runs as 1234).
+pub const NON_ROOT_IMAGE: &str = "nodepulse.test/nonroot:1";
+/// The busybox image with `USER robot`: a name no runtime can tell is not root.
+pub const NAMED_USER_IMAGE: &str = "nodepulse.test/named-user:1";
 
 /// Where Debian's `busybox-static` installs the binary (`scripts/ci-setup-containerd.sh`).
 const BUSYBOX: &str = "/bin/busybox";
@@ -18,7 +23,7 @@ const BUSYBOX: &str = "/bin/busybox";
 /// The applets the tests call, as links to `/bin/busybox`.
 const APPLETS: &[&str] = &[
     "sh", "cat", "echo", "sleep", "true", "false", "ls", "id", "hostname", "env", "printf", "test",
-    "mkdir", "touch", "kill", "ip",
+    "mkdir", "touch", "kill", "ip", "stat",
 ];
 
 /// Pause: PID 1 of the sandbox ignores signals it has no handler for, so the trap is what
@@ -88,8 +93,8 @@ fn layer() -> Blob {
     Blob::new("application/vnd.oci.image.layer.v1.tar", tar.finish())
 }
 
-/// An image config and its manifest over `layer`.
-fn image(layer: &Blob, entrypoint: &[&str]) -> (Blob, Blob) {
+/// An image config and its manifest over `layer`, run as `user` (empty: the default, root).
+fn image(layer: &Blob, entrypoint: &[&str], user: &str) -> (Blob, Blob) {
     let config = json!({
         "architecture": "amd64",
         "os": "linux",
@@ -97,6 +102,7 @@ fn image(layer: &Blob, entrypoint: &[&str]) -> (Blob, Blob) {
             "Env": ["PATH=/bin"],
             "Entrypoint": entrypoint,
             "WorkingDir": "/",
+            "User": user,
         },
         "rootfs": {"type": "layers", "diff_ids": [layer.digest]},
     });
@@ -119,8 +125,10 @@ fn image(layer: &Blob, entrypoint: &[&str]) -> (Blob, Blob) {
 
 fn build_archive() -> Vec<u8> {
     let layer = layer();
-    let (busybox_config, busybox_manifest) = image(&layer, &["/bin/sh"]);
-    let (pause_config, pause_manifest) = image(&layer, &["/bin/sh", "-c", PAUSE_SCRIPT]);
+    let (busybox_config, busybox_manifest) = image(&layer, &["/bin/sh"], "");
+    let (pause_config, pause_manifest) = image(&layer, &["/bin/sh", "-c", PAUSE_SCRIPT], "");
+    let (non_root_config, non_root_manifest) = image(&layer, &["/bin/sh"], "1234");
+    let (named_config, named_manifest) = image(&layer, &["/bin/sh"], "robot");
     let entry = |manifest: &Blob, name: &str| {
         let mut descriptor = manifest.descriptor();
         descriptor["platform"] = json!({"architecture": "amd64", "os": "linux"});
@@ -133,7 +141,12 @@ fn build_archive() -> Vec<u8> {
     };
     let index = json!({
         "schemaVersion": 2,
-        "manifests": [entry(&busybox_manifest, BUSYBOX_IMAGE), entry(&pause_manifest, PAUSE_IMAGE)],
+        "manifests": [
+            entry(&busybox_manifest, BUSYBOX_IMAGE),
+            entry(&pause_manifest, PAUSE_IMAGE),
+            entry(&non_root_manifest, NON_ROOT_IMAGE),
+            entry(&named_manifest, NAMED_USER_IMAGE),
+        ],
     });
     let mut tar = TarArchive::default();
     tar.file("oci-layout", 0o644, br#"{"imageLayoutVersion":"1.0.0"}"#);
@@ -149,6 +162,10 @@ fn build_archive() -> Vec<u8> {
         &busybox_manifest,
         &pause_config,
         &pause_manifest,
+        &non_root_config,
+        &non_root_manifest,
+        &named_config,
+        &named_manifest,
     ] {
         let hex = blob.digest.trim_start_matches("sha256:");
         tar.file(&format!("blobs/sha256/{hex}"), 0o644, &blob.bytes);

@@ -55,7 +55,7 @@ pub async fn start_simulated_node(kubeconfig: &Path, name: &str, yaml: &str) -> 
         .api(api)
         .start()
         .expect("a whole node is wired")
-        .0
+        .supervisor
 }
 
 /// A pod bound to `node` from `extra` merged over a one-container pod named `name`.

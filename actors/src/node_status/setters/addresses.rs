@@ -1,5 +1,7 @@
 //! `status.addresses`: `[InternalIP, Hostname]`, from the configured node IPs (each checked to
-//! be assigned to a local interface) or else the default-route address.
+//! be assigned to a local interface) or else the default-route address. The `Hostname` is the
+//! node's name: nodepulse's `nodeName` is the kubelet's `--hostname-override`, which sets both,
+//! so kube-apiserver (which dials `Hostname` first) reaches this node and not the machine's name.
 
 use std::net::IpAddr;
 
@@ -40,7 +42,7 @@ pub(super) fn set(inputs: &StatusInputs<'_>, node: &mut Node) -> SetterResult {
             return Err(SetterError::NodeIpNotOnHost { ip: *ip });
         }
     }
-    let hostname = inputs.machine.hostname.clone();
+    let hostname = inputs.node_name.to_owned();
     let mut addresses: Vec<NodeAddress> = configured
         .iter()
         .map(|ip| address("InternalIP", ip.to_string()))

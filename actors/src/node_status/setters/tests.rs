@@ -374,6 +374,23 @@ fn capacity_comes_from_the_host_and_allocatable_holds_back_reservations_and_evic
 }
 
 #[test]
+fn the_hostname_address_is_the_node_name_as_with_hostname_override() {
+    let mut named_otherwise = machine();
+    named_otherwise.hostname = "vm".into();
+    let mut node = Node::default();
+    run(&named_otherwise, &settings(), None, at(0), &mut node);
+    let hostnames: Vec<String> = node
+        .status
+        .and_then(|s| s.addresses)
+        .expect("addresses")
+        .into_iter()
+        .filter(|a| a.type_ == "Hostname")
+        .map(|a| a.address)
+        .collect();
+    assert_eq!(hostnames, ["worker-1"]);
+}
+
+#[test]
 fn addresses_are_the_internal_ip_then_the_hostname() {
     let mut node = Node::default();
     run(&machine(), &settings(), None, at(0), &mut node);

@@ -105,7 +105,12 @@ fn security(pod: &Pod, container: &Container) -> SecurityContext {
     SecurityContext {
         run_as_user: context.run_as_user.or(pod_context.run_as_user),
         run_as_group: context.run_as_group.or(pod_context.run_as_group),
-        supplemental_groups: pod_context.supplemental_groups.unwrap_or_default(),
+        // As the kubelet's `determineEffectiveSecurityContext`: the fsGroup first.
+        supplemental_groups: pod_context
+            .fs_group
+            .into_iter()
+            .chain(pod_context.supplemental_groups.unwrap_or_default())
+            .collect(),
         privileged: context.privileged.unwrap_or(false),
         readonly_rootfs: context.read_only_root_filesystem.unwrap_or(false),
         add_capabilities: capabilities.add.unwrap_or_default(),
@@ -252,6 +257,20 @@ pub fn container_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_containers_groups_are_the_fs_group_then_the_supplemental_groups() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "spec": {
+                "securityContext": {"fsGroup": 1001, "supplementalGroups": [5, 6], "runAsUser": 1000},
+                "containers": [{"name": "app"}],
+            },
+        }))
+        .expect("a pod");
+        let context = security(&pod, &pod.spec.as_ref().expect("spec").containers[0]);
+        assert_eq!(context.supplemental_groups, vec![1001, 5, 6]);
+        assert_eq!(context.run_as_user, Some(1000));
+    }
 
     #[test]
     fn api_data_volumes_are_mounted_read_only_even_when_the_mount_asks_for_writing() {

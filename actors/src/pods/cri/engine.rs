@@ -35,6 +35,7 @@ use crate::{
     node_status::NodeView,
     pods::{
         images::PullBackoff,
+        pods_view::PodsPublisher,
         provider::{PodUpdate, UpdateSink},
     },
     ports::{
@@ -81,6 +82,9 @@ pub enum Ending {
     Deleted,
     /// Evicted: it ends Failed with this reason and message.
     Evicted { reason: String, message: String },
+    /// A pod sync handler failed it (`activeDeadlineSeconds`): it ends Failed with this
+    /// reason and message, its containers given their grace period.
+    Failed { reason: String, message: String },
     /// The API object is gone: clean up and forget it.
     Gone,
 }
@@ -148,6 +152,9 @@ pub struct Engine {
     pub prober: Option<Recipient<ProbePods>>,
     /// The prober's results, which `started` and `ready` follow.
     pub probe_results: Option<ProbeResults>,
+    /// Where each pod's sandboxes and containers are published for services outside the
+    /// actors, as `runtime` changes.
+    pub pods_view: PodsPublisher,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     /// Cuts the PLEG's wait short: the event stream failed, relist now.
@@ -176,6 +183,7 @@ impl Engine {
             http_hooks: None,
             prober: None,
             probe_results: None,
+            pods_view: PodsPublisher::default(),
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             relist_now: Notify::new(),
@@ -407,6 +415,7 @@ impl Engine {
             }
             entry.runtime = PodRuntime::new(sandboxes, containers);
             entry.generation += 1;
+            self.pods_view.record(entry.runtime.record(&entry.pod));
             self.publish(&mut core, uid);
         }
         // The status goes out now, not at the next relist.
@@ -422,7 +431,9 @@ impl Engine {
         ending: Option<&Ending>,
     ) -> PodStatus {
         let evicted = match ending {
-            Some(Ending::Evicted { reason, message }) => Some((reason.as_str(), message.as_str())),
+            Some(Ending::Evicted { reason, message } | Ending::Failed { reason, message }) => {
+                Some((reason.as_str(), message.as_str()))
+            }
             _ => None,
         };
         pod_status(
@@ -437,6 +448,7 @@ impl Engine {
                 errors: ending.is_none().then_some(&entry.errors),
                 terminal: ending.is_some(),
                 evicted,
+                disruption: matches!(ending, Some(Ending::Evicted { .. })),
                 probes: (self.probe_results.as_ref()).map(|results| PodProbeView {
                     results,
                     pod: &entry.pod,

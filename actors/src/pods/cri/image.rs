@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::{
     engine::{Engine, SYNC_ERROR_BACKOFF},
+    non_root::{ImageUser, image_user_decides, verify_run_as_non_root},
     objects::pull_secrets,
     worker::{Failure, failure, later},
 };
@@ -139,6 +140,26 @@ impl Engine {
             result = pull(Some(auth)).await;
         }
         Ok(result?)
+    }
+
+    /// `runAsNonRoot` against the user `image_ref` runs as (asked of ImageStatus only when
+    /// the pod's own `runAsUser` does not decide); the kubelet's message when it may not start.
+    pub(super) async fn verify_non_root(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        image_ref: &str,
+    ) -> Result<(), String> {
+        let root = ImageUser::of(None, "");
+        if !image_user_decides(pod, container) {
+            return verify_run_as_non_root(pod, container, &root);
+        }
+        let user = match self.runtime.image_status(image_ref.to_owned()).await {
+            Ok(Some(info)) => ImageUser::of(info.uid, &info.username),
+            Ok(None) => root,
+            Err(error) => return Err(error.to_string()),
+        };
+        verify_run_as_non_root(pod, container, &user)
     }
 
     /// The pulled image's size for the Pulled event (0 when the runtime does not say).

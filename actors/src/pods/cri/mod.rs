@@ -6,6 +6,7 @@
 mod admit;
 mod backoff;
 mod container;
+mod deadline;
 mod engine;
 mod evented;
 mod gc;
@@ -14,11 +15,14 @@ mod hook_tests;
 mod hooks;
 mod image;
 mod kill;
+mod non_root;
 mod objects;
 mod plan;
 mod pleg;
 mod pleg_health;
 mod pod_state;
+#[cfg(test)]
+mod pods_view_tests;
 mod post_start;
 mod probing;
 #[cfg(test)]
@@ -55,7 +59,10 @@ pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
 use engine::{Ending, Engine, PodEntry};
 use pod_state::{End, Work};
 
-use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
+use super::{
+    pods_view::{PodsPublisher, PodsView},
+    provider::{PodLifecycleProvider, PodUpdate, UpdateSink},
+};
 use crate::{
     messages::StopPod,
     node_status::NodeView,
@@ -115,9 +122,13 @@ impl CriPods {
         Ok(pods)
     }
 
-    /// Reads env ConfigMaps/Secrets and pull Secrets through `api` (the volume manager's port).
+    /// Reads env ConfigMaps/Secrets, pull Secrets and the Services of service links through
+    /// `api` (the volume manager's port).
     #[must_use]
     pub fn with_objects(mut self, api: Arc<dyn VolumeSourceApi>) -> Self {
+        // The Services' watch starts now, as the kubelet's informer at its start: listed
+        // before the first container needs them.
+        let _ = api.services();
         self.engine_mut().objects = Some(api);
         self
     }
@@ -144,6 +155,19 @@ impl CriPods {
         engine.prober = Some(prober);
         engine.probe_results = Some(results);
         self
+    }
+
+    /// Publishes each pod's sandboxes and containers through `publisher` (the node's
+    /// [`PodsView`](crate::pods::PodsView)) instead of a publisher of its own.
+    #[must_use]
+    pub fn with_pods_view(mut self, publisher: PodsPublisher) -> Self {
+        self.engine_mut().pods_view = publisher;
+        self
+    }
+
+    /// What this provider publishes of its pods.
+    pub fn pods_view(&self) -> PodsView {
+        self.engine.pods_view.view()
     }
 
     /// The PLEG's health, for NodeStatus's Ready (`PLEG is not healthy: ...`).
@@ -218,6 +242,11 @@ impl PodLifecycleProvider for CriPods {
                     sync = !finished;
                 }
             }
+            if let Some(entry) = core.pods.get(&uid) {
+                self.engine
+                    .pods_view
+                    .record(entry.runtime.record(&entry.pod));
+            }
         }
         if sync {
             self.engine.pods_arrived();
@@ -236,6 +265,7 @@ impl PodLifecycleProvider for CriPods {
         };
         if entry.end.is_finished() && entry.runtime.sandboxes.is_empty() {
             core.pods.remove(uid);
+            self.engine.pods_view.forget(uid);
             return;
         }
         entry.ending = Some(Ending::Gone);

@@ -1,14 +1,18 @@
 //! The ConfigMaps and Secrets one container start reads — its env references and the pod's
 //! `imagePullSecrets` — fetched live through the volume manager's API port before the pure
 //! rules run (the kubelet's `Get` strategy). The snapshot answers [`EnvSources`]; it never
-//! calls the API itself, so the env rules stay synchronous.
+//! calls the API itself, so the env rules stay synchronous. The service-link variables come from
+//! the port's Service cache.
 
 use std::{collections::BTreeMap, sync::Arc};
 
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 
 use crate::{
-    pods::env::{EnvSources, SourceError},
+    pods::{
+        env::{EnvError, EnvSources, SourceError},
+        service_env::service_env,
+    },
     ports::ApiError,
     volume_manager::VolumeSourceApi,
 };
@@ -130,4 +134,30 @@ pub async fn pull_secrets(api: Option<&Arc<dyn VolumeSourceApi>>, pod: &Pod) -> 
         }
     }
     secrets
+}
+
+/// The pod's service-link variables from the Services `api` watches (none without a lister, as
+/// the kubelet without one). Every pod here comes from the API server, so none may start on a
+/// lister that never listed (the kubelet exempts only static pods).
+pub fn service_variables(
+    api: Option<&Arc<dyn VolumeSourceApi>>,
+    pod: &Pod,
+) -> Result<BTreeMap<String, String>, EnvError> {
+    let Some(lister) = api.and_then(|api| api.services()) else {
+        return Ok(BTreeMap::new());
+    };
+    if !lister.has_synced() {
+        return Err(EnvError::ServicesNotSynced);
+    }
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let links = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.enable_service_links)
+        .unwrap_or(true);
+    Ok(service_env(
+        &lister.services_for(namespace),
+        namespace,
+        links,
+    ))
 }

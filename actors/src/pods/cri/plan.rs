@@ -40,6 +40,8 @@ impl RestartPolicy {
 pub enum Kind {
     Init,
     App,
+    /// Added through the `ephemeralcontainers` subresource: started once, never restarted.
+    Ephemeral,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -76,6 +78,20 @@ pub fn app_containers(pod: &Pod) -> &[Container] {
         .as_ref()
         .map(|spec| spec.containers.as_slice())
         .unwrap_or_default()
+}
+
+/// The pod's ephemeral containers as containers (the same fields, less `targetContainerName`).
+pub fn ephemeral_containers(pod: &Pod) -> Vec<Container> {
+    (pod.spec.as_ref())
+        .and_then(|spec| spec.ephemeral_containers.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|ephemeral| {
+            serde_json::to_value(ephemeral)
+                .ok()
+                .and_then(|value| serde_json::from_value(value).ok())
+        })
+        .collect()
 }
 
 pub fn host_network(pod: &Pod) -> bool {
@@ -143,11 +159,18 @@ pub fn plan(pod: &Pod, runtime: &PodRuntime) -> Plan {
     let app_started = app_containers(pod)
         .iter()
         .any(|c| runtime.newest(&c.name).is_some());
-    let mut start = Vec::new();
+    // As the kubelet's `computePodActions`: an ephemeral container never created starts in a
+    // running sandbox, initialised or not, and never again.
+    let mut start: Vec<(Kind, String)> = ephemeral_containers(pod)
+        .into_iter()
+        .filter(|c| runtime.newest(&c.name).is_none())
+        .map(|c| (Kind::Ephemeral, c.name))
+        .collect();
     match init_step(pod, runtime, policy, app_started) {
         InitStep::Wait(init) => {
+            start.extend(init);
             return Plan {
-                start: init,
+                start,
                 ..Plan::default()
             };
         }

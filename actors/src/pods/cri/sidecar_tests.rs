@@ -1,7 +1,8 @@
 //! Sidecars (restartable init containers) under the CRI provider, against the in-memory
 //! runtime on paused time: started in order without being waited on, restarted when they
 //! exit, stopped after the app containers, and no obstacle to a `Never` pod succeeding; plus
-//! the pure plan and status rules they follow (and the status's share of termination messages).
+//! the pure plan and status rules they follow (and the status's share of termination messages,
+//! an ephemeral container's single start).
 
 use serde_json::json;
 
@@ -270,4 +271,26 @@ fn a_pods_containers_share_12_kib_of_termination_messages() {
         .message
         .clone();
     assert_eq!(message.map(|m| m.len()), Some(12 * 1024 / 3));
+}
+
+#[test]
+fn the_plan_starts_an_ephemeral_container_once_even_before_the_init_containers_finish() {
+    let mut spec = pod(
+        "Always",
+        json!({"initContainers": [{"name": "setup", "image": IMAGE}]}),
+    );
+    spec.spec.as_mut().unwrap().ephemeral_containers = Some(vec![
+        serde_json::from_value(json!({"name": "debugger", "image": IMAGE})).unwrap(),
+    ]);
+    let initialising = runtime(vec![instance("setup", ContainerState::Running, 0, 2)]);
+    assert_eq!(
+        plan(&spec, &initialising).start,
+        vec![(Kind::Ephemeral, "debugger".to_owned())]
+    );
+    let exited = runtime(vec![
+        instance("setup", ContainerState::Exited, 0, 2),
+        instance("app", ContainerState::Running, 0, 3),
+        instance("debugger", ContainerState::Exited, 1, 4),
+    ]);
+    assert!(plan(&spec, &exited).start.is_empty(), "never restarted");
 }

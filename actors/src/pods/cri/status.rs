@@ -16,7 +16,10 @@ use k8s_openapi::{
 };
 
 use super::{
-    plan::{RestartPolicy, app_containers, host_network, init_containers, is_sidecar},
+    plan::{
+        RestartPolicy, app_containers, ephemeral_containers, host_network, init_containers,
+        is_sidecar,
+    },
     termination_message::{MAX_POD_MESSAGE_BYTES, truncated},
     view::{PodRuntime, restart_count},
 };
@@ -45,8 +48,11 @@ pub struct StatusInputs<'a> {
     pub errors: Option<&'a BTreeMap<String, StartError>>,
     /// The pod is being torn down for good: a pod whose containers all stopped is finished.
     pub terminal: bool,
-    /// An eviction's reason and message: phase Failed, and the DisruptionTarget condition.
+    /// Why the kubelet failed the pod (an eviction, its active deadline): phase Failed with
+    /// this reason and message.
     pub evicted: Option<(&'a str, &'a str)>,
+    /// An eviction, which the DisruptionTarget condition shows (a deadline is none).
+    pub disruption: bool,
     /// The prober's results for this pod: `started` and `ready` of running app containers
     /// follow them; `None` (no prober) reports a running container started and ready.
     pub probes: Option<PodProbeView<'a>>,
@@ -99,6 +105,8 @@ enum Role {
     Init,
     Sidecar,
     App,
+    /// Never probed nor restarted: `ready` stays false and `started` unset, as the kubelet's.
+    Ephemeral,
 }
 
 impl Role {
@@ -123,14 +131,19 @@ fn container_status(
     let newest = instances.next();
     // Only a container that starts again shows why its last start failed (the kubelet's
     // `ShouldContainerBeRestarted`); one the policy leaves exited shows how it ended.
-    let restarts = role == Role::Sidecar
-        || newest.is_none_or(|n| n.state != ContainerState::Exited || policy.restarts(n.exit_code));
+    let restarts = match role {
+        Role::Sidecar => true,
+        Role::Ephemeral => newest.is_none(),
+        Role::Init | Role::App => {
+            newest.is_none_or(|n| n.state != ContainerState::Exited || policy.restarts(n.exit_code))
+        }
+    };
     let previous = instances.next();
     let mut status = ApiStatus {
         name: container.name.clone(),
         image: container.image.clone().unwrap_or_default(),
         state: Some(waiting(Some(fresh_reason), None)),
-        started: Some(false),
+        started: (role != Role::Ephemeral).then_some(false),
         ..ApiStatus::default()
     };
     if let Some(newest) = newest {
@@ -154,10 +167,11 @@ fn container_status(
             }
             _ => (running, running),
         };
-        status.started = Some(started);
+        status.started = (role != Role::Ephemeral).then_some(started);
         status.ready = match role {
             Role::Init => newest.state == ContainerState::Exited && newest.exit_code == 0,
             Role::Sidecar | Role::App => ready,
+            Role::Ephemeral => false,
         };
         status.last_state = previous
             .filter(|p| p.state == ContainerState::Exited)
@@ -416,6 +430,10 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
         .map(|c| container_status(c, runtime, inputs, app_reason, Role::App, policy))
         .collect();
     apps.sort_by(|a, b| a.name.cmp(&b.name));
+    let ephemeral: Vec<ApiStatus> = ephemeral_containers(pod)
+        .iter()
+        .map(|c| container_status(c, runtime, inputs, app_reason, Role::Ephemeral, policy))
+        .collect();
     // The kubelet's status manager shares 12 KiB of termination messages among the containers.
     let share = MAX_POD_MESSAGE_BYTES / (init.len() + apps.len()).max(1);
     for status in init.iter_mut().chain(apps.iter_mut()) {
@@ -446,7 +464,7 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
             &apps,
             phase,
             sandbox_ready,
-            inputs.evicted,
+            inputs.evicted.filter(|_| inputs.disruption),
         )),
         host_ip: inputs.host_ips.first().cloned(),
         host_ips: (!inputs.host_ips.is_empty()).then(|| {
@@ -462,6 +480,7 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
         qos_class: Some(qos_class(pod).to_owned()),
         init_container_statuses: has_init.then_some(init),
         container_statuses: Some(apps),
+        ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
         ..PodStatus::default()
     }
 }
@@ -551,6 +570,34 @@ mod tests {
                 ..StatusInputs::default()
             },
         )
+    }
+
+    #[test]
+    fn ephemeral_containers_are_reported_never_ready_and_leave_the_phase_alone() {
+        let mut pod = pod("Always", &["app"]);
+        pod.spec.as_mut().unwrap().ephemeral_containers = Some(vec![
+            serde_json::from_value(json!({"name": "debugger", "image": "busybox:1"})).unwrap(),
+            serde_json::from_value(json!({"name": "later", "image": "busybox:1"})).unwrap(),
+        ]);
+        let runtime = runtime(vec![
+            container("app", ContainerState::Running, 0, 2),
+            container("debugger", ContainerState::Exited, 3, 3),
+        ]);
+        let status = status(&pod, &runtime);
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        let ephemeral = status.ephemeral_container_statuses.unwrap();
+        let debugger = &ephemeral[0];
+        assert_eq!(
+            (debugger.ready, debugger.started, debugger.restart_count),
+            (false, None, 0)
+        );
+        let terminated = debugger.state.as_ref().and_then(|s| s.terminated.as_ref());
+        assert_eq!(terminated.map(|t| t.exit_code), Some(3));
+        let waiting = ephemeral[1].state.as_ref().and_then(|s| s.waiting.as_ref());
+        assert_eq!(
+            waiting.and_then(|w| w.reason.as_deref()),
+            Some("ContainerCreating")
+        );
     }
 
     #[test]

@@ -80,6 +80,7 @@ impl Engine {
         core.crash.forget(&format!("{uid}/"));
         if ending == Ending::Gone {
             core.pods.remove(uid);
+            self.pods_view.forget(uid);
         }
         drop(core);
         self.wake();

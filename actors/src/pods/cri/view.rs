@@ -2,9 +2,15 @@
 //! with their CRI statuses, newest first, found by the kubelet's labels. The kubelet's label
 //! and annotation names live here, since they are how a restarted nodepulse finds its pods.
 
-use crate::ports::{
-    ContainerState, ContainerStatus, ContainerSummary, Labels, SandboxState, SandboxStatus,
-    SandboxSummary,
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::{
+    pods::pods_view::{ContainerRecord, PodRecord, SandboxRecord},
+    ports::{
+        ContainerState, ContainerStatus, ContainerSummary, Labels, SandboxState, SandboxStatus,
+        SandboxSummary,
+    },
 };
 
 pub const POD_NAME_LABEL: &str = "io.kubernetes.pod.name";
@@ -122,6 +128,41 @@ impl PodRuntime {
             .iter()
             .any(|container| container.state == ContainerState::Running)
     }
+
+    /// What the node's `PodsView` shows of `pod`: its names, and the IDs, states and log
+    /// paths of what the runtime holds for it.
+    pub fn record(&self, pod: &Pod) -> PodRecord {
+        let sandboxes = self.sandboxes.iter().map(|sandbox| SandboxRecord {
+            id: sandbox.id.clone(),
+            ready: sandbox.state == SandboxState::Ready,
+            created_at: timestamp(sandbox.created_at),
+        });
+        let containers = self.containers.iter().map(|status| ContainerRecord {
+            name: container_name(status).to_owned(),
+            id: status.id.clone(),
+            state: status.state,
+            restart_count: restart_count(status),
+            log_path: status.log_path.clone(),
+            image: status.image.clone(),
+            image_ref: status.image_ref.clone(),
+            created_at: timestamp(status.created_at),
+            started_at: timestamp(status.started_at),
+            finished_at: timestamp(status.finished_at),
+            exit_code: (status.state == ContainerState::Exited).then_some(status.exit_code),
+        });
+        PodRecord {
+            sandboxes: sandboxes.collect(),
+            containers: containers.collect(),
+            ..PodRecord::new(pod)
+        }
+    }
+}
+
+/// CRI's nanoseconds since the epoch; 0 (not reached) is `None`.
+fn timestamp(nanos: i64) -> Option<Timestamp> {
+    (nanos > 0)
+        .then(|| Timestamp::from_nanosecond(i128::from(nanos)).ok())
+        .flatten()
 }
 
 /// The container's name in the pod spec: its label, else the CRI metadata name.

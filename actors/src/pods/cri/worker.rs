@@ -13,7 +13,7 @@ use super::{
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
     gc::MAX_DEAD_PER_CONTAINER,
     objects::EnvObjects,
-    plan::{Kind, app_containers, init_containers, is_sidecar, plan},
+    plan::{Kind, app_containers, ephemeral_containers, init_containers, is_sidecar, plan},
     sandbox::{parse_resolv_conf, sandbox_config},
     status::StartError,
     terminate::grace_left,
@@ -131,12 +131,13 @@ impl Engine {
     fn retry_later(&self, uid: &str) {
         let at = later(self.now(), SYNC_ERROR_BACKOFF);
         if let Some(entry) = self.core().pods.get_mut(uid) {
-            entry.retry_at = Some(at);
+            // Not past an earlier wake-up (an active deadline).
+            entry.retry_at = Some(entry.retry_at.map_or(at, |old| old.min(at)));
         }
     }
 
     pub async fn sync_pod(self: &Arc<Self>, uid: &str) {
-        if !self.admit(uid) {
+        if !self.admit(uid) || self.check_active_deadline(uid) {
             return;
         }
         // What the PLEG just read is current: the sync starts from it.
@@ -192,9 +193,14 @@ impl Engine {
         };
         let config = self.sandbox_config(&pod, sandbox.metadata.attempt);
         for (kind, name) in &plan.start {
+            let ephemeral;
             let containers = match kind {
                 Kind::Init => init_containers(&pod),
                 Kind::App => app_containers(&pod),
+                Kind::Ephemeral => {
+                    ephemeral = ephemeral_containers(&pod);
+                    ephemeral.as_slice()
+                }
             };
             let Some(container) = containers.iter().find(|c| &c.name == name) else {
                 continue;
@@ -293,6 +299,15 @@ impl Engine {
             self.event(pod, error.event());
             failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry)
         })?;
+        self.verify_non_root(pod, container, &image_ref)
+            .await
+            .map_err(|message| {
+                self.event(
+                    pod,
+                    PodEvent::warning("Failed", format!("Error: {message}")),
+                );
+                failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
+            })?;
         let termination_file = self
             .termination_file(pod, container)
             .map_err(|error| failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry))?;
@@ -361,11 +376,13 @@ impl Engine {
             .map(|entry| entry.pod_ips.clone())
             .unwrap_or_default();
         let allocatable = self.node_allocatable();
+        let service_env = super::objects::service_variables(self.objects.as_ref(), pod)?;
         let context = EnvContext {
             pod,
             pod_ips: &pod_ips,
             host_ips: &self.settings.host_ips,
             node_allocatable: &allocatable,
+            service_env: &service_env,
         };
         container_env(&context, container, &objects)
     }

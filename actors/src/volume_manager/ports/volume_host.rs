@@ -28,6 +28,8 @@ pub struct SetUpContext<'a> {
     pub allocatable: &'a NodeAllocatable,
     /// The files of an API-backed volume; `None` for emptyDir and hostPath.
     pub content: Option<&'a Payload>,
+    /// The pod's `securityContext.fsGroup`: emptyDir and API-backed volumes are given to it.
+    pub fs_group: Option<u32>,
 }
 
 pub trait VolumeHost: Send + Sync + 'static {

@@ -18,4 +18,10 @@ pub trait VolumeSourceApi: Send + Sync + 'static {
     /// `POST serviceaccounts/{sa}/token` with the spec's audiences, expiration and the pod as
     /// bound object.
     fn request_token(&self, spec: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>>;
+    /// The cluster's Services for the service-link variables, watched from the first call on;
+    /// `None` where there are none to be had (a node without an API server sets none, as the
+    /// kubelet without a service lister).
+    fn services(&self) -> Option<std::sync::Arc<dyn crate::ports::ServiceLister>> {
+        None
+    }
 }

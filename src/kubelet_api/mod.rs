@@ -1,0 +1,219 @@
+//! The kubelet API, as kube-apiserver, metrics-server and kubectl reach a node: HTTPS on
+//! `address:port` (the port `daemonEndpoints` reports) with the kubelet's authentication
+//! (x509 client certificates, bearer tokens through TokenReview, anonymous off) and
+//! authorization (SubjectAccessReview, or AlwaysAllow), and the plain-HTTP `/healthz` on
+//! `healthzBindAddress:healthzPort`. `../shared/reference/kubelet-api.md` is the behaviour.
+//!
+//! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
+//! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
+//! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
+//! `pods` (`/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `reply`,
+//! `metrics`.
+
+mod authn;
+mod authz;
+mod cache;
+mod healthz;
+mod logs;
+pub mod metrics;
+mod pods;
+mod reply;
+pub mod reviews;
+mod routes;
+pub mod self_signed;
+mod server;
+mod streaming;
+pub mod tls;
+mod x509;
+
+use std::{net::SocketAddr, sync::Arc};
+
+use nodepulse_actors::pods::PodsView;
+use tokio::sync::Notify;
+use tokio_rustls::TlsAcceptor;
+
+pub use healthz::Problems;
+pub use reviews::Reviews;
+pub use tls::TlsError;
+
+use crate::{
+    config::{AuthorizationMode, Settings},
+    cri::CriClient,
+};
+
+/// Why the kubelet API cannot start. None is retried: the configuration, the files or the
+/// port's other user must change.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletApiError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("cannot serve the kubelet API on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What every request reads.
+pub struct ApiState {
+    node_name: String,
+    authenticator: authn::Authenticator,
+    authorizer: authz::Authorizer,
+    /// The node's problems for the `syncloop` check; `None` serves only `ping`.
+    problems: Option<Problems>,
+    /// The pods the node runs, for logs.
+    pods: PodsView,
+    /// The effective configuration as JSON, for `/configz`.
+    config: serde_json::Value,
+    /// The node's CRI client, for exec, attach and port-forward.
+    runtime: Option<CriClient>,
+}
+
+/// The listeners bound and the TLS configuration loaded: everything that can fail at start,
+/// done before the node's actors start.
+pub struct Prepared {
+    settings: Settings,
+    tls: Arc<rustls::ServerConfig>,
+    client_ca: Option<x509::ClientCa>,
+    listener: std::net::TcpListener,
+    healthz: Option<std::net::TcpListener>,
+}
+
+/// What the running API reads from the node.
+pub struct Parts {
+    pub reviews: Arc<dyn Reviews>,
+    pub problems: Option<Problems>,
+    pub pods: PodsView,
+    pub runtime: Option<CriClient>,
+}
+
+/// The running API; [`KubeletApi::stop`] stops accepting (streams in flight run on).
+pub struct KubeletApi {
+    pub address: SocketAddr,
+    pub healthz_address: Option<SocketAddr>,
+    stops: [Arc<Notify>; 2],
+}
+
+impl KubeletApi {
+    pub fn stop(&self) {
+        for stop in &self.stops {
+            stop.notify_one();
+        }
+    }
+}
+
+fn bind(address: SocketAddr) -> Result<std::net::TcpListener, KubeletApiError> {
+    let bound = std::net::TcpListener::bind(address).and_then(|listener| {
+        // Non-blocking, as tokio needs it when the server adopts the socket.
+        listener.set_nonblocking(true)?;
+        Ok(listener)
+    });
+    bound.map_err(|source| KubeletApiError::Bind { address, source })
+}
+
+/// Loads the TLS material and binds both listeners.
+pub fn prepare(settings: &Settings) -> Result<Prepared, KubeletApiError> {
+    let config = &settings.config;
+    let client_ca = match &config.authentication.x509.client_ca_file {
+        Some(path) => Some(x509::ClientCa::read(path)?),
+        None => None,
+    };
+    // The kubelet names its self-signed certificate after its hostname, which
+    // `--hostname-override` (the node name here) replaces.
+    let host = settings.node_name.to_lowercase();
+    let serving = tls::serving_certificate(config, &host)?;
+    let tls = tls::server_config(config, serving, client_ca.as_ref())?;
+    // Validated as IPs with the rest of the configuration.
+    let ip = |text: &str| {
+        text.parse()
+            .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into())
+    };
+    let listener = bind(SocketAddr::new(ip(&config.address), config.port))?;
+    let healthz = match config.healthz_port {
+        0 => None,
+        port => Some(bind(SocketAddr::new(
+            ip(&config.healthz_bind_address),
+            port,
+        ))?),
+    };
+    Ok(Prepared {
+        settings: settings.clone(),
+        tls,
+        client_ca,
+        listener,
+        healthz,
+    })
+}
+
+impl Prepared {
+    /// The HTTPS port bound (the configured one, or the kernel's pick for `port: 0`).
+    pub fn port(&self) -> u16 {
+        self.listener
+            .local_addr()
+            .map_or(self.settings.config.port, |address| address.port())
+    }
+
+    /// Serves on the current tokio runtime.
+    pub fn serve(self, parts: Parts) -> Result<KubeletApi, KubeletApiError> {
+        let config = &self.settings.config;
+        let authentication = &config.authentication;
+        let authenticator = authn::Authenticator {
+            client_ca: self.client_ca,
+            tokens: authentication.webhook.enabled.then(|| authn::TokenWebhook {
+                reviews: Arc::clone(&parts.reviews),
+                ttl: authentication.webhook.cache_ttl.0,
+                cache: cache::ReviewCache::default(),
+            }),
+            anonymous: authentication.anonymous.enabled,
+        };
+        let authorizer = match config.authorization.mode {
+            AuthorizationMode::AlwaysAllow => authz::Authorizer::AlwaysAllow,
+            AuthorizationMode::Webhook => authz::Authorizer::Webhook(authz::AccessWebhook {
+                reviews: parts.reviews,
+                allowed_ttl: config.authorization.webhook.cache_authorized_ttl.0,
+                denied_ttl: config.authorization.webhook.cache_unauthorized_ttl.0,
+                cache: cache::ReviewCache::default(),
+            }),
+        };
+        let state = Arc::new(ApiState {
+            node_name: self.settings.node_name.clone(),
+            authenticator,
+            authorizer,
+            problems: parts.problems,
+            pods: parts.pods,
+            config: serde_json::to_value(config).unwrap_or_default(),
+            runtime: parts.runtime,
+        });
+        let adopt = |listener: std::net::TcpListener| {
+            let address = listener.local_addr();
+            tokio::net::TcpListener::from_std(listener).and_then(|adopted| Ok((address?, adopted)))
+        };
+        let unbound = |source| KubeletApiError::Bind {
+            address: SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), config.port),
+            source,
+        };
+        let stops = [Arc::new(Notify::new()), Arc::new(Notify::new())];
+        let (address, listener) = adopt(self.listener).map_err(unbound)?;
+        tokio::spawn(server::serve_tls(
+            listener,
+            TlsAcceptor::from(self.tls),
+            state,
+            Arc::clone(&stops[0]),
+        ));
+        let healthz_address = match self.healthz {
+            Some(healthz) => {
+                let (address, listener) = adopt(healthz).map_err(unbound)?;
+                tokio::spawn(server::serve_healthz(listener, Arc::clone(&stops[1])));
+                Some(address)
+            }
+            None => None,
+        };
+        tracing::info!(%address, healthz = ?healthz_address, "kubelet API listening");
+        Ok(KubeletApi {
+            address,
+            healthz_address,
+            stops,
+        })
+    }
+}

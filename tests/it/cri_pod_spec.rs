@@ -1,0 +1,482 @@
+//! What a pod's spec promises, on a real `runtime: cri` node (containerd), against an API server
+//! (the emulator, or a real cluster), as the kubelet keeps it: `runAsNonRoot` refuses an
+//! explicit root user and an image that runs as root or as a name, with the kubelet's
+//! `CreateContainerConfigError` texts and Warning, and lets an image's non-root uid run; a pod
+//! past its `activeDeadlineSeconds` (given at creation, or lowered while it runs) ends Failed
+//! with `DeadlineExceeded`, its containers stopped; a pod's configMap, secret, projected and
+//! emptyDir volumes are given to its `fsGroup` and read through it by a non-root user; a
+//! container is ready as soon as its startup probe succeeds; it gets the service-link variables
+//! of its namespace's Services (unless `enableServiceLinks: false`) and of `kubernetes`; an
+//! ephemeral container added to a running pod starts, is reported and is never restarted.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState};
+use serde_json::{Value, json};
+
+use crate::{
+    common::{
+        cleanup::{Owned, own},
+        cluster::TestCluster,
+        cri_fixture::CriFixture,
+        cri_node::CriNode,
+        objects::{create_config_map, create_secret, wait_pod_event},
+        oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
+        pods::{create, pod_manifest, wait_pod, wait_running},
+    },
+    cri_pods::{Setup, UNTIL_TERM, app, runtime_id, shell, spec},
+};
+
+const NAMESPACE: &str = "default";
+
+fn waiting(pod: &Pod) -> (Option<String>, String) {
+    let waiting = app(pod).state.and_then(|state| state.waiting);
+    (
+        waiting.as_ref().and_then(|w| w.reason.clone()),
+        waiting.and_then(|w| w.message).unwrap_or_default(),
+    )
+}
+
+/// `id -u` of `image`, written where the pod's status shows it.
+fn id_container(image: &str, security_context: Value) -> Value {
+    json!({
+        "name": "app",
+        "image": image,
+        "command": ["/bin/sh", "-c", "id -u > /dev/termination-log"],
+        "securityContext": security_context,
+    })
+}
+
+#[actix_rt::test]
+async fn run_as_non_root_refuses_root_and_unverifiable_users_with_the_kubelets_texts() {
+    let Some(setup) = Setup::start(
+        "run_as_non_root_refuses_root_and_unverifiable_users_with_the_kubelets_texts",
+        "cri-nonroot",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let non_root = json!({"runAsNonRoot": true});
+        let refused = [
+            (
+                "explicit-root",
+                id_container(NON_ROOT_IMAGE, json!({"runAsNonRoot": true, "runAsUser": 0})),
+                "container's runAsUser breaks non-root policy",
+            ),
+            (
+                "implicit-root",
+                id_container(BUSYBOX_IMAGE, non_root.clone()),
+                "container has runAsNonRoot and image will run as root",
+            ),
+            (
+                "named-user",
+                id_container(NAMED_USER_IMAGE, non_root.clone()),
+                "container has runAsNonRoot and image has non-numeric user (robot), cannot verify user is non-root",
+            ),
+        ];
+        let allowed = format!("{}-image-uid", node.name);
+        create(
+            &cluster.client,
+            &pod_manifest(
+                &allowed,
+                NAMESPACE,
+                &node.name,
+                spec("Never", json!([id_container(NON_ROOT_IMAGE, non_root)])),
+            ),
+        )
+        .await;
+        for (suffix, container, _) in &refused {
+            let name = format!("{}-{suffix}", node.name);
+            let manifest = pod_manifest(&name, NAMESPACE, &node.name, spec("Never", json!([container])));
+            create(&cluster.client, &manifest).await;
+        }
+        for (suffix, _, text) in &refused {
+            let name = format!("{}-{suffix}", node.name);
+            let pod = wait_pod(&cluster.client, NAMESPACE, &name, "CreateContainerConfigError", |pod| {
+                waiting(pod).0.as_deref() == Some("CreateContainerConfigError")
+            })
+            .await;
+            let expected = format!(
+                "{text} (pod: \"{name}_{NAMESPACE}({})\", container: app)",
+                pod.metadata.uid.as_deref().unwrap_or_default()
+            );
+            assert_eq!(waiting(&pod).1, expected);
+            wait_pod_event(cluster, &pod, "Warning", "Failed", |message| {
+                message == format!("Error: {expected}")
+            })
+            .await;
+        }
+        let pod = wait_pod(&cluster.client, NAMESPACE, &allowed, "Succeeded", |pod| {
+            crate::common::pods::phase(pod) == Some("Succeeded")
+        })
+        .await;
+        let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
+        assert_eq!(terminated.message.as_deref().map(str::trim), Some("1234"));
+    })
+    .await;
+}
+
+/// Waits until pod `name` ended Failed for its active deadline, its container stopped.
+async fn wait_deadline_exceeded(setup: &Setup, name: &str) {
+    let pod = wait_pod(
+        &setup.cluster.client,
+        NAMESPACE,
+        name,
+        "DeadlineExceeded",
+        |pod| {
+            let status = pod.status.clone().unwrap_or_default();
+            status.phase.as_deref() == Some("Failed")
+                && app(pod).state.is_some_and(|s| s.terminated.is_some())
+        },
+    )
+    .await;
+    let status = pod.status.clone().expect("a status");
+    assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("Pod was active on the node longer than the specified deadline")
+    );
+    wait_pod_event(
+        &setup.cluster,
+        &pod,
+        "Normal",
+        "DeadlineExceeded",
+        |message| message == "Pod was active on the node longer than the specified deadline",
+    )
+    .await;
+    let running = ContainerFilter {
+        state: Some(ContainerState::Running),
+        labels: [(
+            "io.kubernetes.pod.uid".to_owned(),
+            pod.metadata.uid.clone().expect("a uid"),
+        )]
+        .into(),
+        ..ContainerFilter::default()
+    };
+    let left = setup
+        .fixture
+        .client
+        .list_containers(running)
+        .await
+        .expect("ListContainers");
+    assert!(
+        left.is_empty(),
+        "nothing of the pod is left running: {left:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_pod_past_its_active_deadline_fails_also_when_the_deadline_is_lowered() {
+    let Some(setup) = Setup::start(
+        "a_pod_past_its_active_deadline_fails_also_when_the_deadline_is_lowered",
+        "cri-deadline",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let lowered = format!("{}-lowered", node.name);
+        let timed = format!("{}-timed", node.name);
+        for (name, deadline) in [(&lowered, 3600), (&timed, 6)] {
+            let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
+            manifest["spec"]["activeDeadlineSeconds"] = json!(deadline);
+            // A SIGTERM before the shell's trap is set is ignored: the kill ends in seconds.
+            manifest["spec"]["terminationGracePeriodSeconds"] = json!(1);
+            create(
+                &cluster.client,
+                &pod_manifest(name, NAMESPACE, &node.name, manifest),
+            )
+            .await;
+        }
+        wait_running(&cluster.client, NAMESPACE, &lowered).await;
+        let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
+        let lower = json!({"spec": {"activeDeadlineSeconds": 1}});
+        pods.patch(&lowered, &PatchParams::default(), &Patch::Strategic(lower))
+            .await
+            .expect("the deadline is lowered");
+        // The lowered one ends on its update; the other when its deadline comes, unprompted.
+        wait_deadline_exceeded(&setup, &lowered).await;
+        wait_deadline_exceeded(&setup, &timed).await;
+    })
+    .await;
+}
+
+/// What the fsGroup pod prints: each file's content, octal mode and group, the emptyDir's,
+/// the group of a file it makes there, and its own groups.
+const OWNERSHIP_SCRIPT: &str = "set -e; exec > /dev/termination-log 2>&1; \
+    for f in /cm/data-1 /secret/data-1 /projected/cm-data /projected/secret-data; do \
+      echo \"$(cat $f) $(stat -L -c '%n %a %g' $f)\"; done; \
+    stat -c '%n %a %g' /scratch; touch /scratch/made; stat -c '%n %g' /scratch/made; \
+    echo \"groups $(id -G)\"";
+
+#[actix_rt::test]
+async fn a_pods_volumes_are_given_to_its_fs_group_and_readable_as_non_root() {
+    let Some(setup) = Setup::start(
+        "a_pods_volumes_are_given_to_its_fs_group_and_readable_as_non_root",
+        "cri-fsgroup",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let name = format!("{}-fsgroup", node.name);
+        create_config_map(cluster, NAMESPACE, &name, json!({"data": {"data-1": "value-1"}})).await;
+        create_secret(cluster, NAMESPACE, &name, json!({"stringData": {"data-1": "secret-1"}})).await;
+        let mut container = shell("app", OWNERSHIP_SCRIPT);
+        container["volumeMounts"] = json!([
+            {"name": "cm", "mountPath": "/cm"},
+            {"name": "secret", "mountPath": "/secret"},
+            {"name": "projected", "mountPath": "/projected"},
+            {"name": "scratch", "mountPath": "/scratch"},
+        ]);
+        let mut manifest = spec("Never", json!([container]));
+        // As the e2e specs: not the files' owner nor in root's group, readable through the
+        // fsGroup alone (0440).
+        manifest["spec"]["securityContext"] =
+            json!({"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 1001, "supplementalGroups": [2002]});
+        manifest["spec"]["volumes"] = json!([
+            {"name": "cm", "configMap": {"name": name, "defaultMode": 0o440}},
+            {"name": "secret", "secret": {"secretName": name, "defaultMode": 0o440}},
+            {"name": "projected", "projected": {"defaultMode": 0o440, "sources": [
+                {"configMap": {"name": name, "items": [{"key": "data-1", "path": "cm-data"}]}},
+                {"secret": {"name": name, "items": [{"key": "data-1", "path": "secret-data"}]}},
+            ]}},
+            {"name": "scratch", "emptyDir": {}},
+        ]);
+        create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, manifest)).await;
+        let pod = wait_pod(&cluster.client, NAMESPACE, &name, "ended", |pod| {
+            matches!(crate::common::pods::phase(pod), Some("Succeeded" | "Failed"))
+        })
+        .await;
+        let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
+        let output = terminated.message.unwrap_or_default();
+        assert_eq!(
+            (crate::common::pods::phase(&pod), terminated.exit_code),
+            (Some("Succeeded"), 0),
+            "{output}"
+        );
+        let lines: Vec<&str> = output.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "value-1 /cm/data-1 440 1001",
+                "secret-1 /secret/data-1 440 1001",
+                "value-1 /projected/cm-data 440 1001",
+                "secret-1 /projected/secret-data 440 1001",
+                "/scratch 2777 1001",
+                "/scratch/made 1001",
+                "groups 3000 1001 2002",
+            ],
+            "{output}"
+        );
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_container_is_ready_as_soon_as_its_startup_probe_succeeds() {
+    let Some(setup) = Setup::start(
+        "a_container_is_ready_as_soon_as_its_startup_probe_succeeds",
+        "cri-ready-startup",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let name = format!("{}-startup", node.name);
+        let script = format!("echo ok > /tmp/health; sleep 3; echo ok > /tmp/startup; {UNTIL_TERM}");
+        let mut container = shell("app", &script);
+        container["startupProbe"] =
+            json!({"exec": {"command": ["cat", "/tmp/startup"]}, "periodSeconds": 1, "failureThreshold": 120});
+        // Its own period would make it wait up to an hour: only the startup success runs it.
+        container["readinessProbe"] =
+            json!({"exec": {"command": ["cat", "/tmp/health"]}, "periodSeconds": 3600});
+        create(
+            &cluster.client,
+            &pod_manifest(&name, NAMESPACE, &node.name, spec("Always", json!([container]))),
+        )
+        .await;
+        wait_pod(&cluster.client, NAMESPACE, &name, "started", |pod| app(pod).started == Some(true)).await;
+        wait_running(&cluster.client, NAMESPACE, &name).await;
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_variables() {
+    let test = "a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_variables";
+    let Some(()) = CriFixture::required(test) else {
+        return;
+    };
+    // The Service exists before the node starts: its watch lists it before any container
+    // starts, instead of racing the pod's start.
+    let cluster = TestCluster::start().await;
+    let service = format!("svc-env-{}", std::process::id());
+    own(Owned::Object {
+        path: format!("/api/v1/namespaces/{NAMESPACE}/services/{service}"),
+    });
+    let services = Api::<Service>::namespaced(cluster.client.clone(), NAMESPACE);
+    let body = json!({"metadata": {"name": service}, "spec": {"ports": [
+        {"name": "sql", "port": 5432},
+        {"name": "stats", "port": 9100, "protocol": "UDP"},
+    ]}});
+    let created = services
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(body).expect("a Service"),
+        )
+        .await
+        .expect("the Service is created");
+    let ip = created
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("a cluster IP");
+    let fixture = CriFixture::start("cri-svc-env").await;
+    let node = CriNode::start(&cluster.kubeconfig, &fixture, "cri-svc-env").await;
+    let setup = Setup {
+        node,
+        fixture,
+        cluster,
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let kubernetes = services.get("kubernetes").await.expect("the kubernetes Service");
+        let master_ip = kubernetes.spec.and_then(|s| s.cluster_ip).expect("its cluster IP");
+        let prefix = service.replace('-', "_").to_uppercase();
+        // Printed by a command run in the container (ExecSync runs with its environment).
+        let script = format!(
+            "for v in {prefix}_SERVICE_HOST {prefix}_SERVICE_PORT \
+             {prefix}_SERVICE_PORT_STATS {prefix}_PORT {prefix}_PORT_9100_UDP \
+             {prefix}_PORT_9100_UDP_PROTO {prefix}_PORT_5432_TCP_ADDR KUBERNETES_SERVICE_HOST \
+             KUBERNETES_PORT; do eval echo \"$v=\\${{$v:-unset}}\"; done"
+        );
+        for (suffix, links) in [("links", true), ("no-links", false)] {
+            let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
+            manifest["spec"]["enableServiceLinks"] = json!(links);
+            let name = format!("{}-{suffix}", node.name);
+            create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, manifest)).await;
+        }
+        let fixture = &setup.fixture;
+        let printed = |suffix: &'static str| {
+            let script = script.clone();
+            async move {
+                let name = format!("{}-{suffix}", node.name);
+                let pod = wait_running(&cluster.client, NAMESPACE, &name).await;
+                let output = fixture
+                    .client
+                    .exec_sync(
+                        runtime_id(&app(&pod)),
+                        vec!["/bin/sh".into(), "-c".into(), script],
+                        Duration::from_secs(10),
+                    )
+                    .await
+                    .expect("ExecSync");
+                String::from_utf8_lossy(&output.stdout).into_owned()
+            }
+        };
+        let master = format!("KUBERNETES_SERVICE_HOST={master_ip}\nKUBERNETES_PORT=tcp://{master_ip}:443\n");
+        assert_eq!(
+            printed("links").await,
+            format!(
+                "{prefix}_SERVICE_HOST={ip}\n{prefix}_SERVICE_PORT=5432\n{prefix}_SERVICE_PORT_STATS=9100\n\
+                 {prefix}_PORT=tcp://{ip}:5432\n{prefix}_PORT_9100_UDP=udp://{ip}:9100\n\
+                 {prefix}_PORT_9100_UDP_PROTO=udp\n{prefix}_PORT_5432_TCP_ADDR={ip}\n{master}"
+            )
+        );
+        assert_eq!(
+            printed("no-links").await,
+            format!(
+                "{prefix}_SERVICE_HOST=unset\n{prefix}_SERVICE_PORT=unset\n{prefix}_SERVICE_PORT_STATS=unset\n\
+                 {prefix}_PORT=unset\n{prefix}_PORT_9100_UDP=unset\n{prefix}_PORT_9100_UDP_PROTO=unset\n\
+                 {prefix}_PORT_5432_TCP_ADDR=unset\n{master}"
+            )
+        );
+    })
+    .await;
+}
+
+/// The status of ephemeral container `name`, if the pod reports one.
+fn ephemeral_status(pod: &Pod, name: &str) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
+    pod.status
+        .as_ref()?
+        .ephemeral_container_statuses
+        .as_ref()?
+        .iter()
+        .find(|s| s.name == name)
+        .cloned()
+}
+
+#[actix_rt::test]
+async fn an_ephemeral_container_starts_when_added_to_a_running_pod_and_is_never_restarted() {
+    let Some(setup) = Setup::start(
+        "an_ephemeral_container_starts_when_added_to_a_running_pod_and_is_never_restarted",
+        "cri-ephemeral",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let name = format!("{}-target", node.name);
+        create(
+            &cluster.client,
+            &pod_manifest(&name, NAMESPACE, &node.name, spec("Always", json!([shell("app", UNTIL_TERM)]))),
+        )
+        .await;
+        let pod = wait_running(&cluster.client, NAMESPACE, &name).await;
+        let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
+        let add = |containers: Value| {
+            let pods = pods.clone();
+            let name = name.clone();
+            async move {
+                let patch = json!({"spec": {"ephemeralContainers": containers}});
+                pods.patch_ephemeral_containers(&name, &PatchParams::default(), &Patch::Strategic(patch))
+                    .await
+                    .expect("the ephemeral container is added")
+            }
+        };
+        // As `kubectl debug`: one that exits at once with 3, then one that keeps running.
+        let debugger = json!({"name": "debugger", "image": BUSYBOX_IMAGE, "command": ["/bin/sh", "-c", "exit 3"]});
+        add(json!([debugger])).await;
+        let exited = wait_pod(&cluster.client, NAMESPACE, &name, "the debugger exited", |pod| {
+            ephemeral_status(pod, "debugger")
+                .and_then(|s| s.state?.terminated)
+                .is_some_and(|t| t.exit_code == 3)
+        })
+        .await;
+        let status = ephemeral_status(&exited, "debugger").expect("its status");
+        assert_eq!((status.ready, status.restart_count, status.started), (false, 0, None));
+        assert!(crate::common::pods::running_and_ready(&exited), "the pod stays Ready");
+        add(json!([debugger, {"name": "sleeper", "image": BUSYBOX_IMAGE, "command": ["/bin/sh", "-c", UNTIL_TERM]}])).await;
+        let later = wait_pod(&cluster.client, NAMESPACE, &name, "the sleeper runs", |pod| {
+            ephemeral_status(pod, "sleeper").and_then(|s| s.state?.running).is_some()
+        })
+        .await;
+        // The pod was synced again since the debugger exited; it was not started again.
+        let debugger_now = ephemeral_status(&later, "debugger").and_then(|s| s.state?.terminated);
+        assert_eq!(debugger_now.map(|t| t.exit_code), Some(3));
+        let filter = ContainerFilter {
+            labels: [("io.kubernetes.pod.uid".to_owned(), pod.metadata.uid.clone().expect("a uid"))].into(),
+            ..ContainerFilter::default()
+        };
+        let containers = setup.fixture.client.list_containers(filter).await.expect("ListContainers");
+        let debuggers = containers.iter().filter(|c| c.name == "debugger").count();
+        assert_eq!(debuggers, 1, "{containers:?}");
+    })
+    .await;
+}

@@ -1,0 +1,260 @@
+//! The kubelet API's listeners as kube-apiserver meets them: HTTPS on the configured port
+//! with the self-signed certificate the kubelet would make (`<rootDir>/pki/kubelet.crt`, valid
+//! for the node's name, reused on restart), x509 client certificates of `clientCAFile` (a
+//! stranger's, or none, is a 401 `Unauthorized` on every path), unknown paths a 404 as the
+//! kubelet's mux answers them, the plain-HTTP `/healthz`, and a clear refusal of a bad
+//! serving certificate from `check-config`.
+
+use std::{io::Write, net::SocketAddr, sync::Arc};
+
+use nodepulse::{
+    config::Settings,
+    kubelet_api::{self, KubeletApi, Parts},
+};
+
+use crate::common::{
+    cluster::{TestCluster, unique_node_name},
+    kubelet_client::{KubeletClient, TestCa, serving_ca},
+    node::connect,
+    root_dir::RootDir,
+};
+
+struct Served {
+    api: KubeletApi,
+    settings: Settings,
+    root: RootDir,
+    _ca_file: tempfile::NamedTempFile,
+}
+
+/// A kubelet API for a node of `cluster` on ephemeral ports, trusting `ca` for client
+/// certificates, with `extra` configuration; its self-signed certificate under `root`.
+async fn serve(cluster: &TestCluster, ca: &TestCa, extra: &str, root: Option<RootDir>) -> Served {
+    serve_with_healthz(cluster, ca, extra, root, 0).await
+}
+
+async fn serve_with_healthz(
+    cluster: &TestCluster,
+    ca: &TestCa,
+    extra: &str,
+    root: Option<RootDir>,
+    healthz_port: u16,
+) -> Served {
+    let root = root.unwrap_or_else(RootDir::new);
+    let mut ca_file = tempfile::NamedTempFile::new().expect("temp file");
+    ca_file.write_all(ca.pem.as_bytes()).expect("write");
+    let yaml = format!(
+        "runtime: cri\nrootDir: {root}\nport: 0\nhealthzPort: {healthz_port}\nauthentication:\n  x509: {{clientCAFile: {ca}}}\n{extra}",
+        root = root.path().display(),
+        ca = ca_file.path().display(),
+    );
+    let (settings, api) = connect(&cluster.kubeconfig, &unique_node_name("kapi"), &yaml).await;
+    let prepared = kubelet_api::prepare(&settings).expect("prepared");
+    let api = prepared
+        .serve(Parts {
+            reviews: api,
+            problems: Some(Arc::new(Vec::new)),
+            pods: nodepulse_actors::pods::PodsView::empty(),
+            runtime: None,
+        })
+        .expect("serving");
+    Served {
+        api,
+        settings,
+        root,
+        _ca_file: ca_file,
+    }
+}
+
+impl Served {
+    fn kubelet_crt(&self) -> String {
+        std::fs::read_to_string(self.root.path().join("pki/kubelet.crt")).expect("kubelet.crt")
+    }
+
+    fn client(
+        &self,
+        identity: Option<&crate::common::kubelet_client::ClientIdentity>,
+    ) -> KubeletClient {
+        let address = SocketAddr::from(([127, 0, 0, 1], self.api.address.port()));
+        KubeletClient::new(
+            address,
+            &self.settings.node_name,
+            &serving_ca(&self.kubelet_crt()),
+            identity,
+        )
+    }
+}
+
+#[tokio::test]
+async fn the_api_serves_its_self_signed_certificate_for_the_node_name_and_reuses_it() {
+    let cluster = TestCluster::start().await;
+    let ca = TestCa::new("test-cluster-ca");
+    let served = serve(&cluster, &ca, "authorization: {mode: AlwaysAllow}\n", None).await;
+    let first = served.kubelet_crt();
+    let key_mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(served.root.path().join("pki/kubelet.key"))
+            .expect("kubelet.key")
+            .permissions(),
+    );
+    assert_eq!(key_mode & 0o777, 0o600, "the key is private");
+    // The handshake verifies the leaf against its CA under the node's name.
+    let answer = served.client(None).get("/healthz").await;
+    assert_eq!((answer.status, answer.body.as_str()), (401, "Unauthorized"));
+    assert_eq!(
+        answer
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("text/plain; charset=utf-8")
+    );
+
+    served.api.stop();
+    let again = serve(&cluster, &ca, "", Some(served.root)).await;
+    assert_eq!(
+        again.kubelet_crt(),
+        first,
+        "the pair is made once and reused"
+    );
+}
+
+#[tokio::test]
+async fn a_client_certificate_of_the_client_ca_is_served_and_a_strangers_is_a_401() {
+    let cluster = TestCluster::start().await;
+    let ca = TestCa::new("test-cluster-ca");
+    let served = serve(&cluster, &ca, "authorization: {mode: AlwaysAllow}\n", None).await;
+    let apiserver = ca.client("kube-apiserver-kubelet-client", "system:masters");
+    let client = served.client(Some(&apiserver));
+    let healthz = client.get("/healthz").await;
+    assert_eq!((healthz.status, healthz.body.as_str()), (200, "ok"));
+    let verbose = client.get("/healthz?verbose").await;
+    assert_eq!(
+        verbose.body,
+        "[+]ping ok\n[+]log ok\n[+]syncloop ok\nhealthz check passed\n"
+    );
+    let unknown = client.get("/no/such/path").await;
+    assert_eq!(
+        (unknown.status, unknown.body.as_str()),
+        (404, "404: Page Not Found")
+    );
+
+    let stranger = TestCa::new("another-ca").client("mallory", "system:masters");
+    for path in ["/healthz", "/no/such/path"] {
+        let answer = served.client(Some(&stranger)).get(path).await;
+        assert_eq!(
+            (answer.status, answer.body.as_str()),
+            (401, "Unauthorized"),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_plain_healthz_listener_answers_ok_without_credentials() {
+    let cluster = TestCluster::start().await;
+    let ca = TestCa::new("test-cluster-ca");
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        probe.local_addr().expect("address").port()
+    };
+    let served = serve_with_healthz(&cluster, &ca, "", None, port).await;
+    let address = served.api.healthz_address.expect("healthz listening");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    tokio::io::AsyncWriteExt::write_all(
+        &mut stream,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .expect("write");
+    let mut answer = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut answer)
+        .await
+        .expect("read");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+}
+
+#[test]
+fn check_config_refuses_a_serving_certificate_that_is_not_one_or_a_key_that_does_not_fit() {
+    let dir = tempfile::tempdir().expect("dir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path
+    };
+    let generated = kubelet_api::self_signed::generate("np-node", std::time::SystemTime::now())
+        .expect("a pair");
+    let other = kubelet_api::self_signed::generate("np-node", std::time::SystemTime::now())
+        .expect("another pair");
+    let certificate = write("kubelet.crt", &generated.certificate_pem);
+    let key = write("kubelet.key", &generated.key_pem);
+    let garbage = write("garbage.crt", "not a certificate\n");
+    let foreign_key = write("other.key", &other.key_pem);
+    let check = |certificate: &std::path::Path, key: &std::path::Path| {
+        let config = write(
+            "nodepulse.yaml",
+            &format!(
+                "tlsCertFile: {}\ntlsPrivateKeyFile: {}\n",
+                certificate.display(),
+                key.display()
+            ),
+        );
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_nodepulse"))
+            .arg("check-config")
+            .arg(&config)
+            .output()
+            .expect("runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    assert_eq!(
+        check(&certificate, &key).0,
+        Some(0),
+        "a matching pair is fine"
+    );
+    let (code, stderr) = check(&garbage, &key);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("tlsCertFile {}: ", garbage.display())),
+        "{stderr}"
+    );
+    let (code, stderr) = check(&certificate, &foreign_key);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the key does not fit the certificate"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn with_webhook_authorization_the_api_servers_answer_decides() {
+    let cluster = TestCluster::start().await;
+    let ca = TestCa::new("test-cluster-ca");
+    let served = serve(&cluster, &ca, "authorization: {mode: Webhook}\n", None).await;
+    let admin = ca.client("kube-apiserver-kubelet-client", "system:masters");
+    let healthz = served.client(Some(&admin)).get("/healthz").await;
+    assert_eq!(
+        (healthz.status, healthz.body.as_str()),
+        (200, "ok"),
+        "a SubjectAccessReview allows system:masters"
+    );
+    if cluster.is_emulator() {
+        // The emulator has no RBAC: every review it answers allows.
+        crate::common::skip::skipped(
+            "with_webhook_authorization_the_api_servers_answer_decides (the refusal)",
+            "a real cluster's RBAC",
+        );
+        return;
+    }
+    let nobody = ca.client("nodepulse-test-nobody", "nodepulse-test-nogroup");
+    let refused = served.client(Some(&nobody)).get("/healthz").await;
+    assert_eq!(
+        (refused.status, refused.body.as_str()),
+        (
+            403,
+            "Forbidden (user=nodepulse-test-nobody, verb=get, resource=nodes, subresource(s)=[healthz proxy])\n"
+        )
+    );
+}
