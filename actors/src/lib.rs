@@ -1,7 +1,9 @@
 //! nodepulse's node actors, the typed messages they exchange and the ports (traits) through
 //! which they reach the API server and the host.
 //!
+//! - [`clock`]: the one clock: tokio's for timers, an injected wall clock for timestamps.
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
+//! - `expansion`: the kubelet's `$(VAR)` expansion, for env values and probe commands.
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`messages`]: one type per fact the actors tell each other.
@@ -17,6 +19,7 @@
 
 pub mod clock;
 pub mod eviction;
+pub(crate) mod expansion;
 pub mod go_duration;
 pub mod lease;
 pub mod messages;

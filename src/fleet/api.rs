@@ -18,9 +18,10 @@ use k8s_openapi::api::{
 use nodepulse_actors::{
     ports::{
         ApiRecovery, ApiResult, CsiDriverRegistration, CsiNodeApi, LeaseApi, LeaseRenewal, NodeApi,
-        NodeEvent, NodeWatchEvent, PodApi, PodEvent, PodWatchEvent, StorageApi, VolumeSourceApi,
+        NodeEvent, NodeWatchEvent, PodApi, PodEvent, PodWatchEvent,
     },
     volume_manager::content::{TokenSpec, token::IssuedToken},
+    volume_manager::{StorageApi, VolumeSourceApi},
 };
 
 use crate::kube_api::{KubeApi, SharedWatches};

@@ -11,7 +11,8 @@ use k8s_openapi::api::{
 };
 use kube::Api;
 use nodepulse_actors::{
-    ports::{ApiError, ApiResult, StorageApi},
+    ports::{ApiError, ApiResult},
+    volume_manager::StorageApi,
     volume_manager::attachment_name,
 };
 

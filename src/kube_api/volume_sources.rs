@@ -10,7 +10,8 @@ use k8s_openapi::api::{
 };
 use kube::api::{Api, PostParams};
 use nodepulse_actors::{
-    ports::{ApiError, ApiResult, ServiceLister, VolumeSourceApi},
+    ports::{ApiError, ApiResult, ServiceLister},
+    volume_manager::VolumeSourceApi,
     volume_manager::content::{TokenSpec, token::IssuedToken},
 };
 

@@ -11,8 +11,9 @@ use nodepulse_actors::{
         PodLifecycleProvider, PodsPublisher, Start,
         cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
     },
-    ports::{HealthChecks, MachineFacts, PodVolumeView, VolumeSourceApi},
+    ports::{HealthChecks, MachineFacts},
     prober::{ProbePods, ProbeResults, ProberKept},
+    volume_manager::{PodVolumeView, VolumeSourceApi},
 };
 use nodepulse_supervisor::Recipient;
 

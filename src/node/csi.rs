@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use nodepulse_actors::{
-    ports::{CsiNodeApi, StorageApi},
+    ports::CsiNodeApi,
+    volume_manager::StorageApi,
     volume_manager::{CsiPorts, PodDirs},
 };
 use nodepulse_supervisor::{ChildSpec, mailbox};

@@ -26,11 +26,12 @@ use nodepulse_actors::{
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
     pods::{PodLifecycleActor, PodsPublisher},
-    ports::{CsiNodeApi, LeaseApi, NodeApi, PodApi, PodStatsSource, StorageApi, VolumeSourceApi},
+    ports::{CsiNodeApi, LeaseApi, NodeApi, PodApi, PodStatsSource},
     prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{RuntimeProbeActor, UpdatePodCidr},
     status_manager::StatusManagerActor,
     volume_manager::VolumeManagerActor,
+    volume_manager::{StorageApi, VolumeSourceApi},
 };
 use nodepulse_supervisor::{Mailbox, Recipient, Supervisor, SupervisorBuilder};
 

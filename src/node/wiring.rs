@@ -16,16 +16,14 @@ use nodepulse_actors::{
         self, PodLifecycleActor, PodLifecycleSettings, PodLifecycleState, PodsPublisher,
         SimulatedPods, SimulatedSettings, StartingProvider,
     },
-    ports::{
-        HealthChecks, LeaseApi, NodeApi, PodApi, PodSource, PodVolumeView, VolumeHost,
-        VolumeSourceApi,
-    },
+    ports::{HealthChecks, LeaseApi, NodeApi, PodApi, PodSource},
     prober::{ProberActor, ProberKept},
     runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
     volume_manager::{
         self, VolumeManagerActor, VolumeManagerMemory, VolumeManagerPeers, VolumeView,
     },
+    volume_manager::{PodVolumeView, VolumeHost, VolumeSourceApi},
 };
 use nodepulse_supervisor::{
     ChildSpec, Drain, Inbox, Kept, Mailbox, Recipient, SupervisorBuilder, mailbox,

@@ -7,8 +7,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use nodepulse_actors::{
-    ports::{SetUpContext, VolumeHost, VolumeHostError},
     volume_manager::{ActualState, Plugin, PodDirs, PodVolume},
+    volume_manager::{SetUpContext, VolumeHost, VolumeHostError},
 };
 use serde_json::json;
 

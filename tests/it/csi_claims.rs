@@ -15,8 +15,8 @@ use nodepulse::{
     kube_api::KubeApi,
 };
 use nodepulse_actors::{
-    ports::{StorageApi, resolve_claim},
     volume_manager::{ClaimRef, attachment_name},
+    volume_manager::{StorageApi, resolve_claim},
 };
 use serde_json::json;
 

@@ -4,8 +4,6 @@
 //! its restarts). When a threshold is eligible (hard, or soft past its grace period) it ranks the
 //! active pods and asks StatusManager to evict at most one per pass (`EvictPod`).
 
-#[cfg(test)]
-mod actor_tests;
 mod observe;
 mod pressure;
 pub mod ranking;

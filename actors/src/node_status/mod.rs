@@ -13,6 +13,8 @@ mod actor;
 pub(crate) mod actor_tests;
 pub mod change;
 mod debug;
+#[cfg(test)]
+mod eviction_tests;
 mod node_view;
 pub mod patch;
 #[cfg(test)]

@@ -19,10 +19,11 @@ use super::{
 use crate::{
     clock::{self, WallClock},
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
-    ports::{PodApi, PodEvent, PodSource, PodVolumesChanged, PodWatchEvent},
+    ports::{PodApi, PodEvent, PodSource, PodWatchEvent},
     prober::ProberFeedback,
     runtime_probe::UpdatePodCidr,
     status_manager::StatusManagerActor,
+    volume_manager::PodVolumesChanged,
 };
 
 /// How soon a delivery blocked by a full mailbox is tried again.

@@ -14,10 +14,10 @@ use k8s_openapi::{
 pub use super::env_sources::{EnvSources, SourceError};
 use super::{
     env_sources::{Kind, Objects},
-    expansion::expand,
     field_ref::field_value,
     resource_field::resource_field_value,
 };
+use crate::expansion::expand;
 use crate::{ports::PodEvent, quantity::QuantityError};
 
 /// The waiting reason of a container whose configuration cannot be built.

@@ -16,7 +16,6 @@ pub mod env;
 mod env_sources;
 #[cfg(test)]
 mod env_tests;
-pub(crate) mod expansion;
 mod field_ref;
 pub mod image_ref;
 pub mod images;

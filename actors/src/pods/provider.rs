@@ -63,7 +63,7 @@ pub trait PodLifecycleProvider: Send + 'static {
     /// The Node's `spec.podCIDRs` (joined with ",") changed.
     fn set_pod_cidrs(&mut self, cidrs: &str, now: Timestamp) -> Vec<PodUpdate>;
     /// The volume manager says the readiness of `pod_uid`'s volumes may have changed (see
-    /// `ports::PodVolumeView`): a pod waiting for its volumes may start now, or report why not.
+    /// `volume_manager::PodVolumeView`): a pod waiting for its volumes may start now, or report why not.
     fn volumes_changed(&mut self, _pod_uid: &str, _now: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
     }

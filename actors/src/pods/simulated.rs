@@ -24,7 +24,8 @@ use super::{
 };
 use crate::{
     messages::StopPod,
-    ports::{ContainerStats, PodStats, PodVolumeView},
+    ports::{ContainerStats, PodStats},
+    volume_manager::PodVolumeView,
     volume_manager::{MountReadiness, pod_volumes},
 };
 

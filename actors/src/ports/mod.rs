@@ -14,16 +14,12 @@ mod lease;
 mod machine;
 mod node;
 mod pod_source;
-mod pod_volumes;
 mod pods;
 mod probe;
 mod recovery;
 mod runtime;
 mod runtime_stats;
 mod services;
-mod storage;
-mod volume_host;
-mod volume_sources;
 
 pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
@@ -43,7 +39,6 @@ pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use pod_source::PodSource;
-pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub use probe::{
     HTTP_STATUS_FAILURE, ProbeAction, ProbeError, ProbeOutcome, ProbeRunner, ProbeTarget,
@@ -59,6 +54,3 @@ pub use runtime_stats::{
     RuntimeStats, SandboxStatsFilter, SandboxUsage, SwapUsage,
 };
 pub use services::{ServiceLink, ServiceLinkPort, ServiceLister};
-pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
-pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
-pub use volume_sources::VolumeSourceApi;

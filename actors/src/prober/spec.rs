@@ -10,7 +10,7 @@ use k8s_openapi::{
 };
 
 use crate::{
-    pods::expansion::expand,
+    expansion::expand,
     ports::{ProbeAction, ProbeTarget},
 };
 

@@ -31,7 +31,22 @@ pub struct VersionedStatus {
 pub enum UpdateOutcome {
     Stored { version: u64 },
     Unchanged,
-    Rejected(String),
+    Rejected(Rejection),
+}
+
+/// Why a status was refused, as the kubelet's status manager refuses it; the same status is
+/// refused again, so retrying does not help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("the pod has no UID")]
+    NoUid,
+    #[error(
+        "attempted illegal transition for container {container:?}: terminated to non-terminated with restartPolicy {restart_policy}"
+    )]
+    TerminatedRevived {
+        container: String,
+        restart_policy: String,
+    },
 }
 
 #[derive(Debug, Default, Clone)]
@@ -55,7 +70,7 @@ impl PodStatusCache {
         now: Timestamp,
     ) -> UpdateOutcome {
         let Some(uid) = pod.metadata.uid.clone() else {
-            return UpdateOutcome::Rejected("the pod has no UID".to_owned());
+            return UpdateOutcome::Rejected(Rejection::NoUid);
         };
         let now = whole_seconds(now);
         let cached = self.statuses.get(&uid);
@@ -156,7 +171,7 @@ fn check_terminated_stay_terminated(
     old: &PodStatus,
     new: &PodStatus,
     restart_policy: &str,
-) -> Result<(), String> {
+) -> Result<(), Rejection> {
     if restart_policy == "Always" {
         return Ok(());
     }
@@ -183,10 +198,10 @@ fn check_terminated_stay_terminated(
                     .is_none_or(|state| state.terminated.is_none())
             });
         if revived {
-            return Err(format!(
-                "attempted illegal transition for container {:?}: terminated to non-terminated with restartPolicy {restart_policy}",
-                previous.name
-            ));
+            return Err(Rejection::TerminatedRevived {
+                container: previous.name.clone(),
+                restart_policy: restart_policy.to_owned(),
+            });
         }
     }
     Ok(())

@@ -119,6 +119,14 @@ fn a_terminated_container_is_not_revived_unless_the_policy_restarts_it() {
             revived_ok,
             "{policy}: {outcome:?}"
         );
+        if let UpdateOutcome::Rejected(rejection) = outcome {
+            assert_eq!(
+                rejection.to_string(),
+                format!(
+                    "attempted illegal transition for container \"app\": terminated to non-terminated with restartPolicy {policy}"
+                )
+            );
+        }
     }
     let failed = status(
         json!({"containerStatuses": [{"name": "app", "image": "i", "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 1}}}]}),

@@ -28,10 +28,8 @@ use super::{
 use crate::{
     clock::{self, WallClock},
     messages::{NodeVolumeFacts, VolumesInUse},
-    ports::{
-        PodApi, PodEvent, PodSource, PodVolumesChanged, PodWatchEvent, SetUpContext, VolumeHost,
-        VolumeSourceApi,
-    },
+    ports::{PodApi, PodEvent, PodSource, PodWatchEvent},
+    volume_manager::{PodVolumesChanged, SetUpContext, VolumeHost, VolumeSourceApi},
 };
 
 #[path = "actor_csi.rs"]

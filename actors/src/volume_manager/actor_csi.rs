@@ -11,10 +11,11 @@ use tokio::time::Instant;
 
 use super::{Key, VolumeManagerActor};
 use crate::{
-    ports::{CsiNode, CsiPod, StorageApi, resolve_claim},
+    ports::{CsiNode, CsiPod},
     volume_manager::{
         ClaimRef, MountState, PodVolume, StagedDevice, UniqueVolumeName, state::is_terminated,
     },
+    volume_manager::{StorageApi, resolve_claim},
 };
 
 /// How long a claim that could not be resolved waits before it is looked up again.

@@ -18,12 +18,10 @@ use super::{
 use crate::volume_manager::{ActualState, MountState, StagedDevice, csi_unique_name};
 use crate::{
     messages::{NodeVolumeFacts, VolumesInUse},
-    ports::{
-        CsiVolume, PodVolumeView, PodWatchEvent,
-        fakes::{
-            csi::{FakeCsi, Log},
-            eventually,
-        },
+    ports::{CsiVolume, PodWatchEvent, fakes::eventually},
+    volume_manager::{
+        PodVolumeView,
+        fakes::csi::{FakeCsi, Log},
     },
 };
 

@@ -24,10 +24,10 @@ use super::{
 };
 use crate::{
     messages::VolumesInUse,
-    ports::{
-        ApiError, ApiResult, PodApi, PodEvent, PodVolumesChanged, PodWatchEvent, SetUpContext,
-        VolumeHost, VolumeHostError, VolumeSourceApi,
-        fakes::{eventually, objects::FakeObjects},
+    ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent, fakes::eventually},
+    volume_manager::{
+        PodVolumesChanged, SetUpContext, VolumeHost, VolumeHostError, VolumeSourceApi,
+        fakes::objects::FakeObjects,
     },
 };
 

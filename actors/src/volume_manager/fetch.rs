@@ -13,7 +13,10 @@ use super::content::{
     Fetched, FetchedObject, SourceObject, TokenSpec,
     token::{IssuedToken, MAX_JITTER, TokenCache},
 };
-use crate::ports::{ApiError, ApiResult, VolumeSourceApi};
+use crate::{
+    ports::{ApiError, ApiResult},
+    volume_manager::VolumeSourceApi,
+};
 
 /// What one fetch produced: the objects, and the tokens newly issued (for the cache).
 #[derive(Debug, Default)]

@@ -19,7 +19,7 @@ use super::{
     mount_readiness,
     spec::ResolvedClaims,
 };
-use crate::ports::PodVolumeView;
+use crate::volume_manager::PodVolumeView;
 
 /// First wait after a failed operation; it doubles up to [`MAX_BACKOFF`] (§1.3).
 pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);

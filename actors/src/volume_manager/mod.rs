@@ -11,12 +11,15 @@ pub mod claim;
 pub mod content;
 pub mod csi_names;
 mod debug;
+#[cfg(test)]
+pub(crate) mod fakes;
 mod fetch;
 #[cfg(test)]
 mod fixtures;
 pub mod layout;
 pub mod memory;
 pub mod plugin;
+pub mod ports;
 pub mod reconcile;
 pub mod spec;
 pub mod state;
@@ -33,6 +36,10 @@ pub use csi_names::{attachment_name, csi_unique_name};
 pub use layout::{PodDirs, UniqueVolumeName};
 pub use memory::{VolumeManagerMemory, VolumeView};
 pub use plugin::Plugin;
+pub use ports::{
+    PodVolumeView, PodVolumesChanged, ResolvedClaim, SetUpContext, StorageApi, VolumeHost,
+    VolumeHostError, VolumeSourceApi, resolve_claim,
+};
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{PodVolume, PodVolumes, ResolvedClaims, SpecError, pod_volumes, pod_volumes_with};
 pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume, StagedDevice};

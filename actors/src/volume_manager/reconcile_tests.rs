@@ -287,7 +287,8 @@ mod staged_devices {
 mod csi_adoption {
     use super::*;
     use crate::{
-        ports::{CsiVolume, ResolvedClaim},
+        ports::CsiVolume,
+        volume_manager::ResolvedClaim,
         volume_manager::{MountState, MountedVolume, ResolvedClaims, csi_unique_name},
     };
 

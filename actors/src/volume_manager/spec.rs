@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Pod, Volume};
 
 use super::{claim::ClaimError, layout::UniqueVolumeName, plugin::Plugin};
-use crate::ports::{CsiVolume, ResolvedClaim};
+use crate::{ports::CsiVolume, volume_manager::ResolvedClaim};
 
 /// The pods' `persistentVolumeClaim` volumes the actor resolved (or failed to), by (pod UID,
 /// outer volume name). A claim volume missing here is not resolved yet: the pod waits for it.

@@ -136,7 +136,8 @@ fn an_unresolved_claim_waits_and_is_no_error() {
 #[test]
 fn a_resolved_claim_is_its_csi_volume_and_a_failed_one_the_pods_error() {
     use crate::{
-        ports::{CsiVolume, ResolvedClaim},
+        ports::CsiVolume,
+        volume_manager::ResolvedClaim,
         volume_manager::{ClaimRef, ResolvedClaims, csi_unique_name, spec::pod_volumes_with},
     };
     let volume = CsiVolume {

@@ -40,9 +40,10 @@ use crate::{
     },
     ports::{
         ContainerFilter, ContainerRuntime, ContainerRuntimeResult, ContainerState, PodEvent,
-        PodVolumeView, ProbeRunner, RuntimeService, SandboxFilter, VolumeSourceApi,
+        ProbeRunner, RuntimeService, SandboxFilter,
     },
     prober::{PodProbeView, ProbePods, ProbeResults},
+    volume_manager::{PodVolumeView, VolumeSourceApi},
 };
 
 /// The kubelet's relist period.
@@ -482,12 +483,14 @@ impl Engine {
             });
         }
         // Finished once nothing of it runs, its sandbox included (the worker stops that).
-        if terminal && !entry.runtime.any_running() && entry.runtime.ready_sandbox().is_none() {
-            if entry.end.finish() {
-                core.outbox.push(PodUpdate::Terminated {
-                    pod: Box::new(entry.pod.clone()),
-                });
-            }
+        if terminal
+            && !entry.runtime.any_running()
+            && entry.runtime.ready_sandbox().is_none()
+            && entry.end.finish()
+        {
+            core.outbox.push(PodUpdate::Terminated {
+                pod: Box::new(entry.pod.clone()),
+            });
         }
     }
 }

@@ -18,10 +18,21 @@ use crate::{
         images::{
             ImageFailure, PullStep, next_step, pull_failed, pull_succeeded, with_default_tag,
         },
-        pull_auth::pull_auths,
+        pull_auth::{PullSecretError, pull_auths},
     },
-    ports::SandboxConfig,
+    ports::{ContainerRuntimeError, SandboxConfig},
 };
+
+/// Why an image could not be pulled; the kubelet's pull back-off decides when to try again.
+#[derive(Debug, thiserror::Error)]
+enum PullError {
+    /// A pull secret of the pod cannot be read as credentials.
+    #[error(transparent)]
+    Secret(#[from] PullSecretError),
+    /// The runtime's PullImage failed (with the last credential tried).
+    #[error(transparent)]
+    Runtime(#[from] ContainerRuntimeError),
+}
 
 impl Engine {
     /// The image reference to create `container` from, or why it cannot start yet.
@@ -78,7 +89,7 @@ impl Engine {
                         let failed = pull_failed(
                             &image,
                             uid,
-                            &error,
+                            &error.to_string(),
                             &mut self.core().pulls,
                             Instant::now(),
                         );
@@ -111,31 +122,24 @@ impl Engine {
         pod: &Pod,
         image: &str,
         sandbox: &SandboxConfig,
-    ) -> Result<String, String> {
+    ) -> Result<String, PullError> {
         let secrets = pull_secrets(self.objects.as_ref(), pod).await;
         let repository = parse_image_name(image)
             .map(|name| name.repository)
             .unwrap_or_default();
-        let auths = pull_auths(&repository, &secrets).map_err(|error| error.to_string())?;
-        if auths.is_empty() {
-            return self
-                .runtime
-                .pull_image(image.to_owned(), None, Some(sandbox.clone()))
-                .await
-                .map_err(|error| error.to_string());
-        }
-        let mut last = String::new();
+        let mut auths = pull_auths(&repository, &secrets)?.into_iter();
+        let pull = |auth| {
+            self.runtime
+                .pull_image(image.to_owned(), auth, Some(sandbox.clone()))
+        };
+        let mut result = pull(auths.next()).await;
         for auth in auths {
-            match self
-                .runtime
-                .pull_image(image.to_owned(), Some(auth), Some(sandbox.clone()))
-                .await
-            {
-                Ok(reference) => return Ok(reference),
-                Err(error) => last = error.to_string(),
+            if result.is_ok() {
+                break;
             }
+            result = pull(Some(auth)).await;
         }
-        Err(last)
+        Ok(result?)
     }
 
     /// `runAsNonRoot` against the user `image_ref` runs as (asked of ImageStatus only when

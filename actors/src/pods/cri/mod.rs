@@ -19,10 +19,10 @@ mod non_root;
 mod objects;
 mod plan;
 mod pleg;
-#[cfg(test)]
-mod pods_view_tests;
 mod pleg_health;
 mod pod_state;
+#[cfg(test)]
+mod pods_view_tests;
 mod post_start;
 mod probing;
 #[cfg(test)]
@@ -66,8 +66,9 @@ use super::{
 use crate::{
     messages::StopPod,
     node_status::NodeView,
-    ports::{PodStats, PodVolumeView, ProbeRunner, VolumeSourceApi},
+    ports::{PodStats, ProbeRunner},
     prober::{ProbePods, ProbeResults, ProberOutput},
+    volume_manager::{PodVolumeView, VolumeSourceApi},
 };
 
 pub struct CriPods {

@@ -13,7 +13,8 @@ use crate::{
         env::{EnvError, EnvSources, SourceError},
         service_env::service_env,
     },
-    ports::{ApiError, VolumeSourceApi},
+    ports::ApiError,
+    volume_manager::VolumeSourceApi,
 };
 
 type Data<T> = Result<Option<BTreeMap<String, T>>, SourceError>;

@@ -14,11 +14,49 @@ use std::{
 
 use k8s_openapi::api::core::v1::Container;
 
+/// A `subPath` that cannot be mounted. Only a changed spec or volume fixes it; the start is
+/// tried again after the usual back-off.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to prepare subPath for volumeMount {mount:?} of container {container:?}: {why}")]
+pub struct SubPathError {
+    pub mount: String,
+    pub container: String,
+    #[source]
+    pub why: Unusable,
+}
+
+/// Why the path is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    #[error("subpath {0:?} must be a relative path without '..'")]
+    NotRelative(String),
+    #[error("cannot resolve volume path {}: {source}", .path.display())]
+    Volume {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot resolve subpath {}: {source}", .path.display())]
+    Resolve {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("subpath {} is outside of the volume {}", .path.display(), .volume.display())]
+    Outside { path: PathBuf, volume: PathBuf },
+    #[error("cannot create subpath {}: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Checks (and makes) every `subPath` of `container` whose volume is set up at `host_paths`.
 pub fn prepare(
     container: &Container,
     host_paths: &BTreeMap<String, PathBuf>,
-) -> Result<(), String> {
+) -> Result<(), SubPathError> {
     for mount in container.volume_mounts.iter().flatten() {
         let Some(sub) = mount.sub_path.as_deref().filter(|sub| !sub.is_empty()) else {
             continue;
@@ -26,11 +64,10 @@ pub fn prepare(
         let Some(volume) = host_paths.get(&mount.name) else {
             continue;
         };
-        let failed = |why: String| {
-            format!(
-                "failed to prepare subPath for volumeMount {:?} of container {:?}: {why}",
-                mount.name, container.name
-            )
+        let failed = |why| SubPathError {
+            mount: mount.name.clone(),
+            container: container.name.clone(),
+            why,
         };
         inside(volume, sub).map_err(failed)?;
     }
@@ -40,19 +77,19 @@ pub fn prepare(
 /// Walks `sub` from the volume's root one name at a time: an existing step is resolved
 /// (symlinks followed) and must stay within the volume; a missing one is made there (0755).
 /// So nothing is ever made outside the volume, even through a symlink.
-fn inside(volume: &Path, sub: &str) -> Result<(), String> {
+fn inside(volume: &Path, sub: &str) -> Result<(), Unusable> {
     let relative = Path::new(sub);
     if relative.is_absolute()
         || relative
             .components()
             .any(|part| matches!(part, Component::ParentDir))
     {
-        return Err(format!(
-            "subpath {sub:?} must be a relative path without '..'"
-        ));
+        return Err(Unusable::NotRelative(sub.to_owned()));
     }
-    let root = fs::canonicalize(volume)
-        .map_err(|error| format!("cannot resolve volume path {}: {error}", volume.display()))?;
+    let root = fs::canonicalize(volume).map_err(|source| Unusable::Volume {
+        path: volume.to_owned(),
+        source,
+    })?;
     let mut current = root.clone();
     for part in relative.components() {
         let Component::Normal(name) = part else {
@@ -60,21 +97,25 @@ fn inside(volume: &Path, sub: &str) -> Result<(), String> {
         };
         let next = current.join(name);
         if fs::symlink_metadata(&next).is_ok() {
-            let resolved = fs::canonicalize(&next)
-                .map_err(|error| format!("cannot resolve subpath {}: {error}", next.display()))?;
+            let resolved = fs::canonicalize(&next).map_err(|source| Unusable::Resolve {
+                path: next.clone(),
+                source,
+            })?;
             if !resolved.starts_with(&root) {
-                return Err(format!(
-                    "subpath {} is outside of the volume {}",
-                    resolved.display(),
-                    root.display()
-                ));
+                return Err(Unusable::Outside {
+                    path: resolved,
+                    volume: root,
+                });
             }
             current = resolved;
         } else {
             fs::DirBuilder::new()
                 .mode(0o755)
                 .create(&next)
-                .map_err(|error| format!("cannot create subpath {}: {error}", next.display()))?;
+                .map_err(|source| Unusable::Create {
+                    path: next.clone(),
+                    source,
+                })?;
             current = next;
         }
     }
@@ -108,7 +149,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), volume.path().join("out")).expect("symlink");
         let paths = BTreeMap::from([("data".to_owned(), volume.path().to_owned())]);
         for sub in ["../etc", "/etc", "a/../../etc", "out", "out/deeper"] {
-            let error = prepare(&container(sub), &paths).expect_err(sub);
+            let error = prepare(&container(sub), &paths).expect_err(sub).to_string();
             assert!(
                 error.starts_with(
                     "failed to prepare subPath for volumeMount \"data\" of container \"app\": "
@@ -116,6 +157,13 @@ mod tests {
                 "{sub}: {error}"
             );
         }
+        let error = prepare(&container("/etc"), &paths).expect_err("absolute");
+        assert_eq!(
+            error.to_string(),
+            "failed to prepare subPath for volumeMount \"data\" of container \"app\": \
+             subpath \"/etc\" must be a relative path without '..'"
+        );
+        assert!(matches!(error.why, Unusable::NotRelative(_)));
         assert!(
             !outside.path().join("deeper").exists(),
             "nothing is made outside the volume"

@@ -318,7 +318,7 @@ impl Engine {
             .unwrap_or_default();
         super::sub_path::prepare(container, &host_paths).map_err(|error| {
             self.event(pod, PodEvent::warning("Failed", format!("Error: {error}")));
-            failure(CREATE_CONTAINER_CONFIG_ERROR, error, retry)
+            failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry)
         })?;
         let config = container_config(
             pod,

@@ -2,10 +2,8 @@
 //! it gets and answering as the API server (or the host) would. Tests only.
 
 pub mod container_runtime;
-pub mod csi;
 pub mod host;
 pub mod node;
-pub mod objects;
 pub mod strategic;
 
 use std::time::Duration;

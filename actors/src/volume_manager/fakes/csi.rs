@@ -17,7 +17,10 @@ use k8s_openapi::api::{
 };
 use serde_json::json;
 
-use crate::ports::{ApiError, ApiResult, CsiError, CsiNode, CsiPod, CsiVolume, StorageApi};
+use crate::{
+    ports::{ApiError, ApiResult, CsiError, CsiNode, CsiPod, CsiVolume},
+    volume_manager::StorageApi,
+};
 
 pub const DRIVER: &str = "d.csi.test";
 

@@ -12,7 +12,7 @@ use k8s_openapi::api::{
     storage::v1::CSIDriver,
 };
 
-use super::{ApiError, ApiResult, CsiVolume};
+use crate::ports::{ApiError, ApiResult, CsiVolume};
 use crate::volume_manager::{
     ClaimError, ClaimReason, ClaimRef, UniqueVolumeName, attach_required, bound_volume_name,
     csi_unique_name, csi_volume,

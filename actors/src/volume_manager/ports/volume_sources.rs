@@ -5,7 +5,7 @@
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
-use super::ApiResult;
+use crate::ports::ApiResult;
 use crate::volume_manager::content::{TokenSpec, token::IssuedToken};
 
 pub trait VolumeSourceApi: Send + Sync + 'static {
@@ -21,7 +21,7 @@ pub trait VolumeSourceApi: Send + Sync + 'static {
     /// The cluster's Services for the service-link variables, watched from the first call on;
     /// `None` where there are none to be had (a node without an API server sets none, as the
     /// kubelet without a service lister).
-    fn services(&self) -> Option<std::sync::Arc<dyn super::ServiceLister>> {
+    fn services(&self) -> Option<std::sync::Arc<dyn crate::ports::ServiceLister>> {
         None
     }
 }

@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
 use crate::{
-    ports::{ApiError, ApiResult, VolumeSourceApi},
+    ports::{ApiError, ApiResult},
+    volume_manager::VolumeSourceApi,
     volume_manager::content::{TokenSpec, token::IssuedToken},
 };
 

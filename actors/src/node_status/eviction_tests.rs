@@ -7,12 +7,13 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use actix::Actor;
 use nodepulse_supervisor::{Kept, Recipient};
 
-use super::{
-    EvictionSettings, EvictionSignalActor, ThresholdConfig, default_eviction_hard, parse_thresholds,
-};
+use super::actor_tests::start_registered;
 use crate::{
+    eviction::{
+        EvictionSettings, EvictionSignalActor, ThresholdConfig, default_eviction_hard,
+        parse_thresholds,
+    },
     messages::PressureChanged,
-    node_status::actor_tests::start_registered,
     ports::fakes::{
         eventually,
         host::{FakeHost, GIB},
