@@ -3,6 +3,7 @@
 //!
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
+//! - [`image_gc`]: ImageGcActor, the kubelet's image manager: unused images removed under disk use.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`messages`]: one type per fact the actors tell each other.
 //! - [`pods`]: PodLifecycleActor, the simulated pod lifecycle provider and the kubelet's pure pod
@@ -17,6 +18,7 @@
 
 pub mod eviction;
 pub mod go_duration;
+pub mod image_gc;
 pub mod lease;
 pub mod messages;
 pub mod node_status;

@@ -3,13 +3,14 @@
 //! its peers' addresses before any of them starts; then the parts asked for are added in start
 //! order: NodeStatus (it registers the Node) and Lease, StatusManager, the volume manager and
 //! the pod lifecycle actor that feeds the first and waits for the second, the CSI plugin
-//! watcher (not on fleet nodes), the prober (on a `runtime: cri` node), then the signal actors
+//! watcher (not on fleet nodes), the prober and image GC (on a `runtime: cri` node), then the signal actors
 //! that feed NodeStatus (RuntimeProbe, EvictionSignal, which also evicts through
 //! StatusManager). State that must outlive an actor's restart is created here and handed to
 //! every generation by its factory.
 
 mod csi;
 mod handle;
+mod image_gc;
 mod pod_source;
 mod prober;
 mod resources;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 
 use nodepulse_actors::{
     eviction::{EvictionSignalActor, Evictions},
+    image_gc::ImageGcActor,
     lease::LeaseActor,
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
@@ -113,6 +115,7 @@ pub struct NodeAddresses {
     pub eviction_signal: Mailbox<EvictionSignalActor>,
     pub volume_manager: Mailbox<VolumeManagerActor>,
     pub prober: Mailbox<ProberActor>,
+    pub image_gc: Mailbox<ImageGcActor>,
 }
 
 /// Builds one node's actors: `NodeActors::new(&settings).api(api).start()` for the whole node.
@@ -272,6 +275,9 @@ impl NodeActors {
             pod_state = Some(state);
             if let Some(kept) = wiring.prober.clone() {
                 builder = wiring.prober(builder, kept, inboxes.prober);
+            }
+            if runs_containers {
+                builder = wiring.image_gc(builder, &api, inboxes.image_gc);
             }
         }
         if let Some(reports) = reports.filter(|_| parts.signals) {

@@ -9,6 +9,7 @@ use std::sync::{
 
 use nodepulse_actors::{
     eviction::{self, EvictionSignalActor, Evictions, PressureState},
+    image_gc::ImageGcActor,
     lease::{self, LeaseActor, renew_interval, start_phase},
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
     node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
@@ -50,6 +51,7 @@ pub(super) struct Inboxes {
     pub eviction_signal: Inbox<EvictionSignalActor>,
     pub volume_manager: Inbox<VolumeManagerActor>,
     pub prober: Inbox<ProberActor>,
+    pub image_gc: Inbox<ImageGcActor>,
 }
 
 pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
@@ -61,6 +63,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
     let (eviction_signal, eviction_signal_inbox) = mailbox(capacity);
     let (volume_manager, volume_manager_inbox) = mailbox(capacity);
     let (prober, prober_inbox) = mailbox(capacity);
+    let (image_gc, image_gc_inbox) = mailbox(capacity);
     (
         NodeAddresses {
             node_status,
@@ -71,6 +74,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             eviction_signal,
             volume_manager,
             prober,
+            image_gc,
         },
         Inboxes {
             node_status: node_status_inbox,
@@ -81,6 +85,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             eviction_signal: eviction_signal_inbox,
             volume_manager: volume_manager_inbox,
             prober: prober_inbox,
+            image_gc: image_gc_inbox,
         },
     )
 }

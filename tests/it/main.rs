@@ -37,6 +37,7 @@ mod event_correlation;
 mod eviction;
 mod fleet;
 mod heartbeat_faults;
+mod image_gc;
 mod kubeconfig_tls;
 mod layering;
 mod lease;

@@ -46,10 +46,20 @@ pub struct CriNode {
 impl CriNode {
     /// Starts every actor of a new CRI node on `fixture`'s containerd.
     pub async fn start(kubeconfig: &std::path::Path, fixture: &CriFixture, prefix: &str) -> Self {
+        Self::start_with(kubeconfig, fixture, prefix, "").await
+    }
+
+    /// The same, with `extra` (top-level YAML settings) after [`cri_node_config`]'s.
+    pub async fn start_with(
+        kubeconfig: &std::path::Path,
+        fixture: &CriFixture,
+        prefix: &str,
+        extra: &str,
+    ) -> Self {
         let name = unique_node_name(prefix);
         let dir = RootDir::new();
-        let (settings, api) =
-            super::node::connect(kubeconfig, &name, &cri_node_config(fixture, dir.path())).await;
+        let yaml = format!("{}{extra}", cri_node_config(fixture, dir.path()));
+        let (settings, api) = super::node::connect(kubeconfig, &name, &yaml).await;
         let node = NodeActors::new(&settings)
             .api(api)
             .start()
