@@ -13,15 +13,16 @@ use nodepulse_supervisor::{ChildSpec, Inbox, Kept, SupervisorBuilder};
 use super::{ApiPorts, settings::image_gc_settings, wiring::Wiring};
 
 impl Wiring<'_> {
-    /// ImageGcActor; without a usable CRI client (already reported) the node collects nothing.
+    /// ImageGcActor, and its collector for the eviction's reclaim (the same bookkeeping);
+    /// without a usable CRI client (already reported) the node collects nothing.
     pub fn image_gc(
         &self,
         builder: SupervisorBuilder,
         api: &Arc<dyn ApiPorts>,
         inbox: Inbox<ImageGcActor>,
-    ) -> SupervisorBuilder {
+    ) -> (SupervisorBuilder, Option<ImageCollector>) {
         let Some(Ok(client)) = self.cri.cloned() else {
-            return builder;
+            return (builder, None);
         };
         let client = Arc::new(client);
         let collector = ImageCollector::new(
@@ -34,6 +35,7 @@ impl Wiring<'_> {
         let node_api: Arc<dyn NodeApi> = Arc::clone(api) as Arc<dyn NodeApi>;
         let node_name = self.settings.node_name.clone();
         let history = Kept::<GcHistory>::default();
+        let shared = collector.clone();
         let spec = ChildSpec::new(image_gc::NAME, inbox, move || {
             ImageGcActor::new(
                 collector.clone(),
@@ -42,6 +44,6 @@ impl Wiring<'_> {
                 history.clone(),
             )
         });
-        builder.child(spec)
+        (builder.child(spec), Some(shared))
     }
 }

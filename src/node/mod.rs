@@ -260,6 +260,7 @@ impl NodeActors {
         }
         let mut pod_state = None;
         let mut volumes = None;
+        let mut images = None;
         if let Some(api) = api.filter(|_| parts.pods) {
             let (volume_memory, volume_view) = wiring.volume_memory();
             volumes = Some(volume_view.clone());
@@ -277,7 +278,9 @@ impl NodeActors {
                 builder = wiring.prober(builder, kept, inboxes.prober);
             }
             if runs_containers {
-                builder = wiring.image_gc(builder, &api, inboxes.image_gc);
+                let (with_gc, collector) = wiring.image_gc(builder, &api, inboxes.image_gc);
+                builder = with_gc;
+                images = collector;
             }
         }
         if let Some(reports) = reports.filter(|_| parts.signals) {
@@ -288,7 +291,7 @@ impl NodeActors {
             builder = wiring.signals(
                 builder,
                 reports,
-                evictions,
+                (evictions, images),
                 inboxes.runtime_probe,
                 inboxes.eviction_signal,
             );

@@ -9,7 +9,7 @@ use std::sync::{
 
 use nodepulse_actors::{
     eviction::{self, EvictionSignalActor, Evictions, PressureState},
-    image_gc::ImageGcActor,
+    image_gc::{ImageCollector, ImageGcActor},
     lease::{self, LeaseActor, renew_interval, start_phase},
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
     node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
@@ -406,12 +406,13 @@ impl Wiring<'_> {
         }
     }
 
-    /// RuntimeProbe, then EvictionSignal, reporting to `reports`.
+    /// RuntimeProbe, then EvictionSignal, reporting to `reports`, deleting unused images
+    /// through `images` before a disk eviction.
     pub fn signals(
         &self,
         builder: SupervisorBuilder,
         (health, pressure): (Recipient<RuntimeHealth>, Recipient<PressureChanged>),
-        evictions: Option<Evictions>,
+        (evictions, images): (Option<Evictions>, Option<ImageCollector>),
         runtime_probe_inbox: Inbox<RuntimeProbeActor>,
         eviction_signal_inbox: Inbox<EvictionSignalActor>,
     ) -> SupervisorBuilder {
@@ -440,6 +441,10 @@ impl Wiring<'_> {
                 pressure.clone(),
                 pressure_state.clone(),
             );
+            let actor = match &images {
+                Some(images) => actor.with_image_reclaim(images.clone()),
+                None => actor,
+            };
             match &evictions {
                 Some(evictions) => actor.with_evictions(evictions.clone()),
                 None => actor,

@@ -5,7 +5,7 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Mutex, MutexGuard, PoisonError},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::Duration,
 };
 
@@ -38,6 +38,8 @@ struct State {
     event_streams: Option<Vec<EventSender>>,
     /// Every event stream fails, open or new (`break_events`).
     events_broken: bool,
+    /// Run after each RemoveImage, as the disk it frees (`on_remove_image`).
+    on_remove_image: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 type EventSender = mpsc::UnboundedSender<ContainerRuntimeResult<ContainerEvent>>;
@@ -106,6 +108,11 @@ impl FakeRuntime {
             },
         );
         self
+    }
+
+    /// Runs `freed` after each RemoveImage (a test's host gains the space).
+    pub fn on_remove_image(&self, freed: impl Fn() + Send + Sync + 'static) {
+        self.state().on_remove_image = Some(Arc::new(freed));
     }
 
     /// Every PullImage fails with `message` (or succeeds again with `None`).
@@ -445,6 +452,19 @@ impl ContainerRuntime for FakeRuntime {
             tokio::time::sleep(takes).await;
             Ok(output)
         })
+    }
+
+    fn remove_image(&self, image: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("RemoveImage {image}"));
+        let hook = {
+            let mut state = self.state();
+            state.images.retain(|_, info| info.id != image);
+            state.on_remove_image.clone()
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+        done(Ok(()))
     }
 
     fn image_status(
