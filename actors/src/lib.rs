@@ -5,6 +5,7 @@
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
 //! - `expansion`: the kubelet's `$(VAR)` expansion, for env values and probe commands.
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
+//! - [`image_gc`]: ImageGcActor, the kubelet's image manager: unused images removed under disk use.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`messages`]: one type per fact the actors tell each other.
 //! - [`pods`]: PodLifecycleActor, the simulated pod lifecycle provider and the kubelet's pure pod
@@ -21,6 +22,7 @@ pub mod clock;
 pub mod eviction;
 pub(crate) mod expansion;
 pub mod go_duration;
+pub mod image_gc;
 pub mod lease;
 pub mod messages;
 pub mod node_status;

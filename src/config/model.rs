@@ -179,6 +179,27 @@ pub struct Config {
     /// How often the eviction signals are measured (10s; at least 1s).
     #[serde(default = "default_housekeeping_interval")]
     pub housekeeping_interval: GoDuration,
+    /// Image GC runs at or above this image filesystem usage (85; 100 with no maximum age: off).
+    #[serde(
+        default = "default_image_gc_high",
+        rename = "imageGCHighThresholdPercent"
+    )]
+    pub image_gc_high_threshold_percent: i32,
+    /// Image GC frees down to this usage (80).
+    #[serde(
+        default = "default_image_gc_low",
+        rename = "imageGCLowThresholdPercent"
+    )]
+    pub image_gc_low_threshold_percent: i32,
+    /// An image is collected at the earliest this long after it was first seen (2m).
+    #[serde(default = "default_image_minimum_gc_age", rename = "imageMinimumGCAge")]
+    pub image_minimum_gc_age: GoDuration,
+    /// An image unused this long is collected whatever the usage (0s: off).
+    #[serde(default = "default_image_maximum_gc_age", rename = "imageMaximumGCAge")]
+    pub image_maximum_gc_age: GoDuration,
+    /// How often image GC runs (5m; the kubelet hard-codes it).
+    #[serde(default = "default_image_gc_period", rename = "imageGCPeriod")]
+    pub image_gc_period: GoDuration,
     #[serde(default)]
     pub supervision: SupervisionConfig,
     #[serde(default)]
@@ -269,6 +290,26 @@ fn default_pressure_transition_period() -> GoDuration {
 
 fn default_housekeeping_interval() -> GoDuration {
     seconds(10)
+}
+
+fn default_image_gc_high() -> i32 {
+    85
+}
+
+fn default_image_gc_low() -> i32 {
+    80
+}
+
+fn default_image_minimum_gc_age() -> GoDuration {
+    seconds(120)
+}
+
+fn default_image_maximum_gc_age() -> GoDuration {
+    seconds(0)
+}
+
+fn default_image_gc_period() -> GoDuration {
+    seconds(300)
 }
 
 fn default_max_pods() -> u32 {

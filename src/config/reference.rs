@@ -243,6 +243,26 @@ pub const FIELDS: &[FieldDoc] = &[
         "how often the eviction signals are measured (at least `1s`)",
     ),
     field(
+        "imageGCHighThresholdPercent",
+        "image filesystem usage (0–100) at or above which unused images are removed; `100` with `imageMaximumGCAge: 0s` turns image GC off",
+    ),
+    field(
+        "imageGCLowThresholdPercent",
+        "the usage image GC frees down to (0–100, below `imageGCHighThresholdPercent`)",
+    ),
+    field(
+        "imageMinimumGCAge",
+        "an image is removed at the earliest this long after nodepulse first saw it",
+    ),
+    field(
+        "imageMaximumGCAge",
+        "an image unused this long is removed whatever the usage (`0s`: off; else above `imageMinimumGCAge`)",
+    ),
+    field(
+        "imageGCPeriod",
+        "how often image GC runs (the kubelet hard-codes 5 m)",
+    ),
+    field(
         "supervision.livenessTimeout",
         "an actor busy in one handler (or timer, or start) this long is declared hung and replaced",
     ),

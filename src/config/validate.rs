@@ -60,6 +60,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Vec<InvalidSetting>> {
     validate_node(config, &mut problems);
     validate_runtime(config, &mut problems);
     validate_eviction(config, &mut problems);
+    validate_image_gc(config, &mut problems);
     validate_fleet(config, &mut problems);
     validate_supervision(config, &mut problems);
     validate_endpoints(config, &mut problems);
@@ -383,6 +384,42 @@ fn validate_eviction(config: &Config, problems: &mut Problems) {
     }
 }
 
+/// The image GC thresholds and ages, with the kubelet's reasons.
+fn validate_image_gc(config: &Config, problems: &mut Problems) {
+    let (high, low) = (
+        config.image_gc_high_threshold_percent,
+        config.image_gc_low_threshold_percent,
+    );
+    for (field, value) in [
+        ("imageGCHighThresholdPercent", high),
+        ("imageGCLowThresholdPercent", low),
+    ] {
+        if !(0..=100).contains(&value) {
+            problems.push(invalid(
+                field,
+                value,
+                "must be between 0 and 100, inclusive",
+            ));
+        }
+    }
+    if low >= high && (0..=100).contains(&high) {
+        problems.push(invalid(
+            "imageGCLowThresholdPercent",
+            low,
+            &format!("must be less than imageGCHighThresholdPercent ({high})"),
+        ));
+    }
+    let (min_age, max_age) = (config.image_minimum_gc_age, config.image_maximum_gc_age);
+    if !max_age.0.is_zero() && max_age <= min_age {
+        problems.push(invalid(
+            "imageMaximumGCAge",
+            max_age,
+            &format!("must be greater than imageMinimumGCAge ({min_age})"),
+        ));
+    }
+    problems.check(positive("imageGCPeriod", config.image_gc_period));
+}
+
 fn positive(field: &str, duration: GoDuration) -> Result<(), InvalidSetting> {
     if duration.0.is_zero() {
         return Err(invalid(field, duration, "must be greater than zero"));
@@ -550,5 +587,53 @@ mod tests {
         let (field, reason) = refusal(&format!("hostRoot: {}\n", empty.path().display()));
         assert_eq!(field, "hostRoot");
         assert!(reason.contains("proc/meminfo"), "{reason}");
+    }
+
+    #[test]
+    fn image_gc_thresholds_and_ages_are_refused_with_the_kubelets_reasons() {
+        let defaults = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
+        assert_eq!(
+            (
+                defaults.image_gc_high_threshold_percent,
+                defaults.image_gc_low_threshold_percent,
+                defaults.image_minimum_gc_age.0.as_secs(),
+                defaults.image_maximum_gc_age.0.as_secs(),
+                defaults.image_gc_period.0.as_secs(),
+            ),
+            (85, 80, 120, 0, 300)
+        );
+        let cases = [
+            (
+                "imageGCHighThresholdPercent: 101\n",
+                "imageGCHighThresholdPercent",
+                "between 0 and 100",
+            ),
+            (
+                "imageGCLowThresholdPercent: -1\n",
+                "imageGCLowThresholdPercent",
+                "between 0 and 100",
+            ),
+            (
+                "imageGCLowThresholdPercent: 85\n",
+                "imageGCLowThresholdPercent",
+                "less than imageGCHighThresholdPercent (85)",
+            ),
+            (
+                "imageMaximumGCAge: 1m\n",
+                "imageMaximumGCAge",
+                "greater than imageMinimumGCAge (2m0s)",
+            ),
+            ("imageGCPeriod: 0s\n", "imageGCPeriod", "greater than zero"),
+        ];
+        for (yaml, expected_field, expected_reason) in cases {
+            let (field, reason) = refusal(yaml);
+            assert_eq!(field, expected_field, "{yaml}");
+            assert!(reason.contains(expected_reason), "{yaml}: {reason}");
+        }
+        let off = Config::parse(
+            "imageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 0\nimageMaximumGCAge: 1h\n",
+            Source::Embedded,
+        );
+        assert!(off.is_ok(), "{off:?}");
     }
 }

@@ -3,7 +3,7 @@
 //! its peers' addresses before any of them starts; then the parts asked for are added in start
 //! order: NodeStatus (it registers the Node) and Lease, StatusManager, the volume manager and
 //! the pod lifecycle actor that feeds the first and waits for the second, the CSI plugin
-//! watcher (not on fleet nodes), the prober (on a `runtime: cri` node), then the signal actors
+//! watcher (not on fleet nodes), the prober and image GC (on a `runtime: cri` node), then the signal actors
 //! that feed NodeStatus (RuntimeProbe, EvictionSignal, which also evicts through
 //! StatusManager). State that must outlive an actor's restart is created here and handed to
 //! every generation by its factory.
@@ -11,6 +11,7 @@
 mod cri_start;
 mod csi;
 mod handle;
+mod image_gc;
 mod pod_source;
 mod prober;
 mod resources;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 use nodepulse_actors::{
     eviction::{EvictionSignalActor, Evictions},
+    image_gc::ImageGcActor,
     lease::LeaseActor,
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
@@ -115,6 +117,7 @@ pub struct NodeAddresses {
     pub eviction_signal: Mailbox<EvictionSignalActor>,
     pub volume_manager: Mailbox<VolumeManagerActor>,
     pub prober: Mailbox<ProberActor>,
+    pub image_gc: Mailbox<ImageGcActor>,
 }
 
 /// Builds one node's actors: `NodeActors::new(&settings).api(api).start()` for the whole node.
@@ -260,6 +263,7 @@ impl NodeActors {
         }
         let mut pod_state = None;
         let mut volumes = None;
+        let mut images = None;
         if let Some(api) = api.filter(|_| parts.pods) {
             let (volume_memory, volume_view) = wiring.volume_memory();
             volumes = Some(volume_view.clone());
@@ -276,6 +280,11 @@ impl NodeActors {
             if let Some(kept) = wiring.prober.clone() {
                 builder = wiring.prober(builder, kept, inboxes.prober);
             }
+            if runs_containers {
+                let (with_gc, collector) = wiring.image_gc(builder, &api, inboxes.image_gc);
+                builder = with_gc;
+                images = collector;
+            }
         }
         if let Some(reports) = reports.filter(|_| parts.signals) {
             let evictions = pod_state.map(|pods| Evictions {
@@ -285,7 +294,7 @@ impl NodeActors {
             builder = wiring.signals(
                 builder,
                 reports,
-                evictions,
+                (evictions, images),
                 inboxes.runtime_probe,
                 inboxes.eviction_signal,
             );

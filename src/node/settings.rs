@@ -76,6 +76,18 @@ pub fn fallback_pod_cidr(config: &Config) -> Cidr {
         .unwrap_or_else(|_| Cidr::parse("10.88.0.0/16").expect("a valid CIDR"))
 }
 
+/// The image manager's settings of a validated configuration.
+pub fn image_gc_settings(config: &Config) -> nodepulse_actors::image_gc::ImageGcSettings {
+    let percent = |value: i32| u8::try_from(value.clamp(0, 100)).unwrap_or(100);
+    nodepulse_actors::image_gc::ImageGcSettings {
+        high_threshold_percent: percent(config.image_gc_high_threshold_percent),
+        low_threshold_percent: percent(config.image_gc_low_threshold_percent),
+        minimum_age: config.image_minimum_gc_age.0,
+        maximum_age: config.image_maximum_gc_age.0,
+        period: config.image_gc_period.0,
+    }
+}
+
 /// The eviction settings of a validated configuration.
 pub fn eviction_settings(config: &Config) -> EvictionSettings {
     let grace = config

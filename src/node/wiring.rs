@@ -9,6 +9,7 @@ use std::sync::{
 
 use nodepulse_actors::{
     eviction::{self, EvictionSignalActor, Evictions, PressureState},
+    image_gc::{ImageCollector, ImageGcActor},
     lease::{self, LeaseActor, renew_interval, start_phase},
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
     node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
@@ -52,6 +53,7 @@ pub(super) struct Inboxes {
     pub eviction_signal: Inbox<EvictionSignalActor>,
     pub volume_manager: Inbox<VolumeManagerActor>,
     pub prober: Inbox<ProberActor>,
+    pub image_gc: Inbox<ImageGcActor>,
 }
 
 pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
@@ -63,6 +65,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
     let (eviction_signal, eviction_signal_inbox) = mailbox(capacity);
     let (volume_manager, volume_manager_inbox) = mailbox(capacity);
     let (prober, prober_inbox) = mailbox(capacity);
+    let (image_gc, image_gc_inbox) = mailbox(capacity);
     (
         NodeAddresses {
             node_status,
@@ -73,6 +76,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             eviction_signal,
             volume_manager,
             prober,
+            image_gc,
         },
         Inboxes {
             node_status: node_status_inbox,
@@ -83,6 +87,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             eviction_signal: eviction_signal_inbox,
             volume_manager: volume_manager_inbox,
             prober: prober_inbox,
+            image_gc: image_gc_inbox,
         },
     )
 }
@@ -377,12 +382,13 @@ impl Wiring<'_> {
         }
     }
 
-    /// RuntimeProbe, then EvictionSignal, reporting to `reports`.
+    /// RuntimeProbe, then EvictionSignal, reporting to `reports`, deleting unused images
+    /// through `images` before a disk eviction.
     pub fn signals(
         &self,
         builder: SupervisorBuilder,
         (health, pressure): (Recipient<RuntimeHealth>, Recipient<PressureChanged>),
-        evictions: Option<Evictions>,
+        (evictions, images): (Option<Evictions>, Option<ImageCollector>),
         runtime_probe_inbox: Inbox<RuntimeProbeActor>,
         eviction_signal_inbox: Inbox<EvictionSignalActor>,
     ) -> SupervisorBuilder {
@@ -411,6 +417,10 @@ impl Wiring<'_> {
                 pressure.clone(),
                 pressure_state.clone(),
             );
+            let actor = match &images {
+                Some(images) => actor.with_image_reclaim(images.clone()),
+                None => actor,
+            };
             match &evictions {
                 Some(evictions) => actor.with_evictions(evictions.clone()),
                 None => actor,

@@ -39,6 +39,7 @@ mod event_correlation;
 mod eviction;
 mod fleet;
 mod heartbeat_faults;
+mod image_gc;
 mod kubeconfig_tls;
 mod kubelet_api;
 mod kubelet_api_logs;

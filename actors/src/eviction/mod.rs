@@ -2,19 +2,24 @@
 //! imagefs, PIDs), compares with the eviction thresholds and tells NodeStatusActor the
 //! pressure conditions at once. It owns the thresholds' first/last-observed times (kept across
 //! its restarts). When a threshold is eligible (hard, or soft past its grace period) it ranks the
-//! active pods and asks StatusManager to evict at most one per pass (`EvictPod`).
+//! active pods and asks StatusManager to evict at most one per pass (`EvictPod`); for a disk
+//! signal that images can relieve it first has unused images deleted, measures again and
+//! evicts only if a threshold is still met.
 
 mod observe;
 mod pressure;
 pub mod ranking;
 #[cfg(test)]
 mod ranking_tests;
+mod reclaim;
+#[cfg(test)]
+mod reclaim_tests;
 mod signals;
 #[cfg(test)]
 mod tests;
 mod thresholds;
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{collections::BTreeSet, path::PathBuf, sync::Arc, time::Duration};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, WrapFuture};
 use jiff::Timestamp;
@@ -33,6 +38,7 @@ pub use thresholds::{
 
 use crate::{
     clock::{self, WallClock},
+    image_gc::ImageCollector,
     messages::{EvictPod, PressureChanged, SignalObservation},
     ports::{HostObservation, HostSignals, PodStatsSource, RuntimeService},
 };
@@ -80,6 +86,20 @@ pub struct EvictionSignalActor {
     evicted: EvictionRecord,
     /// Wall time for API timestamps and the debug view.
     wall_clock: WallClock,
+    /// Deletes unused images before a disk eviction; `None`: straight to the eviction.
+    images: Option<ImageCollector>,
+    /// Since when a reclaim runs (no pass starts meanwhile).
+    reclaim_started: Option<Instant>,
+    reclaims: ReclaimRecord,
+}
+
+/// The reclaims run, for the debug view.
+#[derive(Debug, Clone, Default)]
+struct ReclaimRecord {
+    count: u64,
+    /// How many of them relieved every threshold, so no pod was evicted.
+    sufficed: u64,
+    last: Option<(Timestamp, u64, Option<String>)>,
 }
 
 /// Where pods to evict come from and where their eviction goes.
@@ -127,7 +147,17 @@ impl EvictionSignalActor {
             last: None,
             evictions: None,
             evicted: EvictionRecord::default(),
+            images: None,
+            reclaim_started: None,
+            reclaims: ReclaimRecord::default(),
         }
+    }
+
+    /// Deletes unused images through `images` before evicting for a disk signal.
+    #[must_use]
+    pub fn with_image_reclaim(mut self, images: ImageCollector) -> Self {
+        self.images = Some(images);
+        self
     }
 
     /// Evicts from `evictions.pods` when a threshold is eligible.
@@ -137,17 +167,73 @@ impl EvictionSignalActor {
         self
     }
 
-    /// Step 9–12 of the pass: the eligible threshold to reclaim, and at most one pod.
-    fn evict(&mut self, observed: &Observations, outcome: &PassOutcome) {
-        let Some(evictions) = self.evictions.as_ref() else {
+    /// Step 9–12 of the pass: the eligible threshold to reclaim; unused images first when
+    /// they can relieve it, else at most one pod.
+    fn evict(
+        &mut self,
+        ctx: &mut Context<Self>,
+        observed: &Observations,
+        outcome: &PassOutcome,
+        dedicated_image_fs: bool,
+    ) {
+        if self.evictions.is_none() {
             return;
-        };
+        }
         let Some(threshold) = ranking::threshold_to_reclaim(
             &self.settings.thresholds,
             outcome.eligible.iter().copied(),
         ) else {
             return;
         };
+        if let Some(images) = self.images.clone()
+            && reclaim::images_relieve(threshold.signal, dedicated_image_fs)
+        {
+            self.reclaim(ctx, images, outcome.met.clone());
+            return;
+        }
+        self.evict_for(threshold.clone(), observed);
+    }
+
+    /// Deletes unused images, measures again, and evicts only if one of `met` is still met.
+    fn reclaim(&mut self, ctx: &mut Context<Self>, images: ImageCollector, met: BTreeSet<usize>) {
+        self.reclaim_started = Some(Instant::now());
+        let host = Arc::clone(&self.host);
+        let image_fs = self.image_fs.clone();
+        let work = async move {
+            let (collection, result) = images.delete_unused_images().await;
+            let measured = host.observe(image_fs).await;
+            (collection, result, measured)
+        };
+        ctx.spawn(work.into_actor(self).map(move |(collection, result, measured), actor, _| {
+            actor.reclaim_started = None;
+            let error = result.err().map(|error| error.to_string());
+            if let Some(error) = &error {
+                tracing::warn!(%error, "Eviction manager: unexpected error when attempting to reduce resource pressure");
+            }
+            let (observed, _) = observations(&measured);
+            let still = reclaim::still_met(&actor.settings.thresholds, &met, &observed);
+            actor.reclaims.count += 1;
+            actor.reclaims.last = Some(((actor.wall_clock)(), collection.freed_bytes, error));
+            let threshold = ranking::threshold_to_reclaim(&actor.settings.thresholds, still)
+                .cloned();
+            match threshold {
+                None => {
+                    actor.reclaims.sufficed += 1;
+                    tracing::info!(freed = collection.freed_bytes, "Eviction manager: able to reduce resource pressure without evicting pods.");
+                }
+                Some(threshold) => {
+                    tracing::info!(freed = collection.freed_bytes, "Eviction manager: must evict pod(s) to reclaim");
+                    actor.evict_for(threshold, &observed);
+                }
+            }
+        }));
+    }
+
+    fn evict_for(&mut self, threshold: Threshold, observed: &Observations) {
+        let Some(evictions) = self.evictions.as_ref() else {
+            return;
+        };
+        let threshold = &threshold;
         let Some(eviction) =
             ranking::choose_eviction(threshold, observed, evictions.pods.active_pods())
         else {
@@ -168,7 +254,7 @@ impl EvictionSignalActor {
     }
 
     fn start_pass(&mut self, ctx: &mut Context<Self>) {
-        if self.pass_started.is_some() {
+        if self.pass_started.is_some() || self.reclaim_started.is_some() {
             return; // a slow pass is never stacked on; the next tick finds it finished
         }
         self.pass_started = Some(Instant::now());
@@ -202,13 +288,17 @@ impl EvictionSignalActor {
             (image_fs, observation)
         };
         // Spawned, not awaited: the mailbox and liveness pings stay served while the host is read.
-        ctx.spawn(measure.into_actor(self).map(|(image_fs, host), actor, _| {
-            actor.image_fs = image_fs;
-            actor.finish_pass(&host);
-        }));
+        ctx.spawn(
+            measure
+                .into_actor(self)
+                .map(|(image_fs, host), actor, ctx| {
+                    actor.image_fs = image_fs;
+                    actor.finish_pass(ctx, &host);
+                }),
+        );
     }
 
-    fn finish_pass(&mut self, host: &HostObservation) {
+    fn finish_pass(&mut self, ctx: &mut Context<Self>, host: &HostObservation) {
         let took = self
             .pass_started
             .take()
@@ -233,7 +323,7 @@ impl EvictionSignalActor {
         if previous.as_ref() != Some(&outcome.conditions) {
             tracing::info!(conditions = ?outcome.conditions, "pressure conditions changed");
         }
-        self.evict(&observed, &outcome);
+        self.evict(ctx, &observed, &outcome, dedicated_image_fs(host));
         let at = (self.wall_clock)();
         let message = self.message(&observed, &outcome, at);
         if let Err(error) = self.pressure.try_send(message) {
@@ -375,6 +465,11 @@ impl SupervisedActor for EvictionSignalActor {
                 .collect::<std::collections::BTreeMap<_, _>>(),
             "signals": signals,
             "evictions": self.evicted.count,
+            "imageReclaims": self.reclaims.count,
+            "imageReclaimsSufficed": self.reclaims.sufficed,
+            "lastImageReclaim": self.reclaims.last.as_ref().map(|(at, freed, error)| json!({
+                "at": at.to_string(), "freedBytes": freed, "error": error,
+            })),
             "lastEviction": self.evicted.last.as_ref().map(|(at, pod, signal)| json!({
                 "at": at.to_string(), "pod": pod, "signal": signal,
             })),

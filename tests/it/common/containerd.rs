@@ -134,8 +134,13 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     /// CRI plugin finds them (it learns of them from containerd's events, so a caller polls
     /// ImageStatus before relying on one). The runtime must be serving.
     pub fn import_test_images(&self) {
+        self.import_archive(oci_image::image_archive());
+    }
+
+    /// Imports an OCI layout archive into the `k8s.io` namespace (see `import_test_images`).
+    pub fn import_archive(&self, bytes: &[u8]) {
         let archive = self.dir.path().join("images.tar");
-        std::fs::write(&archive, oci_image::image_archive()).expect("image archive");
+        std::fs::write(&archive, bytes).expect("image archive");
         let output = Command::new("ctr")
             .arg("--address")
             .arg(self.socket())
@@ -149,6 +154,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         );
+        let _ = std::fs::remove_file(&archive);
     }
 
     /// SIGKILL, as a crash: the socket file stays behind.

@@ -123,6 +123,38 @@ fn image(layer: &Blob, entrypoint: &[&str], user: &str) -> (Blob, Blob) {
     (config, manifest)
 }
 
+/// An archive of images named `names`, each its own image ID (a config of its own over the
+/// shared layer), for tests that need unused images to collect.
+pub fn distinct_images_archive(names: &[&str]) -> Vec<u8> {
+    let layer = layer();
+    let mut blobs = Vec::new();
+    let mut manifests = Vec::new();
+    for name in names {
+        let script = format!("echo {name}");
+        let (config, manifest) = image(&layer, &["/bin/sh", "-c", &script], "");
+        let mut descriptor = manifest.descriptor();
+        descriptor["platform"] = json!({"architecture": "amd64", "os": "linux"});
+        descriptor["annotations"] = json!({"io.containerd.image.name": name});
+        manifests.push(descriptor);
+        blobs.push(config);
+        blobs.push(manifest);
+    }
+    let index = json!({"schemaVersion": 2, "manifests": manifests});
+    let mut tar = TarArchive::default();
+    tar.file("oci-layout", 0o644, br#"{"imageLayoutVersion":"1.0.0"}"#);
+    tar.file(
+        "index.json",
+        0o644,
+        &serde_json::to_vec(&index).expect("json"),
+    );
+    tar.directory("blobs/").directory("blobs/sha256/");
+    for blob in std::iter::once(&layer).chain(&blobs) {
+        let hex = blob.digest.trim_start_matches("sha256:");
+        tar.file(&format!("blobs/sha256/{hex}"), 0o644, &blob.bytes);
+    }
+    tar.finish()
+}
+
 fn build_archive() -> Vec<u8> {
     let layer = layer();
     let (busybox_config, busybox_manifest) = image(&layer, &["/bin/sh"], "");

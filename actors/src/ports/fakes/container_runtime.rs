@@ -5,7 +5,7 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Mutex, MutexGuard, PoisonError},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::Duration,
 };
 
@@ -40,6 +40,8 @@ struct State {
     events_broken: bool,
     /// ListPodSandbox fails (a runtime whose relist does not work).
     lists_fail: bool,
+    /// Run after each RemoveImage, as the disk it frees (`on_remove_image`).
+    on_remove_image: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 type EventSender = mpsc::UnboundedSender<ContainerRuntimeResult<ContainerEvent>>;
@@ -108,6 +110,11 @@ impl FakeRuntime {
             },
         );
         self
+    }
+
+    /// Runs `freed` after each RemoveImage (a test's host gains the space).
+    pub fn on_remove_image(&self, freed: impl Fn() + Send + Sync + 'static) {
+        self.state().on_remove_image = Some(Arc::new(freed));
     }
 
     /// Every PullImage fails with `message` (or succeeds again with `None`).
@@ -459,6 +466,19 @@ impl ContainerRuntime for FakeRuntime {
             tokio::time::sleep(takes).await;
             Ok(output)
         })
+    }
+
+    fn remove_image(&self, image: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("RemoveImage {image}"));
+        let hook = {
+            let mut state = self.state();
+            state.images.retain(|_, info| info.id != image);
+            state.on_remove_image.clone()
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+        done(Ok(()))
     }
 
     fn image_status(

@@ -39,6 +39,8 @@ impl MachineFacts for FakeMachine {
 pub struct HostState {
     /// Free memory the next passes see.
     pub memory_available_bytes: u64,
+    /// Free space on the node filesystem (of 100 GiB) the next passes see.
+    pub nodefs_available_bytes: u64,
     /// Passes that read the host so far.
     pub observed: u32,
 }
@@ -51,6 +53,7 @@ impl FakeHost {
     pub fn with_memory_available(bytes: u64) -> Self {
         Self(Arc::new(Mutex::new(HostState {
             memory_available_bytes: bytes,
+            nodefs_available_bytes: 80 * GIB,
             observed: 0,
         })))
     }
@@ -78,7 +81,7 @@ impl HostSignals for FakeHost {
             nodefs: Ok(FsStats {
                 measured: "/".into(),
                 device: 1,
-                available_bytes: 80 * GIB,
+                available_bytes: state.nodefs_available_bytes,
                 capacity_bytes: 100 * GIB,
                 inodes_free: 900_000,
                 inodes: 1_000_000,
