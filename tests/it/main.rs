@@ -42,6 +42,7 @@ mod heartbeat_faults;
 mod kubeconfig_tls;
 mod kubelet_api;
 mod kubelet_api_logs;
+mod kubelet_api_stats;
 mod layering;
 mod lease;
 mod metrics;

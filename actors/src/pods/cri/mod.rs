@@ -19,10 +19,10 @@ mod non_root;
 mod objects;
 mod plan;
 mod pleg;
-#[cfg(test)]
-mod pods_view_tests;
 mod pleg_health;
 mod pod_state;
+#[cfg(test)]
+mod pods_view_tests;
 mod post_start;
 mod probing;
 #[cfg(test)]
@@ -54,7 +54,10 @@ pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD};
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
 pub use tasks::{EngineFault, TaskPanics};
-pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
+pub use view::{
+    CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL,
+    RESTART_COUNT_ANNOTATION,
+};
 
 use engine::{Ending, Engine, PodEntry};
 use pod_state::{End, Work};
