@@ -27,12 +27,15 @@ pub async fn serve(state: &crate::kubelet_api::ApiState) -> Reply {
     reply
 }
 
+/// Label pairs, sorted by name.
+type Labels<'a> = Vec<(&'static str, &'a str)>;
+
 struct Family<'a> {
     name: &'static str,
     help: &'static str,
     kind: &'static str,
-    /// Label pairs (sorted by name), value, timestamp.
-    samples: Vec<(Vec<(&'static str, &'a str)>, f64, Option<i64>)>,
+    /// Labels, value, timestamp (milliseconds).
+    samples: Vec<(Labels<'a>, f64, Option<i64>)>,
 }
 
 fn seconds(nanos: u64) -> f64 {
