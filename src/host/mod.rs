@@ -1,9 +1,10 @@
 //! The host adapter: [`HostSignals`] over a root path — `hostRoot` (`/` on a real host, or
 //! where a container mounts the host's `/`), a fixture tree in tests (cgroup v1, v2, odd
-//! `/proc` files). Memory from the root cgroup or `/proc/meminfo`, filesystems from `statvfs`,
-//! PIDs from `/proc`. Reads run on tokio's blocking pool, so a slow filesystem never stalls an
-//! actor.
+//! `/proc` files). Memory from the root cgroup or `/proc/meminfo`, CPU time from the root
+//! cgroup or `/proc/stat`, filesystems from `statvfs`, PIDs from `/proc`. Reads run on tokio's
+//! blocking pool, so a slow filesystem never stalls an actor.
 
+pub mod cpu;
 pub mod memory;
 pub mod pids;
 
@@ -14,7 +15,7 @@ use std::{
 };
 
 use futures::{FutureExt, future::BoxFuture};
-use nodepulse_actors::ports::{FsStats, HostError, HostObservation, HostSignals};
+use nodepulse_actors::ports::{FsStats, HostError, HostObservation, HostSignals, MemoryStats};
 
 use crate::config::Config;
 
@@ -50,6 +51,15 @@ impl HostProbe {
     /// The host `config` names: `rootDir` under `hostRoot`.
     pub fn configured(config: &Config) -> Self {
         Self::new(&config.host_root, &config.root_dir)
+    }
+
+    /// The node's cumulative CPU time (nanoseconds) and memory, blocking: what the kubelet
+    /// API's stats read, from the same readers as the eviction signals.
+    pub fn cpu_and_memory_blocking(
+        &self,
+    ) -> (Result<u64, HostError>, Result<MemoryStats, HostError>) {
+        let root = &self.inner.root;
+        (cpu::node_cpu_nanos(root), memory::node_memory(root))
     }
 
     /// Everything at once, blocking: what [`HostSignals::observe`] runs off the async threads.

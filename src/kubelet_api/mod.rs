@@ -7,8 +7,8 @@
 //! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
-//! `pods` (`/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `reply`,
-//! `metrics`.
+//! `pods` (`/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `stats`
+//! (`/metrics/resource`), `reply`, `metrics`.
 
 mod authn;
 mod authz;
@@ -22,6 +22,7 @@ pub mod reviews;
 mod routes;
 pub mod self_signed;
 mod server;
+mod stats;
 mod streaming;
 pub mod tls;
 mod x509;
@@ -39,6 +40,7 @@ pub use tls::TlsError;
 use crate::{
     config::{AuthorizationMode, Settings},
     cri::CriClient,
+    host::HostProbe,
 };
 
 /// Why the kubelet API cannot start. None is retried: the configuration, the files or the
@@ -66,8 +68,10 @@ pub struct ApiState {
     pods: PodsView,
     /// The effective configuration as JSON, for `/configz`.
     config: serde_json::Value,
-    /// The node's CRI client, for exec, attach and port-forward.
+    /// The node's CRI client, for exec, attach, port-forward and the containers' stats.
     runtime: Option<CriClient>,
+    /// The host's readers, for the node's own stats.
+    host: HostProbe,
 }
 
 /// The listeners bound and the TLS configuration loaded: everything that can fail at start,
@@ -184,6 +188,7 @@ impl Prepared {
             pods: parts.pods,
             config: serde_json::to_value(config).unwrap_or_default(),
             runtime: parts.runtime,
+            host: HostProbe::configured(config),
         });
         let adopt = |listener: std::net::TcpListener| {
             let address = listener.local_addr();

@@ -14,7 +14,7 @@ use super::{
     metrics::KUBELET_API_METRICS,
     pods,
     reply::{self, Reply},
-    streaming,
+    stats, streaming,
 };
 
 pub async fn handle(
@@ -72,6 +72,7 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
     match (request.method(), path) {
         (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
         (&Method::GET, "/configz") => return pods::configz(&state.config),
+        (&Method::GET, "/metrics/resource") => return stats::resource_metrics::serve(state).await,
         _ => {}
     }
     for (prefix, kind) in [

@@ -25,16 +25,16 @@ use crate::common::{
     root_dir::RootDir,
 };
 
-struct Api {
-    served: KubeletApi,
-    client: KubeletClient,
+pub(crate) struct Api {
+    pub(crate) served: KubeletApi,
+    pub(crate) client: KubeletClient,
     _root: RootDir,
     _ca_file: tempfile::NamedTempFile,
 }
 
 /// A kubelet API for `node` (x509 clients of a test CA, AlwaysAllow) and a client of it with
 /// the API server's kind of certificate.
-async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
+pub(crate) async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
     let root = RootDir::new();
     let ca = TestCa::new("test-cluster-ca");
     let mut ca_file = tempfile::NamedTempFile::new().expect("temp file");

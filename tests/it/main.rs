@@ -43,6 +43,7 @@ mod image_gc;
 mod kubeconfig_tls;
 mod kubelet_api;
 mod kubelet_api_logs;
+mod kubelet_api_stats;
 mod layering;
 mod lease;
 mod metrics;

@@ -54,7 +54,10 @@ pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD};
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
 pub use tasks::{EngineFault, TaskPanics};
-pub use view::{POD_UID_LABEL, RESTART_COUNT_ANNOTATION};
+pub use view::{
+    CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL,
+    RESTART_COUNT_ANNOTATION,
+};
 
 use engine::{Ending, Engine, PodEntry};
 use pod_state::{End, Work};
