@@ -150,7 +150,8 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
                 }
             };
             let outcome = if settings.is_fleet() {
-                let start = || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
+                let start =
+                    || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
                 serve(&settings, start, stop).await
             } else if settings.config.runtime == RuntimeKind::Cri {
                 run_node_with_kubelet_api(settings.clone(), api, stop).await

@@ -46,11 +46,7 @@ impl KubeletClient {
     /// with `--tls`, its serving certificate), as kubeadm issues kube-apiserver's.
     pub fn from_ca(ca: &ClusterCa, now: SystemTime) -> Result<Self, String> {
         let (certificate, key) = ca
-            .client_pair(
-                "kube-apiserver-kubelet-client",
-                &["system:masters"],
-                now,
-            )
+            .client_pair("kube-apiserver-kubelet-client", &["system:masters"], now)
             .map_err(|error| format!("cannot make the kubelet client certificate: {error}"))?;
         let ca_pem = ca.pem().to_owned();
         let provider = Arc::new(rustls::crypto::ring::default_provider());

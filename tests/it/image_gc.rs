@@ -71,7 +71,8 @@ async fn unused_images_are_collected_oldest_first_keeping_used_and_pinned_ones()
         .expect("the pause image");
     let node = CriNode::start_with(&cluster.kubeconfig, &fixture, "image-gc", |_| {
         GC_SETTINGS.to_owned()
-    }).await;
+    })
+    .await;
     let pod_name = format!("{}-user", node.name);
     node.guard(async {
         // A pod of busybox runs well within the minimum age, so its image is in use before it
