@@ -33,6 +33,7 @@ const ACTOR_LAYERS: &[&[&str]] = &[
         "lease",
     ],
     &["eviction", "runtime_probe"],
+    &["image_gc"],
     &["messages"],
     &["ports"],
     &["clock", "expansion", "go_duration", "quantity", "retry"],

@@ -12,12 +12,9 @@ use super::records::{
     Candidate, ImageFs, ImageRecords, SpaceNeed, UsageError, expired, free_disk_space_failed,
     removable_for_space, space_need,
 };
-use crate::{
-    pods::PodsView,
-    ports::{
-        ContainerFilter, ContainerRuntime, ContainerRuntimeError, HostError, HostSignals,
-        RuntimeError, RuntimeService,
-    },
+use crate::ports::{
+    ContainerFilter, ContainerRuntime, ContainerRuntimeError, HostError, HostSignals, PodsView,
+    RuntimeError, RuntimeService,
 };
 
 /// What the image manager is configured with (the kubelet's names).

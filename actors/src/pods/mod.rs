@@ -24,7 +24,6 @@ mod images_tests;
 pub mod ip_pool;
 mod node_affinity;
 pub mod pod_requests;
-mod pods_view;
 mod provider;
 pub mod pull_auth;
 mod pull_backoff;
@@ -36,10 +35,10 @@ mod starting;
 #[cfg(test)]
 mod tests;
 
-pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
-pub use pods_view::{
+pub use crate::ports::{
     ContainerRecord, PodRecord, PodsPublisher, PodsSnapshot, PodsView, SandboxRecord,
 };
+pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
 pub use provider::{Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink};
 pub use simulated::{SimulatedPods, SimulatedSettings};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};

@@ -15,6 +15,7 @@ mod machine;
 mod node;
 mod pod_source;
 mod pods;
+mod pods_view;
 mod probe;
 mod recovery;
 mod runtime;
@@ -40,6 +41,9 @@ pub use machine::{MachineFacts, MachineInfo};
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use pod_source::PodSource;
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
+pub use pods_view::{
+    ContainerRecord, PodRecord, PodsPublisher, PodsSnapshot, PodsView, SandboxRecord,
+};
 pub use probe::{
     HTTP_STATUS_FAILURE, ProbeAction, ProbeError, ProbeOutcome, ProbeRunner, ProbeTarget,
 };

@@ -35,12 +35,11 @@ use crate::{
     node_status::NodeView,
     pods::{
         images::PullBackoff,
-        pods_view::PodsPublisher,
         provider::{PodUpdate, UpdateSink},
     },
     ports::{
         ContainerFilter, ContainerRuntime, ContainerRuntimeResult, ContainerState, PodEvent,
-        ProbeRunner, RuntimeService, SandboxFilter,
+        PodsPublisher, ProbeRunner, RuntimeService, SandboxFilter,
     },
     prober::{PodProbeView, ProbePods, ProbeResults},
     volume_manager::{PodVolumeView, VolumeSourceApi},

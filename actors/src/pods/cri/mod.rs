@@ -62,14 +62,11 @@ pub use view::{
 use engine::{Ending, Engine, PodEntry};
 use pod_state::{End, Work};
 
-use super::{
-    pods_view::{PodsPublisher, PodsView},
-    provider::{PodLifecycleProvider, PodUpdate, UpdateSink},
-};
+use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
 use crate::{
     messages::StopPod,
     node_status::NodeView,
-    ports::{PodStats, ProbeRunner},
+    ports::{PodStats, PodsPublisher, PodsView, ProbeRunner},
     prober::{ProbePods, ProbeResults, ProberOutput},
     volume_manager::{PodVolumeView, VolumeSourceApi},
 };

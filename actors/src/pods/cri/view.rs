@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::{
-    pods::pods_view::{ContainerRecord, PodRecord, SandboxRecord},
+    ports::{ContainerRecord, PodRecord, SandboxRecord},
     ports::{
         ContainerState, ContainerStatus, ContainerSummary, Labels, SandboxState, SandboxStatus,
         SandboxSummary,

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::watch;
 
-use crate::ports::ContainerState;
+use super::ContainerState;
 
 /// One sandbox of a pod, as the runtime last reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
