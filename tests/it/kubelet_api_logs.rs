@@ -100,7 +100,10 @@ async fn a_containers_output_is_served_with_the_kubelets_query_parameters() {
     let api = serve(&node, &cluster.kubeconfig).await;
     node.guard(async {
         let name = format!("{}-out", node.name);
-        let script = "for i in 1 2 3 4 5; do echo line-$i; done; echo to-stderr >&2; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+        // The runtime copies stdout and stderr on readers of their own, so the order of lines
+        // across the two streams in the log is only that of arrival: the stderr line comes a
+        // second after the last stdout one, so this test's expected order is the log's.
+        let script = "for i in 1 2 3 4 5; do echo line-$i; done; sleep 1; echo to-stderr >&2; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
         create_pod(
             &cluster,
             &node.name,
