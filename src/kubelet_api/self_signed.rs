@@ -23,6 +23,7 @@ use super::tls::{ServingCertificate, read_chain, read_key};
 
 pub const CERTIFICATE_FILE: &str = "kubelet.crt";
 pub const KEY_FILE: &str = "kubelet.key";
+const LOCK_FILE: &str = ".lock";
 
 const LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Backdated, so a peer whose clock is a little behind accepts it at once.
@@ -43,12 +44,14 @@ pub enum SelfSignedError {
 }
 
 /// The pair under `dir` when both files read, else a new one written there for `host`.
+/// Two daemons sharing a `rootDir` make the pair under an exclusive lock on `dir/.lock`, so
+/// neither renames the other's half-written file away nor pairs its certificate with the
+/// other's key: the second finds the first's pair and uses it.
 pub fn load_or_create(dir: &Path, host: &str) -> Result<ServingCertificate, SelfSignedError> {
     let (certificate, key) = (dir.join(CERTIFICATE_FILE), dir.join(KEY_FILE));
     if let (Ok(chain), Ok(key)) = (read_chain(&certificate), read_key(&key)) {
         return Ok(ServingCertificate { chain, key });
     }
-    let generated = generate(host, SystemTime::now())?;
     let write = |source| SelfSignedError::Write {
         dir: dir.to_owned(),
         source,
@@ -58,6 +61,19 @@ pub fn load_or_create(dir: &Path, host: &str) -> Result<ServingCertificate, Self
         .mode(0o755)
         .create(dir)
         .map_err(write)?;
+    let lock = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join(LOCK_FILE))
+        .map_err(write)?;
+    lock.lock().map_err(write)?;
+    if let (Ok(chain), Ok(key)) = (read_chain(&certificate), read_key(&key)) {
+        return Ok(ServingCertificate { chain, key });
+    }
+    let generated = generate(host, SystemTime::now())?;
     write_file(&certificate, generated.certificate_pem.as_bytes(), 0o644).map_err(write)?;
     write_file(&key, generated.key_pem.as_bytes(), 0o600).map_err(write)?;
     tracing::info!(certificate = %certificate.display(), %host, "wrote a self-signed serving certificate for the kubelet API");
@@ -137,4 +153,34 @@ pub fn generate(host: &str, now: SystemTime) -> Result<Generated, SelfSignedErro
         certificate_pem: format!("{}{}", leaf_certificate.pem(), ca_certificate.pem()),
         key_pem: leaf_key.serialize_pem(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn makers_racing_on_one_directory_all_get_the_one_pair_written() {
+        let root = tempfile::tempdir().expect("dir");
+        let dir = root.path().join("pki");
+        let made: Vec<_> = std::thread::scope(|scope| {
+            let makers: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| load_or_create(&dir, "racing-node")))
+                .collect();
+            makers
+                .into_iter()
+                .map(|maker| maker.join().expect("no panic").expect("made or read"))
+                .collect()
+        });
+        let on_disk = read_chain(&dir.join(CERTIFICATE_FILE)).expect("certificate");
+        for pair in &made {
+            assert_eq!(pair.chain, on_disk, "every maker serves the pair on disk");
+        }
+        let key = read_key(&dir.join(KEY_FILE)).expect("key");
+        assert!(
+            made.iter()
+                .all(|pair| pair.key.secret_der() == key.secret_der()),
+            "every maker has the key on disk"
+        );
+    }
 }
