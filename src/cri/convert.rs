@@ -1,6 +1,7 @@
 //! Between the typed requests of [`ContainerRuntime`](nodepulse_actors::ports::ContainerRuntime)
 //! and the CRI messages in [`proto`]: pure functions, no I/O. Namespaces follow the kubelet's
-//! `namespacesForPod`: network from `hostNetwork`, PID per container, IPC per pod.
+//! `NamespacesForPod`: network and IPC from `hostNetwork`/`hostIPC`, PID from `hostPID`, then
+//! `shareProcessNamespace`, else per container (or an ephemeral container's target's).
 
 use std::{collections::HashMap, path::Path};
 
@@ -28,16 +29,28 @@ fn int64(value: Option<i64>) -> Option<proto::Int64Value> {
     value.map(|value| proto::Int64Value { value })
 }
 
-fn namespaces(host_network: bool) -> proto::NamespaceOption {
-    let network = if host_network {
-        proto::NamespaceMode::Node
+/// The kubelet's `NamespacesForPod`, and `generateLinuxContainerConfig`'s PID target: a
+/// container with a target joins it only where the pod gives each container its own PID
+/// namespace.
+fn namespaces(sandbox: &SandboxConfig, pid_target: Option<&str>) -> proto::NamespaceOption {
+    use proto::NamespaceMode::{Container, Node, Pod, Target};
+    let node_or_pod = |host| if host { Node } else { Pod };
+    let pid = if sandbox.host_pid {
+        Node
+    } else if sandbox.share_process_namespace {
+        Pod
     } else {
-        proto::NamespaceMode::Pod
+        Container
+    };
+    let (pid, target_id) = match (pid, pid_target) {
+        (Container, Some(target)) => (Target, target.to_owned()),
+        (pid, _) => (pid, String::new()),
     };
     proto::NamespaceOption {
-        network: network.into(),
-        pid: proto::NamespaceMode::Container.into(),
-        ipc: proto::NamespaceMode::Pod.into(),
+        network: node_or_pod(sandbox.host_network).into(),
+        pid: pid.into(),
+        ipc: node_or_pod(sandbox.host_ipc).into(),
+        target_id,
     }
 }
 
@@ -91,7 +104,7 @@ pub(super) fn sandbox_config(config: &SandboxConfig) -> proto::PodSandboxConfig 
         linux: Some(proto::LinuxPodSandboxConfig {
             cgroup_parent: config.cgroup_parent.clone(),
             security_context: Some(proto::LinuxSandboxSecurityContext {
-                namespace_options: Some(namespaces(config.host_network)),
+                namespace_options: Some(namespaces(config, None)),
                 run_as_user: int64(security.run_as_user),
                 readonly_rootfs: security.readonly_rootfs,
                 supplemental_groups: security.supplemental_groups.clone(),
@@ -105,7 +118,7 @@ pub(super) fn sandbox_config(config: &SandboxConfig) -> proto::PodSandboxConfig 
 
 fn container_security(
     security: &SecurityContext,
-    host_network: bool,
+    namespace_options: proto::NamespaceOption,
 ) -> proto::LinuxContainerSecurityContext {
     proto::LinuxContainerSecurityContext {
         capabilities: Some(proto::Capability {
@@ -113,7 +126,7 @@ fn container_security(
             drop_capabilities: security.drop_capabilities.clone(),
         }),
         privileged: security.privileged,
-        namespace_options: Some(namespaces(host_network)),
+        namespace_options: Some(namespace_options),
         run_as_user: int64(security.run_as_user),
         readonly_rootfs: security.readonly_rootfs,
         supplemental_groups: security.supplemental_groups.clone(),
@@ -183,7 +196,10 @@ pub(super) fn container_config(
                     oom_score_adj: oom_score_adj.unwrap_or(resources.oom_score_adj),
                     memory_swap_limit_in_bytes: 0,
                 }),
-            security_context: Some(container_security(&config.security, sandbox.host_network)),
+            security_context: Some(container_security(
+                &config.security,
+                namespaces(sandbox, config.pid_target.as_deref()),
+            )),
         }),
     }
 }

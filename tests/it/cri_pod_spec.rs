@@ -7,7 +7,9 @@
 //! emptyDir volumes are given to its `fsGroup` and read through it by a non-root user; a
 //! container is ready as soon as its startup probe succeeds; it gets the service-link variables
 //! of its namespace's Services (unless `enableServiceLinks: false`) and of `kubernetes`; an
-//! ephemeral container added to a running pod starts, is reported and is never restarted.
+//! ephemeral container added to a running pod starts, is reported and is never restarted; a
+//! container sees another's processes only under `shareProcessNamespace` or as an ephemeral
+//! container whose `targetContainerName` names it.
 
 use std::time::Duration;
 
@@ -477,6 +479,123 @@ async fn an_ephemeral_container_starts_when_added_to_a_running_pod_and_is_never_
         let containers = setup.fixture.client.list_containers(filter).await.expect("ListContainers");
         let debuggers = containers.iter().filter(|c| c.name == "debugger").count();
         assert_eq!(debuggers, 1, "{containers:?}");
+    })
+    .await;
+}
+
+/// The target's script: a process whose command line carries `pid-target-marker`.
+const MARKED: &str =
+    "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done # pid-target-marker";
+/// Exits 0 once a process with the marker is visible (the bracket keeps this script's and
+/// grep's own command lines from matching), 7 if none shows within a few seconds.
+const SEES_MARKED: &str = "for i in $(seq 50); do \
+     cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -q 'pid-target-marke[r]' && exit 0; \
+     sleep 0.1; done; exit 7";
+
+fn terminated_exit(status: Option<k8s_openapi::api::core::v1::ContainerStatus>) -> Option<i32> {
+    status?.state?.terminated.map(|t| t.exit_code)
+}
+
+#[actix_rt::test]
+async fn containers_share_a_pid_namespace_only_when_the_pod_or_an_ephemeral_target_says_so() {
+    let Some(setup) = Setup::start(
+        "containers_share_a_pid_namespace_only_when_the_pod_or_an_ephemeral_target_says_so",
+        "cri-pid-ns",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        // shareProcessNamespace: a peer sees the app's process; without it, it does not.
+        for (suffix, share, expected) in [("shared", true, 0), ("own", false, 7)] {
+            let name = format!("{}-{suffix}", node.name);
+            let mut extra = spec(
+                "Never",
+                json!([shell("app", MARKED), shell("peer", SEES_MARKED)]),
+            );
+            extra["spec"]["shareProcessNamespace"] = json!(share);
+            create(
+                &cluster.client,
+                &pod_manifest(&name, NAMESPACE, &node.name, extra),
+            )
+            .await;
+            let done = wait_pod(
+                &cluster.client,
+                NAMESPACE,
+                &name,
+                "the peer exited",
+                |pod| {
+                    let statuses = pod
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.container_statuses.clone());
+                    terminated_exit(statuses.into_iter().flatten().find(|s| s.name == "peer"))
+                        .is_some()
+                },
+            )
+            .await;
+            let statuses = done
+                .status
+                .and_then(|s| s.container_statuses)
+                .unwrap_or_default();
+            let peer = statuses.into_iter().find(|s| s.name == "peer");
+            assert_eq!(
+                terminated_exit(peer),
+                Some(expected),
+                "shareProcessNamespace: {share}"
+            );
+        }
+        // An ephemeral container with targetContainerName sees the target's processes; one
+        // without sees only its own.
+        let name = format!("{}-debugged", node.name);
+        create(
+            &cluster.client,
+            &pod_manifest(
+                &name,
+                NAMESPACE,
+                &node.name,
+                spec("Always", json!([shell("app", MARKED)])),
+            ),
+        )
+        .await;
+        wait_running(&cluster.client, NAMESPACE, &name).await;
+        let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
+        let debugger = |name: &str, target: Option<&str>| {
+            let mut container = shell(name, SEES_MARKED);
+            if let Some(target) = target {
+                container["targetContainerName"] = json!(target);
+            }
+            container
+        };
+        let patch = json!({"spec": {"ephemeralContainers": [
+            debugger("targeted", Some("app")),
+            debugger("untargeted", None),
+        ]}});
+        pods.patch_ephemeral_containers(&name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+            .expect("the ephemeral containers are added");
+        let done = wait_pod(
+            &cluster.client,
+            NAMESPACE,
+            &name,
+            "both debuggers exited",
+            |pod| {
+                ["targeted", "untargeted"]
+                    .iter()
+                    .all(|debugger| terminated_exit(ephemeral_status(pod, debugger)).is_some())
+            },
+        )
+        .await;
+        assert_eq!(
+            terminated_exit(ephemeral_status(&done, "targeted")),
+            Some(0)
+        );
+        assert_eq!(
+            terminated_exit(ephemeral_status(&done, "untargeted")),
+            Some(7)
+        );
     })
     .await;
 }

@@ -61,6 +61,12 @@ pub struct SandboxConfig {
     pub cgroup_parent: String,
     /// `hostNetwork`: the sandbox joins the node's network namespace (no CNI).
     pub host_network: bool,
+    /// `hostPID`: the pod's containers see the node's processes.
+    pub host_pid: bool,
+    /// `hostIPC`: the pod uses the node's IPC namespace.
+    pub host_ipc: bool,
+    /// `shareProcessNamespace`: one PID namespace for the pod's containers (else one each).
+    pub share_process_namespace: bool,
     pub security: SecurityContext,
     /// `securityContext.sysctls`, names with `/` already turned into `.`.
     pub sysctls: Labels,
@@ -172,6 +178,9 @@ pub struct ContainerConfig {
     pub log_path: PathBuf,
     pub resources: Option<LinuxResources>,
     pub security: SecurityContext,
+    /// An ephemeral container's `targetContainerName`, as that container's runtime ID: it joins
+    /// the target's PID namespace when the pod gives each container its own.
+    pub pid_target: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

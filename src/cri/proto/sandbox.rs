@@ -14,13 +14,15 @@ pub enum PodSandboxState {
     SandboxNotready = 1,
 }
 
-/// `NamespaceMode`: `POD = 0`, `CONTAINER = 1`, `NODE = 2`.
+/// `NamespaceMode`: `POD = 0`, `CONTAINER = 1`, `NODE = 2`, `TARGET = 3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
 #[repr(i32)]
 pub enum NamespaceMode {
     Pod = 0,
     Container = 1,
     Node = 2,
+    /// Another container's namespace, named by `NamespaceOption.target_id`.
+    Target = 3,
 }
 
 /// `Protocol`: `TCP = 0`, `UDP = 1`, `SCTP = 2`.
@@ -69,7 +71,7 @@ pub struct PortMapping {
     pub host_ip: String,
 }
 
-/// `NamespaceOption` (network, pid, ipc; no target or user namespace).
+/// `NamespaceOption` (network, pid, ipc, the PID target; no user namespace).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NamespaceOption {
     #[prost(enumeration = "NamespaceMode", tag = "1")]
@@ -78,6 +80,9 @@ pub struct NamespaceOption {
     pub pid: i32,
     #[prost(enumeration = "NamespaceMode", tag = "3")]
     pub ipc: i32,
+    /// The container whose namespace a `TARGET` mode joins.
+    #[prost(string, tag = "4")]
+    pub target_id: String,
 }
 
 /// `LinuxSandboxSecurityContext`

@@ -146,6 +146,77 @@ fn run_pod_sandbox_puts_every_field_at_its_cri_number() {
     );
 }
 
+/// (network, pid, ipc, target) of the container's namespace options for `sandbox` and a
+/// container whose PID target is `target`, read back from the wire.
+fn container_namespaces(sandbox: &SandboxConfig, target: Option<&str>) -> (i32, i32, i32, String) {
+    let config = ContainerConfig {
+        pid_target: target.map(str::to_owned),
+        ..ContainerConfig::default()
+    };
+    let wire = convert::container_config(&config, sandbox, None).encode_to_vec();
+    let decoded = super::ContainerConfig::decode(wire.as_slice()).expect("decodes");
+    let options = decoded
+        .linux
+        .and_then(|linux| linux.security_context)
+        .and_then(|security| security.namespace_options)
+        .expect("namespace options");
+    if target.is_some() && options.pid == NamespaceMode::Target as i32 {
+        assert_eq!(
+            text(&wire, &[15, 2, 3, 4]),
+            options.target_id,
+            "target_id is field 4"
+        );
+    }
+    (options.network, options.pid, options.ipc, options.target_id)
+}
+
+#[test]
+fn namespaces_follow_the_pods_host_and_share_flags_and_an_ephemeral_target() {
+    use NamespaceMode::{Container, Node, Pod, Target};
+    let modes = |network: NamespaceMode, pid: NamespaceMode, ipc: NamespaceMode, target: &str| {
+        (network as i32, pid as i32, ipc as i32, target.to_owned())
+    };
+    let plain = SandboxConfig::default();
+    assert_eq!(
+        container_namespaces(&plain, None),
+        modes(Pod, Container, Pod, "")
+    );
+    assert_eq!(
+        container_namespaces(&plain, Some("c-1")),
+        modes(Pod, Target, Pod, "c-1")
+    );
+    let shared = SandboxConfig {
+        share_process_namespace: true,
+        ..SandboxConfig::default()
+    };
+    // A pod-wide PID namespace already holds the target: no TARGET mode, as the kubelet.
+    assert_eq!(
+        container_namespaces(&shared, Some("c-1")),
+        modes(Pod, Pod, Pod, "")
+    );
+    let host = SandboxConfig {
+        host_network: true,
+        host_pid: true,
+        host_ipc: true,
+        share_process_namespace: true,
+        ..SandboxConfig::default()
+    };
+    assert_eq!(
+        container_namespaces(&host, Some("c-1")),
+        modes(Node, Node, Node, "")
+    );
+    let sandbox = convert::sandbox_config(&host);
+    let options = sandbox
+        .linux
+        .and_then(|linux| linux.security_context)
+        .and_then(|security| security.namespace_options)
+        .expect("the sandbox's namespace options");
+    assert_eq!(
+        (options.network, options.pid, options.ipc),
+        (Node as i32, Node as i32, Node as i32)
+    );
+}
+
 #[test]
 fn create_container_puts_every_field_at_its_cri_number() {
     let config = ContainerConfig {

@@ -251,6 +251,7 @@ pub fn container_config(
         log_path: Path::new(&container.name).join(format!("{}.log", resolved.restart_count)),
         resources: Some(linux_resources(pod, container, resolved.memory_capacity)),
         security: security(pod, container),
+        pid_target: None,
     }
 }
 

@@ -94,6 +94,17 @@ pub fn ephemeral_containers(pod: &Pod) -> Vec<Container> {
         .collect()
 }
 
+/// The `targetContainerName` of the ephemeral container `name`, if it has one.
+pub fn ephemeral_target<'a>(pod: &'a Pod, name: &str) -> Option<&'a str> {
+    (pod.spec.as_ref())
+        .and_then(|spec| spec.ephemeral_containers.as_ref())?
+        .iter()
+        .find(|ephemeral| ephemeral.name == name)?
+        .target_container_name
+        .as_deref()
+        .filter(|target| !target.is_empty())
+}
+
 pub fn host_network(pod: &Pod) -> bool {
     pod.spec
         .as_ref()

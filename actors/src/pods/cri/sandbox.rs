@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 
 use super::{
     plan::{app_containers, host_network},
@@ -181,6 +181,10 @@ pub fn pod_labels(pod: &Pod) -> Labels {
     labels
 }
 
+fn spec_flag(pod: &Pod, flag: impl Fn(&PodSpec) -> Option<bool>) -> bool {
+    pod.spec.as_ref().and_then(flag).unwrap_or(false)
+}
+
 fn sandbox_security(pod: &Pod) -> SecurityContext {
     let context = pod
         .spec
@@ -239,6 +243,9 @@ pub fn sandbox_config(
             .collect(),
         cgroup_parent: String::new(),
         host_network: host_network(pod),
+        host_pid: spec_flag(pod, |spec| spec.host_pid),
+        host_ipc: spec_flag(pod, |spec| spec.host_ipc),
+        share_process_namespace: spec_flag(pod, |spec| spec.share_process_namespace),
         security: sandbox_security(pod),
         sysctls,
     }

@@ -13,7 +13,10 @@ use super::{
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
     gc::MAX_DEAD_PER_CONTAINER,
     objects::EnvObjects,
-    plan::{Kind, app_containers, ephemeral_containers, init_containers, is_sidecar, plan},
+    plan::{
+        Kind, app_containers, ephemeral_containers, ephemeral_target, init_containers, is_sidecar,
+        plan,
+    },
     sandbox::{parse_resolv_conf, sandbox_config},
     status::StartError,
     terminate::grace_left,
@@ -254,6 +257,23 @@ impl Engine {
         }
     }
 
+    /// The runtime ID of an ephemeral container's target (the kubelet's `getTargetID`: the
+    /// newest instance of that name, whatever its state).
+    fn pid_target(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        runtime: &PodRuntime,
+    ) -> Result<Option<String>, String> {
+        let Some(target) = ephemeral_target(pod, &container.name) else {
+            return Ok(None);
+        };
+        runtime
+            .newest(target)
+            .map(|status| Some(status.id.clone()))
+            .ok_or_else(|| format!("unable to find target container {target}"))
+    }
+
     async fn start(
         &self,
         pod: &Pod,
@@ -320,7 +340,16 @@ impl Engine {
             self.event(pod, PodEvent::warning("Failed", format!("Error: {error}")));
             failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry)
         })?;
-        let config = container_config(
+        let pid_target = self
+            .pid_target(pod, container, runtime)
+            .map_err(|message| {
+                self.event(
+                    pod,
+                    PodEvent::warning("Failed", format!("Error: {message}")),
+                );
+                failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
+            })?;
+        let mut config = container_config(
             pod,
             container,
             &Resolved {
@@ -332,6 +361,7 @@ impl Engine {
                 env: &env,
             },
         );
+        config.pid_target = pid_target;
         let failed = |reason: &str, error: crate::ports::ContainerRuntimeError| {
             let message = error.to_string();
             self.event(
