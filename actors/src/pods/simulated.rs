@@ -26,7 +26,7 @@ use crate::{
     messages::StopPod,
     ports::{ContainerStats, PodStats},
     volume_manager::PodVolumeView,
-    volume_manager::{MountReadiness, pod_volumes},
+    volume_manager::volumes_ready,
 };
 
 /// The exit code of a container killed by SIGKILL.
@@ -118,14 +118,7 @@ impl SimulatedPods {
         let (Some(volumes), Some(sim)) = (&self.volumes, self.pods.get(uid)) else {
             return true;
         };
-        match volumes.readiness(uid) {
-            MountReadiness::Ready => true,
-            MountReadiness::NotDesired => {
-                let found = pod_volumes(&sim.pod);
-                found.volumes.is_empty() && found.errors.is_empty() && found.unresolved.is_empty()
-            }
-            MountReadiness::PodErrors(_) | MountReadiness::Waiting(_) => false,
-        }
+        volumes_ready(volumes.as_ref(), &sim.pod)
     }
 
     fn status_update(&self, uid: &str) -> Option<PodUpdate> {

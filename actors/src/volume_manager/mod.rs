@@ -38,7 +38,7 @@ pub use memory::{VolumeManagerMemory, VolumeView};
 pub use plugin::Plugin;
 pub use ports::{
     PodVolumeView, PodVolumesChanged, ResolvedClaim, SetUpContext, StorageApi, VolumeHost,
-    VolumeHostError, VolumeSourceApi, resolve_claim,
+    VolumeHostError, VolumeSourceApi, resolve_claim, volumes_ready,
 };
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{PodVolume, PodVolumes, ResolvedClaims, SpecError, pod_volumes, pod_volumes_with};

@@ -40,6 +40,8 @@ mod termination_message;
 #[cfg(test)]
 mod tests;
 mod view;
+#[cfg(test)]
+mod volume_wait_tests;
 mod worker;
 
 use std::{io, sync::Arc};

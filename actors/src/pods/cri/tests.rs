@@ -15,6 +15,7 @@ use crate::{
         ContainerState, MountPropagation, PortMapping, Protocol,
         fakes::{container_runtime::FakeRuntime, paused_wall_clock},
     },
+    volume_manager::PodVolumeView,
 };
 
 pub(super) const IMAGE: &str = "nodepulse.test/busybox:1";
@@ -65,15 +66,29 @@ impl Harness {
         Self::over_configured(runtime, |pods| pods)
     }
 
+    /// A provider that asks `volumes` whether a pod's volumes are set up.
+    pub(super) fn with_volume_view(volumes: Arc<dyn PodVolumeView>) -> Self {
+        let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
+        Self::build(runtime, Some(volumes), |pods| pods)
+    }
+
     fn over_configured(
         runtime: Arc<FakeRuntime>,
+        configure: impl FnOnce(CriPods) -> CriPods,
+    ) -> Self {
+        Self::build(runtime, None, configure)
+    }
+
+    fn build(
+        runtime: Arc<FakeRuntime>,
+        volumes: Option<Arc<dyn PodVolumeView>>,
         configure: impl FnOnce(CriPods) -> CriPods,
     ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let pods = configure(CriPods::new(
             settings(dir.path()),
             Arc::clone(&runtime) as _,
-            None,
+            volumes,
             tokio::runtime::Handle::current(),
         ));
         Self {

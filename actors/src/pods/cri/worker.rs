@@ -26,6 +26,7 @@ use crate::{
     go_duration::go_duration,
     pods::env::{CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, container_env},
     ports::{ContainerState, DnsConfig, PodEvent, SandboxConfig},
+    volume_manager::volumes_ready,
 };
 
 /// A failed start: what the container shows, and when to try again.
@@ -157,7 +158,16 @@ impl Engine {
             return;
         };
         self.remove_dead(&pod, &runtime).await;
-        let plan = plan(&pod, &runtime);
+        let mut plan = plan(&pod, &runtime);
+        if (plan.create_sandbox.is_some() || !plan.start.is_empty()) && !self.volumes_ready(&pod) {
+            // The kubelet's WaitForAttachAndMount: nothing is made or started until every
+            // volume is set up, or a container would run without its mount. The volume
+            // manager's PodVolumesChanged brings the next sync; the retry covers a lost one.
+            tracing::debug!(pod = %pod_label(&pod), "waiting for the pod's volumes");
+            plan.create_sandbox = None;
+            plan.start.clear();
+            self.retry_later(uid);
+        }
         if let Some(attempt) = plan.create_sandbox {
             for old in runtime
                 .sandboxes
@@ -255,6 +265,12 @@ impl Engine {
                 }
             }
         }
+    }
+
+    fn volumes_ready(&self, pod: &Pod) -> bool {
+        self.volumes
+            .as_deref()
+            .is_none_or(|view| volumes_ready(view, pod))
     }
 
     /// The runtime ID of an ephemeral container's target (the kubelet's `getTargetID`: the

@@ -7,7 +7,7 @@ mod storage;
 mod volume_host;
 mod volume_sources;
 
-pub use pod_volumes::{PodVolumeView, PodVolumesChanged};
+pub use pod_volumes::{PodVolumeView, PodVolumesChanged, volumes_ready};
 pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
 pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
 pub use volume_sources::VolumeSourceApi;
