@@ -102,6 +102,7 @@ impl CriStart {
                 domain: config.cluster_domain.clone(),
             },
             resolv_conf: config.resolv_conf.clone(),
+            node_hosts_file: config.host_root.join("etc/hosts"),
             memory_capacity: self.machine.read().memory_bytes,
             relist_period: RELIST_PERIOD,
             relist_threshold: config.pleg_relist_threshold.0,

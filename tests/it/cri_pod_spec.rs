@@ -599,3 +599,94 @@ async fn containers_share_a_pid_namespace_only_when_the_pod_or_an_ephemeral_targ
     })
     .await;
 }
+
+#[actix_rt::test]
+async fn containers_get_the_kubelets_etc_hosts_with_host_aliases_and_the_pods_host_name() {
+    let Some(setup) = Setup::start(
+        "containers_get_the_kubelets_etc_hosts_with_host_aliases_and_the_pods_host_name",
+        "cri-etc-hosts",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let aliases = json!([{"ip": "123.45.67.89", "hostnames": ["foo", "bar"]}]);
+        let show =
+            "cat /etc/hosts > /dev/termination-log; echo \"$(hostname)\" >> /dev/termination-log";
+        let cases = [
+            (
+                "managed",
+                json!({"hostname": "db", "subdomain": "backend", "hostAliases": aliases}),
+            ),
+            (
+                "host-net",
+                json!({"hostNetwork": true, "hostAliases": aliases}),
+            ),
+            ("override", json!({"hostnameOverride": "override-host"})),
+        ];
+        for (suffix, extra) in &cases {
+            let mut manifest = spec("Never", json!([shell("app", show)]));
+            for (key, value) in extra.as_object().expect("an object") {
+                manifest["spec"][key] = value.clone();
+            }
+            let name = format!("{}-{suffix}", node.name);
+            create(
+                &cluster.client,
+                &pod_manifest(&name, NAMESPACE, &node.name, manifest),
+            )
+            .await;
+        }
+        let output = |suffix: &'static str| async move {
+            let name = format!("{}-{suffix}", node.name);
+            let pod = wait_pod(&cluster.client, NAMESPACE, &name, "Succeeded", |pod| {
+                crate::common::pods::phase(pod) == Some("Succeeded")
+            })
+            .await;
+            let ip = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.pod_ip.clone())
+                .unwrap_or_default();
+            let terminated = app(&pod)
+                .state
+                .and_then(|s| s.terminated)
+                .expect("terminated");
+            (terminated.message.unwrap_or_default(), ip)
+        };
+        let alias_lines = "\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n";
+
+        let (managed, ip) = output("managed").await;
+        assert_eq!(
+            managed,
+            format!(
+                "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n\
+                 ::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n\
+                 fe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n\
+                 {ip}\tdb.backend.{NAMESPACE}.svc.cluster.local\tdb\n{alias_lines}db\n"
+            )
+        );
+        let (host_net, _) = output("host-net").await;
+        assert!(
+            host_net.starts_with("# Kubernetes-managed hosts file (host network).\n")
+                && host_net.contains("localhost")
+                && host_net.ends_with(&format!("{alias_lines}{}\n", host_name())),
+            "{host_net}"
+        );
+        let (overridden, ip) = output("override").await;
+        assert!(
+            overridden.ends_with(&format!("{ip}\toverride-host\noverride-host\n")),
+            "{overridden}"
+        );
+    })
+    .await;
+}
+
+/// The machine's host name, which a `hostNetwork` container shares.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("the host name")
+        .trim()
+        .to_owned()
+}

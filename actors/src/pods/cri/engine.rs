@@ -65,6 +65,8 @@ pub struct CriPodsSettings {
     pub cluster_dns: ClusterDns,
     /// The host's resolv.conf, for `dnsPolicy: Default` and as the fallback.
     pub resolv_conf: PathBuf,
+    /// The host's `/etc/hosts`, which `hostNetwork` pods get (with their `hostAliases`).
+    pub node_hosts_file: PathBuf,
     /// The node's memory, for Burstable containers' `oom_score_adj`.
     pub memory_capacity: u64,
     pub relist_period: Duration,

@@ -8,6 +8,7 @@ mod backoff;
 mod container;
 mod deadline;
 mod engine;
+mod etc_hosts;
 mod evented;
 mod gc;
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 
 use super::{
+    etc_hosts::host_and_domain,
     plan::{app_containers, host_network},
     view::{POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL},
 };
@@ -26,7 +27,6 @@ pub struct ClusterDns {
 
 const MAX_NAMESERVERS: usize = 3;
 const MAX_SEARCHES: usize = 32;
-const HOSTNAME_MAX: usize = 63;
 
 /// `<podLogsDir>/<namespace>_<name>_<uid>`.
 pub fn log_directory(root: &Path, pod: &Pod) -> PathBuf {
@@ -37,18 +37,6 @@ pub fn log_directory(root: &Path, pod: &Pod) -> PathBuf {
         meta.name.as_deref().unwrap_or_default(),
         meta.uid.as_deref().unwrap_or_default()
     ))
-}
-
-/// `spec.hostname` or the pod's name, at most 63 characters without a trailing `-` or `.`.
-fn hostname(pod: &Pod) -> String {
-    let name = pod
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.hostname.clone())
-        .or_else(|| pod.metadata.name.clone())
-        .unwrap_or_default();
-    let cut: String = name.chars().take(HOSTNAME_MAX).collect();
-    cut.trim_end_matches(['-', '.']).to_owned()
 }
 
 /// The nameservers, search paths and options of a resolv.conf.
@@ -229,7 +217,7 @@ pub fn sandbox_config(
         hostname: if host_network(pod) {
             String::new()
         } else {
-            hostname(pod)
+            host_and_domain(pod, &cluster.domain).0
         },
         log_directory: log_directory(logs_root, pod),
         dns: dns_config(pod, cluster, host_dns),
@@ -346,14 +334,5 @@ mod tests {
             dns_config(&tuned, &cluster(), &host()).unwrap().options,
             ["ndots:1"]
         );
-    }
-
-    #[test]
-    fn hostnames_are_cut_to_63_characters_without_a_trailing_dash() {
-        let long = format!("{}-x", "a".repeat(62));
-        let named: Pod =
-            serde_json::from_value(json!({"metadata": {"name": long}, "spec": {"containers": []}}))
-                .unwrap();
-        assert_eq!(hostname(&named), "a".repeat(62));
     }
 }

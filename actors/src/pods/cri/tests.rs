@@ -43,6 +43,7 @@ fn settings(dir: &Path) -> CriPodsSettings {
             domain: "cluster.local".to_owned(),
         },
         resolv_conf: dir.join("resolv.conf"),
+        node_hosts_file: dir.join("hosts"),
         memory_capacity: 8 << 30,
         relist_period: RELIST_PERIOD,
         relist_threshold: super::RELIST_THRESHOLD,

@@ -3,7 +3,12 @@
 //! policy, pull back-off), CreateContainer and StartContainer — and the sandbox stopped once
 //! the pod is done. A failed start is kept as the container's waiting reason.
 
-use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    os::unix::fs::{OpenOptionsExt, PermissionsExt},
+    path::PathBuf,
+    sync::Arc,
+};
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -11,6 +16,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use super::{
     container::{Resolved, container_config},
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
+    etc_hosts,
     gc::MAX_DEAD_PER_CONTAINER,
     objects::EnvObjects,
     plan::{
@@ -347,6 +353,10 @@ impl Engine {
         let termination_file = self
             .termination_file(pod, container)
             .map_err(|error| failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry))?;
+        let etc_hosts = self.etc_hosts(pod, container).map_err(|error| {
+            let message = format!("cannot write the pod's /etc/hosts: {error}");
+            failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
+        })?;
         let host_paths: BTreeMap<String, PathBuf> = self
             .volumes
             .as_ref()
@@ -378,6 +388,13 @@ impl Engine {
             },
         );
         config.pid_target = pid_target;
+        config
+            .mounts
+            .extend(etc_hosts.map(|host_path| crate::ports::Mount {
+                container_path: PathBuf::from(etc_hosts::ETC_HOSTS),
+                host_path,
+                ..crate::ports::Mount::default()
+            }));
         let failed = |reason: &str, error: crate::ports::ContainerRuntimeError| {
             let message = error.to_string();
             self.event(
@@ -431,6 +448,47 @@ impl Engine {
             service_env: &service_env,
         };
         container_env(&context, container, &objects)
+    }
+
+    /// `<rootDir>/pods/<uid>/etc-hosts` written afresh for this container start (the kubelet's
+    /// `ensureHostsFile`; every container of the pod mounts the one file), or `None` when the
+    /// container gets the runtime's own.
+    fn etc_hosts(&self, pod: &Pod, container: &Container) -> std::io::Result<Option<PathBuf>> {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let pod_ips = self
+            .core()
+            .pods
+            .get(uid)
+            .map(|entry| entry.pod_ips.clone())
+            .unwrap_or_default();
+        if !etc_hosts::should_mount(pod, &pod_ips, container) {
+            return Ok(None);
+        }
+        let spec = pod.spec.as_ref();
+        let aliases = spec
+            .and_then(|spec| spec.host_aliases.as_deref())
+            .unwrap_or_default();
+        let text = if spec.and_then(|spec| spec.host_network).unwrap_or(false) {
+            let node = std::fs::read_to_string(&self.settings.node_hosts_file)?;
+            etc_hosts::host_network(&node, aliases)
+        } else {
+            let (host, domain) = etc_hosts::host_and_domain(pod, &self.settings.cluster_dns.domain);
+            etc_hosts::managed(&pod_ips, &host, domain.as_deref(), aliases)
+        };
+        let dir = self.settings.root_dir.join("pods").join(uid);
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(etc_hosts::POD_FILE);
+        // In place (running containers share the inode) and never through a planted link.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        Ok(Some(path))
     }
 
     /// `<rootDir>/pods/<uid>/containers/<name>/<8 hex>`, made 0666 for any user to write.
