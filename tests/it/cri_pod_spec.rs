@@ -690,3 +690,52 @@ fn host_name() -> String {
         .trim()
         .to_owned()
 }
+
+#[actix_rt::test]
+async fn a_privileged_container_runs_with_the_privileges_an_unprivileged_one_lacks() {
+    let Some(setup) = Setup::start(
+        "a_privileged_container_runs_with_the_privileges_an_unprivileged_one_lacks",
+        "cri-privileged",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        // Mounting needs CAP_SYS_ADMIN, which only a privileged container has.
+        let mount = "mkdir -p /scratch && mount -t tmpfs scratch /scratch";
+        for (suffix, privileged, phase) in [
+            ("privileged", true, "Succeeded"),
+            ("plain", false, "Failed"),
+        ] {
+            let mut container = shell("app", mount);
+            container["securityContext"] = json!({"privileged": privileged});
+            let name = format!("{}-{suffix}", node.name);
+            create(
+                &cluster.client,
+                &pod_manifest(
+                    &name,
+                    NAMESPACE,
+                    &node.name,
+                    spec("Never", json!([container])),
+                ),
+            )
+            .await;
+            let ended = wait_pod(&cluster.client, NAMESPACE, &name, "ended", |pod| {
+                matches!(
+                    crate::common::pods::phase(pod),
+                    Some("Succeeded" | "Failed")
+                )
+            })
+            .await;
+            assert_eq!(
+                crate::common::pods::phase(&ended),
+                Some(phase),
+                "{:?}",
+                ended.status
+            );
+        }
+    })
+    .await;
+}

@@ -183,8 +183,29 @@ fn sandbox_security(pod: &Pod) -> SecurityContext {
         run_as_user: context.run_as_user,
         run_as_group: context.run_as_group,
         supplemental_groups: context.supplemental_groups.unwrap_or_default(),
+        // The runtime refuses a privileged container in a sandbox that is not ("no privileged
+        // container allowed in sandbox"): the kubelet's HasPrivilegedContainer.
+        privileged: has_privileged_container(pod),
         ..SecurityContext::default()
     }
+}
+
+/// Whether any container of the pod (init, app or ephemeral) asks to be privileged.
+fn has_privileged_container(pod: &Pod) -> bool {
+    let Some(spec) = pod.spec.as_ref() else {
+        return false;
+    };
+    let privileged = |context: Option<&k8s_openapi::api::core::v1::SecurityContext>| {
+        context.and_then(|c| c.privileged).unwrap_or(false)
+    };
+    let ephemeral = spec.ephemeral_containers.iter().flatten();
+    spec.containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .any(|c| privileged(c.security_context.as_ref()))
+        || ephemeral
+            .into_iter()
+            .any(|c| privileged(c.security_context.as_ref()))
 }
 
 /// RunPodSandbox's config for attempt `attempt` of `pod`.
@@ -334,5 +355,17 @@ mod tests {
             dns_config(&tuned, &cluster(), &host()).unwrap().options,
             ["ndots:1"]
         );
+    }
+
+    #[test]
+    fn the_sandbox_is_privileged_when_any_container_is() {
+        let plain = pod(json!({"containers": [{"name": "app"}]}));
+        assert!(!sandbox_security(&plain).privileged);
+        let init = pod(json!({"containers": [{"name": "app"}],
+            "initContainers": [{"name": "setup", "securityContext": {"privileged": true}}]}));
+        assert!(sandbox_security(&init).privileged);
+        let ephemeral = pod(json!({"containers": [{"name": "app"}],
+            "ephemeralContainers": [{"name": "debug", "securityContext": {"privileged": true}}]}));
+        assert!(sandbox_security(&ephemeral).privileged);
     }
 }
