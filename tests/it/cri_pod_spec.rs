@@ -739,3 +739,72 @@ async fn a_privileged_container_runs_with_the_privileges_an_unprivileged_one_lac
     })
     .await;
 }
+
+#[actix_rt::test]
+async fn a_pod_is_ready_only_once_its_readiness_gates_conditions_are_true() {
+    let Some(setup) = Setup::start(
+        "a_pod_is_ready_only_once_its_readiness_gates_conditions_are_true",
+        "cri-gates",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        use crate::common::pods::condition;
+        let gate = "nodepulse.test/gate";
+        let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
+        manifest["spec"]["readinessGates"] = json!([{"conditionType": gate}]);
+        let name = format!("{}-gated", node.name);
+        create(
+            &cluster.client,
+            &pod_manifest(&name, NAMESPACE, &node.name, manifest),
+        )
+        .await;
+        let held = wait_pod(
+            &cluster.client,
+            NAMESPACE,
+            &name,
+            "running, held back by its gate",
+            |pod| {
+                crate::common::pods::phase(pod) == Some("Running")
+                    && condition(pod, "ContainersReady").as_deref() == Some("True")
+            },
+        )
+        .await;
+        let ready = |pod: &Pod| {
+            let conditions = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.clone())
+                .unwrap_or_default();
+            conditions
+                .into_iter()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| (c.status, c.reason, c.message))
+        };
+        assert_eq!(
+            ready(&held),
+            Some((
+                "False".to_owned(),
+                Some("ReadinessGatesNotReady".to_owned()),
+                Some(format!(
+                    "corresponding condition of pod readiness gate \"{gate}\" does not exist."
+                )),
+            ))
+        );
+        // Another controller sets the gate's condition: the pod becomes Ready, the condition stays.
+        let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
+        let opened = json!({"status": {"conditions": [{"type": gate, "status": "True"}]}});
+        pods.patch_status(&name, &PatchParams::default(), &Patch::Strategic(opened))
+            .await
+            .expect("the gate's condition is set");
+        let ready_now = wait_pod(&cluster.client, NAMESPACE, &name, "Ready", |pod| {
+            condition(pod, "Ready").as_deref() == Some("True")
+        })
+        .await;
+        assert_eq!(condition(&ready_now, gate).as_deref(), Some("True"));
+    })
+    .await;
+}

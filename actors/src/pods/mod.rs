@@ -27,6 +27,7 @@ pub mod pod_requests;
 mod provider;
 pub mod pull_auth;
 mod pull_backoff;
+pub mod readiness_gates;
 mod resource_field;
 pub mod service_env;
 mod simulated;

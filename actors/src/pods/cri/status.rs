@@ -24,6 +24,7 @@ use super::{
     view::{PodRuntime, restart_count},
 };
 use crate::{
+    pods::readiness_gates,
     pods::simulated_status::{condition, qos_class},
     ports::{ContainerState, ContainerStatus},
     prober::PodProbeView,
@@ -388,9 +389,21 @@ fn conditions(
             )),
         ),
     };
-    conditions.push(PodCondition {
-        type_: "Ready".to_owned(),
-        ..ready.clone()
+    // Ready is ContainersReady, held back further by readiness gates still not True.
+    let gated = (ready.status == "True")
+        .then(|| readiness_gates::unready_message(pod))
+        .flatten();
+    conditions.push(match gated {
+        Some(message) => condition(
+            "Ready",
+            false,
+            Some(readiness_gates::NOT_READY_REASON),
+            Some(message),
+        ),
+        None => PodCondition {
+            type_: "Ready".to_owned(),
+            ..ready.clone()
+        },
     });
     conditions.push(ready);
     conditions.push(condition("PodScheduled", true, None, None));
