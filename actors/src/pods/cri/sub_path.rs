@@ -8,7 +8,7 @@
 use std::{
     collections::BTreeMap,
     fs,
-    os::unix::fs::DirBuilderExt,
+    os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt},
     path::{Component, Path, PathBuf},
 };
 
@@ -75,8 +75,10 @@ pub fn prepare(
 }
 
 /// Walks `sub` from the volume's root one name at a time: an existing step is resolved
-/// (symlinks followed) and must stay within the volume; a missing one is made there (0755).
-/// So nothing is ever made outside the volume, even through a symlink.
+/// (symlinks followed) and must stay within the volume; a missing one is made there with the
+/// root's mode, setgid and sticky bits included, set past the umask (the kubelet's
+/// `SafeMakeDir`: an fsGroup volume's subPath stays group-writable). So nothing is ever made
+/// outside the volume, even through a symlink.
 fn inside(volume: &Path, sub: &str) -> Result<(), Unusable> {
     let relative = Path::new(sub);
     if relative.is_absolute()
@@ -90,6 +92,14 @@ fn inside(volume: &Path, sub: &str) -> Result<(), Unusable> {
         path: volume.to_owned(),
         source,
     })?;
+    let root_mode = fs::metadata(&root)
+        .map_err(|source| Unusable::Volume {
+            path: volume.to_owned(),
+            source,
+        })?
+        .permissions()
+        .mode()
+        & 0o7777;
     let mut current = root.clone();
     for part in relative.components() {
         let Component::Normal(name) = part else {
@@ -109,13 +119,22 @@ fn inside(volume: &Path, sub: &str) -> Result<(), Unusable> {
             }
             current = resolved;
         } else {
+            let create = |source| Unusable::Create {
+                path: next.clone(),
+                source,
+            };
             fs::DirBuilder::new()
-                .mode(0o755)
+                .mode(root_mode)
                 .create(&next)
-                .map_err(|source| Unusable::Create {
-                    path: next.clone(),
-                    source,
-                })?;
+                .map_err(create)?;
+            // Through a descriptor that refuses a link, as the kubelet's fchmod: the pod may
+            // swap the new directory for one meanwhile.
+            fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
+                .open(&next)
+                .and_then(|dir| dir.set_permissions(fs::Permissions::from_mode(root_mode)))
+                .map_err(create)?;
             current = next;
         }
     }
@@ -168,5 +187,20 @@ mod tests {
             !outside.path().join("deeper").exists(),
             "nothing is made outside the volume"
         );
+    }
+
+    #[test]
+    fn a_made_sub_path_takes_the_volumes_mode_with_its_setgid_and_sticky_bits() {
+        let volume = tempfile::tempdir().expect("tempdir");
+        fs::set_permissions(volume.path(), fs::Permissions::from_mode(0o3777)).expect("chmod");
+        let paths = BTreeMap::from([("data".to_owned(), volume.path().to_owned())]);
+        prepare(&container("a/b"), &paths).expect("made");
+        for dir in ["a", "a/b"] {
+            let mode = fs::metadata(volume.path().join(dir))
+                .expect("made")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o7777, 0o3777, "{dir}: {mode:o}");
+        }
     }
 }
