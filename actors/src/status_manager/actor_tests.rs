@@ -33,6 +33,8 @@ struct FakeState {
     deletes: Vec<(String, String)>,
     patch_failures: VecDeque<ApiError>,
     events: Vec<(String, PodEvent)>,
+    /// Answer a GET of a missing pod as the node authorizer does (403), not 404.
+    forbid_missing: bool,
 }
 
 #[derive(Clone, Default)]
@@ -63,7 +65,14 @@ impl PodApi for FakePodApi {
             .pods
             .get(name)
             .map(|pod| serde_json::from_value(pod.clone()).expect("pod"))
-            .ok_or_else(|| ApiError::NotFound(name.to_owned()));
+            .ok_or_else(|| match state.forbid_missing {
+                true => ApiError::Refused {
+                    code: 403,
+                    reason: "Forbidden".to_owned(),
+                    message: "no relationship found between node and this object".to_owned(),
+                },
+                false => ApiError::NotFound(name.to_owned()),
+            });
         Box::pin(async move { result })
     }
 
@@ -170,6 +179,16 @@ async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodSta
         .expect("delivered");
 }
 
+/// Tells `manager` the API shows `pod`, as the pod lifecycle actor does for a watch event.
+async fn observe(manager: &Addr<StatusManagerActor>, pod: &Pod) {
+    manager
+        .send(PodObserved {
+            pod: Box::new(pod.clone()),
+        })
+        .await
+        .expect("delivered");
+}
+
 /// Waits for `condition` up to ten batch periods of tokio time.
 async fn eventually(what: &str, condition: impl Fn() -> bool) {
     fakes::eventually(what, SYNC_PERIOD * 10, condition).await;
@@ -266,6 +285,8 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
     api.put(&deleting);
     let store = Kept::<PodStatusStore>::default();
     let manager = start(&api, &store);
+    // As the pod lifecycle actor: the watch's pod is observed before any status of it.
+    observe(&manager, &deleting).await;
     set_status(&manager, deleting.clone(), running(true)).await;
     manager
         .send(TerminatePod {
@@ -635,4 +656,56 @@ async fn with_no_pod_known_no_batch_pass_wakes_the_actor() {
         store.read(PodStatusStore::batch_passes) >= 2
     })
     .await;
+}
+
+#[actix_rt::test]
+async fn a_deleted_pods_last_statuses_bring_back_nothing_and_cost_no_request() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    let mut deleting = pod("web", "uid-1");
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::clock::system()()),
+    );
+    api.put(&deleting);
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    observe(&manager, &deleting).await;
+    set_status(&manager, deleting.clone(), running(true)).await;
+    eventually("the status is patched", || !api.state().patches.is_empty()).await;
+    // The pod goes from the API (its namespace was deleted); the watch says so. The node
+    // authorizer now refuses a GET of it.
+    api.state().pods.clear();
+    api.state().forbid_missing = true;
+    manager
+        .send(crate::messages::PodGone {
+            uid: "uid-1".to_owned(),
+        })
+        .await
+        .expect("delivered");
+    let requests = |api: &FakePodApi| {
+        let state = api.state();
+        (state.gets, state.patches.len())
+    };
+    let before = requests(&api);
+    // The provider, still cleaning up, reports it twice more, then it is terminated.
+    set_status(&manager, deleting.clone(), running(false)).await;
+    set_status(&manager, deleting.clone(), running(false)).await;
+    manager
+        .send(TerminatePod {
+            pod: Box::new(deleting),
+        })
+        .await
+        .expect("delivered");
+    for _ in 0..5 {
+        tokio::time::sleep(SYNC_PERIOD).await;
+    }
+    assert_eq!(
+        requests(&api),
+        before,
+        "no request for a pod the API no longer has"
+    );
+    assert!(
+        store.read(|store| store.cache().get("uid-1").is_none()),
+        "nothing kept of it"
+    );
 }
