@@ -211,11 +211,12 @@ impl StatusManagerActor {
         };
         let outcome = {
             let mut stored = self.store.lock();
-            // A pod being deleted that the API no longer shows (its watch said gone, or the
+            // A pod being deleted that this manager has forgotten (its watch said gone, or the
             // final delete went through) has nothing left to write to: its provider's last
             // words while it cleans up would otherwise bring the entry back, and the batch
             // pass would ask the API for it every period for ever (the node authorizer's 403).
-            if pod.metadata.deletion_timestamp.is_some() && !stored.api_seen.contains_key(&uid) {
+            let known = stored.api_seen.contains_key(&uid) || stored.pods.contains_key(&uid);
+            if pod.metadata.deletion_timestamp.is_some() && !known {
                 tracing::debug!(%uid, "a status for a deleted pod the API no longer shows; dropped");
                 return;
             }
