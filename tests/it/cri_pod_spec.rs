@@ -653,7 +653,12 @@ async fn containers_get_the_kubelets_etc_hosts_with_host_aliases_and_the_pods_ho
                 .state
                 .and_then(|s| s.terminated)
                 .expect("terminated");
-            (terminated.message.unwrap_or_default(), ip)
+            let message = terminated.message.clone().unwrap_or_default();
+            assert!(
+                !message.is_empty(),
+                "{suffix} wrote nothing: {terminated:?}"
+            );
+            (message, ip)
         };
         let alias_lines = "\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n";
 
