@@ -33,6 +33,7 @@ use super::{
 };
 use crate::{
     clock::{self, WallClock},
+    config_source::is_static_pod,
     messages::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
@@ -236,14 +237,18 @@ impl StatusManagerActor {
         if self.in_flight.contains(uid) || self.in_flight.len() >= self.settings.max_in_flight {
             return;
         }
-        let Some(job) = self.store.lock().cache.get(uid).map(|entry| PodSyncJob {
-            uid: uid.to_owned(),
-            namespace: entry.namespace.clone(),
-            name: entry.name.clone(),
-            version: entry.version,
-            finished: entry.finished,
-            status: entry.status.clone(),
-        }) else {
+        let job = self.store.read(|stored| {
+            stored.cache.get(uid).map(|entry| PodSyncJob {
+                uid: uid.to_owned(),
+                namespace: entry.namespace.clone(),
+                name: entry.name.clone(),
+                version: entry.version,
+                finished: entry.finished,
+                status: entry.status.clone(),
+                static_pod: stored.pods.get(uid).is_some_and(is_static_pod),
+            })
+        });
+        let Some(job) = job else {
             return;
         };
         self.in_flight.insert(uid.to_owned());
@@ -294,6 +299,11 @@ impl StatusManagerActor {
                 self.counters.recreated += 1;
                 tracing::info!(%uid, %api_uid, "the pod was re-created; its old status is dropped");
                 stored.forget(uid);
+            }
+            PodSyncOutcome::NoMirror => {
+                // The mirror pod's creation (or the next batch pass) brings it back.
+                self.failed.insert(uid.to_owned());
+                tracing::debug!(%uid, "Static pod does not have a corresponding mirror pod; skipping");
             }
             PodSyncOutcome::Superseded => {}
             PodSyncOutcome::Failed(error) => {
@@ -461,9 +471,12 @@ impl Handler<PodObserved> for StatusManagerActor {
             return;
         };
         let mut stored = self.store.lock();
-        stored
-            .api_seen
-            .insert(uid.clone(), pod.status.clone().unwrap_or_default());
+        // A static pod's status in the API is its mirror pod's, which is not this object.
+        if !is_static_pod(&pod) {
+            stored
+                .api_seen
+                .insert(uid.clone(), pod.status.clone().unwrap_or_default());
+        }
         // A pod already known keeps its latest metadata (a deletionTimestamp matters for the
         // final delete); one never told about stays unknown until its provider speaks.
         if let Some(known) = stored.pods.get_mut(&uid) {

@@ -636,3 +636,67 @@ async fn with_no_pod_known_no_batch_pass_wakes_the_actor() {
     })
     .await;
 }
+
+/// A static pod (from a manifest) as its provider reports it, and its mirror pod in the API.
+fn static_pod(name: &str, uid: &str) -> Pod {
+    let mut pod = pod(name, uid);
+    pod.metadata.annotations = Some(
+        [
+            ("kubernetes.io/config.source", "file"),
+            ("kubernetes.io/config.hash", uid),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect(),
+    );
+    pod
+}
+
+fn mirror_pod(name: &str, api_uid: &str, hash: &str) -> Pod {
+    let mut mirror = static_pod(name, api_uid);
+    mirror
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("kubernetes.io/config.mirror".to_owned(), hash.to_owned());
+    mirror
+}
+
+#[actix_rt::test]
+async fn a_static_pods_status_waits_for_its_mirror_pod_and_is_patched_under_the_mirrors_uid() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    set_status(&manager, static_pod("etcd-worker-1", "static-uid"), running(true)).await;
+    eventually("the sync found no mirror pod", || api.state().gets >= 1).await;
+    assert!(
+        store.read(|store| store.cache().unsent_pods() == ["static-uid"]),
+        "no mirror pod yet: the status is kept, not dropped"
+    );
+    api.put(&mirror_pod("etcd-worker-1", "mirror-uid", "static-uid"));
+    eventually("the next batch pass writes it to the mirror pod", || {
+        api.status("etcd-worker-1")["phase"] == "Running"
+    })
+    .await;
+    assert_eq!(api.state().patches[0]["metadata"]["uid"], "mirror-uid");
+    eventually("the version is recorded as sent", || {
+        store.read(|store| store.cache().unsent_pods().is_empty())
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_mirror_pod_of_another_manifest_version_gets_no_status_of_the_old_one() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    api.put(&mirror_pod("etcd-worker-1", "mirror-uid", "new-static-uid"));
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    set_status(&manager, static_pod("etcd-worker-1", "old-static-uid"), running(true)).await;
+    eventually("the old static pod's status is dropped", || {
+        store.read(|store| store.cache().get("old-static-uid").is_none())
+    })
+    .await;
+    assert!(api.state().patches.is_empty());
+}
