@@ -592,10 +592,18 @@ mod tests {
         assert_eq!(defaults.static_pod_path(), None);
         assert_eq!(defaults.file_check_frequency.0.as_secs(), 20);
         let empty = Config::parse("staticPodPath: \"\"\n", Source::Embedded).expect("valid");
-        assert_eq!(empty.static_pod_path(), None, "empty is off, as in the kubelet");
+        assert_eq!(
+            empty.static_pod_path(),
+            None,
+            "empty is off, as in the kubelet"
+        );
         let (field, reason) = refusal("staticPodPath: manifests\n");
-        assert_eq!((field.as_str(), reason.as_str()), ("staticPodPath", "must be an absolute path"));
-        let (field, _) = refusal("staticPodPath: /etc/kubernetes/manifests\nfileCheckFrequency: 0s\n");
+        assert_eq!(
+            (field.as_str(), reason.as_str()),
+            ("staticPodPath", "must be an absolute path")
+        );
+        let (field, _) =
+            refusal("staticPodPath: /etc/kubernetes/manifests\nfileCheckFrequency: 0s\n");
         assert_eq!(field, "fileCheckFrequency");
         let (field, reason) = refusal(
             "runtime: simulated\nstaticPodPath: /etc/kubernetes/manifests\nnodes: [{name: sim-1}]\n",

@@ -33,7 +33,7 @@ use super::{
 };
 use crate::{
     clock::{self, WallClock},
-    config_source::is_static_pod,
+    config_source::{is_static_pod, mirror_hash},
     messages::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
@@ -471,11 +471,15 @@ impl Handler<PodObserved> for StatusManagerActor {
             return;
         };
         let mut stored = self.store.lock();
-        // A static pod's status in the API is its mirror pod's, which is not this object.
+        let status = pod.status.clone().unwrap_or_default();
+        // A static pod's status in the API is its mirror pod's (`TranslatePodUID`): a mirror
+        // pod is seen for its static pod, and tells nothing else.
+        if let Some(static_uid) = mirror_hash(&pod) {
+            stored.api_seen.insert(static_uid.to_owned(), status);
+            return;
+        }
         if !is_static_pod(&pod) {
-            stored
-                .api_seen
-                .insert(uid.clone(), pod.status.clone().unwrap_or_default());
+            stored.api_seen.insert(uid.clone(), status);
         }
         // A pod already known keeps its latest metadata (a deletionTimestamp matters for the
         // final delete); one never told about stays unknown until its provider speaks.

@@ -16,7 +16,7 @@ use super::{
     patch::pod_status_patch,
 };
 use crate::{
-    config_source::{is_mirror_pod, translated_uid},
+    config_source::{is_mirror_pod, mirror_hash, translated_uid},
     ports::{ApiError, PodApi},
 };
 
@@ -69,7 +69,8 @@ pub enum PodSyncOutcome {
     },
     /// No pod of that name: nothing to write to.
     NotFound,
-    /// A static pod whose mirror pod is not there (yet): the status waits for it.
+    /// A static pod whose mirror pod is not there (yet), or is another version's: the status
+    /// waits for it.
     NoMirror,
     /// The pod of that name has another UID: the cached status belongs to a pod that is gone.
     Recreated {
@@ -130,6 +131,12 @@ pub async fn sync_pod(
         Err(ApiError::NotFound(_)) => return not_found,
         Err(error) => return PodSyncOutcome::Failed(PodSyncError::GetPod(error)),
     };
+    // The mirror of another version of the manifest is about to be replaced: the status waits
+    // for this version's (the kubelet matches mirrors by full name; the hash keeps an old
+    // version's status off the new mirror).
+    if job.static_pod && is_mirror_pod(&pod) && mirror_hash(&pod) != Some(job.uid.as_str()) {
+        return PodSyncOutcome::NoMirror;
+    }
     if translated_uid(&pod) != Some(job.uid.as_str()) {
         let api_uid = pod.metadata.uid.clone().unwrap_or_default();
         return PodSyncOutcome::Recreated { api_uid };

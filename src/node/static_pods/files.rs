@@ -95,7 +95,9 @@ fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 "Provided manifest path is a directory, not recursing into manifest path"
             ),
             Ok(metadata) if metadata.is_file() => files.push(path),
-            Ok(_) => tracing::warn!(path = %path.display(), "Manifest path is not a directory or file"),
+            Ok(_) => {
+                tracing::warn!(path = %path.display(), "Manifest path is not a directory or file")
+            }
             // Removed since listed: it is simply not there.
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => tracing::warn!(path = %path.display(), %error, "Could not get metadata"),
@@ -154,7 +156,10 @@ pub fn fingerprint(path: &Path) -> Vec<(String, u64, u64, i64, i64)> {
     {
         for entry in entries.flatten() {
             if let Ok(metadata) = fs::metadata(entry.path()) {
-                stamps.push(stamp(entry.file_name().to_string_lossy().into_owned(), &metadata));
+                stamps.push(stamp(
+                    entry.file_name().to_string_lossy().into_owned(),
+                    &metadata,
+                ));
             }
         }
     }
@@ -180,7 +185,8 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_gives_its_files_pods_in_name_order_skipping_dotfiles_subdirectories_and_bad_ones() {
+    fn a_directory_gives_its_files_pods_in_name_order_skipping_dotfiles_subdirectories_and_bad_ones()
+     {
         let dir = tempfile::tempdir().expect("temp dir");
         let write = |name: &str, text: &str| fs::write(dir.path().join(name), text).expect("write");
         write("b.json", &manifest("web"));

@@ -97,8 +97,7 @@ fn apply_kubelet_defaults(pod: &mut Pod, path: &str, node: &str) {
     // So no node problem's NoExecute taint evicts it (`AddOrUpdateTolerationInPod`).
     let tolerations = spec.tolerations.get_or_insert_default();
     let everything = |t: &k8s_openapi::api::core::v1::Toleration| {
-        t.key.as_deref().unwrap_or_default().is_empty()
-            && t.effect.as_deref() == Some("NoExecute")
+        t.key.as_deref().unwrap_or_default().is_empty() && t.effect.as_deref() == Some("NoExecute")
     };
     tolerations.retain(|t| !everything(t));
     tolerations.push(k8s_openapi::api::core::v1::Toleration {
@@ -221,7 +220,11 @@ fn validate(pod: &Pod) -> Result<(), ManifestError> {
 /// API object the pod would need, in the kubelet's order and words.
 fn api_reference(pod: &Pod) -> Option<&'static str> {
     let spec = pod.spec.as_ref()?;
-    if spec.service_account_name.as_deref().is_some_and(|name| !name.is_empty()) {
+    if spec
+        .service_account_name
+        .as_deref()
+        .is_some_and(|name| !name.is_empty())
+    {
         return Some("serviceaccounts");
     }
     let containers = || {
@@ -231,19 +234,32 @@ fn api_reference(pod: &Pod) -> Option<&'static str> {
     };
     let env = || containers().flat_map(|c| c.env.iter().flatten());
     let env_from = || containers().flat_map(|c| c.env_from.iter().flatten());
-    let secrets = spec.image_pull_secrets.as_ref().is_some_and(|s| !s.is_empty())
-        || env().any(|var| var.value_from.as_ref().is_some_and(|from| from.secret_key_ref.is_some()))
+    let secrets = spec
+        .image_pull_secrets
+        .as_ref()
+        .is_some_and(|s| !s.is_empty())
+        || env().any(|var| {
+            var.value_from
+                .as_ref()
+                .is_some_and(|from| from.secret_key_ref.is_some())
+        })
         || env_from().any(|from| from.secret_ref.is_some());
     if secrets {
         return Some("secrets");
     }
-    let config_maps = env()
-        .any(|var| var.value_from.as_ref().is_some_and(|from| from.config_map_key_ref.is_some()))
-        || env_from().any(|from| from.config_map_ref.is_some());
+    let config_maps = env().any(|var| {
+        var.value_from
+            .as_ref()
+            .is_some_and(|from| from.config_map_key_ref.is_some())
+    }) || env_from().any(|from| from.config_map_ref.is_some());
     if config_maps {
         return Some("configmaps");
     }
-    if spec.resource_claims.as_ref().is_some_and(|claims| !claims.is_empty()) {
+    if spec
+        .resource_claims
+        .as_ref()
+        .is_some_and(|claims| !claims.is_empty())
+    {
         return Some("resourceclaims");
     }
     for volume in spec.volumes.iter().flatten() {

@@ -19,11 +19,19 @@ spec:
 ";
 
 fn read(data: &str) -> Result<Pod, ManifestError> {
-    static_pod(data.as_bytes(), Path::new("/etc/kubernetes/manifests/etcd.yaml"), "Node-1")
+    static_pod(
+        data.as_bytes(),
+        Path::new("/etc/kubernetes/manifests/etcd.yaml"),
+        "Node-1",
+    )
 }
 
 fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
-    pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
 }
 
 #[test]
@@ -31,18 +39,34 @@ fn a_manifest_runs_as_name_dash_node_with_a_content_uid_and_the_kubelets_default
     let pod = read(ETCD).expect("a pod");
     let uid = pod.metadata.uid.clone().expect("a uid");
     assert_eq!(uid.len(), 32, "128 bits in hex: {uid}");
-    assert!(uid.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    assert!(
+        uid.chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    );
     assert_eq!(pod.metadata.name.as_deref(), Some("etcd-node-1"));
     assert_eq!(pod.metadata.namespace.as_deref(), Some("kube-system"));
-    assert_eq!(annotation(&pod, "kubernetes.io/config.hash"), Some(uid.as_str()));
-    assert_eq!(annotation(&pod, "kubernetes.io/config.source"), Some("file"));
+    assert_eq!(
+        annotation(&pod, "kubernetes.io/config.hash"),
+        Some(uid.as_str())
+    );
+    assert_eq!(
+        annotation(&pod, "kubernetes.io/config.source"),
+        Some("file")
+    );
     let spec = pod.spec.as_ref().expect("spec");
     assert_eq!(spec.node_name.as_deref(), Some("Node-1"));
     assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
     assert_eq!(spec.termination_grace_period_seconds, Some(30));
-    assert_eq!(spec.containers[0].image_pull_policy.as_deref(), Some("IfNotPresent"));
+    assert_eq!(
+        spec.containers[0].image_pull_policy.as_deref(),
+        Some("IfNotPresent")
+    );
     let tolerations = spec.tolerations.as_deref().expect("tolerations");
-    assert_eq!(tolerations.len(), 1, "the manifest's own is updated: {tolerations:?}");
+    assert_eq!(
+        tolerations.len(),
+        1,
+        "the manifest's own is updated: {tolerations:?}"
+    );
     assert_eq!(tolerations[0].operator.as_deref(), Some("Exists"));
     assert_eq!(tolerations[0].effect.as_deref(), Some("NoExecute"));
     assert_eq!(tolerations[0].toleration_seconds, None);
@@ -52,7 +76,10 @@ fn a_manifest_runs_as_name_dash_node_with_a_content_uid_and_the_kubelets_default
     );
 
     let default_namespace = read(&ETCD.replace("  namespace: kube-system\n", "")).expect("a pod");
-    assert_eq!(default_namespace.metadata.namespace.as_deref(), Some("default"));
+    assert_eq!(
+        default_namespace.metadata.namespace.as_deref(),
+        Some("default")
+    );
 }
 
 #[test]
@@ -66,14 +93,32 @@ fn the_uid_is_the_same_for_the_same_manifest_and_changes_with_content_node_or_fi
     };
     let path = "/etc/kubernetes/manifests/etcd.yaml";
     let first = uid(ETCD, path, "node-1");
-    assert_eq!(uid(ETCD, path, "node-1"), first, "a restart adopts what runs");
+    assert_eq!(
+        uid(ETCD, path, "node-1"),
+        first,
+        "a restart adopts what runs"
+    );
     let as_json = serde_json::to_string(&serde_yaml_ng::from_str::<Value>(ETCD).unwrap()).unwrap();
-    assert_eq!(uid(&as_json, path, "node-1"), first, "the content, not its spelling");
-    assert_ne!(uid(&ETCD.replace("3.5.21-0", "3.5.22-0"), path, "node-1"), first);
+    assert_eq!(
+        uid(&as_json, path, "node-1"),
+        first,
+        "the content, not its spelling"
+    );
+    assert_ne!(
+        uid(&ETCD.replace("3.5.21-0", "3.5.22-0"), path, "node-1"),
+        first
+    );
     assert_ne!(uid(ETCD, path, "node-2"), first);
-    assert_ne!(uid(ETCD, "/etc/kubernetes/manifests/etcd2.yaml", "node-1"), first);
+    assert_ne!(
+        uid(ETCD, "/etc/kubernetes/manifests/etcd2.yaml", "node-1"),
+        first
+    );
     let given = ETCD.replace("  name: etcd\n", "  name: etcd\n  uid: my-uid\n");
-    assert_eq!(uid(&given, path, "node-1"), "my-uid", "a manifest's own UID is kept");
+    assert_eq!(
+        uid(&given, path, "node-1"),
+        "my-uid",
+        "a manifest's own UID is kept"
+    );
 }
 
 #[test]

@@ -57,12 +57,21 @@ impl MirrorPlan {
             }
             PodWatchEvent::Deleted(pod) => {
                 let key = full_name(&pod);
-                if self.mirrors.get(&key).map(|known| &known.metadata.uid) == Some(&pod.metadata.uid) {
+                if self.mirrors.get(&key).map(|known| &known.metadata.uid)
+                    == Some(&pod.metadata.uid)
+                {
                     self.mirrors.remove(&key);
                 }
             }
             PodWatchEvent::Listed => self.mirrors_listed = true,
         }
+    }
+
+    /// Whether `pod` is the mirror pod of a static pod there is now.
+    pub fn mirrors_a_static_pod(&self, pod: &Pod) -> bool {
+        self.statics.get(&full_name(pod)).is_some_and(|wanted| {
+            mirror_hash(pod).is_some() && mirror_hash(pod) == static_hash(wanted)
+        })
     }
 
     /// What to call now. Nothing before the API's list: a mirror pod not seen may be there.
@@ -98,7 +107,12 @@ impl MirrorPlan {
     /// Makes `actions`' calls in order, noting what each did; the first failure ends the
     /// round (the next one tries again). A mirror is made only for a Node that is registered
     /// and not being deleted, as the kubelet's `tryReconcileMirrorPods`.
-    pub async fn act(&mut self, api: &dyn ApiPorts, node: &str, actions: Vec<MirrorAction>) -> Result<(), MirrorError> {
+    pub async fn act(
+        &mut self,
+        api: &dyn ApiPorts,
+        node: &str,
+        actions: Vec<MirrorAction>,
+    ) -> Result<(), MirrorError> {
         for action in actions {
             match action {
                 MirrorAction::Create(pod) => {
@@ -117,7 +131,10 @@ impl MirrorPlan {
                         // The kubelet's `CreateMirrorPod`: fine when it is this hash's mirror.
                         Err(ApiError::AlreadyExists(_)) => {
                             let (namespace, name) = namespace_name(&pod);
-                            let existing = api.get_pod(&namespace, &name).await.map_err(MirrorError::Create)?;
+                            let existing = api
+                                .get_pod(&namespace, &name)
+                                .await
+                                .map_err(MirrorError::Create)?;
                             if mirror_hash(&existing) != static_hash(&pod) {
                                 return Err(MirrorError::Taken(full_name(&pod)));
                             }
@@ -127,13 +144,23 @@ impl MirrorPlan {
                     };
                     self.mirrors.insert(full_name(&created), created);
                 }
-                MirrorAction::Delete { namespace, name, uid, why } => {
-                    tracing::info!(pod = %format!("{namespace}/{name}"), %uid, "{why}");
+                MirrorAction::Delete {
+                    namespace,
+                    name,
+                    uid,
+                    why,
+                } => {
                     match api.delete_pod(&namespace, &name, &uid).await {
                         // Conflict: another pod has the name now; the watch says which.
                         Ok(()) | Err(ApiError::NotFound(_) | ApiError::Conflict(_)) => {
+                            tracing::info!(pod = %format!("{namespace}/{name}"), %uid, "{why}");
                             let key = format!("{namespace}/{name}");
-                            if self.mirrors.get(&key).and_then(|m| m.metadata.uid.as_deref()) == Some(uid.as_str()) {
+                            if self
+                                .mirrors
+                                .get(&key)
+                                .and_then(|m| m.metadata.uid.as_deref())
+                                == Some(uid.as_str())
+                            {
                                 self.mirrors.remove(&key);
                             }
                         }

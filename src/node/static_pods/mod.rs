@@ -9,11 +9,7 @@ mod manifest;
 mod mirror;
 mod snapshot;
 
-use std::{
-    path::PathBuf,
-    sync::Arc,
-    time::Duration,
-};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use futures::{
     StreamExt,
@@ -21,7 +17,8 @@ use futures::{
     stream::BoxStream,
 };
 use k8s_openapi::api::core::v1::Pod;
-use nodepulse_actors::{config_source::is_mirror_pod, ports::PodWatchEvent};
+use nodepulse_actors::{config_source::is_mirror_pod, messages::PodObserved, ports::PodWatchEvent};
+use nodepulse_supervisor::Recipient;
 use tokio::{task::AbortHandle, time::MissedTickBehavior};
 
 use self::{files::fingerprint, mirror::MirrorPlan, snapshot::StaticPodSet};
@@ -42,6 +39,9 @@ pub struct StaticPodSource {
     pub node: String,
     /// `fileCheckFrequency`.
     pub period: Duration,
+    /// Where the mirror pods are reported as the API has them: StatusManager, which compares
+    /// a static pod's status with its mirror's (a re-created mirror starts without one).
+    pub status_manager: Recipient<PodObserved>,
 }
 
 /// The node's pod streams: the API watch, without mirror pods, and (with a static pod
@@ -58,11 +58,20 @@ pub fn pod_streams(
     let (mirror_events, mirror_watch) = unbounded();
     let (events, static_pods) = unbounded();
     let (snapshots, read) = unbounded();
-    let node = source.node.clone();
+    let (node, status_manager) = (source.node.clone(), source.status_manager.clone());
     let files = tokio::spawn(follow_files(source, events, snapshots)).abort_handle();
-    let mirrors = tokio::spawn(keep_mirrors(Arc::clone(api), node, read, mirror_watch)).abort_handle();
+    let mirrors = tokio::spawn(keep_mirrors(
+        Arc::clone(api),
+        (node, status_manager),
+        read,
+        mirror_watch,
+    ))
+    .abort_handle();
     (
-        vec![without_mirror_pods(watch, Some(mirror_events)), static_pods.boxed()],
+        vec![
+            without_mirror_pods(watch, Some(mirror_events)),
+            static_pods.boxed(),
+        ],
         vec![files, mirrors],
     )
 }
@@ -109,7 +118,10 @@ async fn follow_files(
         let Ok((now_stamp, read)) = tokio::task::spawn_blocking(move || {
             let now_stamp = fingerprint(&path);
             let changed = known.as_ref() != Some(&now_stamp);
-            (now_stamp, (due || changed).then(|| read_static_pods(&path, &node)))
+            (
+                now_stamp,
+                (due || changed).then(|| read_static_pods(&path, &node)),
+            )
         })
         .await
         else {
@@ -145,10 +157,19 @@ async fn follow_files(
 /// and every round; a failed call is tried again on the next round.
 async fn keep_mirrors(
     api: Arc<dyn ApiPorts>,
-    node: String,
+    (node, status_manager): (String, Recipient<PodObserved>),
     mut snapshots: UnboundedReceiver<Vec<Pod>>,
     mut mirrors: UnboundedReceiver<PodWatchEvent>,
 ) {
+    let observe = |plan: &mut MirrorPlan, event: PodWatchEvent| {
+        if let PodWatchEvent::Applied(pod) = &event
+            && plan.mirrors_a_static_pod(pod)
+            && let Err(error) = status_manager.try_send(PodObserved { pod: pod.clone() })
+        {
+            tracing::debug!(%error, "StatusManager not told of a mirror pod; its batch pass is");
+        }
+        plan.observe(event);
+    };
     let mut plan = MirrorPlan::default();
     let mut round = tokio::time::interval(MIRROR_ROUND);
     round.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -160,7 +181,7 @@ async fn keep_mirrors(
                 None => return,
             },
             event = mirrors.next() => match event {
-                Some(event) => plan.observe(event),
+                Some(event) => observe(&mut plan, event),
                 None => return,
             },
             _ = round.tick() => {}
@@ -169,7 +190,7 @@ async fn keep_mirrors(
             plan.set_static_pods(pods.iter());
         }
         while let Ok(event) = mirrors.try_recv() {
-            plan.observe(event);
+            observe(&mut plan, event);
         }
         let actions = plan.actions();
         if actions.is_empty() {
@@ -188,4 +209,3 @@ async fn keep_mirrors(
         }
     }
 }
-

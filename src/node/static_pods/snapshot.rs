@@ -102,7 +102,11 @@ mod tests {
     }
 
     fn seen(pod: &Pod) -> Option<&str> {
-        pod.metadata.annotations.as_ref()?.get(SEEN_ANNOTATION).map(String::as_str)
+        pod.metadata
+            .annotations
+            .as_ref()?
+            .get(SEEN_ANNOTATION)
+            .map(String::as_str)
     }
 
     #[test]
@@ -111,15 +115,26 @@ mod tests {
         let mut set = StaticPodSet::default();
         let first = set.replace(vec![pod("a", "web", "v1"), pod("b", "db", "v1")], at(0));
         assert_eq!(said(&first), ["+a", "+b"]);
-        let PodWatchEvent::Applied(added) = &first[0] else { unreachable!() };
+        let PodWatchEvent::Applied(added) = &first[0] else {
+            unreachable!()
+        };
         assert_eq!(seen(added), Some("2027-01-15T08:00:00.000000000Z"));
-        assert!(set.replace(vec![pod("a", "web", "v1"), pod("b", "db", "v1")], at(20)).is_empty());
+        assert!(
+            set.replace(vec![pod("a", "web", "v1"), pod("b", "db", "v1")], at(20))
+                .is_empty()
+        );
 
         // An edited manifest: a new UID for the same name. A manifest's own UID: an update.
         let edited = set.replace(vec![pod("a2", "web", "v2"), pod("b", "db", "v2")], at(40));
         assert_eq!(said(&edited), ["-a", "+a2", "+b"]);
-        let PodWatchEvent::Applied(updated) = &edited[2] else { unreachable!() };
-        assert_eq!(seen(updated), Some("2027-01-15T08:00:00.000000000Z"), "first seen stays");
+        let PodWatchEvent::Applied(updated) = &edited[2] else {
+            unreachable!()
+        };
+        assert_eq!(
+            seen(updated),
+            Some("2027-01-15T08:00:00.000000000Z"),
+            "first seen stays"
+        );
         assert_eq!(said(&set.replace(vec![], at(60))), ["-a2", "-b"]);
     }
 }

@@ -214,8 +214,10 @@ mod tests {
     fn only_a_static_pod_starts_before_the_services_were_listed() {
         let api: Arc<dyn VolumeSourceApi> = Arc::new(Api);
         let pod = |annotations| -> Pod {
-            serde_json::from_value(json!({"metadata": {"namespace": "kube-system", "annotations": annotations}}))
-                .unwrap()
+            serde_json::from_value(
+                json!({"metadata": {"namespace": "kube-system", "annotations": annotations}}),
+            )
+            .unwrap()
         };
         let from_api = pod(json!({}));
         let from_manifest = pod(json!({"kubernetes.io/config.source": "file"}));
