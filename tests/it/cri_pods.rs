@@ -210,7 +210,7 @@ async fn a_pod_runs_on_containerd_and_shows_running_with_its_cni_address() {
             .expect("IPv4");
         assert_eq!(
             ip.octets()[..3],
-            [198, 18, 0],
+            [198, 18, 1],
             "{ip} is not from the CNI range"
         );
         assert!(status.host_ip.is_some(), "hostIP is reported");
