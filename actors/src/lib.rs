@@ -2,6 +2,8 @@
 //! which they reach the API server and the host.
 //!
 //! - [`clock`]: the one clock: tokio's for timers, an injected wall clock for timestamps.
+//! - [`config_source`]: where a pod came from (the `kubernetes.io/config.*` annotations):
+//!   static pods and their mirror pods.
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
 //! - `expansion`: the kubelet's `$(VAR)` expansion, for env values and probe commands.
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
@@ -19,6 +21,7 @@
 //! `node_status::NAME`, ...), so the daemon wires them without string literals.
 
 pub mod clock;
+pub mod config_source;
 pub mod eviction;
 pub(crate) mod expansion;
 pub mod go_duration;

@@ -140,6 +140,13 @@ pub struct Config {
     /// downwardAPI and projected volume contents are read again and rewritten when changed.
     #[serde(default = "default_sync_frequency")]
     pub sync_frequency: GoDuration,
+    /// A directory of static pod manifests, or one manifest file (the kubelet's
+    /// `staticPodPath`); unset or empty: no static pods.
+    #[serde(default)]
+    pub static_pod_path: Option<PathBuf>,
+    /// How often `staticPodPath` is read again in full (the kubelet's `fileCheckFrequency`, 20s).
+    #[serde(default = "default_file_check_frequency")]
+    pub file_check_frequency: GoDuration,
     /// `cri`: probe the runtime at `containerRuntimeEndpoint`; `simulated`: report a healthy
     /// runtime without one (for simulated nodes), labelled as simulated.
     #[serde(default)]
@@ -262,6 +269,10 @@ fn default_pod_cidr() -> String {
 
 fn default_sync_frequency() -> GoDuration {
     seconds(60)
+}
+
+fn default_file_check_frequency() -> GoDuration {
+    seconds(20)
 }
 
 fn default_cluster_domain() -> String {
@@ -473,6 +484,13 @@ impl Config {
     /// Where the self-signed serving certificate goes (the kubelet's `--cert-dir` default).
     pub fn cert_dir_on_host(&self) -> PathBuf {
         self.root_dir_on_host().join("pki")
+    }
+
+    /// `staticPodPath`, when static pods are on (set and not empty).
+    pub fn static_pod_path(&self) -> Option<&std::path::Path> {
+        self.static_pod_path
+            .as_deref()
+            .filter(|path| !path.as_os_str().is_empty())
     }
 
     /// `rootDir` as nodepulse sees it: under `hostRoot`.

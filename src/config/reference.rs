@@ -197,6 +197,15 @@ pub const FIELDS: &[FieldDoc] = &[
         "resolvConf",
         "the host's resolv.conf, for `dnsPolicy: Default` pods and the fallback",
     ),
+    field_defaulting(
+        "staticPodPath",
+        "none",
+        "a directory of static pod manifests (YAML or JSON, one pod per file, dotfiles skipped, not recursive), or one manifest file: each runs as the pod `<name>-<nodeName>` with a mirror pod in the API (as the kubelet's `staticPodPath`)",
+    ),
+    field(
+        "fileCheckFrequency",
+        "how often `staticPodPath` is read again in full; a change is also seen within a second",
+    ),
     field(
         "podLogsDir",
         "where `runtime: cri` pods' container logs go, a directory `<namespace>_<name>_<uid>` per pod",

@@ -62,6 +62,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Vec<InvalidSetting>> {
     validate_eviction(config, &mut problems);
     validate_image_gc(config, &mut problems);
     validate_fleet(config, &mut problems);
+    validate_static_pods(config, &mut problems);
     validate_supervision(config, &mut problems);
     validate_endpoints(config, &mut problems);
     problems.check(validate_host_root(config));
@@ -445,6 +446,29 @@ fn validate_address(field: &str, address: &str) -> Result<(), InvalidSetting> {
 }
 
 /// A fleet's nodes: simulated, uniquely and validly named, with capacities that parse.
+/// The static pod source: an absolute path (nodepulse may be started from anywhere), read on a
+/// positive period, for one node (a fleet's simulated nodes share one process and no manifest).
+fn validate_static_pods(config: &Config, problems: &mut Problems) {
+    problems.check(positive("fileCheckFrequency", config.file_check_frequency));
+    let Some(path) = config.static_pod_path() else {
+        return;
+    };
+    if !path.is_absolute() {
+        problems.push(invalid(
+            "staticPodPath",
+            path.display(),
+            "must be an absolute path",
+        ));
+    }
+    if !config.nodes.is_empty() {
+        problems.push(invalid(
+            "staticPodPath",
+            path.display(),
+            "static pods run on one node: a fleet (nodes) has none",
+        ));
+    }
+}
+
 fn validate_fleet(config: &Config, problems: &mut Problems) {
     if !config.nodes.is_empty() && config.runtime != RuntimeKind::Simulated {
         problems.push(invalid(
@@ -560,6 +584,32 @@ mod tests {
             config.root_dir_on_host(),
             std::path::Path::new("/var/lib/kubelet")
         );
+    }
+
+    #[test]
+    fn the_static_pod_settings_are_refused_naming_the_field() {
+        let defaults = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
+        assert_eq!(defaults.static_pod_path(), None);
+        assert_eq!(defaults.file_check_frequency.0.as_secs(), 20);
+        let empty = Config::parse("staticPodPath: \"\"\n", Source::Embedded).expect("valid");
+        assert_eq!(
+            empty.static_pod_path(),
+            None,
+            "empty is off, as in the kubelet"
+        );
+        let (field, reason) = refusal("staticPodPath: manifests\n");
+        assert_eq!(
+            (field.as_str(), reason.as_str()),
+            ("staticPodPath", "must be an absolute path")
+        );
+        let (field, _) =
+            refusal("staticPodPath: /etc/kubernetes/manifests\nfileCheckFrequency: 0s\n");
+        assert_eq!(field, "fileCheckFrequency");
+        let (field, reason) = refusal(
+            "runtime: simulated\nstaticPodPath: /etc/kubernetes/manifests\nnodes: [{name: sim-1}]\n",
+        );
+        assert_eq!(field, "staticPodPath");
+        assert!(reason.contains("fleet"), "{reason}");
     }
 
     #[test]

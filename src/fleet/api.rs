@@ -17,8 +17,8 @@ use k8s_openapi::api::{
 };
 use nodepulse_actors::{
     ports::{
-        ApiRecovery, ApiResult, CsiDriverRegistration, CsiNodeApi, LeaseApi, LeaseRenewal, NodeApi,
-        NodeEvent, NodeWatchEvent, PodApi, PodEvent, PodWatchEvent,
+        ApiRecovery, ApiResult, CsiDriverRegistration, CsiNodeApi, LeaseApi, LeaseRenewal,
+        MirrorPodApi, NodeApi, NodeEvent, NodeWatchEvent, PodApi, PodEvent, PodWatchEvent,
     },
     volume_manager::content::{TokenSpec, token::IssuedToken},
     volume_manager::{StorageApi, VolumeSourceApi},
@@ -174,6 +174,12 @@ impl PodApi for FleetApi {
 
     fn recovery(&self) -> ApiRecovery {
         self.api.reachability().recovery()
+    }
+}
+
+impl MirrorPodApi for FleetApi {
+    fn create_pod(&self, pod: Pod) -> BoxFuture<'static, ApiResult<Pod>> {
+        MirrorPodApi::create_pod(&*self.api, pod)
     }
 }
 

@@ -10,10 +10,12 @@ use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
 use jiff::Timestamp;
 use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::Time};
 use kube::{
-    api::{Api, DeleteParams, Patch, PatchParams, Preconditions},
+    api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions},
     runtime::watcher,
 };
-use nodepulse_actors::ports::{ApiError, ApiRecovery, ApiResult, PodApi, PodEvent, PodWatchEvent};
+use nodepulse_actors::ports::{
+    ApiError, ApiRecovery, ApiResult, MirrorPodApi, PodApi, PodEvent, PodWatchEvent,
+};
 use serde_json::json;
 
 use super::{KubeApi, events::correlator::event_name, resume::resuming, timed};
@@ -125,6 +127,19 @@ impl PodApi for KubeApi {
     }
     fn recovery(&self) -> ApiRecovery {
         self.reachability.recovery()
+    }
+}
+
+/// A static pod's mirror pod, created through the rate-limited main client as the kubelet's
+/// mirror client does.
+impl MirrorPodApi for KubeApi {
+    fn create_pod(&self, pod: Pod) -> BoxFuture<'static, ApiResult<Pod>> {
+        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        Box::pin(async move {
+            let api = Api::<Pod>::namespaced(main.await, &namespace);
+            timed(timeout, api.create(&PostParams::default(), &pod)).await
+        })
     }
 }
 

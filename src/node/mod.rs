@@ -17,6 +17,7 @@ mod prober;
 mod resources;
 mod runtime;
 mod settings;
+pub mod static_pods;
 mod wiring;
 
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use nodepulse_actors::{
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
     pods::{PodLifecycleActor, PodsPublisher},
-    ports::{CsiNodeApi, LeaseApi, NodeApi, PodApi, PodStatsSource},
+    ports::{CsiNodeApi, LeaseApi, MirrorPodApi, NodeApi, PodApi, PodStatsSource},
     prober::{ProbeResults, ProberActor, ProberKept},
     runtime_probe::{RuntimeProbeActor, UpdatePodCidr},
     status_manager::StatusManagerActor,
@@ -46,11 +47,14 @@ use wiring::{Wiring, mailboxes};
 
 /// The API ports a node's actors use; the daemon's `KubeApi`, or a fleet's view of it.
 pub trait ApiPorts:
-    NodeApi + LeaseApi + PodApi + VolumeSourceApi + StorageApi + CsiNodeApi
+    NodeApi + LeaseApi + PodApi + MirrorPodApi + VolumeSourceApi + StorageApi + CsiNodeApi
 {
 }
 
-impl<T: NodeApi + LeaseApi + PodApi + VolumeSourceApi + StorageApi + CsiNodeApi> ApiPorts for T {}
+impl<T: NodeApi + LeaseApi + PodApi + MirrorPodApi + VolumeSourceApi + StorageApi + CsiNodeApi>
+    ApiPorts for T
+{
+}
 
 /// Which of a node's actors to start. The daemon starts all of them; a test starts a part and
 /// plays the rest.

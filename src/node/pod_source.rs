@@ -66,6 +66,8 @@ impl Fanout {
 pub struct SharedPodSource {
     fanout: Arc<Mutex<Fanout>>,
     task: AbortHandle,
+    /// The tasks that feed a source (the static pods' file and mirror tasks): stopped with it.
+    feeders: Vec<AbortHandle>,
 }
 
 fn lock(fanout: &Mutex<Fanout>) -> MutexGuard<'_, Fanout> {
@@ -103,18 +105,30 @@ impl SharedPodSource {
             fanout.subscribers.clear();
         })
         .abort_handle();
-        Self { fanout, task }
+        Self {
+            fanout,
+            task,
+            feeders: Vec::new(),
+        }
+    }
+
+    /// `feeders` stop when the source does.
+    #[must_use]
+    pub fn stopping_with_it(mut self, feeders: Vec<AbortHandle>) -> Self {
+        self.feeders = feeders;
+        self
     }
 
     /// Stops following the sources (the node shuts down).
     pub fn stop(&self) {
         self.task.abort();
+        self.feeders.iter().for_each(AbortHandle::abort);
     }
 }
 
 impl Drop for SharedPodSource {
     fn drop(&mut self) {
-        self.task.abort();
+        self.stop();
     }
 }
 

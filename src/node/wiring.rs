@@ -31,8 +31,13 @@ use nodepulse_supervisor::{
 };
 
 use super::{
-    ApiPorts, NodeAddresses, NodeResources, Parts, cri_start::CriStart, csi::csi_ports,
-    eviction_settings, node_status_settings, pod_source::SharedPodSource, settings,
+    ApiPorts, NodeAddresses, NodeResources, Parts,
+    cri_start::CriStart,
+    csi::csi_ports,
+    eviction_settings, node_status_settings,
+    pod_source::SharedPodSource,
+    settings,
+    static_pods::{StaticPodSource, pod_streams},
 };
 use crate::{
     config::{EndpointError, RuntimeKind, Settings},
@@ -321,7 +326,7 @@ impl Wiring<'_> {
         let drivers = CsiDrivers::default();
         let source = self
             .shared_pod_source
-            .then(|| pod_source(api, &self.settings.node_name))
+            .then(|| pod_source(api, self.settings, self.addresses))
             .flatten();
         let shared = source.clone().map(|source| source as Arc<dyn PodSource>);
         let volumes = self.volume_manager(
@@ -431,11 +436,26 @@ impl Wiring<'_> {
 }
 
 /// The node's one pod source, which the pod lifecycle actor and the volume manager subscribe
-/// to: the API watch of the pods bound to `node`, followed on the runtime the node is started
-/// on. Outside a tokio runtime (nothing to follow it on) each actor watches on its own.
-fn pod_source(api: &Arc<dyn ApiPorts>, node: &str) -> Option<Arc<SharedPodSource>> {
+/// to: the API watch of the pods bound to the node (mirror pods left out) and, with a
+/// `staticPodPath`, its manifests' pods, followed on the runtime the node is started on.
+/// Outside a tokio runtime (nothing to follow it on) each actor watches on its own.
+fn pod_source(
+    api: &Arc<dyn ApiPorts>,
+    settings: &Settings,
+    addresses: &NodeAddresses,
+) -> Option<Arc<SharedPodSource>> {
     tokio::runtime::Handle::try_current().ok()?;
-    Some(Arc::new(SharedPodSource::start(vec![api.watch_pods(node)])))
+    let config = &settings.config;
+    let static_pods = config.static_pod_path().map(|path| StaticPodSource {
+        path: path.to_owned(),
+        node: settings.node_name.clone(),
+        period: config.file_check_frequency.0,
+        status_manager: addresses.status_manager.recipient(),
+    });
+    let (streams, feeders) = pod_streams(api, &settings.node_name, static_pods);
+    Some(Arc::new(
+        SharedPodSource::start(streams).stopping_with_it(feeders),
+    ))
 }
 
 /// At shutdown, with the provider stopped: the pod source stops following the API, so no

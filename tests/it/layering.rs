@@ -36,7 +36,14 @@ const ACTOR_LAYERS: &[&[&str]] = &[
     &["image_gc"],
     &["messages"],
     &["ports"],
-    &["clock", "expansion", "go_duration", "quantity", "retry"],
+    &[
+        "clock",
+        "config_source",
+        "expansion",
+        "go_duration",
+        "quantity",
+        "retry",
+    ],
 ];
 
 fn layer_of(layers: &[&[&str]], module: &str) -> Option<usize> {

@@ -12,6 +12,7 @@ mod health_checks;
 mod host;
 mod lease;
 mod machine;
+mod mirror_pods;
 mod node;
 mod pod_source;
 mod pods;
@@ -38,6 +39,7 @@ pub use host::{
 };
 pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
+pub use mirror_pods::MirrorPodApi;
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use pod_source::PodSource;
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};

@@ -33,6 +33,7 @@ use super::{
 };
 use crate::{
     clock::{self, WallClock},
+    config_source::{is_static_pod, mirror_hash},
     messages::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
@@ -245,14 +246,18 @@ impl StatusManagerActor {
         if self.in_flight.contains(uid) || self.in_flight.len() >= self.settings.max_in_flight {
             return;
         }
-        let Some(job) = self.store.lock().cache.get(uid).map(|entry| PodSyncJob {
-            uid: uid.to_owned(),
-            namespace: entry.namespace.clone(),
-            name: entry.name.clone(),
-            version: entry.version,
-            finished: entry.finished,
-            status: entry.status.clone(),
-        }) else {
+        let job = self.store.read(|stored| {
+            stored.cache.get(uid).map(|entry| PodSyncJob {
+                uid: uid.to_owned(),
+                namespace: entry.namespace.clone(),
+                name: entry.name.clone(),
+                version: entry.version,
+                finished: entry.finished,
+                status: entry.status.clone(),
+                static_pod: stored.pods.get(uid).is_some_and(is_static_pod),
+            })
+        });
+        let Some(job) = job else {
             return;
         };
         self.in_flight.insert(uid.to_owned());
@@ -303,6 +308,11 @@ impl StatusManagerActor {
                 self.counters.recreated += 1;
                 tracing::info!(%uid, %api_uid, "the pod was re-created; its old status is dropped");
                 stored.forget(uid);
+            }
+            PodSyncOutcome::NoMirror => {
+                // The mirror pod's creation (or the next batch pass) brings it back.
+                self.failed.insert(uid.to_owned());
+                tracing::debug!(%uid, "Static pod does not have a corresponding mirror pod; skipping");
             }
             PodSyncOutcome::Superseded => {}
             PodSyncOutcome::Failed(error) => {
@@ -470,9 +480,16 @@ impl Handler<PodObserved> for StatusManagerActor {
             return;
         };
         let mut stored = self.store.lock();
-        stored
-            .api_seen
-            .insert(uid.clone(), pod.status.clone().unwrap_or_default());
+        let status = pod.status.clone().unwrap_or_default();
+        // A static pod's status in the API is its mirror pod's (`TranslatePodUID`): a mirror
+        // pod is seen for its static pod, and tells nothing else.
+        if let Some(static_uid) = mirror_hash(&pod) {
+            stored.api_seen.insert(static_uid.to_owned(), status);
+            return;
+        }
+        if !is_static_pod(&pod) {
+            stored.api_seen.insert(uid.clone(), status);
+        }
         // A pod already known keeps its latest metadata (a deletionTimestamp matters for the
         // final delete); one never told about stays unknown until its provider speaks.
         if let Some(known) = stored.pods.get_mut(&uid) {

@@ -709,3 +709,128 @@ async fn a_deleted_pods_last_statuses_bring_back_nothing_and_cost_no_request() {
         "nothing kept of it"
     );
 }
+
+/// A static pod (from a manifest) as its provider reports it, and its mirror pod in the API.
+fn static_pod(name: &str, uid: &str) -> Pod {
+    let mut pod = pod(name, uid);
+    pod.metadata.annotations = Some(
+        [
+            ("kubernetes.io/config.source", "file"),
+            ("kubernetes.io/config.hash", uid),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect(),
+    );
+    pod
+}
+
+fn mirror_pod(name: &str, api_uid: &str, hash: &str) -> Pod {
+    let mut mirror = static_pod(name, api_uid);
+    mirror
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("kubernetes.io/config.mirror".to_owned(), hash.to_owned());
+    mirror
+}
+
+#[actix_rt::test]
+async fn a_static_pods_status_waits_for_its_mirror_pod_and_is_patched_under_the_mirrors_uid() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    set_status(
+        &manager,
+        static_pod("etcd-worker-1", "static-uid"),
+        running(true),
+    )
+    .await;
+    eventually("the sync found no mirror pod", || api.state().gets >= 1).await;
+    assert!(
+        store.read(|store| store.cache().unsent_pods() == ["static-uid"]),
+        "no mirror pod yet: the status is kept, not dropped"
+    );
+    api.put(&mirror_pod("etcd-worker-1", "mirror-uid", "static-uid"));
+    eventually("the next batch pass writes it to the mirror pod", || {
+        api.status("etcd-worker-1")["phase"] == "Running"
+    })
+    .await;
+    assert_eq!(api.state().patches[0]["metadata"]["uid"], "mirror-uid");
+    eventually("the version is recorded as sent", || {
+        store.read(|store| store.cache().unsent_pods().is_empty())
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_static_pods_status_waits_while_the_mirror_pod_is_another_manifest_versions() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    api.put(&mirror_pod("etcd-worker-1", "mirror-old", "old-static-uid"));
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    set_status(
+        &manager,
+        static_pod("etcd-worker-1", "new-static-uid"),
+        running(true),
+    )
+    .await;
+    eventually("the sync found the old version's mirror", || {
+        api.state().gets >= 1
+    })
+    .await;
+    assert!(
+        api.state().patches.is_empty(),
+        "not written to the old version's mirror"
+    );
+    assert!(
+        store.read(|store| store.cache().unsent_pods() == ["new-static-uid"]),
+        "kept for the new mirror"
+    );
+    api.put(&mirror_pod("etcd-worker-1", "mirror-new", "new-static-uid"));
+    eventually("the status reaches the new version's mirror", || {
+        api.status("etcd-worker-1")["phase"] == "Running"
+    })
+    .await;
+    assert_eq!(api.state().patches[0]["metadata"]["uid"], "mirror-new");
+}
+
+#[actix_rt::test]
+async fn a_recreated_mirror_pod_seen_with_no_status_gets_the_static_pods_status_again() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    api.put(&mirror_pod("etcd-worker-1", "mirror-1", "static-uid"));
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    set_status(
+        &manager,
+        static_pod("etcd-worker-1", "static-uid"),
+        running(true),
+    )
+    .await;
+    eventually("the status is on the first mirror pod", || {
+        api.status("etcd-worker-1")["phase"] == "Running"
+    })
+    .await;
+    // The mirror pod is deleted and made again: the API serves it Pending, and the watch says so.
+    let recreated = mirror_pod("etcd-worker-1", "mirror-2", "static-uid");
+    api.put(&recreated);
+    manager
+        .send(PodObserved {
+            pod: Box::new(recreated),
+        })
+        .await
+        .expect("delivered");
+    eventually(
+        "the batch pass writes the status to the new mirror pod",
+        || api.status("etcd-worker-1")["phase"] == "Running",
+    )
+    .await;
+    let state = api.state();
+    assert_eq!(
+        state.patches.last().expect("a patch")["metadata"]["uid"],
+        "mirror-2"
+    );
+}

@@ -2,7 +2,9 @@
 //! a live GET; a pod re-created under the same name drops the cached status; otherwise the
 //! merged status is PATCHed with the UID precondition (nothing is sent when the API already
 //! has it), and a finished pod that is being deleted and is terminal in the API is deleted
-//! with `gracePeriodSeconds: 0` and `preconditions.uid`.
+//! with `gracePeriodSeconds: 0` and `preconditions.uid`. A static pod's status goes to its
+//! mirror pod, as the kubelet's `TranslatePodUID` does: the pod of that name is its mirror when
+//! the mirror's hash is the static UID, and is PATCHed under the mirror's own UID.
 
 use std::sync::Arc;
 
@@ -13,10 +15,10 @@ use super::{
     merge::{is_terminal, merge_pod_status},
     patch::pod_status_patch,
 };
-use crate::ports::{ApiError, PodApi};
-
-/// The annotation that marks a mirror pod (a static pod's API copy): never deleted here.
-const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+use crate::{
+    config_source::{is_mirror_pod, mirror_hash, translated_uid},
+    ports::{ApiError, PodApi},
+};
 
 /// One cached status to sync, owned so the future can carry it.
 #[derive(Debug, Clone)]
@@ -27,6 +29,8 @@ pub struct PodSyncJob {
     pub version: u64,
     pub finished: bool,
     pub status: PodStatus,
+    /// A static pod: its status is written to its mirror pod, which may not exist yet.
+    pub static_pod: bool,
 }
 
 /// The API call a pod's sync failed at, with the API's error as the source. Whether trying
@@ -65,6 +69,9 @@ pub enum PodSyncOutcome {
     },
     /// No pod of that name: nothing to write to.
     NotFound,
+    /// A static pod whose mirror pod is not there (yet), or is another version's: the status
+    /// waits for it.
+    NoMirror,
     /// The pod of that name has another UID: the cached status belongs to a pod that is gone.
     Recreated {
         api_uid: String,
@@ -95,13 +102,8 @@ pub fn could_have_running_containers(status: &PodStatus) -> bool {
 /// `canBeDeleted`: being deleted, not a mirror pod, terminal in the API, and the cached
 /// status came from the final termination step.
 pub fn can_be_deleted(api_pod: &Pod, finished: bool) -> bool {
-    let mirror = api_pod
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|annotations| annotations.contains_key(MIRROR_ANNOTATION));
     finished
-        && !mirror
+        && !is_mirror_pod(api_pod)
         && api_pod.metadata.deletion_timestamp.is_some()
         && is_terminal(
             api_pod
@@ -119,15 +121,28 @@ pub async fn sync_pod(
     current: impl Fn() -> bool,
     now: Timestamp,
 ) -> PodSyncOutcome {
+    let not_found = if job.static_pod {
+        PodSyncOutcome::NoMirror
+    } else {
+        PodSyncOutcome::NotFound
+    };
     let pod = match api.get_pod(&job.namespace, &job.name).await {
         Ok(pod) => pod,
-        Err(ApiError::NotFound(_)) => return PodSyncOutcome::NotFound,
+        Err(ApiError::NotFound(_)) => return not_found,
         Err(error) => return PodSyncOutcome::Failed(PodSyncError::GetPod(error)),
     };
-    let api_uid = pod.metadata.uid.clone().unwrap_or_default();
-    if api_uid != job.uid {
+    // The mirror of another version of the manifest is about to be replaced: the status waits
+    // for this version's (the kubelet matches mirrors by full name; the hash keeps an old
+    // version's status off the new mirror).
+    if job.static_pod && is_mirror_pod(&pod) && mirror_hash(&pod) != Some(job.uid.as_str()) {
+        return PodSyncOutcome::NoMirror;
+    }
+    if translated_uid(&pod) != Some(job.uid.as_str()) {
+        let api_uid = pod.metadata.uid.clone().unwrap_or_default();
         return PodSyncOutcome::Recreated { api_uid };
     }
+    // The mirror pod's UID for a static pod; the pod's own otherwise.
+    let api_uid = pod.metadata.uid.clone().unwrap_or_default();
     let api_status = pod.status.clone().unwrap_or_default();
     let merged = merge_pod_status(
         &api_status,
@@ -136,7 +151,7 @@ pub async fn sync_pod(
         now,
     );
     let mut latest = pod;
-    let patched = match pod_status_patch(&job.uid, &api_status, &merged) {
+    let patched = match pod_status_patch(&api_uid, &api_status, &merged) {
         None => false,
         Some(patch) => {
             if !current() {
@@ -144,7 +159,7 @@ pub async fn sync_pod(
             }
             match api.patch_pod_status(&job.namespace, &job.name, patch).await {
                 Ok(pod) => latest = pod,
-                Err(ApiError::NotFound(_)) => return PodSyncOutcome::NotFound,
+                Err(ApiError::NotFound(_)) => return not_found,
                 Err(error) => return PodSyncOutcome::Failed(PodSyncError::PatchStatus(error)),
             }
             true
@@ -155,7 +170,7 @@ pub async fn sync_pod(
         if !current() {
             return PodSyncOutcome::Superseded;
         }
-        match api.delete_pod(&job.namespace, &job.name, &job.uid).await {
+        match api.delete_pod(&job.namespace, &job.name, &api_uid).await {
             Ok(()) | Err(ApiError::NotFound(_)) => deleted = true,
             Err(error) => return PodSyncOutcome::Failed(PodSyncError::DeletePod(error)),
         }

@@ -9,6 +9,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 
 use crate::{
+    config_source::is_static_pod,
     pods::{
         env::{EnvError, EnvSources, SourceError},
         service_env::service_env,
@@ -137,8 +138,9 @@ pub async fn pull_secrets(api: Option<&Arc<dyn VolumeSourceApi>>, pod: &Pod) -> 
 }
 
 /// The pod's service-link variables from the Services `api` watches (none without a lister, as
-/// the kubelet without one). Every pod here comes from the API server, so none may start on a
-/// lister that never listed (the kubelet exempts only static pods).
+/// the kubelet without one). A pod from the API server may not start on a lister that never
+/// listed; a static pod may (the kubelet exempts it: it runs before, and without, the API
+/// server), with the Services known so far.
 pub fn service_variables(
     api: Option<&Arc<dyn VolumeSourceApi>>,
     pod: &Pod,
@@ -146,7 +148,7 @@ pub fn service_variables(
     let Some(lister) = api.and_then(|api| api.services()) else {
         return Ok(BTreeMap::new());
     };
-    if !lister.has_synced() {
+    if !lister.has_synced() && !is_static_pod(pod) {
         return Err(EnvError::ServicesNotSynced);
     }
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
@@ -160,4 +162,72 @@ pub fn service_variables(
         namespace,
         links,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::future::BoxFuture;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        ports::{ApiResult, ServiceLink, ServiceLister},
+        volume_manager::content::{TokenSpec, token::IssuedToken},
+    };
+
+    /// A Service watch that has not listed yet (the API server is down).
+    struct Unlisted;
+
+    impl ServiceLister for Unlisted {
+        fn has_synced(&self) -> bool {
+            false
+        }
+        fn services_for(&self, _: &str) -> Vec<ServiceLink> {
+            Vec::new()
+        }
+    }
+
+    struct Api;
+
+    impl VolumeSourceApi for Api {
+        fn get_config_map(
+            &self,
+            _: &str,
+            name: &str,
+        ) -> BoxFuture<'static, ApiResult<k8s_openapi::api::core::v1::ConfigMap>> {
+            let name = name.to_owned();
+            Box::pin(async move { Err(ApiError::NotFound(name)) })
+        }
+        fn get_secret(&self, _: &str, name: &str) -> BoxFuture<'static, ApiResult<Secret>> {
+            let name = name.to_owned();
+            Box::pin(async move { Err(ApiError::NotFound(name)) })
+        }
+        fn request_token(&self, _: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
+            Box::pin(async { Err(ApiError::NotFound("token".to_owned())) })
+        }
+        fn services(&self) -> Option<Arc<dyn ServiceLister>> {
+            Some(Arc::new(Unlisted))
+        }
+    }
+
+    #[test]
+    fn only_a_static_pod_starts_before_the_services_were_listed() {
+        let api: Arc<dyn VolumeSourceApi> = Arc::new(Api);
+        let pod = |annotations| -> Pod {
+            serde_json::from_value(
+                json!({"metadata": {"namespace": "kube-system", "annotations": annotations}}),
+            )
+            .unwrap()
+        };
+        let from_api = pod(json!({}));
+        let from_manifest = pod(json!({"kubernetes.io/config.source": "file"}));
+        assert!(matches!(
+            service_variables(Some(&api), &from_api),
+            Err(EnvError::ServicesNotSynced)
+        ));
+        assert_eq!(
+            service_variables(Some(&api), &from_manifest).ok(),
+            Some(BTreeMap::new())
+        );
+    }
 }
