@@ -635,10 +635,26 @@ mod tests {
             (Some(10 << 20), 5, 1, 10)
         );
         let cases = [
-            ("containerLogMaxSize: 10MB\n", "containerLogMaxSize", "unknown suffix"),
-            ("containerLogMaxSize: '1.5'\n", "containerLogMaxSize", "whole number"),
-            ("containerLogMaxFiles: 1\n", "containerLogMaxFiles", "greater than 1"),
-            ("containerLogMaxWorkers: 0\n", "containerLogMaxWorkers", "greater than or equal to 1"),
+            (
+                "containerLogMaxSize: 10MB\n",
+                "containerLogMaxSize",
+                "unknown suffix",
+            ),
+            (
+                "containerLogMaxSize: '1.5'\n",
+                "containerLogMaxSize",
+                "whole number",
+            ),
+            (
+                "containerLogMaxFiles: 1\n",
+                "containerLogMaxFiles",
+                "greater than 1",
+            ),
+            (
+                "containerLogMaxWorkers: 0\n",
+                "containerLogMaxWorkers",
+                "greater than or equal to 1",
+            ),
             (
                 "containerLogMonitorInterval: 2s\n",
                 "containerLogMonitorInterval",
