@@ -16,6 +16,7 @@ mod cleanup;
 mod cli_commands;
 mod config_fuzz;
 mod config_rejection;
+mod container_log_rotation;
 mod cri_engine_health;
 mod cri_events;
 mod cri_gc;
