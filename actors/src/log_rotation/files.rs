@@ -93,7 +93,7 @@ fn is_in_use(name: &str, all: &[String]) -> bool {
         return true;
     }
     let compressed = format!("{name}{COMPRESS_SUFFIX}");
-    !all.iter().any(|other| *other == compressed)
+    !all.contains(&compressed)
 }
 
 /// `<log>.<YYYYMMDD-HHMMSS>`, the time in `zone` (the kubelet formats its local time).
