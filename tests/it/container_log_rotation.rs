@@ -260,7 +260,8 @@ async fn a_log_followed_across_its_rotations_loses_no_line_and_repeats_none() {
             numbers.windows(2).all(|pair| pair[1] == pair[0] + 1),
             "no line lost, none repeated: {numbers:?}"
         );
-        // The follow read across a rotation: the newest rotated file ends within it.
+        // The follow read across a rotation: the newest rotated file ends within it (at
+        // line-400 itself when the last rotation came just before the container exited).
         let rotated = rotated_beside(&log);
         let last_rotated = rotated
             .last()
@@ -268,7 +269,7 @@ async fn a_log_followed_across_its_rotations_loses_no_line_and_repeats_none() {
             .and_then(|content| numbers_in_cri_log(&content).last().copied());
         let first = numbers.first().copied().unwrap_or_default();
         assert!(
-            last_rotated.is_some_and(|last| first <= last && last < 400),
+            last_rotated.is_some_and(|last| first <= last),
             "rotated while followed (from line-{first}): {rotated:?}, ending at {last_rotated:?}"
         );
     })

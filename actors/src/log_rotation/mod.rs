@@ -166,6 +166,8 @@ impl Actor for LogRotationActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        // As the kubelet's `wait.Forever`: a pass at once, then one every interval.
+        self.start_pass(ctx);
         ctx.run_interval(self.settings.monitor_interval, |actor, ctx| {
             actor.start_pass(ctx);
         });
