@@ -9,6 +9,7 @@
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
 //! - [`image_gc`]: ImageGcActor, the kubelet's image manager: unused images removed under disk use.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
+//! - [`log_rotation`]: LogRotationActor, the kubelet's container log manager (size-based rotation).
 //! - [`messages`]: one type per fact the actors tell each other.
 //! - [`pods`]: PodLifecycleActor, the simulated pod lifecycle provider and the kubelet's pure pod
 //!   rules (admission, container environment, images).
@@ -27,6 +28,7 @@ pub(crate) mod expansion;
 pub mod go_duration;
 pub mod image_gc;
 pub mod lease;
+pub mod log_rotation;
 pub mod messages;
 pub mod node_status;
 pub mod pods;

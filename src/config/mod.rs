@@ -3,6 +3,7 @@
 //! daemon never runs on half a configuration. With no file given, the embedded default
 //! (`config/nodepulse.yaml`) is used.
 
+mod container_logs;
 mod duration;
 mod endpoint;
 mod fleet;
@@ -14,6 +15,7 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
+pub use container_logs::parse_max_size;
 pub use duration::{DurationError, GoDuration};
 pub use endpoint::{EndpointError, socket_path};
 pub use fleet::{FleetSizeError, generated_name, with_generated};

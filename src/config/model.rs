@@ -168,6 +168,19 @@ pub struct Config {
     /// Where pods' container logs go, a directory per pod (`<namespace>_<name>_<uid>`).
     #[serde(default = "default_pod_logs_dir")]
     pub pod_logs_dir: PathBuf,
+    /// A running container's log is rotated once it reaches this size (a quantity, `10Mi`;
+    /// negative: never rotated).
+    #[serde(default = "default_container_log_max_size")]
+    pub container_log_max_size: String,
+    /// How many log files a container keeps, the current one included (5; at least 2).
+    #[serde(default = "default_container_log_max_files")]
+    pub container_log_max_files: i32,
+    /// How many containers' logs are rotated at once (1).
+    #[serde(default = "default_container_log_max_workers")]
+    pub container_log_max_workers: i32,
+    /// How often the containers' log sizes are checked (10s; at least 3s).
+    #[serde(default = "default_container_log_monitor_interval")]
+    pub container_log_monitor_interval: GoDuration,
     /// Hard eviction thresholds by signal (`memory.available: 100Mi`, `nodefs.available: 10%`);
     /// the kubelet's Linux defaults when omitted.
     #[serde(default = "default_eviction_hard")]
@@ -285,6 +298,22 @@ fn default_resolv_conf() -> PathBuf {
 
 fn default_pod_logs_dir() -> PathBuf {
     PathBuf::from("/var/log/pods")
+}
+
+fn default_container_log_max_size() -> String {
+    "10Mi".to_owned()
+}
+
+fn default_container_log_max_files() -> i32 {
+    5
+}
+
+fn default_container_log_max_workers() -> i32 {
+    1
+}
+
+fn default_container_log_monitor_interval() -> GoDuration {
+    seconds(10)
 }
 
 fn default_runtime_probe_period() -> GoDuration {

@@ -211,6 +211,22 @@ pub const FIELDS: &[FieldDoc] = &[
         "where `runtime: cri` pods' container logs go, a directory `<namespace>_<name>_<uid>` per pod",
     ),
     field(
+        "containerLogMaxSize",
+        "a running container's log is rotated once it reaches this size (a quantity of bytes; negative: never)",
+    ),
+    field(
+        "containerLogMaxFiles",
+        "log files a container keeps, the current one included (at least 2); the oldest rotated ones are removed",
+    ),
+    field(
+        "containerLogMaxWorkers",
+        "how many containers' logs are rotated at once (at least 1)",
+    ),
+    field(
+        "containerLogMonitorInterval",
+        "how often the running containers' log sizes are checked (at least `3s`)",
+    ),
+    field(
         "containerRuntimeEndpoint",
         "the CRI socket (only `unix://` endpoints)",
     ),

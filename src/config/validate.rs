@@ -61,6 +61,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Vec<InvalidSetting>> {
     validate_runtime(config, &mut problems);
     validate_eviction(config, &mut problems);
     validate_image_gc(config, &mut problems);
+    validate_container_logs(config, &mut problems);
     validate_fleet(config, &mut problems);
     validate_static_pods(config, &mut problems);
     validate_supervision(config, &mut problems);
@@ -421,6 +422,38 @@ fn validate_image_gc(config: &Config, problems: &mut Problems) {
     problems.check(positive("imageGCPeriod", config.image_gc_period));
 }
 
+/// The container log rotation settings, with the kubelet's limits and reasons.
+fn validate_container_logs(config: &Config, problems: &mut Problems) {
+    if let Err(reason) = super::parse_max_size(&config.container_log_max_size) {
+        problems.push(invalid(
+            "containerLogMaxSize",
+            &config.container_log_max_size,
+            &reason,
+        ));
+    }
+    if config.container_log_max_files <= 1 {
+        problems.push(invalid(
+            "containerLogMaxFiles",
+            config.container_log_max_files,
+            "must be greater than 1",
+        ));
+    }
+    if config.container_log_max_workers < 1 {
+        problems.push(invalid(
+            "containerLogMaxWorkers",
+            config.container_log_max_workers,
+            "must be greater than or equal to 1",
+        ));
+    }
+    if config.container_log_monitor_interval.0 < std::time::Duration::from_secs(3) {
+        problems.push(invalid(
+            "containerLogMonitorInterval",
+            config.container_log_monitor_interval,
+            "must be a positive time duration greater than or equal to 3s",
+        ));
+    }
+}
+
 fn positive(field: &str, duration: GoDuration) -> Result<(), InvalidSetting> {
     if duration.0.is_zero() {
         return Err(invalid(field, duration, "must be greater than zero"));
@@ -637,6 +670,54 @@ mod tests {
         let (field, reason) = refusal(&format!("hostRoot: {}\n", empty.path().display()));
         assert_eq!(field, "hostRoot");
         assert!(reason.contains("proc/meminfo"), "{reason}");
+    }
+
+    #[test]
+    fn container_log_rotation_settings_are_refused_with_the_kubelets_limits() {
+        let defaults = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
+        assert_eq!(
+            (
+                defaults.container_log_max_bytes(),
+                defaults.container_log_max_files,
+                defaults.container_log_max_workers,
+                defaults.container_log_monitor_interval.0.as_secs(),
+            ),
+            (Some(10 << 20), 5, 1, 10)
+        );
+        let cases = [
+            (
+                "containerLogMaxSize: 10MB\n",
+                "containerLogMaxSize",
+                "unknown suffix",
+            ),
+            (
+                "containerLogMaxSize: '1.5'\n",
+                "containerLogMaxSize",
+                "whole number",
+            ),
+            (
+                "containerLogMaxFiles: 1\n",
+                "containerLogMaxFiles",
+                "greater than 1",
+            ),
+            (
+                "containerLogMaxWorkers: 0\n",
+                "containerLogMaxWorkers",
+                "greater than or equal to 1",
+            ),
+            (
+                "containerLogMonitorInterval: 2s\n",
+                "containerLogMonitorInterval",
+                "greater than or equal to 3s",
+            ),
+        ];
+        for (yaml, expected_field, expected_reason) in cases {
+            let (field, reason) = refusal(yaml);
+            assert_eq!(field, expected_field, "{yaml}");
+            assert!(reason.contains(expected_reason), "{yaml}: {reason}");
+        }
+        let off = Config::parse("containerLogMaxSize: '-1'\n", Source::Embedded).expect("valid");
+        assert_eq!(off.container_log_max_bytes(), None);
     }
 
     #[test]

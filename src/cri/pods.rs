@@ -332,6 +332,12 @@ impl ContainerRuntime for CriClient {
         };
         self.empty_call("RemoveImage", paths::REMOVE_IMAGE, request)
     }
+
+    fn reopen_container_log(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        // `ReopenContainerLogRequest { string container_id = 1; }`: ContainerIdRequest's shape.
+        let request = proto::ContainerIdRequest { container_id: id };
+        self.empty_call("ReopenContainerLog", paths::REOPEN_CONTAINER_LOG, request)
+    }
 }
 
 #[cfg(test)]

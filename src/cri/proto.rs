@@ -174,6 +174,7 @@ pub mod paths {
     pub const PULL_IMAGE: &str = "/runtime.v1.ImageService/PullImage";
     pub const LIST_IMAGES: &str = "/runtime.v1.ImageService/ListImages";
     pub const REMOVE_IMAGE: &str = "/runtime.v1.ImageService/RemoveImage";
+    pub const REOPEN_CONTAINER_LOG: &str = "/runtime.v1.RuntimeService/ReopenContainerLog";
     pub const CONTAINER_STATS: &str = "/runtime.v1.RuntimeService/ContainerStats";
     pub const LIST_CONTAINER_STATS: &str = "/runtime.v1.RuntimeService/ListContainerStats";
     pub const POD_SANDBOX_STATS: &str = "/runtime.v1.RuntimeService/PodSandboxStats";

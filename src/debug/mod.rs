@@ -10,6 +10,7 @@
 //! - `GET /debug/node[?node=]` — the Node status as last computed and sent, and why
 //! - `GET /debug/volumes[?node=]` — the volume manager's desired and actual state per pod
 //! - `GET /debug/probes[?node=]` — the prober's workers: last result, consecutive counts, next run
+//! - `GET /debug/kubelet-api` — the kubelet API's connections and streams open now
 //! - `GET /healthz` — "ok", or 503 with the reasons
 //! - `GET /metrics` — the OpenMetrics text format: the registry handed to [`start`], plus
 //!   every actor's figures
@@ -20,6 +21,7 @@ mod actors;
 mod auth;
 mod error;
 mod health;
+mod kubelet_api;
 pub mod metrics;
 mod nodes;
 mod probes;

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use super::{
     DebugContext, PAGE, actors,
     error::DebugError,
-    health, metrics, probes,
+    health, kubelet_api, metrics, probes,
     reply::{self, Reply},
 };
 
@@ -58,6 +58,9 @@ const ROUTES: &[Route] = &[
     get("/debug/node", |call| Box::pin(actors::node(call))),
     get("/debug/volumes", |call| Box::pin(actors::volumes(call))),
     get("/debug/probes", |call| Box::pin(probes::probes(call))),
+    get("/debug/kubelet-api", |call| {
+        Box::pin(kubelet_api::in_flight(call))
+    }),
     get("/debug/actors", |call| Box::pin(actors::list(call))),
     get("/debug/actors/{name}", |call| Box::pin(actors::one(call))),
     post("/debug/actors/{name}/kill", |call| {

@@ -11,7 +11,7 @@ use rustls::pki_types::CertificateDer;
 use tokio::{net::TcpListener, sync::Notify};
 use tokio_rustls::TlsAcceptor;
 
-use super::{ApiState, healthz, reply, routes};
+use super::{ApiState, healthz, metrics::KUBELET_API_METRICS, reply, routes};
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,6 +43,7 @@ pub async fn serve_tls(
             else {
                 return;
             };
+            let _open = KUBELET_API_METRICS.connection();
             let peer: Arc<[CertificateDer<'static>]> = tls
                 .get_ref()
                 .1

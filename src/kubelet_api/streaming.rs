@@ -13,7 +13,10 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use nodepulse_actors::{pods::PodsView, ports::ContainerState};
 
-use super::reply::{self, Reply};
+use super::{
+    metrics::KUBELET_API_METRICS,
+    reply::{self, Reply},
+};
 use crate::cri::{CriClient, StreamingError, proto::streaming as cri};
 
 /// Which stream a path asks for.
@@ -22,6 +25,17 @@ pub enum Kind {
     Exec,
     Attach,
     PortForward,
+}
+
+impl Kind {
+    /// The path class the kind is served under (and counted by).
+    fn class(self) -> &'static str {
+        match self {
+            Self::Exec => "exec",
+            Self::Attach => "attach",
+            Self::PortForward => "portForward",
+        }
+    }
 }
 
 /// Serves `request` for `kind` with the path's segments after the prefix.
@@ -134,7 +148,7 @@ pub async fn serve(
         }
     };
     match url {
-        Ok(url) => relay(request, &url).await,
+        Ok(url) => relay(request, &url, kind.class()).await,
         Err(error) => {
             let status = match error {
                 StreamingError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -163,7 +177,7 @@ fn is_upgrade(request: &Request<Incoming>) -> bool {
 }
 
 /// Relays the upgrade `request` to `url` on the runtime's streaming server.
-async fn relay(mut request: Request<Incoming>, url: &str) -> Reply {
+async fn relay(mut request: Request<Incoming>, url: &str, class: &'static str) -> Reply {
     let failed = |message: String| reply::error(StatusCode::INTERNAL_SERVER_ERROR, &message);
     if !is_upgrade(&request) {
         return failed("Upgrade request required".to_owned());
@@ -206,7 +220,9 @@ async fn relay(mut request: Request<Incoming>, url: &str) -> Reply {
         let headers = answer.headers().clone();
         let backend_upgrade = hyper::upgrade::on(&mut answer);
         let client_upgrade = hyper::upgrade::on(&mut request);
+        let open = KUBELET_API_METRICS.stream(class);
         tokio::spawn(async move {
+            let _open = open;
             let (Ok(client), Ok(backend)) = tokio::join!(client_upgrade, backend_upgrade) else {
                 return;
             };

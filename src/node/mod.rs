@@ -3,7 +3,7 @@
 //! its peers' addresses before any of them starts; then the parts asked for are added in start
 //! order: NodeStatus (it registers the Node) and Lease, StatusManager, the volume manager and
 //! the pod lifecycle actor that feeds the first and waits for the second, the CSI plugin
-//! watcher (not on fleet nodes), the prober and image GC (on a `runtime: cri` node), then the signal actors
+//! watcher (not on fleet nodes), the prober, image GC and log rotation (on a `runtime: cri` node), then the signal actors
 //! that feed NodeStatus (RuntimeProbe, EvictionSignal, which also evicts through
 //! StatusManager). State that must outlive an actor's restart is created here and handed to
 //! every generation by its factory.
@@ -12,6 +12,7 @@ mod cri_start;
 mod csi;
 mod handle;
 mod image_gc;
+mod log_rotation;
 mod pod_source;
 mod prober;
 mod resources;
@@ -26,6 +27,7 @@ use nodepulse_actors::{
     eviction::{EvictionSignalActor, Evictions},
     image_gc::ImageGcActor,
     lease::LeaseActor,
+    log_rotation::LogRotationActor,
     messages::{PressureChanged, RuntimeHealth},
     node_status::NodeStatusActor,
     pods::{PodLifecycleActor, PodsPublisher},
@@ -122,6 +124,7 @@ pub struct NodeAddresses {
     pub volume_manager: Mailbox<VolumeManagerActor>,
     pub prober: Mailbox<ProberActor>,
     pub image_gc: Mailbox<ImageGcActor>,
+    pub log_rotation: Mailbox<LogRotationActor>,
 }
 
 /// Builds one node's actors: `NodeActors::new(&settings).api(api).start()` for the whole node.
@@ -286,7 +289,7 @@ impl NodeActors {
             }
             if runs_containers {
                 let (with_gc, collector) = wiring.image_gc(builder, &api, inboxes.image_gc);
-                builder = with_gc;
+                builder = wiring.log_rotation(with_gc, inboxes.log_rotation);
                 images = collector;
             }
         }

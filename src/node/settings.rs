@@ -88,6 +88,20 @@ pub fn image_gc_settings(config: &Config) -> nodepulse_actors::image_gc::ImageGc
     }
 }
 
+/// The container log manager's settings; `None` when rotation is off (a negative
+/// `containerLogMaxSize`).
+pub fn log_rotation_settings(
+    config: &Config,
+) -> Option<nodepulse_actors::log_rotation::LogRotationSettings> {
+    let at_least = |value: i32, least: usize| usize::try_from(value).unwrap_or(least).max(least);
+    Some(nodepulse_actors::log_rotation::LogRotationSettings {
+        max_size: config.container_log_max_bytes()?,
+        max_files: at_least(config.container_log_max_files, 2),
+        max_workers: at_least(config.container_log_max_workers, 1),
+        monitor_interval: config.container_log_monitor_interval.0,
+    })
+}
+
 /// The eviction settings of a validated configuration.
 pub fn eviction_settings(config: &Config) -> EvictionSettings {
     let grace = config

@@ -11,6 +11,7 @@ use nodepulse_actors::{
     eviction::{self, EvictionSignalActor, Evictions, PressureState},
     image_gc::{ImageCollector, ImageGcActor},
     lease::{self, LeaseActor, renew_interval, start_phase},
+    log_rotation::LogRotationActor,
     messages::{FlushPodStatuses, PressureChanged, RuntimeHealth},
     node_status::{self, NodeStatusActor, NodeStatusMemory, NodeView},
     pods::{
@@ -59,6 +60,7 @@ pub(super) struct Inboxes {
     pub volume_manager: Inbox<VolumeManagerActor>,
     pub prober: Inbox<ProberActor>,
     pub image_gc: Inbox<ImageGcActor>,
+    pub log_rotation: Inbox<LogRotationActor>,
 }
 
 pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
@@ -71,6 +73,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
     let (volume_manager, volume_manager_inbox) = mailbox(capacity);
     let (prober, prober_inbox) = mailbox(capacity);
     let (image_gc, image_gc_inbox) = mailbox(capacity);
+    let (log_rotation, log_rotation_inbox) = mailbox(capacity);
     (
         NodeAddresses {
             node_status,
@@ -82,6 +85,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             volume_manager,
             prober,
             image_gc,
+            log_rotation,
         },
         Inboxes {
             node_status: node_status_inbox,
@@ -93,6 +97,7 @@ pub(super) fn mailboxes(capacity: usize) -> (NodeAddresses, Inboxes) {
             volume_manager: volume_manager_inbox,
             prober: prober_inbox,
             image_gc: image_gc_inbox,
+            log_rotation: log_rotation_inbox,
         },
     )
 }

@@ -22,7 +22,7 @@ use common::{
 const TOKEN: &str = "metrics-test-token-8c2e51f0";
 
 /// Every family `/metrics` serves: name (without a counter's `_total`), type, label names.
-const FAMILIES: [&str; 13] = [
+const FAMILIES: [&str; 14] = [
     "nodepulse_actor_handling_seconds counter [actor,node]",
     "nodepulse_actor_mailbox_capacity gauge [actor,node]",
     "nodepulse_actor_mailbox_depth gauge [actor,node]",
@@ -31,6 +31,7 @@ const FAMILIES: [&str; 13] = [
     "nodepulse_actor_restarts counter [actor,node]",
     "nodepulse_actor_state gauge [actor,node,state]",
     "nodepulse_api_unreachable_since_seconds gauge []",
+    "nodepulse_kubelet_api_connections gauge []",
     "nodepulse_lease_renew_lag_seconds gauge []",
     "nodepulse_lease_renewals counter [result]",
     "nodepulse_node_status_update counter [result]",

@@ -394,6 +394,17 @@ pub trait ContainerRuntime: Send + Sync + 'static {
         auth: Option<PullAuth>,
         sandbox: Option<SandboxConfig>,
     ) -> BoxFuture<'static, ContainerRuntimeResult<String>>;
+    /// ReopenContainerLog: the runtime closes the container's log file and opens its
+    /// `log_path` anew (after log rotation renamed it); the container must be running.
+    /// `Unimplemented` for a runtime that writes no log files (the in-memory one).
+    fn reopen_container_log(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let _ = id;
+        Box::pin(async {
+            Err(ContainerRuntimeError::Unimplemented {
+                method: "ReopenContainerLog",
+            })
+        })
+    }
     /// RemoveImage (image garbage collection): idempotent, an image already gone is no error.
     /// `Unimplemented` for a runtime that removes nothing (the in-memory one).
     fn remove_image(&self, image: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {

@@ -1,8 +1,9 @@
 //! Reading a container's log file into the response as the kubelet's reader does: from the
 //! start or `tailLines` lines before the end, rendered line by line (`format.rs`); with
-//! `follow`, waiting at the end for more while the container runs, reopening the path when
-//! the runtime rotated it (a new file under the same name), and ending once the container
-//! stopped and its last lines are out. The file is polled every [`POLL`] (the kubelet watches
+//! `follow`, waiting at the end for more while the container runs, moving to the new file
+//! when the log was rotated (renamed, and reopened by the runtime) once the old one is read
+//! to its end, so no line is lost or repeated, and ending once the container stopped and its
+//! last lines are out. The file is polled every [`POLL`] (the kubelet watches
 //! it with inotify and re-checks every second). A client that goes away ends the task.
 
 use std::{
@@ -80,25 +81,45 @@ pub async fn stream(
         if !options.follow {
             return finish(&sink, &mut renderer, &mut file).await;
         }
-        if std::fs::metadata(&path).is_ok_and(|metadata| metadata.ino() != file.inode) {
-            // Rotated: what the old file held is out; the new one is read from its start.
+        if let Ok(current) = std::fs::metadata(&path)
+            && current.ino() != file.inode
+            && (current.len() > 0 || !still_running())
+        {
+            // Rotated, and the runtime writes to the new file now (it has lines, or the
+            // container stopped): it wrote the old one up to its reopen, so the old one is
+            // read to its end before the new one is read from its start. Switching while the
+            // new file is still empty could miss a line the old one got after this read.
+            if !drain(&sink, &mut renderer, &mut file).await? {
+                return Ok(());
+            }
             file = LogFile::open(path.clone(), None).await?;
             continue;
         }
         if !still_running() {
             // One last read: what the container wrote before it stopped.
-            while file.read_more().await? {
-                while let Some(line) = file.next_line() {
-                    if !send(&sink, renderer.render(&line)).await {
-                        return Ok(());
-                    }
-                }
+            if !drain(&sink, &mut renderer, &mut file).await? {
+                return Ok(());
             }
             return finish(&sink, &mut renderer, &mut file).await;
         }
         tokio::select! {
             () = tokio::time::sleep(POLL) => {}
             () = sink.closed() => return Ok(()),
+        }
+    }
+}
+
+/// Sends every whole line up to the file's end; `false` when the output is done or the
+/// client gone.
+async fn drain(sink: &Sink, renderer: &mut Renderer, file: &mut LogFile) -> std::io::Result<bool> {
+    loop {
+        while let Some(line) = file.next_line() {
+            if !send(sink, renderer.render(&line)).await {
+                return Ok(false);
+            }
+        }
+        if !file.read_more().await? {
+            return Ok(true);
         }
     }
 }
@@ -268,6 +289,66 @@ mod tests {
         append(&path, "2026-12-01T10:00:04Z stdout F five\n");
         running.store(false, Ordering::SeqCst);
         assert_eq!(next_text(&mut frames).await, "five\n");
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("ends once the container stopped")
+            .expect("joined")
+            .expect("no error");
+        assert!(frames.recv().await.is_none(), "nothing after the end");
+    }
+
+    /// The runtime goes on writing the renamed file until its reopen made the new one: a line
+    /// written there after the new (still empty) file appeared is still read, once, before
+    /// the new file's lines.
+    #[tokio::test]
+    async fn a_line_written_to_the_renamed_log_before_the_reopen_is_neither_lost_nor_repeated() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("0.log");
+        let rotated = dir.path().join("0.log.20261201-100001");
+        let append = |path: &std::path::Path, text: &str| {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("open");
+            file.write_all(text.as_bytes()).expect("write");
+        };
+        append(&path, "2026-12-01T10:00:00Z stdout F one\n");
+        // Counts the follower's polls: it asks after each look at the path.
+        let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let running = Arc::new(AtomicBool::new(true));
+        let (counted, still) = (Arc::clone(&polls), Arc::clone(&running));
+        let (sink, mut frames) = mpsc::channel(16);
+        let options = LogOptions {
+            follow: true,
+            ..LogOptions::default()
+        };
+        let task = tokio::spawn(stream(
+            path.clone(),
+            options,
+            Box::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                still.load(Ordering::SeqCst)
+            }),
+            sink,
+        ));
+        assert_eq!(next_text(&mut frames).await, "one\n");
+        std::fs::rename(&path, &rotated).expect("rotate");
+        std::fs::File::create(&path).expect("the runtime creates the new log");
+        // Two more polls: the follower has looked at the new, empty file at least once.
+        let seen = polls.load(Ordering::SeqCst);
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while polls.load(Ordering::SeqCst) < seen + 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the follower polls");
+        append(&rotated, "2026-12-01T10:00:01Z stdout F two\n");
+        append(&path, "2026-12-01T10:00:02Z stdout F three\n");
+        assert_eq!(next_text(&mut frames).await, "two\n");
+        assert_eq!(next_text(&mut frames).await, "three\n");
+        running.store(false, Ordering::SeqCst);
         tokio::time::timeout(Duration::from_secs(10), task)
             .await
             .expect("ends once the container stopped")

@@ -12,7 +12,10 @@ use http::StatusCode;
 use http_body_util::{BodyExt, StreamBody};
 use nodepulse_actors::{pods::PodsView, ports::ContainerState};
 
-use super::reply::{self, Reply};
+use super::{
+    metrics::KUBELET_API_METRICS,
+    reply::{self, Reply},
+};
 
 /// Answers the route's three path segments (percent-decoded) and query.
 pub fn container_logs(pods: &PodsView, segments: &[String], query: &str) -> Reply {
@@ -94,7 +97,9 @@ pub fn container_logs(pods: &PodsView, segments: &[String], query: &str) -> Repl
         })
     };
     let (sink, frames) = tokio::sync::mpsc::channel(16);
+    let open = KUBELET_API_METRICS.stream("containerLogs");
     tokio::spawn(async move {
+        let _open = open;
         if let Err(error) = follow::stream(path.clone(), options, still_running, sink).await {
             tracing::info!(%error, path = %path.display(), "a container log stream ended early");
         }

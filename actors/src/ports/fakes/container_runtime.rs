@@ -468,6 +468,21 @@ impl ContainerRuntime for FakeRuntime {
         })
     }
 
+    fn reopen_container_log(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!("ReopenContainerLog {id}"));
+        let running = self
+            .state()
+            .containers
+            .get(&id)
+            .is_some_and(|(_, status, _)| status.state == ContainerState::Running);
+        // containerd refuses a container that is not running (`container is not running`).
+        done(if running {
+            Ok(())
+        } else {
+            Err(not_found("ReopenContainerLog", &id))
+        })
+    }
+
     fn remove_image(&self, image: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
         self.record(format!("RemoveImage {image}"));
         let hook = {
