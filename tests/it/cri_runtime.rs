@@ -92,8 +92,8 @@ async fn a_sandbox_runs_with_an_ip_from_cni_in_the_test_range() {
     let ip: Ipv4Addr = status.ips.first().expect("a pod IP").parse().expect("IPv4");
     assert_eq!(
         ip.octets()[..3],
-        [198, 18, 0],
-        "{ip} is not in 198.18.0.0/24"
+        [198, 18, 1],
+        "{ip} is not in 198.18.1.0/24"
     );
 
     let listed = fixture

@@ -5,7 +5,7 @@
 //! a tcpSocket probe is ready once the port listens; and the prober, the pod lifecycle actor
 //! and StatusManager killed in every mode keep a Ready pod Ready throughout, and it is probed
 //! again; `/debug/probes` shows each worker. The daemon probes the pod IP from the host
-//! (the test's CNI bridge, 198.18.0.0/24, is in the host's network namespace).
+//! (the test's CNI bridge, 198.18.1.0/24, is in the host's network namespace).
 
 use crate::common;
 

@@ -1,7 +1,7 @@
 //! A private containerd for one test: its own socket, root, state and CNI config directory
 //! under a temporary directory, so tests run in parallel and never touch the host's runtime.
 //! Pods run on it: the sandbox image is the offline pause image (`oci_image`), the CNI config
-//! puts them on a bridge in 198.18.0.0/24, and `oom_score_adj` is held to containerd's own.
+//! puts them on a bridge in 198.18.1.0/24, and `oom_score_adj` is held to containerd's own.
 //! Installed by `scripts/ci-setup-containerd.sh`; when it is missing, tests skip visibly —
 //! except in CI (`CI` set), where they fail.
 
@@ -18,7 +18,7 @@ pub struct Containerd {
 }
 
 /// A CNI config the CRI plugin accepts (plugins from containernetworking-plugins). Tests may
-/// use only loopback and their own ranges: 198.18.0.0/24 is from the benchmarking block
+/// use only loopback and their own ranges: 198.18.1.0/24 is from the benchmarking block
 /// (RFC 2544). Every test's containerd shares the bridge and host-local's lease files, which
 /// host-local locks, so parallel tests never get the same address.
 const CONFLIST: &str = r#"{
@@ -26,7 +26,7 @@ const CONFLIST: &str = r#"{
   "name": "nodepulse-test",
   "plugins": [
     {"type": "bridge", "bridge": "nptest0", "isGateway": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.18.0.0/24"}]]}},
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.18.1.0/24"}]]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
