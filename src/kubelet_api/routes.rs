@@ -12,7 +12,7 @@ use rustls::pki_types::CertificateDer;
 use super::{
     ApiState, healthz, logs,
     metrics::KUBELET_API_METRICS,
-    pods,
+    pods, probe_metrics,
     reply::{self, Reply},
     stats, streaming,
 };
@@ -73,6 +73,12 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
         (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
         (&Method::GET, "/configz") => return pods::configz(&state.config),
         (&Method::GET, "/metrics/resource") => return stats::resource_metrics::serve(state).await,
+        (&Method::GET, "/metrics/probes") => {
+            return probe_metrics::serve(state.probes.as_ref(), &state.pods.snapshot());
+        }
+        (&Method::GET | &Method::POST, "/stats/summary") => {
+            return stats::handler::summary(state, query).await;
+        }
         _ => {}
     }
     for (prefix, kind) in [

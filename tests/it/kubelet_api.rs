@@ -55,6 +55,8 @@ async fn serve_with_healthz(
             problems: Some(Arc::new(Vec::new)),
             pods: nodepulse_actors::pods::PodsView::empty(),
             runtime: None,
+            volumes: None,
+            probes: None,
         })
         .expect("serving");
     Served {

@@ -61,6 +61,8 @@ pub(crate) async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
             problems: None,
             pods: node.handle.views.pods.clone(),
             runtime: node.handle.runtime.clone(),
+            volumes: node.handle.views.volumes.clone(),
+            probes: node.handle.views.probes.clone(),
         })
         .expect("serving");
     let crt = std::fs::read_to_string(root.path().join("pki/kubelet.crt")).expect("kubelet.crt");

@@ -44,6 +44,7 @@ mod kubeconfig_tls;
 mod kubelet_api;
 mod kubelet_api_logs;
 mod kubelet_api_stats;
+mod kubelet_api_summary;
 mod layering;
 mod lease;
 mod metrics;
