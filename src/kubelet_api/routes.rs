@@ -70,6 +70,7 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
         return reply;
     }
     match (request.method(), path) {
+        (&Method::GET, "/pods" | "/pods/") => return pods::bound_pods(state.volumes.as_ref()),
         (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
         (&Method::GET, "/configz") => return pods::configz(&state.config),
         (&Method::GET, "/metrics/resource") => return stats::resource_metrics::serve(state).await,

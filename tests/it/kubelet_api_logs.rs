@@ -382,7 +382,7 @@ async fn kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_a
     served.stop();
 }
 
-fn kubectl_available(test: &str) -> bool {
+pub(crate) fn kubectl_available(test: &str) -> bool {
     let found = std::process::Command::new("kubectl")
         .args(["version", "--client"])
         .stdout(std::process::Stdio::null())

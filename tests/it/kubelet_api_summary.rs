@@ -3,8 +3,9 @@
 //! (unknown fields refused, so a misnamed field fails), the node's figures from the host and a
 //! busybox pod's — its container's CPU, memory, writable layer and logs, its emptyDir volume
 //! and its ephemeral storage — and the reduced `only_cpu_and_memory` form; the prober's
-//! successes of the pod's readiness probe counted in `prober_probe_total`. Through the API
-//! server's node proxy (the emulator), the summary's shape as `kubectl get --raw` reads it.
+//! successes of the pod's readiness probe counted in `prober_probe_total`; the pod, whole, in
+//! `/pods`. Through the API server's node proxy (the emulator), the summary's shape as
+//! `kubectl get --raw` reads it.
 
 // The types mirror the schema whole: a field is there to be refused when misnamed, read or not.
 #![allow(dead_code)]
@@ -382,6 +383,26 @@ async fn the_summary_shows_the_node_and_a_running_pod_with_its_container_and_vol
         assert!(container.cpu.is_some() && container.memory.is_some());
         assert!(container.rootfs.is_none() && container.logs.is_none());
 
+        // `/pods`: the pods bound here, whole, as a PodList.
+        let list: serde_json::Value =
+            serde_json::from_str(&client.get("/pods").await.body).expect("JSON");
+        assert_eq!(
+            (list["kind"].as_str(), list["apiVersion"].as_str()),
+            (Some("PodList"), Some("v1"))
+        );
+        let items = list["items"].as_array().expect("items");
+        let bound = items
+            .iter()
+            .find(|item| item["metadata"]["uid"] == uid.as_str())
+            .expect("ours");
+        assert_eq!(bound["metadata"]["name"], name.as_str());
+        assert_eq!(bound["spec"]["nodeName"], node.name.as_str());
+        assert_eq!(bound["spec"]["volumes"][0]["name"], "scratch");
+        assert!(
+            bound.get("kind").is_none(),
+            "typed items carry no kind: {bound}"
+        );
+
         // The readiness probe runs every second; each success is counted.
         let probes = || async {
             let answer = client.get("/metrics/probes").await;
@@ -435,4 +456,82 @@ fn successes(text: &str, pod: &str, uid: &str) -> Option<u64> {
             .collect();
         (labels == wanted).then(|| value.parse().expect("a count"))
     })
+}
+
+/// `kubectl get --raw /api/v1/nodes/<n>/proxy/…` through the API server (the emulator, which
+/// dials the node's kubelet API with its client certificate as kube-apiserver does).
+#[actix_rt::test]
+async fn the_summary_and_the_pods_are_read_through_the_api_servers_node_proxy() {
+    let test = "the_summary_and_the_pods_are_read_through_the_api_servers_node_proxy";
+    if crate::common::cri_fixture::CriFixture::required(test).is_none()
+        || !super::kubelet_api_logs::kubectl_available(test)
+    {
+        return;
+    }
+    let cluster =
+        crate::common::cluster::TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
+            kubelet_preferred_address_types: vec!["InternalIP".into(), "Hostname".into()],
+            ..nodepulse_emulator::EmulatorConfig::for_tests()
+        })
+        .await;
+    let Some(emulator) = cluster.emulator.as_ref() else {
+        // A real API server dials the node's Hostname, a unique test name nothing resolves.
+        crate::common::skip::skipped(test, "the emulator (a node address the API server dials)");
+        return;
+    };
+    let fixture = crate::common::cri_fixture::CriFixture::start("summary-proxy").await;
+    let (node, served) = crate::common::cri_node::CriNode::start_with_kubelet_api(
+        &cluster.kubeconfig,
+        &fixture,
+        "summary-proxy",
+        emulator.kubelet_client_ca_pem(),
+    )
+    .await;
+    node.guard(async {
+        let name = format!("{}-busy", node.name);
+        create_pod(&cluster, &node.name, &name, busy_pod()).await;
+        wait_running(&cluster.client, NAMESPACE, &name).await;
+        let raw = |path: String| {
+            let kubeconfig = cluster.kubeconfig.clone();
+            async move {
+                let output = tokio::process::Command::new("kubectl")
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig)
+                    .args(["get", "--raw", &path])
+                    .output()
+                    .await
+                    .expect("kubectl runs");
+                assert!(
+                    output.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                String::from_utf8_lossy(&output.stdout).into_owned()
+            }
+        };
+        let proxied = |path: &str| format!("/api/v1/nodes/{}/proxy/{path}", node.name);
+        eventually_async("the proxied summary shows the pod's container", || async {
+            let body = raw(proxied("stats/summary")).await;
+            let summary: Summary =
+                serde_json::from_str(&body).unwrap_or_else(|error| panic!("{error}: {body}"));
+            summary.node.node_name == node.name
+                && ours(&summary, &name).is_some_and(|pod| {
+                    pod.containers
+                        .iter()
+                        .any(|c| c.name == "app" && c.memory.is_some())
+                })
+        })
+        .await;
+        let pods: serde_json::Value =
+            serde_json::from_str(&raw(proxied("pods")).await).expect("a PodList");
+        assert!(
+            (pods["items"].as_array().into_iter().flatten())
+                .any(|item| item["metadata"]["name"] == name.as_str()),
+            "{pods}"
+        );
+        let probes = raw(proxied("metrics/probes")).await;
+        assert!(probes.contains(&format!("pod=\"{name}\"")), "{probes}");
+    })
+    .await;
+    served.stop();
 }
