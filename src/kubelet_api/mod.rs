@@ -7,6 +7,7 @@
 //! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
+//! `node_logs` (`/logs/`),
 //! `pods` (`/pods`, `/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `stats`
 //! (`/stats/summary`, `/metrics/resource`), `probe_metrics` (`/metrics/probes`), `exposition`
 //! (the Prometheus text both metrics paths write), `reply`, `metrics`.
@@ -18,6 +19,7 @@ mod exposition;
 mod healthz;
 mod logs;
 pub mod metrics;
+mod node_logs;
 mod pods;
 mod probe_metrics;
 mod reply;

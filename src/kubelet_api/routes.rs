@@ -3,7 +3,7 @@
 //! names — on every path, as the kubelet's filter runs before its mux, so an unknown path
 //! with bad credentials is a 401, not a 404 — and the count in `/metrics`.
 
-use std::sync::Arc;
+use std::{path::Path, sync::Arc};
 
 use http::{Method, Request, StatusCode};
 use hyper::body::Incoming;
@@ -12,7 +12,7 @@ use rustls::pki_types::CertificateDer;
 use super::{
     ApiState, healthz, logs,
     metrics::KUBELET_API_METRICS,
-    pods, probe_metrics,
+    node_logs, pods, probe_metrics,
     reply::{self, Reply},
     stats, streaming,
 };
@@ -97,6 +97,17 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
             let runtime = state.runtime.as_ref();
             return streaming::serve(kind, &segments, &state.pods, runtime, request).await;
         }
+    }
+    if let Some(rest) = path.strip_prefix("/logs/") {
+        if request.method() != Method::GET {
+            return reply::text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");
+        }
+        let (root, rest) = (state.host.host_path(Path::new("/var/log")), rest.to_owned());
+        return tokio::task::spawn_blocking(move || node_logs::serve_blocking(&root, &rest))
+            .await
+            .unwrap_or_else(|error| {
+                reply::error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string())
+            });
     }
     if let Some(rest) = path.strip_prefix("/containerLogs/") {
         if request.method() != Method::GET {
