@@ -179,3 +179,120 @@ pub fn assemble(figures: &RuntimeFigures, snapshot: &PodsSnapshot) -> Vec<PodSta
     pods.sort_by(|a, b| a.pod_ref.uid.cmp(&b.pod_ref.uid));
     pods
 }
+
+#[cfg(test)]
+mod tests {
+    use nodepulse_actors::pods::{ContainerRecord, PodRecord, PodsPublisher, SandboxRecord};
+
+    use super::*;
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + second).expect("time")
+    }
+
+    fn record(name: &str, id: &str, state: ContainerState) -> ContainerRecord {
+        ContainerRecord {
+            name: name.into(),
+            id: id.into(),
+            state,
+            restart_count: 0,
+            log_path: format!("/var/log/pods/x/{name}/0.log").into(),
+            image: "busybox".into(),
+            image_ref: "sha256:1".into(),
+            created_at: Some(at(10)),
+            started_at: Some(at(11)),
+            finished_at: None,
+            exit_code: None,
+        }
+    }
+
+    fn pod(uid: &str, ready: bool, containers: Vec<ContainerRecord>) -> PodRecord {
+        PodRecord {
+            uid: uid.into(),
+            namespace: "default".into(),
+            name: format!("{uid}-name"),
+            deleting: false,
+            sandboxes: vec![SandboxRecord {
+                id: format!("{uid}-sandbox"),
+                ready,
+                created_at: Some(at(5)),
+            }],
+            containers,
+        }
+    }
+
+    fn usage(uid: &str, name: &str, id: &str, cpu: u64, memory: u64) -> ContainerUsage {
+        let labels = [(POD_UID_LABEL, uid), (CONTAINER_NAME_LABEL, name)]
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value.to_owned()))
+            .collect();
+        ContainerUsage {
+            id: id.into(),
+            name: name.into(),
+            labels,
+            cpu: Some(CpuUsage {
+                timestamp: at(20).as_nanosecond() as i64,
+                usage_core_nano_seconds: Some(cpu),
+                usage_nano_cores: Some(cpu / 10),
+            }),
+            memory: Some(MemoryUsage {
+                timestamp: at(21).as_nanosecond() as i64,
+                working_set_bytes: Some(memory),
+                ..MemoryUsage::default()
+            }),
+            ..ContainerUsage::default()
+        }
+    }
+
+    #[test]
+    fn pods_are_the_views_running_ones_with_their_running_containers_summed() {
+        let publisher = PodsPublisher::default();
+        publisher.record(pod(
+            "u1",
+            true,
+            vec![
+                record("web", "c-web", ContainerState::Running),
+                record("side", "c-side", ContainerState::Running),
+                record("web", "c-old", ContainerState::Exited),
+            ],
+        ));
+        // A ready sandbox whose container has not started: listed, with no figures.
+        publisher.record(pod("u2", true, Vec::new()));
+        // Neither a ready sandbox nor a running container: not listed.
+        publisher.record(pod(
+            "u3",
+            false,
+            vec![record("x", "c-x", ContainerState::Exited)],
+        ));
+        let figures = RuntimeFigures {
+            containers: vec![
+                usage("u1", "web", "c-web", 1_000, 100),
+                usage("u1", "side", "c-side", 500, 50),
+                // The runtime still lists the exited instance and one it has not published.
+                usage("u1", "web", "c-old", 9_000, 900),
+                usage("u1", "new", "c-unknown", 9_000, 900),
+                usage("u3", "x", "c-x", 9_000, 900),
+            ],
+            sandboxes: Vec::new(),
+        };
+        let pods = assemble(&figures, &publisher.view().snapshot());
+        let uids: Vec<&str> = pods.iter().map(|p| p.pod_ref.uid.as_str()).collect();
+        assert_eq!(uids, ["u1", "u2"]);
+        let first = &pods[0];
+        assert_eq!(first.start_time, at(5), "the sandbox's creation");
+        let names: Vec<&str> = first.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["side", "web"]);
+        assert_eq!(first.containers[1].start_time, at(10));
+        let cpu = first.cpu.as_ref().expect("summed cpu");
+        assert_eq!(
+            (cpu.time, cpu.usage_core_nano_seconds, cpu.usage_nano_cores),
+            (at(20), Some(1_500), Some(150))
+        );
+        let memory = first.memory.as_ref().expect("summed memory");
+        assert_eq!(
+            (memory.working_set_bytes, memory.available_bytes),
+            (Some(150), None)
+        );
+        assert!(pods[1].containers.is_empty() && pods[1].cpu.is_none());
+    }
+}
