@@ -199,6 +199,8 @@ async fn run_node_with_kubelet_api(
         problems: Some(std::sync::Arc::new(move || watched.problems())),
         pods: node.views.pods.clone(),
         runtime: node.runtime.clone(),
+        volumes: node.views.volumes.clone(),
+        probes: node.views.probes.clone(),
     };
     let kubelet = match prepared.serve(parts) {
         Ok(kubelet) => kubelet,

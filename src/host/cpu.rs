@@ -1,6 +1,7 @@
 //! Node CPU time as the kubelet's summary gives it (`node.cpu.usageCoreNanoSeconds`): the root
 //! cgroup's `cpu.stat` `usage_usec` on cgroup v2 where the kernel has it, else the busy ticks of
-//! `/proc/stat`'s `cpu` line (everything but idle and iowait), as cAdvisor's root figure counts.
+//! `/proc/stat`'s `cpu` line (everything but idle and iowait), as cAdvisor's root figure counts;
+//! and the boot time (`/proc/stat`'s `btime`), the summary's node `startTime`.
 
 use std::path::Path;
 
@@ -43,6 +44,19 @@ pub fn parse_proc_stat(path: &Path, text: &str) -> Result<u64, HostError> {
         .ok_or_else(|| HostError::Parse {
             path: path.to_owned(),
             message: "no readable aggregate `cpu` line".to_owned(),
+        })
+}
+
+/// When the node booted, in seconds since the epoch.
+pub fn boot_time(root: &Path) -> Result<i64, HostError> {
+    let path = root.join("proc/stat");
+    let text = read(&path)?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("btime "))
+        .and_then(|seconds| seconds.trim().parse().ok())
+        .ok_or_else(|| HostError::Parse {
+            path,
+            message: "no readable `btime` line".to_owned(),
         })
 }
 

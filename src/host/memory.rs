@@ -58,11 +58,34 @@ pub fn stat_field(text: &str, name: &str) -> Option<u64> {
 
 /// The root cgroup's memory under `root` (`/` on a real host).
 pub fn node_memory(root: &Path) -> Result<MemoryStats, HostError> {
+    node_memory_figures(root).map(|figures| MemoryStats {
+        capacity_bytes: figures.capacity_bytes,
+        working_set_bytes: figures.working_set_bytes,
+        source: figures.source,
+    })
+}
+
+/// The node's memory as the kubelet's summary reports it (`node.memory`): what
+/// [`node_memory`] reads, with the usage it is derived from, and the root cgroup's RSS and page
+/// faults where the cgroup has them (`None` from `/proc/meminfo` alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryFigures {
+    pub capacity_bytes: u64,
+    pub usage_bytes: u64,
+    pub working_set_bytes: u64,
+    pub rss_bytes: Option<u64>,
+    pub page_faults: Option<u64>,
+    pub major_page_faults: Option<u64>,
+    pub source: MemorySource,
+}
+
+pub fn node_memory_figures(root: &Path) -> Result<MemoryFigures, HostError> {
     let meminfo_path = root.join("proc/meminfo");
     let meminfo = parse_meminfo(&meminfo_path, &read(&meminfo_path)?)?;
     let cgroup = root.join("sys/fs/cgroup");
     let v1 = cgroup.join("memory/memory.usage_in_bytes");
-    let (usage, inactive_file, source) = if cgroup.join("cgroup.controllers").exists() {
+    // The counters' names in memory.stat: v1's root counts its children under `total_`.
+    let (usage, stat, names, source) = if cgroup.join("cgroup.controllers").exists() {
         // The root has memory.stat but no memory.current; a cgroup namespace's root has both.
         let current = cgroup.join("memory.current");
         let usage = if current.exists() {
@@ -71,28 +94,34 @@ pub fn node_memory(root: &Path) -> Result<MemoryStats, HostError> {
             meminfo.total.saturating_sub(meminfo.free)
         };
         let stat = std::fs::read_to_string(cgroup.join("memory.stat")).ok();
-        let inactive = stat
-            .as_deref()
-            .and_then(|stat| stat_field(stat, "inactive_file"))
-            .or(meminfo.inactive_file);
-        (usage, inactive, MemorySource::CgroupV2)
+        let names = ["inactive_file", "anon", "pgfault", "pgmajfault"];
+        (usage, stat, names, MemorySource::CgroupV2)
     } else if v1.exists() {
         let usage = parse_number(&v1, &read(&v1)?)?;
         let stat = std::fs::read_to_string(cgroup.join("memory/memory.stat")).ok();
-        let inactive = stat
-            .as_deref()
-            .and_then(|stat| stat_field(stat, "total_inactive_file"));
-        (usage, inactive, MemorySource::CgroupV1)
+        let names = [
+            "total_inactive_file",
+            "total_rss",
+            "total_pgfault",
+            "total_pgmajfault",
+        ];
+        (usage, stat, names, MemorySource::CgroupV1)
     } else {
-        (
-            meminfo.total.saturating_sub(meminfo.free),
-            meminfo.inactive_file,
-            MemorySource::Meminfo,
-        )
+        let usage = meminfo.total.saturating_sub(meminfo.free);
+        (usage, None, [""; 4], MemorySource::Meminfo)
     };
-    Ok(MemoryStats {
+    let field = |name: &str| stat.as_deref().and_then(|stat| stat_field(stat, name));
+    let inactive_file = match source {
+        MemorySource::CgroupV1 => field(names[0]),
+        _ => field(names[0]).or(meminfo.inactive_file),
+    };
+    Ok(MemoryFigures {
         capacity_bytes: meminfo.total,
+        usage_bytes: usage,
         working_set_bytes: usage.saturating_sub(inactive_file.unwrap_or(0)),
+        rss_bytes: field(names[1]),
+        page_faults: field(names[2]),
+        major_page_faults: field(names[3]),
         source,
     })
 }

@@ -5,7 +5,9 @@
 //! blocking pool, so a slow filesystem never stalls an actor.
 
 pub mod cpu;
+pub mod disk_usage;
 pub mod memory;
+pub mod network;
 pub mod pids;
 
 use std::{
@@ -15,7 +17,9 @@ use std::{
 };
 
 use futures::{FutureExt, future::BoxFuture};
-use nodepulse_actors::ports::{FsStats, HostError, HostObservation, HostSignals, MemoryStats};
+use nodepulse_actors::ports::{
+    FsStats, HostError, HostObservation, HostSignals, InterfaceUsage, PidStats,
+};
 
 use crate::config::Config;
 
@@ -57,9 +61,38 @@ impl HostProbe {
     /// API's stats read, from the same readers as the eviction signals.
     pub fn cpu_and_memory_blocking(
         &self,
-    ) -> (Result<u64, HostError>, Result<MemoryStats, HostError>) {
+    ) -> (
+        Result<u64, HostError>,
+        Result<memory::MemoryFigures, HostError>,
+    ) {
         let root = &self.inner.root;
-        (cpu::node_cpu_nanos(root), memory::node_memory(root))
+        (cpu::node_cpu_nanos(root), memory::node_memory_figures(root))
+    }
+
+    /// Everything the kubelet API's full summary reads of the node, blocking; `image_fs` is
+    /// the runtime's image mountpoint (from CRI `ImageFsInfo`).
+    pub fn node_readings_blocking(&self, image_fs: Option<&Path>) -> NodeReadings {
+        let root = &self.inner.root;
+        let (cpu, memory) = self.cpu_and_memory_blocking();
+        NodeReadings {
+            cpu,
+            memory,
+            interfaces: network::node_interfaces(root),
+            nodefs: filesystem(&self.inner.root_dir),
+            imagefs: image_fs.map(|mountpoint| filesystem(&under(root, mountpoint))),
+            pids: pids::node_pids(root),
+            boot_time: cpu::boot_time(root),
+        }
+    }
+
+    /// When the node booted (seconds since the epoch), blocking.
+    pub fn boot_time_blocking(&self) -> Result<i64, HostError> {
+        cpu::boot_time(&self.inner.root)
+    }
+
+    /// `path` (as the host names it, e.g. a log path the runtime reported) under the root.
+    pub fn host_path(&self, path: &Path) -> PathBuf {
+        under(&self.inner.root, path)
     }
 
     /// Everything at once, blocking: what [`HostSignals::observe`] runs off the async threads.
@@ -99,6 +132,19 @@ impl HostSignals for HostProbe {
     }
 }
 
+/// What [`HostProbe::node_readings_blocking`] read; each figure may fail on its own.
+#[derive(Debug, Clone)]
+pub struct NodeReadings {
+    pub cpu: Result<u64, HostError>,
+    pub memory: Result<memory::MemoryFigures, HostError>,
+    pub interfaces: Result<Vec<InterfaceUsage>, HostError>,
+    pub nodefs: Result<FsStats, HostError>,
+    pub imagefs: Option<Result<FsStats, HostError>>,
+    pub pids: Result<PidStats, HostError>,
+    /// Seconds since the epoch.
+    pub boot_time: Result<i64, HostError>,
+}
+
 /// `path` as seen from `root`.
 fn under(root: &Path, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))
@@ -130,6 +176,7 @@ pub fn filesystem(path: &Path) -> Result<FsStats, HostError> {
         measured,
         device,
         available_bytes: stats.f_bavail.saturating_mul(block),
+        free_bytes: stats.f_bfree.saturating_mul(block),
         capacity_bytes: stats.f_blocks.saturating_mul(block),
         inodes_free: stats.f_ffree,
         inodes: stats.f_files,

@@ -7,16 +7,21 @@
 //! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
-//! `pods` (`/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `stats`
-//! (`/metrics/resource`), `reply`, `metrics`.
+//! `node_logs` (`/logs/`),
+//! `pods` (`/pods`, `/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `stats`
+//! (`/stats/summary`, `/metrics/resource`), `probe_metrics` (`/metrics/probes`), `exposition`
+//! (the Prometheus text both metrics paths write), `reply`, `metrics`.
 
 mod authn;
 mod authz;
 mod cache;
+mod exposition;
 mod healthz;
 mod logs;
 pub mod metrics;
+mod node_logs;
 mod pods;
+mod probe_metrics;
 mod reply;
 pub mod reviews;
 mod routes;
@@ -29,7 +34,7 @@ mod x509;
 
 use std::{net::SocketAddr, sync::Arc};
 
-use nodepulse_actors::pods::PodsView;
+use nodepulse_actors::{pods::PodsView, prober::ProbeResults, volume_manager::VolumeView};
 use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
@@ -72,6 +77,13 @@ pub struct ApiState {
     runtime: Option<CriClient>,
     /// The host's readers, for the node's own stats.
     host: HostProbe,
+    /// The node's CPU time at the previous scrape, for its rate.
+    node_cpu: stats::CpuRate,
+    /// The volume manager's view (the pods bound here and their mounted volumes), when the
+    /// node runs pods.
+    volumes: Option<VolumeView>,
+    /// The prober's results, for `/metrics/probes`.
+    probes: Option<ProbeResults>,
 }
 
 /// The listeners bound and the TLS configuration loaded: everything that can fail at start,
@@ -90,6 +102,8 @@ pub struct Parts {
     pub problems: Option<Problems>,
     pub pods: PodsView,
     pub runtime: Option<CriClient>,
+    pub volumes: Option<VolumeView>,
+    pub probes: Option<ProbeResults>,
 }
 
 /// The running API; [`KubeletApi::stop`] stops accepting (streams in flight run on).
@@ -189,6 +203,9 @@ impl Prepared {
             config: serde_json::to_value(config).unwrap_or_default(),
             runtime: parts.runtime,
             host: HostProbe::configured(config),
+            node_cpu: stats::CpuRate::default(),
+            volumes: parts.volumes,
+            probes: parts.probes,
         });
         let adopt = |listener: std::net::TcpListener| {
             let address = listener.local_addr();

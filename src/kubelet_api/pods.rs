@@ -1,13 +1,40 @@
-//! `/runningpods/` (the runtime's view, "used for testing only" in the kubelet) and `/configz`
-//! (the effective configuration in the kubelet's envelope). `/runningpods/` is a `v1.PodList`
+//! `/pods` (the pods bound to the node, as the kubelet's pod manager has them), `/runningpods/`
+//! (the runtime's view, "used for testing only" in the kubelet) and `/configz` (the effective
+//! configuration in the kubelet's envelope). `/pods` is a `v1.PodList` of the pods as the watch
+//! reported them (the volume manager's copy, the node's one view of whole pods), items without
+//! `kind`/`apiVersion` as the kubelet's typed pods have none. `/runningpods/` is a `v1.PodList`
 //! with, per running pod, only `metadata.{name,namespace,uid}` and `spec.containers[].{name,image}`
 //! of its running containers, as the kubelet builds it from `GetPods(false)`.
 
 use http::StatusCode;
-use nodepulse_actors::{pods::PodsView, ports::ContainerState};
+use nodepulse_actors::{pods::PodsView, ports::ContainerState, volume_manager::VolumeView};
 use serde_json::{Value, json};
 
 use super::reply::{self, Reply};
+
+pub fn bound_pods(volumes: Option<&VolumeView>) -> Reply {
+    let items: Vec<Value> = (volumes.map(VolumeView::pods).unwrap_or_default())
+        .into_iter()
+        .filter_map(|pod| {
+            let mut item = serde_json::to_value(pod).ok()?;
+            if let Some(fields) = item.as_object_mut() {
+                fields.remove("kind");
+                fields.remove("apiVersion");
+            }
+            Some(item)
+        })
+        .collect();
+    // Go writes the list's nil slice as null.
+    let items = if items.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(items)
+    };
+    reply::json(
+        StatusCode::OK,
+        &json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}),
+    )
+}
 
 pub fn running_pods(pods: &PodsView) -> Reply {
     let snapshot = pods.snapshot();

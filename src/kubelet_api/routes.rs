@@ -3,7 +3,7 @@
 //! names — on every path, as the kubelet's filter runs before its mux, so an unknown path
 //! with bad credentials is a 401, not a 404 — and the count in `/metrics`.
 
-use std::sync::Arc;
+use std::{path::Path, sync::Arc};
 
 use http::{Method, Request, StatusCode};
 use hyper::body::Incoming;
@@ -12,7 +12,7 @@ use rustls::pki_types::CertificateDer;
 use super::{
     ApiState, healthz, logs,
     metrics::KUBELET_API_METRICS,
-    pods,
+    node_logs, pods, probe_metrics,
     reply::{self, Reply},
     stats, streaming,
 };
@@ -70,9 +70,16 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
         return reply;
     }
     match (request.method(), path) {
+        (&Method::GET, "/pods" | "/pods/") => return pods::bound_pods(state.volumes.as_ref()),
         (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
         (&Method::GET, "/configz") => return pods::configz(&state.config),
         (&Method::GET, "/metrics/resource") => return stats::resource_metrics::serve(state).await,
+        (&Method::GET, "/metrics/probes") => {
+            return probe_metrics::serve(state.probes.as_ref(), &state.pods.snapshot());
+        }
+        (&Method::GET | &Method::POST, "/stats/summary") => {
+            return stats::handler::summary(state, query).await;
+        }
         _ => {}
     }
     for (prefix, kind) in [
@@ -90,6 +97,17 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
             let runtime = state.runtime.as_ref();
             return streaming::serve(kind, &segments, &state.pods, runtime, request).await;
         }
+    }
+    if let Some(rest) = path.strip_prefix("/logs/") {
+        if request.method() != Method::GET {
+            return reply::text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");
+        }
+        let (root, rest) = (state.host.host_path(Path::new("/var/log")), rest.to_owned());
+        return tokio::task::spawn_blocking(move || node_logs::serve_blocking(&root, &rest))
+            .await
+            .unwrap_or_else(|error| {
+                reply::error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string())
+            });
     }
     if let Some(rest) = path.strip_prefix("/containerLogs/") {
         if request.method() != Method::GET {

@@ -55,6 +55,8 @@ async fn serve_with_healthz(
             problems: Some(Arc::new(Vec::new)),
             pods: nodepulse_actors::pods::PodsView::empty(),
             runtime: None,
+            volumes: None,
+            probes: None,
         })
         .expect("serving");
     Served {
@@ -256,5 +258,60 @@ async fn with_webhook_authorization_the_api_servers_answer_decides() {
             403,
             "Forbidden (user=nodepulse-test-nobody, verb=get, resource=nodes, subresource(s)=[healthz proxy])\n"
         )
+    );
+}
+
+#[tokio::test]
+async fn node_logs_are_served_from_var_log_and_nothing_outside_it() {
+    let cluster = TestCluster::start().await;
+    let ca = TestCa::new("test-cluster-ca");
+    let served = serve(&cluster, &ca, "authorization: {mode: AlwaysAllow}\n", None).await;
+    let admin = ca.client("kube-apiserver-kubelet-client", "system:masters");
+    let client = served.client(Some(&admin));
+    // A directory of its own under the node's /var/log, removed however the test ends.
+    let logs = tempfile::Builder::new()
+        .prefix("nodepulse-test-")
+        .tempdir_in("/var/log")
+        .expect("a directory under /var/log");
+    let outside = tempfile::tempdir().expect("dir");
+    std::fs::write(outside.path().join("secret"), "not a log\n").expect("write");
+    std::fs::write(logs.path().join("app.log"), "started\n").expect("write");
+    std::os::unix::fs::symlink(outside.path().join("secret"), logs.path().join("escape"))
+        .expect("symlink");
+    let dir = logs
+        .path()
+        .file_name()
+        .expect("a name")
+        .to_string_lossy()
+        .into_owned();
+
+    let listing = client.get("/logs/").await;
+    assert_eq!(listing.status, 200);
+    assert!(
+        listing
+            .body
+            .contains(&format!("<a href=\"{dir}/\">{dir}/</a>\n")),
+        "{}",
+        listing.body
+    );
+    let inner = client.get(&format!("/logs/{dir}/")).await;
+    assert!(
+        inner.body.contains("<a href=\"app.log\">app.log</a>\n"),
+        "{}",
+        inner.body
+    );
+    let file = client.get(&format!("/logs/{dir}/app.log")).await;
+    assert_eq!((file.status, file.body.as_str()), (200, "started\n"));
+    let escaped = client.get(&format!("/logs/{dir}/escape")).await;
+    assert_eq!(
+        (escaped.status, escaped.body.as_str()),
+        (404, "404 page not found\n")
+    );
+    let dotted = client
+        .get(&format!("/logs/{dir}/%2e%2e/%2e%2e/etc/hostname"))
+        .await;
+    assert_eq!(
+        (dotted.status, dotted.body.as_str()),
+        (400, "invalid URL path\n")
     );
 }

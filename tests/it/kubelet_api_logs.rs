@@ -61,6 +61,8 @@ pub(crate) async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
             problems: None,
             pods: node.handle.views.pods.clone(),
             runtime: node.handle.runtime.clone(),
+            volumes: node.handle.views.volumes.clone(),
+            probes: node.handle.views.probes.clone(),
         })
         .expect("serving");
     let crt = std::fs::read_to_string(root.path().join("pki/kubelet.crt")).expect("kubelet.crt");
@@ -380,7 +382,7 @@ async fn kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_a
     served.stop();
 }
 
-fn kubectl_available(test: &str) -> bool {
+pub(crate) fn kubectl_available(test: &str) -> bool {
     let found = std::process::Command::new("kubectl")
         .args(["version", "--client"])
         .stdout(std::process::Stdio::null())

@@ -38,7 +38,11 @@ pub struct FsStats {
     pub measured: PathBuf,
     /// The device holding it, to tell a dedicated image filesystem from the node's.
     pub device: u64,
+    /// Free to unprivileged users (`f_bavail`).
     pub available_bytes: u64,
+    /// Free, counting the blocks reserved for root (`f_bfree`): capacity − free is what the
+    /// kubelet reports as used.
+    pub free_bytes: u64,
     pub capacity_bytes: u64,
     pub inodes_free: u64,
     /// Zero on filesystems without an inode table (btrfs, some overlays): no inode signal then.

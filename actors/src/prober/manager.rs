@@ -232,12 +232,12 @@ async fn run_worker(
     // result (or what the API already reports), and readiness publishes not-ready until the
     // first success.
     let fresh = memory.update(|memory| {
-        let kept = memory
-            .get(key)
-            .is_some_and(|m| &m.container_id == container_id);
+        let previous = memory.get(key);
+        let kept = previous.is_some_and(|m| &m.container_id == container_id);
         if !kept {
-            let initial =
+            let mut initial =
                 WorkerMemory::new(key.kind, container_id).resumed(key.kind, context.reported);
+            initial.totals = previous.map(|m| m.totals).unwrap_or_default();
             memory.insert(key.clone(), initial);
         }
         !kept

@@ -26,7 +26,7 @@ pub use manager::{ProberManager, ProberMemory, RunningContainer, WorkerKey};
 pub use output::{ProberOutput, RestartContainer};
 pub use spec::{ProbeKind, ProbeSettings, ProbeSpecError, probe_target};
 pub use view::{PodProbeView, ProbeResults, reported_by_api};
-pub use worker::{ProbeEvent, ProbeResult, Reported, WorkerMemory};
+pub use worker::{ProbeEvent, ProbeResult, ProbeTotals, Reported, WorkerMemory};
 
 /// The prober's name for the supervisor and the debug endpoint.
 pub const NAME: &str = "prober";

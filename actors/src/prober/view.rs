@@ -1,7 +1,8 @@
 //! A read-only view of the prober's kept results for the pod provider's status (§5.4, §5.5):
 //! a running container is started once its startup probe succeeded (or it has none) and ready
 //! once started and its readiness probe succeeded (or it has none). It never changes a result;
-//! where the prober has none yet for this very container, what the API reported stands.
+//! where the prober has none yet for this very container, what the API reported stands. The
+//! workers' probe totals are read here too, for the kubelet API's `/metrics/probes`.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use nodepulse_supervisor::Kept;
@@ -9,7 +10,7 @@ use nodepulse_supervisor::Kept;
 use super::{
     manager::{ProberMemory, WorkerKey},
     spec::ProbeKind,
-    worker::{ProbeResult, Reported},
+    worker::{ProbeResult, ProbeTotals, Reported},
 };
 
 /// The prober's results, shared with the prober that writes them.
@@ -21,6 +22,17 @@ pub struct ProbeResults {
 impl ProbeResults {
     pub fn new(memory: Kept<ProberMemory>) -> Self {
         Self { memory }
+    }
+
+    /// Every worker's probe totals, in key order: what `/metrics/probes` counts. A worker the
+    /// prober stopped keeps its totals until its pod goes, as the kubelet's worker lives on
+    /// while its container restarts.
+    pub fn totals(&self) -> Vec<(WorkerKey, ProbeTotals)> {
+        self.memory.read(|memory| {
+            (memory.iter())
+                .map(|(key, memory)| (key.clone(), memory.totals))
+                .collect()
+        })
     }
 
     /// The result published for `container_id`'s probe of `kind`: `None` when the prober holds

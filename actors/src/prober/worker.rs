@@ -30,6 +30,17 @@ pub struct WorkerMemory {
     /// After a liveness Failure or any startup result: no more probes for this container.
     pub held: bool,
     pub next_run: Option<Instant>,
+    /// The probes run so far by this worker, for `/metrics/probes`; a new container keeps
+    /// counting, as the kubelet's worker does.
+    pub totals: ProbeTotals,
+}
+
+/// The kubelet's `prober_probe_total` of one worker: probes by result. A probe that errored
+/// (`Unknown`) is not counted, as the kubelet throws its result away before counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProbeTotals {
+    pub successful: u64,
+    pub failed: u64,
 }
 
 impl WorkerMemory {
@@ -47,6 +58,7 @@ impl WorkerMemory {
             consecutive_failures: 0,
             held: false,
             next_run: None,
+            totals: ProbeTotals::default(),
         }
     }
 }
@@ -155,6 +167,14 @@ pub fn record(
         ),
     };
     memory.last_result = Some(result);
+    let totals = &mut memory.totals;
+    match outcome {
+        ProbeOutcome::Success(_) | ProbeOutcome::Warning(_) => {
+            totals.successful = totals.successful.saturating_add(1);
+        }
+        ProbeOutcome::Failure(_) => totals.failed = totals.failed.saturating_add(1),
+        ProbeOutcome::Unknown(_) => {}
+    }
     let reached = match result {
         ProbeResult::Success => {
             memory.consecutive_failures = 0;

@@ -56,6 +56,28 @@ fn failures_publish_only_at_the_threshold_and_only_once() {
 }
 
 #[test]
+fn totals_count_every_probe_run_by_result_and_not_the_ones_that_errored() {
+    let mut memory = WorkerMemory::new(ProbeKind::Readiness, "c1");
+    let settings = settings(1, 3);
+    for outcome in [
+        ProbeOutcome::Success("".into()),
+        ProbeOutcome::Warning("redirect".into()),
+        fail(),
+        ProbeOutcome::Unknown(ProbeError::Exec("exec failed".into())),
+        ProbeOutcome::Success("".into()),
+    ] {
+        record(ProbeKind::Readiness, &mut memory, &settings, &outcome);
+    }
+    assert_eq!(
+        memory.totals,
+        crate::prober::ProbeTotals {
+            successful: 3,
+            failed: 1
+        }
+    );
+}
+
+#[test]
 fn success_threshold_needs_consecutive_successes() {
     let mut memory = WorkerMemory::new(ProbeKind::Readiness, "c1");
     let settings = settings(2, 3);

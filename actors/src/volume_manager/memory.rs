@@ -110,6 +110,18 @@ impl VolumeView {
             dirs,
         }
     }
+
+    /// The pod `pod_uid` as the watch last reported it.
+    pub fn pod(&self, pod_uid: &str) -> Option<Pod> {
+        self.memory.read(|memory| memory.pods.get(pod_uid).cloned())
+    }
+
+    /// Every pod the watch reported (bound to this node), in UID order: the kubelet's pod
+    /// manager view.
+    pub fn pods(&self) -> Vec<Pod> {
+        self.memory
+            .read(|memory| memory.pods.values().cloned().collect())
+    }
 }
 
 impl PodVolumeView for VolumeView {

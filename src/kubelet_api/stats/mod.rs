@@ -1,54 +1,30 @@
-//! The node's and its pods' resource figures as the kubelet API serves them: what the kubelet's
-//! `GetCPUAndMemoryStats` (the `only_cpu_and_memory` summary) holds — the node's CPU time and
-//! memory working set from the host, each running container's from CRI `ListContainerStats`,
-//! each pod's from its sandbox or summed from its containers. `resource_metrics` renders them as
-//! `/metrics/resource`.
+//! The node's and its pods' resource figures as the kubelet API serves them, collected once
+//! per request into the kubelet's Summary types (`summary`) and rendered as `/stats/summary`
+//! (`handler`) or `/metrics/resource` (`resource_metrics`). The node's figures come from the
+//! host (`node`), the pods' and containers' CPU and memory from CRI stats and the node's pods
+//! view (`pods`), their storage from the runtime, the log directories and the volume manager's
+//! view (`storage`; full summary only, as the kubelet's `only_cpu_and_memory` leaves it out).
 
+pub mod handler;
 mod node;
 mod pods;
 pub mod resource_metrics;
+mod storage;
+pub mod summary;
 
 use jiff::Timestamp;
-use nodepulse_actors::ports::{ContainerRuntimeError, HostError};
+use nodepulse_actors::ports::{ContainerRuntimeError, HostError, RuntimeService};
 
-/// One figure and when it was taken.
+pub use node::CpuRate;
+use summary::Summary;
+
+/// How much one scrape reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sample {
-    pub time: Timestamp,
-    pub value: u64,
-}
-
-/// CPU time (cumulative, nanoseconds over all cores) and memory working set (bytes), each
-/// `None` when its source left it out (the kubelet then skips the family for the object).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuAndMemory {
-    pub cpu: Option<Sample>,
-    pub memory: Option<Sample>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerFigures {
-    pub name: String,
-    /// The container's creation, as the kubelet's `startTime` is; `None` when the node's pods
-    /// view does not know the container.
-    pub start_time: Option<Timestamp>,
-    pub usage: CpuAndMemory,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodFigures {
-    pub name: String,
-    pub namespace: String,
-    pub uid: String,
-    pub containers: Vec<ContainerFigures>,
-    pub usage: CpuAndMemory,
-}
-
-/// Everything one scrape read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeFigures {
-    pub node: CpuAndMemory,
-    pub pods: Vec<PodFigures>,
+pub enum Scope {
+    /// The kubelet's `GetCPUAndMemoryStats`: what `?only_cpu_and_memory=true` and
+    /// `/metrics/resource` serve.
+    CpuAndMemory,
+    Full,
 }
 
 /// Why a scrape has no figures (the kubelet's summary fails as a whole then).
@@ -62,12 +38,55 @@ pub enum StatsError {
     Task(String),
 }
 
-/// Reads the node's and its running pods' CPU and memory figures.
-pub async fn cpu_and_memory(state: &super::ApiState) -> Result<NodeFigures, StatsError> {
-    let node = node::cpu_and_memory(&state.host).await?;
-    let pods = match &state.runtime {
-        Some(runtime) => pods::cpu_and_memory(runtime, &state.pods.snapshot()).await?,
-        None => Vec::new(),
+/// Reads the node's and its running pods' figures.
+pub async fn collect(state: &super::ApiState, scope: Scope) -> Result<Summary, StatsError> {
+    let snapshot = state.pods.snapshot();
+    let (figures, image_fs) = match &state.runtime {
+        Some(runtime) => {
+            let image_fs = async {
+                match scope {
+                    Scope::CpuAndMemory => None,
+                    Scope::Full => (runtime.image_fs_info().await)
+                        .inspect_err(|error| tracing::debug!(%error, "no image filesystem stats"))
+                        .ok()
+                        .and_then(|filesystems| filesystems.into_iter().next()),
+                }
+            };
+            let (figures, image_fs) = futures::join!(pods::runtime_figures(runtime), image_fs);
+            (Some(figures?), image_fs)
+        }
+        None => (None, None),
     };
-    Ok(NodeFigures { node, pods })
+    let node = node::node_stats(state, scope, image_fs).await?;
+    let Some(figures) = figures else {
+        return Ok(Summary {
+            node,
+            pods: Vec::new(),
+        });
+    };
+    let mut pods = pods::assemble(&figures, &snapshot);
+    match scope {
+        Scope::CpuAndMemory => {
+            for pod in &mut pods {
+                pod.network = None;
+                pod.process_stats = None;
+            }
+        }
+        Scope::Full => {
+            let files = storage::files(
+                &pods,
+                &figures.containers,
+                &snapshot,
+                state.volumes.as_ref(),
+            );
+            let (host, nodefs) = (state.host.clone(), node.fs.clone());
+            pods = tokio::task::spawn_blocking(move || {
+                storage::measure(&mut pods, &files, &host, nodefs.as_ref(), Timestamp::now());
+                pods
+            })
+            .await
+            .map_err(|error| StatsError::Task(error.to_string()))?;
+        }
+    }
+    Ok(Summary { node, pods })
 }

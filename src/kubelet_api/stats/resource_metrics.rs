@@ -5,57 +5,45 @@
 //! figures could not be read. Families are sorted by name and samples by their labels, as the
 //! Prometheus Go client gathers them; `scrape_error` is hidden as 1.36 hides it.
 
-use std::fmt::Write as _;
+use jiff::Timestamp;
 
-use http::{HeaderValue, StatusCode, header};
-
-use super::{CpuAndMemory, NodeFigures, Sample, StatsError};
-use crate::kubelet_api::reply::{self, Reply};
-
-/// The exposition type the Prometheus Go client answers a scraper without `Accept` with.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+use super::{
+    Scope, StatsError,
+    summary::{CpuStats, MemoryStats, Summary},
+};
+use crate::kubelet_api::{
+    exposition::{self, Family},
+    reply::Reply,
+};
 
 pub async fn serve(state: &crate::kubelet_api::ApiState) -> Reply {
-    let figures = super::cpu_and_memory(state).await;
+    let figures = super::collect(state, Scope::CpuAndMemory).await;
     if let Err(error) = &figures {
         tracing::warn!(%error, "resource metrics without figures");
     }
-    let mut reply = reply::text(StatusCode::OK, render(&figures));
-    reply
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
-    reply
-}
-
-/// Label pairs, sorted by name.
-type Labels<'a> = Vec<(&'static str, &'a str)>;
-
-struct Family<'a> {
-    name: &'static str,
-    help: &'static str,
-    kind: &'static str,
-    /// Labels, value, timestamp (milliseconds).
-    samples: Vec<(Labels<'a>, f64, Option<i64>)>,
+    exposition::reply(render(&figures))
 }
 
 fn seconds(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
 
-fn cpu_sample(usage: &CpuAndMemory) -> Option<(f64, Option<i64>)> {
-    usage
-        .cpu
-        .map(|Sample { time, value }| (seconds(value), Some(time.as_millisecond())))
+fn at(time: Timestamp) -> Option<i64> {
+    Some(time.as_millisecond())
 }
 
-fn memory_sample(usage: &CpuAndMemory) -> Option<(f64, Option<i64>)> {
-    usage
-        .memory
-        .map(|Sample { time, value }| (value as f64, Some(time.as_millisecond())))
+fn cpu_sample(cpu: Option<&CpuStats>) -> Option<(f64, Option<i64>)> {
+    let cpu = cpu?;
+    Some((seconds(cpu.usage_core_nano_seconds?), at(cpu.time)))
+}
+
+fn memory_sample(memory: Option<&MemoryStats>) -> Option<(f64, Option<i64>)> {
+    let memory = memory?;
+    Some((memory.working_set_bytes? as f64, at(memory.time)))
 }
 
 /// The text exposition of one scrape.
-pub fn render(figures: &Result<NodeFigures, StatsError>) -> String {
+pub fn render(figures: &Result<Summary, StatsError>) -> String {
     let mut families = Vec::new();
     let scrape_error = match figures {
         Ok(figures) => {
@@ -70,33 +58,10 @@ pub fn render(figures: &Result<NodeFigures, StatsError>) -> String {
         kind: "gauge",
         samples: vec![(Vec::new(), scrape_error, None)],
     });
-    families.sort_by_key(|family| family.name);
-    let mut text = String::new();
-    for family in families.iter().filter(|family| !family.samples.is_empty()) {
-        let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
-        let _ = writeln!(text, "# TYPE {} {}", family.name, family.kind);
-        let mut samples: Vec<_> = family.samples.iter().collect();
-        samples.sort_by(|a, b| a.0.cmp(&b.0));
-        for (labels, value, timestamp) in samples {
-            text.push_str(family.name);
-            if !labels.is_empty() {
-                let pairs: Vec<String> = labels
-                    .iter()
-                    .map(|(name, value)| format!("{name}=\"{}\"", escape(value)))
-                    .collect();
-                let _ = write!(text, "{{{}}}", pairs.join(","));
-            }
-            let _ = write!(text, " {value}");
-            if let Some(timestamp) = timestamp {
-                let _ = write!(text, " {timestamp}");
-            }
-            text.push('\n');
-        }
-    }
-    text
+    exposition::write(&mut families)
 }
 
-fn families_of(figures: &NodeFigures) -> Vec<Family<'_>> {
+fn families_of(figures: &Summary) -> Vec<Family<'_>> {
     let family = |name, help, kind| Family {
         name,
         help,
@@ -138,37 +103,37 @@ fn families_of(figures: &NodeFigures) -> Vec<Family<'_>> {
         "[STABLE] Current working set of the pod in bytes",
         "gauge",
     );
-    if let Some((value, at)) = cpu_sample(&figures.node) {
+    let node = &figures.node;
+    if let Some((value, at)) = cpu_sample(node.cpu.as_ref()) {
         node_cpu.samples.push((Vec::new(), value, at));
     }
-    if let Some((value, at)) = memory_sample(&figures.node) {
+    if let Some((value, at)) = memory_sample(node.memory.as_ref()) {
         node_memory.samples.push((Vec::new(), value, at));
     }
     for pod in &figures.pods {
+        let reference = &pod.pod_ref;
         let pod_labels = vec![
-            ("namespace", pod.namespace.as_str()),
-            ("pod", pod.name.as_str()),
+            ("namespace", reference.namespace.as_str()),
+            ("pod", reference.name.as_str()),
         ];
-        if let Some((value, at)) = cpu_sample(&pod.usage) {
+        if let Some((value, at)) = cpu_sample(pod.cpu.as_ref()) {
             pod_cpu.samples.push((pod_labels.clone(), value, at));
         }
-        if let Some((value, at)) = memory_sample(&pod.usage) {
+        if let Some((value, at)) = memory_sample(pod.memory.as_ref()) {
             pod_memory.samples.push((pod_labels, value, at));
         }
         for container in &pod.containers {
             let labels = vec![
                 ("container", container.name.as_str()),
-                ("namespace", pod.namespace.as_str()),
-                ("pod", pod.name.as_str()),
+                ("namespace", reference.namespace.as_str()),
+                ("pod", reference.name.as_str()),
             ];
-            if let Some(start) = container.start_time {
-                let unix = start.as_nanosecond() as f64 / 1e9;
-                container_start.samples.push((labels.clone(), unix, None));
-            }
-            if let Some((value, at)) = cpu_sample(&container.usage) {
+            let unix = container.start_time.as_nanosecond() as f64 / 1e9;
+            container_start.samples.push((labels.clone(), unix, None));
+            if let Some((value, at)) = cpu_sample(container.cpu.as_ref()) {
                 container_cpu.samples.push((labels.clone(), value, at));
             }
-            if let Some((value, at)) = memory_sample(&container.usage) {
+            if let Some((value, at)) = memory_sample(container.memory.as_ref()) {
                 container_memory.samples.push((labels, value, at));
             }
         }
@@ -182,14 +147,6 @@ fn families_of(figures: &NodeFigures) -> Vec<Family<'_>> {
         pod_cpu,
         pod_memory,
     ]
-}
-
-/// A label value as the text format escapes it.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]

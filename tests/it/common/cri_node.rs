@@ -111,6 +111,8 @@ impl CriNode {
                 problems: None,
                 pods: node.views.pods.clone(),
                 runtime: node.runtime.clone(),
+                volumes: node.views.volumes.clone(),
+                probes: node.views.probes.clone(),
             })
             .expect("the kubelet API serves");
         let node = Self {

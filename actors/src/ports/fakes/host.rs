@@ -82,6 +82,7 @@ impl HostSignals for FakeHost {
                 measured: "/".into(),
                 device: 1,
                 available_bytes: state.nodefs_available_bytes,
+                free_bytes: state.nodefs_available_bytes,
                 capacity_bytes: 100 * GIB,
                 inodes_free: 900_000,
                 inodes: 1_000_000,
