@@ -159,6 +159,10 @@ pub struct Config {
     /// empty: such pods get the host's DNS, as the kubelet falls back.
     #[serde(default, rename = "clusterDNS")]
     pub cluster_dns: Vec<String>,
+    /// Sysctls (names, or prefixes ending in `*`) pods may set beside the safe ones (the
+    /// kubelet's `allowedUnsafeSysctls`); each must be of a namespace a pod has.
+    #[serde(default)]
+    pub allowed_unsafe_sysctls: Vec<String>,
     /// The cluster's DNS domain for pods' search paths (`cluster.local`).
     #[serde(default = "default_cluster_domain")]
     pub cluster_domain: String,

@@ -190,6 +190,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "the cluster's DNS resolvers for `ClusterFirst` pods on `runtime: cri`; empty: the host's DNS, as the kubelet falls back",
     ),
     field(
+        "allowedUnsafeSysctls",
+        "sysctls (names, or prefixes ending in `*`) pods may set beside the safe ones; others refuse the pod with `SysctlForbidden`",
+    ),
+    field(
         "clusterDomain",
         "the cluster's DNS domain in pods' search paths",
     ),

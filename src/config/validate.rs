@@ -184,6 +184,11 @@ fn validate_node(config: &Config, problems: &mut Problems) {
             "must be at least eventRecordQPS",
         ));
     }
+    for pattern in &config.allowed_unsafe_sysctls {
+        if let Some(reason) = nodepulse_actors::pods::sysctls::pattern_error(pattern) {
+            problems.push(invalid("allowedUnsafeSysctls", pattern, &reason));
+        }
+    }
     for server in &config.cluster_dns {
         if server.parse::<std::net::IpAddr>().is_err() {
             problems.push(invalid("clusterDNS", server, "not an IP address"));

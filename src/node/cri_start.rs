@@ -103,6 +103,7 @@ impl CriStart {
             },
             resolv_conf: config.resolv_conf.clone(),
             node_hosts_file: config.host_root.join("etc/hosts"),
+            allowed_unsafe_sysctls: config.allowed_unsafe_sysctls.clone(),
             memory_capacity: self.machine.read().memory_bytes,
             relist_period: RELIST_PERIOD,
             relist_threshold: config.pleg_relist_threshold.0,

@@ -813,3 +813,38 @@ async fn a_pod_is_ready_only_once_its_readiness_gates_conditions_are_true() {
     })
     .await;
 }
+
+#[actix_rt::test]
+async fn a_pod_with_an_unsafe_sysctl_the_node_does_not_allow_is_refused() {
+    let Some(setup) = Setup::start(
+        "a_pod_with_an_unsafe_sysctl_the_node_does_not_allow_is_refused",
+        "cri-sysctl",
+    )
+    .await
+    else {
+        return;
+    };
+    let (node, cluster) = (&setup.node, &setup.cluster);
+    node.guard(async {
+        let mut manifest = spec("Never", json!([shell("app", "true")]));
+        manifest["spec"]["securityContext"] =
+            json!({"sysctls": [{"name": "kernel.msgmax", "value": "10000000000"}]});
+        let name = format!("{}-unsafe", node.name);
+        create(
+            &cluster.client,
+            &pod_manifest(&name, NAMESPACE, &node.name, manifest),
+        )
+        .await;
+        let refused = wait_pod(&cluster.client, NAMESPACE, &name, "Failed", |pod| {
+            crate::common::pods::phase(pod) == Some("Failed")
+        })
+        .await;
+        let status = refused.status.expect("a status");
+        assert_eq!(status.reason.as_deref(), Some("SysctlForbidden"));
+        assert_eq!(
+            status.message.as_deref(),
+            Some("Pod was rejected: forbidden sysctl: \"kernel.msgmax\" not allowlisted")
+        );
+    })
+    .await;
+}

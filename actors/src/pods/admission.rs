@@ -23,7 +23,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
             message: message.into(),

@@ -33,6 +33,7 @@ pub mod service_env;
 mod simulated;
 mod simulated_status;
 mod starting;
+pub mod sysctls;
 #[cfg(test)]
 mod tests;
 

@@ -40,7 +40,11 @@ impl Engine {
             entry.retry_at = Some(later(now, NODE_UNKNOWN_RETRY));
             return false;
         };
-        let Err(rejection) = admit(&entry.pod, &node, &admitted) else {
+        // The kubelet's handlers in its order: sysctls before the predicates.
+        let verdict =
+            crate::pods::sysctls::admit(&entry.pod, &self.settings.allowed_unsafe_sysctls)
+                .and_then(|()| admit(&entry.pod, &node, &admitted));
+        let Err(rejection) = verdict else {
             entry.admitted = true;
             return true;
         };

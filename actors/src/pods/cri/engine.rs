@@ -67,6 +67,8 @@ pub struct CriPodsSettings {
     pub resolv_conf: PathBuf,
     /// The host's `/etc/hosts`, which `hostNetwork` pods get (with their `hostAliases`).
     pub node_hosts_file: PathBuf,
+    /// `allowedUnsafeSysctls`: patterns beside the safe sysctls that pods may set.
+    pub allowed_unsafe_sysctls: Vec<String>,
     /// The node's memory, for Burstable containers' `oom_score_adj`.
     pub memory_capacity: u64,
     pub relist_period: Duration,
