@@ -130,11 +130,14 @@ pub fn admit(pod: &Pod, allowed_unsafe: &[String]) -> Result<(), Rejection> {
             .min_by_key(|(_, prefixed, _)| *prefixed);
         let error = match found {
             None => format!("{name:?} not allowlisted"),
-            Some((_, _, Namespace::Ipc)) if host_ipc => {
-                format!("{name:?} not allowed with host IPC enabled")
-            }
-            Some((_, _, Namespace::Net)) if host_network => {
-                format!("{name:?} not allowed with host Net enabled")
+            Some((_, _, namespace))
+                if (*namespace == Namespace::Ipc && host_ipc)
+                    || (*namespace == Namespace::Net && host_network) =>
+            {
+                format!(
+                    "{name:?} not allowed with host {} enabled",
+                    namespace.name()
+                )
             }
             Some(_) => continue,
         };

@@ -60,10 +60,14 @@ pub fn is_sidecar(container: &Container) -> bool {
     container.restart_policy.as_deref() == Some("Always")
 }
 
-/// Whether a running sidecar counts as started, so the next init container may start. Until
-/// startup probes exist, running is started; the prober's startup result goes here.
-pub fn sidecar_started(status: &ContainerStatus) -> bool {
-    status.state == ContainerState::Running
+/// Whether a running sidecar counts as started, so the next container may start: running,
+/// and past its startup probe when it has one (`started`, the prober's verdict).
+fn sidecar_started(
+    init: &Container,
+    status: &ContainerStatus,
+    started: &dyn Fn(&Container, &ContainerStatus) -> bool,
+) -> bool {
+    status.state == ContainerState::Running && started(init, status)
 }
 
 pub fn init_containers(pod: &Pod) -> &[Container] {
@@ -129,7 +133,18 @@ fn wants_start(newest: Option<&ContainerStatus>, policy: RestartPolicy) -> bool 
 }
 
 /// What to do for `pod` now that the runtime holds `runtime`.
+#[cfg(test)]
 pub fn plan(pod: &Pod, runtime: &PodRuntime) -> Plan {
+    plan_with(pod, runtime, &|_, _| true)
+}
+
+/// [`plan`], with the prober's word on whether a running container is started (past its
+/// startup probe): a sidecar holds the containers after it back until it is.
+pub fn plan_with(
+    pod: &Pod,
+    runtime: &PodRuntime,
+    started: &dyn Fn(&Container, &ContainerStatus) -> bool,
+) -> Plan {
     let policy = RestartPolicy::of(pod);
     let newest_sandbox = runtime.newest_sandbox();
     let needs_sandbox = runtime
@@ -177,7 +192,7 @@ pub fn plan(pod: &Pod, runtime: &PodRuntime) -> Plan {
         .filter(|c| runtime.newest(&c.name).is_none())
         .map(|c| (Kind::Ephemeral, c.name))
         .collect();
-    match init_step(pod, runtime, policy, app_started) {
+    match init_step(pod, runtime, policy, app_started, started) {
         InitStep::Wait(init) => {
             start.extend(init);
             return Plan {
@@ -239,6 +254,7 @@ fn init_step(
     runtime: &PodRuntime,
     policy: RestartPolicy,
     app_started: bool,
+    started: &dyn Fn(&Container, &ContainerStatus) -> bool,
 ) -> InitStep {
     let mut start = Vec::new();
     for init in init_containers(pod) {
@@ -246,7 +262,7 @@ fn init_step(
         let entry = (Kind::Init, init.name.clone());
         if is_sidecar(init) {
             match newest {
-                Some(status) if sidecar_started(status) => {}
+                Some(status) if sidecar_started(init, status, started) => {}
                 Some(status) if status.state == ContainerState::Exited => start.push(entry),
                 // Running but not started yet (a startup probe): the next one waits.
                 Some(status) if status.state == ContainerState::Running => {

@@ -67,7 +67,11 @@ impl Engine {
     pub fn prober_output(self: &Arc<Self>, output: &ProberOutput) {
         match output {
             ProberOutput::Readiness(readiness) => self.republish(&readiness.pod_uid),
-            ProberOutput::Started { pod_uid, .. } => self.republish(pod_uid),
+            ProberOutput::Started { pod_uid, .. } => {
+                self.republish(pod_uid);
+                // A started sidecar lets the containers after it go.
+                self.request_sync(pod_uid);
+            }
             ProberOutput::Event { pod_uid, event } => {
                 let pod = self.core().pods.get(pod_uid).map(|e| e.pod.clone());
                 if let Some(pod) = pod {

@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use super::{
-    plan::{Kind, plan},
+    plan::{Kind, plan, plan_with},
     status::{StatusInputs, pod_status},
     tests::{Harness, IMAGE, app, condition, deleted, phase, pod},
     view::PodRuntime,
@@ -185,6 +185,19 @@ fn the_plan_starts_the_init_container_after_a_sidecar_only_once_the_sidecar_runs
     assert_eq!(plan(&spec, &created).start, init("proxy"));
     let running = runtime(vec![instance("proxy", ContainerState::Running, 0, 2)]);
     assert_eq!(plan(&spec, &running).start, init("setup"));
+}
+
+#[test]
+fn a_sidecar_holds_the_next_container_back_until_its_startup_probe_succeeded() {
+    let spec = pod(
+        "Always",
+        json!({"initContainers": [sidecar("proxy"), {"name": "setup", "image": IMAGE}]}),
+    );
+    let running = runtime(vec![instance("proxy", ContainerState::Running, 0, 2)]);
+    let not_started = plan_with(&spec, &running, &|_, _| false);
+    assert!(not_started.start.is_empty(), "{not_started:?}");
+    let started = plan_with(&spec, &running, &|_, _| true);
+    assert_eq!(started.start, init("setup"));
 }
 
 #[test]

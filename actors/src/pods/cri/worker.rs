@@ -21,7 +21,7 @@ use super::{
     objects::EnvObjects,
     plan::{
         Kind, app_containers, ephemeral_containers, ephemeral_target, init_containers, is_sidecar,
-        plan,
+        plan_with,
     },
     sandbox::{parse_resolv_conf, sandbox_config},
     status::StartError,
@@ -31,7 +31,8 @@ use super::{
 use crate::{
     go_duration::go_duration,
     pods::env::{CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, container_env},
-    ports::{ContainerState, DnsConfig, PodEvent, SandboxConfig},
+    ports::{ContainerState, ContainerStatus, DnsConfig, PodEvent, SandboxConfig},
+    prober::PodProbeView,
     volume_manager::volumes_ready,
 };
 
@@ -164,7 +165,15 @@ impl Engine {
             return;
         };
         self.remove_dead(&pod, &runtime).await;
-        let mut plan = plan(&pod, &runtime);
+        let runtime_name = self.core().runtime_name.clone().unwrap_or_default();
+        let started = |container: &Container, status: &ContainerStatus| {
+            self.probe_results.as_ref().is_none_or(|results| {
+                let view = PodProbeView { results, pod: &pod };
+                let id = format!("{runtime_name}://{}", status.id);
+                view.started_and_ready(container, &id).0
+            })
+        };
+        let mut plan = plan_with(&pod, &runtime, &started);
         if (plan.create_sandbox.is_some() || !plan.start.is_empty()) && !self.volumes_ready(&pod) {
             // The kubelet's WaitForAttachAndMount: nothing is made or started until every
             // volume is set up, or a container would run without its mount. The volume
