@@ -4,7 +4,10 @@
 //! node's pods (`spec.nodeName=<node>`) through the main client, reconnecting with backoff;
 //! pod events through the event recorder (`events`), as node events.
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
 use jiff::Timestamp;
@@ -13,7 +16,10 @@ use kube::{
     api::{Api, DeleteParams, Patch, PatchParams, Preconditions},
     runtime::watcher,
 };
-use nodepulse_actors::ports::{ApiError, ApiRecovery, ApiResult, PodApi, PodEvent, PodWatchEvent};
+use nodepulse_actors::{
+    ports::{ApiError, ApiRecovery, ApiResult, PodApi, PodEvent, PodWatchEvent},
+    shrink::map_after_removal,
+};
 use serde_json::json;
 
 use super::{KubeApi, events::correlator::event_name, resume::resuming, timed};
@@ -132,7 +138,8 @@ impl PodApi for KubeApi {
 /// went away meanwhile as deleted.
 #[derive(Default)]
 struct Relist {
-    known: HashMap<String, Pod>,
+    /// The pods handed out (shared with the subscriber, not copied).
+    known: HashMap<String, Arc<Pod>>,
     seen: Option<HashSet<String>>,
 }
 
@@ -155,12 +162,14 @@ impl Relist {
                 if let Some(seen) = self.seen.as_mut() {
                     seen.insert(key(&pod));
                 }
-                self.known.insert(key(&pod), pod.clone());
-                vec![PodWatchEvent::Applied(Box::new(pod))]
+                let pod = Arc::new(pod);
+                self.known.insert(key(&pod), Arc::clone(&pod));
+                vec![PodWatchEvent::Applied(pod)]
             }
             Ok(watcher::Event::Delete(pod)) => {
                 self.known.remove(&key(&pod));
-                vec![PodWatchEvent::Deleted(Box::new(pod))]
+                map_after_removal(&mut self.known);
+                vec![PodWatchEvent::Deleted(Arc::new(pod))]
             }
             Ok(watcher::Event::InitDone) => {
                 let seen = self.seen.take().unwrap_or_default();
@@ -172,7 +181,7 @@ impl Relist {
                     .collect();
                 gone.into_iter()
                     .filter_map(|name| self.known.remove(&name))
-                    .map(|pod| PodWatchEvent::Deleted(Box::new(pod)))
+                    .map(PodWatchEvent::Deleted)
                     .chain([PodWatchEvent::Listed])
                     .collect()
             }
