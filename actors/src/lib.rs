@@ -17,6 +17,7 @@
 //! - [`ports`]: the API interfaces the daemon implements with kube-rs and tests with fakes.
 //! - [`quantity`]: Kubernetes resource quantities as numbers.
 //! - [`runtime_probe`]: RuntimeProbeActor, the container runtime's health over CRI.
+//! - [`shrink`]: hash maps shrunk back after removals, so what was deleted leaves no table.
 //!
 //! Each actor's module names it for the supervisor and the debug endpoint (`lease::NAME`,
 //! `node_status::NAME`, ...), so the daemon wires them without string literals.
@@ -37,5 +38,6 @@ pub mod prober;
 pub mod quantity;
 pub mod retry;
 pub mod runtime_probe;
+pub mod shrink;
 pub mod status_manager;
 pub mod volume_manager;

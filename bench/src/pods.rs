@@ -101,9 +101,10 @@ where
     Ok(())
 }
 
-/// Sends `request` until it is answered: a connection the emulator dropped under the load is
-/// tried again (at most `ATTEMPTS` times), and the answer `done_already` (the retried request
-/// had landed after all) counts as done.
+/// Sends `request` until it is answered: a connection the emulator dropped or a request it
+/// timed out under the load (408, 429, 5xx: what client-go retries too) is tried again (at most
+/// `ATTEMPTS` times), and the answer `done_already` (the retried request had landed after all)
+/// counts as done.
 async fn answered<F, R>(what: String, done_already: u16, request: F) -> Result<(), String>
 where
     F: Fn() -> R,
@@ -117,7 +118,9 @@ where
             Err(kube::Error::Api(status)) if status.code == done_already && attempt > 1 => {
                 return Ok(());
             }
-            Err(error @ kube::Error::Api(_)) => return Err(format!("{what}: {error}")),
+            Err(error @ kube::Error::Api(_)) if !transient(&error) => {
+                return Err(format!("{what}: {error}"));
+            }
             Err(error) if attempt == ATTEMPTS => {
                 return Err(format!("{what}: {error} ({ATTEMPTS} attempts)"));
             }
@@ -127,6 +130,11 @@ where
             }
         }
     }
+}
+
+/// An API answer that says "not now" rather than "no".
+fn transient(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if matches!(status.code, 408 | 429 | 500 | 502 | 503 | 504))
 }
 
 fn spread(seconds: Vec<f64>) -> Value {

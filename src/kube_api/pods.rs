@@ -4,7 +4,10 @@
 //! node's pods (`spec.nodeName=<node>`) through the main client, reconnecting with backoff;
 //! pod events through the event recorder (`events`), as node events.
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
 use jiff::Timestamp;
@@ -13,8 +16,9 @@ use kube::{
     api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions},
     runtime::watcher,
 };
-use nodepulse_actors::ports::{
-    ApiError, ApiRecovery, ApiResult, MirrorPodApi, PodApi, PodEvent, PodWatchEvent,
+use nodepulse_actors::{
+    ports::{ApiError, ApiRecovery, ApiResult, MirrorPodApi, PodApi, PodEvent, PodWatchEvent},
+    shrink::map_after_removal,
 };
 use serde_json::json;
 
@@ -147,7 +151,8 @@ impl MirrorPodApi for KubeApi {
 /// went away meanwhile as deleted.
 #[derive(Default)]
 struct Relist {
-    known: HashMap<String, Pod>,
+    /// The pods handed out (shared with the subscriber, not copied).
+    known: HashMap<String, Arc<Pod>>,
     seen: Option<HashSet<String>>,
 }
 
@@ -170,12 +175,14 @@ impl Relist {
                 if let Some(seen) = self.seen.as_mut() {
                     seen.insert(key(&pod));
                 }
-                self.known.insert(key(&pod), pod.clone());
-                vec![PodWatchEvent::Applied(Box::new(pod))]
+                let pod = Arc::new(pod);
+                self.known.insert(key(&pod), Arc::clone(&pod));
+                vec![PodWatchEvent::Applied(pod)]
             }
             Ok(watcher::Event::Delete(pod)) => {
                 self.known.remove(&key(&pod));
-                vec![PodWatchEvent::Deleted(Box::new(pod))]
+                map_after_removal(&mut self.known);
+                vec![PodWatchEvent::Deleted(Arc::new(pod))]
             }
             Ok(watcher::Event::InitDone) => {
                 let seen = self.seen.take().unwrap_or_default();
@@ -187,7 +194,7 @@ impl Relist {
                     .collect();
                 gone.into_iter()
                     .filter_map(|name| self.known.remove(&name))
-                    .map(|pod| PodWatchEvent::Deleted(Box::new(pod)))
+                    .map(PodWatchEvent::Deleted)
                     .chain([PodWatchEvent::Listed])
                     .collect()
             }

@@ -16,7 +16,10 @@ use futures::{
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{Api, runtime::watcher};
-use nodepulse_actors::ports::{NodeWatchEvent, PodWatchEvent};
+use nodepulse_actors::{
+    ports::{NodeWatchEvent, PodWatchEvent},
+    shrink::map_after_removal,
+};
 use tokio::task::AbortHandle;
 
 use super::{KubeApi, resume::resuming};
@@ -180,8 +183,9 @@ impl Router for NodeRouter {
 /// lifecycle actor) starts from the node's current pods, as a fresh per-node watch would.
 pub(crate) struct PodRouter {
     members: Arc<HashSet<String>>,
-    /// node → (namespace/name → pod)
-    known: HashMap<String, HashMap<String, Pod>>,
+    /// node → (namespace/name → pod), the pods the subscribers were handed (shared, not
+    /// copied); a node whose pods are all gone has no entry.
+    known: HashMap<String, HashMap<String, Arc<Pod>>>,
     relisted: Option<HashSet<(String, String)>>,
     /// The first list is complete: a subscriber's replay ends with `Listed`.
     listed: bool,
@@ -231,11 +235,12 @@ impl Router for PodRouter {
                 if let Some(relisted) = self.relisted.as_mut() {
                     relisted.insert((node.clone(), key.clone()));
                 }
+                let pod = Arc::new(pod);
                 self.known
                     .entry(node.clone())
                     .or_default()
-                    .insert(key, pod.clone());
-                vec![(node, PodWatchEvent::Applied(Box::new(pod)))]
+                    .insert(key, Arc::clone(&pod));
+                vec![(node, PodWatchEvent::Applied(pod))]
             }
             Ok(watcher::Event::Delete(pod)) => {
                 let Some(node) = pod_node(&pod).filter(|node| self.members.contains(node)) else {
@@ -243,8 +248,14 @@ impl Router for PodRouter {
                 };
                 if let Some(pods) = self.known.get_mut(&node) {
                     pods.remove(&pod_key(&pod));
+                    if pods.is_empty() {
+                        self.known.remove(&node);
+                    } else {
+                        map_after_removal(pods);
+                    }
+                    map_after_removal(&mut self.known);
                 }
-                vec![(node, PodWatchEvent::Deleted(Box::new(pod)))]
+                vec![(node, PodWatchEvent::Deleted(Arc::new(pod)))]
             }
             Ok(watcher::Event::InitDone) => {
                 let relisted = self.relisted.take().unwrap_or_default();
@@ -253,10 +264,7 @@ impl Router for PodRouter {
                     pods.retain(|key, pod| {
                         let listed = relisted.contains(&(node.clone(), key.clone()));
                         if !listed {
-                            gone.push((
-                                node.clone(),
-                                PodWatchEvent::Deleted(Box::new(pod.clone())),
-                            ));
+                            gone.push((node.clone(), PodWatchEvent::Deleted(Arc::clone(pod))));
                         }
                         listed
                     });
@@ -282,7 +290,7 @@ impl Router for PodRouter {
             .get(node)
             .map(|pods| {
                 pods.values()
-                    .map(|pod| PodWatchEvent::Applied(Box::new(pod.clone())))
+                    .map(|pod| PodWatchEvent::Applied(Arc::clone(pod)))
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default()

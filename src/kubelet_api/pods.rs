@@ -16,7 +16,7 @@ pub fn bound_pods(volumes: Option<&VolumeView>) -> Reply {
     let items: Vec<Value> = (volumes.map(VolumeView::pods).unwrap_or_default())
         .into_iter()
         .filter_map(|pod| {
-            let mut item = serde_json::to_value(pod).ok()?;
+            let mut item = serde_json::to_value(pod.as_ref()).ok()?;
             if let Some(fields) = item.as_object_mut() {
                 fields.remove("kind");
                 fields.remove("apiVersion");

@@ -18,8 +18,8 @@ use tokio::task::AbortHandle;
 /// What the sources said so far, and who listens.
 #[derive(Default)]
 struct Fanout {
-    /// The pods now, by UID: a late subscriber's start.
-    pods: std::collections::BTreeMap<String, Pod>,
+    /// The pods now, by UID: a late subscriber's start (the sources' `Arc`s, not copies).
+    pods: std::collections::BTreeMap<String, Arc<Pod>>,
     /// Per source, whether it has listed.
     listed: Vec<bool>,
     /// Every source ended: a subscriber hears what there is, and its stream ends.
@@ -39,7 +39,7 @@ impl Fanout {
         match &event {
             PodWatchEvent::Applied(pod) => {
                 let uid = pod.metadata.uid.clone().unwrap_or_default();
-                self.pods.insert(uid, (**pod).clone());
+                self.pods.insert(uid, Arc::clone(pod));
             }
             PodWatchEvent::Deleted(pod) => {
                 self.pods
@@ -57,7 +57,7 @@ impl Fanout {
     fn replay(&self) -> impl Iterator<Item = PodWatchEvent> + '_ {
         self.pods
             .values()
-            .map(|pod| PodWatchEvent::Applied(Box::new(pod.clone())))
+            .map(|pod| PodWatchEvent::Applied(Arc::clone(pod)))
             .chain(self.all_listed().then_some(PodWatchEvent::Listed))
     }
 }
@@ -159,8 +159,8 @@ mod tests {
 
     use super::*;
 
-    fn pod(uid: &str) -> Box<Pod> {
-        Box::new(serde_json::from_value(json!({"metadata": {"uid": uid, "name": uid}})).unwrap())
+    fn pod(uid: &str) -> Arc<Pod> {
+        Arc::new(serde_json::from_value(json!({"metadata": {"uid": uid, "name": uid}})).unwrap())
     }
 
     fn uid(event: &PodWatchEvent) -> String {

@@ -148,7 +148,7 @@ async fn set(manager: &Manager, pod: &Pod, status: PodStatus) {
     manager
         .mailbox
         .send(SetPodStatus {
-            pod: Box::new(pod.clone()),
+            pod: Arc::new(pod.clone()),
             status,
         })
         .await
@@ -292,7 +292,7 @@ async fn a_terminated_pod_being_deleted_ends_failed_and_is_deleted_with_its_uid(
     manager
         .mailbox
         .send(TerminatePod {
-            pod: Box::new(deleting),
+            pod: Arc::new(deleting),
         })
         .await
         .expect("queued");

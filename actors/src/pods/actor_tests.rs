@@ -27,7 +27,7 @@ struct DueOnce {
 }
 
 impl PodLifecycleProvider for DueOnce {
-    fn pod_applied(&mut self, _: &Pod, _: Timestamp) -> Vec<PodUpdate> {
+    fn pod_applied(&mut self, _: &Arc<Pod>, _: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
     }
     fn pod_deleted(&mut self, _: &Pod) {}

@@ -24,7 +24,7 @@ use crate::{
 pub enum PodUpdate {
     /// `SetPodStatus`.
     Status {
-        pod: Box<Pod>,
+        pod: Arc<Pod>,
         status: Box<PodStatus>,
     },
     /// `SetContainerReadiness`.
@@ -34,18 +34,19 @@ pub enum PodUpdate {
         ready: bool,
     },
     /// `TerminatePod`: the pod's containers are gone for good.
-    Terminated { pod: Box<Pod> },
+    Terminated { pod: Arc<Pod> },
     /// An Event about the pod (Pulled, Created, Started, ...), recorded through the same
     /// events path as the volume manager's, after the updates queued before it.
-    Event { pod: Box<Pod>, event: PodEvent },
+    Event { pod: Arc<Pod>, event: PodEvent },
 }
 
 /// How a provider that works asynchronously tells the actor that updates wait for `tick`.
 pub type UpdateSink = Arc<dyn Fn() + Send + Sync>;
 
 pub trait PodLifecycleProvider: Send + 'static {
-    /// A pod bound to this node, as the API has it now (listed, added or modified).
-    fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate>;
+    /// A pod bound to this node, as the API has it now (listed, added or modified); keep the
+    /// `Arc`, not a copy: the watch and StatusManager hold the same one.
+    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate>;
     /// The pod is gone from the API: forget it and free what it held.
     fn pod_deleted(&mut self, pod: &Pod);
     /// Every pod bound to the node has been reported (`PodWatchEvent::Listed`): a pod not
@@ -92,7 +93,7 @@ pub trait PodLifecycleProvider: Send + 'static {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outgoing {
     /// The pod as the watch saw it (`PodObserved`).
-    Observed(Box<Pod>),
+    Observed(Arc<Pod>),
     /// The pod is gone (`PodGone`).
     Gone(String),
     Update(PodUpdate),

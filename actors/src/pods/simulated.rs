@@ -25,6 +25,7 @@ use super::{
 use crate::{
     messages::StopPod,
     ports::{ContainerStats, PodStats},
+    shrink::map_after_removal,
     volume_manager::PodVolumeView,
     volume_manager::volumes_ready,
 };
@@ -42,7 +43,8 @@ pub struct SimulatedSettings {
 
 #[derive(Debug, Clone)]
 struct SimulatedPod {
-    pod: Pod,
+    /// The watch's pod, shared with StatusManager (never a copy of its own).
+    pod: Arc<Pod>,
     stage: Stage,
     placement: Placement,
     /// Our own address (not the host's): given back when the pod is gone.
@@ -105,6 +107,12 @@ impl SimulatedPods {
         }
     }
 
+    /// Pods held, the table slots they take and addresses in use: zero each once every pod
+    /// is deleted.
+    pub fn footprint(&self) -> (usize, usize, usize) {
+        (self.pods.len(), self.pods.capacity(), self.pool.in_use())
+    }
+
     /// Waits for `volumes` to say a pod's volumes are set up before starting its containers.
     #[must_use]
     pub fn with_volumes(mut self, volumes: Arc<dyn PodVolumeView>) -> Self {
@@ -124,7 +132,7 @@ impl SimulatedPods {
     fn status_update(&self, uid: &str) -> Option<PodUpdate> {
         let sim = self.pods.get(uid)?;
         Some(PodUpdate::Status {
-            pod: Box::new(sim.pod.clone()),
+            pod: Arc::clone(&sim.pod),
             status: Box::new(simulated_status(&sim.pod, &sim.stage, &sim.placement)),
         })
     }
@@ -210,18 +218,18 @@ impl SimulatedPods {
         }
         sim.terminated_sent = true;
         Some(PodUpdate::Terminated {
-            pod: Box::new(sim.pod.clone()),
+            pod: Arc::clone(&sim.pod),
         })
     }
 
     /// A pod first seen: adopted as it is when the API shows it running or finished (a
     /// restart of nodepulse), otherwise started.
-    fn adopt_or_start(&mut self, uid: &str, pod: &Pod, now: Timestamp) -> Vec<PodUpdate> {
+    fn adopt_or_start(&mut self, uid: &str, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
         let status = pod.status.clone().unwrap_or_default();
         let host_ip = self.settings.host_ip.map(|ip| ip.to_string());
         let started_at = status.start_time.as_ref().map_or(now, |time| time.0);
         let mut sim = SimulatedPod {
-            pod: pod.clone(),
+            pod: Arc::clone(pod),
             stage: Stage::Pending,
             placement: Placement {
                 host_ip,
@@ -301,14 +309,14 @@ impl SimulatedPods {
 }
 
 impl PodLifecycleProvider for SimulatedPods {
-    fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate> {
+    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
         let Some(uid) = uid(pod).map(str::to_owned) else {
             return Vec::new();
         };
         let mut updates = match self.pods.get_mut(&uid) {
             None => self.adopt_or_start(&uid, pod, now),
             Some(sim) => {
-                sim.pod = pod.clone();
+                sim.pod = Arc::clone(pod);
                 let mut updates = self.readiness(&uid);
                 updates.extend(self.advance(&uid, now));
                 updates
@@ -326,6 +334,7 @@ impl PodLifecycleProvider for SimulatedPods {
         let Some(sim) = uid(pod).and_then(|uid| self.pods.remove(uid)) else {
             return;
         };
+        map_after_removal(&mut self.pods);
         if let Some(ip) = sim.owned_ip {
             self.pool.release(ip);
         }
@@ -428,7 +437,7 @@ impl PodLifecycleProvider for SimulatedPods {
                     })
                     .collect();
                 PodStats {
-                    pod: sim.pod.clone(),
+                    pod: Pod::clone(&sim.pod),
                     containers: Some(containers),
                     processes: Some(annotations::processes(&sim.pod).unwrap_or(0)),
                 }

@@ -77,7 +77,7 @@ pub struct StartingProvider {
     provider: Option<Box<dyn PodLifecycleProvider>>,
     health: Arc<StartHealth>,
     /// The pods the watch reported while there was no provider, by UID.
-    pods: BTreeMap<String, Pod>,
+    pods: BTreeMap<String, Arc<Pod>>,
     listed: bool,
     sink: Option<UpdateSink>,
     failures: u32,
@@ -157,12 +157,12 @@ impl StartingProvider {
 }
 
 impl PodLifecycleProvider for StartingProvider {
-    fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate> {
+    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
         if let Some(provider) = &mut self.provider {
             return provider.pod_applied(pod, now);
         }
         if let Some(uid) = &pod.metadata.uid {
-            self.pods.insert(uid.clone(), pod.clone());
+            self.pods.insert(uid.clone(), Arc::clone(pod));
         }
         Vec::new()
     }

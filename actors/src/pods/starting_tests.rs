@@ -29,7 +29,7 @@ impl Recorder {
 }
 
 impl PodLifecycleProvider for Recorder {
-    fn pod_applied(&mut self, pod: &Pod, _: Timestamp) -> Vec<PodUpdate> {
+    fn pod_applied(&mut self, pod: &Arc<Pod>, _: Timestamp) -> Vec<PodUpdate> {
         self.note(format!("applied {}", pod.metadata.name.clone().unwrap()));
         Vec::new()
     }
@@ -90,8 +90,8 @@ fn a_failed_start_is_unhealthy_retried_with_back_off_and_then_gets_the_pods_seen
     assert_eq!(starting.debug_state()["failedStarts"], 1);
     assert_eq!(starting.next_wakeup(), Some(at(1)), "tried again in 1 s");
 
-    starting.pod_applied(&pod("gone"), at(0));
-    starting.pod_applied(&pod("web"), at(0));
+    starting.pod_applied(&Arc::new(pod("gone")), at(0));
+    starting.pod_applied(&Arc::new(pod("web")), at(0));
     starting.pod_deleted(&pod("gone"));
     starting.pods_listed();
     starting.tick(at(0));
@@ -109,7 +109,7 @@ fn a_failed_start_is_unhealthy_retried_with_back_off_and_then_gets_the_pods_seen
     assert_eq!(health.unhealthy(Instant::now()), None, "started: healthy");
     assert_eq!(recorder.said(), ["applied web", "listed"]);
     assert_eq!(starting.debug_state()["provider"], "recorder");
-    starting.pod_applied(&pod("next"), at(4));
+    starting.pod_applied(&Arc::new(pod("next")), at(4));
     assert_eq!(
         recorder.said().last().map(String::as_str),
         Some("applied next")

@@ -2,20 +2,22 @@
 //! patches through the heartbeat client (never queued behind the rate limit), the final delete
 //! and the watch through the main client.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::ApiResult;
 
-/// What a watch on the node's pods says.
+/// What a watch on the node's pods says. A pod is shared, not copied: the watch's routing,
+/// the pod source, the provider, StatusManager and the volume manager all hold this one
+/// allocation of each pod version (a fleet holds thousands of pods, five copies each before).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PodWatchEvent {
     /// The pod as it is now on the server (listed, added or modified).
-    Applied(Box<Pod>),
+    Applied(Arc<Pod>),
     /// The pod is gone, as last seen.
-    Deleted(Box<Pod>),
+    Deleted(Arc<Pod>),
     /// Every pod bound to the node has now been reported (after the first list, and after each
     /// relist): what was not reported is not there. The volume manager unmounts nothing before
     /// it, as the kubelet waits for its pod sources to be ready.

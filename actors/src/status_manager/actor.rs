@@ -39,6 +39,7 @@ use crate::{
         StopPod, TerminatePod,
     },
     ports::{ApiRecovered, PodApi, PodEvent, warn_unless_unreachable},
+    shrink::{map_after_removal, set_after_removal},
 };
 
 /// How StatusManagerActor is configured.
@@ -62,13 +63,14 @@ impl StatusManagerSettings {
 }
 
 /// What outlives an instance (handed to every generation in a [`Kept`]): the versioned
-/// cache, the pods it was told about (by UID), and which instance is in charge.
+/// cache, the pods it was told about (by UID), and which instance is in charge. Pods are the
+/// watch's and the provider's `Arc`s, never copies of their own.
 #[derive(Debug, Default)]
 pub struct PodStatusStore {
     cache: PodStatusCache,
-    pods: HashMap<String, Pod>,
-    /// The status each pod (by UID) has in the API, as the pod watch last reported it.
-    api_seen: HashMap<String, PodStatus>,
+    pods: HashMap<String, Arc<Pod>>,
+    /// Each pod (by UID) as the pod watch last reported it: its status is the API's.
+    api_seen: HashMap<String, Arc<Pod>>,
     generation: u64,
     /// Batch passes run so far, by every instance.
     batch_passes: u64,
@@ -79,12 +81,14 @@ impl PodStatusStore {
     /// has — someone else changed what the kubelet owns. Only for versions already sent: an
     /// unsent one is on its way anyway.
     fn needs_reconcile(&self, uid: &str, now: Timestamp) -> bool {
-        let (Some(entry), Some(api)) = (self.cache.get(uid), self.api_seen.get(uid)) else {
+        let (Some(entry), Some(seen)) = (self.cache.get(uid), self.api_seen.get(uid)) else {
             return false;
         };
         if self.cache.unsent(uid) {
             return false;
         }
+        let none = PodStatus::default();
+        let api = seen.status.as_ref().unwrap_or(&none);
         let merged = merge_pod_status(
             api,
             &entry.status,
@@ -94,11 +98,14 @@ impl PodStatusStore {
         pod_status_patch(uid, api, &merged).is_some()
     }
 
-    /// Forgets the pod with this UID: its status, its pod, the API's view of it.
+    /// Forgets the pod with this UID: its status, its pod, the API's view of it, and the
+    /// table space they held once most pods are gone.
     fn forget(&mut self, uid: &str) {
         self.cache.remove(uid);
         self.pods.remove(uid);
         self.api_seen.remove(uid);
+        map_after_removal(&mut self.pods);
+        map_after_removal(&mut self.api_seen);
     }
 }
 
@@ -111,6 +118,16 @@ impl PodStatusStore {
     /// The cache, for tests and the debug view.
     pub fn cache(&self) -> &PodStatusCache {
         &self.cache
+    }
+
+    /// Entries and table slots the store holds for pods: zero of each once every pod it knew
+    /// is gone (a deleted pod leaves nothing behind).
+    pub fn footprint(&self) -> (usize, usize) {
+        let (entries, slots) = self.cache.footprint();
+        (
+            entries + self.pods.len() + self.api_seen.len(),
+            slots + self.pods.capacity() + self.api_seen.capacity(),
+        )
     }
 
     /// Makes the caller the instance in charge; returns its generation.
@@ -201,7 +218,7 @@ impl StatusManagerActor {
     fn update(
         &mut self,
         ctx: &mut Context<Self>,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         status: k8s_openapi::api::core::v1::PodStatus,
         force: bool,
         finished: bool,
@@ -221,7 +238,7 @@ impl StatusManagerActor {
                 tracing::debug!(%uid, "a status for a deleted pod the API no longer shows; dropped");
                 return;
             }
-            stored.pods.insert(uid.clone(), pod.clone());
+            stored.pods.insert(uid.clone(), Arc::clone(pod));
             stored
                 .cache
                 .update(pod, status, force, finished, (self.wall_clock)())
@@ -254,7 +271,7 @@ impl StatusManagerActor {
                 version: entry.version,
                 finished: entry.finished,
                 status: entry.status.clone(),
-                static_pod: stored.pods.get(uid).is_some_and(is_static_pod),
+                static_pod: stored.pods.get(uid).is_some_and(|pod| is_static_pod(pod)),
             })
         });
         let Some(job) = job else {
@@ -272,6 +289,7 @@ impl StatusManagerActor {
         // Spawned, not awaited: the mailbox and liveness pings stay served while it runs.
         ctx.spawn(sync.into_actor(self).map(move |outcome, actor, ctx| {
             actor.in_flight.remove(&uid);
+            set_after_removal(&mut actor.in_flight);
             actor.finish(&uid, outcome);
             actor.start_unsent(ctx);
             actor.answer_flushes();
@@ -458,7 +476,7 @@ impl Handler<TerminatePod> for StatusManagerActor {
     type Result = ();
 
     fn handle(&mut self, message: TerminatePod, ctx: &mut Context<Self>) {
-        let pod = *message.pod;
+        let pod = message.pod;
         let base = pod
             .metadata
             .uid
@@ -475,20 +493,21 @@ impl Handler<PodObserved> for StatusManagerActor {
     type Result = ();
 
     fn handle(&mut self, message: PodObserved, _: &mut Context<Self>) {
-        let pod = *message.pod;
+        let pod = message.pod;
         let Some(uid) = pod.metadata.uid.clone() else {
             return;
         };
         let mut stored = self.store.lock();
-        let status = pod.status.clone().unwrap_or_default();
         // A static pod's status in the API is its mirror pod's (`TranslatePodUID`): a mirror
         // pod is seen for its static pod, and tells nothing else.
         if let Some(static_uid) = mirror_hash(&pod) {
-            stored.api_seen.insert(static_uid.to_owned(), status);
+            stored
+                .api_seen
+                .insert(static_uid.to_owned(), Arc::clone(&pod));
             return;
         }
         if !is_static_pod(&pod) {
-            stored.api_seen.insert(uid.clone(), status);
+            stored.api_seen.insert(uid.clone(), Arc::clone(&pod));
         }
         // A pod already known keeps its latest metadata (a deletionTimestamp matters for the
         // final delete); one never told about stays unknown until its provider speaks.
@@ -503,6 +522,8 @@ impl Handler<PodGone> for StatusManagerActor {
 
     fn handle(&mut self, message: PodGone, _: &mut Context<Self>) {
         self.store.lock().forget(&message.uid);
+        self.failed.remove(&message.uid);
+        set_after_removal(&mut self.failed);
     }
 }
 

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use super::{PodStatusStore, StatusManagerActor, StatusManagerSettings};
 use crate::{
     messages::{
-        EvictPod, FlushPodStatuses, PodObserved, SetContainerReadiness, SetPodStatus, StopPod,
-        TerminatePod,
+        EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
+        StopPod, TerminatePod,
     },
     ports::{
         ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent,
@@ -172,7 +172,7 @@ fn start_with_period(
 async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodStatus) {
     manager
         .send(SetPodStatus {
-            pod: Box::new(pod),
+            pod: Arc::new(pod),
             status,
         })
         .await
@@ -290,7 +290,7 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
     set_status(&manager, deleting.clone(), running(true)).await;
     manager
         .send(TerminatePod {
-            pod: Box::new(deleting),
+            pod: Arc::new(deleting),
         })
         .await
         .expect("delivered");
@@ -305,6 +305,57 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
         store.read(|store| store.cache().get("uid-1").is_none())
     })
     .await;
+}
+
+/// Nothing of a deleted pod stays: neither its entries nor the table slots they took, whether
+/// StatusManager deleted it (finished, being deleted) or the watch reported it gone.
+#[actix_rt::test]
+async fn deleted_pods_leave_nothing_in_the_store() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    let pods: Vec<Arc<Pod>> = (0..40)
+        .map(|index| Arc::new(pod(&format!("web-{index}"), &format!("uid-{index}"))))
+        .collect();
+    for pod in &pods {
+        api.put(pod);
+        set_status(&manager, Pod::clone(pod), running(true)).await;
+        manager
+            .send(PodObserved {
+                pod: Arc::clone(pod),
+            })
+            .await
+            .expect("delivered");
+    }
+    eventually("every status is sent", || {
+        store.read(|store| store.cache().unsent_pods().is_empty())
+    })
+    .await;
+    assert!(store.read(PodStatusStore::footprint).0 >= 3 * pods.len());
+    let (by_manager, by_watch) = pods.split_at(pods.len() / 2);
+    for pod in by_manager {
+        let mut deleting = Pod::clone(pod);
+        deleting.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::clock::system()()),
+        );
+        api.put(&deleting);
+        manager
+            .send(TerminatePod {
+                pod: Arc::new(deleting),
+            })
+            .await
+            .expect("delivered");
+    }
+    for pod in by_watch {
+        let uid = pod.metadata.uid.clone().expect("uid");
+        manager.send(PodGone { uid }).await.expect("delivered");
+    }
+    eventually("the store holds nothing", || {
+        store.read(PodStatusStore::footprint) == (0, 0)
+    })
+    .await;
+    assert_eq!(api.state().deletes.len(), by_manager.len());
 }
 
 #[actix_rt::test]
@@ -404,7 +455,7 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
     let manager = start(&api, &store);
     manager
         .send(TerminatePod {
-            pod: Box::new(pod("job", "uid-1")),
+            pod: Arc::new(pod("job", "uid-1")),
         })
         .await
         .expect("delivered");
@@ -448,7 +499,7 @@ async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_oth
     api.state().pods.insert("web".into(), edited.clone());
     manager
         .send(PodObserved {
-            pod: Box::new(serde_json::from_value(edited).expect("pod")),
+            pod: Arc::new(serde_json::from_value(edited).expect("pod")),
         })
         .await
         .expect("delivered");
@@ -491,7 +542,7 @@ async fn a_settled_pod_served_with_gos_empty_fields_costs_no_request_in_batch_pa
     api.state().pods.insert("web".into(), served.clone());
     manager
         .send(PodObserved {
-            pod: Box::new(serde_json::from_value(served).expect("pod")),
+            pod: Arc::new(serde_json::from_value(served).expect("pod")),
         })
         .await
         .expect("delivered");

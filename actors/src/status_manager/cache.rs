@@ -12,6 +12,7 @@ use k8s_openapi::{
 };
 
 use super::conditions::{carry_transition_times, comparable, is_kubelet_owned, is_shared};
+use crate::shrink::map_after_removal;
 
 /// One pod's cached status.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,14 +145,16 @@ impl PodStatusCache {
         uids
     }
 
-    /// Records that `version` of pod `uid` reached the API.
+    /// Records that `version` of pod `uid` reached the API. A pod forgotten meanwhile (gone
+    /// while its sync ran) stays forgotten: nothing of it is recorded.
     pub fn mark_sent(&mut self, uid: &str, version: u64) {
-        self.api_versions.insert(uid.to_owned(), version);
-        if let Some(entry) = self.statuses.get_mut(uid)
-            && entry.version <= version
-        {
+        let Some(entry) = self.statuses.get_mut(uid) else {
+            return;
+        };
+        if entry.version <= version {
             entry.pending_since = None;
         }
+        self.api_versions.insert(uid.to_owned(), version);
     }
 
     /// Forces the next sync of `uid` (the API's status differs from the cache).
@@ -159,10 +162,21 @@ impl PodStatusCache {
         self.api_versions.remove(uid);
     }
 
-    /// Drops a pod's cached status (it was deleted or re-created).
+    /// Drops a pod's cached status (it was deleted or re-created), and the table space it
+    /// held once most pods are gone.
     pub fn remove(&mut self, uid: &str) {
         self.statuses.remove(uid);
         self.api_versions.remove(uid);
+        map_after_removal(&mut self.statuses);
+        map_after_removal(&mut self.api_versions);
+    }
+
+    /// Entries and table slots both maps hold: what a deleted pod must not leave behind.
+    pub fn footprint(&self) -> (usize, usize) {
+        (
+            self.statuses.len() + self.api_versions.len(),
+            self.statuses.capacity() + self.api_versions.capacity(),
+        )
     }
 }
 

@@ -63,6 +63,24 @@ fn every_change_gets_a_new_version_and_an_identical_status_is_dropped() {
 }
 
 #[test]
+fn a_removed_pod_leaves_nothing_even_when_its_sync_ends_after() {
+    let mut cache = PodStatusCache::default();
+    let uids: Vec<String> = (0..64).map(|index| format!("uid-{index}")).collect();
+    for uid in &uids {
+        let mut pod = pod("Always", json!({}));
+        pod.metadata.uid = Some(uid.clone());
+        cache.update(&pod, running("True"), false, false, at(0));
+        cache.mark_sent(uid, 1);
+    }
+    for uid in &uids {
+        cache.remove(uid);
+        // The pod's sync was in flight when it went: its end records nothing.
+        cache.mark_sent(uid, 1);
+    }
+    assert_eq!(cache.footprint(), (0, 0), "entries, table slots");
+}
+
+#[test]
 fn others_conditions_do_not_count_as_a_change() {
     let mut cache = PodStatusCache::default();
     let pod = pod("Always", json!({}));

@@ -226,7 +226,7 @@ impl VolumeManagerActor {
     /// A FailedMount event, once per pod, for pods with volumes that cannot enter the desired
     /// state (the kubelet records it on every pod sync; a pod here waits without resyncs).
     fn report_pod_errors(&self, desired: &super::DesiredState) {
-        let due: Vec<(k8s_openapi::api::core::v1::Pod, String)> = self.memory.update(|m| {
+        let due: Vec<(Arc<k8s_openapi::api::core::v1::Pod>, String)> = self.memory.update(|m| {
             m.pod_errors_reported
                 .retain(|uid| desired.pods.contains_key(uid));
             let mut due = Vec::new();
@@ -549,7 +549,7 @@ impl StreamHandler<PodWatchEvent> for VolumeManagerActor {
                 };
                 let new = self
                     .memory
-                    .update(|m| m.pods.insert(uid.clone(), *pod).is_none());
+                    .update(|m| m.pods.insert(uid.clone(), pod).is_none());
                 if new {
                     self.changed(&uid);
                 }

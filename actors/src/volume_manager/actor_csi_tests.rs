@@ -127,7 +127,7 @@ async fn an_attachable_claim_is_in_use_but_not_staged_until_attached_then_staged
     let node = start(true);
     for uid in ["u1", "u2"] {
         node.watch
-            .send(PodWatchEvent::Applied(Box::new(claim_pod(uid))))
+            .send(PodWatchEvent::Applied(Arc::new(claim_pod(uid))))
             .unwrap();
     }
     node.watch.send(PodWatchEvent::Listed).unwrap();
@@ -174,7 +174,7 @@ async fn a_deleted_pods_volume_is_unpublished_and_unstaged_before_it_leaves_volu
     tokio::time::pause();
     let node = start(true);
     node.watch
-        .send(PodWatchEvent::Applied(Box::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     node.attach(&[UNIQUE]);
@@ -184,7 +184,7 @@ async fn a_deleted_pods_volume_is_unpublished_and_unstaged_before_it_leaves_volu
     .await;
 
     node.watch
-        .send(PodWatchEvent::Deleted(Box::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u1"))))
         .unwrap();
     let in_use = format!("in use Some([{UNIQUE:?}])");
     eventually("volumesInUse emptied", BUDGET, || {
@@ -207,7 +207,7 @@ async fn a_volume_another_pod_uses_stays_staged() {
     let node = start(false);
     for uid in ["u1", "u2"] {
         node.watch
-            .send(PodWatchEvent::Applied(Box::new(claim_pod(uid))))
+            .send(PodWatchEvent::Applied(Arc::new(claim_pod(uid))))
             .unwrap();
     }
     node.watch.send(PodWatchEvent::Listed).unwrap();
@@ -220,7 +220,7 @@ async fn a_volume_another_pod_uses_stays_staged() {
     // Not attachable: never in volumesInUse.
     assert!(!node.logged(&format!("in use Some([{UNIQUE:?}])")));
     node.watch
-        .send(PodWatchEvent::Deleted(Box::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u1"))))
         .unwrap();
     eventually("u1 unpublished", BUDGET, || {
         node.logged("unpublish u1 h-data")
@@ -229,7 +229,7 @@ async fn a_volume_another_pod_uses_stays_staged() {
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(!node.logged("begin unstage h-data"), "u2 still uses it");
     node.watch
-        .send(PodWatchEvent::Deleted(Box::new(claim_pod("u2"))))
+        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u2"))))
         .unwrap();
     eventually("unstaged after the last user", BUDGET, || {
         node.logged("unstage h-data")
@@ -243,7 +243,7 @@ async fn a_missing_claim_is_the_pods_error_until_it_appears() {
     let node = start(false);
     node.csi.claims.lock().unwrap().clear();
     node.watch
-        .send(PodWatchEvent::Applied(Box::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("the pod's FailedMount event", BUDGET, || {
@@ -327,7 +327,7 @@ async fn a_device_found_staged_is_staged_again_before_a_pod_publishes_it() {
     fakes.set_on_disk(staged_on_disk());
     let node = start_with(false, fakes);
     node.watch
-        .send(PodWatchEvent::Applied(Box::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("u1 ready", BUDGET, || {
@@ -346,7 +346,7 @@ async fn a_volume_is_never_unstaged_while_a_pods_publish_of_it_runs() {
     tokio::time::pause();
     let node = start(false);
     node.watch
-        .send(PodWatchEvent::Applied(Box::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("u1 ready", BUDGET, || {
@@ -355,10 +355,10 @@ async fn a_volume_is_never_unstaged_while_a_pods_publish_of_it_runs() {
     .await;
     // u1 goes and u2 comes: the volume stays staged for u2 while u1's publish is undone.
     node.watch
-        .send(PodWatchEvent::Deleted(Box::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u1"))))
         .unwrap();
     node.watch
-        .send(PodWatchEvent::Applied(Box::new(claim_pod("u2"))))
+        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u2"))))
         .unwrap();
     eventually("u2's publish running, u1's undone", BUDGET, || {
         node.logged("begin publish u2 h-data ") && node.logged("unpublish u1 h-data")
@@ -366,7 +366,7 @@ async fn a_volume_is_never_unstaged_while_a_pods_publish_of_it_runs() {
     .await;
     // u2 goes while its publish of the staged volume runs: no pod uses or wants it now.
     node.watch
-        .send(PodWatchEvent::Deleted(Box::new(claim_pod("u2"))))
+        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u2"))))
         .unwrap();
     eventually("unstaged at last", BUDGET, || node.logged("unstage h-data")).await;
     assert!(

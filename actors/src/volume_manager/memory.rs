@@ -6,6 +6,7 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::PathBuf,
+    sync::Arc,
     time::Duration,
 };
 
@@ -49,8 +50,8 @@ impl Failure {
 
 #[derive(Debug, Default, Clone)]
 pub struct VolumeManagerMemory {
-    /// The pods the watch reported, by UID.
-    pub pods: BTreeMap<String, Pod>,
+    /// The pods the watch reported, by UID: the watch's `Arc`s, shared with the provider.
+    pub pods: BTreeMap<String, Arc<Pod>>,
     /// The watch has delivered a complete list since this process started.
     pub listed: bool,
     pub actual: ActualState,
@@ -78,7 +79,11 @@ impl VolumeManagerMemory {
     /// The desired state from the pods the watch reported. Complete (so unmounting may begin)
     /// only once the watch has listed every pod.
     pub fn desired(&self, node_name: &str) -> DesiredState {
-        let mut desired = DesiredState::from_pods_with(self.pods.values(), node_name, &self.claims);
+        let mut desired = DesiredState::from_pods_with(
+            self.pods.values().map(Arc::as_ref),
+            node_name,
+            &self.claims,
+        );
         desired.populated = self.listed;
         desired
     }
@@ -86,7 +91,7 @@ impl VolumeManagerMemory {
     /// [`Self::desired`] for one pod only: what the per-operation checks ask, without building
     /// every pod's volumes to look at one.
     pub fn desired_pod(&self, node_name: &str, pod_uid: &str) -> DesiredState {
-        let pod = self.pods.get(pod_uid);
+        let pod = self.pods.get(pod_uid).map(Arc::as_ref);
         let mut desired = DesiredState::from_pods_with(pod, node_name, &self.claims);
         desired.populated = self.listed;
         desired
@@ -112,13 +117,13 @@ impl VolumeView {
     }
 
     /// The pod `pod_uid` as the watch last reported it.
-    pub fn pod(&self, pod_uid: &str) -> Option<Pod> {
+    pub fn pod(&self, pod_uid: &str) -> Option<Arc<Pod>> {
         self.memory.read(|memory| memory.pods.get(pod_uid).cloned())
     }
 
     /// Every pod the watch reported (bound to this node), in UID order: the kubelet's pod
     /// manager view.
-    pub fn pods(&self) -> Vec<Pod> {
+    pub fn pods(&self) -> Vec<Arc<Pod>> {
         self.memory
             .read(|memory| memory.pods.values().cloned().collect())
     }

@@ -5,7 +5,7 @@
 //! made again; a mirror whose static pod is gone is deleted once both sides are fully known.
 //! [`MirrorPlan`] decides, pure; [`MirrorPlan::act`] makes the calls.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use k8s_openapi::{
     api::core::v1::{Node, Pod},
@@ -53,7 +53,8 @@ impl MirrorPlan {
     pub fn observe(&mut self, event: PodWatchEvent) {
         match event {
             PodWatchEvent::Applied(pod) => {
-                self.mirrors.insert(full_name(&pod), *pod);
+                self.mirrors
+                    .insert(full_name(&pod), Arc::unwrap_or_clone(pod));
             }
             PodWatchEvent::Deleted(pod) => {
                 let key = full_name(&pod);

@@ -41,7 +41,7 @@ fn plan(statics: &[Pod], mirrors: &[Pod]) -> MirrorPlan {
     let mut plan = MirrorPlan::default();
     plan.set_static_pods(statics.iter());
     for mirror in mirrors {
-        plan.observe(PodWatchEvent::Applied(Box::new(mirror.clone())));
+        plan.observe(PodWatchEvent::Applied(Arc::new(mirror.clone())));
     }
     plan
 }
@@ -86,17 +86,17 @@ fn a_mirror_of_another_hash_or_being_deleted_is_deleted_by_uid_and_an_orphan_goe
         ["delete api-n1 m2", "delete etcd-n1 m1", "delete gone-n1 m3"]
     );
     // Once the watch says a mirror is gone, it is made again.
-    plan.observe(PodWatchEvent::Deleted(Box::new(mirror(
+    plan.observe(PodWatchEvent::Deleted(Arc::new(mirror(
         "etcd-n1", "m1", "h1",
     ))));
     assert!(said(&plan.actions()).contains(&"create etcd-n1".to_owned()));
     // A late delete of an older mirror does not forget the one there now.
-    plan.observe(PodWatchEvent::Applied(Box::new(mirror(
+    plan.observe(PodWatchEvent::Applied(Arc::new(mirror(
         "etcd-n1",
         "m4",
         "h1-edited",
     ))));
-    plan.observe(PodWatchEvent::Deleted(Box::new(mirror(
+    plan.observe(PodWatchEvent::Deleted(Arc::new(mirror(
         "etcd-n1", "m1", "h1",
     ))));
     assert!(

@@ -4,7 +4,7 @@
 //! first, as the kubelet emits them. An edited manifest has a new UID, so it is a removal and
 //! an addition, as in the kubelet. Pure: the read time is an argument.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -41,7 +41,7 @@ impl StaticPodSet {
             .pods
             .iter()
             .filter(|(uid, _)| !next.contains_key(*uid))
-            .map(|(_, pod)| PodWatchEvent::Deleted(Box::new(pod.clone())))
+            .map(|(_, pod)| PodWatchEvent::Deleted(Arc::new(pod.clone())))
             .collect();
         let mut updates = Vec::new();
         for (uid, pod) in &mut next {
@@ -49,7 +49,7 @@ impl StaticPodSet {
             match self.pods.get(uid) {
                 None => {
                     annotations.insert(SEEN_ANNOTATION.to_owned(), seen_text(now));
-                    events.push(PodWatchEvent::Applied(Box::new(pod.clone())));
+                    events.push(PodWatchEvent::Applied(Arc::new(pod.clone())));
                 }
                 Some(known) => {
                     let seen = known
@@ -61,7 +61,7 @@ impl StaticPodSet {
                         .unwrap_or_else(|| seen_text(now));
                     annotations.insert(SEEN_ANNOTATION.to_owned(), seen);
                     if without_seen(known) != without_seen(pod) {
-                        updates.push(PodWatchEvent::Applied(Box::new(pod.clone())));
+                        updates.push(PodWatchEvent::Applied(Arc::new(pod.clone())));
                     }
                 }
             }

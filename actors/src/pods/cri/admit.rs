@@ -3,7 +3,9 @@
 //! admitted; a refused one ends Failed with the kubelet's status and Warning event, and never
 //! reaches the runtime. Checked under the engine's lock, so two pods never admit in parallel.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::api::core::v1::Pod;
 
 use super::{engine::Engine, worker::later};
 use crate::pods::{
@@ -28,7 +30,7 @@ impl Engine {
             .filter(|(other, entry)| {
                 other.as_str() != uid && entry.admitted && !entry.end.is_finished()
             })
-            .map(|(_, entry)| entry.pod.clone())
+            .map(|(_, entry)| Pod::clone(&entry.pod))
             .collect();
         let Some(entry) = core.pods.get_mut(uid) else {
             return false;
@@ -53,7 +55,7 @@ impl Engine {
         // Never ran, so never told: TerminatePod follows the status below.
         entry.end.finish();
         entry.last_sent = Some(status.clone());
-        let pod = Box::new(entry.pod.clone());
+        let pod = Arc::clone(&entry.pod);
         core.outbox.extend([
             PodUpdate::Status {
                 pod: pod.clone(),

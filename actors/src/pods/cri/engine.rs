@@ -93,7 +93,8 @@ pub enum Ending {
 }
 
 pub struct PodEntry {
-    pub pod: Pod,
+    /// The watch's pod, shared (not copied) with StatusManager.
+    pub pod: Arc<Pod>,
     pub runtime: PodRuntime,
     pub errors: BTreeMap<String, StartError>,
     pub start_time: Timestamp,
@@ -209,7 +210,7 @@ impl Engine {
     /// Queues an Event about `pod` behind the updates already queued.
     pub fn event(&self, pod: &Pod, event: PodEvent) {
         self.core().outbox.push(PodUpdate::Event {
-            pod: Box::new(pod.clone()),
+            pod: Arc::new(pod.clone()),
             event,
         });
     }
@@ -481,7 +482,7 @@ impl Engine {
         if entry.last_sent.as_ref() != Some(&status) {
             entry.last_sent = Some(status.clone());
             core.outbox.push(PodUpdate::Status {
-                pod: Box::new(entry.pod.clone()),
+                pod: Arc::clone(&entry.pod),
                 status: Box::new(status),
             });
         }
@@ -492,7 +493,7 @@ impl Engine {
             && entry.end.finish()
         {
             core.outbox.push(PodUpdate::Terminated {
-                pod: Box::new(entry.pod.clone()),
+                pod: Arc::clone(&entry.pod),
             });
         }
     }

@@ -189,7 +189,7 @@ impl CriPods {
 }
 
 impl PodLifecycleProvider for CriPods {
-    fn pod_applied(&mut self, pod: &Pod, now: Timestamp) -> Vec<PodUpdate> {
+    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
         let Some(uid) = pod.metadata.uid.clone() else {
             return Vec::new();
         };
@@ -199,7 +199,7 @@ impl PodLifecycleProvider for CriPods {
             let mut core = self.engine.core();
             match core.pods.get_mut(&uid) {
                 Some(entry) => {
-                    entry.pod = pod.clone();
+                    entry.pod = Arc::clone(pod);
                     if deleting && entry.ending.is_none() && !entry.end.is_finished() {
                         entry.ending = Some(Ending::Deleted);
                     }
@@ -207,7 +207,7 @@ impl PodLifecycleProvider for CriPods {
                     sync = !entry.end.is_finished();
                     if deleting && entry.end.deleting() {
                         core.outbox.push(PodUpdate::Terminated {
-                            pod: Box::new(pod.clone()),
+                            pod: Arc::clone(pod),
                         });
                     }
                 }
@@ -217,7 +217,7 @@ impl PodLifecycleProvider for CriPods {
                     core.pods.insert(
                         uid.clone(),
                         PodEntry {
-                            pod: pod.clone(),
+                            pod: Arc::clone(pod),
                             runtime: view::PodRuntime::default(),
                             errors: Default::default(),
                             start_time: status.start_time.map_or(now, |t| t.0),
@@ -239,7 +239,7 @@ impl PodLifecycleProvider for CriPods {
                     );
                     if finished && deleting {
                         core.outbox.push(PodUpdate::Terminated {
-                            pod: Box::new(pod.clone()),
+                            pod: Arc::clone(pod),
                         });
                     }
                     sync = !finished;
@@ -348,7 +348,7 @@ impl PodLifecycleProvider for CriPods {
             .values()
             .filter(|entry| !entry.end.is_finished())
             .map(|entry| PodStats {
-                pod: entry.pod.clone(),
+                pod: Pod::clone(&entry.pod),
                 containers: None,
                 processes: None,
             })

@@ -105,7 +105,7 @@ impl Engine {
             return;
         }
         let status = self.status_of(entry, &runtime_name, Some(ending));
-        let pod = Box::new(entry.pod.clone());
+        let pod = Arc::clone(&entry.pod);
         let send_terminated = entry.end.finish();
         entry.last_sent = Some(status.clone());
         core.outbox.push(PodUpdate::Status {

@@ -102,7 +102,9 @@ impl Harness {
     }
 
     pub(super) fn apply(&mut self, pod: &Pod) {
-        let updates = self.pods.pod_applied(pod, crate::clock::system()());
+        let updates = self
+            .pods
+            .pod_applied(&Arc::new(pod.clone()), crate::clock::system()());
         self.updates.extend(updates);
     }
 

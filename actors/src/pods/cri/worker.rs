@@ -104,7 +104,7 @@ impl Engine {
     fn snapshot(&self, uid: &str) -> Option<(Pod, PodRuntime)> {
         let core = self.core();
         let entry = core.pods.get(uid)?;
-        Some((entry.pod.clone(), entry.runtime.clone()))
+        Some((Pod::clone(&entry.pod), entry.runtime.clone()))
     }
 
     /// Records the outcome of one start and reports the status.

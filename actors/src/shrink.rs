@@ -1,0 +1,48 @@
+//! Maps that shrink back. A `HashMap` keeps its largest table after its entries go, so a node
+//! whose pods were all deleted would hold their slots for good. After a removal, a map at most
+//! a quarter full is shrunk to fit (an empty one frees its table); a quarter of its entries
+//! must go again before the next shrink, so the cost stays amortised.
+
+use std::{
+    collections::{HashMap, HashSet},
+    hash::{BuildHasher, Hash},
+};
+
+/// Call after removing from `map`.
+pub fn map_after_removal<K: Eq + Hash, V, S: BuildHasher>(map: &mut HashMap<K, V, S>) {
+    if map.len() * 4 <= map.capacity() {
+        map.shrink_to_fit();
+    }
+}
+
+/// Call after removing from `set`.
+pub fn set_after_removal<T: Eq + Hash, S: BuildHasher>(set: &mut HashSet<T, S>) {
+    if set.len() * 4 <= set.capacity() {
+        set.shrink_to_fit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_emptied_map_frees_its_table_and_a_full_one_keeps_it() {
+        let mut map: HashMap<u32, String> = (0..100).map(|n| (n, n.to_string())).collect();
+        let grown = map.capacity();
+        map.remove(&0);
+        map_after_removal(&mut map);
+        assert_eq!(map.capacity(), grown, "99 of 100 left: no shrink");
+        map.retain(|n, _| *n < 10);
+        map_after_removal(&mut map);
+        assert!(map.capacity() < grown / 4, "{} of {grown}", map.capacity());
+        map.clear();
+        map_after_removal(&mut map);
+        assert_eq!(map.capacity(), 0);
+
+        let mut set: HashSet<u32> = (0..100).collect();
+        set.clear();
+        set_after_removal(&mut set);
+        assert_eq!(set.capacity(), 0);
+    }
+}

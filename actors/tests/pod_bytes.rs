@@ -1,0 +1,133 @@
+//! What a simulated pod costs the simulated provider and StatusManager's status cache beyond
+//! the watch's one shared Pod, counted by a counting allocator (deterministic, not timed): a
+//! part that copies the Pod again (several KiB) breaks the bound, and deleting every pod gives
+//! back all of it. Its own test binary, so no other test allocates while it counts.
+#![allow(unsafe_code)] // A global allocator is an `unsafe impl`; this one counts and forwards to System.
+
+use std::{
+    alloc::{GlobalAlloc, Layout, System},
+    sync::{
+        Arc,
+        atomic::{AtomicIsize, Ordering},
+    },
+};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use nodepulse_actors::{
+    pods::{PodLifecycleProvider, PodUpdate, SimulatedPods, SimulatedSettings, ip_pool::Cidr},
+    status_manager::cache::PodStatusCache,
+};
+use serde_json::json;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+struct Counting;
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged to the system allocator that made it.
+        unsafe { System.dealloc(pointer, layout) };
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator that made it.
+        let moved = unsafe { System.realloc(pointer, layout, new_size) };
+        if !moved.is_null() {
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
+        }
+        moved
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// A pod as the emulator serves the bench's: one container, the service-account volume.
+fn pod(index: usize) -> Arc<Pod> {
+    Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("bench-pod-{index}"), "namespace": "default",
+                         "uid": format!("8b0c1a52-0000-4000-8000-{index:012}"),
+                         "labels": {"bench": "pods"}, "resourceVersion": "8386"},
+            "spec": {"nodeName": "pods-0", "restartPolicy": "Always", "serviceAccountName": "default",
+                     "containers": [{"name": "app", "image": "pause", "volumeMounts": [
+                         {"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                          "name": "kube-api-access-282j9", "readOnly": true}]}],
+                     "volumes": [{"name": "kube-api-access-282j9", "projected": {"sources": [
+                         {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                         {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}]},
+            "status": {"phase": "Pending"},
+        }))
+        .expect("a pod"),
+    )
+}
+
+const PODS: usize = 200;
+/// What one pod may cost beyond its shared Pod: its cached status (a `PodStatus` with five
+/// conditions and a container status) and the provider's record, measured at about 3 KiB.
+const BOUND_PER_POD: isize = 4 * 1024;
+
+/// The pod through the provider into the cache, as PodLifecycleActor and StatusManager do.
+fn apply(provider: &mut SimulatedPods, cache: &mut PodStatusCache, pod: &Arc<Pod>, now: Timestamp) {
+    for update in provider.pod_applied(pod, now) {
+        if let PodUpdate::Status { pod, status } = update {
+            cache.update(&pod, *status, false, false, now);
+        }
+    }
+}
+
+/// The pod deleted, as the watch's DELETED event makes them forget it.
+fn delete(provider: &mut SimulatedPods, cache: &mut PodStatusCache, pod: &Pod) {
+    provider.pod_deleted(pod);
+    cache.remove(pod.metadata.uid.as_deref().expect("a uid"));
+}
+
+#[test]
+fn a_simulated_pod_costs_its_status_and_record_and_nothing_once_deleted() {
+    let now: Timestamp = "2026-12-02T00:00:00Z".parse().expect("a time");
+    let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
+    let mut provider = SimulatedPods::new(SimulatedSettings {
+        host_ip: Some("192.0.2.2".parse().expect("an address")),
+        fallback_cidr: Cidr::parse("10.88.0.0/16").expect("a CIDR"),
+    });
+    let mut cache = PodStatusCache::default();
+    // One pod through first: what is set up once (logging's call sites, ...) is not a pod's.
+    let warm_up = pod(PODS);
+    apply(&mut provider, &mut cache, &warm_up, now);
+    delete(&mut provider, &mut cache, &warm_up);
+    let start = live();
+    for pod in &pods {
+        apply(&mut provider, &mut cache, pod, now);
+    }
+    let per_pod = (live() - start) / PODS as isize;
+    assert!(
+        per_pod <= BOUND_PER_POD,
+        "{per_pod} bytes a pod (bound {BOUND_PER_POD}): a part copies the Pod?"
+    );
+    for pod in &pods {
+        delete(&mut provider, &mut cache, pod);
+    }
+    assert_eq!(
+        live() - start,
+        0,
+        "bytes still held after every pod was deleted"
+    );
+}
