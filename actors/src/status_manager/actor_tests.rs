@@ -183,7 +183,7 @@ async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodSta
 async fn observe(manager: &Addr<StatusManagerActor>, pod: &Pod) {
     manager
         .send(PodObserved {
-            pod: Box::new(pod.clone()),
+            pod: Arc::new(pod.clone()),
         })
         .await
         .expect("delivered");
@@ -743,7 +743,7 @@ async fn a_deleted_pods_last_statuses_bring_back_nothing_and_cost_no_request() {
     set_status(&manager, deleting.clone(), running(false)).await;
     manager
         .send(TerminatePod {
-            pod: Box::new(deleting),
+            pod: Arc::new(deleting),
         })
         .await
         .expect("delivered");
@@ -870,7 +870,7 @@ async fn a_recreated_mirror_pod_seen_with_no_status_gets_the_static_pods_status_
     api.put(&recreated);
     manager
         .send(PodObserved {
-            pod: Box::new(recreated),
+            pod: Arc::new(recreated),
         })
         .await
         .expect("delivered");

@@ -393,13 +393,30 @@ impl Engine {
             .get(uid)
             .map(|entry| log_directory(&self.settings.pod_logs_dir, &entry.pod))
             .unwrap_or_default();
+        // An exited container's message is read once: its file may go later (the pod's
+        // directory is cleaned up once it ended) and the status must not lose it then.
+        let read_before: HashMap<String, String> = self
+            .core()
+            .pods
+            .get(uid)
+            .map(|entry| {
+                (entry.runtime.containers.iter())
+                    .filter(|c| c.state == ContainerState::Exited)
+                    .map(|c| (c.id.clone(), c.message.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut containers = Vec::new();
         for id in container_ids {
             match self.runtime.container_status(id).await {
                 Ok(mut status) => {
                     if status.state == ContainerState::Exited {
-                        let message = termination_message(&status, &log_dir);
-                        status.message = joined(&status.message, &message);
+                        status.message = match read_before.get(&status.id) {
+                            Some(message) => message.clone(),
+                            None => {
+                                joined(&status.message, &termination_message(&status, &log_dir))
+                            }
+                        };
                     }
                     containers.push(status);
                 }

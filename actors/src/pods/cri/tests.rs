@@ -838,3 +838,35 @@ async fn a_stopped_provider_leaves_what_runs_alone_and_calls_the_runtime_no_more
         "nothing restarted"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_exited_containers_termination_message_outlives_its_file() {
+    let mut harness = Harness::new();
+    harness.apply(&pod("Never", json!({})));
+    harness
+        .status_where("Running", |s| phase(s) == "Running")
+        .await;
+    let file = harness.runtime.created("app")[0]
+        .mounts
+        .iter()
+        .find(|m| m.container_path == Path::new("/dev/termination-log"))
+        .expect("the termination message file is mounted")
+        .host_path
+        .clone();
+    std::fs::write(&file, "DONE").unwrap();
+    harness.runtime.exit("app", 0);
+    harness
+        .status_where("Succeeded with the message", |s| {
+            phase(s) == "Succeeded" && app(s)["state"]["terminated"]["message"] == "DONE"
+        })
+        .await;
+    // The pod's directory goes once it ended; the runtime is inspected again.
+    std::fs::remove_file(&file).unwrap();
+    harness.pods.engine.refresh("u1").await.unwrap();
+    let core = harness.pods.engine.core();
+    let exited = core.pods["u1"]
+        .runtime
+        .newest("app")
+        .expect("the app container");
+    assert_eq!(exited.message, "DONE", "the message read once is kept");
+}
