@@ -13,10 +13,10 @@ const LAYERS: &[&[&str]] = &[
     &["daemon", "logging"],
     &["fleet", "standalone"],
     &["node"],
+    // The debug endpoint shows the kubelet API's streams; the API never reads the endpoint.
+    &["debug"],
     &["kubelet_api"],
-    &[
-        "debug", "kube_api", "cri", "prober", "host", "machine", "volume",
-    ],
+    &["kube_api", "cri", "prober", "host", "machine", "volume"],
     &["config", "grpc", "heap"],
 ];
 
@@ -33,7 +33,7 @@ const ACTOR_LAYERS: &[&[&str]] = &[
         "lease",
     ],
     &["eviction", "runtime_probe"],
-    &["image_gc"],
+    &["image_gc", "log_rotation"],
     &["messages"],
     &["ports"],
     &[
@@ -43,6 +43,7 @@ const ACTOR_LAYERS: &[&[&str]] = &[
         "go_duration",
         "quantity",
         "retry",
+        "shrink",
     ],
 ];
 
