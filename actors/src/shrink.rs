@@ -28,11 +28,14 @@ mod tests {
 
     #[test]
     fn an_emptied_map_frees_its_table_and_a_full_one_keeps_it() {
-        let mut map: HashMap<u32, String> = (0..100).map(|n| (n, n.to_string())).collect();
+        // Room for 1,000, half of it used: one removal leaves it over a quarter full. (A
+        // removal may leave a tombstone that costs one slot of capacity, so no exact compare.)
+        let mut map: HashMap<u32, String> = HashMap::with_capacity(1000);
+        map.extend((0..500).map(|n| (n, n.to_string())));
         let grown = map.capacity();
         map.remove(&0);
         map_after_removal(&mut map);
-        assert_eq!(map.capacity(), grown, "99 of 100 left: no shrink");
+        assert!(map.capacity() >= 1000, "499 of {grown} left: no shrink");
         map.retain(|n, _| *n < 10);
         map_after_removal(&mut map);
         assert!(map.capacity() < grown / 4, "{} of {grown}", map.capacity());

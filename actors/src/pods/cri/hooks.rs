@@ -195,12 +195,7 @@ impl Engine {
                 error,
             };
             let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-            let pod_ips = self
-                .core()
-                .pods
-                .get(uid)
-                .map(|entry| entry.pod_ips.clone())
-                .unwrap_or_default();
+            let pod_ips = self.pod_ips(uid);
             let action = http_action(action, container, &pod_ips).map_err(fail)?;
             let Some(runner) = self.http_hooks.clone() else {
                 return Err(fail(HttpHookError::NoClient));

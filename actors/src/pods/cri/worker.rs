@@ -350,15 +350,16 @@ impl Engine {
             self.event(pod, error.event());
             failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry)
         })?;
+        let config_error = |message: String| {
+            self.event(
+                pod,
+                PodEvent::warning("Failed", format!("Error: {message}")),
+            );
+            failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
+        };
         self.verify_non_root(pod, container, &image_ref)
             .await
-            .map_err(|message| {
-                self.event(
-                    pod,
-                    PodEvent::warning("Failed", format!("Error: {message}")),
-                );
-                failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
-            })?;
+            .map_err(config_error)?;
         let termination_file = self
             .termination_file(pod, container)
             .map_err(|error| failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry))?;
@@ -371,19 +372,11 @@ impl Engine {
             .as_ref()
             .map(|view| view.host_paths(pod.metadata.uid.as_deref().unwrap_or_default()))
             .unwrap_or_default();
-        super::sub_path::prepare(container, &host_paths).map_err(|error| {
-            self.event(pod, PodEvent::warning("Failed", format!("Error: {error}")));
-            failure(CREATE_CONTAINER_CONFIG_ERROR, error.to_string(), retry)
-        })?;
+        super::sub_path::prepare(container, &host_paths)
+            .map_err(|error| config_error(error.to_string()))?;
         let pid_target = self
             .pid_target(pod, container, runtime)
-            .map_err(|message| {
-                self.event(
-                    pod,
-                    PodEvent::warning("Failed", format!("Error: {message}")),
-                );
-                failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
-            })?;
+            .map_err(config_error)?;
         let mut config = container_config(
             pod,
             container,
@@ -441,12 +434,7 @@ impl Engine {
     ) -> Result<Vec<(String, String)>, EnvError> {
         let objects = EnvObjects::fetch(self.objects.as_ref(), pod, container).await;
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let pod_ips = self
-            .core()
-            .pods
-            .get(uid)
-            .map(|entry| entry.pod_ips.clone())
-            .unwrap_or_default();
+        let pod_ips = self.pod_ips(uid);
         let allocatable = self.node_allocatable();
         let service_env = super::objects::service_variables(self.objects.as_ref(), pod)?;
         let context = EnvContext {
@@ -459,17 +447,21 @@ impl Engine {
         container_env(&context, container, &objects)
     }
 
+    /// The pod's IPs as the sandbox reported them (kept once the sandbox is gone).
+    pub(super) fn pod_ips(&self, uid: &str) -> Vec<String> {
+        self.core()
+            .pods
+            .get(uid)
+            .map(|entry| entry.pod_ips.clone())
+            .unwrap_or_default()
+    }
+
     /// `<rootDir>/pods/<uid>/etc-hosts` written afresh for this container start (the kubelet's
     /// `ensureHostsFile`; every container of the pod mounts the one file), or `None` when the
     /// container gets the runtime's own.
     fn etc_hosts(&self, pod: &Pod, container: &Container) -> std::io::Result<Option<PathBuf>> {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let pod_ips = self
-            .core()
-            .pods
-            .get(uid)
-            .map(|entry| entry.pod_ips.clone())
-            .unwrap_or_default();
+        let pod_ips = self.pod_ips(uid);
         if !etc_hosts::should_mount(pod, &pod_ips, container) {
             return Ok(None);
         }
