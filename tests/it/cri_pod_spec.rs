@@ -31,7 +31,7 @@ use crate::{
         oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
         pods::{create, pod_manifest, wait_pod, wait_running},
     },
-    cri_pods::{Setup, UNTIL_TERM, app, runtime_id, shell, spec},
+    cri_pods::{Setup, UNTIL_TERM, app, create_pod, runtime_id, shell, spec, wait_phase},
 };
 
 const NAMESPACE: &str = "default";
@@ -85,16 +85,7 @@ async fn run_as_non_root_refuses_root_and_unverifiable_users_with_the_kubelets_t
             ),
         ];
         let allowed = format!("{}-image-uid", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &allowed,
-                NAMESPACE,
-                &node.name,
-                spec("Never", json!([id_container(NON_ROOT_IMAGE, non_root)])),
-            ),
-        )
-        .await;
+        create_pod(cluster, &node.name, &allowed, spec("Never", json!([id_container(NON_ROOT_IMAGE, non_root)]))).await;
         for (suffix, container, _) in &refused {
             let name = format!("{}-{suffix}", node.name);
             let manifest = pod_manifest(&name, NAMESPACE, &node.name, spec("Never", json!([container])));
@@ -116,10 +107,7 @@ async fn run_as_non_root_refuses_root_and_unverifiable_users_with_the_kubelets_t
             })
             .await;
         }
-        let pod = wait_pod(&cluster.client, NAMESPACE, &allowed, "Succeeded", |pod| {
-            crate::common::pods::phase(pod) == Some("Succeeded")
-        })
-        .await;
+        let pod = wait_phase(cluster, &allowed, "Succeeded").await;
         let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
         assert_eq!(terminated.message.as_deref().map(str::trim), Some("1234"));
     })
@@ -257,7 +245,7 @@ async fn a_pods_volumes_are_given_to_its_fs_group_and_readable_as_non_root() {
             ]}},
             {"name": "scratch", "emptyDir": {}},
         ]);
-        create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, manifest)).await;
+        create_pod(cluster, &node.name, &name, manifest).await;
         let pod = wait_pod(&cluster.client, NAMESPACE, &name, "ended", |pod| {
             matches!(crate::common::pods::phase(pod), Some("Succeeded" | "Failed"))
         })
@@ -307,11 +295,7 @@ async fn a_container_is_ready_as_soon_as_its_startup_probe_succeeds() {
         // Its own period would make it wait up to an hour: only the startup success runs it.
         container["readinessProbe"] =
             json!({"exec": {"command": ["cat", "/tmp/health"]}, "periodSeconds": 3600});
-        create(
-            &cluster.client,
-            &pod_manifest(&name, NAMESPACE, &node.name, spec("Always", json!([container]))),
-        )
-        .await;
+        create_pod(cluster, &node.name, &name, spec("Always", json!([container]))).await;
         wait_pod(&cluster.client, NAMESPACE, &name, "started", |pod| app(pod).started == Some(true)).await;
         wait_running(&cluster.client, NAMESPACE, &name).await;
     })
@@ -370,7 +354,7 @@ async fn a_container_gets_its_namespaces_services_and_the_kubernetes_one_as_vari
             let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
             manifest["spec"]["enableServiceLinks"] = json!(links);
             let name = format!("{}-{suffix}", node.name);
-            create(&cluster.client, &pod_manifest(&name, NAMESPACE, &node.name, manifest)).await;
+            create_pod(cluster, &node.name, &name, manifest).await;
         }
         let fixture = &setup.fixture;
         let printed = |suffix: &'static str| {
@@ -435,11 +419,7 @@ async fn an_ephemeral_container_starts_when_added_to_a_running_pod_and_is_never_
     let (node, cluster) = (&setup.node, &setup.cluster);
     node.guard(async {
         let name = format!("{}-target", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(&name, NAMESPACE, &node.name, spec("Always", json!([shell("app", UNTIL_TERM)]))),
-        )
-        .await;
+        create_pod(cluster, &node.name, &name, spec("Always", json!([shell("app", UNTIL_TERM)]))).await;
         let pod = wait_running(&cluster.client, NAMESPACE, &name).await;
         let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
         let add = |containers: Value| {
@@ -516,11 +496,7 @@ async fn containers_share_a_pid_namespace_only_when_the_pod_or_an_ephemeral_targ
                 json!([shell("app", MARKED), shell("peer", SEES_MARKED)]),
             );
             extra["spec"]["shareProcessNamespace"] = json!(share);
-            create(
-                &cluster.client,
-                &pod_manifest(&name, NAMESPACE, &node.name, extra),
-            )
-            .await;
+            create_pod(cluster, &node.name, &name, extra).await;
             let done = wait_pod(
                 &cluster.client,
                 NAMESPACE,
@@ -550,14 +526,11 @@ async fn containers_share_a_pid_namespace_only_when_the_pod_or_an_ephemeral_targ
         // An ephemeral container with targetContainerName sees the target's processes; one
         // without sees only its own.
         let name = format!("{}-debugged", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(
-                &name,
-                NAMESPACE,
-                &node.name,
-                spec("Always", json!([shell("app", MARKED)])),
-            ),
+        create_pod(
+            cluster,
+            &node.name,
+            &name,
+            spec("Always", json!([shell("app", MARKED)])),
         )
         .await;
         wait_running(&cluster.client, NAMESPACE, &name).await;
@@ -632,18 +605,11 @@ async fn containers_get_the_kubelets_etc_hosts_with_host_aliases_and_the_pods_ho
                 manifest["spec"][key] = value.clone();
             }
             let name = format!("{}-{suffix}", node.name);
-            create(
-                &cluster.client,
-                &pod_manifest(&name, NAMESPACE, &node.name, manifest),
-            )
-            .await;
+            create_pod(cluster, &node.name, &name, manifest).await;
         }
         let output = |suffix: &'static str| async move {
             let name = format!("{}-{suffix}", node.name);
-            let pod = wait_pod(&cluster.client, NAMESPACE, &name, "Succeeded", |pod| {
-                crate::common::pods::phase(pod) == Some("Succeeded")
-            })
-            .await;
+            let pod = wait_phase(cluster, &name, "Succeeded").await;
             let ip = pod
                 .status
                 .as_ref()
@@ -717,14 +683,11 @@ async fn a_privileged_container_runs_with_the_privileges_an_unprivileged_one_lac
             let mut container = shell("app", mount);
             container["securityContext"] = json!({"privileged": privileged});
             let name = format!("{}-{suffix}", node.name);
-            create(
-                &cluster.client,
-                &pod_manifest(
-                    &name,
-                    NAMESPACE,
-                    &node.name,
-                    spec("Never", json!([container])),
-                ),
+            create_pod(
+                cluster,
+                &node.name,
+                &name,
+                spec("Never", json!([container])),
             )
             .await;
             let ended = wait_pod(&cluster.client, NAMESPACE, &name, "ended", |pod| {
@@ -762,11 +725,7 @@ async fn a_pod_is_ready_only_once_its_readiness_gates_conditions_are_true() {
         let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
         manifest["spec"]["readinessGates"] = json!([{"conditionType": gate}]);
         let name = format!("{}-gated", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(&name, NAMESPACE, &node.name, manifest),
-        )
-        .await;
+        create_pod(cluster, &node.name, &name, manifest).await;
         let held = wait_pod(
             &cluster.client,
             NAMESPACE,
@@ -830,15 +789,8 @@ async fn a_pod_with_an_unsafe_sysctl_the_node_does_not_allow_is_refused() {
         manifest["spec"]["securityContext"] =
             json!({"sysctls": [{"name": "kernel.msgmax", "value": "10000000000"}]});
         let name = format!("{}-unsafe", node.name);
-        create(
-            &cluster.client,
-            &pod_manifest(&name, NAMESPACE, &node.name, manifest),
-        )
-        .await;
-        let refused = wait_pod(&cluster.client, NAMESPACE, &name, "Failed", |pod| {
-            crate::common::pods::phase(pod) == Some("Failed")
-        })
-        .await;
+        create_pod(cluster, &node.name, &name, manifest).await;
+        let refused = wait_phase(cluster, &name, "Failed").await;
         let status = refused.status.expect("a status");
         assert_eq!(status.reason.as_deref(), Some("SysctlForbidden"));
         assert_eq!(

@@ -46,17 +46,12 @@ fn truncate(name: &str) -> String {
 /// The kubelet's `shouldMountHostsFile` for one container: once the pod has its IPs (or is on
 /// the host's network), unless the container mounts something at `/etc/hosts` itself.
 pub fn should_mount(pod: &Pod, pod_ips: &[String], container: &Container) -> bool {
-    let host_network = pod
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.host_network)
-        .unwrap_or(false);
     let own_mount = container
         .volume_mounts
         .iter()
         .flatten()
         .any(|mount| mount.mount_path == ETC_HOSTS);
-    (host_network || !pod_ips.is_empty()) && !own_mount
+    (super::plan::host_network(pod) || !pod_ips.is_empty()) && !own_mount
 }
 
 /// The file for a pod on the pod network (`managedHostsFileContent`).

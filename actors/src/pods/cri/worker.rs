@@ -469,7 +469,7 @@ impl Engine {
         let aliases = spec
             .and_then(|spec| spec.host_aliases.as_deref())
             .unwrap_or_default();
-        let text = if spec.and_then(|spec| spec.host_network).unwrap_or(false) {
+        let text = if super::plan::host_network(pod) {
             let node = std::fs::read_to_string(&self.settings.node_hosts_file)?;
             etc_hosts::host_network(&node, aliases)
         } else {
