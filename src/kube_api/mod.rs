@@ -20,6 +20,7 @@ mod in_flight;
 pub mod lease;
 pub mod metrics;
 pub mod node;
+mod object_watches;
 mod pods;
 mod reachability;
 mod resume;
@@ -210,6 +211,15 @@ pub struct KubeApi {
     /// Every Service, for service-link variables: watched from the first ask on, once for all
     /// the pods this client serves.
     services: std::sync::OnceLock<Arc<services::ServiceCache>>,
+    /// The ConfigMaps and Secrets pods read, each watched from its first read on (the
+    /// kubelet's `Watch` strategy), once for all the pods this client serves.
+    config_maps: std::sync::OnceLock<
+        Arc<object_watches::ObjectWatches<k8s_openapi::api::core::v1::ConfigMap>>,
+    >,
+    secrets:
+        std::sync::OnceLock<Arc<object_watches::ObjectWatches<k8s_openapi::api::core::v1::Secret>>>,
+    /// `syncFrequency`: five of them unread make an object's watch idle.
+    sync_period: Duration,
 }
 
 impl KubeApi {
@@ -284,6 +294,9 @@ impl KubeApi {
             identity,
             prober,
             services: std::sync::OnceLock::new(),
+            config_maps: std::sync::OnceLock::new(),
+            secrets: std::sync::OnceLock::new(),
+            sync_period: config.sync_frequency.into(),
         }))
     }
 

@@ -1,6 +1,7 @@
-//! [`VolumeSourceApi`] over kube-rs: ConfigMaps and Secrets read live and TokenRequests posted
-//! through the rate-limited main client (the kubelet's managers use its main client too), each
-//! call bounded by the heartbeat timeout.
+//! [`VolumeSourceApi`] over kube-rs: ConfigMaps and Secrets from one watch each (the kubelet's
+//! default `Watch` change-detection strategy, [`super::object_watches`]) and TokenRequests
+//! posted through the rate-limited main client (the kubelet's managers use its main client
+//! too), each call bounded by the heartbeat timeout.
 
 use futures::future::BoxFuture;
 use jiff::Timestamp;
@@ -15,7 +16,13 @@ use nodepulse_actors::{
     volume_manager::content::{TokenSpec, token::IssuedToken},
 };
 
-use super::{KubeApi, services::ServiceCache, timed};
+use super::{
+    KubeApi,
+    object_watches::{ObjectWatches, Watched},
+    services::ServiceCache,
+    timed,
+};
+use std::sync::Arc;
 
 /// The TokenRequest the kubelet posts for a projected token: the spec's audiences and
 /// expiration, bound to the pod.
@@ -32,6 +39,31 @@ pub fn token_request(spec: &TokenSpec) -> TokenRequest {
             }),
         }),
         ..TokenRequest::default()
+    }
+}
+
+impl KubeApi {
+    fn config_map_watches(&self) -> Arc<ObjectWatches<ConfigMap>> {
+        Arc::clone(
+            self.config_maps
+                .get_or_init(|| Arc::new(self.object_watches())),
+        )
+    }
+
+    fn secret_watches(&self) -> Arc<ObjectWatches<Secret>> {
+        Arc::clone(self.secrets.get_or_init(|| Arc::new(self.object_watches())))
+    }
+
+    /// Watches on the main client (a watch takes no turn of its rate limit), a first list
+    /// bounded as a `GET` is.
+    fn object_watches<K: Watched>(&self) -> ObjectWatches<K> {
+        ObjectWatches::new(
+            self.main.clone(),
+            self.reachability.recovery(),
+            &self.runtime,
+            self.sync_period,
+            self.heartbeat_timeout,
+        )
     }
 }
 
@@ -52,21 +84,15 @@ impl VolumeSourceApi for KubeApi {
         namespace: &str,
         name: &str,
     ) -> BoxFuture<'static, ApiResult<ConfigMap>> {
-        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
+        let watches = self.config_map_watches();
         let (namespace, name) = (namespace.to_owned(), name.to_owned());
-        Box::pin(async move {
-            let api = Api::<ConfigMap>::namespaced(main.await, &namespace);
-            timed(timeout, api.get(&name)).await
-        })
+        Box::pin(async move { watches.get(&namespace, &name).await })
     }
 
     fn get_secret(&self, namespace: &str, name: &str) -> BoxFuture<'static, ApiResult<Secret>> {
-        let (main, timeout) = (self.main_client_handle(), self.heartbeat_timeout());
+        let watches = self.secret_watches();
         let (namespace, name) = (namespace.to_owned(), name.to_owned());
-        Box::pin(async move {
-            let api = Api::<Secret>::namespaced(main.await, &namespace);
-            timed(timeout, api.get(&name)).await
-        })
+        Box::pin(async move { watches.get(&namespace, &name).await })
     }
 
     fn request_token(&self, spec: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {

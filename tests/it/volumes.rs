@@ -17,6 +17,7 @@ use std::{
 
 use common::{
     cluster::{TestCluster, unique_node_name},
+    daemon::DaemonProcess,
     eventually, eventually_async, objects,
     pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_running},
     root_dir::RootDir,
@@ -326,6 +327,58 @@ async fn a_config_map_update_reaches_the_file_within_one_sync_period() {
     })
     .await;
     stop(supervisor).await;
+}
+
+/// The kubelet's `Watch` strategy: a pod's ConfigMaps (its own and the service-account
+/// volume's `kube-root-ca.crt`) are listed and watched once, so the remount every sync period
+/// reads no object again, and a change still reaches the file through the watch. Counted by the
+/// daemon's own `/metrics` (a process of its own), so it holds on a real cluster too.
+#[actix_rt::test]
+async fn a_config_map_is_watched_so_remounts_cost_no_request() {
+    let cluster = TestCluster::start().await;
+    let node = unique_node_name("vol-watch");
+    let root = RootDir::new();
+    let yaml = format!("runtime: simulated\n{}", node_yaml(root.path()));
+    let daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+    let cm = format!("{node}-cm");
+    create_config_map(&cluster, &cm, json!({"data": {"key": "one"}})).await;
+    let name = format!("{node}-pod");
+    let pod = create(
+        &cluster.client,
+        &pod_with_volumes(
+            &name,
+            &node,
+            json!([{"name": "cfg", "configMap": {"name": cm}}]),
+        ),
+    )
+    .await;
+    wait_running(&cluster.client, NAMESPACE, &name).await;
+    let file = volume_dir(root.path(), &uid(&pod), "configmap", "cfg").join("key");
+    assert_eq!(read(&file), b"one");
+    // Two changes, each landing only through a remount after it (syncFrequency 2s).
+    let config_maps = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE);
+    for content in ["two", "three"] {
+        let mut updated = config_maps.get(&cm).await.expect("the ConfigMap");
+        updated.data = Some([("key".to_owned(), content.to_owned())].into());
+        config_maps
+            .replace(&cm, &PostParams::default(), &updated)
+            .await
+            .expect("updated");
+        eventually("the new content reaches the file", || {
+            std::fs::read(&file).is_ok_and(|bytes| bytes == content.as_bytes())
+        })
+        .await;
+    }
+    assert_eq!(
+        daemon.api_requests("get", "configmaps").await,
+        0.0,
+        "a ConfigMap was read with a GET (remounts read the watch)"
+    );
+    assert!(
+        daemon.api_requests("list", "configmaps").await >= 2.0,
+        "the pod's ConfigMap and kube-root-ca.crt were each listed for their watch"
+    );
+    drop(daemon);
 }
 
 #[actix_rt::test]

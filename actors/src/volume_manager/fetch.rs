@@ -1,4 +1,5 @@
-//! Fetching what an API-backed volume is built from: each ConfigMap and Secret read live, each
+//! Fetching what an API-backed volume is built from: each ConfigMap and Secret asked of the port
+//! at every (re)mount (the adapter answers from its watch of the object), each
 //! token taken from the cache unless it requires refresh (then asked of the TokenRequest API,
 //! the old one still served while unexpired if that fails). Owned futures, so the actor's
 //! mailbox never waits on the API.

@@ -186,6 +186,38 @@ impl DaemonProcess {
         }
     }
 
+    /// `GET {debug}/metrics`: the text exposition.
+    pub async fn metrics_text(&self) -> String {
+        let response = self
+            .http
+            .get(format!("{}/metrics", self.debug))
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("GET /metrics: {error}"));
+        assert!(
+            response.status().is_success(),
+            "/metrics: {}",
+            response.status()
+        );
+        response.text().await.expect("a /metrics body")
+    }
+
+    /// The daemon's API requests so far with `verb` on `resource`, every status code summed
+    /// (`nodepulse_rest_client_requests_total`, client-go's verbs).
+    pub async fn api_requests(&self, verb: &str, resource: &str) -> f64 {
+        let (verb, resource) = (
+            format!("verb=\"{verb}\""),
+            format!("resource=\"{resource}\""),
+        );
+        self.metrics_text()
+            .await
+            .lines()
+            .filter(|line| line.starts_with("nodepulse_rest_client_requests_total{"))
+            .filter(|line| line.contains(&verb) && line.contains(&resource))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
     /// The debug endpoint's view of one actor.
     pub async fn actor(&self, name: &str) -> Value {
         let (status, body) = self.get(&format!("/debug/actors/{name}")).await;

@@ -1,6 +1,7 @@
 //! The API objects API-backed volumes are built from, as the volume manager reaches them:
-//! ConfigMaps and Secrets read live (the kubelet's `Get` change-detection strategy; each
-//! remount reads again) and service-account tokens from the TokenRequest API, bound to the pod.
+//! ConfigMaps and Secrets as the adapter has them (kube's adapter answers from a watch of each
+//! object, the kubelet's default `Watch` strategy) and service-account tokens from the
+//! TokenRequest API, bound to the pod.
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
