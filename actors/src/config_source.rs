@@ -16,6 +16,8 @@ pub const SEEN_ANNOTATION: &str = "kubernetes.io/config.seen";
 
 /// `FileSource`: a pod from `staticPodPath`.
 pub const FILE_SOURCE: &str = "file";
+/// `HTTPSource`: a pod from `staticPodURL`.
+pub const HTTP_SOURCE: &str = "http";
 /// `ApiserverSource`.
 pub const API_SOURCE: &str = "api";
 

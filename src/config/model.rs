@@ -147,6 +147,17 @@ pub struct Config {
     /// How often `staticPodPath` is read again in full (the kubelet's `fileCheckFrequency`, 20s).
     #[serde(default = "default_file_check_frequency")]
     pub file_check_frequency: GoDuration,
+    /// A URL serving static pods, one Pod or a PodList (the kubelet's `staticPodURL`); unset
+    /// or empty: none.
+    #[serde(default, rename = "staticPodURL")]
+    pub static_pod_url: Option<String>,
+    /// Headers sent with every GET of `staticPodURL`, each name with its values (the
+    /// kubelet's `staticPodURLHeader`).
+    #[serde(default, rename = "staticPodURLHeader")]
+    pub static_pod_url_header: BTreeMap<String, Vec<String>>,
+    /// How often `staticPodURL` is read (the kubelet's `httpCheckFrequency`, 20s).
+    #[serde(default = "default_http_check_frequency")]
+    pub http_check_frequency: GoDuration,
     /// `cri`: probe the runtime at `containerRuntimeEndpoint`; `simulated`: report a healthy
     /// runtime without one (for simulated nodes), labelled as simulated.
     #[serde(default)]
@@ -289,6 +300,10 @@ fn default_sync_frequency() -> GoDuration {
 }
 
 fn default_file_check_frequency() -> GoDuration {
+    seconds(20)
+}
+
+fn default_http_check_frequency() -> GoDuration {
     seconds(20)
 }
 
@@ -524,6 +539,11 @@ impl Config {
         self.static_pod_path
             .as_deref()
             .filter(|path| !path.as_os_str().is_empty())
+    }
+
+    /// `staticPodURL`, when set and not empty.
+    pub fn static_pod_url(&self) -> Option<&str> {
+        self.static_pod_url.as_deref().filter(|url| !url.is_empty())
     }
 
     /// `rootDir` as nodepulse sees it: under `hostRoot`.

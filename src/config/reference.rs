@@ -210,6 +210,20 @@ pub const FIELDS: &[FieldDoc] = &[
         "fileCheckFrequency",
         "how often `staticPodPath` is read again in full; a change is also seen within a second",
     ),
+    field_defaulting(
+        "staticPodURL",
+        "none",
+        "an `http://` URL serving static pods (one Pod or a v1 PodList, YAML or JSON): each runs as the pod `<name>-<nodeName>` of source `http` with a mirror pod; an error (no answer, not 200, a bad body) keeps the pods there are (as the kubelet's `staticPodURL`)",
+    ),
+    field_defaulting(
+        "staticPodURLHeader",
+        "none",
+        "headers for every GET of `staticPodURL`: each name with a list of values",
+    ),
+    field(
+        "httpCheckFrequency",
+        "how often `staticPodURL` is read, counted from the end of the last read",
+    ),
     field(
         "podLogsDir",
         "where `runtime: cri` pods' container logs go, a directory `<namespace>_<name>_<uid>` per pod",

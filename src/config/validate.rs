@@ -488,6 +488,8 @@ fn validate_address(field: &str, address: &str) -> Result<(), InvalidSetting> {
 /// positive period, for one node (a fleet's simulated nodes share one process and no manifest).
 fn validate_static_pods(config: &Config, problems: &mut Problems) {
     problems.check(positive("fileCheckFrequency", config.file_check_frequency));
+    problems.check(positive("httpCheckFrequency", config.http_check_frequency));
+    validate_static_pod_url(config, problems);
     let Some(path) = config.static_pod_path() else {
         return;
     };
@@ -502,6 +504,52 @@ fn validate_static_pods(config: &Config, problems: &mut Problems) {
         problems.push(invalid(
             "staticPodPath",
             path.display(),
+            "static pods run on one node: a fleet (nodes) has none",
+        ));
+    }
+}
+
+/// `staticPodURL`: an `http` URL with a host, for one node; its headers' names and values
+/// must be sendable.
+fn validate_static_pod_url(config: &Config, problems: &mut Problems) {
+    for (name, values) in &config.static_pod_url_header {
+        if http::HeaderName::try_from(name.as_str()).is_err() {
+            problems.push(invalid(
+                "staticPodURLHeader",
+                name,
+                "not a valid HTTP header name",
+            ));
+        }
+        for value in values {
+            if http::HeaderValue::try_from(value.as_str()).is_err() {
+                problems.push(invalid(
+                    "staticPodURLHeader",
+                    format!("{name}: {value}"),
+                    "not a valid HTTP header value",
+                ));
+            }
+        }
+    }
+    let Some(url) = config.static_pod_url() else {
+        return;
+    };
+    match url.parse::<http::Uri>() {
+        Ok(uri) if uri.scheme_str() == Some("http") && uri.host().is_some() => {}
+        Ok(uri) if uri.scheme_str() == Some("https") => problems.push(invalid(
+            "staticPodURL",
+            url,
+            "only http URLs are supported (nodepulse has no TLS client for it)",
+        )),
+        _ => problems.push(invalid(
+            "staticPodURL",
+            url,
+            "expected an http URL with a host, such as http://127.0.0.1:8080/pods",
+        )),
+    }
+    if !config.nodes.is_empty() {
+        problems.push(invalid(
+            "staticPodURL",
+            url,
             "static pods run on one node: a fleet (nodes) has none",
         ));
     }
@@ -648,6 +696,58 @@ mod tests {
         );
         assert_eq!(field, "staticPodPath");
         assert!(reason.contains("fleet"), "{reason}");
+    }
+
+    #[test]
+    fn the_static_pod_url_settings_default_as_the_kubelet_and_are_refused_naming_the_field() {
+        let defaults = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
+        assert_eq!(defaults.static_pod_url(), None);
+        assert!(defaults.static_pod_url_header.is_empty());
+        assert_eq!(defaults.http_check_frequency.0.as_secs(), 20);
+        let set = Config::parse(
+            "staticPodURL: http://127.0.0.1:8080/pods\nstaticPodURLHeader: {X-Token: [a, b]}\nhttpCheckFrequency: 5s\n",
+            Source::Embedded,
+        )
+        .expect("valid");
+        assert_eq!(set.static_pod_url(), Some("http://127.0.0.1:8080/pods"));
+        assert_eq!(set.static_pod_url_header["X-Token"], ["a", "b"]);
+        assert_eq!(set.http_check_frequency.0.as_secs(), 5);
+        for (yaml, field, says) in [
+            (
+                "staticPodURL: /pods\n",
+                "staticPodURL",
+                "expected an http URL",
+            ),
+            (
+                "staticPodURL: https://h/pods\n",
+                "staticPodURL",
+                "only http URLs",
+            ),
+            (
+                "staticPodURL: http://h/\nhttpCheckFrequency: 0s\n",
+                "httpCheckFrequency",
+                "greater than zero",
+            ),
+            (
+                "staticPodURLHeader: {\"bad name\": [x]}\n",
+                "staticPodURLHeader",
+                "header name",
+            ),
+            (
+                "staticPodURLHeader: {X-A: [\"line\\nbreak\"]}\n",
+                "staticPodURLHeader",
+                "header value",
+            ),
+            (
+                "runtime: simulated\nstaticPodURL: http://h/\nnodes: [{name: sim-1}]\n",
+                "staticPodURL",
+                "fleet",
+            ),
+        ] {
+            let (refused, reason) = refusal(yaml);
+            assert_eq!(refused, field, "{yaml}");
+            assert!(reason.contains(says), "{yaml}: {reason}");
+        }
     }
 
     #[test]

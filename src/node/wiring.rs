@@ -38,7 +38,7 @@ use super::{
     eviction_settings, node_status_settings,
     pod_source::SharedPodSource,
     settings,
-    static_pods::{StaticPodSource, pod_streams},
+    static_pods::{StaticPodSource, UrlSource, pod_streams},
 };
 use crate::{
     config::{EndpointError, RuntimeKind, Settings},
@@ -442,7 +442,7 @@ impl Wiring<'_> {
 
 /// The node's one pod source, which the pod lifecycle actor and the volume manager subscribe
 /// to: the API watch of the pods bound to the node (mirror pods left out) and, with a
-/// `staticPodPath`, its manifests' pods, followed on the runtime the node is started on.
+/// `staticPodPath` or a `staticPodURL`, their manifests' pods, followed on the runtime the node is started on.
 /// Outside a tokio runtime (nothing to follow it on) each actor watches on its own.
 fn pod_source(
     api: &Arc<dyn ApiPorts>,
@@ -451,10 +451,19 @@ fn pod_source(
 ) -> Option<Arc<SharedPodSource>> {
     tokio::runtime::Handle::try_current().ok()?;
     let config = &settings.config;
-    let static_pods = config.static_pod_path().map(|path| StaticPodSource {
-        path: path.to_owned(),
+    let url = config.static_pod_url().map(|url| UrlSource {
+        url: url.to_owned(),
+        headers: (config.static_pod_url_header.iter())
+            .flat_map(|(name, values)| values.iter().map(|value| (name.clone(), value.clone())))
+            .collect(),
+        period: config.http_check_frequency.0,
+    });
+    let path =
+        (config.static_pod_path()).map(|path| (path.to_owned(), config.file_check_frequency.0));
+    let static_pods = (path.is_some() || url.is_some()).then(|| StaticPodSource {
+        path,
+        url,
         node: settings.node_name.clone(),
-        period: config.file_check_frequency.0,
         status_manager: addresses.status_manager.recipient(),
     });
     let (streams, feeders) = pod_streams(api, &settings.node_name, static_pods);

@@ -60,6 +60,8 @@ mod process_faults;
 mod reliability_security;
 mod runtime_probe;
 mod signal_actors;
+mod static_pod_start;
+mod static_pod_url;
 mod static_pods;
 mod status_manager;
 mod supervision;

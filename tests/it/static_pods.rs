@@ -29,20 +29,25 @@ use crate::{
     cri_pods::{UNTIL_TERM, app, runtime_id},
 };
 
-const NAMESPACE: &str = "default";
-const MIRROR: &str = "kubernetes.io/config.mirror";
-const HASH: &str = "kubernetes.io/config.hash";
+pub(crate) const NAMESPACE: &str = "default";
+pub(crate) const MIRROR: &str = "kubernetes.io/config.mirror";
+pub(crate) const HASH: &str = "kubernetes.io/config.hash";
 
 /// A CRI node reading static pods from a directory of the test's, against a test cluster.
-struct StaticSetup {
-    node: CriNode,
-    fixture: CriFixture,
-    cluster: TestCluster,
-    manifests: tempfile::TempDir,
+pub(crate) struct StaticSetup {
+    pub(crate) node: CriNode,
+    pub(crate) fixture: CriFixture,
+    pub(crate) cluster: TestCluster,
+    pub(crate) manifests: tempfile::TempDir,
 }
 
 impl StaticSetup {
-    async fn start(test: &str, prefix: &str) -> Option<Self> {
+    pub(crate) async fn start(test: &str, prefix: &str) -> Option<Self> {
+        Self::start_with(test, prefix, "").await
+    }
+
+    /// [`Self::start`], with `extra` configuration lines (another static pod source).
+    pub(crate) async fn start_with(test: &str, prefix: &str, extra: &str) -> Option<Self> {
         CriFixture::required(test)?;
         let cluster = TestCluster::start().await;
         let fixture = CriFixture::start(prefix).await;
@@ -50,7 +55,7 @@ impl StaticSetup {
         let path = manifests.path().to_owned();
         let node = CriNode::start_with(&cluster.kubeconfig, &fixture, prefix, |_| {
             format!(
-                "staticPodPath: {}\nfileCheckFrequency: 20s\n",
+                "staticPodPath: {}\nfileCheckFrequency: 20s\n{extra}",
                 path.display()
             )
         })
@@ -64,7 +69,7 @@ impl StaticSetup {
     }
 
     /// The mirror pod's name for the manifest pod `name`, owned by the test for its clean-up.
-    fn mirror_name(&self, name: &str) -> String {
+    pub(crate) fn mirror_name(&self, name: &str) -> String {
         let mirror = format!("{name}-{}", self.node.name.to_lowercase());
         own(Owned::Pod {
             namespace: NAMESPACE.to_owned(),
@@ -73,14 +78,33 @@ impl StaticSetup {
         mirror
     }
 
-    fn pods(&self) -> Api<Pod> {
+    pub(crate) fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.cluster.client.clone(), NAMESPACE)
+    }
+
+    /// Waits until the mirror pod `name` is gone from the API.
+    pub(crate) async fn wait_mirror_deleted(&self, name: &str) {
+        eventually_async("the mirror pod is deleted", || async {
+            self.pods()
+                .get_opt(name)
+                .await
+                .is_ok_and(|pod| pod.is_none())
+        })
+        .await;
+    }
+
+    /// Waits until the runtime holds nothing of the static pod `uid`.
+    pub(crate) async fn wait_containers_gone(&self, uid: &str, what: &str) {
+        eventually_async(what, || async {
+            static_containers(&self.fixture, uid).await == 0
+        })
+        .await;
     }
 }
 
 /// Writes the manifest of pod `name` (one long-running busybox container saying `version` in
 /// its environment) into `dir`, replacing it in one rename as an editor or kubeadm does.
-fn write_manifest(dir: &Path, name: &str, version: &str) {
+pub(crate) fn write_manifest(dir: &Path, name: &str, version: &str) {
     let manifest = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -93,13 +117,18 @@ fn write_manifest(dir: &Path, name: &str, version: &str) {
             }],
         },
     });
-    let yaml = serde_yaml_ng::to_string(&manifest).expect("yaml");
+    write_pod(dir, name, &manifest);
+}
+
+/// Writes `manifest` as `<name>.yaml` into `dir` in one rename.
+pub(crate) fn write_pod(dir: &Path, name: &str, manifest: &serde_json::Value) {
+    let yaml = serde_yaml_ng::to_string(manifest).expect("yaml");
     let staged = dir.join(format!(".{name}.yaml.tmp"));
     std::fs::write(&staged, yaml).expect("the manifest is written");
     std::fs::rename(&staged, dir.join(format!("{name}.yaml"))).expect("the manifest is in place");
 }
 
-fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+pub(crate) fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata
         .annotations
         .as_ref()?
@@ -108,7 +137,7 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 }
 
 /// The mirror pod `name` once it is Running and Ready, not being deleted, and `check` holds.
-async fn wait_mirror(
+pub(crate) async fn wait_mirror(
     setup: &StaticSetup,
     name: &str,
     what: &str,
@@ -124,7 +153,7 @@ async fn wait_mirror(
 }
 
 /// Whether the runtime runs container `id`.
-async fn runs(fixture: &CriFixture, id: &str) -> bool {
+pub(crate) async fn runs(fixture: &CriFixture, id: &str) -> bool {
     let filter = ContainerFilter {
         id: Some(id.to_owned()),
         state: Some(ContainerState::Running),
@@ -138,7 +167,7 @@ async fn runs(fixture: &CriFixture, id: &str) -> bool {
 }
 
 /// The containers the runtime holds for the static pod `uid` (its hash), in any state.
-async fn static_containers(fixture: &CriFixture, uid: &str) -> usize {
+pub(crate) async fn static_containers(fixture: &CriFixture, uid: &str) -> usize {
     let filter = ContainerFilter {
         labels: [("io.kubernetes.pod.uid".to_owned(), uid.to_owned())].into(),
         ..ContainerFilter::default()
@@ -234,25 +263,16 @@ async fn a_manifest_runs_with_a_mirror_pod_that_follows_deletion_edits_and_remov
         let new_hash = annotation(&edited, HASH).expect("config.hash").to_owned();
         assert_eq!(annotation(&edited, MIRROR), Some(new_hash.as_str()));
         assert_ne!(runtime_id(&app(&edited)), container);
-        eventually_async("the old static pod's containers are gone", || async {
-            static_containers(&setup.fixture, &hash).await == 0
-        })
-        .await;
+        setup
+            .wait_containers_gone(&hash, "the old static pod's containers are gone")
+            .await;
 
         // A removed manifest: the pod stops and its mirror pod goes.
         std::fs::remove_file(setup.manifests.path().join("web.yaml")).expect("removed");
-        eventually_async("the mirror pod is deleted", || async {
-            setup
-                .pods()
-                .get_opt(&mirror_name)
-                .await
-                .is_ok_and(|pod| pod.is_none())
-        })
-        .await;
-        eventually_async("the static pod's containers are gone", || async {
-            static_containers(&setup.fixture, &new_hash).await == 0
-        })
-        .await;
+        setup.wait_mirror_deleted(&mirror_name).await;
+        setup
+            .wait_containers_gone(&new_hash, "the static pod's containers are gone")
+            .await;
     })
     .await;
 }
@@ -332,14 +352,7 @@ async fn a_static_pod_keeps_running_while_the_api_server_is_down_and_its_mirror_
         assert!(runs(&setup.fixture, &replacement).await);
 
         std::fs::remove_file(setup.manifests.path().join("control.yaml")).expect("removed");
-        eventually_async("the mirror pod is deleted", || async {
-            setup
-                .pods()
-                .get_opt(&mirror_name)
-                .await
-                .is_ok_and(|pod| pod.is_none())
-        })
-        .await;
+        setup.wait_mirror_deleted(&mirror_name).await;
     })
     .await;
 }

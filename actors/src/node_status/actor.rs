@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::{
     NodeView,
-    registration::RegistrationSettings,
+    registration::{RegistrationSettings, initial_node},
     report::{ReportClock, tick_phase},
     setters::StatusSettings,
     sync::{Registered, StatusJob, SyncOutcome, register, sync_status},
@@ -148,6 +148,18 @@ impl NodeStatusActor {
         }
         self.observe_volumes(&node);
         self.node = Some(node);
+    }
+
+    /// Shares the Node as it would be registered (the kubelet's `initialNode`: the default
+    /// labels, `nodeLabels`, `registerWithTaints` and every status setter), which static pods
+    /// are admitted against until the API server has the Node.
+    fn share_initial_node(&self) {
+        let Some(view) = &self.node_view else {
+            return;
+        };
+        let job = self.job();
+        let (node, _, _) = job.compute(&initial_node(&job.node_name, &job.registration));
+        view.set_initial(node);
     }
 
     /// Shares every Node the API server returns through `view`.
@@ -456,6 +468,7 @@ impl Actor for NodeStatusActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self.share_initial_node();
         ctx.add_stream(self.api.watch_node(&self.settings.node_name));
         ctx.add_stream(self.api.recovery().stream());
         if self.settings.register_node {

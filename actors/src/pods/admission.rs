@@ -36,8 +36,8 @@ impl Rejection {
 }
 
 /// Decides whether `pod` may run on `node` beside `admitted`: the pods already accepted and not
-/// yet terminal (the kubelet's active pods, `pod` itself not among them). Static pods do not
-/// exist here, so the NoExecute taint check applies to every pod.
+/// yet terminal (the kubelet's active pods, `pod` itself not among them). A static pod skips
+/// the NoExecute taint check, as in the kubelet (an HTTP source's pods carry no toleration).
 pub fn admit(pod: &Pod, node: &Node, admitted: &[Pod]) -> Result<(), Rejection> {
     check_platform(pod, node)?;
     let unexpected = |error: crate::quantity::QuantityError| {
@@ -92,12 +92,13 @@ pub fn admit(pod: &Pod, node: &Node, admitted: &[Pod]) -> Result<(), Rejection> 
         .and_then(|spec| spec.tolerations.as_deref())
         .unwrap_or_default();
     // The kubelet looks only at NoExecute taints: NoSchedule is the scheduler's business.
-    let untolerated = taints.iter().any(|taint| {
-        taint.effect == "NoExecute"
-            && !tolerations
-                .iter()
-                .any(|toleration| tolerates(toleration, taint))
-    });
+    let untolerated = !crate::config_source::is_static_pod(pod)
+        && taints.iter().any(|taint| {
+            taint.effect == "NoExecute"
+                && !tolerations
+                    .iter()
+                    .any(|toleration| tolerates(toleration, taint))
+        });
     if untolerated {
         return Err(Rejection::predicate(
             "TaintToleration",

@@ -202,6 +202,20 @@ fn every_refusal_has_the_kubelets_reason_and_message() {
             ),
         ),
         (
+            "a static pod skips the taint check",
+            {
+                let mut pod = pod(json!({}));
+                pod.metadata.annotations =
+                    Some([("kubernetes.io/config.source".to_owned(), "http".to_owned())].into());
+                pod
+            },
+            node(
+                json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]}}),
+            ),
+            vec![],
+            Ok(()),
+        ),
+        (
             "NoSchedule taints are the scheduler's",
             pod(json!({})),
             node(json!({"spec": {"taints": [{"key": "dedicated", "effect": "NoSchedule"}]}})),

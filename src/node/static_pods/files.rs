@@ -51,24 +51,30 @@ pub fn read_static_pods(path: &Path, node: &str) -> Result<Vec<Pod>, PathError> 
             path: path.display().to_string(),
         });
     };
+    let pods = files
+        .iter()
+        .filter_map(|file| read_file(file, node).map(|pod| (pod, file.display().to_string())));
+    Ok(first_of_each_name(pods, "file"))
+}
+
+/// The pods of one read of `source` (each with where it came from), a second pod of a full
+/// name dropped with the kubelet's words (`filterInvalidPods`).
+pub fn first_of_each_name(pods: impl IntoIterator<Item = (Pod, String)>, source: &str) -> Vec<Pod> {
     let mut names = BTreeSet::new();
-    let mut pods = Vec::new();
-    for file in files {
-        let Some(pod) = read_file(&file, node) else {
-            continue;
-        };
+    let mut kept = Vec::new();
+    for (pod, from) in pods {
         let full_name = full_name(&pod);
         if names.insert(full_name.clone()) {
-            pods.push(pod);
+            kept.push(pod);
         } else {
             tracing::warn!(
-                path = %file.display(),
-                "Error validating pod {full_name} from file due to duplicate pod name {:?}, ignoring",
+                from,
+                "Error validating pod {full_name} from {source} due to duplicate pod name {:?}, ignoring",
                 pod.metadata.name.as_deref().unwrap_or_default()
             );
         }
     }
-    Ok(pods)
+    kept
 }
 
 /// `<namespace>/<name>`: one pod of each per source.

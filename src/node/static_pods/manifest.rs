@@ -1,18 +1,23 @@
-//! One manifest file turned into the pod the kubelet would run (`kl/config/common.go`
-//! `tryDecodeSinglePod` and `applyDefaults`): exactly one v1 Pod (YAML or JSON, at most
-//! 10 MiB), the API server's defaults it never went through, then the kubelet's: a UID hashed
-//! from the content, the node and the file, the name `<name>-<node>`, the `config.*`
-//! annotations, the node name, the NoExecute toleration. Pure but for the clock the caller
-//! passes; a manifest that may not run says why in the kubelet's words.
+//! A manifest turned into the pods the kubelet would run (`kl/config/common.go`
+//! `tryDecodeSinglePod`, `tryDecodePodList` and `applyDefaults`): a file's exactly one v1 Pod,
+//! a URL's one Pod or v1 PodList (YAML or JSON, at most 10 MiB), the API server's defaults it
+//! never went through, then the kubelet's: a UID hashed from the content and the source (the
+//! node and the file, or the URL), the name `<name>-<node>`, the `config.*` annotations, the
+//! node name, and for a file the NoExecute toleration. Pure; a manifest that may not run says
+//! why in the kubelet's words.
 
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::Pod;
-use nodepulse_actors::config_source::{FILE_SOURCE, HASH_ANNOTATION, SOURCE_ANNOTATION};
+use nodepulse_actors::config_source::{
+    FILE_SOURCE, HASH_ANNOTATION, HTTP_SOURCE, SOURCE_ANNOTATION,
+};
 use serde_json::{Map, Value, json};
 
 /// `maxConfigLength`: a larger manifest is refused.
 pub const MAX_MANIFEST_BYTES: usize = 10 << 20;
+/// How much of an unparsable body an error quotes (the kubelet quotes all of it).
+const QUOTED_BODY: usize = 512;
 
 /// Why a manifest gives no pod. Retrying does not help until the file changes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +32,23 @@ pub enum ManifestError {
     Invalid(String),
     #[error("static pods may not reference {0}")]
     ApiReference(&'static str),
+    /// A URL's body that is neither a Pod nor a PodList.
+    #[error(
+        "{url}: received '{body}', but couldn't parse as single ({single}) or multiple pods ({multiple})"
+    )]
+    NeitherPodNorList {
+        url: String,
+        body: String,
+        single: String,
+        multiple: String,
+    },
+}
+
+/// Where a manifest came from: its pods' source, UID and toleration follow from it.
+#[derive(Debug, Clone, Copy)]
+pub enum Origin<'a> {
+    File(&'a Path),
+    Url(&'a str),
 }
 
 /// The pod `data` (the file at `path`) describes, as it runs on `node`.
@@ -39,45 +61,147 @@ pub fn static_pod(data: &[u8], path: &Path, node: &str) -> Result<Pod, ManifestE
     if data.len() > MAX_MANIFEST_BYTES {
         return Err(ManifestError::TooLarge { path: path_text });
     }
-    // JSON is YAML; more than one document is refused, as one pod per file is all there is.
-    let value: Value = serde_yaml_ng::from_slice(data).map_err(|error| parse(error.to_string()))?;
-    let Value::Object(mut object) = value else {
-        return Err(parse("not an object".to_owned()));
+    let object = document(data).map_err(parse)?;
+    match kind(&object) {
+        Ok("Pod") => {}
+        Ok(other) => return Err(parse(format!("not a v1 Pod: {other} of v1"))),
+        Err(reason) => return Err(parse(reason)),
+    }
+    one_pod(object, Origin::File(path), node).map_err(|error| match error {
+        PodError::Decode(reason) => parse(reason),
+        PodError::Refused(error) => error,
+    })
+}
+
+/// The pods a `staticPodURL` body describes (a Pod, or a PodList whose every item must be
+/// valid, as `tryDecodeSinglePod` then `tryDecodePodList`), as they run on `node`.
+pub fn url_pods(data: &[u8], url: &str, node: &str) -> Result<Vec<Pod>, ManifestError> {
+    let neither = |single: String, multiple: String| {
+        let text = String::from_utf8_lossy(data);
+        let mut body: String = text.chars().take(QUOTED_BODY).collect();
+        if body.len() < text.len() {
+            body.push('…');
+        }
+        ManifestError::NeitherPodNorList {
+            url: url.to_owned(),
+            body,
+            single,
+            multiple,
+        }
     };
+    if data.len() > MAX_MANIFEST_BYTES {
+        return Err(ManifestError::TooLarge {
+            path: url.to_owned(),
+        });
+    }
+    let object = document(data).map_err(|reason| neither(reason.clone(), reason))?;
+    let origin = Origin::Url(url);
+    match kind(&object) {
+        Ok("Pod") => match one_pod(object, origin, node) {
+            Ok(pod) => Ok(vec![pod]),
+            Err(PodError::Refused(error)) => Err(error),
+            Err(PodError::Decode(reason)) => {
+                Err(neither(reason, "not a PodList: kind Pod".to_owned()))
+            }
+        },
+        Ok("PodList") => {
+            let items = match object.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                None | Some(Value::Null) => Vec::new(),
+                Some(_) => {
+                    return Err(neither(
+                        "not a Pod: kind PodList".to_owned(),
+                        "items: not a list".to_owned(),
+                    ));
+                }
+            };
+            let mut pods = Vec::with_capacity(items.len());
+            for item in items {
+                let Value::Object(mut item) = item else {
+                    return Err(neither(
+                        "not a Pod: kind PodList".to_owned(),
+                        "an item is not an object".to_owned(),
+                    ));
+                };
+                // A list's items need not say what they are.
+                item.entry("apiVersion").or_insert(json!("v1"));
+                item.entry("kind").or_insert(json!("Pod"));
+                match one_pod(item, origin, node) {
+                    Ok(pod) => pods.push(pod),
+                    Err(PodError::Refused(error)) => return Err(error),
+                    Err(PodError::Decode(reason)) => {
+                        return Err(neither("not a Pod: kind PodList".to_owned(), reason));
+                    }
+                }
+            }
+            Ok(pods)
+        }
+        Ok(other) => Err(neither(
+            format!("not a v1 Pod: {other}"),
+            format!("not a v1 PodList: {other}"),
+        )),
+        Err(reason) => Err(neither(reason.clone(), reason)),
+    }
+}
+
+/// One YAML (or JSON) document as an object. More than one document is refused, as the
+/// kubelet reads only one.
+fn document(data: &[u8]) -> Result<Map<String, Value>, String> {
+    let value: Value = serde_yaml_ng::from_slice(data).map_err(|error| error.to_string())?;
+    match value {
+        Value::Object(object) => Ok(object),
+        _ => Err("not an object".to_owned()),
+    }
+}
+
+/// The object's kind, when it is of `v1`.
+fn kind(object: &Map<String, Value>) -> Result<&str, String> {
     match (
         object.get("apiVersion").and_then(Value::as_str),
         object.get("kind").and_then(Value::as_str),
     ) {
-        (Some("v1"), Some("Pod")) => {}
-        (_, None) => return Err(parse("Object 'Kind' is missing".to_owned())),
-        (version, Some(kind)) => {
-            return Err(parse(format!(
-                "not a v1 Pod: {kind} of {}",
-                version.unwrap_or("no apiVersion")
-            )));
-        }
+        (Some("v1"), Some(kind)) => Ok(kind),
+        (_, None) => Err("Object 'Kind' is missing".to_owned()),
+        (version, Some(kind)) => Err(format!(
+            "not a v1 Pod: {kind} of {}",
+            version.unwrap_or("no apiVersion")
+        )),
     }
+}
+
+/// Why one pod object gives no pod: it does not decode, or the kubelet refuses it.
+enum PodError {
+    Decode(String),
+    Refused(ManifestError),
+}
+
+/// One v1 Pod object, defaulted, checked and given its identity.
+fn one_pod(
+    mut object: Map<String, Value>,
+    origin: Origin<'_>,
+    node: &str,
+) -> Result<Pod, PodError> {
     object.remove("status");
     api_server_defaults(&mut object);
-    let mut pod: Pod =
-        serde_json::from_value(Value::Object(object)).map_err(|error| parse(error.to_string()))?;
+    let mut pod: Pod = serde_json::from_value(Value::Object(object))
+        .map_err(|error| PodError::Decode(error.to_string()))?;
     let name = pod.metadata.name.clone().unwrap_or_default();
     if name.is_empty() {
-        return Err(ManifestError::NoName);
+        return Err(PodError::Refused(ManifestError::NoName));
     }
-    validate(&pod)?;
+    validate(&pod).map_err(PodError::Refused)?;
     if let Some(resource) = api_reference(&pod) {
-        return Err(ManifestError::ApiReference(resource));
+        return Err(PodError::Refused(ManifestError::ApiReference(resource)));
     }
-    apply_kubelet_defaults(&mut pod, &path_text, node);
+    apply_kubelet_defaults(&mut pod, origin, node);
     Ok(pod)
 }
 
-/// `applyDefaults`: the identity and placement the kubelet gives a file's pod.
-fn apply_kubelet_defaults(pod: &mut Pod, path: &str, node: &str) {
+/// `applyDefaults`: the identity and placement the kubelet gives a static pod.
+fn apply_kubelet_defaults(pod: &mut Pod, origin: Origin<'_>, node: &str) {
     let uid = match pod.metadata.uid.clone().filter(|uid| !uid.is_empty()) {
         Some(uid) => uid,
-        None => content_uid(pod, path, node),
+        None => content_uid(pod, origin, node),
     };
     let meta = &mut pod.metadata;
     meta.uid = Some(uid.clone());
@@ -91,10 +215,25 @@ fn apply_kubelet_defaults(pod: &mut Pod, path: &str, node: &str) {
     }
     let annotations = meta.annotations.get_or_insert_default();
     annotations.insert(HASH_ANNOTATION.to_owned(), uid);
-    annotations.insert(SOURCE_ANNOTATION.to_owned(), FILE_SOURCE.to_owned());
+    let source = match origin {
+        Origin::File(_) => FILE_SOURCE,
+        Origin::Url(_) => HTTP_SOURCE,
+    };
+    annotations.insert(SOURCE_ANNOTATION.to_owned(), source.to_owned());
     let spec = pod.spec.get_or_insert_default();
     spec.node_name = Some(node.to_owned());
-    // So no node problem's NoExecute taint evicts it (`AddOrUpdateTolerationInPod`).
+    if matches!(origin, Origin::File(_)) {
+        tolerate_no_execute(spec);
+    }
+    pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
+        phase: Some("Pending".to_owned()),
+        ..Default::default()
+    });
+}
+
+/// So no node problem's NoExecute taint evicts a file's pod (`AddOrUpdateTolerationInPod`;
+/// the kubelet adds it for the file source only).
+fn tolerate_no_execute(spec: &mut k8s_openapi::api::core::v1::PodSpec) {
     let tolerations = spec.tolerations.get_or_insert_default();
     let everything = |t: &k8s_openapi::api::core::v1::Toleration| {
         t.key.as_deref().unwrap_or_default().is_empty() && t.effect.as_deref() == Some("NoExecute")
@@ -105,21 +244,23 @@ fn apply_kubelet_defaults(pod: &mut Pod, path: &str, node: &str) {
         effect: Some("NoExecute".to_owned()),
         ..Default::default()
     });
-    pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
-        phase: Some("Pending".to_owned()),
-        ..Default::default()
-    });
 }
 
 /// The UID of a manifest without one: FNV-128a over the decoded pod, then `host:<node>` and
-/// `file:<path>`, in lowercase hex, as the kubelet. The kubelet hashes a Go dump of its
-/// internal struct, which nothing outside Go reproduces; this hashes the pod's JSON, which
-/// changes exactly when the manifest's content does (all kubeadm relies on).
-fn content_uid(pod: &Pod, path: &str, node: &str) -> String {
+/// `file:<path>` (a URL's: `url:<url>`, no node), in lowercase hex, as the kubelet. The
+/// kubelet hashes a Go dump of its internal struct, which nothing outside Go reproduces; this
+/// hashes the pod's JSON, which changes exactly when the manifest's content does (all kubeadm
+/// relies on).
+fn content_uid(pod: &Pod, origin: Origin<'_>, node: &str) -> String {
     let mut hash = Fnv128a::default();
     hash.write(&serde_json::to_vec(pod).unwrap_or_default());
-    hash.write(format!("host:{node}").as_bytes());
-    hash.write(format!("file:{path}").as_bytes());
+    match origin {
+        Origin::File(path) => {
+            hash.write(format!("host:{node}").as_bytes());
+            hash.write(format!("file:{}", path.display()).as_bytes());
+        }
+        Origin::Url(url) => hash.write(format!("url:{url}").as_bytes()),
+    }
     format!("{:032x}", hash.0)
 }
 

@@ -176,3 +176,61 @@ fn a_static_pod_may_not_reference_api_objects() {
     let host_path = with("  volumes: [{name: data, hostPath: {path: /var/lib/etcd}}]\n");
     assert!(read(&host_path).is_ok(), "a hostPath needs no API object");
 }
+
+#[test]
+fn a_url_pod_is_of_source_http_its_uid_hashed_with_the_url_and_not_the_node_and_no_toleration() {
+    let url = "http://127.0.0.1:8080/pods";
+    let pods = url_pods(ETCD.as_bytes(), url, "Node-1").expect("a pod");
+    let [pod] = pods.as_slice() else {
+        panic!("one pod: {pods:?}")
+    };
+    assert_eq!(pod.metadata.name.as_deref(), Some("etcd-node-1"));
+    assert_eq!(annotation(pod, "kubernetes.io/config.source"), Some("http"));
+    let uid = pod.metadata.uid.clone().expect("a uid");
+    assert_eq!(
+        annotation(pod, "kubernetes.io/config.hash"),
+        Some(uid.as_str())
+    );
+    let on_other_node = url_pods(ETCD.as_bytes(), url, "node-2").expect("a pod");
+    assert_eq!(
+        on_other_node[0].metadata.uid.as_deref(),
+        Some(uid.as_str()),
+        "the URL's hash has no node in it"
+    );
+    let elsewhere =
+        url_pods(ETCD.as_bytes(), "http://127.0.0.1:8080/other", "Node-1").expect("a pod");
+    assert_ne!(elsewhere[0].metadata.uid.as_deref(), Some(uid.as_str()));
+    let from_file = read(ETCD).expect("a pod");
+    assert_ne!(from_file.metadata.uid.as_deref(), Some(uid.as_str()));
+    // The manifest's own toleration stays; none is added (the kubelet adds it to files only).
+    let tolerations = pod.spec.as_ref().and_then(|s| s.tolerations.clone());
+    assert_eq!(tolerations.map(|t| t.len()), Some(1));
+    let bare = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: a, image: b}]}\n";
+    let bare = url_pods(bare.as_bytes(), url, "n").expect("a pod");
+    assert_eq!(
+        bare[0].spec.as_ref().and_then(|s| s.tolerations.clone()),
+        None
+    );
+}
+
+#[test]
+fn a_url_body_that_is_neither_a_pod_nor_a_pod_list_is_refused_in_the_kubelets_words() {
+    let url = "http://h/pods";
+    let error = url_pods(b"apiVersion: v1\nkind: Service\n", url, "n").expect_err("refused");
+    assert_eq!(
+        error.to_string(),
+        "http://h/pods: received 'apiVersion: v1\nkind: Service\n', but couldn't parse as \
+         single (not a v1 Pod: Service) or multiple pods (not a v1 PodList: Service)"
+    );
+    let empty_list = url_pods(
+        b"{\"apiVersion\": \"v1\", \"kind\": \"PodList\", \"items\": []}",
+        url,
+        "n",
+    );
+    assert_eq!(empty_list, Ok(Vec::new()));
+    let nameless = "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: b}]}\n";
+    assert_eq!(
+        url_pods(nameless.as_bytes(), url, "n"),
+        Err(ManifestError::NoName)
+    );
+}

@@ -43,10 +43,12 @@ pub struct MirrorPlan {
 }
 
 impl MirrorPlan {
-    /// The static pods now (a read of `staticPodPath`).
-    pub fn set_static_pods<'a>(&mut self, pods: impl Iterator<Item = &'a Pod>) {
+    /// The static pods now (the latest read of every static source); `all_read`: every source
+    /// was read at least once, so a mirror pod without a static pod is an orphan (the
+    /// kubelet's housekeeping waits for all sources to be ready).
+    pub fn set_static_pods<'a>(&mut self, pods: impl Iterator<Item = &'a Pod>, all_read: bool) {
         self.statics = pods.map(|pod| (full_name(pod), pod.clone())).collect();
-        self.statics_read = true;
+        self.statics_read = all_read;
     }
 
     /// A mirror pod event from the API watch of the node's pods (and its `Listed`).

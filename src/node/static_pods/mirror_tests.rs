@@ -39,7 +39,7 @@ fn said(actions: &[MirrorAction]) -> Vec<String> {
 
 fn plan(statics: &[Pod], mirrors: &[Pod]) -> MirrorPlan {
     let mut plan = MirrorPlan::default();
-    plan.set_static_pods(statics.iter());
+    plan.set_static_pods(statics.iter(), true);
     for mirror in mirrors {
         plan.observe(PodWatchEvent::Applied(Arc::new(mirror.clone())));
     }
@@ -136,4 +136,15 @@ fn the_mirror_pod_is_the_static_pod_with_the_mirror_annotation_owned_by_the_node
             .to_string(),
         "failed to get node UID: UID unset for node n1"
     );
+}
+
+#[test]
+fn an_orphan_waits_until_every_static_source_was_read() {
+    let mut plan = plan(&[], &[mirror("served-n1", "m1", "h1")]);
+    plan.observe(PodWatchEvent::Listed);
+    // The file source read, the URL not yet: its mirror pod may well be no orphan.
+    plan.set_static_pods(std::iter::empty(), false);
+    assert!(plan.actions().is_empty(), "{:?}", said(&plan.actions()));
+    plan.set_static_pods(std::iter::empty(), true);
+    assert_eq!(said(&plan.actions()), ["delete served-n1 m1"]);
 }

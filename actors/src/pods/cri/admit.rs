@@ -7,10 +7,16 @@ use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{engine::Engine, worker::later};
-use crate::pods::{
-    admission::{admit, rejected_status, rejection_event},
-    provider::PodUpdate,
+use super::{
+    engine::{Ending, Engine},
+    worker::later,
+};
+use crate::{
+    config_source::is_static_pod,
+    pods::{
+        admission::{admit, rejected_status, rejection_event},
+        provider::PodUpdate,
+    },
 };
 
 /// How soon a pod waiting for the Node to be known is looked at again.
@@ -27,8 +33,14 @@ impl Engine {
         let admitted: Vec<_> = core
             .pods
             .iter()
+            // A pod gone from its source no longer counts (the kubelet's pod manager dropped
+            // it), even while it is torn down: an edited static pod's successor is admitted
+            // beside it, and waits for its turn (`static_turn`).
             .filter(|(other, entry)| {
-                other.as_str() != uid && entry.admitted && !entry.end.is_finished()
+                other.as_str() != uid
+                    && entry.admitted
+                    && !entry.end.is_finished()
+                    && entry.ending != Some(Ending::Gone)
             })
             .map(|(_, entry)| Pod::clone(&entry.pod))
             .collect();
@@ -38,7 +50,15 @@ impl Engine {
         if entry.admitted {
             return true;
         }
-        let Some(node) = view.get() else {
+        // A static pod needs no API server: the locally built Node until there is one (the
+        // kubelet's `getNodeAnyWay`). A pod of the API waits for the API's Node, as the
+        // kubelet's API source starts only once the Node's informer synced.
+        let node = if is_static_pod(&entry.pod) {
+            view.get_any_way()
+        } else {
+            view.get()
+        };
+        let Some(node) = node else {
             entry.retry_at = Some(later(now, NODE_UNKNOWN_RETRY));
             return false;
         };

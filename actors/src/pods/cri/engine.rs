@@ -109,6 +109,10 @@ pub struct PodEntry {
     /// container started again).
     pub generation: u64,
     pub retry_at: Option<Timestamp>,
+    /// Its place in the order pods arrived (static pods of one full name start in it).
+    pub arrival: u64,
+    /// A static pod that was let start: its full name's one instance until it finished.
+    pub static_started: bool,
     pub ending: Option<Ending>,
     /// Whether it is finished (nothing more runs or is reported), and TerminatePod told.
     pub end: End,
@@ -118,6 +122,8 @@ pub struct PodEntry {
 #[derive(Default)]
 pub struct Core {
     pub pods: HashMap<String, PodEntry>,
+    /// Pods that arrived so far (each entry's `arrival`).
+    pub arrivals: u64,
     pub outbox: Vec<PodUpdate>,
     pub sink: Option<UpdateSink>,
     pub crash: Backoff,
@@ -215,11 +221,12 @@ impl Engine {
         });
     }
 
-    /// The Node's `status.allocatable`, empty until the Node is known.
+    /// The Node's `status.allocatable` (the locally built Node's before registration, as the
+    /// kubelet's `getNodeAnyWay`), empty until either is known.
     pub fn node_allocatable(&self) -> BTreeMap<String, Quantity> {
         self.node
             .as_ref()
-            .and_then(|view| view.get())
+            .and_then(|view| view.get_any_way())
             .and_then(|node| node.status.as_ref()?.allocatable.clone())
             .unwrap_or_default()
     }

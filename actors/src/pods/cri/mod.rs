@@ -31,6 +31,7 @@ mod rule_tests;
 mod sandbox;
 #[cfg(test)]
 mod sidecar_tests;
+mod static_turn;
 mod status;
 mod sub_path;
 #[cfg(test)]
@@ -212,6 +213,8 @@ impl PodLifecycleProvider for CriPods {
                     }
                 }
                 None => {
+                    core.arrivals += 1;
+                    let arrival = core.arrivals;
                     let status = pod.status.clone().unwrap_or_default();
                     let finished = is_terminal(pod);
                     core.pods.insert(
@@ -232,6 +235,8 @@ impl PodLifecycleProvider for CriPods {
                             work: Work::default(),
                             generation: 0,
                             retry_at: None,
+                            arrival,
+                            static_started: false,
                             ending: deleting.then_some(Ending::Deleted),
                             end: End::found(finished, deleting),
                             last_sent: None,

@@ -84,6 +84,7 @@ impl Engine {
         }
         drop(core);
         self.wake();
+        self.wake_static_successors(&pod);
     }
 
     fn retry_soon(&self, uid: &str) {

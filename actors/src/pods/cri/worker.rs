@@ -148,7 +148,7 @@ impl Engine {
     }
 
     pub async fn sync_pod(self: &Arc<Self>, uid: &str) {
-        if !self.admit(uid) || self.check_active_deadline(uid) {
+        if !self.admit(uid) || self.check_active_deadline(uid) || !self.static_turn(uid) {
             return;
         }
         // What the PLEG just read is current: the sync starts from it.

@@ -1,0 +1,272 @@
+//! `staticPodURL`, as the kubelet's HTTP source (`kl/config/http.go`): a GET every
+//! `httpCheckFrequency` (after the previous one ended) with `staticPodURLHeader`'s headers, 10 s
+//! for the whole exchange, the body read up to 10 MiB. A body that is a Pod or a PodList
+//! replaces the source's pods; the same body as last time changes nothing; an empty body
+//! empties the source (and is an error); anything else — no answer, a status other than 200,
+//! a body that does not parse or holds a pod the kubelet refuses — is an error that keeps the
+//! pods there are. Plain `http` only (no TLS client here for arbitrary servers).
+
+use std::{future::poll_fn, pin::Pin, time::Duration};
+
+use http::{HeaderName, HeaderValue, Request, Uri, header};
+use hyper::body::{Body, Incoming};
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::net::TcpStream;
+
+use super::{
+    files::first_of_each_name,
+    manifest::{MAX_MANIFEST_BYTES, ManifestError, url_pods},
+};
+
+/// The kubelet's client timeout for the whole request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Go's `http.Client` follows at most this many redirects.
+const MAX_REDIRECTS: usize = 10;
+/// Failures logged at warning level before the message drops to debug (the kubelet's 3).
+const LOUD_FAILURES: u32 = 3;
+
+/// What `staticPodURL` is read with.
+#[derive(Debug, Clone)]
+pub struct UrlSource {
+    pub url: String,
+    /// `staticPodURLHeader`: every value of each name is sent.
+    pub headers: Vec<(String, String)>,
+    /// `httpCheckFrequency`.
+    pub period: Duration,
+}
+
+/// Why a read of the URL gave no pods. Each is tried again at the next period.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error("Get \"{url}\": {reason}")]
+    Get { url: String, reason: String },
+    #[error(
+        "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+    )]
+    Timeout { url: String },
+    #[error("{url}: the read limit is reached")]
+    TooLarge { url: String },
+    /// Go's `resp.Status`, such as `404 Not Found`.
+    #[error("{url}: {status}")]
+    Status { url: String, status: String },
+    #[error("zero-length data received from {url}")]
+    Empty { url: String },
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+}
+
+/// What one read means for the source's pods.
+#[derive(Debug)]
+pub enum Read {
+    /// The source's pods are these now.
+    Pods(Vec<Pod>),
+    /// The same body as last time: nothing changed.
+    Unchanged,
+}
+
+/// The body last read, so an unchanged one is not parsed again, and the failures in a row.
+#[derive(Debug, Default)]
+pub struct UrlState {
+    last_body: Option<Vec<u8>>,
+    failures: u32,
+}
+
+impl UrlState {
+    /// Takes in one GET's outcome (its body, or why there is none): the pods it gives, and
+    /// the error to log. Only an empty body gives pods (none) and an error at once.
+    pub fn take(
+        &mut self,
+        fetched: Result<Vec<u8>, UrlError>,
+        url: &str,
+        node: &str,
+    ) -> (Option<Read>, Option<UrlError>) {
+        let body = match fetched {
+            Ok(body) => body,
+            Err(error) => return (None, Some(error)),
+        };
+        if body.is_empty() {
+            // The kubelet keeps the last body here, so the same body served again afterwards
+            // would leave the source empty until it changes; it is forgotten instead.
+            self.last_body = None;
+            let error = UrlError::Empty {
+                url: url.to_owned(),
+            };
+            return (Some(Read::Pods(Vec::new())), Some(error));
+        }
+        if self.last_body.as_deref() == Some(body.as_slice()) {
+            return (Some(Read::Unchanged), None);
+        }
+        self.last_body = Some(body);
+        let parsed = url_pods(self.last_body.as_deref().unwrap_or_default(), url, node);
+        match parsed {
+            Ok(pods) => {
+                let pods = pods.into_iter().map(|pod| (pod, url.to_owned()));
+                (Some(Read::Pods(first_of_each_name(pods, "http"))), None)
+            }
+            Err(error) => (None, Some(error.into())),
+        }
+    }
+
+    /// Logs a read's error as the kubelet does: the first three loudly, then quietly; and
+    /// says so when reading works again.
+    pub fn log(&mut self, error: Option<&UrlError>) {
+        match error {
+            Some(error) => {
+                if self.failures < LOUD_FAILURES {
+                    tracing::warn!(%error, "Failed to read pods from URL");
+                } else if self.failures == LOUD_FAILURES {
+                    tracing::warn!(%error, "Failed to read pods from URL. Dropping verbosity of this message to debug");
+                } else {
+                    tracing::debug!(%error, "Failed to read pods from URL");
+                }
+                self.failures = self.failures.saturating_add(1);
+            }
+            None if self.failures > 0 => {
+                tracing::info!("Successfully read pods from URL");
+                self.failures = 0;
+            }
+            None => {}
+        }
+    }
+}
+
+/// One GET of the source's URL, redirects followed as Go's client does; the body whatever the
+/// status (checked after it was read, as the kubelet).
+pub async fn fetch(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
+    let url = source.url.clone();
+    match tokio::time::timeout(REQUEST_TIMEOUT, follow(source)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(UrlError::Timeout { url }),
+    }
+}
+
+async fn follow(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
+    let mut url = source.url.clone();
+    for _ in 0..=MAX_REDIRECTS {
+        let get_error = |reason: String| UrlError::Get {
+            url: url.clone(),
+            reason,
+        };
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| get_error(e.to_string()))?;
+        let (status, location, body) = get(source, &uri).await.map_err(get_error)?;
+        let next = location.filter(|_| matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308));
+        if let Some(next) = next {
+            url = redirect_target(&uri, &next);
+            continue;
+        }
+        let body = body.ok_or_else(|| UrlError::TooLarge {
+            url: source.url.clone(),
+        })?;
+        if status != http::StatusCode::OK {
+            return Err(UrlError::Status {
+                url: source.url.clone(),
+                status: status_text(status),
+            });
+        }
+        return Ok(body);
+    }
+    Err(UrlError::Get {
+        url,
+        reason: format!("stopped after {MAX_REDIRECTS} redirects"),
+    })
+}
+
+/// Go's `resp.Status`: the code and its reason phrase.
+fn status_text(status: http::StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("{} {reason}", status.as_u16()),
+        None => status.as_u16().to_string(),
+    }
+}
+
+/// A `Location` as a full URL (a path is on the same server).
+fn redirect_target(from: &Uri, location: &str) -> String {
+    if location.starts_with('/') && !location.starts_with("//") {
+        let authority = from.authority().map_or("", |a| a.as_str());
+        return format!(
+            "{}://{authority}{location}",
+            from.scheme_str().unwrap_or("http")
+        );
+    }
+    location.to_owned()
+}
+
+/// The status, a redirect's `Location`, and the body (`None`: past 10 MiB).
+async fn get(
+    source: &UrlSource,
+    uri: &Uri,
+) -> Result<(http::StatusCode, Option<String>, Option<Vec<u8>>), String> {
+    if uri.scheme_str() != Some("http") {
+        return Err(format!(
+            "unsupported protocol scheme {:?}",
+            uri.scheme_str().unwrap_or_default()
+        ));
+    }
+    let host = uri.host().ok_or("no Host in request URL")?;
+    let port = uri.port_u16().unwrap_or(80);
+    let stream = TcpStream::connect((host.trim_matches(['[', ']']), port))
+        .await
+        .map_err(|error| format!("dial tcp {host}:{port}: {error}"))?;
+    let request = request(source, uri).map_err(|error| error.to_string())?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|error| error.to_string())?;
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|error| error.to_string())?;
+    let status = response.status();
+    let location = (response.headers().get(header::LOCATION))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let body = read_at_most(response.into_body())
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok((status, location, body))
+}
+
+/// The GET with the configured headers and Go's `User-Agent` unless one is given.
+fn request(source: &UrlSource, uri: &Uri) -> Result<Request<String>, http::Error> {
+    let mut builder = Request::get(uri.path_and_query().map_or("/", |p| p.as_str()));
+    let headers = builder.headers_mut().expect("a fresh builder has headers");
+    for (name, value) in &source.headers {
+        headers.append(
+            HeaderName::try_from(name.as_str())?,
+            HeaderValue::try_from(value.as_str())?,
+        );
+    }
+    if !headers.contains_key(header::HOST) {
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        headers.insert(header::HOST, HeaderValue::try_from(authority)?);
+    }
+    if !headers.contains_key(header::USER_AGENT) {
+        headers.insert(
+            header::USER_AGENT,
+            HeaderValue::from_static("Go-http-client/1.1"),
+        );
+    }
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    builder.body(String::new())
+}
+
+/// The body, or `None` when it is longer than [`MAX_MANIFEST_BYTES`] (`utilio.ReadAtMost`).
+async fn read_at_most(mut body: Incoming) -> hyper::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        if let Ok(data) = frame?.into_data() {
+            bytes.extend_from_slice(&data);
+            if bytes.len() > MAX_MANIFEST_BYTES {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+#[path = "url_tests.rs"]
+mod tests;
