@@ -59,6 +59,7 @@ mod probes;
 mod process_faults;
 mod reliability_security;
 mod runtime_probe;
+mod serving_certificate;
 mod signal_actors;
 mod static_pods;
 mod status_manager;
