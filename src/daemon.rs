@@ -14,7 +14,10 @@ use crate::{
     heap,
     kube_api::{
         ConnectError, KubeApi,
-        credentials::{self, BootstrapError, CertificateStore, ClientIdentity, Rotation},
+        credentials::{
+            self, BootstrapError, CertificateStore, ClientIdentity, Purpose, Rotation,
+            rotation::Rotated,
+        },
         metrics::API_METRICS,
     },
     kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
@@ -194,6 +197,28 @@ async fn run_node_with_kubelet_api(
     // The whole node with an API: nothing for the wiring to refuse.
     let node = node.expect("a whole node is wired");
     let watched = node.supervisor.clone();
+    let serving_rotation = prepared.serving_identity().map(|identity| {
+        let view = std::sync::Arc::clone(&node.views.node);
+        let addresses = std::sync::Arc::new(move || {
+            view.get()
+                .and_then(|node| node.status.as_ref()?.addresses.clone())
+                .unwrap_or_default()
+        });
+        tokio::spawn(
+            Rotation {
+                api: std::sync::Arc::clone(&api),
+                certificate: Rotated::Serving {
+                    identity,
+                    addresses,
+                },
+                store: CertificateStore::for_purpose(settings.cert_dir(), Purpose::Serving),
+                node_name: settings.node_name.clone(),
+                bootstrap_kubeconfig: None,
+                server_responsive: std::sync::atomic::AtomicBool::new(false),
+            }
+            .run(),
+        )
+    });
     let parts = kubelet_api::Parts {
         reviews: api,
         problems: Some(std::sync::Arc::new(move || watched.problems())),
@@ -211,6 +236,9 @@ async fn run_node_with_kubelet_api(
     };
     let outcome = serve(&settings, || Running::Node(Box::new(node)), shutdown).await;
     kubelet.stop();
+    if let Some(rotation) = serving_rotation {
+        rotation.abort();
+    }
     outcome
 }
 
@@ -224,8 +252,8 @@ fn start_rotation(
     let bootstrap = settings.bootstrap.as_ref();
     let rotation = Rotation {
         api: std::sync::Arc::clone(api),
-        identity,
-        store: CertificateStore::new(bootstrap.map(|b| b.cert_dir.clone()).unwrap_or_default()),
+        certificate: Rotated::Client(identity),
+        store: CertificateStore::new(settings.cert_dir()),
         node_name: settings.node_name.clone(),
         bootstrap_kubeconfig: bootstrap.map(|b| b.bootstrap_kubeconfig.clone()),
         server_responsive: std::sync::atomic::AtomicBool::new(false),

@@ -127,6 +127,13 @@ pub struct Config {
     /// bootstrap (`--bootstrap-kubeconfig`) gives it.
     #[serde(default)]
     pub rotate_certificates: bool,
+    /// Ask the API server for the kubelet API's serving certificate (the kubelet's
+    /// `serverTLSBootstrap`): a `kubernetes.io/kubelet-serving` CSR for the Node's addresses,
+    /// which someone must approve (no controller does), stored as `kubelet-server-*.pem` in
+    /// the certificate directory and rotated at 70–90 % of its lifetime or when the addresses
+    /// change; until it is issued the API refuses every TLS handshake, as the kubelet's does.
+    #[serde(default, rename = "serverTLSBootstrap")]
+    pub server_tls_bootstrap: bool,
     /// The CRI socket, `unix:///run/containerd/containerd.sock` by default.
     #[serde(default = "default_runtime_endpoint")]
     pub container_runtime_endpoint: String,

@@ -94,6 +94,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "rotate the client certificate of a node that joined by TLS bootstrap (`--bootstrap-kubeconfig`): a new CSR at a jittered 70–90 % of its lifetime, used by every new connection, the old connections closed",
     ),
     field(
+        "serverTLSBootstrap",
+        "ask the API server for the kubelet API's serving certificate: a `kubernetes.io/kubelet-serving` CSR for the Node's addresses (someone must approve it: no controller does), kept as `kubelet-server-*.pem` in the certificate directory and renewed at 70–90 % of its lifetime or when the addresses change; until one is issued every TLS handshake of the kubelet API is refused (`no serving certificate available for the kubelet`). Overrides the self-signed pair; `tlsCertFile` and `tlsPrivateKeyFile` are only the first certificate",
+    ),
+    field(
         "nodeIP",
         "the Node's addresses (up to two, one per family), checked against the host's interfaces; none: the default-route address",
     ),

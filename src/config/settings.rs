@@ -116,6 +116,14 @@ impl Settings {
         })
     }
 
+    /// The certificate directory (the kubelet's `--cert-dir`): the one the command line names
+    /// for TLS bootstrap, else `<rootDir>/pki`.
+    pub fn cert_dir(&self) -> PathBuf {
+        self.bootstrap
+            .as_ref()
+            .map_or_else(|| self.config.cert_dir_on_host(), |b| b.cert_dir.clone())
+    }
+
     /// Whether these settings ask for a fleet rather than one node.
     pub fn is_fleet(&self) -> bool {
         !self.config.nodes.is_empty()

@@ -306,6 +306,13 @@ fn validate_kubelet_api(config: &Config, problems: &mut Problems) {
         )),
         _ => {}
     }
+    if config.server_tls_bootstrap && config.runtime != RuntimeKind::Cri {
+        problems.push(invalid(
+            "serverTLSBootstrap",
+            true,
+            "only a runtime: cri node serves the kubelet API, whose serving certificate this asks for",
+        ));
+    }
     if let Some(version) = &config.tls_min_version
         && !matches!(version.as_str(), "VersionTLS12" | "VersionTLS13")
     {

@@ -4,7 +4,8 @@
 //! authorization (SubjectAccessReview, or AlwaysAllow), and the plain-HTTP `/healthz` on
 //! `healthzBindAddress:healthzPort`. `../shared/reference/kubelet-api.md` is the behaviour.
 //!
-//! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration), `x509`,
+//! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration; the
+//! `serverTLSBootstrap` one is the credentials module's, rotated by the daemon), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
 //! `node_logs` (`/logs/`),
@@ -46,6 +47,7 @@ use crate::{
     config::{AuthorizationMode, Settings},
     cri::CriClient,
     host::HostProbe,
+    kube_api::credentials::ServingIdentity,
 };
 
 /// Why the kubelet API cannot start. None is retried: the configuration, the files or the
@@ -91,6 +93,8 @@ pub struct ApiState {
 pub struct Prepared {
     settings: Settings,
     tls: Arc<rustls::ServerConfig>,
+    /// Under `serverTLSBootstrap`: the certificate the listener serves, for rotation to keep.
+    serving: Option<Arc<ServingIdentity>>,
     client_ca: Option<x509::ClientCa>,
     listener: std::net::TcpListener,
     healthz: Option<std::net::TcpListener>,
@@ -140,7 +144,11 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, KubeletApiError> {
     // The kubelet names its self-signed certificate after its hostname, which
     // `--hostname-override` (the node name here) replaces.
     let host = settings.node_name.to_lowercase();
-    let serving = tls::serving_certificate(config, &host)?;
+    let serving = tls::serving_certificate(settings, &host)?;
+    let rotated = match &serving {
+        tls::Serving::Rotated(identity) => Some(Arc::clone(identity)),
+        tls::Serving::Fixed(_) => None,
+    };
     let tls = tls::server_config(config, serving, client_ca.as_ref())?;
     // Validated as IPs with the rest of the configuration.
     let ip = |text: &str| {
@@ -158,6 +166,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, KubeletApiError> {
     Ok(Prepared {
         settings: settings.clone(),
         tls,
+        serving: rotated,
         client_ca,
         listener,
         healthz,
@@ -170,6 +179,11 @@ impl Prepared {
         self.listener
             .local_addr()
             .map_or(self.settings.config.port, |address| address.port())
+    }
+
+    /// The serving certificate rotation keeps (`serverTLSBootstrap: true`), if any.
+    pub fn serving_identity(&self) -> Option<Arc<ServingIdentity>> {
+        self.serving.clone()
     }
 
     /// Serves on the current tokio runtime.

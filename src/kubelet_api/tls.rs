@@ -1,5 +1,6 @@
-//! The kubelet API's TLS: the serving certificate (the configured files, or the self-signed
-//! pair under the cert dir) and a rustls configuration that, like the kubelet's
+//! The kubelet API's TLS: the serving certificate (the configured files, the self-signed
+//! pair under the cert dir, or under `serverTLSBootstrap` the one the API server issues, which
+//! rotation swaps under the listener) and a rustls configuration that, like the kubelet's
 //! `RequestClientCert`, asks for a client certificate without judging it: the x509
 //! authenticator decides who it is (`authn.rs`), so a stranger's certificate gets a 401, not a
 //! failed handshake.
@@ -15,7 +16,8 @@ use rustls::{
 };
 
 use super::{self_signed, x509::ClientCa};
-use crate::config::Config;
+use crate::config::{Config, Settings};
+use crate::kube_api::credentials::{CertificateStore, Purpose, ServingIdentity, store::StoredPair};
 
 /// Why the kubelet API has no usable TLS configuration. Retrying helps only once the files
 /// change.
@@ -44,12 +46,20 @@ pub enum TlsError {
     },
     #[error(transparent)]
     SelfSigned(#[from] self_signed::SelfSignedError),
+    #[error("serverTLSBootstrap: {0}")]
+    ServingStore(String),
 }
 
 /// A serving certificate chain (leaf first) and its key.
 pub struct ServingCertificate {
     pub chain: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
+}
+
+/// What the listener serves: one certificate for its whole life, or the one rotation keeps.
+pub enum Serving {
+    Fixed(ServingCertificate),
+    Rotated(Arc<ServingIdentity>),
 }
 
 /// Reads the PEM certificate chain at `path` (the label in errors is `tlsCertFile`).
@@ -86,26 +96,78 @@ fn pem_reason(error: &rustls::pki_types::pem::Error) -> String {
     }
 }
 
-/// The serving certificate `config` names, or the self-signed one for `host` under the cert
-/// dir (made on first use, as the kubelet does).
-pub fn serving_certificate(config: &Config, host: &str) -> Result<ServingCertificate, TlsError> {
-    match (&config.tls_cert_file, &config.tls_private_key_file) {
-        (Some(certificate), Some(key)) => Ok(ServingCertificate {
+/// What `settings` serve: under `serverTLSBootstrap` the rotated certificate, starting from
+/// the stored `kubelet-server-current.pem` or else the configured files (`NewFileStore`'s
+/// order), and from nothing (every handshake refused until one is issued) when neither is
+/// there or valid; otherwise the configured files, or the self-signed pair for `host` under
+/// the cert dir (made on first use, as the kubelet does).
+pub fn serving_certificate(settings: &Settings, host: &str) -> Result<Serving, TlsError> {
+    let config = &settings.config;
+    let files = match (&config.tls_cert_file, &config.tls_private_key_file) {
+        (Some(certificate), Some(key)) => Some((certificate, key)),
+        _ => None,
+    };
+    if config.server_tls_bootstrap {
+        let identity = Arc::new(ServingIdentity::default());
+        let store = CertificateStore::for_purpose(settings.cert_dir(), Purpose::Serving);
+        let stored = store
+            .current()
+            .map_err(|error| TlsError::ServingStore(error.to_string()))?;
+        let initial = match (stored, files) {
+            (Some(pair), _) => Some(pair),
+            (None, Some((certificate, key))) => Some(pair_from_files(certificate, key)?),
+            (None, None) => None,
+        };
+        let now = std::time::SystemTime::now();
+        if let Some(pair) = initial.filter(|pair| unexpired(pair, now)) {
+            identity.install(&pair).map_err(TlsError::ServingStore)?;
+        }
+        return Ok(Serving::Rotated(identity));
+    }
+    match files {
+        Some((certificate, key)) => Ok(Serving::Fixed(ServingCertificate {
             chain: read_chain(certificate)?,
             key: read_key(key)?,
-        }),
-        _ => Ok(self_signed::load_or_create(
+        })),
+        None => Ok(Serving::Fixed(self_signed::load_or_create(
             &config.cert_dir_on_host(),
             host,
-        )?),
+        )?)),
     }
+}
+
+/// `tlsCertFile` and `tlsPrivateKeyFile` as one stored pair.
+fn pair_from_files(certificate: &Path, key: &Path) -> Result<StoredPair, TlsError> {
+    let text = |path: &Path| std::fs::read_to_string(path).map_err(|error| error.to_string());
+    let chain = text(certificate).map_err(|reason| TlsError::Certificate {
+        path: certificate.to_owned(),
+        reason,
+    })?;
+    let key_pem = text(key).map_err(|reason| TlsError::PrivateKey {
+        path: key.to_owned(),
+        reason,
+    })?;
+    StoredPair::parse(&format!("{}\n{}", chain.trim_end(), key_pem)).map_err(|reason| {
+        TlsError::Mismatch {
+            certificate: certificate.to_owned(),
+            key: key.to_owned(),
+            reason,
+        }
+    })
+}
+
+fn unexpired(pair: &StoredPair, now: std::time::SystemTime) -> bool {
+    pair.chain
+        .first()
+        .and_then(|leaf| crate::kube_api::credentials::lifetime::Validity::of(leaf))
+        .is_some_and(|validity| !validity.expired_at(now))
 }
 
 /// The rustls server configuration: TLS 1.2+ (or 1.3 only) on ring, HTTP/1.1, and a client
 /// certificate requested (with the CAs' names as hints) when a client CA is configured.
 pub fn server_config(
     config: &Config,
-    serving: ServingCertificate,
+    serving: Serving,
     client_ca: Option<&ClientCa>,
 ) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -136,26 +198,36 @@ pub fn server_config(
         })),
         None => builder.with_no_client_auth(),
     };
-    let mut server = builder
-        .with_single_cert(serving.chain, serving.key)
-        .map_err(|error| mismatch(format!("the key does not fit the certificate ({error})")))?;
+    let mut server = match serving {
+        Serving::Fixed(serving) => builder
+            .with_single_cert(serving.chain, serving.key)
+            .map_err(|error| mismatch(format!("the key does not fit the certificate ({error})")))?,
+        Serving::Rotated(identity) => builder.with_cert_resolver(identity),
+    };
     // Upgrades (exec, attach, port-forward) are HTTP/1.1; kube-apiserver asks for it.
     server.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(server))
 }
 
-/// Checks that the TLS material `config` names can be used, as `check-config` reports.
+/// Checks that the TLS material `config` names can be used, as `check-config` reports;
+/// under `serverTLSBootstrap` the stored serving certificate in `<rootDir>/pki` too, when
+/// there is one (a `kubelet-server-current.pem` that is not a link is refused at start).
 pub fn check(config: &Config) -> Result<(), TlsError> {
     let client_ca = match &config.authentication.x509.client_ca_file {
         Some(path) => Some(ClientCa::read(path)?),
         None => None,
     };
+    if config.server_tls_bootstrap {
+        CertificateStore::for_purpose(config.cert_dir_on_host(), Purpose::Serving)
+            .current()
+            .map_err(|error| TlsError::ServingStore(error.to_string()))?;
+    }
     if let (Some(certificate), Some(key)) = (&config.tls_cert_file, &config.tls_private_key_file) {
         let serving = ServingCertificate {
             chain: read_chain(certificate)?,
             key: read_key(key)?,
         };
-        server_config(config, serving, client_ca.as_ref())?;
+        server_config(config, Serving::Fixed(serving), client_ca.as_ref())?;
     }
     Ok(())
 }

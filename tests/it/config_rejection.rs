@@ -338,6 +338,13 @@ fn broken_files_are_refused_with_field_value_and_reason() {
             &["the file is empty"],
         ),
         ("supervision:\n  backoff: {initial: 1s\n", &["test.yaml"]),
+        (
+            "runtime: simulated\nserverTLSBootstrap: true\n",
+            &[
+                "serverTLSBootstrap",
+                "only a runtime: cri node serves the kubelet API",
+            ],
+        ),
     ];
     for (yaml, expected) in cases {
         let message = match parse(yaml) {

@@ -59,6 +59,7 @@ mod probes;
 mod process_faults;
 mod reliability_security;
 mod runtime_probe;
+mod serving_certificate;
 mod signal_actors;
 mod static_pod_start;
 mod static_pod_url;

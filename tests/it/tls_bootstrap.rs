@@ -8,279 +8,31 @@
 use crate::common;
 
 use std::{
-    ffi::OsStr,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant, SystemTime},
 };
 
 use common::{
     PATIENCE,
-    cleanup::{Owned, own},
+    bootstrap::{
+        CsrSweep, KUBEADM_GROUP, NodeFiles, Token, UNAPPROVED_GROUP, bootstrap_kubeconfig,
+        node_ready, not_after, requests_by, tls_emulator,
+    },
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     eventually_async,
     node_history::NodeHistory,
     skip::skipped,
 };
-use k8s_openapi::api::{certificates::v1::CertificateSigningRequest, core::v1::Node};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::{
     Api,
-    api::{DeleteParams, Patch, PatchParams},
+    api::{Patch, PatchParams},
     config::Kubeconfig,
 };
-use nodepulse_emulator::{EmulatorConfig, FaultAction, FaultRule, Verb};
-use serde_json::{Value, json};
-
-/// The group kubeadm gives its tokens, bound to CSR creation and the `nodeclient` approval.
-const KUBEADM_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
-/// A group bound to CSR creation only: nobody approves its requests automatically.
-const UNAPPROVED_GROUP: &str = "system:bootstrappers:nodepulse-test";
-
-/// A bootstrap token in `kube-system`, and what a test made for it.
-struct Token {
-    id: String,
-    secret: String,
-}
-
-impl Token {
-    /// Creates `bootstrap-token-<id>` with `group` as its extra group and, on a real cluster,
-    /// the ClusterRoleBindings kubeadm makes for that group (and for node certificate renewal).
-    async fn create(cluster: &TestCluster, group: &str) -> Self {
-        let random = |len: usize| -> String {
-            const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-            (0..len)
-                .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
-                .collect()
-        };
-        let token = Token {
-            id: random(6),
-            secret: random(16),
-        };
-        let name = format!("bootstrap-token-{}", token.id);
-        own(Owned::Object {
-            path: format!("/api/v1/namespaces/kube-system/secrets/{name}"),
-        });
-        let secret = json!({"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": name, "namespace": "kube-system"},
-            "type": "bootstrap.kubernetes.io/token",
-            "stringData": {"token-id": token.id, "token-secret": token.secret,
-                "usage-bootstrap-authentication": "true", "auth-extra-groups": group,
-                "description": "nodepulse tls_bootstrap test"}});
-        create(cluster, "/api/v1/namespaces/kube-system/secrets", &secret).await;
-        if !cluster.is_emulator() {
-            // The emulator plays kubeadm's bindings; a real cluster needs them made.
-            let mut bindings = vec![("system:node-bootstrapper", group.to_owned())];
-            if group == KUBEADM_GROUP {
-                bindings.push((
-                    "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
-                    group.to_owned(),
-                ));
-                bindings.push((
-                    "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
-                    "system:nodes".to_owned(),
-                ));
-            }
-            for (index, (role, subject)) in bindings.into_iter().enumerate() {
-                let binding = format!("nodepulse-test-{}-{index}", token.id);
-                own(Owned::Object {
-                    path: format!(
-                        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{binding}"
-                    ),
-                });
-                let body = json!({"apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRoleBinding", "metadata": {"name": binding},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": subject}]});
-                create(
-                    cluster,
-                    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                    &body,
-                )
-                .await;
-            }
-        }
-        token
-    }
-
-    fn user(&self) -> String {
-        format!("system:bootstrap:{}", self.id)
-    }
-}
-
-async fn create(cluster: &TestCluster, path: &str, body: &Value) {
-    let request = http::Request::builder()
-        .method("POST")
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(body).expect("JSON"))
-        .expect("a request");
-    cluster
-        .client
-        .request_text(request)
-        .await
-        .unwrap_or_else(|e| panic!("cannot create {path}: {e}"));
-}
-
-/// Deletes, when dropped, the CSRs `users` made (their names are the API server's).
-struct CsrSweep {
-    kubeconfig: PathBuf,
-    users: Vec<String>,
-}
-
-impl Drop for CsrSweep {
-    fn drop(&mut self) {
-        let (kubeconfig, users) = (self.kubeconfig.clone(), self.users.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            runtime.block_on(async {
-                let file = Kubeconfig::read_from(&kubeconfig).expect("a kubeconfig");
-                let config = kube::Config::from_custom_kubeconfig(file, &Default::default()).await;
-                let Some(client) = config.ok().and_then(|c| kube::Client::try_from(c).ok()) else {
-                    return;
-                };
-                let api = Api::<CertificateSigningRequest>::all(client);
-                for csr in requests_by(&api, &users).await {
-                    let name = csr.metadata.name.unwrap_or_default();
-                    let _ = api.delete(&name, &DeleteParams::default()).await;
-                }
-            });
-        })
-        .join();
-    }
-}
-
-async fn requests_by(
-    api: &Api<CertificateSigningRequest>,
-    users: &[String],
-) -> Vec<CertificateSigningRequest> {
-    api.list(&Default::default())
-        .await
-        .map(|list| list.items)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|csr| {
-            csr.spec
-                .username
-                .as_ref()
-                .is_some_and(|user| users.contains(user))
-        })
-        .collect()
-}
-
-/// The cluster's server and CA with the token as the user: what `kubeadm join` writes as
-/// `bootstrap-kubelet.conf`.
-fn bootstrap_kubeconfig(cluster: &TestCluster, token: &Token, directory: &Path) -> PathBuf {
-    let admin = Kubeconfig::read_from(&cluster.kubeconfig).expect("the cluster's kubeconfig");
-    let context = admin.current_context.clone().unwrap_or_default();
-    let cluster_name = admin
-        .contexts
-        .iter()
-        .find(|c| c.name == context)
-        .and_then(|c| c.context.as_ref())
-        .map(|c| c.cluster.clone())
-        .expect("a current context");
-    let entry = admin
-        .clusters
-        .iter()
-        .find(|c| c.name == cluster_name)
-        .and_then(|c| c.cluster.clone())
-        .expect("its cluster");
-    let mut cluster_yaml = json!({"server": entry.server});
-    if let Some(ca) = entry.certificate_authority {
-        cluster_yaml["certificate-authority"] = json!(ca);
-    }
-    if let Some(ca) = entry.certificate_authority_data {
-        cluster_yaml["certificate-authority-data"] = json!(ca);
-    }
-    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "kubernetes", "cluster": cluster_yaml}],
-        "users": [{"name": "tls-bootstrap-token-user", "user": {"token": format!("{}.{}", token.id, token.secret)}}],
-        "contexts": [{"name": "tls-bootstrap-token-user@kubernetes", "context": {"cluster": "kubernetes", "user": "tls-bootstrap-token-user"}}],
-        "current-context": "tls-bootstrap-token-user@kubernetes"});
-    let path = directory.join("bootstrap-kubelet.conf");
-    std::fs::write(&path, serde_yaml_ng::to_string(&kubeconfig).expect("YAML")).expect("written");
-    path
-}
-
-/// An emulator serving HTTPS, signing certificates for `duration`.
-fn tls_emulator(duration: Duration) -> EmulatorConfig {
-    EmulatorConfig {
-        tls: true,
-        cluster_signing_duration: duration,
-        ..EmulatorConfig::for_tests()
-    }
-}
-
-/// The node's files: where the kubeconfig is written and the certificate directory.
-struct NodeFiles {
-    directory: tempfile::TempDir,
-}
-
-impl NodeFiles {
-    fn new() -> Self {
-        Self {
-            directory: tempfile::tempdir().expect("temp dir"),
-        }
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.directory.path().join("kubelet.conf")
-    }
-
-    fn cert_dir(&self) -> PathBuf {
-        self.directory.path().join("pki")
-    }
-
-    fn dated_certificates(&self) -> Vec<PathBuf> {
-        let mut dated: Vec<PathBuf> = std::fs::read_dir(self.cert_dir())
-            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        dated.retain(|p| {
-            let name = p.file_name().and_then(OsStr::to_str).unwrap_or("");
-            name.starts_with("kubelet-client-2") && name.ends_with(".pem")
-        });
-        dated.sort();
-        dated
-    }
-
-    fn args<'a>(&'a self, bootstrap: &'a Path, cert_dir: &'a Path) -> [&'a OsStr; 4] {
-        [
-            OsStr::new("--bootstrap-kubeconfig"),
-            bootstrap.as_os_str(),
-            OsStr::new("--cert-dir"),
-            cert_dir.as_os_str(),
-        ]
-    }
-}
-
-async fn node_ready(client: &kube::Client, name: &str) -> bool {
-    let Ok(node) = Api::<Node>::all(client.clone()).get(name).await else {
-        return false;
-    };
-    node.status
-        .and_then(|s| s.conditions)
-        .unwrap_or_default()
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-}
-
-/// A certificate file's NotAfter.
-fn not_after(path: &Path) -> SystemTime {
-    let text = std::fs::read_to_string(path).expect("a certificate file");
-    let der = rustls::pki_types::CertificateDer::pem_slice_iter(text.as_bytes())
-        .next()
-        .expect("a certificate")
-        .expect("PEM");
-    let (_, parsed) = x509_parser::parse_x509_certificate(&der).expect("X.509");
-    let seconds = u64::try_from(parsed.validity().not_after.timestamp()).expect("after 1970");
-    SystemTime::UNIX_EPOCH + Duration::from_secs(seconds)
-}
-
-use rustls::pki_types::pem::PemObject as _;
+use nodepulse_emulator::{FaultAction, FaultRule, Verb};
+use serde_json::json;
 
 #[actix_rt::test]
 async fn a_node_joins_with_only_a_bootstrap_kubeconfig_and_becomes_ready() {

@@ -1,8 +1,10 @@
-//! kube-controller-manager's csrapproving and csrsigning controllers for node client
+//! kube-controller-manager's csrapproving and csrsigning controllers for kubelet
 //! certificates, as one watcher of the store: a pending `kube-apiserver-client-kubelet` CSR
 //! that is a node client request is approved when its requester may ask for it (kubeadm's
 //! bindings: `selfnodeclient` for `system:nodes` renewing their own name, `nodeclient` for the
-//! kubeadm bootstrap token group), then every approved one is signed or marked Failed.
+//! kubeadm bootstrap token group), then every approved one of that signer or of
+//! `kubelet-serving` (which only someone else approves, as upstream) is signed or marked
+//! Failed.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -11,7 +13,9 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::authority::{ClusterCa, parse_request, signable_request};
-use super::{KUBELET_CLIENT_SIGNER, kubelet_client_refusal};
+use super::{
+    KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER, kubelet_client_refusal, kubelet_serving_refusal,
+};
 use crate::api::StoredKind;
 use crate::api::resource::CERTIFICATE_SIGNING_REQUESTS;
 use crate::store::{Change, EventType, ObjectKey, Store, meta_str};
@@ -178,21 +182,26 @@ fn approval(csr: &Value) -> Option<&'static str> {
         .then_some("Auto approving kubelet client certificate after SubjectAccessReview.")
 }
 
-/// `signer.handle`: for an approved, not failed, unsigned node client CSR, the certificate
-/// (PEM) or why the signer refuses it.
+/// `signer.handle` of `csrsigning-kubelet-client` and `csrsigning-kubelet-serving`: for an
+/// approved, not failed, unsigned CSR of either signer, the certificate (PEM) or why the
+/// signer refuses it.
 fn signing(csr: &Value, signer: &Signer, now: SystemTime) -> Option<Result<String, String>> {
     let certificate = csr.pointer("/status/certificate").and_then(Value::as_str);
+    let refusal = match csr.pointer("/spec/signerName").and_then(Value::as_str) {
+        Some(KUBELET_CLIENT_SIGNER) => kubelet_client_refusal,
+        Some(KUBELET_SERVING_SIGNER) => kubelet_serving_refusal,
+        _ => return None,
+    };
     if certificate.is_some_and(|c| !c.is_empty())
         || !conditions(csr).any(|c| c == "Approved")
         || conditions(csr).any(|c| c == "Failed")
-        || csr.pointer("/spec/signerName").and_then(Value::as_str) != Some(KUBELET_CLIENT_SIGNER)
     {
         return None;
     }
     let bytes = request_bytes(csr);
     let subject = parse_request(&bytes).ok()?;
     let usages = spec_strings(csr, "usages");
-    if let Some(refusal) = kubelet_client_refusal(&subject, &usages) {
+    if let Some(refusal) = refusal(&subject, &usages) {
         return Some(Err(refusal));
     }
     let request = signable_request(&bytes).ok()?;
@@ -325,6 +334,96 @@ mod tests {
         );
         handle(&store, &signer(), "a", SystemTime::now());
         assert_eq!(stored(&store, "a")["status"], json!({}));
+    }
+
+    #[test]
+    fn a_serving_request_waits_for_an_administrator_then_is_signed_with_its_sans() {
+        use base64::Engine as _;
+        let store = Store::new(100, 100);
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(vec!["n1".to_string()]).expect("params");
+        params
+            .subject_alt_names
+            .push(rcgen::SanType::IpAddress([192, 0, 2, 7].into()));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "system:node:n1");
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "system:nodes");
+        let pem = params
+            .serialize_request(&key)
+            .and_then(|r| r.pem())
+            .expect("a CSR");
+        let mut csr = json!({"metadata": {"name": "s"}, "spec": {
+            "request": base64::engine::general_purpose::STANDARD.encode(pem),
+            "signerName": KUBELET_SERVING_SIGNER,
+            "usages": ["digital signature", "server auth"]}});
+        prepare_create(Some(&User::node("n1")), &mut csr);
+        store
+            .create(&CERTIFICATE_SIGNING_REQUESTS, csr, SystemTime::now())
+            .expect("created");
+        let signer = signer();
+        handle(&store, &signer, "s", SystemTime::now());
+        assert_eq!(
+            stored(&store, "s")["status"],
+            json!({}),
+            "not auto-approved"
+        );
+
+        let mut approved = (*stored(&store, "s")).clone();
+        approved["status"]["conditions"] = json!([{"type": "Approved", "status": "True",
+            "reason": "AdminApproved", "message": "by hand"}]);
+        store
+            .update(
+                &CERTIFICATE_SIGNING_REQUESTS,
+                &ObjectKey::new("", "s"),
+                Some("approval"),
+                |_| Ok(approved.clone()),
+            )
+            .expect("approved");
+        handle(&store, &signer, "s", SystemTime::now());
+        let certificate = stored(&store, "s")["status"]["certificate"]
+            .as_str()
+            .map(|c| base64::engine::general_purpose::STANDARD.decode(c))
+            .expect("signed")
+            .expect("base64");
+        let der = first_pem_der(&certificate);
+        let (_, parsed) = x509_parser::parse_x509_certificate(&der).expect("X.509");
+        let sans = parsed
+            .subject_alternative_name()
+            .expect("parses")
+            .expect("has SANs");
+        let names: Vec<String> = sans
+            .value
+            .general_names
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.iter().any(|n| n.contains("n1")), "{names:?}");
+        let server_auth = parsed
+            .extended_key_usage()
+            .expect("parses")
+            .expect("has usages")
+            .value
+            .server_auth;
+        assert!(server_auth);
+    }
+
+    /// The DER of the first PEM block of `pem`.
+    fn first_pem_der(pem: &[u8]) -> Vec<u8> {
+        use base64::Engine as _;
+        let text = std::str::from_utf8(pem).expect("PEM text");
+        let body: String = text
+            .lines()
+            .skip_while(|l| !l.starts_with("-----BEGIN"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("-----END"))
+            .collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .expect("base64")
     }
 
     #[test]

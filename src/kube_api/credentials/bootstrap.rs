@@ -13,8 +13,9 @@ use serde_json::json;
 
 use super::identity::ClientIdentity;
 use super::lifetime::Validity;
-use super::request::{BOOTSTRAP_WAIT, RequestError, request_client_certificate};
+use super::request::{BOOTSTRAP_WAIT, RequestError, request_certificate};
 use super::store::{CertificateStore, StoreError, StoredPair};
+use super::template::{Purpose, Template};
 use crate::config::Bootstrap as BootstrapPaths;
 
 /// Why the node could not get its client certificate. None is fixed by retrying at once: the
@@ -87,7 +88,8 @@ pub async fn request_and_store(
     store: &CertificateStore,
     node_name: &str,
 ) -> Result<StoredPair, BootstrapError> {
-    let issued = request_client_certificate(client, node_name, BOOTSTRAP_WAIT)
+    let template = Template::client(node_name);
+    let issued = request_certificate(client, Purpose::Client, &template, BOOTSTRAP_WAIT)
         .await
         .map_err(BootstrapError::Request)?;
     Ok(store.update(&issued.certificate_pem, &issued.key_pem, SystemTime::now())?)

@@ -6,7 +6,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
@@ -14,20 +14,15 @@ use futures::task::AtomicWaker;
 use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
+use super::certified::SwappableCertificate;
 use super::lifetime::Validity;
 use super::store::StoredPair;
 
 /// The certificate in use and the connections made with the ones before it.
 #[derive(Default)]
 pub struct ClientIdentity {
-    current: RwLock<Option<Current>>,
+    certificate: SwappableCertificate,
     connections: Arc<Generations>,
-}
-
-#[derive(Clone)]
-struct Current {
-    key: Arc<CertifiedKey>,
-    validity: Validity,
 }
 
 impl std::fmt::Debug for ClientIdentity {
@@ -48,27 +43,19 @@ impl ClientIdentity {
 
     /// Presents `pair` from the next handshake on and closes every connection made before.
     pub fn install(&self, pair: &StoredPair) -> Result<(), String> {
-        let leaf = pair.chain.first().ok_or("no certificate")?;
-        let validity = Validity::of(leaf).ok_or("the certificate does not parse")?;
-        let key = pair.private_key()?;
-        let signing = rustls::crypto::ring::sign::any_supported_type(&key)
-            .map_err(|e| format!("unusable key: {e}"))?;
-        let certified = Arc::new(CertifiedKey::new(pair.chain.clone(), signing));
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Current {
-            key: certified,
-            validity,
-        });
+        self.certificate.install(pair)?;
         self.connections.close_all();
         Ok(())
     }
 
     /// The validity of the certificate in use.
     pub fn validity(&self) -> Option<Validity> {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(|c| c.validity)
+        self.certificate.validity()
+    }
+
+    /// The certificate in use and its validity, as rotation reads them.
+    pub fn certificate(&self) -> &SwappableCertificate {
+        &self.certificate
     }
 
     /// What marks this identity's connections, for [`super::client::RotatingConnector`].
@@ -85,9 +72,7 @@ impl ResolvesClientCert for ClientIdentity {
         _root_hint_subjects: &[&[u8]],
         _sigschemes: &[rustls::SignatureScheme],
     ) -> Option<Arc<CertifiedKey>> {
-        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
-        let current = current.as_ref()?;
-        (!current.validity.expired_at(SystemTime::now())).then(|| Arc::clone(&current.key))
+        self.certificate.unexpired(SystemTime::now())
     }
 
     fn has_certs(&self) -> bool {

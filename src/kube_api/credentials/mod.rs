@@ -1,17 +1,24 @@
-//! The node's client credentials as the kubelet manages them: TLS bootstrap from a bootstrap
-//! kubeconfig (`bootstrap`), the certificate directory (`store`), the CSR round trip
-//! (`request`), the swappable client certificate every connection presents (`identity`, built
-//! into the clients by `client`) and its rotation (`rotation`, deadlines in `lifetime`).
+//! The node's certificates as the kubelet manages them: TLS bootstrap from a bootstrap
+//! kubeconfig (`bootstrap`), the certificate directory (`store`), what each certificate is
+//! for and asks for (`template`), the CSR round trip (`request`), the swappable certificate
+//! (`certified`) that every API connection presents as the client certificate (`identity`,
+//! built into the clients by `client`) and that the kubelet API serves (`serving`), and the
+//! rotation of both (`rotation`, deadlines in `lifetime`).
 
 pub mod bootstrap;
+pub mod certified;
 pub mod client;
 pub mod identity;
 pub mod lifetime;
 pub mod request;
 pub mod rotation;
+pub mod serving;
 pub mod store;
+pub mod template;
 
 pub use bootstrap::{BootstrapError, ensure_client_certificate};
 pub use identity::ClientIdentity;
 pub use rotation::Rotation;
+pub use serving::ServingIdentity;
 pub use store::CertificateStore;
+pub use template::Purpose;

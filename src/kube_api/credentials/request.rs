@@ -1,7 +1,7 @@
-//! One client certificate request as the kubelet makes it: a fresh ECDSA P-256 key, a CSR for
-//! `CN=system:node:<name>, O=system:nodes` to the `kube-apiserver-client-kubelet` signer
-//! with the usages `digital signature` and `client auth` (`generateName: csr-`), then a watch
-//! until it is issued, denied, failed or deleted, with the kubelet's error texts.
+//! One certificate request as the kubelet's certificate manager makes it: a fresh ECDSA P-256
+//! key, a CSR for the [`Template`]'s subject and SANs to its [`Purpose`]'s signer with its
+//! usages (`generateName: csr-`), then a watch until it is issued, denied, failed or deleted,
+//! with the kubelet's error texts.
 
 use std::time::Duration;
 
@@ -11,10 +11,9 @@ use k8s_openapi::api::certificates::v1::{
 };
 use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::wait::await_condition;
-use rcgen::{CertificateParams, DnType, KeyPair};
+use rcgen::{CertificateParams, DnType, KeyPair, SanType};
 
-/// The signer of node client certificates.
-pub const SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+use super::template::{Purpose, Template};
 /// `certificateWaitTimeout`: how long a rotation waits for its CSR.
 pub const ROTATION_WAIT: Duration = Duration::from_secs(15 * 60);
 /// How long the bootstrap waits for its CSR (`LoadClientCert`'s 3600 s).
@@ -26,6 +25,8 @@ pub const BOOTSTRAP_WAIT: Duration = Duration::from_secs(3600);
 pub enum RequestError {
     #[error("cannot make a key and certificate request: {0}")]
     Key(#[source] rcgen::Error),
+    #[error("unable to create a csr, no template available")]
+    NoTemplate,
     #[error("cannot create the certificate signing request: {0}")]
     Create(#[source] kube::Error),
     #[error("certificate signing request is denied, reason: {reason}, message: {message}")]
@@ -65,16 +66,23 @@ pub struct Issued {
     pub key_pem: String,
 }
 
-/// The request's key and PKCS#10 text.
-fn client_request(node_name: &str) -> Result<(KeyPair, String), RequestError> {
+/// The request's key and PKCS#10 text (`MakeCSRFromTemplate`).
+fn signing_request(template: &Template) -> Result<(KeyPair, String), RequestError> {
     let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(RequestError::Key)?;
     let mut params = CertificateParams::default();
     params
         .distinguished_name
-        .push(DnType::CommonName, format!("system:node:{node_name}"));
+        .push(DnType::CommonName, template.common_name.as_str());
     params
         .distinguished_name
-        .push(DnType::OrganizationName, "system:nodes");
+        .push(DnType::OrganizationName, template.organization.as_str());
+    for dns in &template.dns_names {
+        let name = dns.as_str().try_into().map_err(RequestError::Key)?;
+        params.subject_alt_names.push(SanType::DnsName(name));
+    }
+    for ip in &template.ips {
+        params.subject_alt_names.push(SanType::IpAddress(*ip));
+    }
     let request = params
         .serialize_request(&key)
         .and_then(|r| r.pem())
@@ -82,14 +90,15 @@ fn client_request(node_name: &str) -> Result<(KeyPair, String), RequestError> {
     Ok((key, request))
 }
 
-/// Requests a client certificate for `node_name` through `client` (bootstrap or node
+/// Requests a `purpose` certificate for `template` through `client` (bootstrap or node
 /// credentials) and waits up to `wait` for it.
-pub async fn request_client_certificate(
+pub async fn request_certificate(
     client: kube::Client,
-    node_name: &str,
+    purpose: Purpose,
+    template: &Template,
     wait: Duration,
 ) -> Result<Issued, RequestError> {
-    let (key, request) = client_request(node_name)?;
+    let (key, request) = signing_request(template)?;
     let csr = CertificateSigningRequest {
         metadata: ObjectMeta {
             generate_name: Some("csr-".into()),
@@ -97,8 +106,8 @@ pub async fn request_client_certificate(
         },
         spec: CertificateSigningRequestSpec {
             request: ByteString(request.into_bytes()),
-            signer_name: SIGNER.into(),
-            usages: Some(vec!["digital signature".into(), "client auth".into()]),
+            signer_name: purpose.signer().into(),
+            usages: Some(purpose.usages().map(String::from).to_vec()),
             ..CertificateSigningRequestSpec::default()
         },
         status: None,
@@ -221,7 +230,7 @@ mod tests {
 
     #[test]
     fn the_request_names_the_node_in_the_nodes_group() {
-        let (_, pem) = client_request("n1").expect("a request");
+        let (_, pem) = signing_request(&Template::client("n1")).expect("a request");
         let der = rustls::pki_types::CertificateSigningRequestDer::from_pem_slice(pem.as_bytes());
         let parsed = rcgen::CertificateSigningRequestParams::from_der(&der.expect("PEM"))
             .expect("a signed request");
@@ -237,6 +246,31 @@ mod tests {
         assert_eq!(
             parsed.public_key.algorithm(),
             &rcgen::PKCS_ECDSA_P256_SHA256
+        );
+        assert!(parsed.params.subject_alt_names.is_empty());
+    }
+
+    #[test]
+    fn a_serving_request_carries_the_templates_sans() {
+        let template = Template {
+            dns_names: vec!["n1".into()],
+            ips: vec![[192, 0, 2, 1].into()],
+            ..Template::client("n1")
+        };
+        let (_, pem) = signing_request(&template).expect("a request");
+        let der = rustls::pki_types::CertificateSigningRequestDer::from_pem_slice(pem.as_bytes());
+        let parsed = rcgen::CertificateSigningRequestParams::from_der(&der.expect("PEM"))
+            .expect("a signed request");
+        let sans: Vec<String> = parsed
+            .params
+            .subject_alt_names
+            .iter()
+            .map(|san| format!("{san:?}"))
+            .collect();
+        assert_eq!(sans.len(), 2, "{sans:?}");
+        assert!(
+            sans[0].contains("n1") && sans[1].contains("192.0.2.1"),
+            "{sans:?}"
         );
     }
 }

@@ -1,27 +1,37 @@
-//! Client certificate rotation (`rotateCertificates: true`), as the kubelet's certificate
-//! manager: sleep until a jittered 70–90 % of the certificate's lifetime, ask for a new one
-//! with a fresh key (retrying 2 s ×2 for 5 steps, then every 32 s), store it and install it,
-//! which closes the connections made with the old one. While the certificate in use has
-//! expired, the bootstrap credentials (when there are some) make the request instead; an
-//! expired certificate while the API server answers ends the run, as the kubelet exits, so a
-//! restart bootstraps afresh.
+//! Certificate rotation, as the kubelet's certificate manager does it for the client
+//! certificate (`rotateCertificates: true`) and the serving certificate (`serverTLSBootstrap:
+//! true`): sleep until a jittered 70–90 % of the certificate's lifetime (at once when there is
+//! none, or it no longer satisfies the template), ask for a new one with a fresh key (retrying
+//! 2 s ×2 for 5 steps, then every 32 s), store it and install it. The serving template follows
+//! the Node's addresses, checked every second: a change the certificate does not cover asks
+//! anew, abandoning the wait on a CSR for the old addresses. A new client certificate closes
+//! the connections made with the old one; while it has expired, the bootstrap credentials
+//! (when there are some) make the request instead, and an expired client certificate while
+//! the API server answers ends the run, as the kubelet exits, so a restart bootstraps afresh.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
+use k8s_openapi::api::core::v1::NodeAddress;
+
+use super::certified::SwappableCertificate;
 use super::identity::ClientIdentity;
 use super::lifetime::{Validity, rotation_deadline};
-use super::request::{ROTATION_WAIT, request_client_certificate};
+use super::request::{Issued, ROTATION_WAIT, RequestError, request_certificate};
+use super::serving::ServingIdentity;
 use super::store::CertificateStore;
+use super::template::{Purpose, Template};
 use crate::kube_api::KubeApi;
 
 /// The retries of one rotation: 2 s doubling, 5 steps, jitter 0.1; then every 32 s.
 const FIRST_RETRY: Duration = Duration::from_secs(2);
 const RETRY_STEPS: u32 = 5;
 const RETRY_FOREVER: Duration = Duration::from_secs(32);
-/// How often the certificate in use is checked against the clock (`transport.go`).
+/// How often the client certificate in use is checked against the clock (`transport.go`).
 const EXPIRY_CHECK: Duration = Duration::from_secs(10);
+/// How often a template that follows the Node is looked at again (the manager's 1 s loop).
+const TEMPLATE_CHECK: Duration = Duration::from_secs(1);
 
 /// `transport.go`'s verdict: the run ends when no valid certificate is left and the last
 /// rotation attempt says the API server answers.
@@ -39,22 +49,75 @@ pub fn retry_delay(attempt: u32, uniform: f64) -> Duration {
         .mul_f64(1.0 + 0.1 * uniform.clamp(0.0, 1.0))
 }
 
+/// The last node addresses observed (the kubelet's `getLastObservedNodeAddresses`).
+pub type NodeAddresses = Arc<dyn Fn() -> Vec<NodeAddress> + Send + Sync>;
+
+/// The certificate a rotation keeps fresh.
+pub enum Rotated {
+    /// The client certificate every connection presents.
+    Client(Arc<ClientIdentity>),
+    /// The kubelet API's serving certificate, for the Node's addresses.
+    Serving {
+        identity: Arc<ServingIdentity>,
+        addresses: NodeAddresses,
+    },
+}
+
+impl Rotated {
+    fn purpose(&self) -> Purpose {
+        match self {
+            Self::Client(_) => Purpose::Client,
+            Self::Serving { .. } => Purpose::Serving,
+        }
+    }
+
+    fn held(&self) -> &SwappableCertificate {
+        match self {
+            Self::Client(identity) => identity.certificate(),
+            Self::Serving { identity, .. } => identity.certificate(),
+        }
+    }
+
+    /// What a request asks for now; `None` while the serving template has no IP.
+    fn template(&self, node_name: &str) -> Option<Template> {
+        match self {
+            Self::Client(_) => Some(Template::client(node_name)),
+            Self::Serving { addresses, .. } => Template::serving(node_name, &addresses()),
+        }
+    }
+
+    /// Whether the template can change while the certificate lives (`dynamicTemplate`).
+    fn follows_the_node(&self) -> bool {
+        matches!(self, Self::Serving { .. })
+    }
+
+    fn install(&self, issued: &super::store::StoredPair) -> Result<(), String> {
+        match self {
+            Self::Client(identity) => identity.install(issued),
+            Self::Serving { identity, .. } => identity.install(issued),
+        }
+    }
+}
+
 /// What rotation needs.
 pub struct Rotation {
     pub api: Arc<KubeApi>,
-    pub identity: Arc<ClientIdentity>,
+    pub certificate: Rotated,
     pub store: CertificateStore,
     pub node_name: String,
-    /// The bootstrap kubeconfig, for when no valid certificate is left.
+    /// The bootstrap kubeconfig, for when no valid client certificate is left.
     pub bootstrap_kubeconfig: Option<std::path::PathBuf>,
     /// What the last rotation attempt said of the API server (`serverHealth`; false until one).
     pub server_responsive: AtomicBool,
 }
 
 impl Rotation {
-    /// Rotates for as long as the daemon runs; returns only when the certificate in use has
-    /// expired while the API server answers (the daemon then exits).
+    /// Rotates for as long as the daemon runs; returns only when the client certificate in
+    /// use has expired while the API server answers (the daemon then exits).
     pub async fn run(self) {
+        if self.certificate.follows_the_node() {
+            return self.rotate_forever().await;
+        }
         tokio::select! {
             () = self.rotate_forever() => {}
             () = self.until_expired_while_responsive() => {}
@@ -65,7 +128,7 @@ impl Rotation {
         let mut said = false;
         loop {
             tokio::time::sleep(EXPIRY_CHECK).await;
-            let validity = self.identity.validity();
+            let validity = self.certificate.held().validity();
             let responsive = self.server_responsive.load(Ordering::SeqCst);
             if must_exit(validity, SystemTime::now(), responsive) {
                 tracing::error!(
@@ -82,33 +145,99 @@ impl Rotation {
         }
     }
 
+    /// `certSatisfiesTemplate`: a certificate is held and has what `template` asks for (any
+    /// certificate does while there is no template).
+    fn satisfies(&self, template: Option<&Template>) -> bool {
+        self.certificate
+            .held()
+            .leaf()
+            .is_some_and(|leaf| template.is_none_or(|t| t.satisfied_by(&leaf)))
+    }
+
+    /// The template check's verdict: the certificate no longer covers what the Node asks for,
+    /// and the last request asked for something else too.
+    fn template_changed(&self, last_requested: Option<&Template>) -> bool {
+        let template = self.certificate.template(&self.node_name);
+        !self.satisfies(template.as_ref()) && template.as_ref() != last_requested
+    }
+
+    /// `nextRotationDeadline`: none (now) without a satisfying certificate.
+    fn next_deadline(&self) -> Option<SystemTime> {
+        let template = self.certificate.template(&self.node_name);
+        if !self.satisfies(template.as_ref()) {
+            return None;
+        }
+        let validity = self.certificate.held().validity()?;
+        let deadline = rotation_deadline(&validity, rand::random::<f64>());
+        tracing::info!(
+            signer = self.certificate.purpose().signer(),
+            expiration = %jiff_time(validity.not_after),
+            deadline = %jiff_time(deadline),
+            "Certificate rotation deadline determined"
+        );
+        Some(deadline)
+    }
+
     async fn rotate_forever(&self) {
+        let mut last_requested = None;
         loop {
-            let Some(validity) = self.identity.validity() else {
-                return;
-            };
-            let deadline = rotation_deadline(&validity, rand::random::<f64>());
-            let wait = deadline
-                .duration_since(SystemTime::now())
-                .unwrap_or_default();
-            tracing::info!(
-                expiration = %jiff_time(validity.not_after),
-                deadline = %jiff_time(deadline),
-                "Certificate rotation deadline determined"
-            );
-            tracing::info!(sleep = ?wait, "Waiting for next certificate rotation");
+            let wait = self
+                .next_deadline()
+                .and_then(|deadline| deadline.duration_since(SystemTime::now()).ok())
+                .filter(|wait| !wait.is_zero());
+            if let Some(wait) = wait {
+                tracing::info!(sleep = ?wait, "Waiting for next certificate rotation");
+                if !self
+                    .sleep_unless_template_changes(wait, &last_requested)
+                    .await
+                {
+                    if !self.template_changed(last_requested.as_ref()) {
+                        continue;
+                    }
+                    tracing::info!("Certificate template changed, rotating");
+                }
+            }
+            // No template yet (a Node without an IP): no request, and no backoff either.
+            if self.certificate.template(&self.node_name).is_none() {
+                tokio::time::sleep(TEMPLATE_CHECK).await;
+                continue;
+            }
+            self.rotate(&mut last_requested).await;
+        }
+    }
+
+    /// Sleeps `wait`; true when it did, false when a template change cut it short.
+    async fn sleep_unless_template_changes(
+        &self,
+        wait: Duration,
+        last_requested: &Option<Template>,
+    ) -> bool {
+        if !self.certificate.follows_the_node() {
             tokio::time::sleep(wait).await;
-            self.rotate().await;
+            return true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => true,
+            () = self.until_template_changed(last_requested.as_ref()) => false,
+        }
+    }
+
+    async fn until_template_changed(&self, last_requested: Option<&Template>) {
+        loop {
+            tokio::time::sleep(TEMPLATE_CHECK).await;
+            if self.template_changed(last_requested) {
+                return;
+            }
         }
     }
 
     /// One rotation, retried until it succeeds.
-    async fn rotate(&self) {
+    async fn rotate(&self, last_requested: &mut Option<Template>) {
+        let purpose = self.certificate.purpose();
         let mut attempt = 0;
         loop {
-            let client = self.requesting_client().await;
-            match request_client_certificate(client, &self.node_name, ROTATION_WAIT).await {
-                Ok(issued) => {
+            match self.request(last_requested).await {
+                Some(Ok(issued)) => {
                     self.server_responsive.store(true, Ordering::SeqCst);
                     let stored = self.store.update(
                         &issued.certificate_pem,
@@ -117,24 +246,31 @@ impl Rotation {
                     );
                     match stored
                         .map_err(|e| e.to_string())
-                        .and_then(|pair| self.identity.install(&pair))
+                        .and_then(|pair| self.certificate.install(&pair))
                     {
                         Ok(()) => {
-                            tracing::info!(
-                                "Certificate rotation detected, shutting down client connections to start using new credentials"
-                            );
+                            match purpose {
+                                Purpose::Client => tracing::info!(
+                                    "Certificate rotation detected, shutting down client connections to start using new credentials"
+                                ),
+                                Purpose::Serving => tracing::info!(
+                                    certificate = %self.store.current_path().display(),
+                                    "serving certificate issued; new TLS handshakes of the kubelet API use it"
+                                ),
+                            }
                             return;
                         }
                         Err(error) => {
-                            tracing::error!(%error, "cannot store or use the rotated client certificate");
+                            tracing::error!(%error, "cannot store or use the rotated {}", purpose.noun());
                         }
                     }
                 }
-                Err(error) => {
+                Some(Err(error)) => {
                     self.server_responsive
                         .store(error.server_responsive(), Ordering::SeqCst);
-                    tracing::warn!(%error, "client certificate rotation failed");
+                    tracing::warn!(%error, "{} rotation failed", purpose.noun());
                 }
+                None => tracing::info!("Certificate template changed, rotating"),
             }
             if attempt == RETRY_STEPS {
                 tracing::warn!("Reached backoff limit, still unable to rotate certs");
@@ -144,12 +280,36 @@ impl Rotation {
         }
     }
 
+    /// One request for the template as it is now; `None` when the Node's addresses changed
+    /// while it waited (the wait on a CSR nobody needs any more is abandoned).
+    async fn request(
+        &self,
+        last_requested: &mut Option<Template>,
+    ) -> Option<Result<Issued, RequestError>> {
+        let purpose = self.certificate.purpose();
+        let Some(template) = self.certificate.template(&self.node_name) else {
+            return Some(Err(RequestError::NoTemplate));
+        };
+        let client = self.requesting_client().await;
+        *last_requested = Some(template.clone());
+        let request = request_certificate(client, purpose, &template, ROTATION_WAIT);
+        if !self.certificate.follows_the_node() {
+            return Some(request.await);
+        }
+        tokio::select! {
+            outcome = request => Some(outcome),
+            () = self.until_template_changed(Some(&template)) => None,
+        }
+    }
+
     /// The node's client while its certificate is valid; the bootstrap one after.
     async fn requesting_client(&self) -> kube::Client {
-        let expired = self
-            .identity
-            .validity()
-            .is_none_or(|v| v.expired_at(SystemTime::now()));
+        let expired = matches!(self.certificate, Rotated::Client(_))
+            && self
+                .certificate
+                .held()
+                .validity()
+                .is_none_or(|v| v.expired_at(SystemTime::now()));
         if expired && let Some(path) = &self.bootstrap_kubeconfig {
             match super::bootstrap::bootstrap_client(path).await {
                 Ok(client) => return client,

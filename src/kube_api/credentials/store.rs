@@ -1,7 +1,8 @@
-//! The kubelet's client certificate store in the certificate directory (`--cert-dir`):
-//! `kubelet-client-<YYYY-MM-DD-HH-MM-SS>.pem` holds the chain then the key (mode 0600,
-//! synced), and the `kubelet-client-current.pem` symlink names the latest, replaced through
-//! `kubelet-client-updated.pem` and a rename so a crash never leaves it missing.
+//! The kubelet's certificate store in the certificate directory (`--cert-dir`), one per
+//! [`Purpose`]: `<prefix>-<YYYY-MM-DD-HH-MM-SS>.pem` holds the chain then the key (mode 0600,
+//! synced), and the `<prefix>-current.pem` symlink names the latest, replaced through
+//! `<prefix>-updated.pem` and a rename so a crash never leaves it missing (`kubelet-client`
+//! for the client certificate, `kubelet-server` for the serving one).
 
 use std::io::Write as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
@@ -10,22 +11,26 @@ use std::time::SystemTime;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 
-/// The store's file prefix for the client certificate.
-const PREFIX: &str = "kubelet-client";
+use super::template::Purpose;
 
 /// Why the store could not be read or written. Retrying helps only once the disk does.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot write the client certificate in {path}: {source}")]
+    #[error("cannot write the {noun} in {path}: {source}")]
     Write {
+        noun: &'static str,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
     #[error("expected {0:?} to be a symlink but it is a file")]
     NotALink(PathBuf),
-    #[error("cannot read the client certificate {path}: {reason}")]
-    Read { path: PathBuf, reason: String },
+    #[error("cannot read the {noun} {path}: {reason}")]
+    Read {
+        noun: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
 }
 
 /// One certificate chain and its key, as read from or written to the store.
@@ -65,26 +70,39 @@ impl StoredPair {
     }
 }
 
-/// The certificate directory.
+/// One purpose's files in the certificate directory.
 #[derive(Clone, Debug)]
 pub struct CertificateStore {
     directory: PathBuf,
+    purpose: Purpose,
 }
 
 impl CertificateStore {
+    /// The client certificate's store.
     pub fn new(directory: impl Into<PathBuf>) -> Self {
+        Self::for_purpose(directory, Purpose::Client)
+    }
+
+    pub fn for_purpose(directory: impl Into<PathBuf>, purpose: Purpose) -> Self {
         CertificateStore {
             directory: directory.into(),
+            purpose,
         }
     }
 
-    /// `<certDir>/kubelet-client-current.pem`, which the written kubeconfig names.
+    fn prefix(&self) -> &'static str {
+        self.purpose.store_prefix()
+    }
+
+    /// `<certDir>/<prefix>-current.pem` (the client's is what the written kubeconfig names).
     pub fn current_path(&self) -> PathBuf {
-        self.directory.join(format!("{PREFIX}-current.pem"))
+        self.directory
+            .join(format!("{}-current.pem", self.prefix()))
     }
 
     fn updated_path(&self) -> PathBuf {
-        self.directory.join(format!("{PREFIX}-updated.pem"))
+        self.directory
+            .join(format!("{}-updated.pem", self.prefix()))
     }
 
     /// The current pair, if the link exists and names a readable pair. A lone
@@ -96,6 +114,7 @@ impl CertificateStore {
             && std::fs::symlink_metadata(&updated).is_ok_and(|m| m.file_type().is_symlink())
         {
             std::fs::rename(&updated, &current).map_err(|source| StoreError::Write {
+                noun: self.purpose.noun(),
                 path: current.clone(),
                 source,
             })?;
@@ -107,13 +126,16 @@ impl CertificateStore {
             }
             Ok(_) => {}
         }
+        let noun = self.purpose.noun();
         let text = std::fs::read_to_string(&current).map_err(|e| StoreError::Read {
+            noun,
             path: current.clone(),
             reason: e.to_string(),
         })?;
         StoredPair::parse(&text)
             .map(Some)
             .map_err(|reason| StoreError::Read {
+                noun,
                 path: current,
                 reason,
             })
@@ -127,21 +149,25 @@ impl CertificateStore {
         key_pem: &str,
         now: SystemTime,
     ) -> Result<StoredPair, StoreError> {
+        let noun = self.purpose.noun();
         let error = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| StoreError::Write { path, source }
+            move |source| StoreError::Write { noun, path, source }
         };
         std::fs::create_dir_all(&self.directory).map_err(error(&self.directory))?;
         let _ = std::fs::set_permissions(&self.directory, std::fs::Permissions::from_mode(0o755));
         let stamp = jiff::Timestamp::try_from(now)
             .map(|t| t.strftime("%Y-%m-%d-%H-%M-%S").to_string())
             .unwrap_or_else(|_| "0000-00-00-00-00-00".into());
-        let dated = self.directory.join(format!("{PREFIX}-{stamp}.pem"));
+        let dated = self
+            .directory
+            .join(format!("{}-{stamp}.pem", self.prefix()));
         let mut text = certificate_pem.trim_end().to_string();
         text.push('\n');
         text.push_str(key_pem.trim_end());
         text.push('\n');
         let pair = StoredPair::parse(&text).map_err(|reason| StoreError::Read {
+            noun,
             path: dated.clone(),
             reason,
         })?;
@@ -211,6 +237,19 @@ mod tests {
         let current = store.current().expect("readable").expect("a pair");
         assert_eq!(current.key_pem.trim(), second_key.trim());
         assert!(dated.exists(), "the older file stays");
+
+        // The serving certificate's store beside it keeps files of its own.
+        let serving = CertificateStore::for_purpose(directory.path().join("pki"), Purpose::Serving);
+        assert!(serving.current().expect("readable").is_none());
+        serving.update(&certificate, &key, now).expect("stored");
+        assert_eq!(
+            std::fs::read_link(serving.current_path()).expect("a link"),
+            directory
+                .path()
+                .join("pki/kubelet-server-2023-11-14-22-13-20.pem")
+        );
+        let client = store.current().expect("readable").expect("a pair");
+        assert_eq!(client.key_pem.trim(), second_key.trim());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod actors;
 pub mod attack;
+pub mod bootstrap;
 pub mod cleanup;
 pub mod cluster;
 pub mod collector;
