@@ -12,7 +12,7 @@ use futures::StreamExt;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
-use super::auth::{Identity, authenticate};
+use super::auth::{Identity, authenticate_request};
 use super::{AppState, error_response};
 use crate::api::resource::{NODES, PODS};
 use crate::api::{ApiError, Verb};
@@ -44,12 +44,7 @@ async fn pod_log(
     state: web::Data<AppState>,
 ) -> HttpResponse {
     let (namespace, name) = path.into_inner();
-    let identity = match authenticate(
-        &state.auth,
-        req.headers(),
-        &state.store,
-        req.conn_data::<super::auth::CertificateUser>(),
-    ) {
+    let identity = match authenticate_request(&req, &state) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };

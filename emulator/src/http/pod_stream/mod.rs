@@ -22,7 +22,7 @@ mod websocket;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::Value;
 
-use super::auth::authenticate;
+use super::auth::authenticate_request;
 use super::pod_log::{encode, node_endpoint, record, serde_urlencoded_pairs};
 use super::{AppState, error_response};
 use crate::api::resource::PODS;
@@ -66,12 +66,7 @@ async fn serve(
     state: web::Data<AppState>,
     subresource: Subresource,
 ) -> HttpResponse {
-    let identity = match authenticate(
-        &state.auth,
-        req.headers(),
-        &state.store,
-        req.conn_data::<super::auth::CertificateUser>(),
-    ) {
+    let identity = match authenticate_request(&req, &state) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };
