@@ -98,12 +98,8 @@ impl KubeletClient {
     ) -> Result<http::Response<Incoming>, String> {
         let url = format!("https://{}{path_and_query}", host_port(host, port));
         let fail = |error: &dyn std::fmt::Display| format!("Get \"{url}\": {error}");
-        let tcp = tokio::net::TcpStream::connect((host, port))
-            .await
-            .map_err(|error| fail(&format!("dial tcp {}: {error}", host_port(host, port))))?;
-        let name = ServerName::try_from(host.to_owned()).map_err(|error| fail(&error))?;
-        let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
-            .connect(name, tcp)
+        let tls = self
+            .connect(host, port)
             .await
             .map_err(|error| fail(&error))?;
         let (mut sender, connection) =
@@ -122,6 +118,95 @@ impl KubeletClient {
             .await
             .map_err(|error| fail(&error))
     }
+}
+
+impl KubeletClient {
+    /// TLS to `host:port` with the client certificate; the error says what failed, as Go's
+    /// dialer does (`dial tcp host:port: …`).
+    async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+        let tcp = tokio::net::TcpStream::connect((host, port))
+            .await
+            .map_err(|error| format!("dial tcp {}: {error}", host_port(host, port)))?;
+        let name = ServerName::try_from(host.to_owned()).map_err(|error| error.to_string())?;
+        tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
+            .connect(name, tcp)
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    /// An upgrade request (`method`, `headers` as given) to `https://host:port{path_and_query}`,
+    /// over a connection of its own, as kube-apiserver's upgrade-aware proxy dials the
+    /// kubelet; the error is the dial's (`dial tcp host:port: …`), for the caller to word as
+    /// its counterpart in kube-apiserver does.
+    pub async fn upgrade(
+        &self,
+        method: http::Method,
+        host: &str,
+        port: u16,
+        path_and_query: &str,
+        headers: &http::HeaderMap,
+    ) -> Result<Upgrade, String> {
+        let dialing = |error: &dyn std::fmt::Display| error.to_string();
+        let tls = self
+            .connect(host, port)
+            .await
+            .map_err(|error| dialing(&error))?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+                .await
+                .map_err(|error| dialing(&error))?;
+        tokio::spawn(connection.with_upgrades());
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(path_and_query)
+            .body(Full::new(Bytes::new()))
+            .map_err(|error| dialing(&error))?;
+        *request.headers_mut() = headers.clone();
+        request.headers_mut().insert(
+            http::header::HOST,
+            http::HeaderValue::from_str(&host_port(host, port)).map_err(|error| dialing(&error))?,
+        );
+        let mut answer = sender
+            .send_request(request)
+            .await
+            .map_err(|error| dialing(&error))?;
+        if answer.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+            let headers = answer.headers().clone();
+            let io = hyper::upgrade::on(&mut answer)
+                .await
+                .map_err(|error| dialing(&error))?;
+            return Ok(Upgrade::Switched { headers, io });
+        }
+        let (parts, body) = answer.into_parts();
+        let body = http_body_util::BodyExt::collect(body)
+            .await
+            .map(http_body_util::Collected::to_bytes)
+            .unwrap_or_default();
+        Ok(Upgrade::Refused {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+/// The kubelet's answer to an upgrade request.
+pub enum Upgrade {
+    /// 101: the connection, now the protocol's, and the answer's headers.
+    Switched {
+        headers: http::HeaderMap,
+        io: hyper::upgrade::Upgraded,
+    },
+    /// Any other answer, whole.
+    Refused {
+        status: http::StatusCode,
+        headers: http::HeaderMap,
+        body: Bytes,
+    },
 }
 
 fn host_port(host: &str, port: u16) -> String {

@@ -255,6 +255,7 @@ mod tests {
             ("/logs/syslog", &["log"]),
             ("/containerLogs/ns/p/c", &["proxy"]),
             ("/exec/ns/p/c", &["proxy"]),
+            ("/run/ns/p/c", &["proxy"]),
             ("/flagz", &["configz"]),
         ] {
             assert_eq!(subresources(path), expected, "{path}");

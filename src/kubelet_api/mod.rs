@@ -26,6 +26,7 @@ mod probe_metrics;
 mod reply;
 pub mod reviews;
 mod routes;
+mod run;
 pub mod self_signed;
 mod server;
 mod stats;

@@ -14,7 +14,7 @@ use super::{
     metrics::KUBELET_API_METRICS,
     node_logs, pods, probe_metrics,
     reply::{self, Reply},
-    stats, streaming,
+    run, stats, streaming,
 };
 
 pub async fn handle(
@@ -97,6 +97,15 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
             let runtime = state.runtime.as_ref();
             return streaming::serve(kind, &segments, &state.pods, runtime, request).await;
         }
+    }
+    if let Some(rest) = path.strip_prefix("/run/") {
+        if request.method() != Method::POST {
+            return reply::text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");
+        }
+        let Some(segments) = segments(rest) else {
+            return reply::not_found();
+        };
+        return run::serve(&segments, query, &state.pods, state.runtime.as_ref()).await;
     }
     if let Some(rest) = path.strip_prefix("/logs/") {
         if request.method() != Method::GET {

@@ -208,6 +208,28 @@ async fn a_log_over_the_size_is_rotated_keeping_at_most_max_files_and_the_newest
             seen.len() >= 3
         })
         .await;
+        // Every rotated file but the newest is gzip'd, as the kubelet leaves them (polled: a
+        // rotation may be between its compression and its rename).
+        let mut compressed = None;
+        eventually("the older rotated file is compressed", || {
+            let rotated = rotated_beside(&log);
+            let Some((_, older)) = rotated.split_last() else {
+                return false;
+            };
+            compressed = older.first().cloned();
+            !older.is_empty() && older.iter().all(|file| file.ends_with(".gz"))
+        })
+        .await;
+        let compressed = compressed.expect("an older rotated file");
+        let mut plain = String::new();
+        if let Ok(file) = std::fs::File::open(log.with_file_name(&compressed)) {
+            // It may be removed by the next rotation meanwhile; then nothing is read.
+            let _ = std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut plain);
+        }
+        assert!(
+            plain.is_empty() || !numbers_in_cri_log(&plain).is_empty(),
+            "{compressed} holds CRI log lines: {plain:?}"
+        );
         let newest_rotated = rotated_beside(&log)
             .iter()
             .filter_map(|file| std::fs::read_to_string(log.with_file_name(file)).ok())

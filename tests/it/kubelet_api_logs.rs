@@ -250,27 +250,9 @@ async fn follow_streams_until_the_container_ends_and_previous_reads_the_last_run
 #[actix_rt::test]
 async fn kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_api() {
     let test = "kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_api";
-    if CriFixture::required(test).is_none() || !kubectl_available(test) {
-        return;
-    }
-    let cluster = TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
-        kubelet_preferred_address_types: vec!["InternalIP".into(), "Hostname".into()],
-        ..nodepulse_emulator::EmulatorConfig::for_tests()
-    })
-    .await;
-    let Some(emulator) = cluster.emulator.as_ref() else {
-        // A real API server dials the node's Hostname, a unique test name nothing resolves.
-        crate::common::skip::skipped(test, "the emulator (a node address the API server dials)");
+    let Some((cluster, _fixture, node, served)) = kubectl_node(test, "kubectl-logs").await else {
         return;
     };
-    let fixture = CriFixture::start("kubectl-logs").await;
-    let (node, served) = CriNode::start_with_kubelet_api(
-        &cluster.kubeconfig,
-        &fixture,
-        "kubectl-logs",
-        emulator.kubelet_client_ca_pem(),
-    )
-    .await;
     node.guard(async {
         let name = format!("{}-out", node.name);
         let script = "for i in 1 2 3; do echo line-$i; done; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
@@ -380,6 +362,38 @@ async fn kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_a
     })
     .await;
     served.stop();
+}
+
+/// The emulator (dialing the node's InternalIP, as `--kubelet-preferred-address-types=
+/// InternalIP,Hostname` makes kube-apiserver dial it) and a node on containerd serving the
+/// kubelet API to its kubelet-client certificate; `None` (the test skipped) without
+/// containerd or kubectl, or on a real cluster, whose API server dials the node's Hostname, a
+/// unique test name nothing resolves.
+pub(crate) async fn kubectl_node(
+    test: &str,
+    prefix: &str,
+) -> Option<(TestCluster, CriFixture, CriNode, KubeletApi)> {
+    if CriFixture::required(test).is_none() || !kubectl_available(test) {
+        return None;
+    }
+    let cluster = TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
+        kubelet_preferred_address_types: vec!["InternalIP".into(), "Hostname".into()],
+        ..nodepulse_emulator::EmulatorConfig::for_tests()
+    })
+    .await;
+    let Some(emulator) = cluster.emulator.as_ref() else {
+        crate::common::skip::skipped(test, "the emulator (a node address the API server dials)");
+        return None;
+    };
+    let fixture = CriFixture::start(prefix).await;
+    let (node, served) = CriNode::start_with_kubelet_api(
+        &cluster.kubeconfig,
+        &fixture,
+        prefix,
+        emulator.kubelet_client_ca_pem(),
+    )
+    .await;
+    Some((cluster, fixture, node, served))
 }
 
 pub(crate) fn kubectl_available(test: &str) -> bool {

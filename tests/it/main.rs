@@ -46,6 +46,7 @@ mod kubelet_api;
 mod kubelet_api_in_flight;
 mod kubelet_api_logs;
 mod kubelet_api_stats;
+mod kubelet_api_streams;
 mod kubelet_api_summary;
 mod layering;
 mod lease;

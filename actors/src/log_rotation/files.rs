@@ -2,12 +2,17 @@
 //! (`pkg/kubelet/logs/container_log_manager.go`): a missing log is reopened; a log at or over
 //! the size has its leftovers and excess rotated files removed, oldest first, and is renamed to
 //! `<log>.<YYYYMMDD-HHMMSS>` (local time), then the runtime reopens it; a failed reopen renames
-//! it back, so the next pass tries again. Which files go is the pure [`plan`]'s choice. The
-//! kubelet also gzips the older rotated files; nodepulse keeps them as they are (no gzip crate
-//! in the build), and removes the kubelet's `.gz` ones like any other.
+//! it back, so the next pass tries again. Which files go is the pure [`plan`]'s choice. Before
+//! the rename every rotated file left uncompressed (the one the previous rotation made) is
+//! gzip'd as the kubelet's `compressLog` does: written to `<file>.tmp` with the file's mode,
+//! renamed to `<file>.gz`, the original removed, the `.tmp` removed if anything failed. So
+//! every rotated file but the newest is a `.gz`, and compressed files count toward
+//! `containerLogMaxFiles` like the others.
 
 use std::{
+    fs::File,
     io,
+    os::unix::fs::{OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -41,6 +46,12 @@ pub enum RotationError {
         #[source]
         source: io::Error,
     },
+    #[error("failed to compress log {path:?}: {source}")]
+    Compress {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("failed to rotate log {from:?} to {to:?}: {source}")]
     Rename {
         from: PathBuf,
@@ -65,8 +76,13 @@ pub enum Outcome {
     Small,
     /// It was missing: the runtime opened it anew.
     Reopened,
-    /// Renamed to `to` and reopened; `removed` were the old files removed first.
-    Rotated { to: PathBuf, removed: Vec<PathBuf> },
+    /// Renamed to `to` and reopened; `removed` were the old files removed first, `compressed`
+    /// the rotated files gzip'd (each now `<file>.gz`).
+    Rotated {
+        to: PathBuf,
+        removed: Vec<PathBuf>,
+        compressed: Vec<PathBuf>,
+    },
 }
 
 /// The files to remove before `log` is rotated, among `rotated` (the names in its directory
@@ -134,7 +150,7 @@ pub async fn rotate(
         Ok(_) => {}
     }
     let to = rotated_path(&log, now, &policy.zone);
-    let removed = {
+    let (removed, compressed) = {
         let (log, to) = (log.clone(), to.clone());
         blocking(move || make_room_and_rename(&log, &to, policy.max_files)).await??
     };
@@ -146,7 +162,11 @@ pub async fn rotate(
         }
         return Err(error);
     }
-    Ok(Outcome::Rotated { to, removed })
+    Ok(Outcome::Rotated {
+        to,
+        removed,
+        compressed,
+    })
 }
 
 async fn reopen(runtime: &dyn ContainerRuntime, id: &str) -> Result<(), RotationError> {
@@ -159,12 +179,13 @@ async fn reopen(runtime: &dyn ContainerRuntime, id: &str) -> Result<(), Rotation
         })
 }
 
-/// Removes what [`plan`] chose among `log`'s rotated files, then renames `log` to `to`.
+/// Removes what [`plan`] chose among `log`'s rotated files, compresses the uncompressed ones
+/// left, then renames `log` to `to`; the files removed and compressed.
 fn make_room_and_rename(
     log: &Path,
     to: &Path,
     max_files: usize,
-) -> Result<Vec<PathBuf>, RotationError> {
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), RotationError> {
     let dir = log.parent().unwrap_or(Path::new("."));
     let prefix = format!("{}.", log.file_name().unwrap_or_default().to_string_lossy());
     let list = |source| RotationError::List {
@@ -183,7 +204,8 @@ fn make_room_and_rename(
         }
     }
     let mut removed = Vec::new();
-    for name in plan(&rotated, max_files) {
+    let gone = plan(&rotated, max_files);
+    for name in &gone {
         let path = dir.join(name);
         match std::fs::remove_file(&path) {
             Err(source) if source.kind() != io::ErrorKind::NotFound => {
@@ -192,12 +214,54 @@ fn make_room_and_rename(
             _ => removed.push(path),
         }
     }
+    let mut compressed = Vec::new();
+    for name in rotated.iter().filter(|name| !gone.contains(name)) {
+        if name.ends_with(COMPRESS_SUFFIX) {
+            continue;
+        }
+        let path = dir.join(name);
+        compress(&path).map_err(|source| RotationError::Compress {
+            path: path.clone(),
+            source,
+        })?;
+        compressed.push(path);
+    }
     std::fs::rename(log, to).map_err(|source| RotationError::Rename {
         from: log.to_owned(),
         to: to.to_owned(),
         source,
     })?;
-    Ok(removed)
+    Ok((removed, compressed))
+}
+
+/// The kubelet's `compressLog`: `log` gzip'd into `<log>.tmp` (created with `log`'s mode),
+/// renamed to `<log>.gz`, then `log` removed; the `.tmp` is removed whatever happened.
+pub fn compress(log: &Path) -> io::Result<()> {
+    let mut tmp = log.as_os_str().to_owned();
+    tmp.push(TMP_SUFFIX);
+    let tmp = PathBuf::from(tmp);
+    let result = compress_into(log, &tmp);
+    // Best effort, as the kubelet's deferred Remove: gone already after the rename.
+    let _ = std::fs::remove_file(&tmp);
+    result
+}
+
+fn compress_into(log: &Path, tmp: &Path) -> io::Result<()> {
+    let mut source = File::open(log)?;
+    let mode = source.metadata()?.permissions().mode();
+    let target = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(tmp)?;
+    let mut encoder = flate2::write::GzEncoder::new(target, flate2::Compression::default());
+    io::copy(&mut source, &mut encoder)?;
+    encoder.finish()?.sync_all()?;
+    let mut compressed = log.as_os_str().to_owned();
+    compressed.push(COMPRESS_SUFFIX);
+    std::fs::rename(tmp, PathBuf::from(compressed))?;
+    std::fs::remove_file(log)
 }
 
 async fn blocking<T: Send + 'static>(

@@ -17,7 +17,7 @@ use jiff::{Timestamp, tz::TimeZone};
 use nodepulse_supervisor::{Kept, SupervisedActor};
 use serde_json::json;
 
-pub use files::{Outcome, Policy, RotationError, plan, rotate, rotated_path};
+pub use files::{Outcome, Policy, RotationError, compress, plan, rotate, rotated_path};
 
 use crate::{
     clock::{self, WallClock},
@@ -134,8 +134,12 @@ impl LogRotationActor {
         let (mut rotated, mut failed) = (Vec::new(), 0);
         for (id, log, outcome) in outcomes {
             match outcome {
-                Ok(Outcome::Rotated { to, removed }) => {
-                    tracing::debug!(container_id = id, log = %log.display(), rotated = %to.display(), removed = removed.len(), "rotated a container log");
+                Ok(Outcome::Rotated {
+                    to,
+                    removed,
+                    compressed,
+                }) => {
+                    tracing::debug!(container_id = id, log = %log.display(), rotated = %to.display(), removed = removed.len(), compressed = compressed.len(), "rotated a container log");
                     rotated.push(to);
                 }
                 Ok(Outcome::Reopened) => {

@@ -6,13 +6,30 @@ use std::sync::Arc;
 
 use jiff::{Timestamp, tz::TimeZone};
 
-use super::{Outcome, Policy, RotationError, plan, rotate, rotated_path};
+use std::{io::Read, os::unix::fs::PermissionsExt, path::Path};
+
+use super::{Outcome, Policy, RotationError, compress, plan, rotate, rotated_path};
 use crate::{
     clock,
     ports::{
         ContainerConfig, ContainerRuntime, SandboxConfig, fakes::container_runtime::FakeRuntime,
     },
 };
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(data).expect("compress");
+    encoder.finish().expect("finish")
+}
+
+fn gunzip(path: &Path) -> Vec<u8> {
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).expect("open"))
+        .read_to_end(&mut plain)
+        .expect("a whole gzip stream");
+    plain
+}
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|name| (*name).to_owned()).collect()
@@ -88,13 +105,15 @@ async fn a_log_over_the_size_is_renamed_reopened_and_its_oldest_files_removed() 
     let dir = tempfile::tempdir().expect("dir");
     let log = dir.path().join("0.log");
     std::fs::write(&log, "x".repeat(100)).expect("write");
-    for old in ["0.log.20261201-100000", "0.log.20261201-100010"] {
-        std::fs::write(dir.path().join(old), "old").expect("write");
+    // The kubelet's own leavings: two compressed rotations and the newest, uncompressed.
+    for old in ["0.log.20261201-095950.gz", "0.log.20261201-100000.gz"] {
+        std::fs::write(dir.path().join(old), gzip(b"older")).expect("write");
     }
+    std::fs::write(dir.path().join("0.log.20261201-100010"), "old").expect("write");
     std::fs::write(dir.path().join("1.log.20261201-100000"), "another instance").expect("write");
     let policy = Policy {
         max_size: 100,
-        max_files: 3,
+        max_files: 4,
         zone: TimeZone::UTC,
     };
     let now: Timestamp = "2026-12-01T10:00:20Z".parse().expect("time");
@@ -107,7 +126,8 @@ async fn a_log_over_the_size_is_renamed_reopened_and_its_oldest_files_removed() 
         outcome,
         Outcome::Rotated {
             to: to.clone(),
-            removed: vec![dir.path().join("0.log.20261201-100000")],
+            removed: vec![dir.path().join("0.log.20261201-095950.gz")],
+            compressed: vec![dir.path().join("0.log.20261201-100010")],
         }
     );
     let mut left: Vec<String> = std::fs::read_dir(dir.path())
@@ -124,11 +144,18 @@ async fn a_log_over_the_size_is_renamed_reopened_and_its_oldest_files_removed() 
     assert_eq!(
         left,
         [
-            "0.log.20261201-100010",
+            "0.log.20261201-100000.gz",
+            "0.log.20261201-100010.gz",
             "0.log.20261201-100020",
             "1.log.20261201-100000"
         ]
     );
+    assert_eq!(
+        gunzip(&dir.path().join("0.log.20261201-100010.gz")),
+        b"old",
+        "the newest rotation of before is compressed whole"
+    );
+    assert_eq!(std::fs::read(&to).expect("rotated"), b"x".repeat(100));
     assert!(
         runtime
             .calls()
@@ -161,4 +188,35 @@ async fn a_reopen_the_runtime_refuses_puts_the_log_back() {
     );
     assert_eq!(std::fs::read_to_string(&log).expect("back"), "x".repeat(10));
     assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1);
+}
+
+#[test]
+fn compression_keeps_the_mode_and_leaves_only_the_gz() {
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("0.log.20261201-100000");
+    let content: Vec<u8> = (0..200_000u32)
+        .flat_map(|i| format!("line {i}\n").into_bytes())
+        .collect();
+    std::fs::write(&log, &content).expect("write");
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    compress(&log).expect("compressed");
+    let gz = dir.path().join("0.log.20261201-100000.gz");
+    assert_eq!(gunzip(&gz), content);
+    let metadata = std::fs::metadata(&gz).expect("stat");
+    assert_eq!(metadata.permissions().mode() & 0o777, 0o640);
+    assert!(
+        metadata.len() < content.len() as u64 / 4,
+        "{}",
+        metadata.len()
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("0.log.20261201-100000.gz")]);
+
+    // A file that cannot be read: an error, and no temporary file left behind.
+    let missing = dir.path().join("0.log.20261201-100010");
+    assert!(compress(&missing).is_err());
+    assert!(!dir.path().join("0.log.20261201-100010.tmp").exists());
 }

@@ -53,6 +53,19 @@ impl Identity {
     }
 }
 
+/// [`authenticate`] for a request served by one of the handlers beside the resource API.
+pub fn authenticate_request(
+    req: &actix_web::HttpRequest,
+    state: &super::AppState,
+) -> Result<Identity, ApiError> {
+    authenticate(
+        &state.auth,
+        req.headers(),
+        &state.store,
+        req.conn_data::<CertificateUser>(),
+    )
+}
+
 /// Resolves the caller as kube-apiserver's union authenticator does: the client certificate
 /// first, then the `Authorization` header (a bootstrap token's shape goes to the bootstrap
 /// token authenticator alone).

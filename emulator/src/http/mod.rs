@@ -4,8 +4,8 @@
 //!   `/api/v1`, `/apis`, `/apis/{group}[/{version}]`;
 //! - fault-injection admin API: `/emulator/v1/faults[/{id}]`;
 //! - `POST` TokenReviews and SubjectAccessReviews (`reviews`), created and never stored;
-//! - `GET pods/{name}/log` (`pod_log`) and `nodes/{name}/proxy/...` (`node_proxy`), proxied
-//!   to the node's kubelet API;
+//! - `GET pods/{name}/log` (`pod_log`), `pods/{name}/exec|attach|portforward` (`pod_stream`)
+//!   and `nodes/{name}/proxy/...` (`node_proxy`), proxied to the node's kubelet API;
 //! - every other `/api/...` and `/apis/...` path: the resource API (`dispatch`), which
 //!   authenticates, applies injected faults, authorizes and calls a verb handler.
 
@@ -18,6 +18,7 @@ mod events_view;
 mod handlers;
 mod node_proxy;
 mod pod_log;
+mod pod_stream;
 mod query;
 mod reviews;
 mod table;
@@ -68,6 +69,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     crate::faults::admin::configure(config);
     reviews::configure(config);
     pod_log::configure(config);
+    pod_stream::configure(config);
     node_proxy::configure(config);
     config.default_service(web::to(dispatch::dispatch));
 }

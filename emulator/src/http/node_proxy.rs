@@ -9,7 +9,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures::StreamExt;
 
-use super::auth::{Identity, authenticate};
+use super::auth::{Identity, authenticate_request};
 use super::{AppState, error_response};
 use crate::api::resource::NODES;
 use crate::api::{ApiError, Verb};
@@ -33,12 +33,7 @@ async fn node_proxy(
 ) -> HttpResponse {
     let name = req.match_info().get("name").unwrap_or_default().to_owned();
     let path = req.match_info().get("path").unwrap_or_default().to_owned();
-    let identity = match authenticate(
-        &state.auth,
-        req.headers(),
-        &state.store,
-        req.conn_data::<super::auth::CertificateUser>(),
-    ) {
+    let identity = match authenticate_request(&req, &state) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };

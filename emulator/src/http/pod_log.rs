@@ -12,7 +12,7 @@ use futures::StreamExt;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
-use super::auth::{Identity, authenticate};
+use super::auth::{Identity, authenticate_request};
 use super::{AppState, error_response};
 use crate::api::resource::{NODES, PODS};
 use crate::api::{ApiError, Verb};
@@ -44,12 +44,7 @@ async fn pod_log(
     state: web::Data<AppState>,
 ) -> HttpResponse {
     let (namespace, name) = path.into_inner();
-    let identity = match authenticate(
-        &state.auth,
-        req.headers(),
-        &state.store,
-        req.conn_data::<super::auth::CertificateUser>(),
-    ) {
+    let identity = match authenticate_request(&req, &state) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };
@@ -57,21 +52,42 @@ async fn pod_log(
         Ok(response) => response,
         Err(error) => error_response(&error),
     };
+    record(
+        &state,
+        identity,
+        Verb::Get,
+        "log",
+        namespace,
+        name,
+        &response,
+    );
+    response
+}
+
+/// Records a `pods/{subresource}` request for the tests' request log.
+pub(super) fn record(
+    state: &AppState,
+    identity: Identity,
+    verb: Verb,
+    subresource: &str,
+    namespace: String,
+    name: String,
+    response: &HttpResponse,
+) {
     state.requests.record(RequestRecord {
         user: match identity {
             Identity::User(user) => user.name,
             Identity::Anonymous => "system:anonymous".to_owned(),
         },
-        verb: Verb::Get,
+        verb,
         group: String::new(),
         resource: "pods".to_owned(),
-        subresource: "log".to_owned(),
+        subresource: subresource.to_owned(),
         namespace,
         name,
         code: response.status().as_u16(),
         received: Instant::now(),
     });
-    response
 }
 
 async fn serve(
@@ -90,19 +106,7 @@ async fn serve(
         .find(|(key, _)| key == "container")
         .map(|(_, value)| value.clone());
     let container = choose_container(&pod, name, requested)?;
-    let node_name = pod
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .filter(|node| !node.is_empty())
-        .ok_or_else(|| {
-            ApiError::bad_request(format!("pod {name} does not have a host assigned"))
-        })?;
-    let node = state
-        .store
-        .get(NODES.stored, &ObjectKey::new("", node_name))
-        .ok_or_else(|| ApiError::not_found(&NODES, node_name))?;
-    let (host, port) =
-        kubelet_endpoint(&node, &state.kubelet_address_types).map_err(ApiError::internal)?;
+    let (host, port) = node_endpoint(state, &pod, name)?;
     let mut query: Vec<(&str, &str)> = pairs
         .iter()
         .filter(|(key, _)| PASSED.contains(&key.as_str()))
@@ -145,6 +149,27 @@ async fn serve(
         .map(|collected| String::from_utf8_lossy(&collected.to_bytes()).into_owned())
         .unwrap_or_default();
     Err(kubelet_failure(status, body.trim_end(), name))
+}
+
+/// Where kube-apiserver dials the kubelet of pod `name` (`pod`): its node's endpoint, or the
+/// errors of a pod with no node and of a node that is not there.
+pub(super) fn node_endpoint(
+    state: &AppState,
+    pod: &Value,
+    name: &str,
+) -> Result<(String, u16), ApiError> {
+    let node_name = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|node| !node.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!("pod {name} does not have a host assigned"))
+        })?;
+    let node = state
+        .store
+        .get(NODES.stored, &ObjectKey::new("", node_name))
+        .ok_or_else(|| ApiError::not_found(&NODES, node_name))?;
+    kubelet_endpoint(&node, &state.kubelet_address_types).map_err(ApiError::internal)
 }
 
 /// The `Status` kube-apiserver makes of a kubelet's non-200 answer for pod `name`'s log.
@@ -219,7 +244,7 @@ fn choose_container(
     }
 }
 
-fn serde_urlencoded_pairs(query: &str) -> Result<Vec<(String, String)>, ApiError> {
+pub(super) fn serde_urlencoded_pairs(query: &str) -> Result<Vec<(String, String)>, ApiError> {
     query
         .split('&')
         .filter(|pair| !pair.is_empty())
@@ -251,7 +276,7 @@ fn decode(text: &str) -> Result<String, ApiError> {
     String::from_utf8(out).map_err(|_| ApiError::bad_request("the query is not UTF-8"))
 }
 
-fn encode(text: &str) -> String {
+pub(super) fn encode(text: &str) -> String {
     text.bytes()
         .map(|byte| match byte {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {

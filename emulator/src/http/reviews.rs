@@ -12,7 +12,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
-use super::auth::{Identity, authenticate};
+use super::auth::{Identity, authenticate_request};
 use super::{AppState, error_response, json_response};
 use crate::api::{ApiError, FieldError, Verb};
 use crate::request_log::RequestRecord;
@@ -131,12 +131,7 @@ fn reviewed(
     resource: &str,
     review: impl FnOnce() -> Result<Value, ApiError>,
 ) -> HttpResponse {
-    let identity = match authenticate(
-        &state.auth,
-        req.headers(),
-        &state.store,
-        req.conn_data::<super::auth::CertificateUser>(),
-    ) {
+    let identity = match authenticate_request(req, state) {
         Ok(identity) => identity,
         Err(error) => return error_response(&error),
     };
