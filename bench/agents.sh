@@ -26,7 +26,7 @@ KIT=$(cd "${CONFORMANCE:-$REPO/../shared/conformance}" && pwd)
 ROUNDS=${1:-2}
 NODEPULSE_BIN=${NODEPULSE_BIN:-$REPO/target/release/nodepulse}
 # The bench only creates, watches and reads /proc: a debug build of it does as well.
-BENCH_BIN=${BENCH_BIN:-$(ls "$REPO"/target/{release,debug}/nodepulse-bench 2>/dev/null | head -1)}
+BENCH_BIN=${BENCH_BIN:-$(ls "$REPO"/target/{release,debug}/nodepulse-bench 2>/dev/null | head -1 || true)}
 PODS=${PODS:-30,100}
 OUT_DIR=${OUT_DIR:-$REPO/bench/results}
 KUBELET_API=$(printf 'authentication:\n  x509: {clientCAFile: %s/pki/ca.crt}\nauthorization: {mode: AlwaysAllow}' "$ROOT")
@@ -93,7 +93,7 @@ turn() { # AGENT ROUND
     ${BENCH_ARGS:-}
   down
   # What the agent sent over its turn (start-up and teardown included), from the audit log.
-  python3 "$REPO/bench/audit-counts.py" "$ROOT/audit.log" "$name" --since "$since" | head -1
+  python3 "$REPO/bench/audit-counts.py" "$ROOT/audit.log" "$name" --since "$since" | sed -n 1p
   log "round $round: $agent done; its log: $work/agent.log"
 }
 

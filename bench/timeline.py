@@ -5,7 +5,7 @@ server's audit log (the pod's create, the node's status PATCHes of it) and conta
 in containerd 1.6). For every pod whose name starts with PREFIX, each step's time from the one
 before; printed as p50 / p90 / max over the pods, in milliseconds.
 
-usage: timeline.py AUDIT_LOG CONTAINERD_LOG NODE PREFIX [--since T]
+usage: timeline.py AUDIT_LOG CONTAINERD_LOG NODE PREFIX [--since T] [--until T]
 (`bench/agents.sh` leaves containerd's log in $REALK8S_ROOT/bench-AGENT-ROUND/runtime/.)
 """
 
@@ -39,7 +39,12 @@ def when(text):
     return base.timestamp() + fraction
 
 
-def audit(path, node, prefix, since):
+def outside(at, window):
+    since, until = window
+    return (since is not None and at < since) or (until is not None and at > until)
+
+
+def audit(path, node, prefix, window):
     created, patches = {}, collections.defaultdict(list)
     user = f"system:node:{node}"
     with open(path, encoding="utf-8") as log:
@@ -52,7 +57,7 @@ def audit(path, node, prefix, since):
             if event.get("stage") != "ResponseComplete" or not name.startswith(prefix):
                 continue
             at = when(event.get("stageTimestamp", ""))
-            if at is None or (since and at < since):
+            if at is None or outside(at, window):
                 continue
             if event["verb"] == "create" and ref.get("resource") == "pods" and not ref.get("subresource"):
                 created[name] = at
@@ -69,14 +74,14 @@ CONTAINER_ID = re.compile(r'returns container id \\"([0-9a-f]+)\\"')
 START = re.compile(r'StartContainer for \\"([0-9a-f]+)\\"')
 
 
-def containerd(path, prefix, since):
+def containerd(path, prefix, window):
     steps = collections.defaultdict(dict)
     sandbox_pod, container_pod = {}, {}
     with open(path, encoding="utf-8", errors="replace") as log:
         for line in log:
             stamp = re.match(r'time="([^"]+)"', line)
             at = when(stamp.group(1)) if stamp else None
-            if at is None or (since and at < since):
+            if at is None or outside(at, window):
                 continue
             if match := SANDBOX.search(line):
                 pod = match.group(1)
@@ -123,10 +128,11 @@ def main(argv):
     parser.add_argument("node")
     parser.add_argument("prefix")
     parser.add_argument("--since", help="RFC 3339, UTC: only what happened after")
+    parser.add_argument("--until", help="RFC 3339, UTC: only what happened before")
     args = parser.parse_args(argv)
-    since = when(args.since) if args.since else None
-    created, patches = audit(args.audit_log, args.node, args.prefix, since)
-    steps = containerd(args.containerd_log, args.prefix, since)
+    window = (when(args.since) if args.since else None, when(args.until) if args.until else None)
+    created, patches = audit(args.audit_log, args.node, args.prefix, window)
+    steps = containerd(args.containerd_log, args.prefix, window)
     for pod, at in created.items():
         steps[pod]["created"] = at
         done = steps[pod].get("start_done")
