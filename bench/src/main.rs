@@ -4,9 +4,12 @@
 //! simulated nodes in this process against the emulator in another; `plot` renders its figures;
 //! `volumes` measures the volume manager (bound → mounted, 100 pods × 4 volumes); `pods` a
 //! fleet process with pods on its nodes (bound → Running, steady-state requests and memory,
-//! deleted → gone).
+//! deleted → gone); `agents` a node agent already running on a real cluster and runtime
+//! (nodepulse or the kubelet: real pods created → Running, the agent's CPU and memory with them,
+//! deleted → gone; `bench/agents.sh` runs it side by side).
 //! Results go to `bench/results/*.json` with the machine they were taken on.
 
+mod agents;
 mod fleet;
 mod latency;
 mod plot;
@@ -100,6 +103,47 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         daemon: Option<PathBuf>,
     },
+    /// A node agent already running (nodepulse or the kubelet) on a real API server and
+    /// container runtime: P real pods created at once → all Running, the agent's CPU and memory
+    /// with them running, all deleted → all gone; one run per pod count (`bench/agents.sh`
+    /// alternates the agents).
+    Agents {
+        /// An admin's kubeconfig for the cluster the agent's node is in.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// The agent's Node.
+        #[arg(long)]
+        node: String,
+        /// The agent's process ID.
+        #[arg(long)]
+        pid: u32,
+        /// The container runtime's process ID (containerd), measured beside the agent.
+        #[arg(long)]
+        runtime_pid: Option<u32>,
+        /// The agent's name in the results (`nodepulse`, `kubelet`).
+        #[arg(long)]
+        agent: String,
+        /// The round of an A/B/A/B session.
+        #[arg(long, default_value_t = 1)]
+        round: u32,
+        /// Pod counts, comma-separated, one run each.
+        #[arg(long, value_delimiter = ',', default_value = "30,100", value_parser = at_least_one)]
+        pods: Vec<usize>,
+        /// The pods' image; it must be present on the node (nothing is pulled).
+        #[arg(
+            long,
+            default_value = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+        )]
+        image: String,
+        /// Wait before each size, the agent at rest.
+        #[arg(long, default_value_t = 10)]
+        settle_seconds: u64,
+        /// Wait after all Running before the steady window.
+        #[arg(long, default_value_t = 5)]
+        warmup_seconds: u64,
+        #[arg(long, default_value_t = 60)]
+        steady_seconds: u64,
+    },
 }
 
 fn at_least_one(text: &str) -> Result<usize, String> {
@@ -172,6 +216,22 @@ fn plot(out_dir: &std::path::Path) -> Result<(), String> {
     let target = out_dir.join("fleet.svg");
     std::fs::write(&target, svg).map_err(|error| format!("{}: {error}", target.display()))?;
     eprintln!("written to {}", target.display());
+    Ok(())
+}
+
+/// Measures `run` and adds each size's figures to `agents.json`, in place of an earlier run of
+/// the same agent, round and size.
+fn agents_runs(out_dir: &std::path::Path, run: &agents::AgentsRun) -> Result<(), String> {
+    let runs = actix_rt::System::new().block_on(agents::run(run))?;
+    for figures in runs {
+        let same = |existing: &serde_json::Value| {
+            ["agent", "round", "pods"]
+                .iter()
+                .all(|field| existing[*field] == figures[*field])
+        };
+        let path = results::add_run(out_dir, "agents", figures.clone(), same, &["pods", "round"])?;
+        eprintln!("written to {}", path.display());
+    }
     Ok(())
 }
 
@@ -262,6 +322,34 @@ fn main() -> ExitCode {
                     )
                 },
             )
+        }
+        Command::Agents {
+            kubeconfig,
+            node,
+            pid,
+            runtime_pid,
+            agent,
+            round,
+            pods,
+            image,
+            settle_seconds,
+            warmup_seconds,
+            steady_seconds,
+        } => {
+            let run = agents::AgentsRun {
+                kubeconfig,
+                node,
+                pid,
+                runtime_pid,
+                agent,
+                round,
+                pods,
+                image,
+                settle: Duration::from_secs(settle_seconds),
+                warmup: Duration::from_secs(warmup_seconds),
+                steady: Duration::from_secs(steady_seconds),
+            };
+            agents_runs(&cli.out_dir, &run)
         }
     };
     match outcome {

@@ -96,6 +96,28 @@ impl Seen {
     pub fn gone_after(&self, since: Instant) -> Vec<f64> {
         after(self.gone_at.values(), since)
     }
+
+    /// Seconds from each pod's own instant in `since` (when its create was answered, say) to
+    /// its first Running; a pod missing from either is left out.
+    pub fn running_since_each(&self, since: &HashMap<String, Instant>) -> Vec<f64> {
+        since
+            .iter()
+            .filter_map(|(name, start)| {
+                let running = self.running_at.get(name)?;
+                Some(running.saturating_duration_since(*start).as_secs_f64())
+            })
+            .collect()
+    }
+
+    /// When the last of the pods seen Running first was.
+    pub fn last_running(&self) -> Option<Instant> {
+        self.running_at.values().max().copied()
+    }
+
+    /// When the last of the pods seen gone went.
+    pub fn last_gone(&self) -> Option<Instant> {
+        self.gone_at.values().max().copied()
+    }
 }
 
 fn after<'a>(times: impl Iterator<Item = &'a Instant>, since: Instant) -> Vec<f64> {
@@ -178,5 +200,27 @@ mod tests {
         seen.apply(watcher::Event::Delete(pod("a", "Running")), later);
         assert_eq!(seen.present(), 0);
         assert_eq!(seen.gone_after(start), vec![2.0, 2.0]);
+        assert_eq!(seen.last_gone(), Some(later));
+    }
+
+    #[test]
+    fn each_pod_is_timed_from_its_own_create() {
+        let start = Instant::now();
+        let at = |millis: u64| start + std::time::Duration::from_millis(millis);
+        let mut seen = Seen::default();
+        seen.apply(watcher::Event::Apply(pod("a", "Running")), at(300));
+        seen.apply(watcher::Event::Apply(pod("b", "Pending")), at(400));
+        seen.apply(watcher::Event::Apply(pod("b", "Running")), at(900));
+        seen.apply(watcher::Event::Apply(pod("c", "Running")), at(50));
+        // `c` was not created by this run, `d` never ran: neither is timed.
+        let created: HashMap<String, Instant> = [("a", at(100)), ("b", at(200)), ("d", at(0))]
+            .into_iter()
+            .map(|(name, when)| (name.to_owned(), when))
+            .collect();
+        let mut times = seen.running_since_each(&created);
+        times.sort_by(f64::total_cmp);
+        assert_eq!(times, vec![0.2, 0.7]);
+        assert_eq!(seen.last_running(), Some(at(900)));
+        assert_eq!(seen.last_gone(), None);
     }
 }

@@ -33,7 +33,7 @@ const SELECTOR: &str = "bench=pods";
 /// Creates and deletes in flight at once, as a controller's workers would send them.
 const IN_FLIGHT: usize = 32;
 /// Give up on all Ready, all Running or all gone after this long.
-const PATIENCE: Duration = Duration::from_secs(900);
+pub const PATIENCE: Duration = Duration::from_secs(900);
 
 /// How a pods run is sized.
 #[derive(Debug, Clone)]
@@ -60,7 +60,11 @@ fn pod(index: usize, nodes: usize) -> Result<Pod, String> {
 }
 
 /// Polls `done` every `every` until it holds; how long that took.
-async fn until(what: &str, every: Duration, mut done: impl FnMut() -> bool) -> Result<f64, String> {
+pub async fn until(
+    what: &str,
+    every: Duration,
+    mut done: impl FnMut() -> bool,
+) -> Result<f64, String> {
     let started = Instant::now();
     while !done() {
         if started.elapsed() > PATIENCE {
@@ -87,7 +91,7 @@ async fn all_nodes_ready(nodes: &Api<Node>, count: usize) -> Result<f64, String>
 }
 
 /// Runs `request` for every pod index, `IN_FLIGHT` at a time; the first error ends it.
-async fn for_each_pod<F, R>(count: usize, request: F) -> Result<(), String>
+pub async fn for_each_pod<F, R>(count: usize, request: F) -> Result<(), String>
 where
     F: Fn(usize) -> R,
     R: Future<Output = Result<(), String>>,
@@ -105,7 +109,7 @@ where
 /// timed out under the load (408, 429, 5xx: what client-go retries too) is tried again (at most
 /// `ATTEMPTS` times), and the answer `done_already` (the retried request had landed after all)
 /// counts as done.
-async fn answered<F, R>(what: String, done_already: u16, request: F) -> Result<(), String>
+pub async fn answered<F, R>(what: String, done_already: u16, request: F) -> Result<(), String>
 where
     F: Fn() -> R,
     R: Future<Output = Result<(), kube::Error>>,
@@ -132,12 +136,38 @@ where
     }
 }
 
+/// Deletes the pods `name(0..count)`, `IN_FLIGHT` at a time, and waits until `watch` shows
+/// none left.
+pub async fn delete_all(
+    pods: &Api<Pod>,
+    count: usize,
+    name: impl Fn(usize) -> String,
+    watch: &PodWatch,
+) -> Result<(), String> {
+    for_each_pod(count, |index| {
+        let (pods, name) = (pods.clone(), name(index));
+        async move {
+            answered(format!("deleting pod {index}"), 404, || {
+                let (pods, name) = (pods.clone(), name.clone());
+                async move { pods.delete(&name, &DeleteParams::default()).await.map(drop) }
+            })
+            .await
+        }
+    })
+    .await?;
+    until("every pod gone", Duration::from_millis(10), || {
+        watch.with(|seen| seen.present() == 0)
+    })
+    .await
+    .map(drop)
+}
+
 /// An API answer that says "not now" rather than "no".
 fn transient(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if matches!(status.code, 408 | 429 | 500 | 502 | 503 | 504))
 }
 
-fn spread(seconds: Vec<f64>) -> Value {
+pub fn spread(seconds: Vec<f64>) -> Value {
     let spread = Spread::of(seconds);
     json!({"count": spread.count, "p50": spread.p50_seconds, "p99": spread.p99_seconds,
            "last": spread.max_seconds})
@@ -180,7 +210,7 @@ fn progress(phase: &str, figures: &Value) {
     eprintln!("{}", json!({ "phase": phase, "figures": figures }));
 }
 
-fn memory(usage: &Usage) -> Value {
+pub fn memory(usage: &Usage) -> Value {
     json!({"rssBytes": usage.rss_bytes, "anonBytes": usage.anon_bytes})
 }
 
@@ -291,21 +321,12 @@ pub async fn run(run: &PodsRun, scratch: &Path) -> Result<Value, String> {
     progress("steady", &steady);
 
     let deleted = Instant::now();
-    for_each_pod(run.pods, |index| {
-        let pods = pods.clone();
-        async move {
-            let name = format!("bench-pod-{index}");
-            answered(format!("deleting pod {index}"), 404, || {
-                let (pods, name) = (pods.clone(), name.clone());
-                async move { pods.delete(&name, &DeleteParams::default()).await.map(drop) }
-            })
-            .await
-        }
-    })
-    .await?;
-    until("every pod gone", Duration::from_millis(20), || {
-        watch.with(|seen| seen.present() == 0)
-    })
+    delete_all(
+        &pods,
+        run.pods,
+        |index| format!("bench-pod-{index}"),
+        &watch,
+    )
     .await?;
     let gone = watch.with(|seen| seen.gone_after(deleted));
     tokio::time::sleep(run.settle).await;

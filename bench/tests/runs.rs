@@ -181,3 +181,134 @@ fn pods_refuses_a_fleet_or_a_load_of_nothing() {
         );
     }
 }
+
+/// A process of this workspace, killed when dropped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A binary built beside the bench's (`cargo test --workspace` builds them all).
+fn sibling(name: &str) -> std::path::PathBuf {
+    let bench = std::path::Path::new(env!("CARGO_BIN_EXE_nodepulse-bench"));
+    let path = bench.with_file_name(name);
+    assert!(
+        path.is_file(),
+        "{} missing: build the workspace",
+        path.display()
+    );
+    path
+}
+
+fn spawn(binary: &std::path::Path, args: &[&str]) -> Child {
+    Child(
+        Command::new(binary)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawned"),
+    )
+}
+
+/// `agents` measures an agent it did not start, given its kubeconfig, Node and PID: here a
+/// simulated nodepulse node on the emulator (the side-by-side runs use real ones, see
+/// bench/agents.sh), with two pods, so every figure and the pods' cleanup are checked.
+#[test]
+fn agents_measures_a_running_agent_and_deletes_its_pods() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let _emulator = spawn(&sibling("nodepulse-emulator"), &["--address", &address]);
+    let kubeconfig = out.path().join("kubeconfig");
+    let server = format!("http://{address}");
+    std::fs::write(
+        &kubeconfig,
+        nodepulse_emulator::kubeconfig::render(&server, None),
+    )
+    .expect("written");
+    let config = out.path().join("nodepulse.yaml");
+    let root = out.path().join("root");
+    std::fs::write(
+        &config,
+        format!("runtime: simulated\nrootDir: {}\n", root.display()),
+    )
+    .expect("written");
+    let (config, kubeconfig) = (
+        config.to_str().expect("utf-8"),
+        kubeconfig.to_str().expect("utf-8"),
+    );
+    let agent = spawn(
+        &sibling("nodepulse"),
+        &[
+            "--config",
+            config,
+            "--kubeconfig",
+            kubeconfig,
+            "--node-name",
+            "agents-sim",
+        ],
+    );
+    let pid = agent.0.id().to_string();
+    let dir = out.path().join("results");
+    let args = [
+        "--out-dir",
+        dir.to_str().expect("utf-8"),
+        "agents",
+        "--kubeconfig",
+        kubeconfig,
+        "--node",
+        "agents-sim",
+        "--pid",
+        &pid,
+        "--agent",
+        "simulated",
+        "--pods",
+        "2,3",
+        "--settle-seconds",
+        "0",
+        "--warmup-seconds",
+        "0",
+        "--steady-seconds",
+        "1",
+    ];
+    let status = bench().args(args).status().expect("runs");
+    assert!(status.success(), "nodepulse-bench agents failed: {status}");
+    let text = std::fs::read_to_string(dir.join("agents.json")).expect("agents.json");
+    let file: Value = serde_json::from_str(&text).expect("json");
+    let runs = file["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "one run a size: {file}");
+    for (run, pods) in runs.iter().zip([2, 3]) {
+        assert_eq!(
+            (&run["agent"], &run["pods"]),
+            (&"simulated".into(), &pods.into()),
+            "{run}"
+        );
+        for spread in ["createdToRunningSeconds", "deletedToGoneSeconds"] {
+            assert_eq!(run[spread]["count"], pods, "every pod timed: {run}");
+            assert!(run[spread]["p50"].as_f64().unwrap_or(0.0) > 0.0, "{run}");
+        }
+        let all_running = run["allRunningSeconds"].as_f64().unwrap_or(0.0);
+        assert!(
+            all_running
+                >= run["createdToRunningSeconds"]["last"]
+                    .as_f64()
+                    .unwrap_or(f64::MAX),
+            "{run}"
+        );
+        assert!(
+            run["steady"]["memory"]["rssBytes"].as_u64().unwrap_or(0) > 0,
+            "{run}"
+        );
+        assert!(run["steady"]["cpuCores"].is_number(), "{run}");
+        assert!(run["allGoneSeconds"].as_f64().unwrap_or(0.0) > 0.0, "{run}");
+    }
+}
