@@ -22,8 +22,7 @@ use nodepulse::kube_api::node::is_ready;
 use serde_json::{Value, json};
 
 use crate::{
-    pod_watch::PodWatch,
-    pods::{PATIENCE, answered, delete_all, for_each_pod, memory, spread, until},
+    pods::{PATIENCE, answered, delete_all, for_each_pod, memory, spread, synced_watch, until},
     procfs::{self, Usage},
 };
 
@@ -33,28 +32,45 @@ const SELECTOR: &str = "bench=agents";
 /// ignores SIGTERM, and deleting would time the grace period (30 s) instead of the agent.
 const UNTIL_TERM: &str = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
 
-/// What to measure and against what.
-#[derive(Debug, Clone)]
+/// What to measure and against what (the `agents` mode's arguments).
+#[derive(Debug, Clone, clap::Args)]
 pub struct AgentsRun {
+    /// An admin's kubeconfig for the cluster the agent's node is in.
+    #[arg(long)]
     pub kubeconfig: PathBuf,
+    /// The agent's Node.
+    #[arg(long)]
     pub node: String,
-    /// The agent's process.
+    /// The agent's process ID.
+    #[arg(long)]
     pub pid: u32,
-    /// The container runtime's process (containerd), measured beside the agent when given.
+    /// The container runtime's process ID (containerd), measured beside the agent.
+    #[arg(long)]
     pub runtime_pid: Option<u32>,
-    /// Names the agent in the results: `nodepulse`, `kubelet`.
+    /// The agent's name in the results (`nodepulse`, `kubelet`).
+    #[arg(long)]
     pub agent: String,
-    /// Which round of an A/B/A/B session this is.
+    /// The round of an A/B/A/B session.
+    #[arg(long, default_value_t = 1)]
     pub round: u32,
-    /// Pod counts, one run each, in this order.
+    /// Pod counts, comma-separated, one run each, in this order.
+    #[arg(long, value_delimiter = ',', default_value = "30,100", value_parser = crate::at_least_one)]
     pub pods: Vec<usize>,
+    /// The pods' image; it must be present on the node (nothing is pulled).
+    #[arg(
+        long,
+        default_value = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+    )]
     pub image: String,
-    /// Wait after the node is Ready and between sizes, so the agent is at rest when the pods
-    /// come.
-    pub settle: Duration,
+    /// Wait before each size (after the node is Ready and between sizes), so the agent is at
+    /// rest when the pods come.
+    #[arg(long, default_value_t = 10)]
+    pub settle_seconds: u64,
     /// Wait after all Running before the steady window.
-    pub warmup: Duration,
-    pub steady: Duration,
+    #[arg(long, default_value_t = 5)]
+    pub warmup_seconds: u64,
+    #[arg(long, default_value_t = 60)]
+    pub steady_seconds: u64,
 }
 
 fn pod(index: usize, node: &str, image: &str) -> Result<Pod, String> {
@@ -128,13 +144,7 @@ async fn one(run: &AgentsRun, count: usize, client: &kube::Client) -> Result<Val
         pid,
     });
     let pods = Api::<Pod>::namespaced(client.clone(), NAMESPACE);
-    let watch = PodWatch::start(pods.clone(), SELECTOR);
-    until(
-        "the pod watch's first list",
-        Duration::from_millis(10),
-        || watch.with(|seen| seen.synced()),
-    )
-    .await?;
+    let watch = synced_watch(pods.clone(), SELECTOR).await?;
     let leftover = watch.with(|seen| seen.present());
     if leftover > 0 {
         return Err(format!(
@@ -178,13 +188,13 @@ async fn one(run: &AgentsRun, count: usize, client: &kube::Client) -> Result<Val
         at.saturating_duration_since(first).as_secs_f64()
     });
 
-    tokio::time::sleep(run.warmup).await;
+    tokio::time::sleep(Duration::from_secs(run.warmup_seconds)).await;
     let (agent_start, runtime_start) = (
         agent.read()?,
         runtime.as_ref().map(Process::read).transpose()?,
     );
     let window = Instant::now();
-    tokio::time::sleep(run.steady).await;
+    tokio::time::sleep(Duration::from_secs(run.steady_seconds)).await;
     let seconds = window.elapsed().as_secs_f64();
     let agent_end = agent.read()?;
     let runtime_figures = match (&runtime, runtime_start) {
@@ -215,7 +225,7 @@ async fn one(run: &AgentsRun, count: usize, client: &kube::Client) -> Result<Val
         "atRest": {"memory": memory(&at_rest)},
         "steady": {
             "windowSeconds": seconds,
-            "warmupSeconds": run.warmup.as_secs_f64(),
+            "warmupSeconds": run.warmup_seconds as f64,
             "cpuCores": cores(&agent_start, &agent_end, seconds),
             "memory": memory(&agent_end),
             "threads": agent_end.threads,
@@ -232,7 +242,7 @@ pub async fn run(run: &AgentsRun) -> Result<Vec<Value>, String> {
     node_ready(&Api::all(client.clone()), &run.node).await?;
     let mut runs = Vec::with_capacity(run.pods.len());
     for &count in &run.pods {
-        tokio::time::sleep(run.settle).await;
+        tokio::time::sleep(Duration::from_secs(run.settle_seconds)).await;
         match one(run, count, &client).await {
             Ok(figures) => {
                 eprintln!("{figures}");

@@ -107,43 +107,7 @@ enum Command {
     /// container runtime: P real pods created at once → all Running, the agent's CPU and memory
     /// with them running, all deleted → all gone; one run per pod count (`bench/agents.sh`
     /// alternates the agents).
-    Agents {
-        /// An admin's kubeconfig for the cluster the agent's node is in.
-        #[arg(long)]
-        kubeconfig: PathBuf,
-        /// The agent's Node.
-        #[arg(long)]
-        node: String,
-        /// The agent's process ID.
-        #[arg(long)]
-        pid: u32,
-        /// The container runtime's process ID (containerd), measured beside the agent.
-        #[arg(long)]
-        runtime_pid: Option<u32>,
-        /// The agent's name in the results (`nodepulse`, `kubelet`).
-        #[arg(long)]
-        agent: String,
-        /// The round of an A/B/A/B session.
-        #[arg(long, default_value_t = 1)]
-        round: u32,
-        /// Pod counts, comma-separated, one run each.
-        #[arg(long, value_delimiter = ',', default_value = "30,100", value_parser = at_least_one)]
-        pods: Vec<usize>,
-        /// The pods' image; it must be present on the node (nothing is pulled).
-        #[arg(
-            long,
-            default_value = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
-        )]
-        image: String,
-        /// Wait before each size, the agent at rest.
-        #[arg(long, default_value_t = 10)]
-        settle_seconds: u64,
-        /// Wait after all Running before the steady window.
-        #[arg(long, default_value_t = 5)]
-        warmup_seconds: u64,
-        #[arg(long, default_value_t = 60)]
-        steady_seconds: u64,
-    },
+    Agents(agents::AgentsRun),
 }
 
 fn at_least_one(text: &str) -> Result<usize, String> {
@@ -323,34 +287,7 @@ fn main() -> ExitCode {
                 },
             )
         }
-        Command::Agents {
-            kubeconfig,
-            node,
-            pid,
-            runtime_pid,
-            agent,
-            round,
-            pods,
-            image,
-            settle_seconds,
-            warmup_seconds,
-            steady_seconds,
-        } => {
-            let run = agents::AgentsRun {
-                kubeconfig,
-                node,
-                pid,
-                runtime_pid,
-                agent,
-                round,
-                pods,
-                image,
-                settle: Duration::from_secs(settle_seconds),
-                warmup: Duration::from_secs(warmup_seconds),
-                steady: Duration::from_secs(steady_seconds),
-            };
-            agents_runs(&cli.out_dir, &run)
-        }
+        Command::Agents(run) => agents_runs(&cli.out_dir, &run),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -75,6 +75,18 @@ pub async fn until(
     Ok(started.elapsed().as_secs_f64())
 }
 
+/// A watch of the pods `selector` picks, once its first list is in.
+pub async fn synced_watch(pods: Api<Pod>, selector: &str) -> Result<PodWatch, String> {
+    let watch = PodWatch::start(pods, selector);
+    until(
+        "the pod watch's first list",
+        Duration::from_millis(10),
+        || watch.with(|seen| seen.synced()),
+    )
+    .await?;
+    Ok(watch)
+}
+
 async fn all_nodes_ready(nodes: &Api<Node>, count: usize) -> Result<f64, String> {
     let started = Instant::now();
     loop {
@@ -271,13 +283,7 @@ pub async fn run(run: &PodsRun, scratch: &Path) -> Result<Value, String> {
     );
 
     let pods = Api::<Pod>::namespaced(client, NAMESPACE);
-    let watch = PodWatch::start(pods.clone(), SELECTOR);
-    until(
-        "the pod watch's first list",
-        Duration::from_millis(10),
-        || watch.with(|seen| seen.synced()),
-    )
-    .await?;
+    let watch = synced_watch(pods.clone(), SELECTOR).await?;
     let bound = Instant::now();
     let post = PostParams::default();
     for_each_pod(run.pods, |index| {

@@ -132,12 +132,10 @@ impl<K: Watched> ObjectWatches<K> {
             seen.wait_for(|seen| !matches!(seen, Seen::Listing)),
         )
         .await;
+        // Still `Listing` when the watch did not list in time (or ended with this cache).
         let current = match waited {
             Ok(Ok(seen)) => seen.clone(),
-            // The watch ended (this cache was dropped) or did not list in time.
-            Ok(Err(_)) | Err(_) => {
-                return Err(ApiError::Timeout(self.first_list_timeout));
-            }
+            Ok(Err(_)) | Err(_) => Seen::Listing,
         };
         match current {
             Seen::Listed(Some(object)) => {
@@ -151,7 +149,7 @@ impl<K: Watched> ObjectWatches<K> {
                 K::PLURAL
             ))),
             Seen::Failed(error) => Err(error),
-            Seen::Listing => unreachable!("waited for a list"),
+            Seen::Listing => Err(ApiError::Timeout(self.first_list_timeout)),
         }
     }
 

@@ -83,6 +83,17 @@ fn pod_with_volumes(name: &str, node: &str, volumes: Value) -> Pod {
     )
 }
 
+/// Replaces ConfigMap `name`'s data with `key: content`.
+async fn set_key(cluster: &TestCluster, name: &str, content: &str) {
+    let config_maps = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE);
+    let mut updated = config_maps.get(name).await.expect("the ConfigMap");
+    updated.data = Some([("key".to_owned(), content.to_owned())].into());
+    config_maps
+        .replace(name, &PostParams::default(), &updated)
+        .await
+        .expect("updated");
+}
+
 fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().expect("a UID")
 }
@@ -304,13 +315,7 @@ async fn a_config_map_update_reaches_the_file_within_one_sync_period() {
     wait_running(&cluster.client, NAMESPACE, &name).await;
     let file = volume_dir(root.path(), &uid(&pod), "configmap", "cfg").join("key");
     assert_eq!(read(&file), b"one");
-    let config_maps = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE);
-    let mut updated = config_maps.get(&cm).await.expect("the ConfigMap");
-    updated.data = Some([("key".to_owned(), "two".to_owned())].into());
-    config_maps
-        .replace(&cm, &PostParams::default(), &updated)
-        .await
-        .expect("updated");
+    set_key(&cluster, &cm, "two").await;
     let changed = Instant::now();
     eventually("the new content reaches the file", || {
         std::fs::read(&file).is_ok_and(|bytes| bytes == b"two")
@@ -356,14 +361,8 @@ async fn a_config_map_is_watched_so_remounts_cost_no_request() {
     let file = volume_dir(root.path(), &uid(&pod), "configmap", "cfg").join("key");
     assert_eq!(read(&file), b"one");
     // Two changes, each landing only through a remount after it (syncFrequency 2s).
-    let config_maps = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE);
     for content in ["two", "three"] {
-        let mut updated = config_maps.get(&cm).await.expect("the ConfigMap");
-        updated.data = Some([("key".to_owned(), content.to_owned())].into());
-        config_maps
-            .replace(&cm, &PostParams::default(), &updated)
-            .await
-            .expect("updated");
+        set_key(&cluster, &cm, content).await;
         eventually("the new content reaches the file", || {
             std::fs::read(&file).is_ok_and(|bytes| bytes == content.as_bytes())
         })
