@@ -342,8 +342,13 @@ async fn the_serving_certificate_is_requested_for_the_nodes_addresses_and_served
         "the InternalIP as an IP SAN: {ips:?}"
     );
 
-    // Nobody approves it by itself, and until then every handshake is refused.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Until it is approved every handshake is refused, and nobody approves it by itself:
+    // after the refusal is logged it still holds no certificate.
+    let refused = handshake(node.port, node.ip, &roots).await;
+    assert!(refused.is_err(), "served before approval: {refused:?}");
+    node.daemon
+        .wait_event("http: TLS handshake error: no serving certificate available for the kubelet")
+        .await;
     let pending = serving_requests(&csrs, &node.name).await;
     assert!(
         pending[0]
@@ -353,11 +358,6 @@ async fn the_serving_certificate_is_requested_for_the_nodes_addresses_and_served
             .is_none(),
         "no controller issues a serving certificate unasked"
     );
-    let refused = handshake(node.port, node.ip, &roots).await;
-    assert!(refused.is_err(), "served before approval: {refused:?}");
-    node.daemon
-        .wait_event("http: TLS handshake error: no serving certificate available for the kubelet")
-        .await;
     assert!(!node.current_link().exists());
 
     // Approved: the issued certificate is served (verified for the node's IP against the
