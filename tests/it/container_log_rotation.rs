@@ -43,6 +43,20 @@ fn numbers_in_cri_log(content: &str) -> Vec<u32> {
 }
 
 /// The rotated files beside `log` (`<log>.<timestamp>`), by name.
+/// A rotated file's text, gunzipped when it is a `.gz`: the newest rotated file is compressed
+/// too when a rotation's reopen fails as its container exits (the rename is undone, the
+/// compression before it is not, as in the kubelet's rotateLog).
+fn rotated_text(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut text = String::new();
+    if path.extension().is_some_and(|ext| ext == "gz") {
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text).ok()?;
+    } else {
+        std::io::Read::read_to_string(&mut { file }, &mut text).ok()?;
+    }
+    Some(text)
+}
+
 fn rotated_beside(log: &Path) -> Vec<String> {
     let prefix = format!("{}.", log.file_name().unwrap_or_default().to_string_lossy());
     let mut names: Vec<String> = std::fs::read_dir(log.parent().expect("a directory"))
@@ -287,7 +301,7 @@ async fn a_log_followed_across_its_rotations_loses_no_line_and_repeats_none() {
         let rotated = rotated_beside(&log);
         let last_rotated = rotated
             .last()
-            .and_then(|file| std::fs::read_to_string(log.with_file_name(file)).ok())
+            .and_then(|file| rotated_text(&log.with_file_name(file)))
             .and_then(|content| numbers_in_cri_log(&content).last().copied());
         let first = numbers.first().copied().unwrap_or_default();
         assert!(
