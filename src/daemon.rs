@@ -121,7 +121,8 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     };
     let identity = match &settings.bootstrap {
         Some(paths) => {
-            match credentials::ensure_client_certificate(paths, &settings.node_name).await {
+            let rotate = settings.config.rotate_certificates;
+            match credentials::ensure_client_certificate(paths, &settings.node_name, rotate).await {
                 Ok(identity) => Some(identity),
                 Err(error) => return Outcome::Failed(error.into()),
             }

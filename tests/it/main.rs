@@ -12,6 +12,7 @@ mod common;
 mod actor_faults;
 mod api_faults;
 mod api_recovery;
+mod bootstrap_restart;
 mod cleanup;
 mod cli_commands;
 mod config_fuzz;

@@ -14,18 +14,14 @@ use std::{
 };
 
 use k8s_openapi::api::{certificates::v1::CertificateSigningRequest, core::v1::Node};
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-    config::Kubeconfig,
-};
+use kube::{Api, config::Kubeconfig};
 use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject as _};
-use serde_json::json;
 
 use crate::common::{
     PATIENCE,
     bootstrap::{
-        CsrSweep, KUBEADM_GROUP, NodeFiles, Token, bootstrap_kubeconfig, delete_csrs, tls_emulator,
+        CsrSweep, KUBEADM_GROUP, NodeFiles, Token, approve, bootstrap_kubeconfig, delete_csrs,
+        tls_emulator,
     },
     cluster::{TestCluster, unique_node_name},
     daemon::{DEBUG_TOKEN, DaemonProcess},
@@ -183,16 +179,6 @@ async fn nth_serving_request(
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// Approves `csr` as a cluster administrator does (`kubectl certificate approve`).
-async fn approve(csrs: &Api<CertificateSigningRequest>, csr: &CertificateSigningRequest) {
-    let name = csr.metadata.name.clone().expect("a named CSR");
-    let approval = json!({"status": {"conditions": [{"type": "Approved", "status": "True",
-        "reason": "NodepulseTestApproved", "message": "approved by the test"}]}});
-    csrs.patch_approval(&name, &PatchParams::default(), &Patch::Merge(&approval))
-        .await
-        .expect("approved");
 }
 
 /// What the CSR's PKCS#10 request asks for: its subject's CN and O, DNS and IP SANs.

@@ -1,7 +1,11 @@
 //! TLS bootstrap (`--bootstrap-kubeconfig`), as the kubelet's: when the kubeconfig is missing
 //! or the certificate directory holds no valid client certificate, the bootstrap credentials
 //! ask for one (a CSR, then the wait for approval and issuance), it is stored, and a kubeconfig
-//! naming it is written; the node then runs with that kubeconfig.
+//! naming it is written; the node then runs with that kubeconfig. Without rotation the
+//! bootstrap is the kubelet's `LoadClientCert`: the key is the stored pair's, else the one kept
+//! in `kubelet-client.key.tmp` (made on the first try), and the CSR is `node-csr-<digest>` of
+//! it, so a restart while the CSR is pending waits on that CSR instead of sending another.
+//! With rotation it is the certificate manager's first request: a fresh key, `csr-<random>`.
 
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
@@ -13,7 +17,8 @@ use serde_json::json;
 
 use super::identity::ClientIdentity;
 use super::lifetime::Validity;
-use super::request::{BOOTSTRAP_WAIT, RequestError, request_certificate};
+use super::pending_key;
+use super::request::{BOOTSTRAP_WAIT, RequestError, RequestKey, request_certificate};
 use super::store::{CertificateStore, StoreError, StoredPair};
 use super::template::{Purpose, Template};
 use crate::config::Bootstrap as BootstrapPaths;
@@ -43,10 +48,12 @@ pub enum BootstrapError {
 }
 
 /// The node's client identity: the stored certificate when it and the kubeconfig are there
-/// and valid, else a new one through the bootstrap credentials.
+/// and valid, else a new one through the bootstrap credentials (`rotate`: as the certificate
+/// manager asks, else as `LoadClientCert` does).
 pub async fn ensure_client_certificate(
     paths: &BootstrapPaths,
     node_name: &str,
+    rotate: bool,
 ) -> Result<Arc<ClientIdentity>, BootstrapError> {
     let store = CertificateStore::new(&paths.cert_dir);
     if paths.kubeconfig.exists()
@@ -57,7 +64,12 @@ pub async fn ensure_client_certificate(
     }
     tracing::info!(bootstrap_kubeconfig = %paths.bootstrap_kubeconfig.display(), "no valid client certificate; requesting one with the bootstrap credentials");
     let client = bootstrap_client(&paths.bootstrap_kubeconfig).await?;
-    let pair = request_and_store(client, &store, node_name)
+    let key = if rotate {
+        RequestKey::Fresh
+    } else {
+        RequestKey::Kept(Box::new(kept_key(&store, &paths.cert_dir)?))
+    };
+    let pair = request_and_store(client, &store, node_name, key)
         .await
         .map_err(|error| match error {
             BootstrapError::Request(request) if request.unauthorized() => BootstrapError::Refused {
@@ -65,6 +77,7 @@ pub async fn ensure_client_certificate(
             },
             other => other,
         })?;
+    pending_key::remove(&paths.cert_dir);
     write_kubeconfig(paths, &store)?;
     tracing::info!(kubeconfig = %paths.kubeconfig.display(), certificate = %store.current_path().display(), "client certificate issued; kubeconfig written");
     ClientIdentity::new(&pair).map_err(BootstrapError::Unusable)
@@ -82,14 +95,32 @@ pub async fn bootstrap_client(path: &Path) -> Result<kube::Client, BootstrapErro
     kube::Client::try_from(config).map_err(|e| error(e.to_string()))
 }
 
-/// Asks for a certificate through `client` and stores it with its key.
+/// `LoadClientCert`'s key: the stored pair's when it reads as a key, else the pending one
+/// (kept, or made and kept, in the certificate directory until the certificate is stored).
+fn kept_key(store: &CertificateStore, cert_dir: &Path) -> Result<rcgen::KeyPair, BootstrapError> {
+    let stored = store
+        .current()
+        .ok()
+        .flatten()
+        .and_then(|pair| rcgen::KeyPair::from_pem(&pair.key_pem).ok());
+    if let Some(key) = stored {
+        return Ok(key);
+    }
+    tracing::info!(
+        "No valid private key and/or certificate found, reusing existing private key or creating a new one"
+    );
+    Ok(pending_key::load_or_generate(cert_dir)?)
+}
+
+/// Asks for a certificate with `key` through `client` and stores it with its key.
 pub async fn request_and_store(
     client: kube::Client,
     store: &CertificateStore,
     node_name: &str,
+    key: RequestKey,
 ) -> Result<StoredPair, BootstrapError> {
     let template = Template::client(node_name);
-    let issued = request_certificate(client, Purpose::Client, &template, BOOTSTRAP_WAIT)
+    let issued = request_certificate(client, Purpose::Client, &template, key, BOOTSTRAP_WAIT)
         .await
         .map_err(BootstrapError::Request)?;
     Ok(store.update(&issued.certificate_pem, &issued.key_pem, SystemTime::now())?)

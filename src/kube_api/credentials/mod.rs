@@ -3,13 +3,18 @@
 //! for and asks for (`template`), the CSR round trip (`request`), the swappable certificate
 //! (`certified`) that every API connection presents as the client certificate (`identity`,
 //! built into the clients by `client`) and that the kubelet API serves (`serving`), and the
-//! rotation of both (`rotation`, deadlines in `lifetime`).
+//! rotation of both (`rotation`, deadlines in `lifetime`). A bootstrap without rotation keeps
+//! its key while its CSR is pending (`pending_key`) and names the CSR from it (`csr_name`), so
+//! a restart waits on the CSR it made once it is found the same (`compatible`).
 
 pub mod bootstrap;
 pub mod certified;
 pub mod client;
+pub mod compatible;
+pub mod csr_name;
 pub mod identity;
 pub mod lifetime;
+pub mod pending_key;
 pub mod request;
 pub mod rotation;
 pub mod serving;

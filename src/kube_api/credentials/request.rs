@@ -1,7 +1,10 @@
-//! One certificate request as the kubelet's certificate manager makes it: a fresh ECDSA P-256
-//! key, a CSR for the [`Template`]'s subject and SANs to its [`Purpose`]'s signer with its
-//! usages (`generateName: csr-`), then a watch until it is issued, denied, failed or deleted,
-//! with the kubelet's error texts.
+//! One certificate request as the kubelet makes it: a CSR for the [`Template`]'s subject and
+//! SANs to its [`Purpose`]'s signer with its usages, then a watch until it is issued, denied,
+//! failed or deleted, with the kubelet's error texts. The certificate manager's requests have
+//! a fresh ECDSA P-256 key each and `generateName: csr-`; the bootstrap without rotation keeps
+//! its key and names the CSR from it (`node-csr-<digest>`), so one sent again finds the CSR
+//! already made (`AlreadyExists`), checks that it is the same request (`ensureCompatible`)
+//! and waits on it (`csr.RequestCertificate`).
 
 use std::time::Duration;
 
@@ -13,7 +16,10 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::wait::await_condition;
 use rcgen::{CertificateParams, DnType, KeyPair, SanType};
 
+use super::compatible;
+use super::csr_name::digested_name;
 use super::template::{Purpose, Template};
+
 /// `certificateWaitTimeout`: how long a rotation waits for its CSR.
 pub const ROTATION_WAIT: Duration = Duration::from_secs(15 * 60);
 /// How long the bootstrap waits for its CSR (`LoadClientCert`'s 3600 s).
@@ -29,6 +35,12 @@ pub enum RequestError {
     NoTemplate,
     #[error("cannot create the certificate signing request: {0}")]
     Create(#[source] kube::Error),
+    #[error("cannot retrieve certificate signing request: {0}")]
+    Retrieve(#[source] kube::Error),
+    #[error("retrieved csr is not compatible: {0}")]
+    Incompatible(String),
+    #[error("csr {0:?} changed UIDs")]
+    ChangedUid(String),
     #[error("certificate signing request is denied, reason: {reason}, message: {message}")]
     Denied { reason: String, message: String },
     #[error("certificate signing request failed, reason: {reason}, message: {message}")]
@@ -50,13 +62,22 @@ impl RequestError {
     /// itself answers (401, which a TLS-terminating proxy may send, 403 and 404 do; 5xx,
     /// transport errors and everything else do not).
     pub fn server_responsive(&self) -> bool {
-        matches!(self, Self::Create(kube::Error::Api(status)) if matches!(status.code, 401 | 403 | 404))
+        matches!(self, Self::Create(kube::Error::Api(status)) | Self::Retrieve(kube::Error::Api(status)) if matches!(status.code, 401 | 403 | 404))
     }
 
     /// Whether the API server refused the credentials the request was sent with (401).
     pub fn unauthorized(&self) -> bool {
-        matches!(self, Self::Create(kube::Error::Api(status)) if status.code == 401)
+        matches!(self, Self::Create(kube::Error::Api(status)) | Self::Retrieve(kube::Error::Api(status)) if status.code == 401)
     }
+}
+
+/// Which key a request is made with, and so what its CSR is called.
+pub enum RequestKey {
+    /// A new key for this request; the API server names the CSR (`generateName: csr-`).
+    Fresh,
+    /// A key kept across restarts; the CSR is named from it and the template
+    /// ([`digested_name`]), so the same request sent again is the same CSR.
+    Kept(Box<KeyPair>),
 }
 
 /// A certificate just issued, with the key it was requested for.
@@ -66,9 +87,8 @@ pub struct Issued {
     pub key_pem: String,
 }
 
-/// The request's key and PKCS#10 text (`MakeCSRFromTemplate`).
-fn signing_request(template: &Template) -> Result<(KeyPair, String), RequestError> {
-    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(RequestError::Key)?;
+/// The request's PKCS#10 text for `key` (`MakeCSRFromTemplate`).
+pub(super) fn signing_request(template: &Template, key: &KeyPair) -> Result<String, RequestError> {
     let mut params = CertificateParams::default();
     params
         .distinguished_name
@@ -83,29 +103,44 @@ fn signing_request(template: &Template) -> Result<(KeyPair, String), RequestErro
     for ip in &template.ips {
         params.subject_alt_names.push(SanType::IpAddress(*ip));
     }
-    let request = params
-        .serialize_request(&key)
+    params
+        .serialize_request(key)
         .and_then(|r| r.pem())
-        .map_err(RequestError::Key)?;
-    Ok((key, request))
+        .map_err(RequestError::Key)
 }
 
-/// Requests a `purpose` certificate for `template` through `client` (bootstrap or node
-/// credentials) and waits up to `wait` for it.
+/// Requests a `purpose` certificate for `template` with `key` through `client` (bootstrap
+/// or node credentials) and waits up to `wait` for it.
 pub async fn request_certificate(
     client: kube::Client,
     purpose: Purpose,
     template: &Template,
+    key: RequestKey,
     wait: Duration,
 ) -> Result<Issued, RequestError> {
-    let (key, request) = signing_request(template)?;
+    let (key, name) = match key {
+        RequestKey::Fresh => (
+            KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(RequestError::Key)?,
+            None,
+        ),
+        RequestKey::Kept(key) => {
+            let name = digested_name(
+                &rcgen::PublicKeyData::subject_public_key_info(key.as_ref()),
+                template,
+                &purpose.usages(),
+            );
+            (*key, Some(name))
+        }
+    };
+    let request = signing_request(template, &key)?;
     let csr = CertificateSigningRequest {
         metadata: ObjectMeta {
-            generate_name: Some("csr-".into()),
+            generate_name: name.is_none().then(|| "csr-".into()),
+            name: name.clone(),
             ..ObjectMeta::default()
         },
         spec: CertificateSigningRequestSpec {
-            request: ByteString(request.into_bytes()),
+            request: ByteString(request.clone().into_bytes()),
             signer_name: purpose.signer().into(),
             usages: Some(purpose.usages().map(String::from).to_vec()),
             ..CertificateSigningRequestSpec::default()
@@ -113,15 +148,26 @@ pub async fn request_certificate(
         status: None,
     };
     let api = kube::Api::<CertificateSigningRequest>::all(client);
-    let created = api
-        .create(&PostParams::default(), &csr)
-        .await
-        .map_err(RequestError::Create)?;
-    let name = created.metadata.name.unwrap_or_default();
-    tracing::info!(csr = %name, "certificate signing request sent; waiting for it to be approved and issued");
+    let (name, uid) = match (api.create(&PostParams::default(), &csr).await, name) {
+        (Ok(created), _) => {
+            let name = created.metadata.name.unwrap_or_default();
+            tracing::info!(csr = %name, "certificate signing request sent; waiting for it to be approved and issued");
+            (name, created.metadata.uid)
+        }
+        (Err(kube::Error::Api(status)), Some(name)) if status.is_already_exists() => {
+            tracing::info!(csr = %name, "csr for this node already exists, reusing");
+            let existing = api.get(&name).await.map_err(RequestError::Retrieve)?;
+            compatible::ensure_compatible(&existing, &request, purpose.signer(), &key)
+                .map_err(RequestError::Incompatible)?;
+            tracing::info!(csr = %name, "csr for this node is still valid");
+            (name, existing.metadata.uid)
+        }
+        (Err(error), _) => return Err(RequestError::Create(error)),
+    };
+    let other_uid = |csr: &CertificateSigningRequest| csr.metadata.uid != uid;
     let decided = |csr: Option<&CertificateSigningRequest>| match csr {
         None => true,
-        Some(csr) => outcome(csr).is_some(),
+        Some(csr) => other_uid(csr) || outcome(csr).is_some(),
     };
     let waited = tokio::time::timeout(wait, await_condition(api, &name, decided)).await;
     let csr = match waited {
@@ -133,6 +179,7 @@ pub async fn request_certificate(
         }
         Ok(Err(source)) => return Err(RequestError::Watch { name, source }),
         Ok(Ok(None)) => return Err(RequestError::Deleted(name)),
+        Ok(Ok(Some(csr))) if other_uid(&csr) => return Err(RequestError::ChangedUid(name)),
         Ok(Ok(Some(csr))) => csr,
     };
     match outcome(&csr) {
@@ -230,7 +277,8 @@ mod tests {
 
     #[test]
     fn the_request_names_the_node_in_the_nodes_group() {
-        let (_, pem) = signing_request(&Template::client("n1")).expect("a request");
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a key");
+        let pem = signing_request(&Template::client("n1"), &key).expect("a request");
         let der = rustls::pki_types::CertificateSigningRequestDer::from_pem_slice(pem.as_bytes());
         let parsed = rcgen::CertificateSigningRequestParams::from_der(&der.expect("PEM"))
             .expect("a signed request");
@@ -257,7 +305,8 @@ mod tests {
             ips: vec![[192, 0, 2, 1].into()],
             ..Template::client("n1")
         };
-        let (_, pem) = signing_request(&template).expect("a request");
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a key");
+        let pem = signing_request(&template, &key).expect("a request");
         let der = rustls::pki_types::CertificateSigningRequestDer::from_pem_slice(pem.as_bytes());
         let parsed = rcgen::CertificateSigningRequestParams::from_der(&der.expect("PEM"))
             .expect("a signed request");

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::NodeAddress;
 use super::certified::SwappableCertificate;
 use super::identity::ClientIdentity;
 use super::lifetime::{Validity, rotation_deadline};
-use super::request::{Issued, ROTATION_WAIT, RequestError, request_certificate};
+use super::request::{Issued, ROTATION_WAIT, RequestError, RequestKey, request_certificate};
 use super::serving::ServingIdentity;
 use super::store::CertificateStore;
 use super::template::{Purpose, Template};
@@ -292,7 +292,8 @@ impl Rotation {
         };
         let client = self.requesting_client().await;
         *last_requested = Some(template.clone());
-        let request = request_certificate(client, purpose, &template, ROTATION_WAIT);
+        let request =
+            request_certificate(client, purpose, &template, RequestKey::Fresh, ROTATION_WAIT);
         if !self.certificate.follows_the_node() {
             return Some(request.await);
         }

@@ -9,7 +9,11 @@ use std::{
 };
 
 use k8s_openapi::api::{certificates::v1::CertificateSigningRequest, core::v1::Node};
-use kube::{Api, api::DeleteParams, config::Kubeconfig};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams},
+    config::Kubeconfig,
+};
 use nodepulse_emulator::EmulatorConfig;
 use rustls::pki_types::pem::PemObject as _;
 use serde_json::{Value, json};
@@ -279,4 +283,14 @@ pub fn not_after(path: &Path) -> SystemTime {
     let (_, parsed) = x509_parser::parse_x509_certificate(&der).expect("X.509");
     let seconds = u64::try_from(parsed.validity().not_after.timestamp()).expect("after 1970");
     SystemTime::UNIX_EPOCH + Duration::from_secs(seconds)
+}
+
+/// Approves `csr` as a cluster administrator does (`kubectl certificate approve`).
+pub async fn approve(csrs: &Api<CertificateSigningRequest>, csr: &CertificateSigningRequest) {
+    let name = csr.metadata.name.clone().expect("a named CSR");
+    let approval = json!({"status": {"conditions": [{"type": "Approved", "status": "True",
+        "reason": "NodepulseTestApproved", "message": "approved by the test"}]}});
+    csrs.patch_approval(&name, &PatchParams::default(), &Patch::Merge(&approval))
+        .await
+        .expect("approved");
 }

@@ -64,6 +64,21 @@ impl DaemonProcess {
         env: &[(&str, &str)],
         args: &[&std::ffi::OsStr],
     ) -> Self {
+        let mut daemon = Self::spawn_with_args(kubeconfig, node, yaml, env, args);
+        daemon.wait_running().await;
+        daemon
+    }
+
+    /// [`DaemonProcess::start_with_args`] without waiting for it to run (a TLS bootstrap
+    /// waiting on its CSR is not running yet): its log is collected, its debug address unknown
+    /// until [`DaemonProcess::wait_running`].
+    pub fn spawn_with_args(
+        kubeconfig: &Path,
+        node: &str,
+        yaml: &str,
+        env: &[(&str, &str)],
+        args: &[&std::ffi::OsStr],
+    ) -> Self {
         super::cleanup::own_node(node);
         let mut config = tempfile::NamedTempFile::new().expect("temp file");
         config.write_all(yaml.as_bytes()).expect("write config");
@@ -89,7 +104,7 @@ impl DaemonProcess {
                 }
             }
         });
-        let mut daemon = Self {
+        Self {
             child,
             lines,
             debug: String::new(),
@@ -98,15 +113,18 @@ impl DaemonProcess {
                 .build()
                 .expect("a client"),
             _config: config,
-        };
-        let running = daemon.wait_event("nodepulse is running").await;
-        daemon.debug = format!(
+        }
+    }
+
+    /// Waits until it says it is running, and takes its debug address from that line.
+    pub async fn wait_running(&mut self) {
+        let running = self.wait_event("nodepulse is running").await;
+        self.debug = format!(
             "http://{}",
             running["debug"]
                 .as_str()
                 .expect("the debug address is logged")
         );
-        daemon
     }
 
     /// Every line written to stderr so far.
