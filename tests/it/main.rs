@@ -13,6 +13,7 @@ mod actor_faults;
 mod api_faults;
 mod api_recovery;
 mod bootstrap_restart;
+mod bootstrap_skipped;
 mod cleanup;
 mod cli_commands;
 mod config_fuzz;

@@ -1,5 +1,5 @@
 //! TLS bootstrap (`--bootstrap-kubeconfig`), as the kubelet's: when the kubeconfig is missing
-//! or the certificate directory holds no valid client certificate, the bootstrap credentials
+//! or holds no valid client certificate (`kubeconfig_validity`), the bootstrap credentials
 //! ask for one (a CSR, then the wait for approval and issuance), it is stored, and a kubeconfig
 //! naming it is written; the node then runs with that kubeconfig. Without rotation the
 //! bootstrap is the kubelet's `LoadClientCert`: the key is the stored pair's, else the one kept
@@ -16,6 +16,7 @@ use kube::config::Kubeconfig;
 use serde_json::json;
 
 use super::identity::ClientIdentity;
+use super::kubeconfig_validity;
 use super::lifetime::Validity;
 use super::pending_key;
 use super::request::{BOOTSTRAP_WAIT, RequestError, RequestKey, request_certificate};
@@ -37,6 +38,8 @@ pub enum BootstrapError {
     Request(#[source] RequestError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Kubeconfig(#[from] kubeconfig_validity::UnreadableKubeconfig),
     #[error("the issued client certificate is unusable: {0}")]
     Unusable(String),
     #[error("cannot write the kubeconfig {path}: {source}")]
@@ -56,11 +59,16 @@ pub async fn ensure_client_certificate(
     rotate: bool,
 ) -> Result<Arc<ClientIdentity>, BootstrapError> {
     let store = CertificateStore::new(&paths.cert_dir);
-    if paths.kubeconfig.exists()
-        && let Some(pair) = store.current()?.filter(still_valid)
-    {
+    if let Some(pair) = kubeconfig_validity::still_valid(&paths.kubeconfig).await? {
         tracing::info!(kubeconfig = %paths.kubeconfig.display(), "Kubeconfig exists and is valid, skipping bootstrap");
-        return ClientIdentity::new(&pair).map_err(BootstrapError::Unusable);
+        // The kubeconfig is used as it is; with rotation the store's certificate, once there
+        // is a valid one, is the manager's current one (`fileStore.Current` reads it first).
+        let current = match rotate {
+            true => store.current().ok().flatten().filter(still_valid),
+            false => None,
+        };
+        return ClientIdentity::new(current.as_ref().unwrap_or(&pair))
+            .map_err(BootstrapError::Unusable);
     }
     tracing::info!(bootstrap_kubeconfig = %paths.bootstrap_kubeconfig.display(), "no valid client certificate; requesting one with the bootstrap credentials");
     let client = bootstrap_client(&paths.bootstrap_kubeconfig).await?;
