@@ -57,7 +57,7 @@ spec:
   containers:
   - name: main
     image: $BUSYBOX
-    command: [sh, -c, "head -c $(( LINES * LINE )) /dev/zero | tr '\\\\0' x | fold -w $LINE && touch /tmp/logged; trap 'exit 0' TERM; while :; do sleep 1; done"]
+    command: [sh, -c, "head -c $(( LINES * LINE )) /dev/zero | tr '\\\\0' x | fold -w $LINE && echo && touch /tmp/logged; trap 'exit 0' TERM; while :; do sleep 1; done"]
     readinessProbe:
       exec: {command: [test, -e, /tmp/logged]}
       periodSeconds: 1
