@@ -12,7 +12,7 @@ use nodepulse_actors::ports::HostError;
 
 use super::{
     memory::{MemoryFigures, node_memory_figures, stat_field},
-    pressure::{Pressures, pressures},
+    pressure::{Layout, Pressures, pressures},
     read,
 };
 
@@ -119,7 +119,7 @@ pub fn cgroup_figures(root: &Path, name: &str) -> Result<CgroupFigures, HostErro
             created: created(std::slice::from_ref(&dir), "cgroup.events"),
             cpu_nanos,
             memory,
-            pressure: pressures(&dir),
+            pressure: pressures(Layout::Cgroup(&dir)),
         });
     }
     let cpu_dir = ["cpuacct", "cpu,cpuacct"]

@@ -22,11 +22,30 @@ pub enum Resource {
 }
 
 impl Resource {
-    fn file(self) -> &'static str {
+    /// The name in `/proc/pressure/`; a cgroup's file adds `.pressure`.
+    fn stem(self) -> &'static str {
         match self {
-            Self::Cpu => "cpu.pressure",
-            Self::Memory => "memory.pressure",
-            Self::Io => "io.pressure",
+            Self::Cpu => "cpu",
+            Self::Memory => "memory",
+            Self::Io => "io",
+        }
+    }
+}
+
+/// Where a directory's pressure files are and how they are named.
+#[derive(Debug, Clone, Copy)]
+pub enum Layout<'a> {
+    /// A cgroup v2 directory: `cpu.pressure`, `memory.pressure`, `io.pressure`.
+    Cgroup(&'a Path),
+    /// The kernel's system-wide `/proc/pressure/`: `cpu`, `memory`, `io`.
+    System(&'a Path),
+}
+
+impl Layout<'_> {
+    fn file(self, resource: Resource) -> std::path::PathBuf {
+        match self {
+            Self::Cgroup(dir) => dir.join(format!("{}.pressure", resource.stem())),
+            Self::System(dir) => dir.join(resource.stem()),
         }
     }
 }
@@ -87,10 +106,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Pressure, HostError> {
     Ok(pressure)
 }
 
-/// `resource`'s pressure in `dir` (a cgroup v2 directory or `/proc/pressure`); `None` when the
-/// file is not there.
-pub fn read_pressure(dir: &Path, resource: Resource) -> Option<Result<Pressure, HostError>> {
-    let path = dir.join(resource.file());
+/// `resource`'s pressure in `layout`; `None` when the file is not there.
+pub fn read_pressure(layout: Layout, resource: Resource) -> Option<Result<Pressure, HostError>> {
+    let path = layout.file(resource);
     if !path.exists() {
         return None;
     }
@@ -105,10 +123,10 @@ pub struct Pressures {
     pub io: Option<Pressure>,
 }
 
-/// All three of `dir`'s pressures; one that cannot be read or parsed is left out (logged).
-pub fn pressures(dir: &Path) -> Pressures {
+/// All three of `layout`'s pressures; one that cannot be read or parsed is left out (logged).
+pub fn pressures(layout: Layout) -> Pressures {
     let one = |resource| {
-        read_pressure(dir, resource)?
+        read_pressure(layout, resource)?
             .inspect_err(|error| tracing::debug!(%error, "no pressure figure"))
             .ok()
     };
@@ -123,8 +141,8 @@ pub fn pressures(dir: &Path) -> Pressures {
 /// kernel's system-wide `/proc/pressure/` (the same figures; a cgroup v1 host has only these).
 pub fn node_pressures(root: &Path) -> Pressures {
     let cgroup = root.join("sys/fs/cgroup");
-    let from_cgroup = pressures(&cgroup);
-    let system = pressures(&root.join("proc/pressure"));
+    let from_cgroup = pressures(Layout::Cgroup(&cgroup));
+    let system = pressures(Layout::System(&root.join("proc/pressure")));
     Pressures {
         cpu: from_cgroup.cpu.or(system.cpu),
         memory: from_cgroup.memory.or(system.memory),
@@ -177,7 +195,7 @@ mod tests {
              full avg10=1.00 avg60=0.50 avg300=0.25 total=100\n",
         )
         .expect("write");
-        let read = pressures(dir.path());
+        let read = pressures(Layout::Cgroup(dir.path()));
         assert_eq!(read.cpu.map(|p| p.some.total_micros), Some(793_937_047));
         assert_eq!(read.memory.map(|p| p.full.total_micros), Some(100));
         assert_eq!(read.io, None, "no io.pressure: no figure, not zeros");
@@ -191,8 +209,10 @@ mod tests {
         std::fs::create_dir_all(&cgroup).expect("cgroup");
         std::fs::create_dir_all(&system).expect("proc");
         std::fs::write(cgroup.join("cpu.pressure"), "some total=5\nfull total=1\n").expect("w");
-        std::fs::write(system.join("cpu.pressure"), "some total=9\nfull total=9\n").expect("w");
-        std::fs::write(system.join("io.pressure"), "some total=7\nfull total=3\n").expect("w");
+        // The kernel's own files are named after the resource alone.
+        std::fs::write(system.join("cpu"), "some total=9\nfull total=9\n").expect("w");
+        std::fs::write(system.join("io"), "some total=7\nfull total=3\n").expect("w");
+        std::fs::write(system.join("memory.pressure"), "some total=1\n").expect("w");
         let node = node_pressures(root.path());
         assert_eq!(
             node.cpu.map(|p| p.some.total_micros),
@@ -204,6 +224,6 @@ mod tests {
             Some(7),
             "the system's"
         );
-        assert_eq!(node.memory, None);
+        assert_eq!(node.memory, None, "not a name the kernel writes there");
     }
 }
