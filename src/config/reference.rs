@@ -165,11 +165,11 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field(
         "kubeletCgroups",
-        "the cgroup `/stats/summary` reports as the `kubelet` system container (an absolute cgroup path, read under `hostRoot`); unset: the cgroup nodepulse runs in (`/proc/self/cgroup`); nodepulse does not move itself there",
+        "the cgroup `/stats/summary` reports as the `kubelet` system container (an absolute cgroup path, read under `hostRoot`); unset: the cgroup nodepulse runs in (`/proc/self/cgroup`; on cgroup v1 only when its `cpu` and `memory` cgroups agree, as the kubelet requires); nodepulse moves no process, itself included",
     ),
     field(
         "runtimeCgroups",
-        "the container runtime's cgroup, reported as the `runtime` system container (an absolute cgroup path); unset: none is reported",
+        "the container runtime's cgroup, reported as the `runtime` system container (an absolute cgroup path); unset: not reported, as the kubelet",
     ),
     field(
         "systemCgroups",
