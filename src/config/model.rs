@@ -101,6 +101,16 @@ pub struct Config {
     /// read under it, so a containerised nodepulse measures the host and not its own cgroup.
     #[serde(default = "default_host_root")]
     pub host_root: PathBuf,
+    /// The cgroups the kubelet API's summary reports as `systemContainers` (the kubelet's
+    /// names): `kubeletCgroups` nodepulse's own (unset: the one it runs in),
+    /// `runtimeCgroups` the container runtime's and `systemCgroups` the rest of the system's
+    /// (unset: not reported, as the kubelet does). Read only: nodepulse moves no process.
+    #[serde(default)]
+    pub kubelet_cgroups: Option<String>,
+    #[serde(default)]
+    pub runtime_cgroups: Option<String>,
+    #[serde(default)]
+    pub system_cgroups: Option<String>,
     /// The directory whose filesystem gives `ephemeral-storage` capacity (the kubelet's root
     /// dir), as the host sees it (looked up under `hostRoot`); its nearest existing ancestor is
     /// measured when it does not exist.

@@ -164,6 +164,18 @@ pub const FIELDS: &[FieldDoc] = &[
         "where the host's root filesystem is mounted (`/host` in a container that mounts the host's `/` there): `/proc` (meminfo, loadavg, PID limits), the root cgroup under `/sys/fs/cgroup` and `rootDir` are read under it; must exist and hold `proc/meminfo` (checked at start and by `check-config`); node facts (machine-id, addresses) still come from nodepulse's own `/`",
     ),
     field(
+        "kubeletCgroups",
+        "the cgroup `/stats/summary` reports as the `kubelet` system container (an absolute cgroup path, read under `hostRoot`); unset: the cgroup nodepulse runs in (`/proc/self/cgroup`; on cgroup v1 only when its `cpu` and `memory` cgroups agree, as the kubelet requires); nodepulse moves no process, itself included",
+    ),
+    field(
+        "runtimeCgroups",
+        "the container runtime's cgroup, reported as the `runtime` system container (an absolute cgroup path); unset: not reported, as the kubelet",
+    ),
+    field(
+        "systemCgroups",
+        "the cgroup of the host's other processes, reported as the `misc` system container (an absolute cgroup path, not `/`); unset: none is reported; nodepulse moves no process there",
+    ),
+    field(
         "rootDir",
         "whose filesystem gives `ephemeral-storage` capacity and the nodefs signals, as the host sees it (looked up under `hostRoot`; its nearest existing ancestor when missing)",
     ),

@@ -67,6 +67,7 @@ pub(super) fn validate(config: &Config) -> Result<(), Vec<InvalidSetting>> {
     validate_supervision(config, &mut problems);
     validate_endpoints(config, &mut problems);
     problems.check(validate_host_root(config));
+    validate_system_cgroups(config, &mut problems);
     if problems.0.is_empty() {
         Ok(())
     } else {
@@ -327,6 +328,29 @@ fn validate_kubelet_api(config: &Config, problems: &mut Problems) {
 /// The one check that looks at the filesystem: a `hostRoot` whose mount is missing would
 /// leave every housekeeping pass failing, so it is refused at start (and by `check-config`,
 /// run on the node) instead. Last, so a file's other mistakes are listed first.
+/// The system containers' cgroups are absolute cgroup paths; the system's may not be the root
+/// (the kubelet's "system container cannot be root").
+fn validate_system_cgroups(config: &Config, problems: &mut Problems) {
+    for (field, value) in [
+        ("kubeletCgroups", &config.kubelet_cgroups),
+        ("runtimeCgroups", &config.runtime_cgroups),
+        ("systemCgroups", &config.system_cgroups),
+    ] {
+        let Some(value) = value else { continue };
+        if !value.starts_with('/') {
+            problems.push(invalid(field, value, "must be an absolute cgroup path"));
+        } else if value.split('/').any(|part| part == "..") {
+            problems.push(invalid(field, value, "must not contain \"..\""));
+        } else if field == "systemCgroups" && value == "/" {
+            problems.push(invalid(
+                field,
+                value,
+                "system container cannot be root (\"/\")",
+            ));
+        }
+    }
+}
+
 fn validate_host_root(config: &Config) -> Result<(), InvalidSetting> {
     let root = &config.host_root;
     let refuse = |reason: &str| Err(invalid("hostRoot", root.display(), reason));
@@ -768,6 +792,24 @@ mod tests {
             config.root_dir_on_host(),
             root.path().join("var/lib/kubelet")
         );
+    }
+
+    #[test]
+    fn system_cgroups_must_be_absolute_and_the_systems_not_the_root() {
+        let (field, reason) = refusal("runtimeCgroups: system.slice/containerd.service\n");
+        assert_eq!(field, "runtimeCgroups");
+        assert!(reason.contains("absolute"), "{reason}");
+        let (field, reason) = refusal("systemCgroups: /\n");
+        assert_eq!(field, "systemCgroups");
+        assert!(reason.contains("cannot be root"), "{reason}");
+        let (field, _) = refusal("kubeletCgroups: /a/../b\n");
+        assert_eq!(field, "kubeletCgroups");
+        let config = Config::parse(
+            "kubeletCgroups: /\nruntimeCgroups: /system.slice/containerd.service\n",
+            Source::Embedded,
+        )
+        .expect("valid");
+        assert_eq!(config.kubelet_cgroups.as_deref(), Some("/"));
     }
 
     #[test]

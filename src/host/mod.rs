@@ -4,11 +4,13 @@
 //! cgroup or `/proc/stat`, filesystems from `statvfs`, PIDs from `/proc`. Reads run on tokio's
 //! blocking pool, so a slow filesystem never stalls an actor.
 
+pub mod cgroup;
 pub mod cpu;
 pub mod disk_usage;
 pub mod memory;
 pub mod network;
 pub mod pids;
+pub mod pressure;
 
 use std::{
     os::unix::fs::MetadataExt,
@@ -83,6 +85,22 @@ impl HostProbe {
             pids: pids::node_pids(root),
             boot_time: cpu::boot_time(root),
         }
+    }
+
+    /// The node's CPU, memory and I/O pressure, blocking (each `None` where the kernel has
+    /// no PSI file).
+    pub fn node_pressures_blocking(&self) -> pressure::Pressures {
+        pressure::node_pressures(&self.inner.root)
+    }
+
+    /// The cgroup `name`'s figures (a system container of the summary), blocking.
+    pub fn cgroup_blocking(&self, name: &str) -> Result<cgroup::CgroupFigures, HostError> {
+        cgroup::cgroup_figures(&self.inner.root, name)
+    }
+
+    /// This process's own cgroup, as the host's hierarchy names it, blocking.
+    pub fn own_cgroup_blocking(&self) -> Result<String, HostError> {
+        cgroup::own_cgroup(&self.inner.root)
     }
 
     /// When the node booted (seconds since the epoch), blocking.

@@ -82,6 +82,8 @@ pub struct ApiState {
     host: HostProbe,
     /// The node's CPU time at the previous scrape, for its rate.
     node_cpu: stats::CpuRate,
+    /// The system containers' cgroups, for the summary.
+    system: stats::SystemContainers,
     /// The volume manager's view (the pods bound here and their mounted volumes), when the
     /// node runs pods.
     volumes: Option<VolumeView>,
@@ -219,6 +221,7 @@ impl Prepared {
             runtime: parts.runtime,
             host: HostProbe::configured(config),
             node_cpu: stats::CpuRate::default(),
+            system: stats::SystemContainers::new(config, jiff::Timestamp::now()),
             volumes: parts.volumes,
             probes: parts.probes,
         });

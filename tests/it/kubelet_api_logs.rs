@@ -35,12 +35,17 @@ pub(crate) struct Api {
 /// A kubelet API for `node` (x509 clients of a test CA, AlwaysAllow) and a client of it with
 /// the API server's kind of certificate.
 pub(crate) async fn serve(node: &CriNode, kubeconfig: &std::path::Path) -> Api {
+    serve_with(node, kubeconfig, "").await
+}
+
+/// [`serve`] with `extra` settings (YAML lines) appended to the configuration.
+pub(crate) async fn serve_with(node: &CriNode, kubeconfig: &std::path::Path, extra: &str) -> Api {
     let root = RootDir::new();
     let ca = TestCa::new("test-cluster-ca");
     let mut ca_file = tempfile::NamedTempFile::new().expect("temp file");
     ca_file.write_all(ca.pem.as_bytes()).expect("write");
     let yaml = format!(
-        "runtime: cri\nrootDir: {}\nport: 0\nhealthzPort: 0\nauthentication:\n  x509: {{clientCAFile: {}}}\nauthorization: {{mode: AlwaysAllow}}\n",
+        "runtime: cri\nrootDir: {}\nport: 0\nhealthzPort: 0\nauthentication:\n  x509: {{clientCAFile: {}}}\nauthorization: {{mode: AlwaysAllow}}\n{extra}",
         root.path().display(),
         ca_file.path().display()
     );

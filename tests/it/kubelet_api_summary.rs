@@ -2,7 +2,10 @@
 //! kubelet API over TLS: the Summary parsed into types mirroring the kubelet's `stats/v1alpha1`
 //! (unknown fields refused, so a misnamed field fails), the node's figures from the host and a
 //! busybox pod's — its container's CPU, memory, writable layer and logs, its emptyDir volume
-//! and its ephemeral storage — and the reduced `only_cpu_and_memory` form; the prober's
+//! and its ephemeral storage — its system containers (this process's cgroup as `kubelet` where
+//! the kubelet's rule finds one, a cgroup of the test's own as `misc`) and the node's pressure
+//! (PSI), each checked against the same cgroup and pressure files read by the test, and the
+//! reduced `only_cpu_and_memory` form; the prober's
 //! successes of the pod's readiness probe counted in `prober_probe_total`; the pod, whole, in
 //! `/pods`. Through the API server's node proxy (the emulator), the summary's shape as
 //! `kubectl get --raw` reads it.
@@ -16,9 +19,13 @@ use serde::Deserialize;
 
 use super::{
     cri_pods::{NAMESPACE, Setup, create_pod, shell},
-    kubelet_api_logs::serve,
+    kubelet_api_logs::serve_with,
 };
-use crate::common::{eventually_async, pods::wait_running};
+use crate::common::{
+    eventually_async,
+    host_cgroups::{self, TestCgroup},
+    pods::wait_running,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +43,7 @@ struct NodeStats {
     start_time: String,
     cpu: Option<CpuStats>,
     memory: Option<MemoryStats>,
+    io: Option<IoStats>,
     network: Option<NetworkStats>,
     fs: Option<FsStats>,
     runtime: Option<RuntimeStats>,
@@ -73,6 +81,7 @@ struct PodStats {
     containers: Vec<ContainerStats>,
     cpu: Option<CpuStats>,
     memory: Option<MemoryStats>,
+    io: Option<IoStats>,
     network: Option<NetworkStats>,
     #[serde(default)]
     volume: Vec<VolumeStats>,
@@ -88,6 +97,7 @@ struct ContainerStats {
     start_time: String,
     cpu: Option<CpuStats>,
     memory: Option<MemoryStats>,
+    io: Option<IoStats>,
     rootfs: Option<FsStats>,
     logs: Option<FsStats>,
 }
@@ -98,6 +108,30 @@ struct CpuStats {
     time: String,
     usage_nano_cores: Option<u64>,
     usage_core_nano_seconds: Option<u64>,
+    psi: Option<PsiStats>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IoStats {
+    time: String,
+    psi: Option<PsiStats>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PsiStats {
+    full: PsiData,
+    some: PsiData,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PsiData {
+    total: u64,
+    avg10: f64,
+    avg60: f64,
+    avg300: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -110,6 +144,7 @@ struct MemoryStats {
     rss_bytes: Option<u64>,
     page_faults: Option<u64>,
     major_page_faults: Option<u64>,
+    psi: Option<PsiStats>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -221,7 +256,13 @@ async fn the_summary_shows_the_node_and_a_running_pod_with_its_container_and_vol
     else {
         return;
     };
-    let api = serve(&node, &cluster.kubeconfig).await;
+    let misc = TestCgroup::start("summary");
+    let api = serve_with(
+        &node,
+        &cluster.kubeconfig,
+        &format!("systemCgroups: {}\n", misc.name),
+    )
+    .await;
     node.guard(async {
         let name = format!("{}-busy", node.name);
         create_pod(&cluster, &node.name, &name, busy_pod()).await;
@@ -251,17 +292,14 @@ async fn the_summary_shows_the_node_and_a_running_pod_with_its_container_and_vol
             },
         )
         .await;
+        let before = Readings::now(&misc);
         let full = summary("").await;
+        let after = Readings::now(&misc);
 
         let node_stats = &full.node;
         assert_eq!(node_stats.node_name, node.name);
-        assert!(
-            node_stats.system_containers.is_empty()
-                || node_stats
-                    .system_containers
-                    .iter()
-                    .all(|c| !c.name.is_empty())
-        );
+        system_containers(&full.node, &before, &after, Scope::Full);
+        node_pressure(&full.node, &before, &after, Scope::Full);
         let boot = recent_or_boot(&node_stats.start_time);
         assert!(boot <= jiff::Timestamp::now());
         let cpu = node_stats.cpu.as_ref().expect("node cpu");
@@ -367,7 +405,11 @@ async fn the_summary_shows_the_node_and_a_running_pod_with_its_container_and_vol
             "the writable layer, the logs and the emptyDir: {ephemeral:?}"
         );
 
+        let before = Readings::now(&misc);
         let reduced = summary("?only_cpu_and_memory=true").await;
+        let after = Readings::now(&misc);
+        system_containers(&reduced.node, &before, &after, Scope::CpuAndMemory);
+        node_pressure(&reduced.node, &before, &after, Scope::CpuAndMemory);
         let node_stats = &reduced.node;
         assert!(node_stats.cpu.is_some() && node_stats.memory.is_some());
         assert!(
@@ -419,6 +461,131 @@ async fn the_summary_shows_the_node_and_a_running_pod_with_its_container_and_vol
     })
     .await;
     api.served.stop();
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scope {
+    Full,
+    CpuAndMemory,
+}
+
+/// What the test reads itself around a scrape: the `misc` cgroup's CPU time and the `some`
+/// totals of the node's and that cgroup's pressure files (`None` where the kernel has none).
+struct Readings {
+    misc_cpu: u64,
+    misc_cpu_pressure: Option<u64>,
+    node_pressure: [Option<u64>; 3],
+}
+
+const RESOURCES: [&str; 3] = ["cpu", "memory", "io"];
+
+impl Readings {
+    fn now(misc: &TestCgroup) -> Self {
+        let total = |path: Option<std::path::PathBuf>| {
+            path.map(|path| host_cgroups::some_total(&path).expect("a some line"))
+        };
+        Self {
+            misc_cpu: misc.cpu_nanos(),
+            misc_cpu_pressure: total(misc.cpu_pressure_file()),
+            node_pressure: RESOURCES
+                .map(|resource| total(host_cgroups::node_pressure_file(resource))),
+        }
+    }
+}
+
+/// A pressure figure whose `some` total the kernel counted between the two readings (both
+/// `None`: the kernel has no such file, and the figure must be left out).
+fn pressure(what: &str, psi: Option<&PsiStats>, before: Option<u64>, after: Option<u64>) {
+    match (psi, before, after) {
+        (None, None, None) => {}
+        (Some(psi), Some(before), Some(after)) => {
+            assert!(
+                (before..=after).contains(&psi.some.total),
+                "{what}: {} not in {before}..={after}",
+                psi.some.total
+            );
+            assert!(psi.full.total <= psi.some.total, "{what}: {psi:?}");
+            for average in [
+                psi.some.avg10,
+                psi.some.avg60,
+                psi.some.avg300,
+                psi.full.avg10,
+            ] {
+                assert!((0.0..=100.0).contains(&average), "{what}: {psi:?}");
+            }
+        }
+        (psi, before, _) => panic!("{what}: served {psi:?}, the host's file says {before:?}"),
+    }
+}
+
+/// The node's CPU, memory and I/O pressure as the host's files have them; no `io` in the
+/// reduced form.
+fn node_pressure(node: &NodeStats, before: &Readings, after: &Readings, scope: Scope) {
+    let [cpu, memory, io] = [0, 1, 2].map(|i| (before.node_pressure[i], after.node_pressure[i]));
+    pressure(
+        "node cpu",
+        node.cpu.as_ref().and_then(|c| c.psi.as_ref()),
+        cpu.0,
+        cpu.1,
+    );
+    let memory_psi = node.memory.as_ref().and_then(|m| m.psi.as_ref());
+    pressure("node memory", memory_psi, memory.0, memory.1);
+    match scope {
+        Scope::Full => {
+            let io_psi = node.io.as_ref().and_then(|io| {
+                recent(&io.time);
+                io.psi.as_ref()
+            });
+            pressure("node io", io_psi, io.0, io.1);
+        }
+        Scope::CpuAndMemory => assert!(node.io.is_none(), "{:?}", node.io),
+    }
+}
+
+/// `kubelet` where this process's cgroup is one the kubelet accounts, `misc` (the test's
+/// cgroup, `systemCgroups`), nothing else (no `runtimeCgroups`, and nodepulse's pods share no
+/// root cgroup): each with CPU and memory, `misc`'s CPU time between the test's readings.
+fn system_containers(node: &NodeStats, before: &Readings, after: &Readings, scope: Scope) {
+    let names: Vec<&str> = (node.system_containers.iter())
+        .map(|c| c.name.as_str())
+        .collect();
+    let expected: Vec<&str> = (host_cgroups::own_cgroup().map(|_| "kubelet").into_iter())
+        .chain(["misc"])
+        .collect();
+    assert_eq!(names, expected, "{:?}", node.system_containers);
+    for container in &node.system_containers {
+        recent(&container.start_time);
+        assert!(container.rootfs.is_none() && container.logs.is_none());
+        let cpu = container.cpu.as_ref().expect("cpu");
+        recent(&cpu.time);
+        let memory = container.memory.as_ref().expect("memory");
+        let usage = memory.usage_bytes.expect("usage");
+        assert!(
+            memory.working_set_bytes.is_some_and(|ws| ws <= usage),
+            "{memory:?}"
+        );
+        if scope == Scope::CpuAndMemory {
+            assert!(container.io.is_none(), "{container:?}");
+        }
+    }
+    let misc = node.system_containers.last().expect("misc");
+    let used = misc
+        .cpu
+        .as_ref()
+        .and_then(|cpu| cpu.usage_core_nano_seconds);
+    assert!(
+        used.is_some_and(|used| used > 0 && (before.misc_cpu..=after.misc_cpu).contains(&used)),
+        "{used:?} not in {}..={}",
+        before.misc_cpu,
+        after.misc_cpu
+    );
+    let psi = misc.cpu.as_ref().and_then(|cpu| cpu.psi.as_ref());
+    pressure(
+        "misc cpu",
+        psi,
+        before.misc_cpu_pressure,
+        after.misc_cpu_pressure,
+    );
 }
 
 /// The node's start: its boot, so not "now", but in the past and parseable to the second.

@@ -1,22 +1,26 @@
 //! The node's and its pods' resource figures as the kubelet API serves them, collected once
 //! per request into the kubelet's Summary types (`summary`) and rendered as `/stats/summary`
 //! (`handler`) or `/metrics/resource` (`resource_metrics`). The node's figures come from the
-//! host (`node`), the pods' and containers' CPU and memory from CRI stats and the node's pods
+//! host (`node`, its pressure through `pressure`), its system containers from their cgroups
+//! (`system_containers`), the pods' and containers' CPU and memory from CRI stats and the node's pods
 //! view (`pods`), their storage from the runtime, the log directories and the volume manager's
 //! view (`storage`; full summary only, as the kubelet's `only_cpu_and_memory` leaves it out).
 
 pub mod handler;
 mod node;
 mod pods;
+mod pressure;
 pub mod resource_metrics;
 mod storage;
 pub mod summary;
+mod system_containers;
 
 use jiff::Timestamp;
 use nodepulse_actors::ports::{ContainerRuntimeError, HostError, RuntimeService};
 
 pub use node::CpuRate;
-use summary::Summary;
+use summary::{NodeStats, Summary};
+pub use system_containers::SystemContainers;
 
 /// How much one scrape reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +61,14 @@ pub async fn collect(state: &super::ApiState, scope: Scope) -> Result<Summary, S
         }
         None => (None, None),
     };
-    let node = node::node_stats(state, scope, image_fs).await?;
+    let (node, system) = futures::join!(
+        node::node_stats(state, scope, image_fs),
+        system_containers::collect(&state.system, &state.host, scope),
+    );
+    let node = NodeStats {
+        system_containers: system?,
+        ..node?
+    };
     let Some(figures) = figures else {
         return Ok(Summary {
             node,

@@ -1,7 +1,9 @@
 //! The node's own figures, read from the host by the readers the eviction signals use
 //! (`crate::host`), off the async threads: CPU time (and its rate since the previous scrape,
 //! the kubelet's `usageNanoCores`), memory, and for the full summary the network interfaces,
-//! the kubelet root directory's filesystem, the runtime's image filesystem and the PID limit.
+//! the kubelet root directory's filesystem, the runtime's image filesystem and the PID limit;
+//! the CPU's and memory's pressure in both, the `io` pressure in the full summary only (the
+//! kubelet's `GetCPUAndMemoryStats` has no `io`).
 
 use std::{
     path::PathBuf,
@@ -12,13 +14,13 @@ use jiff::Timestamp;
 use nodepulse_actors::ports::{HostError, ImageFsUsage};
 
 use super::{
-    Scope, StatsError,
+    Scope, StatsError, pressure,
     summary::{
         CpuStats, FsStats, InterfaceStats, MemoryStats, NetworkStats, NodeStats, RlimitStats,
         RuntimeStats,
     },
 };
-use crate::host::{HostProbe, memory::MemoryFigures};
+use crate::host::{HostProbe, memory::MemoryFigures, pressure::Pressures};
 
 /// The interface the kubelet puts inline in a network figure.
 const DEFAULT_INTERFACE: &str = "eth0";
@@ -69,8 +71,13 @@ pub async fn node_stats(
             time,
             usage_nano_cores: state.node_cpu.nano_cores(time, cpu),
             usage_core_nano_seconds: Some(cpu),
+            psi: readings.pressures.cpu.as_ref().map(pressure::psi),
         }),
-        memory: Some(memory_stats(time, &memory)),
+        memory: Some(MemoryStats {
+            psi: readings.pressures.memory.as_ref().map(pressure::psi),
+            ..memory_stats(time, &memory)
+        }),
+        io: None,
         network: None,
         fs: None,
         runtime: None,
@@ -79,6 +86,7 @@ pub async fn node_stats(
     let Some(full) = readings.full else {
         return Ok(node);
     };
+    node.io = pressure::io(time, readings.pressures.io.as_ref());
     node.network = optional("network", full.interfaces).map(|interfaces| network(time, interfaces));
     node.fs = optional("filesystem", full.nodefs).map(|fs| fs_stats(time, &fs));
     node.runtime = image_fs.map(|usage| RuntimeStats {
@@ -107,6 +115,7 @@ struct Readings {
     cpu: Result<u64, HostError>,
     memory: Result<MemoryFigures, HostError>,
     boot_time: Result<i64, HostError>,
+    pressures: Pressures,
     full: Option<crate::host::NodeReadings>,
 }
 
@@ -118,6 +127,7 @@ fn read(probe: &HostProbe, scope: Scope, image_fs: Option<PathBuf>) -> Readings 
                 cpu,
                 memory,
                 boot_time: probe.boot_time_blocking(),
+                pressures: probe.node_pressures_blocking(),
                 full: None,
             }
         }
@@ -127,6 +137,7 @@ fn read(probe: &HostProbe, scope: Scope, image_fs: Option<PathBuf>) -> Readings 
                 cpu: all.cpu.clone(),
                 memory: all.memory.clone(),
                 boot_time: all.boot_time.clone(),
+                pressures: probe.node_pressures_blocking(),
                 full: Some(all),
             }
         }
@@ -146,6 +157,7 @@ fn memory_stats(time: Timestamp, memory: &MemoryFigures) -> MemoryStats {
         rss_bytes: memory.rss_bytes,
         page_faults: memory.page_faults,
         major_page_faults: memory.major_page_faults,
+        psi: None,
     }
 }
 

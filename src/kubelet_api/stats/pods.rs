@@ -35,6 +35,7 @@ fn cpu(usage: &CpuUsage) -> CpuStats {
         time: time(usage.timestamp),
         usage_nano_cores: usage.usage_nano_cores,
         usage_core_nano_seconds: usage.usage_core_nano_seconds,
+        psi: None,
     }
 }
 
@@ -47,6 +48,7 @@ fn memory(usage: &MemoryUsage) -> MemoryStats {
         rss_bytes: usage.rss_bytes,
         page_faults: usage.page_faults,
         major_page_faults: usage.major_page_faults,
+        psi: None,
     }
 }
 
@@ -87,6 +89,8 @@ fn summed_cpu(containers: &[ContainerStats]) -> Option<CpuStats> {
         time,
         usage_nano_cores: total(&figures, |cpu| cpu.usage_nano_cores),
         usage_core_nano_seconds: total(&figures, |cpu| cpu.usage_core_nano_seconds),
+        // The pod's pressure is its own cgroup's: no sum of the containers' stands in.
+        psi: None,
     })
 }
 
@@ -105,6 +109,7 @@ fn summed_memory(containers: &[ContainerStats]) -> Option<MemoryStats> {
         rss_bytes: total(&figures, |memory| memory.rss_bytes),
         page_faults: total(&figures, |memory| memory.page_faults),
         major_page_faults: total(&figures, |memory| memory.major_page_faults),
+        psi: None,
     })
 }
 
@@ -131,6 +136,7 @@ pub fn assemble(figures: &RuntimeFigures, snapshot: &PodsSnapshot) -> Vec<PodSta
             start_time,
             cpu: usage.cpu.as_ref().map(cpu),
             memory: usage.memory.as_ref().map(memory),
+            io: None,
             rootfs: None,
             logs: None,
         });
@@ -157,6 +163,7 @@ pub fn assemble(figures: &RuntimeFigures, snapshot: &PodsSnapshot) -> Vec<PodSta
             cpu: (sandbox.and_then(|s| s.cpu.as_ref()).map(cpu)).or_else(|| summed_cpu(&running)),
             memory: (sandbox.and_then(|s| s.memory.as_ref()).map(memory))
                 .or_else(|| summed_memory(&running)),
+            io: None,
             network: sandbox.and_then(|s| s.network.as_ref()).map(|usage| {
                 let mut interfaces: Vec<_> = usage.default_interface.iter().cloned().collect();
                 interfaces.extend(usage.interfaces.iter().cloned());

@@ -13,6 +13,17 @@ fn seconds<S: Serializer>(time: &Timestamp, serializer: S) -> Result<S::Ok, S::E
     serializer.collect_str(&truncated)
 }
 
+/// A Go `float64` as `encoding/json` writes it: a whole number without a fraction (`0`, not
+/// `0.0`), anything else in its shortest form.
+fn go_float<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every whole number below is exact
+    if value.is_finite() && value.fract() == 0.0 && value.abs() < EXACT {
+        serializer.serialize_i64(*value as i64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     pub node: NodeStats,
@@ -31,6 +42,8 @@ pub struct NodeStats {
     pub cpu: Option<CpuStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -77,6 +90,8 @@ pub struct PodStats {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkStats>,
     #[serde(rename = "volume", skip_serializing_if = "Vec::is_empty")]
     pub volume_stats: Vec<VolumeStats>,
@@ -103,12 +118,14 @@ pub struct ContainerStats {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rootfs: Option<FsStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logs: Option<FsStats>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuStats {
     #[serde(serialize_with = "seconds")]
@@ -117,9 +134,39 @@ pub struct CpuStats {
     pub usage_nano_cores: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage_core_nano_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psi: Option<PsiStats>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// `IOStats`: only its pressure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IoStats {
+    #[serde(serialize_with = "seconds")]
+    pub time: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psi: Option<PsiStats>,
+}
+
+/// `PSIStats`: the stall of all (`full`) and of some (`some`) tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PsiStats {
+    pub full: PsiData,
+    pub some: PsiData,
+}
+
+/// `PSIData`: `total` as cAdvisor passes the kernel's (microseconds), the averages percent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PsiData {
+    pub total: u64,
+    #[serde(serialize_with = "go_float")]
+    pub avg10: f64,
+    #[serde(serialize_with = "go_float")]
+    pub avg60: f64,
+    #[serde(serialize_with = "go_float")]
+    pub avg300: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryStats {
     #[serde(serialize_with = "seconds")]
@@ -136,6 +183,8 @@ pub struct MemoryStats {
     pub page_faults: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub major_page_faults: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psi: Option<PsiStats>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -210,6 +259,7 @@ mod tests {
             time,
             usage_nano_cores: None,
             usage_core_nano_seconds: Some(42),
+            psi: None,
         };
         assert_eq!(
             serde_json::to_value(&cpu).expect("json"),
@@ -230,5 +280,28 @@ mod tests {
             serde_json::to_value(&network).expect("json"),
             serde_json::json!({"time": "2026-12-01T10:00:05Z", "name": "eth0", "rxBytes": 1})
         );
+    }
+
+    #[test]
+    fn pressure_averages_are_written_as_go_writes_a_float64() {
+        let data = PsiData {
+            total: 793_937_047,
+            avg10: 0.18,
+            avg60: 0.0,
+            avg300: 12.0,
+        };
+        let io = IoStats {
+            time: "2026-12-01T10:00:05Z".parse().expect("time"),
+            psi: Some(PsiStats {
+                full: data,
+                some: data,
+            }),
+        };
+        let text = serde_json::to_string(&io).expect("json");
+        assert!(
+            text.contains(r#""total":793937047,"avg10":0.18,"avg60":0,"avg300":12}"#),
+            "{text}"
+        );
+        assert!(text.starts_with(r#"{"time":"2026-12-01T10:00:05Z","psi":{"full":"#));
     }
 }

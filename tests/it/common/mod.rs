@@ -11,6 +11,7 @@ pub mod cri_fixture;
 pub mod cri_node;
 pub mod csi_plugin;
 pub mod daemon;
+pub mod host_cgroups;
 pub mod host_fixture;
 pub mod identity;
 pub mod kubelet_client;
