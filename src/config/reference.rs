@@ -163,16 +163,19 @@ pub const FIELDS: &[FieldDoc] = &[
         "hostRoot",
         "where the host's root filesystem is mounted (`/host` in a container that mounts the host's `/` there): `/proc` (meminfo, loadavg, PID limits), the root cgroup under `/sys/fs/cgroup` and `rootDir` are read under it; must exist and hold `proc/meminfo` (checked at start and by `check-config`); node facts (machine-id, addresses) still come from nodepulse's own `/`",
     ),
-    field(
+    field_defaulting(
         "kubeletCgroups",
+        "nodepulse's own cgroup",
         "the cgroup `/stats/summary` reports as the `kubelet` system container (an absolute cgroup path, read under `hostRoot`); unset: the cgroup nodepulse runs in (`/proc/self/cgroup`; on cgroup v1 only when its `cpu` and `memory` cgroups agree, as the kubelet requires); nodepulse moves no process, itself included",
     ),
-    field(
+    field_defaulting(
         "runtimeCgroups",
+        "not reported",
         "the container runtime's cgroup, reported as the `runtime` system container (an absolute cgroup path); unset: not reported, as the kubelet",
     ),
-    field(
+    field_defaulting(
         "systemCgroups",
+        "not reported",
         "the cgroup of the host's other processes, reported as the `misc` system container (an absolute cgroup path, not `/`); unset: none is reported; nodepulse moves no process there",
     ),
     field(
