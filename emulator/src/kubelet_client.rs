@@ -131,6 +131,8 @@ impl KubeletClient {
         let tcp = tokio::net::TcpStream::connect((host, port))
             .await
             .map_err(|error| format!("dial tcp {}: {error}", host_port(host, port)))?;
+        // Go's dialer sets TCP_NODELAY: a relayed stream's small frames go out at once.
+        let _ = tcp.set_nodelay(true);
         let name = ServerName::try_from(host.to_owned()).map_err(|error| error.to_string())?;
         tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
             .connect(name, tcp)

@@ -2,19 +2,33 @@
 //! own task) and the plain-HTTP healthz on `healthzBindAddress:healthzPort`. A handshake or a
 //! request head that does not arrive in time is dropped, so idle half-open connections cannot
 //! pile up; answered requests keep their connection alive as the kubelet's Go server does.
+//! Every connection sends without Nagle's delay, as Go's do by default: a stream's small frames
+//! (an exec's output, then its status) would otherwise wait on the peer's delayed ACK.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::pki_types::CertificateDer;
-use tokio::{net::TcpListener, sync::Notify};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::Notify,
+};
 use tokio_rustls::TlsAcceptor;
 
 use super::{ApiState, healthz, metrics::KUBELET_API_METRICS, reply, routes};
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `stream` with `TCP_NODELAY` set (Go's default for every TCP connection); a socket that
+/// refuses it still serves, only slower.
+pub(super) fn no_delay(stream: TcpStream) -> TcpStream {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "cannot set TCP_NODELAY");
+    }
+    stream
+}
 
 /// Accepts on `listener` until `stop` is notified.
 pub async fn serve_tls(
@@ -26,7 +40,7 @@ pub async fn serve_tls(
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok((stream, _)) => no_delay(stream),
                 Err(error) => {
                     // Out of file descriptors, most likely: wait instead of spinning.
                     tracing::warn!(%error, "the kubelet API cannot accept a connection");
@@ -69,7 +83,7 @@ pub async fn serve_healthz(listener: TcpListener, stop: Arc<Notify>) {
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok((stream, _)) => no_delay(stream),
                 Err(_) => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;

@@ -189,7 +189,7 @@ async fn relay(mut request: Request<Incoming>, url: &str, class: &'static str) -
         return failed(format!("invalid streaming URL {url:?}"));
     };
     let stream = match tokio::net::TcpStream::connect(&authority).await {
-        Ok(stream) => stream,
+        Ok(stream) => super::server::no_delay(stream),
         Err(error) => {
             return failed(format!(
                 "error dialing backend: dial tcp {authority}: {error}"
