@@ -104,6 +104,7 @@ impl CriStart {
             resolv_conf: config.resolv_conf.clone(),
             node_hosts_file: config.host_root.join("etc/hosts"),
             allowed_unsafe_sysctls: config.allowed_unsafe_sysctls.clone(),
+            static_pods: config.static_pod_path().is_some() || config.static_pod_url().is_some(),
             memory_capacity: self.machine.read().memory_bytes,
             relist_period: RELIST_PERIOD,
             relist_threshold: config.pleg_relist_threshold.0,

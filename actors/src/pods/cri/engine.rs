@@ -69,6 +69,9 @@ pub struct CriPodsSettings {
     pub node_hosts_file: PathBuf,
     /// `allowedUnsafeSysctls`: patterns beside the safe sysctls that pods may set.
     pub allowed_unsafe_sysctls: Vec<String>,
+    /// The node reads static pods (`staticPodPath` or `staticPodURL`): static pods on the
+    /// runtime are its own, collected once no source has them.
+    pub static_pods: bool,
     /// The node's memory, for Burstable containers' `oom_score_adj`.
     pub memory_capacity: u64,
     pub relist_period: Duration,

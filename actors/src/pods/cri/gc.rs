@@ -1,6 +1,7 @@
 //! Garbage collection, as the kubelet's container GC and pod clean-up: once the pod list is
-//! complete, whatever the runtime holds for a pod this node no longer has — deleted while
-//! nodepulse ran, or while it was down — is stopped and removed with its log directory; a
+//! complete, whatever the runtime holds for a pod this node no longer has — deleted (or its
+//! static manifest removed) while nodepulse ran, or while it was down — is stopped and removed
+//! with its log directory; a
 //! known pod keeps its newest sandbox and its newest dead container per name. A pass runs
 //! when something may have become collectable, then every minute (the kubelet's
 //! `ContainerGCPeriod`) while the node has pods or something is left; a node without pods and
@@ -49,8 +50,8 @@ pub struct Orphan {
 /// The annotation the kubelet gives a pod by where it came from (`api`, `file`, `http`).
 const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 
-/// A static pod (from a kubelet's manifest directory or URL) is never in the API under its own
-/// UID — its mirror pod has another — and nodepulse does not run static pods: not its garbage.
+/// Whether a pod's sandboxes come from a manifest directory or URL (a static pod, never in the
+/// API under its own UID: its mirror pod has another).
 fn is_static(sandboxes: &[&SandboxSummary]) -> bool {
     sandboxes.iter().any(|sandbox| {
         sandbox
@@ -76,9 +77,13 @@ fn container_name(container: &ContainerSummary) -> &str {
 
 /// The kubelet's rules on one listing. `known` says whether a pod UID is one of this node's
 /// pods (`None`: skip it, its worker is acting on it); only called once the list is complete.
+/// `own_static`: the node reads static pods itself, so a static pod no source has any more
+/// (its manifest removed, also while nodepulse was down) is garbage like any other pod; a
+/// node without a static source leaves them alone (a kubelet's, on a shared runtime).
 pub fn plan(
     sandboxes: &[SandboxSummary],
     containers: &[ContainerSummary],
+    own_static: bool,
     known: impl Fn(&str) -> Option<bool>,
 ) -> GcPlan {
     let mut by_pod: BTreeMap<&str, (Vec<&SandboxSummary>, Vec<&ContainerSummary>)> =
@@ -97,7 +102,7 @@ pub fn plan(
     for (uid, (mut pod_sandboxes, mut pod_containers)) in by_pod {
         match known(uid) {
             None => {}
-            Some(false) if is_static(&pod_sandboxes) => {}
+            Some(false) if !own_static && is_static(&pod_sandboxes) => {}
             Some(false) => plan.orphans.push(Orphan {
                 uid: uid.to_owned(),
                 running: pod_containers
@@ -221,7 +226,8 @@ impl Engine {
         let plan = {
             let mut core = self.core();
             core.gc_passes += 1;
-            plan(&sandboxes, &containers, |uid| match core.pods.get(uid) {
+            let own_static = self.settings.static_pods;
+            plan(&sandboxes, &containers, own_static, |uid| match core.pods.get(uid) {
                 None => Some(false),
                 Some(entry) if entry.work.is_syncing() || entry.ending.is_some() => None,
                 Some(_) => Some(true),
@@ -252,7 +258,7 @@ impl Engine {
         if self.core().stopped {
             return false;
         }
-        tracing::info!(uid = %orphan.uid, sandboxes = orphan.sandboxes.len(), "removing what the runtime holds for a pod the API no longer has");
+        tracing::info!(uid = %orphan.uid, sandboxes = orphan.sandboxes.len(), "removing what the runtime holds for a pod the node no longer has");
         let stops = orphan
             .running
             .iter()

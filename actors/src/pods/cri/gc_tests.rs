@@ -81,7 +81,7 @@ fn a_known_pod_keeps_its_newest_dead_container_per_name_and_its_newest_sandbox()
         container("c4", "s-new", "u1", "app", Running, 4),
         container("c5", "s-new", "u1", "side", Exited, 5),
     ];
-    let plan = plan(&sandboxes, &containers, |_| Some(true));
+    let plan = plan(&sandboxes, &containers, false, |_| Some(true));
     assert_eq!(
         plan,
         GcPlan {
@@ -106,7 +106,7 @@ fn an_old_sandbox_still_holding_the_kept_dead_container_stays() {
         ContainerState::Exited,
         1,
     )];
-    let plan = plan(&sandboxes, &containers, |_| Some(true));
+    let plan = plan(&sandboxes, &containers, false, |_| Some(true));
     assert_eq!(plan, GcPlan::default());
 }
 
@@ -129,7 +129,7 @@ fn an_orphan_loses_everything_and_a_pod_being_synced_is_left_alone() {
             0,
         ),
     ];
-    let plan = plan(&sandboxes, &containers, |uid| match uid {
+    let plan = plan(&sandboxes, &containers, false, |uid| match uid {
         "gone" => Some(false),
         _ => None,
     });
@@ -145,19 +145,35 @@ fn an_orphan_loses_everything_and_a_pod_being_synced_is_left_alone() {
     assert!(plan.dead_sandboxes.is_empty(), "{plan:?}");
 }
 
+fn sourced(id: &str, uid: &str, source: &str) -> SandboxSummary {
+    let mut sandbox = sandbox(id, uid, true, 1);
+    sandbox
+        .annotations
+        .insert("kubernetes.io/config.source".to_owned(), source.to_owned());
+    sandbox
+}
+
 #[test]
 fn a_static_pod_of_a_kubelet_is_not_taken_for_an_orphan() {
-    let mut manifest = sandbox("s-etcd", "static-uid", true, 1);
-    manifest
-        .annotations
-        .insert("kubernetes.io/config.source".to_owned(), "file".to_owned());
-    let mut from_api = sandbox("s-api", "gone", true, 1);
-    from_api
-        .annotations
-        .insert("kubernetes.io/config.source".to_owned(), "api".to_owned());
-    let plan = plan(&[manifest, from_api], &[], |_| Some(false));
+    let sandboxes = [
+        sourced("s-etcd", "static-uid", "file"),
+        sourced("s-api", "gone", "api"),
+    ];
+    let plan = plan(&sandboxes, &[], false, |_| Some(false));
     let orphans: Vec<&str> = plan.orphans.iter().map(|o| o.uid.as_str()).collect();
     assert_eq!(orphans, ["gone"]);
+}
+
+#[test]
+fn a_node_with_a_static_source_collects_the_static_pods_no_source_has() {
+    let sandboxes = [
+        sourced("s-file", "removed-manifest", "file"),
+        sourced("s-http", "removed-from-url", "http"),
+        sourced("s-kept", "still-there", "file"),
+    ];
+    let plan = plan(&sandboxes, &[], true, |uid| Some(uid == "still-there"));
+    let orphans: Vec<&str> = plan.orphans.iter().map(|o| o.uid.as_str()).collect();
+    assert_eq!(orphans, ["removed-from-url", "removed-manifest"]);
 }
 
 #[tokio::test(start_paused = true)]

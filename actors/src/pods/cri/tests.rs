@@ -45,6 +45,7 @@ fn settings(dir: &Path) -> CriPodsSettings {
         resolv_conf: dir.join("resolv.conf"),
         node_hosts_file: dir.join("hosts"),
         allowed_unsafe_sysctls: Vec::new(),
+        static_pods: false,
         memory_capacity: 8 << 30,
         relist_period: RELIST_PERIOD,
         relist_threshold: super::RELIST_THRESHOLD,
