@@ -232,7 +232,7 @@ pub const FIELDS: &[FieldDoc] = &[
     field_defaulting(
         "staticPodURL",
         "none",
-        "an `http://` URL serving static pods (one Pod or a v1 PodList, YAML or JSON): each runs as the pod `<name>-<nodeName>` of source `http` with a mirror pod; an error (no answer, not 200, a bad body) keeps the pods there are (as the kubelet's `staticPodURL`)",
+        "an `http://` or `https://` URL serving static pods (one Pod or a v1 PodList, YAML or JSON; `https` verified against the host's trusted roots): each runs as the pod `<name>-<nodeName>` of source `http` with a mirror pod; an error (no answer, not 200, a bad body) keeps the pods there are (as the kubelet's `staticPodURL`)",
     ),
     field_defaulting(
         "staticPodURLHeader",

@@ -565,16 +565,11 @@ fn validate_static_pod_url(config: &Config, problems: &mut Problems) {
         return;
     };
     match url.parse::<http::Uri>() {
-        Ok(uri) if uri.scheme_str() == Some("http") && uri.host().is_some() => {}
-        Ok(uri) if uri.scheme_str() == Some("https") => problems.push(invalid(
-            "staticPodURL",
-            url,
-            "only http URLs are supported (nodepulse has no TLS client for it)",
-        )),
+        Ok(uri) if matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some() => {}
         _ => problems.push(invalid(
             "staticPodURL",
             url,
-            "expected an http URL with a host, such as http://127.0.0.1:8080/pods",
+            "expected an http or https URL with a host, such as http://127.0.0.1:8080/pods",
         )),
     }
     if !config.nodes.is_empty() {
@@ -743,16 +738,18 @@ mod tests {
         assert_eq!(set.static_pod_url(), Some("http://127.0.0.1:8080/pods"));
         assert_eq!(set.static_pod_url_header["X-Token"], ["a", "b"]);
         assert_eq!(set.http_check_frequency.0.as_secs(), 5);
+        let https = Config::parse("staticPodURL: https://h/pods\n", Source::Embedded);
+        assert!(https.is_ok(), "https is taken: {https:?}");
         for (yaml, field, says) in [
             (
                 "staticPodURL: /pods\n",
                 "staticPodURL",
-                "expected an http URL",
+                "expected an http or https URL",
             ),
             (
-                "staticPodURL: https://h/pods\n",
+                "staticPodURL: ftp://h/pods\n",
                 "staticPodURL",
-                "only http URLs",
+                "expected an http or https URL",
             ),
             (
                 "staticPodURL: http://h/\nhttpCheckFrequency: 0s\n",

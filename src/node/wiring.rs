@@ -457,6 +457,7 @@ fn pod_source(
             .flat_map(|(name, values)| values.iter().map(|value| (name.clone(), value.clone())))
             .collect(),
         period: config.http_check_frequency.0,
+        tls: None,
     });
     let path =
         (config.static_pod_path()).map(|path| (path.to_owned(), config.file_check_frequency.0));

@@ -4,15 +4,26 @@
 //! replaces the source's pods; the same body as last time changes nothing; an empty body
 //! empties the source (and is an error); anything else — no answer, a status other than 200,
 //! a body that does not parse or holds a pod the kubelet refuses — is an error that keeps the
-//! pods there are. Plain `http` only (no TLS client here for arbitrary servers).
+//! pods there are. `https` is verified against the host's trusted roots, as Go's default
+//! client does (`SSL_CERT_FILE` and `SSL_CERT_DIR` honoured).
 
-use std::{future::poll_fn, pin::Pin, time::Duration};
+use std::{
+    future::poll_fn,
+    pin::Pin,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use http::{HeaderName, HeaderValue, Request, Uri, header};
 use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::Pod;
-use tokio::net::TcpStream;
+use rustls::{ClientConfig, RootCertStore, pki_types::ServerName};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    net::TcpStream,
+};
+use tokio_rustls::TlsConnector;
 
 use super::{
     files::first_of_each_name,
@@ -34,6 +45,9 @@ pub struct UrlSource {
     pub headers: Vec<(String, String)>,
     /// `httpCheckFrequency`.
     pub period: Duration,
+    /// The TLS client for `https`; `None`: the host's trusted roots, loaded at the first
+    /// `https` read.
+    pub tls: Option<Arc<ClientConfig>>,
 }
 
 /// Why a read of the URL gave no pods. Each is tried again at the next period.
@@ -199,17 +213,78 @@ async fn get(
     source: &UrlSource,
     uri: &Uri,
 ) -> Result<(http::StatusCode, Option<String>, Option<Vec<u8>>), String> {
-    if uri.scheme_str() != Some("http") {
-        return Err(format!(
-            "unsupported protocol scheme {:?}",
-            uri.scheme_str().unwrap_or_default()
-        ));
-    }
+    let tls = match uri.scheme_str() {
+        Some("http") => None,
+        Some("https") => Some(match &source.tls {
+            Some(config) => Arc::clone(config),
+            None => host_roots()?,
+        }),
+        other => {
+            return Err(format!(
+                "unsupported protocol scheme {:?}",
+                other.unwrap_or_default()
+            ));
+        }
+    };
     let host = uri.host().ok_or("no Host in request URL")?;
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = TcpStream::connect((host.trim_matches(['[', ']']), port))
+    let host = host.trim_matches(['[', ']']);
+    let port = uri
+        .port_u16()
+        .unwrap_or(if tls.is_some() { 443 } else { 80 });
+    let stream = TcpStream::connect((host, port))
         .await
         .map_err(|error| format!("dial tcp {host}:{port}: {error}"))?;
+    let Some(tls) = tls else {
+        return exchange(source, uri, stream).await;
+    };
+    let name = ServerName::try_from(host.to_owned()).map_err(|error| error.to_string())?;
+    let stream = TlsConnector::from(tls)
+        .connect(name, stream)
+        .await
+        .map_err(|error| format!("tls: {error}"))?;
+    exchange(source, uri, stream).await
+}
+
+/// The host's trusted roots as Go's default client finds them, read once: a failure to read
+/// them is every `https` read's error, where Go would fail each handshake.
+fn host_roots() -> Result<Arc<ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            let mut roots = RootCertStore::empty();
+            let (added, _) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                let why = found.errors.first().map(ToString::to_string);
+                return Err(format!(
+                    "tls: no trusted root certificates on this host ({})",
+                    why.unwrap_or_else(|| "none found".to_owned())
+                ));
+            }
+            client_config(roots).map_err(|error| format!("tls: {error}"))
+        })
+        .clone()
+}
+
+/// A TLS client trusting `roots`, on the ring provider the rest of nodepulse uses.
+pub fn client_config(roots: RootCertStore) -> Result<Arc<ClientConfig>, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// One request over `stream` (plain or TLS) and its answer.
+async fn exchange<S>(
+    source: &UrlSource,
+    uri: &Uri,
+    stream: S,
+) -> Result<(http::StatusCode, Option<String>, Option<Vec<u8>>), String>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let request = request(source, uri).map_err(|error| error.to_string())?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await

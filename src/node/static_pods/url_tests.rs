@@ -50,6 +50,7 @@ fn source(url: &str) -> UrlSource {
             ("X-Token".to_owned(), "b".to_owned()),
         ],
         period: Duration::from_secs(20),
+        tls: None,
     }
 }
 
@@ -165,5 +166,71 @@ fn a_pod_list_gives_its_pods_once_per_name_and_one_refused_item_refuses_the_list
     assert_eq!(
         error.expect("refused").to_string(),
         "static pods may not reference serviceaccounts"
+    );
+}
+
+/// A CA and a serving certificate it signs for 127.0.0.1: the CA's PEM and the server's TLS
+/// configuration.
+fn tls_pair() -> (rustls::pki_types::CertificateDer<'static>, Arc<rustls::ServerConfig>) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().expect("a CA key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_certificate = ca.self_signed(&ca_key).expect("the CA");
+    let leaf_key = KeyPair::generate().expect("a key");
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("leaf params");
+    let leaf_certificate = leaf
+        .signed_by(&leaf_key, &Issuer::new(ca, ca_key))
+        .expect("the leaf");
+    let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).expect("key");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("protocols")
+    .with_no_client_auth()
+    .with_single_cert(vec![leaf_certificate.der().clone()], key)
+    .expect("the serving certificate");
+    (ca_certificate.der().clone(), Arc::new(config))
+}
+
+/// Serves `answer` over TLS on loopback to every connection; the `https` URL.
+async fn serve_https(config: Arc<rustls::ServerConfig>, answer: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("https://{}/pods", listener.local_addr().expect("addr"));
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let Ok(mut tls) = acceptor.accept(stream).await else {
+                continue;
+            };
+            let mut head = vec![0; 4096];
+            let _ = tls.read(&mut head).await;
+            let _ = tls.write_all(answer.as_bytes()).await;
+            let _ = tls.shutdown().await;
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn an_https_url_is_read_over_tls_verified_against_the_trusted_roots() {
+    let (ca, server) = tls_pair();
+    let url = serve_https(server, ok(POD)).await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca).expect("the CA is a root");
+    let trusting = UrlSource {
+        tls: Some(client_config(roots).expect("a client")),
+        ..source(&url)
+    };
+    let body = fetch(&trusting).await.expect("a body over TLS");
+    assert_eq!(body, POD.as_bytes());
+
+    // The host's roots do not hold the test's CA: the handshake is refused, as Go's would be.
+    let error = fetch(&source(&url)).await.expect_err("an unknown issuer");
+    let text = error.to_string();
+    assert!(
+        text.starts_with(&format!("Get \"{url}\": tls: ")),
+        "{text}"
     );
 }
