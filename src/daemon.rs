@@ -157,7 +157,7 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
                 let start =
                     || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
                 serve(&settings, start, stop).await
-            } else if settings.config.runtime == RuntimeKind::Cri {
+            } else if settings.config.runtime == RuntimeKind::Cri && settings.config.enable_server {
                 run_node_with_kubelet_api(settings.clone(), api, stop).await
             } else {
                 let node = NodeActors::new(&settings).api(api).start();

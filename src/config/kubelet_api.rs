@@ -99,6 +99,10 @@ pub(super) fn default_healthz_bind_address() -> String {
     "127.0.0.1".to_owned()
 }
 
+pub(super) fn default_enable_server() -> bool {
+    true
+}
+
 pub(super) fn default_healthz_port() -> u16 {
     10248
 }

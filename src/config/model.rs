@@ -68,6 +68,10 @@ pub struct Config {
     /// Empty: the host's default-route address.
     #[serde(default, rename = "nodeIP")]
     pub node_ip: Vec<String>,
+    /// Whether a `runtime: cri` node serves the kubelet API (the kubelet's `enableServer`,
+    /// true); false serves neither it nor the healthz listener.
+    #[serde(default = "kubelet_api::default_enable_server")]
+    pub enable_server: bool,
     /// The kubelet API's HTTPS port, served on `address` and reported in `daemonEndpoints`
     /// (10250; 0: one the kernel picks, reported as bound).
     #[serde(default = "default_port")]

@@ -102,6 +102,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "the Node's addresses (up to two, one per family), checked against the host's interfaces; none: the default-route address",
     ),
     field(
+        "enableServer",
+        "whether a `runtime: cri` node serves the kubelet API (`port`) and the healthz listener; false serves neither (the kubelet keeps its healthz listener), and `kubectl logs/exec` cannot reach the node's pods",
+    ),
+    field(
         "port",
         "the kubelet API's HTTPS port: served on `address` and reported in `daemonEndpoints` (0: a port the kernel picks, reported as bound; the kubelet refuses 0). Only a single `runtime: cri` node serves the API",
     ),

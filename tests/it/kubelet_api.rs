@@ -315,3 +315,34 @@ async fn node_logs_are_served_from_var_log_and_nothing_outside_it() {
         (400, "invalid URL path\n")
     );
 }
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    probe.local_addr().expect("address").port()
+}
+
+#[tokio::test]
+async fn enable_server_false_serves_neither_the_api_nor_healthz() {
+    let cluster = TestCluster::start().await;
+    for enable in [true, false] {
+        let root = RootDir::new();
+        let (port, healthz) = (free_port(), free_port());
+        let yaml = format!(
+            "runtime: cri\ncontainerRuntimeEndpoint: unix://{root}/no-runtime.sock\nrootDir: {root}\naddress: 127.0.0.1\nport: {port}\nhealthzPort: {healthz}\nenableServer: {enable}\n",
+            root = root.path().display(),
+        );
+        let node = unique_node_name("kapi-off");
+        let daemon =
+            crate::common::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+        for listener in [port, healthz] {
+            let connected = tokio::net::TcpStream::connect(("127.0.0.1", listener)).await;
+            assert_eq!(
+                connected.is_ok(),
+                enable,
+                "enableServer: {enable}, port {listener}: {connected:?}"
+            );
+        }
+        drop(daemon);
+    }
+}
