@@ -31,11 +31,17 @@ async fn running_mirror(cluster: &TestCluster, name: &str, node: &str) -> Pod {
         namespace: NAMESPACE.to_owned(),
         name: mirror.clone(),
     });
-    wait_pod(&cluster.client, NAMESPACE, &mirror, "the mirror pod Running", |pod| {
-        pod.metadata.deletion_timestamp.is_none()
-            && annotation(pod, MIRROR).is_some()
-            && running_and_ready(pod)
-    })
+    wait_pod(
+        &cluster.client,
+        NAMESPACE,
+        &mirror,
+        "the mirror pod Running",
+        |pod| {
+            pod.metadata.deletion_timestamp.is_none()
+                && annotation(pod, MIRROR).is_some()
+                && running_and_ready(pod)
+        },
+    )
     .await
 }
 

@@ -171,7 +171,10 @@ fn a_pod_list_gives_its_pods_once_per_name_and_one_refused_item_refuses_the_list
 
 /// A CA and a serving certificate it signs for 127.0.0.1: the CA's PEM and the server's TLS
 /// configuration.
-fn tls_pair() -> (rustls::pki_types::CertificateDer<'static>, Arc<rustls::ServerConfig>) {
+fn tls_pair() -> (
+    rustls::pki_types::CertificateDer<'static>,
+    Arc<rustls::ServerConfig>,
+) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().expect("a CA key");
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
@@ -229,8 +232,5 @@ async fn an_https_url_is_read_over_tls_verified_against_the_trusted_roots() {
     // The host's roots do not hold the test's CA: the handshake is refused, as Go's would be.
     let error = fetch(&source(&url)).await.expect_err("an unknown issuer");
     let text = error.to_string();
-    assert!(
-        text.starts_with(&format!("Get \"{url}\": tls: ")),
-        "{text}"
-    );
+    assert!(text.starts_with(&format!("Get \"{url}\": tls: ")), "{text}");
 }

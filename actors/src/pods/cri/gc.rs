@@ -226,12 +226,12 @@ impl Engine {
         let plan = {
             let mut core = self.core();
             core.gc_passes += 1;
-            let own_static = self.settings.static_pods;
-            plan(&sandboxes, &containers, own_static, |uid| match core.pods.get(uid) {
+            let known = |uid: &str| match core.pods.get(uid) {
                 None => Some(false),
                 Some(entry) if entry.work.is_syncing() || entry.ending.is_some() => None,
                 Some(_) => Some(true),
-            })
+            };
+            plan(&sandboxes, &containers, self.settings.static_pods, known)
         };
         let mut leftover = false;
         for orphan in &plan.orphans {
