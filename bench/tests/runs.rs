@@ -192,6 +192,22 @@ impl Drop for Child {
     }
 }
 
+/// A node's `rootDir`, whose mounts (its pods' projected volumes) are detached when dropped:
+/// the agent leaves them in place when it is killed, as the kubelet does, and a pod deleted
+/// just before may not have had its volumes torn down yet. Dropped after the agent.
+struct NodeRoot(std::path::PathBuf);
+
+impl Drop for NodeRoot {
+    fn drop(&mut self) {
+        if let Err(error) = nodepulse::volume::mount::detach_all_below(&self.0) {
+            eprintln!(
+                "cannot detach the mounts below {}: {error}",
+                self.0.display()
+            );
+        }
+    }
+}
+
 /// A binary built beside the bench's (`cargo test --workspace` builds them all).
 fn sibling(name: &str) -> std::path::PathBuf {
     let bench = std::path::Path::new(env!("CARGO_BIN_EXE_nodepulse-bench"));
@@ -236,10 +252,13 @@ fn agents_measures_a_running_agent_and_deletes_its_pods() {
     )
     .expect("written");
     let config = out.path().join("nodepulse.yaml");
-    let root = out.path().join("root");
+    let root = NodeRoot(out.path().join("root"));
     std::fs::write(
         &config,
-        format!("runtime: simulated\nrootDir: {}\n", root.display()),
+        format!(
+            "runtime: simulated\nrootDir: {}\ndebug:\n  address: 127.0.0.1:0\n",
+            root.0.display()
+        ),
     )
     .expect("written");
     let (config, kubeconfig) = (
