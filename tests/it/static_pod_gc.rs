@@ -6,7 +6,6 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use nodepulse_actors::ports::{ContainerRuntime, SandboxFilter};
 
 use crate::{
     common::{
@@ -21,7 +20,10 @@ use crate::{
         root_dir::RootDir,
     },
     cri_pods::{app, runtime_id},
-    static_pods::{HASH, MIRROR, NAMESPACE, annotation, runs, static_containers, write_manifest},
+    static_pods::{
+        HASH, MIRROR, NAMESPACE, annotation, runs, static_containers, static_sandboxes,
+        write_manifest,
+    },
 };
 
 /// The mirror pod of manifest pod `name` on `node`, Running and Ready; owned for clean-up.
@@ -43,19 +45,6 @@ async fn running_mirror(cluster: &TestCluster, name: &str, node: &str) -> Pod {
         },
     )
     .await
-}
-
-async fn static_sandboxes(fixture: &CriFixture, hash: &str) -> usize {
-    let filter = SandboxFilter {
-        labels: [("io.kubernetes.pod.uid".to_owned(), hash.to_owned())].into(),
-        ..SandboxFilter::default()
-    };
-    fixture
-        .client
-        .list_pod_sandboxes(filter)
-        .await
-        .expect("ListPodSandbox")
-        .len()
 }
 
 #[actix_rt::test]

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{Api, api::DeleteParams};
-use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState};
+use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState, SandboxFilter};
 use nodepulse_emulator::Outage;
 use serde_json::json;
 
@@ -177,6 +177,20 @@ pub(crate) async fn static_containers(fixture: &CriFixture, uid: &str) -> usize 
         .list_containers(filter)
         .await
         .expect("ListContainers")
+        .len()
+}
+
+/// The sandboxes the runtime holds for the static pod `uid` (its hash), in any state.
+pub(crate) async fn static_sandboxes(fixture: &CriFixture, hash: &str) -> usize {
+    let filter = SandboxFilter {
+        labels: [("io.kubernetes.pod.uid".to_owned(), hash.to_owned())].into(),
+        ..SandboxFilter::default()
+    };
+    fixture
+        .client
+        .list_pod_sandboxes(filter)
+        .await
+        .expect("ListPodSandbox")
         .len()
 }
 
