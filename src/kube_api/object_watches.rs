@@ -6,7 +6,9 @@
 //! and minute. A watch nobody read for five sync periods (at least a minute) is stopped, as the
 //! kubelet's idle recycler stops it; an immutable object's watch stops once it has been read,
 //! and the object is kept. The kubelet registers each pod's objects when the pod is added and
-//! drops a watch when its last pod goes; here the first read registers and idleness drops.
+//! drops a watch when its last pod goes; here the first read registers, and idleness or the
+//! node authorizer's 403 (no pod of this node refers to the object any more) drops: a watch
+//! the API server refuses is not retried for ever, the next read starts a new one.
 
 use std::{
     collections::HashMap,
@@ -166,7 +168,11 @@ impl<K: Watched> ObjectWatches<K> {
         let api = Api::<K>::namespaced(self.client.clone(), namespace);
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let events = resuming(watcher(api, config), self.recovery.clone());
-        let watch = self.runtime.spawn(follow(events, sender)).abort_handle();
+        let forget = forget_entry(Arc::downgrade(&self.entries), key.clone());
+        let watch = self
+            .runtime
+            .spawn(follow(events, sender, forget))
+            .abort_handle();
         entries.insert(
             key,
             Entry {
@@ -197,10 +203,42 @@ fn lock<K>(entries: &Mutex<Entries<K>>) -> MutexGuard<'_, Entries<K>> {
     entries.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Applies one object's watch events to what its readers see, until it is aborted.
+/// Removes the entry `key` when it is still the one whose readers `seen` serves (a newer entry
+/// of the same object is left alone).
+fn forget_entry<K: Watched>(
+    entries: Weak<Mutex<Entries<K>>>,
+    key: (String, String),
+) -> impl FnOnce(&watch::Sender<Seen<K>>) + Send + 'static {
+    move |seen| {
+        let Some(entries) = entries.upgrade() else {
+            return;
+        };
+        let mut entries = lock(&entries);
+        if entries
+            .get(&key)
+            .is_some_and(|entry| entry.seen.same_channel(&seen.subscribe()))
+        {
+            // The entry's drop aborts this very task, which ends here anyway.
+            entries.remove(&key);
+            nodepulse_actors::shrink::map_after_removal(&mut entries);
+        }
+    }
+}
+
+/// Whether the API server refuses this node the object: the node authorizer's answer once no
+/// pod bound to the node refers to it (or not yet: a new pod's first read, retried by its
+/// reader as a `GET` would be).
+fn forbidden(error: &ApiError) -> bool {
+    matches!(error, ApiError::Refused { code: 403, .. })
+}
+
+/// Applies one object's watch events to what its readers see, until it is aborted, or until
+/// the API server refuses the watch (then readers get the refusal and `forget` drops the
+/// entry, so the next read watches anew instead of this one retrying for ever).
 async fn follow<K: Watched>(
     mut events: futures::stream::BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>,
     seen: watch::Sender<Seen<K>>,
+    forget: impl FnOnce(&watch::Sender<Seen<K>>),
 ) {
     // The object of a relist in progress (`Init` .. `InitDone`).
     let mut relisted: Option<Option<Arc<K>>> = None;
@@ -218,12 +256,19 @@ async fn follow<K: Watched>(
                 seen.send_replace(Seen::Listed(None));
             }
             Err(error) => {
+                let error = watch_error(error);
+                if forbidden(&error) {
+                    tracing::debug!(%error, kind = K::PLURAL, "the watch is refused; stopped watching");
+                    seen.send_replace(Seen::Failed(error));
+                    forget(&seen);
+                    return;
+                }
                 // Once listed, readers keep the last state while the watch resumes.
                 seen.send_if_modified(|current| {
                     if matches!(current, Seen::Listed(_)) {
                         return false;
                     }
-                    *current = Seen::Failed(watch_error(error));
+                    *current = Seen::Failed(error);
                     true
                 });
             }
@@ -266,5 +311,80 @@ async fn recycle_idle<K: Watched>(entries: Weak<Mutex<Entries<K>>>, max_idle: Du
             !idle
         });
         nodepulse_actors::shrink::map_after_removal(&mut entries);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(code: u16) -> watcher::Error {
+        watcher::Error::InitialListFailed(kube::Error::Api(
+            kube::core::Status::failure("no relationship found", "Forbidden")
+                .with_code(code)
+                .boxed(),
+        ))
+    }
+
+    /// An entry for `key` fed by `events`; the entries and its readers' receiver.
+    async fn followed(
+        events: Vec<Result<watcher::Event<ConfigMap>, watcher::Error>>,
+    ) -> (
+        Arc<Mutex<Entries<ConfigMap>>>,
+        watch::Receiver<Seen<ConfigMap>>,
+    ) {
+        let entries: Arc<Mutex<Entries<ConfigMap>>> = Arc::default();
+        let key = ("ns".to_owned(), "cm".to_owned());
+        let (sender, seen) = watch::channel(Seen::Listing);
+        let forget = forget_entry(Arc::downgrade(&entries), key.clone());
+        let stream = futures::stream::iter(events)
+            .chain(futures::stream::pending())
+            .boxed();
+        let task = tokio::spawn(follow(stream, sender, forget));
+        lock(&entries).insert(
+            key,
+            Entry {
+                seen: seen.clone(),
+                watch: task.abort_handle(),
+                last_read: Instant::now(),
+            },
+        );
+        // On paused time the clock only moves once the watch task has nothing left to do.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        (entries, seen)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_the_api_server_refuses_is_dropped_and_its_readers_get_the_refusal() {
+        let listed = watcher::Event::InitApply(ConfigMap::default());
+        let events = vec![
+            Ok(watcher::Event::Init),
+            Ok(listed),
+            Ok(watcher::Event::InitDone),
+            Err(refused(403)),
+        ];
+        let (entries, seen) = followed(events).await;
+        assert!(lock(&entries).is_empty(), "the refused watch is forgotten");
+        assert!(
+            matches!(
+                &*seen.borrow(),
+                Seen::Failed(ApiError::Refused { code: 403, .. })
+            ),
+            "{:?}",
+            seen.borrow()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_failing_otherwise_keeps_its_entry_and_what_it_listed() {
+        let events = vec![
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(ConfigMap::default())),
+            Ok(watcher::Event::InitDone),
+            Err(refused(500)),
+        ];
+        let (entries, seen) = followed(events).await;
+        assert_eq!(lock(&entries).len(), 1, "the watch goes on resuming");
+        assert!(matches!(&*seen.borrow(), Seen::Listed(Some(_))));
     }
 }
