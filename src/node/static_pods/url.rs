@@ -267,7 +267,7 @@ fn host_roots() -> Result<Arc<ClientConfig>, String> {
 }
 
 /// A TLS client trusting `roots`, on the ring provider the rest of nodepulse uses.
-pub fn client_config(roots: RootCertStore) -> Result<Arc<ClientConfig>, rustls::Error> {
+fn client_config(roots: RootCertStore) -> Result<Arc<ClientConfig>, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?

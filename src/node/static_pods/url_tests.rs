@@ -169,8 +169,8 @@ fn a_pod_list_gives_its_pods_once_per_name_and_one_refused_item_refuses_the_list
     );
 }
 
-/// A CA and a serving certificate it signs for 127.0.0.1: the CA's PEM and the server's TLS
-/// configuration.
+/// A CA and a serving certificate it signs for 127.0.0.1: the CA's certificate and the server's
+/// TLS configuration.
 fn tls_pair() -> (
     rustls::pki_types::CertificateDer<'static>,
     Arc<rustls::ServerConfig>,
