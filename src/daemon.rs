@@ -119,6 +119,17 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
     } else {
         None
     };
+    let outcome = run_node_or_fleet(settings, shutdown).await;
+    // On every outcome: its kubeconfig names an API server that is going away.
+    if let Some(standalone) = standalone {
+        standalone.shutdown().await;
+    }
+    outcome
+}
+
+/// [`run`] once the API server is known: the client identity, the connection, then the node
+/// (with the kubelet API when it runs containers) or the fleet.
+async fn run_node_or_fleet(settings: Settings, shutdown: impl Future<Output = ()>) -> Outcome {
     let identity = match &settings.bootstrap {
         Some(paths) => {
             let rotate = settings.config.rotate_certificates;
@@ -135,7 +146,7 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
         identity.clone(),
     )
     .await;
-    let outcome = match connected {
+    match connected {
         Ok(api) => {
             let mut rotation = identity
                 .filter(|_| settings.config.rotate_certificates)
@@ -174,11 +185,7 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
             outcome
         }
         Err(error) => Outcome::Failed(error.into()),
-    };
-    if let Some(standalone) = standalone {
-        standalone.shutdown().await;
     }
-    outcome
 }
 
 /// A node that runs containers, with the kubelet API beside it: its TLS material and
@@ -380,21 +387,31 @@ pub async fn serve(
     outcome
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops the daemon");
-                std::future::pending::<()>().await;
-            }
+/// Resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is called,
+/// not when the future is first polled: that is only once the node runs, and a signal that
+/// came earlier (a service manager stopping a daemon still starting) would take the default
+/// action and kill the process with its standalone kubeconfig and pods' state left behind.
+/// Call it first thing on the runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())
+        .inspect_err(|error| tracing::warn!(%error, "cannot listen for SIGTERM"))
+        .ok();
+    let mut interrupt = signal(SignalKind::interrupt())
+        .inspect_err(|error| tracing::warn!(%error, "cannot listen for SIGINT"))
+        .ok();
+    async move {
+        tokio::select! {
+            () = received(terminate.as_mut()) => {}
+            () = received(interrupt.as_mut()) => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+    }
+}
+
+/// Resolves when `signal` is received; never without a handler.
+async fn received(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(signal) => drop(signal.recv().await),
+        None => std::future::pending().await,
     }
 }

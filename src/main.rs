@@ -28,7 +28,9 @@ fn main() -> ExitCode {
         heap::use_one_arena();
     }
     logging::init(cli.log_format);
-    let outcome =
-        actix_rt::System::new().block_on(daemon::run(settings, daemon::shutdown_signal()));
+    let outcome = actix_rt::System::new().block_on(async {
+        let shutdown = daemon::shutdown_signal();
+        daemon::run(settings, shutdown).await
+    });
     ExitCode::from(daemon::report(&outcome))
 }

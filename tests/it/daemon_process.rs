@@ -290,6 +290,28 @@ fn standalone_kubeconfigs_are_private_per_instance_and_never_written_through_a_p
 }
 
 #[test]
+fn a_sigterm_while_the_node_is_still_starting_stops_it_cleanly_and_leaves_no_kubeconfig() {
+    let tmpdir = tempfile::tempdir().expect("temp dir");
+    let config =
+        config_file("debug:\n  address: 127.0.0.1:0\nstandalone:\n  apiAddress: 127.0.0.1:0\n");
+    let mut daemon = Running::start(standalone_in(tmpdir.path(), &config, "early-stop"));
+    // Said before the API client, the node's actors and the debug endpoint start: the signal
+    // comes while they do, as a service manager's stop may.
+    daemon.event("standalone API server running");
+    daemon.terminate();
+    let (code, stderr) = daemon.wait();
+    assert_eq!(code, 0, "stderr:\n{stderr}");
+    let left: Vec<_> = std::fs::read_dir(tmpdir.path())
+        .expect("readable")
+        .map(|entry| entry.expect("an entry").file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the standalone directories are removed at exit: {left:?}"
+    );
+}
+
+#[test]
 fn a_configured_standalone_kubeconfig_path_that_is_taken_is_refused_not_overwritten() {
     let tmpdir = tempfile::tempdir().expect("temp dir");
     let existing = tmpdir.path().join("existing.kubeconfig");
