@@ -24,7 +24,10 @@ use super::{
 
 pub const POLL: Duration = Duration::from_millis(200);
 
-pub type Sink = mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>;
+/// What the body receives: a frame of the log, or why it ended early.
+pub type SinkItem = Result<Frame<Bytes>, std::io::Error>;
+
+pub type Sink = mpsc::Sender<SinkItem>;
 
 /// Whether the container still runs (its log may still grow).
 pub type StillRunning = Box<dyn Fn() -> bool + Send + Sync>;

@@ -2,8 +2,9 @@
 //! names (the newest, or with `previous` the one before it) found in the node's PodsView, its
 //! CRI log file streamed with the kubelet's query parameters (`options.rs`), line rendering
 //! (`format.rs`) and following (`follow.rs`), and the kubelet's error texts. The body is
-//! chunked and flushed as it goes.
+//! chunked and flushed as it goes, its end in a write of its own (`end_apart.rs`).
 
+mod end_apart;
 mod follow;
 mod format;
 mod options;
@@ -11,6 +12,8 @@ mod options;
 use http::StatusCode;
 use http_body_util::{BodyExt, StreamBody};
 use nodepulse_actors::{pods::PodsView, ports::ContainerState};
+
+use end_apart::EndApart;
 
 use super::{
     metrics::KUBELET_API_METRICS,
@@ -104,10 +107,13 @@ pub fn container_logs(pods: &PodsView, segments: &[String], query: &str) -> Repl
             tracing::info!(%error, path = %path.display(), "a container log stream ended early");
         }
     });
-    let frames = futures::stream::unfold(frames, |mut frames| async move {
-        frames.recv().await.map(|frame| (frame, frames))
-    });
-    let mut answer = http::Response::new(StreamBody::new(frames).boxed());
+    streamed(frames)
+}
+
+/// The answer whose body is what `frames` receives, its end written apart from the last line.
+fn streamed(mut frames: tokio::sync::mpsc::Receiver<follow::SinkItem>) -> Reply {
+    let frames = futures::stream::poll_fn(move |cx| frames.poll_recv(cx));
+    let mut answer = http::Response::new(StreamBody::new(EndApart::new(frames)).boxed());
     answer.headers_mut().insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("text/plain; charset=utf-8"),
