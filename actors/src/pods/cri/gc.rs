@@ -2,10 +2,9 @@
 //! complete, whatever the runtime holds for a pod this node no longer has — deleted (or its
 //! static manifest removed) while nodepulse ran, or while it was down — is stopped and removed
 //! with its log directory; a known pod keeps its newest sandbox and its newest dead container
-//! per name. A pass runs
-//! when something may have become collectable, then every minute (the kubelet's
-//! `ContainerGCPeriod`) while the node has pods or something is left; a node without pods and
-//! without garbage is not woken.
+//! per name. A pass runs when something may have become collectable, then every minute (the
+//! kubelet's `ContainerGCPeriod`) while the node has pods or something is left; a node without
+//! pods and without garbage is not woken.
 
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 
