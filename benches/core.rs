@@ -1,6 +1,7 @@
 //! Micro benchmarks of nodepulse's pure cores, the work done per heartbeat or per pod change:
 //! computing a Node's status from its inputs, the strategic-merge diff of two Nodes, building
-//! and serialising a Lease renewal, and merging and diffing a pod status.
+//! and serialising a Lease renewal, merging and diffing a pod status, and the volume manager's
+//! pass over settled pods.
 //! `cargo bench --bench core`; figures in README.
 
 use std::hint::black_box;
@@ -12,6 +13,9 @@ use k8s_openapi::api::{
     core::v1::{Node, PodStatus},
 };
 use nodepulse::kube_api::lease::renewal_patch;
+use nodepulse_actors::volume_manager::{
+    REMOUNT_PERIOD, VolumeManagerMemory, reconcile, volumes_in_use,
+};
 use nodepulse_actors::{
     eviction::ThresholdValue,
     lease::renewal_of,
@@ -161,5 +165,56 @@ fn pod_status(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, node_status, lease, pod_status);
+/// A pod as admission leaves it: one container and the `kube-api-access` projected volume
+/// (token, the cluster CA, the namespace), bound to `node`.
+fn admitted_pod(index: usize, node: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("app-{index}"), "namespace": "default", "uid": format!("uid-{index:04}")},
+        "spec": {
+            "nodeName": node, "serviceAccountName": "default",
+            "containers": [{"name": "app", "image": "busybox", "volumeMounts": [
+                {"name": "kube-api-access-x7k2p", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}]}],
+            "volumes": [{"name": "kube-api-access-x7k2p", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}]
+        },
+        "status": {"phase": "Running"}
+    }))
+    .expect("a pod")
+}
+
+/// What a reconciler pass computes when nothing changed: 100 running pods, every volume set up
+/// moments ago, so no operation is due. A projected volume's refresh wakes this pass for each
+/// pod at its own time, so it runs a few times a second on such a node.
+fn volume_pass(c: &mut Criterion) {
+    let node = "ip-10-0-113-214";
+    let now = tokio::time::Instant::now();
+    let mut memory = VolumeManagerMemory {
+        listed: true,
+        ..Default::default()
+    };
+    for index in 0..100 {
+        let pod = std::sync::Arc::new(admitted_pod(index, node));
+        let uid = pod.metadata.uid.clone().expect("uid");
+        memory.pods.insert(uid, pod);
+    }
+    let desired = memory.desired(node);
+    for (uid, pod) in &desired.pods {
+        for volume in pod.volumes.values() {
+            memory.actual.mark_mounted(uid, volume, now);
+        }
+    }
+    let attached = Default::default();
+    c.bench_function("volume manager: a pass over 100 settled pods", |b| {
+        b.iter(|| {
+            let desired = memory.desired(black_box(node));
+            let operations = reconcile(&desired, &memory.actual, &attached, now, REMOUNT_PERIOD);
+            assert!(operations.is_empty(), "nothing is due: {operations:?}");
+            volumes_in_use(&desired, &memory.actual, true)
+        });
+    });
+}
+
+criterion_group!(benches, node_status, lease, pod_status, volume_pass);
 criterion_main!(benches);

@@ -19,7 +19,7 @@ pub fn describe(
     (passes, operations): (u64, u64),
 ) -> Value {
     let now = Instant::now();
-    memory.read(|m| {
+    memory.update(|m| {
         let desired = m.desired(&settings.node_name);
         let mut pods: BTreeMap<String, Value> = BTreeMap::new();
         for (uid, pod) in &desired.pods {
