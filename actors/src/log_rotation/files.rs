@@ -128,6 +128,29 @@ pub struct Policy {
     pub zone: TimeZone,
 }
 
+/// The logs of `containers` (id, log) that [`rotate`] has work for: those at or over
+/// `max_size`, and those whose size cannot be read (missing: reopened; else: the error). Every
+/// size is read in one blocking call, so a pass over 100 containers wakes one blocking thread,
+/// not 100. If the blocking pool fails, every log is kept and [`rotate`] reports it.
+pub async fn due(containers: Vec<(String, PathBuf)>, max_size: u64) -> Vec<(String, PathBuf)> {
+    let logs: Vec<PathBuf> = containers.iter().map(|(_, log)| log.clone()).collect();
+    let sizes = blocking(move || {
+        logs.iter()
+            .map(|log| std::fs::metadata(log).map(|metadata| metadata.len()))
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let Ok(sizes) = sizes else {
+        return containers;
+    };
+    containers
+        .into_iter()
+        .zip(sizes)
+        .filter(|(_, size)| size.as_ref().map_or(true, |size| *size >= max_size))
+        .map(|(container, _)| container)
+        .collect()
+}
+
 /// Rotates container `id`'s log at `log` if `policy` says so, at wall time `now`.
 pub async fn rotate(
     runtime: Arc<dyn ContainerRuntime>,

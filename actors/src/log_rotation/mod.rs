@@ -107,16 +107,21 @@ impl LogRotationActor {
             zone: self.zone.clone(),
         };
         let (runtime, now) = (Arc::clone(&self.runtime), (self.wall_clock)());
-        let pass = futures::stream::iter(running)
-            .map(move |(id, log)| {
-                let (runtime, policy) = (Arc::clone(&runtime), policy.clone());
-                async move {
-                    let outcome = rotate(runtime, policy, id.clone(), log.clone(), now).await;
-                    (id, log, outcome)
-                }
-            })
-            .buffer_unordered(self.settings.max_workers.max(1))
-            .collect::<Vec<_>>();
+        let workers = self.settings.max_workers.max(1);
+        let pass = async move {
+            let due = files::due(running, policy.max_size).await;
+            futures::stream::iter(due)
+                .map(move |(id, log)| {
+                    let (runtime, policy) = (Arc::clone(&runtime), policy.clone());
+                    async move {
+                        let outcome = rotate(runtime, policy, id.clone(), log.clone(), now).await;
+                        (id, log, outcome)
+                    }
+                })
+                .buffer_unordered(workers)
+                .collect::<Vec<_>>()
+                .await
+        };
         ctx.spawn(
             pass.into_actor(self)
                 .map(move |outcomes, actor, _| actor.finish_pass(now, outcomes)),

@@ -99,6 +99,26 @@ async fn running_container(runtime: &FakeRuntime) -> String {
 }
 
 #[actix_rt::test]
+async fn a_pass_rotates_only_logs_at_or_over_the_size_and_those_it_cannot_read() {
+    let dir = tempfile::tempdir().expect("dir");
+    let container = |name: &str, bytes: usize| {
+        let log = dir.path().join(format!("{name}.log"));
+        if bytes > 0 {
+            std::fs::write(&log, "x".repeat(bytes)).expect("write");
+        }
+        (name.to_owned(), log)
+    };
+    let containers = vec![
+        container("under", 99),
+        container("at", 100),
+        container("over", 150),
+        container("missing", 0),
+    ];
+    let due = super::files::due(containers.clone(), 100).await;
+    assert_eq!(due, containers[1..].to_vec());
+}
+
+#[actix_rt::test]
 async fn a_log_over_the_size_is_renamed_reopened_and_its_oldest_files_removed() {
     let runtime = Arc::new(FakeRuntime::new(clock::system()));
     let id = running_container(&runtime).await;
