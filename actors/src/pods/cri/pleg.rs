@@ -3,7 +3,7 @@
 //! node has pods — and sleeps without a timer while it has none — inspecting the pods whose
 //! containers changed and syncing them, and syncing the pods whose back-off ran out.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use tokio::time::Instant;
 
@@ -18,6 +18,25 @@ use crate::ports::{
 #[cfg(test)]
 #[path = "pleg_tests.rs"]
 mod tests;
+
+/// A listing's sandboxes and containers grouped by their pod's UID, in one walk over each: a
+/// relist looks every pod up here rather than filtering the whole listing once per pod.
+type ByPod<'a> = HashMap<&'a str, (Vec<&'a SandboxSummary>, Vec<&'a ContainerSummary>)>;
+
+fn by_pod<'a>(sandboxes: &'a [SandboxSummary], containers: &'a [ContainerSummary]) -> ByPod<'a> {
+    let mut by_pod = ByPod::new();
+    for sandbox in sandboxes {
+        if let Some(uid) = pod_uid(&sandbox.labels) {
+            by_pod.entry(uid).or_default().0.push(sandbox);
+        }
+    }
+    for container in containers {
+        if let Some(uid) = pod_uid(&container.labels) {
+            by_pod.entry(uid).or_default().1.push(container);
+        }
+    }
+    by_pod
+}
 
 impl Engine {
     /// The PLEG: relists while the node has pods, waits to be told of pods while it has none.
@@ -68,6 +87,7 @@ impl Engine {
         let started = Instant::now();
         let (sandboxes, containers) = self.list_all().await?;
         self.pleg_health.relisted(started);
+        let by_pod = by_pod(&sandboxes, &containers);
         let mut changed = Vec::new();
         {
             let mut core = self.core();
@@ -76,15 +96,10 @@ impl Engine {
                 if entry.end.is_finished() {
                     continue;
                 }
-                let own_sandboxes: Vec<_> = sandboxes
-                    .iter()
-                    .filter(|s| pod_uid(&s.labels) == Some(uid.as_str()))
-                    .collect();
-                let own_containers: Vec<_> = containers
-                    .iter()
-                    .filter(|c| pod_uid(&c.labels) == Some(uid.as_str()))
-                    .collect();
-                let print = Fingerprint::of_listing(&own_sandboxes, &own_containers);
+                let (own_sandboxes, own_containers) = by_pod
+                    .get(uid.as_str())
+                    .map_or((&[][..], &[][..]), |(s, c)| (&s[..], &c[..]));
+                let print = Fingerprint::of_listing(own_sandboxes, own_containers);
                 if print != entry.runtime.fingerprint() {
                     let ids = own_sandboxes
                         .iter()
