@@ -38,7 +38,7 @@ const RETRY_FULL: Duration = Duration::from_millis(20);
 pub enum ProbePods {
     /// Call at every pod sync; containers not listed have their workers stopped.
     Sync {
-        pod: Box<Pod>,
+        pod: Arc<Pod>,
         running: Vec<RunningContainer>,
     },
     /// The pod is being torn down or is gone: its workers stop, its results are forgotten.
@@ -65,7 +65,7 @@ enum Delivery {
 }
 
 /// A pod's last `Sync`: the pod and its running containers.
-type SyncedPod = (Box<Pod>, Vec<RunningContainer>);
+type SyncedPod = (Arc<Pod>, Vec<RunningContainer>);
 
 /// The workers' outputs: one channel for every instance, so what a worker published and an
 /// instance had not read when it was stopped, panicked or hung is read by the next one (a lost

@@ -87,7 +87,7 @@ fn ready_pod() -> ProbePods {
         ..Container::default()
     };
     ProbePods::Sync {
-        pod: Box::new(pod(container, "Always")),
+        pod: Arc::new(pod(container, "Always")),
         running: vec![running("containerd://a")],
     }
 }

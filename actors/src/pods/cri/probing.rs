@@ -29,7 +29,7 @@ impl Engine {
             ProbePods::Gone { pod_uid: uid }
         } else {
             ProbePods::Sync {
-                pod: Box::new((*entry.pod).clone()),
+                pod: Arc::clone(&entry.pod),
                 running: self.running_containers(entry, runtime_name),
             }
         };
