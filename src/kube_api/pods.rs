@@ -147,6 +147,14 @@ impl MirrorPodApi for KubeApi {
     }
 }
 
+/// A watched pod as the node keeps it, one allocation shared by every part that holds it. Its
+/// `managedFields` are dropped: nothing on a node reads them, and they decode into a tree of
+/// JSON maps that was the largest part of a pod the node keeps once its status was written.
+pub(super) fn kept_pod(mut pod: Pod) -> Arc<Pod> {
+    pod.metadata.managed_fields = None;
+    Arc::new(pod)
+}
+
 /// The pods the watch has reported, so that a relist (after a reconnect) reports the ones that
 /// went away meanwhile as deleted.
 #[derive(Default)]
@@ -175,14 +183,14 @@ impl Relist {
                 if let Some(seen) = self.seen.as_mut() {
                     seen.insert(key(&pod));
                 }
-                let pod = Arc::new(pod);
+                let pod = kept_pod(pod);
                 self.known.insert(key(&pod), Arc::clone(&pod));
                 vec![PodWatchEvent::Applied(pod)]
             }
             Ok(watcher::Event::Delete(pod)) => {
                 self.known.remove(&key(&pod));
                 map_after_removal(&mut self.known);
-                vec![PodWatchEvent::Deleted(Arc::new(pod))]
+                vec![PodWatchEvent::Deleted(kept_pod(pod))]
             }
             Ok(watcher::Event::InitDone) => {
                 let seen = self.seen.take().unwrap_or_default();
@@ -205,3 +213,7 @@ impl Relist {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "pods_tests.rs"]
+pub(crate) mod tests;

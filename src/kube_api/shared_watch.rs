@@ -22,7 +22,7 @@ use nodepulse_actors::{
 };
 use tokio::task::AbortHandle;
 
-use super::{KubeApi, resume::resuming};
+use super::{KubeApi, pods::kept_pod, resume::resuming};
 
 /// What one watch's events mean for each node: the per-kind half of a [`Demux`].
 pub(crate) trait Router: Send + 'static {
@@ -235,7 +235,7 @@ impl Router for PodRouter {
                 if let Some(relisted) = self.relisted.as_mut() {
                     relisted.insert((node.clone(), key.clone()));
                 }
-                let pod = Arc::new(pod);
+                let pod = kept_pod(pod);
                 self.known
                     .entry(node.clone())
                     .or_default()
@@ -255,7 +255,7 @@ impl Router for PodRouter {
                     }
                     map_after_removal(&mut self.known);
                 }
-                vec![(node, PodWatchEvent::Deleted(Arc::new(pod)))]
+                vec![(node, PodWatchEvent::Deleted(kept_pod(pod)))]
             }
             Ok(watcher::Event::InitDone) => {
                 let relisted = self.relisted.take().unwrap_or_default();

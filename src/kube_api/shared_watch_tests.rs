@@ -125,6 +125,19 @@ fn pod_events_are_routed_by_spec_node_name() {
 }
 
 #[test]
+fn a_fleet_node_keeps_its_pods_without_their_managed_fields() {
+    let demux = Demux::new(PodRouter::new(members(&["n1"])));
+    let mut n1 = demux.subscribe("n1");
+    demux.route(Ok(Event::Apply(super::super::pods::tests::applied_pod())));
+    let events = drain(&mut n1);
+    let [PodWatchEvent::Applied(pod)] = &events[..] else {
+        panic!("one applied pod: {events:?}");
+    };
+    assert_eq!(pod.metadata.managed_fields, None);
+    assert_eq!(pod.metadata.name.as_deref(), Some("web"));
+}
+
+#[test]
 fn a_late_pod_subscriber_starts_from_the_nodes_current_pods() {
     let demux = Demux::new(PodRouter::new(members(&["a"])));
     demux.route(Ok(Event::Apply(pod("web", "a"))));
