@@ -11,7 +11,9 @@ fn volume(name: &str, plugin: Plugin, spec: serde_json::Value) -> PodVolume {
         plugin,
         unique_name: UniqueVolumeName::pod_scoped(plugin, "u1", name),
         attachable: false,
-        spec: serde_json::from_value(spec).unwrap(),
+        spec: serde_json::from_value::<k8s_openapi::api::core::v1::Volume>(spec)
+            .unwrap()
+            .into(),
         csi: None,
     }
 }

@@ -129,11 +129,8 @@ impl VolumeManagerMemory {
         let unchanged =
             (cache.built_from.as_ref()).is_some_and(|inputs| inputs.are_those_of(self, node_name));
         if !unchanged {
-            let mut desired = DesiredState::from_pods_with(
-                self.pods.values().map(Arc::as_ref),
-                node_name,
-                &self.claims,
-            );
+            let mut desired =
+                DesiredState::from_pods_with(self.pods.values(), node_name, &self.claims);
             desired.populated = self.listed;
             self.desired_cache = DesiredCache {
                 built_from: Some(DesiredInputs::of(self, node_name)),
@@ -146,7 +143,7 @@ impl VolumeManagerMemory {
     /// [`Self::desired`] for one pod only: what the per-operation checks ask, without building
     /// every pod's volumes to look at one.
     pub fn desired_pod(&self, node_name: &str, pod_uid: &str) -> DesiredState {
-        let pod = self.pods.get(pod_uid).map(Arc::as_ref);
+        let pod = self.pods.get(pod_uid);
         let mut desired = DesiredState::from_pods_with(pod, node_name, &self.claims);
         desired.populated = self.listed;
         desired

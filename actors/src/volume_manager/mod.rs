@@ -41,8 +41,12 @@ pub use ports::{
     VolumeHostError, VolumeSourceApi, resolve_claim, volumes_ready,
 };
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
-pub use spec::{PodVolume, PodVolumes, ResolvedClaims, SpecError, pod_volumes, pod_volumes_with};
-pub use state::{ActualState, DesiredPod, DesiredState, MountState, MountedVolume, StagedDevice};
+pub use spec::{
+    PodVolume, PodVolumes, ResolvedClaims, SpecError, VolumeSpec, pod_volumes, pod_volumes_with,
+};
+pub use state::{
+    ActualState, DesiredPod, DesiredState, MountState, MountedVolume, PodVolumeMap, StagedDevice,
+};
 pub use wait::{MountReadiness, UnmountedVolumes, mount_readiness, pod_error_message};
 
 /// The name VolumeManagerActor has in the supervisor, logs and the debug endpoint.

@@ -319,6 +319,12 @@ mod csi_adoption {
         actual
     }
 
+    fn arcs(
+        pods: Vec<k8s_openapi::api::core::v1::Pod>,
+    ) -> Vec<std::sync::Arc<k8s_openapi::api::core::v1::Pod>> {
+        pods.into_iter().map(std::sync::Arc::new).collect()
+    }
+
     fn claim_pods() -> Vec<k8s_openapi::api::core::v1::Pod> {
         vec![pod(
             "u1",
@@ -343,7 +349,7 @@ mod csi_adoption {
         let unresolved = DesiredState::from_pods(&claim_pods(), "n1");
         assert_eq!(run(&unresolved, &actual, now), Vec::<String>::new());
 
-        let desired = DesiredState::from_pods_with(&claim_pods(), "n1", &resolved(false));
+        let desired = DesiredState::from_pods_with(&arcs(claim_pods()), "n1", &resolved(false));
         let mut adopted = actual.clone();
         adopted.adopt_csi(&desired);
         let keys: Vec<_> = adopted.mounts.keys().cloned().collect();
@@ -358,7 +364,7 @@ mod csi_adoption {
 
     #[test]
     fn a_read_back_duplicate_of_a_known_mount_is_dropped() {
-        let desired = DesiredState::from_pods_with(&claim_pods(), "n1", &resolved(true));
+        let desired = DesiredState::from_pods_with(&arcs(claim_pods()), "n1", &resolved(true));
         let mut actual = all_mounted(&desired, Instant::now());
         actual.mounts.extend(read_back().mounts);
         actual.adopt_csi(&desired);

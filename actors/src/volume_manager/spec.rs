@@ -2,7 +2,10 @@
 //! its plugin and unique name (§1.2). Volumes no container references are skipped, as the
 //! kubelet's populator does. Pure: reads the `Pod` object and the claims the actor resolved.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use k8s_openapi::api::core::v1::{Pod, Volume};
 
@@ -23,9 +26,70 @@ pub struct PodVolume {
     /// Whether the attach/detach controller must attach it first (reported in `volumesInUse`).
     pub attachable: bool,
     /// The spec, for the plugin's SetUp.
-    pub spec: Volume,
+    pub spec: VolumeSpec,
     /// The CSI volume behind a resolved claim (for [`Plugin::Csi`] only).
     pub csi: Option<CsiVolume>,
+}
+
+/// A volume as its pod declares it, read in place: the pod's shared `Arc` and the volume's
+/// index. A copy would cost kilobytes a volume (a k8s-openapi `Volume` holds every kind of
+/// source inline), kept for every pod in the desired state.
+#[derive(Clone)]
+pub struct VolumeSpec {
+    pod: Arc<Pod>,
+    index: usize,
+}
+
+impl VolumeSpec {
+    /// Volume `index` of `pod`'s `spec.volumes`, which must exist.
+    fn of(pod: &Arc<Pod>, index: usize) -> Self {
+        let spec = Self {
+            pod: Arc::clone(pod),
+            index,
+        };
+        debug_assert!(spec.volumes().get(index).is_some(), "no volume {index}");
+        spec
+    }
+
+    fn volumes(&self) -> &[Volume] {
+        (self.pod.spec.as_ref())
+            .and_then(|spec| spec.volumes.as_deref())
+            .unwrap_or_default()
+    }
+}
+
+/// A volume on its own (tests, and hand-made operations): held in a pod of its own.
+impl From<Volume> for VolumeSpec {
+    fn from(volume: Volume) -> Self {
+        let pod = Pod {
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                volumes: Some(vec![volume]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        Self::of(&Arc::new(pod), 0)
+    }
+}
+
+impl std::ops::Deref for VolumeSpec {
+    type Target = Volume;
+
+    fn deref(&self) -> &Volume {
+        &self.volumes()[self.index]
+    }
+}
+
+impl PartialEq for VolumeSpec {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for VolumeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 /// Why a volume of a pod cannot enter the desired state.
@@ -70,12 +134,12 @@ pub struct PodVolumes {
 /// The pod's volumes referenced by a `volumeMounts` or `volumeDevices` entry of an init,
 /// regular or ephemeral container; claim volumes count as unresolved.
 pub fn pod_volumes(pod: &Pod) -> PodVolumes {
-    pod_volumes_with(pod, &ResolvedClaims::new())
+    pod_volumes_with(&Arc::new(pod.clone()), &ResolvedClaims::new())
 }
 
 /// [`pod_volumes`] with the claims resolved so far: a resolved claim is its CSI volume, a failed
 /// one the pod's error.
-pub fn pod_volumes_with(pod: &Pod, claims: &ResolvedClaims) -> PodVolumes {
+pub fn pod_volumes_with(pod: &Arc<Pod>, claims: &ResolvedClaims) -> PodVolumes {
     let Some(spec) = &pod.spec else {
         return PodVolumes::default();
     };
@@ -84,11 +148,12 @@ pub fn pod_volumes_with(pod: &Pod, claims: &ResolvedClaims) -> PodVolumes {
     let declared = spec.volumes.as_deref().unwrap_or_default();
     let mut out = PodVolumes::default();
     for name in &referenced {
-        match declared.iter().find(|volume| &volume.name == name) {
+        let found = declared.iter().position(|volume| &volume.name == name);
+        match found.map(|index| (index, &declared[index])) {
             None => out.errors.push(SpecError::Undeclared {
                 volume: name.clone(),
             }),
-            Some(volume) if volume.persistent_volume_claim.is_some() => {
+            Some((index, volume)) if volume.persistent_volume_claim.is_some() => {
                 match claims.get(&(uid.to_owned(), volume.name.clone())) {
                     None => out.unresolved.push(volume.name.clone()),
                     Some(Err(error)) => out.errors.push(SpecError::Claim {
@@ -100,18 +165,18 @@ pub fn pod_volumes_with(pod: &Pod, claims: &ResolvedClaims) -> PodVolumes {
                         plugin: Plugin::Csi,
                         unique_name: resolved.unique_name.clone(),
                         attachable: resolved.attachable,
-                        spec: volume.clone(),
+                        spec: VolumeSpec::of(pod, index),
                         csi: Some(resolved.volume.clone()),
                     }),
                 }
             }
-            Some(volume) => match plugin_of(volume) {
+            Some((index, volume)) => match plugin_of(volume) {
                 Ok(plugin) => out.volumes.push(PodVolume {
                     name: volume.name.clone(),
                     plugin,
                     unique_name: UniqueVolumeName::pod_scoped(plugin, uid, &volume.name),
                     attachable: false,
-                    spec: volume.clone(),
+                    spec: VolumeSpec::of(pod, index),
                     csi: None,
                 }),
                 Err(kind) => out.errors.push(SpecError::Unsupported {

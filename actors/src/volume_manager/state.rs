@@ -2,7 +2,10 @@
 //! of the world (what is set up on disk), keyed by pod UID and outer volume name (§1.1, §1.4).
 //! Pure data: the actor keeps them, the populator fills the first and operations the second.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use tokio::time::Instant;
 
@@ -21,11 +24,90 @@ pub struct DesiredPod {
     pub namespace: String,
     pub name: String,
     /// By outer volume name.
-    pub volumes: BTreeMap<String, PodVolume>,
+    pub volumes: PodVolumeMap,
     /// Volumes that cannot enter the desired state; they keep the pod from starting.
     pub errors: Vec<SpecError>,
     /// Claim volumes whose claim is not resolved yet: the pod waits for them.
     pub unresolved: Vec<String>,
+}
+
+/// A pod's volumes by outer name: a sorted `Vec`, as a pod has a few. The desired state keeps
+/// one for every pod, and a `BTreeMap` node reserves room for eleven volumes (about 3 KiB a pod).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodVolumeMap(Vec<PodVolume>);
+
+impl PodVolumeMap {
+    fn position(&self, name: &str) -> Result<usize, usize> {
+        self.0
+            .binary_search_by(|volume| volume.name.as_str().cmp(name))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&PodVolume> {
+        self.position(name).ok().map(|index| &self.0[index])
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut PodVolume> {
+        self.position(name).ok().map(|index| &mut self.0[index])
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.position(name).is_ok()
+    }
+
+    /// The outer names, sorted.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|volume| &volume.name)
+    }
+
+    pub fn values(&self) -> std::slice::Iter<'_, PodVolume> {
+        self.0.iter()
+    }
+
+    /// (outer name, volume), sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &PodVolume)> {
+        self.0.iter().map(|volume| (&volume.name, volume))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Sorted by name; of two volumes of one name the last stays, as a map's insert.
+impl FromIterator<PodVolume> for PodVolumeMap {
+    fn from_iter<I: IntoIterator<Item = PodVolume>>(volumes: I) -> Self {
+        let mut volumes: Vec<PodVolume> = volumes.into_iter().collect();
+        volumes.reverse();
+        volumes.sort_by(|a, b| a.name.cmp(&b.name));
+        volumes.dedup_by(|later, earlier| later.name == earlier.name);
+        volumes.shrink_to_fit();
+        Self(volumes)
+    }
+}
+
+impl std::ops::Index<&str> for PodVolumeMap {
+    type Output = PodVolume;
+
+    fn index(&self, name: &str) -> &PodVolume {
+        self.get(name)
+            .unwrap_or_else(|| panic!("no volume {name:?}"))
+    }
+}
+
+impl<'a> IntoIterator for &'a PodVolumeMap {
+    type Item = (&'a String, &'a PodVolume);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, PodVolume>,
+        fn(&'a PodVolume) -> (&'a String, &'a PodVolume),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|volume| (&volume.name, volume))
+    }
 }
 
 /// The volumes the pods bound to this node need, by pod UID.
@@ -42,12 +124,13 @@ impl DesiredState {
     /// The desired state from the complete list of pods the node knows: those bound to
     /// `node_name` and not terminated.
     pub fn from_pods<'a>(pods: impl IntoIterator<Item = &'a Pod>, node_name: &str) -> Self {
-        Self::from_pods_with(pods, node_name, &ResolvedClaims::new())
+        let pods: Vec<Arc<Pod>> = pods.into_iter().cloned().map(Arc::new).collect();
+        Self::from_pods_with(&pods, node_name, &ResolvedClaims::new())
     }
 
     /// [`DesiredState::from_pods`] with the claims resolved so far.
     pub fn from_pods_with<'a>(
-        pods: impl IntoIterator<Item = &'a Pod>,
+        pods: impl IntoIterator<Item = &'a Arc<Pod>>,
         node_name: &str,
         claims: &ResolvedClaims,
     ) -> Self {
@@ -60,11 +143,7 @@ impl DesiredState {
                 let desired = DesiredPod {
                     namespace: pod.metadata.namespace.clone().unwrap_or_default(),
                     name: pod.metadata.name.clone().unwrap_or_default(),
-                    volumes: found
-                        .volumes
-                        .into_iter()
-                        .map(|volume| (volume.name.clone(), volume))
-                        .collect(),
+                    volumes: found.volumes.into_iter().collect(),
                     errors: found.errors,
                     unresolved: found.unresolved,
                 };
