@@ -14,7 +14,7 @@ use super::{
     engine::Engine,
     kill::MIN_GRACE,
     tasks::EngineTask,
-    view::{TERMINATION_GRACE_ANNOTATION, labelled_name, pod_uid},
+    view::{TERMINATION_GRACE_ANNOTATION, by_pod, labelled_name, pod_uid},
 };
 use crate::ports::{
     ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerSummary, SandboxState,
@@ -85,18 +85,7 @@ pub fn plan(
     own_static: bool,
     known: impl Fn(&str) -> Option<bool>,
 ) -> GcPlan {
-    let mut by_pod: BTreeMap<&str, (Vec<&SandboxSummary>, Vec<&ContainerSummary>)> =
-        BTreeMap::new();
-    for sandbox in sandboxes {
-        if let Some(uid) = pod_uid(&sandbox.labels) {
-            by_pod.entry(uid).or_default().0.push(sandbox);
-        }
-    }
-    for container in containers {
-        if let Some(uid) = pod_uid(&container.labels) {
-            by_pod.entry(uid).or_default().1.push(container);
-        }
-    }
+    let by_pod = by_pod(sandboxes, containers);
     let mut plan = GcPlan::default();
     for (uid, (mut pod_sandboxes, mut pod_containers)) in by_pod {
         match known(uid) {

@@ -3,13 +3,13 @@
 //! node has pods — and sleeps without a timer while it has none — inspecting the pods whose
 //! containers changed and syncing them, and syncing the pods whose back-off ran out.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use super::{
     engine::Engine,
-    view::{Fingerprint, pod_uid},
+    view::{Fingerprint, by_pod},
 };
 use crate::ports::{
     ContainerFilter, ContainerRuntimeResult, ContainerSummary, SandboxFilter, SandboxSummary,
@@ -18,25 +18,6 @@ use crate::ports::{
 #[cfg(test)]
 #[path = "pleg_tests.rs"]
 mod tests;
-
-/// A listing's sandboxes and containers grouped by their pod's UID, in one walk over each: a
-/// relist looks every pod up here rather than filtering the whole listing once per pod.
-type ByPod<'a> = HashMap<&'a str, (Vec<&'a SandboxSummary>, Vec<&'a ContainerSummary>)>;
-
-fn by_pod<'a>(sandboxes: &'a [SandboxSummary], containers: &'a [ContainerSummary]) -> ByPod<'a> {
-    let mut by_pod = ByPod::new();
-    for sandbox in sandboxes {
-        if let Some(uid) = pod_uid(&sandbox.labels) {
-            by_pod.entry(uid).or_default().0.push(sandbox);
-        }
-    }
-    for container in containers {
-        if let Some(uid) = pod_uid(&container.labels) {
-            by_pod.entry(uid).or_default().1.push(container);
-        }
-    }
-    by_pod
-}
 
 impl Engine {
     /// The PLEG: relists while the node has pods, waits to be told of pods while it has none.
@@ -87,6 +68,8 @@ impl Engine {
         let started = Instant::now();
         let (sandboxes, containers) = self.list_all().await?;
         self.pleg_health.relisted(started);
+        // Grouped once: filtering the whole listing for each pod was 20,000 label lookups a
+        // second with 100 pods.
         let by_pod = by_pod(&sandboxes, &containers);
         let mut changed = Vec::new();
         {

@@ -2,6 +2,8 @@
 //! with their CRI statuses, newest first, found by the kubelet's labels. The kubelet's label
 //! and annotation names live here, since they are how a restarted nodepulse finds its pods.
 
+use std::collections::BTreeMap;
+
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -24,6 +26,28 @@ pub const TERMINATION_MESSAGE_PATH_ANNOTATION: &str =
 pub const TERMINATION_MESSAGE_POLICY_ANNOTATION: &str =
     "io.kubernetes.container.terminationMessagePolicy";
 pub const TERMINATION_GRACE_ANNOTATION: &str = "io.kubernetes.pod.terminationGracePeriod";
+
+/// A listing's sandboxes and containers grouped by the pod UID they carry, in one walk over each
+/// (those without one are left out), in UID order.
+pub type ListingByPod<'a> = BTreeMap<&'a str, (Vec<&'a SandboxSummary>, Vec<&'a ContainerSummary>)>;
+
+pub fn by_pod<'a>(
+    sandboxes: &'a [SandboxSummary],
+    containers: &'a [ContainerSummary],
+) -> ListingByPod<'a> {
+    let mut by_pod = ListingByPod::new();
+    for sandbox in sandboxes {
+        if let Some(uid) = pod_uid(&sandbox.labels) {
+            by_pod.entry(uid).or_default().0.push(sandbox);
+        }
+    }
+    for container in containers {
+        if let Some(uid) = pod_uid(&container.labels) {
+            by_pod.entry(uid).or_default().1.push(container);
+        }
+    }
+    by_pod
+}
 
 /// The pod UID a sandbox or container carries, if it is one of the kubelet's (or ours).
 pub fn pod_uid(labels: &Labels) -> Option<&str> {
