@@ -58,7 +58,7 @@ impl VolumeSpec {
     }
 }
 
-/// A volume on its own (tests, and hand-made operations): held in a pod of its own.
+/// A volume on its own, held in a pod of its own (tests build operations from bare volumes).
 impl From<Volume> for VolumeSpec {
     fn from(volume: Volume) -> Self {
         let pod = Pod {

@@ -67,23 +67,18 @@ impl PodVolumeMap {
     pub fn iter(&self) -> impl Iterator<Item = (&String, &PodVolume)> {
         self.0.iter().map(|volume| (&volume.name, volume))
     }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
-/// Sorted by name; of two volumes of one name the last stays, as a map's insert.
+/// Sorted by name. The names are unique: a pod's volumes are found by the set of names its
+/// containers mount.
 impl FromIterator<PodVolume> for PodVolumeMap {
     fn from_iter<I: IntoIterator<Item = PodVolume>>(volumes: I) -> Self {
         let mut volumes: Vec<PodVolume> = volumes.into_iter().collect();
-        volumes.reverse();
         volumes.sort_by(|a, b| a.name.cmp(&b.name));
-        volumes.dedup_by(|later, earlier| later.name == earlier.name);
+        debug_assert!(
+            volumes.windows(2).all(|pair| pair[0].name != pair[1].name),
+            "one volume a name"
+        );
         volumes.shrink_to_fit();
         Self(volumes)
     }
