@@ -5,23 +5,32 @@
 #   scripts/text-order.sh [SECONDS]   every function a node executes from start to shutdown
 #                                     (`runtime: simulated` against the emulator, the debug
 #                                     endpoint and /metrics scraped), counted by callgrind
+#   scripts/text-order.sh --kit [PODS]  then adds the functions a `runtime: cri` node executes
+#                                     with real pods: on the conformance kit (REALK8S_ROOT, its
+#                                     control plane started; README "Real pods, side by side"),
+#                                     under callgrind, PODS (100) busybox pods created, Running,
+#                                     a `kubectl logs` and `exec`, the kubelet API's stats read,
+#                                     all deleted, the node shut down
 #   scripts/text-order.sh --refine [SECONDS]  then, on the release build made with that list and run
 #                                     natively, adds the functions whose first instruction fetch
 #                                     still faulted outside the list (paths that depend on
 #                                     timing, which run differently under valgrind)
+#   scripts/text-order.sh --refine-kit [PODS]  the same for the kit's node with real pods
 #
-# Run both after a change to what a running node executes, to any Cargo.toml or to the release
-# profile: symbol names carry a hash of the dependency graph and the profile, so such a change
-# renames most functions. A stale list only makes the resident text larger, never wrong.
+# Run them in that order after a change to what a running node executes, to any Cargo.toml or
+# to the release profile: symbol names carry a hash of the dependency graph and the profile, so
+# such a change renames most functions. A stale list only makes the resident text larger, never
+# wrong. The simulated node's functions come first, so a simulated node's text is packed too.
 # Needs valgrind, perf (--refine), binutils' nm and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=callgrind
 seconds=150
-if [ "${1:-}" = --refine ]; then
-  mode=refine
-  shift
-fi
+case "${1:-}" in
+  --refine) mode=refine; shift ;;
+  --kit) mode=kit; shift; pods="${1:-100}" ;;
+  --refine-kit) mode=refine-kit; shift; pods="${1:-100}" ;;
+esac
 seconds="${1:-$seconds}"
 list=release/text-order.txt
 cargo build --release -p nodepulse -p nodepulse-emulator --bins
@@ -53,16 +62,74 @@ run_node() {
   wait "$recorder" || true
 }
 
+# The names callgrind met (`fn=(id) name` or `cfn=`, each named once) that the binary defines, in
+# the order callgrind first met them.
+executed() { # CALLGRIND_OUT
+  grep -oE '^c?fn=\([0-9]+\) .+' "$1" | sed -E 's/^c?fn=\([0-9]+\) //' \
+    | awk '!seen[$0]++' | grep -Fxf "$work/defined"
+}
+
+# A `runtime: cri` node on the kit with $1 real pods, under the recorder "${@:2}" (bench/kit-node.sh
+# brings it up and down as bench/agents.sh does).
+run_kit_node() {
+  local pods=$1 kubelet_api i
+  shift
+  printf '#!/bin/sh\nexec %s %s "$@"\n' "$*" "$(realpath "$bin/nodepulse")" >"$work/nodepulse"
+  chmod +x "$work/nodepulse"
+  {
+    printf '{"apiVersion": "v1", "kind": "List", "items": ['
+    for i in $(seq 0 $((pods - 1))); do
+      [ "$i" = 0 ] || printf ','
+      printf '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "text-order-%s", "namespace": "default"}, "spec": {"nodeName": "np-bench", "terminationGracePeriodSeconds": 5, "containers": [{"name": "main", "image": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1", "command": ["/bin/sh", "-c", "trap '"'"'exit 0'"'"' TERM; while :; do sleep 3600 & wait $!; done"]}]}}' "$i"
+    done
+    printf ']}\n'
+  } >"$work/pods.json"
+  (
+    REPO=$PWD NODEPULSE_BIN="$work/nodepulse" LOG_TAG=text-order
+    # shellcheck source=bench/kit-node.sh
+    . bench/kit-node.sh
+    agent_up nodepulse text-order
+    $KUBECTL apply -f "$work/pods.json" >/dev/null
+    for _ in $(seq 900); do
+      [ "$($KUBECTL get pods -n default --field-selector status.phase=Running -o name | grep -c text-order-)" = "$pods" ] && break
+      sleep 2
+    done
+    log "$pods pods Running"
+    $KUBECTL logs text-order-0 >/dev/null || log "warning: kubectl logs failed"
+    $KUBECTL exec text-order-0 -- true || log "warning: kubectl exec failed"
+    kubelet_api=(curl -fsSk --cert "$ROOT/pki/apiserver-kubelet-client.crt" --key "$ROOT/pki/apiserver-kubelet-client.key")
+    for path in /stats/summary /metrics/resource /pods /healthz; do
+      "${kubelet_api[@]}" "https://$NODE_IP:10250$path" >/dev/null || log "warning: $path did not answer"
+    done
+    sleep 90
+    $KUBECTL delete -f "$work/pods.json" --wait=true --timeout=900s >/dev/null
+    sleep 30
+    # The recorder writes its file once the node has shut down (perf stops its workload with a
+    # SIGTERM too).
+    kill -TERM "$AGENT_PID"
+    for _ in $(seq 300); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 1; done
+    agent_down
+  )
+}
+
 nm --defined-only "$bin/nodepulse" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u >"$work/defined"
-if [ "$mode" = callgrind ]; then
+if [ "$mode" = kit ]; then
+  run_kit_node "$pods" valgrind --tool=callgrind --demangle=no \
+    --callgrind-out-file="$work/callgrind.out"
+  executed "$work/callgrind.out" | grep -Fxvf "$list" >"$work/added" || true
+  echo "$(wc -l <"$work/added") functions added" >&2
+  cat "$work/added" >>"$list"
+elif [ "$mode" = callgrind ]; then
   run_node valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \
     "${daemon[@]}"
-  # callgrind names each function once as `fn=(id) name` (or `cfn=`); keep those the binary
-  # defines, in the order callgrind first met them.
-  grep -oE '^c?fn=\([0-9]+\) .+' "$work/callgrind.out" | sed -E 's/^c?fn=\([0-9]+\) //' \
-    | awk '!seen[$0]++' | grep -Fxf "$work/defined" >"$list"
+  executed "$work/callgrind.out" >"$list"
 else
-  run_node perf record -q -c 1 -e page-faults -d -o "$work/faults.data" "${daemon[@]}"
+  recorder=(perf record -q -c 1 -e page-faults -d -o "$work/faults.data")
+  if [ "$mode" = refine-kit ]; then
+    run_kit_node "$pods" "${recorder[@]}"
+  else
+    run_node "${recorder[@]}" "${daemon[@]}"
+  fi
   # An instruction fetch fault has the faulting address equal to the instruction pointer.
   perf script -i "$work/faults.data" -F ip,addr,dso,sym --no-demangle 2>/dev/null \
     | awk -v binary="$(realpath "$bin/nodepulse")" '
