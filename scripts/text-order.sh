@@ -16,6 +16,9 @@
 #                                     still faulted outside the list (paths that depend on
 #                                     timing, which run differently under valgrind)
 #   scripts/text-order.sh --refine-kit [PODS]  the same for the kit's node with real pods
+#   scripts/text-order.sh --check [BINARY]  whether the list still applies to a release build
+#                                     (target/release/nodepulse): fails when under 95 % of its
+#                                     names are defined there, i.e. the list has gone stale
 #
 # Run them in that order after a change to what a running node executes, to any Cargo.toml or
 # to the release profile: symbol names carry a hash of the dependency graph and the profile, so
@@ -33,6 +36,18 @@ case "${1:-}" in
 esac
 seconds="${1:-$seconds}"
 list=release/text-order.txt
+if [ "${1:-}" = --check ]; then
+  binary="${2:-${CARGO_TARGET_DIR:-target}/release/nodepulse}"
+  listed=$(wc -l <"$list")
+  defined=$(nm --defined-only "$binary" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u \
+    | grep -cFxf - "$list" || true)
+  echo "$binary defines $defined of the $listed functions $list names" >&2
+  [ $((defined * 100)) -ge $((listed * 95)) ] || {
+    echo "the list is stale: run this script's steps again (see its head)" >&2
+    exit 1
+  }
+  exit 0
+fi
 cargo build --release -p nodepulse -p nodepulse-emulator --bins
 bin="${CARGO_TARGET_DIR:-target}/release"
 work="$(mktemp -d)"
