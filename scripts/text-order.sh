@@ -33,11 +33,11 @@ case "${1:-}" in
   --refine) mode=refine; shift ;;
   --kit) mode=kit; shift; pods="${1:-100}" ;;
   --refine-kit) mode=refine-kit; shift; pods="${1:-100}" ;;
+  --check) mode=check; shift; binary="${1:-${CARGO_TARGET_DIR:-target}/release/nodepulse}" ;;
 esac
 seconds="${1:-$seconds}"
 list=release/text-order.txt
-if [ "${1:-}" = --check ]; then
-  binary="${2:-${CARGO_TARGET_DIR:-target}/release/nodepulse}"
+if [ "$mode" = check ]; then
   listed=$(wc -l <"$list")
   defined=$(nm --defined-only "$binary" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u \
     | grep -cFxf - "$list" || true)
@@ -87,7 +87,7 @@ executed() { # CALLGRIND_OUT
 # A `runtime: cri` node on the kit with $1 real pods, under the recorder "${@:2}" (bench/kit-node.sh
 # brings it up and down as bench/agents.sh does).
 run_kit_node() {
-  local pods=$1 kubelet_api i
+  local pods=$1 kubelet_api i running
   shift
   printf '#!/bin/sh\nexec %s %s "$@"\n' "$*" "$(realpath "$bin/nodepulse")" >"$work/nodepulse"
   chmod +x "$work/nodepulse"
@@ -106,10 +106,11 @@ run_kit_node() {
     agent_up nodepulse text-order
     $KUBECTL apply -f "$work/pods.json" >/dev/null
     for _ in $(seq 900); do
-      [ "$($KUBECTL get pods -n default --field-selector status.phase=Running -o name | grep -c text-order-)" = "$pods" ] && break
+      running=$($KUBECTL get pods -n default --field-selector status.phase=Running -o name | grep -c text-order- || true)
+      [ "$running" = "$pods" ] && break
       sleep 2
     done
-    log "$pods pods Running"
+    log "$running of $pods pods Running"
     $KUBECTL logs text-order-0 >/dev/null || log "warning: kubectl logs failed"
     $KUBECTL exec text-order-0 -- true || log "warning: kubectl exec failed"
     kubelet_api=(curl -fsSk --cert "$ROOT/pki/apiserver-kubelet-client.crt" --key "$ROOT/pki/apiserver-kubelet-client.key")
