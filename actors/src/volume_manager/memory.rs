@@ -80,8 +80,8 @@ pub struct VolumeManagerMemory {
 /// The desired state last built and what it was built from. Each projected or configMap volume
 /// is refreshed at its own time, so with 100 pods the reconciler passes a few times a second
 /// with nothing changed; rebuilding every pod's volumes each time (cloning their sources) took
-/// a third of the agent's steady CPU with 100 real pods. A changed pod is a new `Arc` from the watch, so comparing
-/// the `Arc`s tells whether anything did.
+/// a third of the agent's steady CPU with 100 real pods. A changed pod is a new `Arc` from the
+/// watch, so comparing the `Arc`s tells whether anything did.
 #[derive(Debug, Default, Clone)]
 pub struct DesiredCache {
     built_from: Option<DesiredInputs>,
