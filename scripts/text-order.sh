@@ -48,23 +48,33 @@ if [ "$mode" = check ]; then
   }
   exit 0
 fi
-cargo build --release -p nodepulse -p nodepulse-emulator --bins
+case "$mode" in
+  kit | refine-kit) cargo build --release -p nodepulse --bin nodepulse ;;
+  *) cargo build --release -p nodepulse -p nodepulse-emulator --bins ;;
+esac
 bin="${CARGO_TARGET_DIR:-target}/release"
 work="$(mktemp -d)"
 emulator=""
 trap 'kill $emulator 2>/dev/null || true; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-api_port="$(free_port)"
-debug_port="$(free_port)"
-"$bin/nodepulse-emulator" --address "127.0.0.1:$api_port" --kubeconfig-out "$work/kubeconfig" \
-  >"$work/emulator.log" 2>&1 &
-emulator=$!
-for _ in $(seq 100); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
-printf 'runtime: simulated\ndebug:\n  address: 127.0.0.1:%s\n' "$debug_port" >"$work/nodepulse.yaml"
-daemon=("$bin/nodepulse" --config "$work/nodepulse.yaml" --kubeconfig "$work/kubeconfig"
-  --node-name text-order)
 
-# Runs "$@" (the daemon, under a recorder) for $seconds, scraping the endpoint half-way.
+# The simulated node's emulator, and the daemon's command line against it (sets debug_port and
+# daemon).
+start_emulator() {
+  local api_port
+  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+  api_port="$(free_port)"
+  debug_port="$(free_port)"
+  "$bin/nodepulse-emulator" --address "127.0.0.1:$api_port" --kubeconfig-out "$work/kubeconfig" \
+    >"$work/emulator.log" 2>&1 &
+  emulator=$!
+  for _ in $(seq 100); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
+  printf 'runtime: simulated\ndebug:\n  address: 127.0.0.1:%s\n' "$debug_port" >"$work/nodepulse.yaml"
+  daemon=("$bin/nodepulse" --config "$work/nodepulse.yaml" --kubeconfig "$work/kubeconfig"
+    --node-name text-order)
+}
+
+# Runs "$@" (the simulated daemon, under a recorder) for $seconds, scraping the endpoint
+# half-way.
 run_node() {
   "$@" >"$work/daemon.log" 2>&1 &
   local recorder=$!
@@ -136,6 +146,7 @@ if [ "$mode" = kit ]; then
   echo "$(wc -l <"$work/added") functions added" >&2
   cat "$work/added" >>"$list"
 elif [ "$mode" = callgrind ]; then
+  start_emulator
   run_node valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \
     "${daemon[@]}"
   executed "$work/callgrind.out" >"$list"
@@ -144,6 +155,7 @@ else
   if [ "$mode" = refine-kit ]; then
     run_kit_node "$pods" "${recorder[@]}"
   else
+    start_emulator
     run_node "${recorder[@]}" "${daemon[@]}"
   fi
   # An instruction fetch fault has the faulting address equal to the instruction pointer.
