@@ -15,6 +15,8 @@ mod debug;
 pub(crate) mod fakes;
 mod fetch;
 #[cfg(test)]
+mod fetch_tests;
+#[cfg(test)]
 mod fixtures;
 pub mod layout;
 pub mod memory;
