@@ -28,7 +28,7 @@ use crate::{
 
 /// The waits before asking again for a token refused for [`cache_lag`] (one second in all);
 /// after them the refusal is the volume's failure, retried on the volume manager's back-off.
-pub const CACHE_LAG_WAITS: [Duration; 4] = [
+const CACHE_LAG_WAITS: [Duration; 4] = [
     Duration::from_millis(100),
     Duration::from_millis(200),
     Duration::from_millis(300),
@@ -39,7 +39,7 @@ pub const CACHE_LAG_WAITS: [Duration; 4] = [
 /// the pod yet: the NodeRestriction admission plugin reads pods from an informer (`404 pod
 /// "NAME" not found`, where a missing ServiceAccount says `serviceaccounts "NAME" not found`)
 /// and the Node authorizer from its graph (`403 … no relationship found between node …`).
-pub fn cache_lag(error: &ApiError, pod: &str) -> bool {
+fn cache_lag(error: &ApiError, pod: &str) -> bool {
     match error {
         ApiError::NotFound(message) => message.contains(&format!("pod \"{pod}\" not found")),
         ApiError::Refused {

@@ -1,78 +1,23 @@
 //! A token refused only while the API server's caches catch up with the pod is asked again
 //! within a second; any other refusal is the volume's failure at once. On paused time.
 
-use std::{
-    collections::VecDeque,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
-use futures::future::BoxFuture;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use tokio::time::Instant;
 
 use super::{
-    VolumeSourceApi,
-    content::{
-        Fetched, SourceObject, TokenSpec,
-        token::{IssuedToken, TokenCache},
-    },
+    content::{Fetched, SourceObject, TokenSpec, token::TokenCache},
+    fakes::objects::FakeObjects,
     fetch::fetch,
 };
-use crate::ports::{ApiError, ApiResult};
+use crate::ports::ApiError;
 
-/// Answers each TokenRequest with the next of `answers` (granting once they run out) and
-/// notes when it was asked.
-#[derive(Clone, Default)]
-struct ScriptedTokens {
-    answers: Arc<Mutex<VecDeque<ApiError>>>,
-    asked: Arc<Mutex<Vec<Instant>>>,
-}
-
-impl ScriptedTokens {
-    fn refusing(answers: Vec<ApiError>) -> Self {
-        Self {
-            answers: Arc::new(Mutex::new(answers.into())),
-            ..Self::default()
-        }
-    }
-
-    /// When each TokenRequest came, from `start`.
-    fn asked_after(&self, start: Instant) -> Vec<Duration> {
-        let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        asked.iter().map(|at| at.duration_since(start)).collect()
-    }
-}
-
-impl VolumeSourceApi for ScriptedTokens {
-    fn get_config_map(&self, _: &str, _: &str) -> BoxFuture<'static, ApiResult<ConfigMap>> {
-        Box::pin(async { Err(ApiError::NotFound("no configmaps here".into())) })
-    }
-    fn get_secret(&self, _: &str, _: &str) -> BoxFuture<'static, ApiResult<Secret>> {
-        Box::pin(async { Err(ApiError::NotFound("no secrets here".into())) })
-    }
-    fn request_token(&self, _: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Instant::now());
-        let answer = self
-            .answers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front();
-        Box::pin(async move {
-            match answer {
-                Some(error) => Err(error),
-                None => Ok(IssuedToken {
-                    token: "granted".into(),
-                    issued_at: Timestamp::UNIX_EPOCH,
-                    expires_at: Timestamp::MAX,
-                }),
-            }
-        })
-    }
+/// A fake API that refuses the first TokenRequests with `refusals` and grants the rest.
+fn refusing(refusals: Vec<ApiError>) -> FakeObjects {
+    let api = FakeObjects::default();
+    api.grant_tokens_after(refusals);
+    api
 }
 
 fn spec() -> TokenSpec {
@@ -104,7 +49,7 @@ fn no_relationship() -> ApiError {
 }
 
 /// Fetches the token of [`spec`] from `api`: what came of it, and when each request went.
-async fn fetch_token(api: &ScriptedTokens) -> (Fetched, Vec<Duration>) {
+async fn fetch_token(api: &FakeObjects) -> (Fetched, Vec<Duration>) {
     let start = Instant::now();
     let source = SourceObject::Token(spec());
     let mut outcome = fetch(
@@ -115,7 +60,7 @@ async fn fetch_token(api: &ScriptedTokens) -> (Fetched, Vec<Duration>) {
     )
     .await;
     let fetched = outcome.fetched.remove(&source).expect("fetched");
-    (fetched, api.asked_after(start))
+    (fetched, api.tokens_asked_after(start))
 }
 
 fn millis(values: &[u64]) -> Vec<Duration> {
@@ -124,7 +69,7 @@ fn millis(values: &[u64]) -> Vec<Duration> {
 
 #[tokio::test(start_paused = true)]
 async fn a_token_refused_while_the_caches_lag_is_asked_again_within_a_second() {
-    let api = ScriptedTokens::refusing(vec![pod_not_found(), no_relationship(), pod_not_found()]);
+    let api = refusing(vec![pod_not_found(), no_relationship(), pod_not_found()]);
     let (fetched, asked) = fetch_token(&api).await;
     assert_eq!(fetched, Fetched::Token("granted".into()));
     // Asked at once, then after 100, 200 and 300 ms more: granted 600 ms after the first try,
@@ -134,7 +79,7 @@ async fn a_token_refused_while_the_caches_lag_is_asked_again_within_a_second() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lag_that_outlasts_the_waits_is_the_volumes_failure() {
-    let api = ScriptedTokens::refusing(vec![pod_not_found(); 6]);
+    let api = refusing(vec![pod_not_found(); 6]);
     let (fetched, asked) = fetch_token(&api).await;
     assert_eq!(
         fetched,
@@ -164,7 +109,7 @@ async fn any_other_refusal_fails_at_once() {
         },
     ];
     for refusal in refusals {
-        let api = ScriptedTokens::refusing(vec![refusal.clone()]);
+        let api = refusing(vec![refusal.clone()]);
         let (fetched, asked) = fetch_token(&api).await;
         assert_eq!(fetched, Fetched::Failed(refusal.to_string()), "{refusal}");
         assert_eq!(asked, millis(&[0]), "{refusal}: asked once");

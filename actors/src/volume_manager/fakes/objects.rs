@@ -1,14 +1,17 @@
 //! A fake of the API objects port (`VolumeSourceApi`): ConfigMaps and Secrets a test sets and
-//! changes while actors run, answered as the API server would (404 for a missing one); no
-//! tokens.
+//! changes while actors run, answered as the API server would (404 for a missing one); tokens
+//! refused unless a test scripts their answers.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, VecDeque},
     sync::{Arc, Mutex, PoisonError},
+    time::Duration,
 };
 
 use futures::future::BoxFuture;
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use tokio::time::Instant;
 
 use crate::{
     ports::{ApiError, ApiResult},
@@ -21,6 +24,35 @@ use crate::{
 pub struct FakeObjects {
     config_maps: Arc<Mutex<BTreeMap<String, BTreeMap<String, String>>>>,
     secrets: Arc<Mutex<BTreeMap<String, Secret>>>,
+    tokens: Arc<Mutex<TokenAnswers>>,
+}
+
+/// How TokenRequests are answered, and when each came.
+#[derive(Default)]
+struct TokenAnswers {
+    /// Whether a request past `refusals` is granted (else refused: no tokens here).
+    granting: bool,
+    refusals: VecDeque<ApiError>,
+    asked: Vec<Instant>,
+}
+
+impl FakeObjects {
+    /// Answers the next TokenRequests with `refusals`, one each, and grants every one after.
+    pub fn grant_tokens_after(&self, refusals: Vec<ApiError>) {
+        let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        tokens.granting = true;
+        tokens.refusals = refusals.into();
+    }
+
+    /// When each TokenRequest came, from `start`.
+    pub fn tokens_asked_after(&self, start: Instant) -> Vec<Duration> {
+        let tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        tokens
+            .asked
+            .iter()
+            .map(|at| at.duration_since(start))
+            .collect()
+    }
 }
 
 impl FakeObjects {
@@ -78,6 +110,17 @@ impl VolumeSourceApi for FakeObjects {
         )
     }
     fn request_token(&self, _: &TokenSpec) -> BoxFuture<'static, ApiResult<IssuedToken>> {
-        Box::pin(async { Err(ApiError::NotFound("no tokens here".into())) })
+        let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        tokens.asked.push(Instant::now());
+        let answer = match tokens.refusals.pop_front() {
+            Some(refusal) => Err(refusal),
+            None if tokens.granting => Ok(IssuedToken {
+                token: "granted".into(),
+                issued_at: Timestamp::UNIX_EPOCH,
+                expires_at: Timestamp::MAX,
+            }),
+            None => Err(ApiError::NotFound("no tokens here".into())),
+        };
+        Box::pin(async move { answer })
     }
 }
