@@ -207,7 +207,7 @@ pub fn choose_eviction(
         ("starved_resource".to_owned(), resource.name().to_owned()),
     ]);
     Some(EvictPod {
-        pod: Box::new(victim.pod),
+        pod: Box::new(Pod::clone(&victim.pod)),
         message,
         annotations,
     })

@@ -1,7 +1,7 @@
 //! Eviction ranking and the chosen eviction's message, as the kubelet's `rankMemoryPressure`,
 //! `rankDiskPressureFunc` and `rankPIDPressure` order pods.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
@@ -26,7 +26,7 @@ fn pod(name: &str, memory_request: Option<&str>, priority: Option<i32>) -> Pod {
 
 fn stats(pod: Pod, memory: Option<u64>) -> PodStats {
     PodStats {
-        pod,
+        pod: Arc::new(pod),
         containers: memory.map(|memory_bytes| {
             vec![ContainerStats {
                 name: "app".into(),

@@ -37,7 +37,7 @@ impl PodStatsSource for OnePod {
         pod.metadata.name = Some("victim".to_owned());
         pod.metadata.namespace = Some("default".to_owned());
         vec![PodStats {
-            pod,
+            pod: Arc::new(pod),
             containers: None,
             processes: None,
         }]

@@ -4,7 +4,7 @@
 //! affinity, node name, host ports, untolerated NoExecute taints — and only the first failure is
 //! reported, with the kubelet's reason and text.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use k8s_openapi::api::core::v1::{ContainerPort, Node, Pod, PodStatus, Taint, Toleration};
 
@@ -38,7 +38,7 @@ impl Rejection {
 /// Decides whether `pod` may run on `node` beside `admitted`: the pods already accepted and not
 /// yet terminal (the kubelet's active pods, `pod` itself not among them). A static pod skips
 /// the NoExecute taint check, as in the kubelet (an HTTP source's pods carry no toleration).
-pub fn admit(pod: &Pod, node: &Node, admitted: &[Pod]) -> Result<(), Rejection> {
+pub fn admit(pod: &Pod, node: &Node, admitted: &[Arc<Pod>]) -> Result<(), Rejection> {
     check_platform(pod, node)?;
     let unexpected = |error: crate::quantity::QuantityError| {
         Rejection::new("UnexpectedAdmissionError", error.to_string())
@@ -71,7 +71,10 @@ pub fn admit(pod: &Pod, node: &Node, admitted: &[Pod]) -> Result<(), Rejection> 
             "node(s) didn't match the requested node name",
         ));
     }
-    let taken: Vec<ContainerPort> = admitted.iter().flat_map(host_ports).collect();
+    let taken: Vec<ContainerPort> = admitted
+        .iter()
+        .flat_map(|other| host_ports(other))
+        .collect();
     if host_ports(pod)
         .iter()
         .any(|port| port_conflicts(port, &taken))

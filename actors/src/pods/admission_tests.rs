@@ -1,6 +1,8 @@
 //! Table tests of the kubelet's predicate admission: one row per reason, with the kubelet's
 //! exact texts, and the request arithmetic (init containers, sidecars, overhead).
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Value, json};
 
@@ -266,6 +268,7 @@ fn every_refusal_has_the_kubelets_reason_and_message() {
         ),
     ];
     for (name, pod, node, admitted, expected) in cases {
+        let admitted: Vec<Arc<Pod>> = admitted.into_iter().map(Arc::new).collect();
         assert_eq!(admit(&pod, &node, &admitted), expected, "{name}");
     }
 }
@@ -352,7 +355,9 @@ fn host_ports_conflict_by_protocol_port_and_address() {
             false,
         ),
     ];
-    let taken = with_port(json!({"containerPort": 80, "hostPort": 8080, "hostIP": "10.0.0.1"}));
+    let taken = Arc::new(with_port(
+        json!({"containerPort": 80, "hostPort": 8080, "hostIP": "10.0.0.1"}),
+    ));
     for (port, fits) in cases {
         let result = admit(
             &with_port(port.clone()),
@@ -367,7 +372,7 @@ fn host_ports_conflict_by_protocol_port_and_address() {
     );
     let wants = with_port(json!({"containerPort": 2, "hostPort": 9090}));
     assert!(
-        admit(&wants, &node(json!({})), &[sidecar]).is_err(),
+        admit(&wants, &node(json!({})), &[Arc::new(sidecar)]).is_err(),
         "a sidecar's host port is taken"
     );
 }

@@ -437,7 +437,7 @@ impl PodLifecycleProvider for SimulatedPods {
                     })
                     .collect();
                 PodStats {
-                    pod: Pod::clone(&sim.pod),
+                    pod: Arc::clone(&sim.pod),
                     containers: Some(containers),
                     processes: Some(annotations::processes(&sim.pod).unwrap_or(0)),
                 }

@@ -96,7 +96,8 @@ pub struct ContainerStats {
 /// the kubelet ranks such pods first for eviction).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodStats {
-    pub pod: Pod,
+    /// Shared with the provider (not copied: ranking reads it).
+    pub pod: Arc<Pod>,
     pub containers: Option<Vec<ContainerStats>>,
     pub processes: Option<u64>,
 }

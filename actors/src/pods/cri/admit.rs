@@ -5,8 +5,6 @@
 
 use std::{sync::Arc, time::Duration};
 
-use k8s_openapi::api::core::v1::Pod;
-
 use super::{
     engine::{Ending, Engine},
     worker::later,
@@ -42,7 +40,7 @@ impl Engine {
                     && !entry.end.is_finished()
                     && entry.ending != Some(Ending::Gone)
             })
-            .map(|(_, entry)| Pod::clone(&entry.pod))
+            .map(|(_, entry)| Arc::clone(&entry.pod))
             .collect();
         let Some(entry) = core.pods.get_mut(uid) else {
             return false;

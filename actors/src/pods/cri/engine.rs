@@ -217,9 +217,9 @@ impl Engine {
     }
 
     /// Queues an Event about `pod` behind the updates already queued.
-    pub fn event(&self, pod: &Pod, event: PodEvent) {
+    pub fn event(&self, pod: &Arc<Pod>, event: PodEvent) {
         self.core().outbox.push(PodUpdate::Event {
-            pod: Arc::new(pod.clone()),
+            pod: Arc::clone(pod),
             event,
         });
     }

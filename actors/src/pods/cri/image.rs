@@ -3,6 +3,8 @@
 //! back-off — the decisions and texts are `pods::images`'; this file makes the CRI calls in
 //! between and records the events (Pulling, Pulled, Failed, BackOff) in order.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
@@ -38,7 +40,7 @@ impl Engine {
     /// The image reference to create `container` from, or why it cannot start yet.
     pub(super) async fn ensure_image(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         container: &Container,
         sandbox: &SandboxConfig,
     ) -> Result<String, Failure> {
@@ -101,7 +103,7 @@ impl Engine {
     }
 
     /// Records the failure's events; the container retries when the pull back-off ends.
-    fn image_failure(&self, pod: &Pod, image: &str, failed: ImageFailure) -> Failure {
+    fn image_failure(&self, pod: &Arc<Pod>, image: &str, failed: ImageFailure) -> Failure {
         for event in failed.events {
             self.event(pod, event);
         }
@@ -119,7 +121,7 @@ impl Engine {
     /// the last error when every one fails.
     async fn pull(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         image: &str,
         sandbox: &SandboxConfig,
     ) -> Result<String, PullError> {
@@ -146,7 +148,7 @@ impl Engine {
     /// the pod's own `runAsUser` does not decide); the kubelet's message when it may not start.
     pub(super) async fn verify_non_root(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         container: &Container,
         image_ref: &str,
     ) -> Result<(), String> {

@@ -3,7 +3,7 @@
 //! period), sidecars last — each waits, within what is left of its grace, for the app
 //! containers and the sidecars declared after it to stop — so a sidecar outlives the app.
 
-use std::{collections::BTreeSet, time::Duration};
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -58,7 +58,7 @@ impl Engine {
     /// Killing event's (default "Stopping container <name>").
     pub(super) async fn kill_containers(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         runtime: &PodRuntime,
         grace: Duration,
         message: Option<&str>,
@@ -88,7 +88,7 @@ impl Engine {
     /// then StopContainer with what is left, never under two seconds.
     pub(super) async fn kill_container(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         status: &ContainerStatus,
         grace: Duration,
         message: Option<&str>,

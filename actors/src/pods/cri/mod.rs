@@ -353,7 +353,7 @@ impl PodLifecycleProvider for CriPods {
             .values()
             .filter(|entry| !entry.end.is_finished())
             .map(|entry| PodStats {
-                pod: Pod::clone(&entry.pod),
+                pod: Arc::clone(&entry.pod),
                 containers: None,
                 processes: None,
             })

@@ -3,7 +3,7 @@
 //! lifetime: it ends when the container stops running or the pod is torn down. A failure kills
 //! the container (Killing "FailedPostStartHook") and leaves it waiting with PostStartHookError.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
@@ -20,7 +20,7 @@ impl Engine {
     /// Runs `container`'s postStart hook, if any, against the started container `id`.
     pub(super) async fn post_start(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         container: &Container,
         id: &str,
     ) -> Result<(), Failure> {

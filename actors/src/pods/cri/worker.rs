@@ -101,10 +101,10 @@ impl Engine {
         )
     }
 
-    fn snapshot(&self, uid: &str) -> Option<(Pod, PodRuntime)> {
+    fn snapshot(&self, uid: &str) -> Option<(Arc<Pod>, PodRuntime)> {
         let core = self.core();
         let entry = core.pods.get(uid)?;
-        Some((Pod::clone(&entry.pod), entry.runtime.clone()))
+        Some((Arc::clone(&entry.pod), entry.runtime.clone()))
     }
 
     /// Records the outcome of one start and reports the status.
@@ -292,7 +292,7 @@ impl Engine {
     /// newest instance of that name, whatever its state).
     fn pid_target(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         container: &Container,
         runtime: &PodRuntime,
     ) -> Result<Option<String>, String> {
@@ -307,7 +307,7 @@ impl Engine {
 
     async fn start(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         container: &Container,
         runtime: &PodRuntime,
         sandbox_id: &str,
@@ -429,7 +429,7 @@ impl Engine {
     /// now.
     async fn env(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         container: &Container,
     ) -> Result<Vec<(String, String)>, EnvError> {
         let objects = EnvObjects::fetch(self.objects.as_ref(), pod, container).await;
