@@ -15,7 +15,8 @@ use nodepulse_supervisor::Kept;
 use tokio::time::Instant;
 
 use super::{
-    ActualState, DesiredState, MountReadiness, Plugin, PodDirs, PodVolume, UniqueVolumeName,
+    ActualState, DesiredPod, DesiredState, MountReadiness, Plugin, PodDirs, PodVolume,
+    UniqueVolumeName,
     content::{NodeAllocatable, token::TokenCache},
     mount_readiness,
     spec::ResolvedClaims,
@@ -92,7 +93,8 @@ pub struct DesiredCache {
 struct DesiredInputs {
     node_name: String,
     listed: bool,
-    /// Held, not only compared by address: a freed pod's address could be another's later.
+    /// In UID order. Held, not only compared by address: a freed pod's address could be
+    /// another's later.
     pods: Vec<Arc<Pod>>,
     claims: ResolvedClaims,
 }
@@ -111,26 +113,27 @@ impl DesiredInputs {
         self.listed == memory.listed
             && self.node_name == node_name
             && self.pods.len() == memory.pods.len()
-            && self
-                .pods
-                .iter()
-                .zip(memory.pods.values())
-                .all(|(built, now)| Arc::ptr_eq(built, now))
+            && (self.pods.iter().zip(memory.pods.values())).all(|(built, now)| Arc::ptr_eq(built, now))
             && self.claims == memory.claims
+    }
+
+    /// The pod `uid` as this state was built from.
+    fn pod(&self, uid: &str) -> Option<&Arc<Pod>> {
+        let found = (self.pods).binary_search_by(|pod| pod.metadata.uid.as_deref().cmp(&Some(uid)));
+        found.ok().map(|index| &self.pods[index])
     }
 }
 
 impl VolumeManagerMemory {
     /// The desired state from the pods the watch reported. Complete (so unmounting may begin)
     /// only once the watch has listed every pod. Built again only when a pod, a claim or the
-    /// listing changed since the last call.
+    /// listing changed since the last call, and then only for the pods that changed.
     pub fn desired(&mut self, node_name: &str) -> Arc<DesiredState> {
         let cache = &self.desired_cache;
         let unchanged =
             (cache.built_from.as_ref()).is_some_and(|inputs| inputs.are_those_of(self, node_name));
         if !unchanged {
-            let mut desired =
-                DesiredState::from_pods_with(self.pods.values(), node_name, &self.claims);
+            let mut desired = self.desired_reusing_unchanged_pods(node_name);
             desired.populated = self.listed;
             self.desired_cache = DesiredCache {
                 built_from: Some(DesiredInputs::of(self, node_name)),
@@ -138,6 +141,34 @@ impl VolumeManagerMemory {
             };
         }
         Arc::clone(&self.desired_cache.desired)
+    }
+
+    /// Every pod's entry, taken over from the last state where the pod is the same `Arc` and
+    /// the node and claims are the same: in a burst of pod starts each pod changes a few
+    /// times, and building every pod's volumes again for each change made the burst's
+    /// reconciler passes quadratic.
+    fn desired_reusing_unchanged_pods(&self, node_name: &str) -> DesiredState {
+        let cache = &self.desired_cache;
+        let reusable = (cache.built_from.as_ref())
+            .filter(|inputs| inputs.node_name == node_name && inputs.claims == self.claims);
+        let pods = self
+            .pods
+            .iter()
+            .filter_map(|(uid, pod)| {
+                let built = reusable.and_then(|inputs| inputs.pod(uid));
+                let entry = match built {
+                    Some(built) if Arc::ptr_eq(built, pod) => {
+                        Arc::clone(cache.desired.pods.get(uid)?)
+                    }
+                    _ => Arc::new(DesiredPod::of(pod, node_name, &self.claims)?),
+                };
+                Some((uid.clone(), entry))
+            })
+            .collect();
+        DesiredState {
+            pods,
+            populated: true,
+        }
     }
 
     /// [`Self::desired`] for one pod only: what the per-operation checks ask, without building

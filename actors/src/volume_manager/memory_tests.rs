@@ -83,3 +83,40 @@ fn a_claim_resolved_since_builds_it_again() {
     assert!(failed.pods["u1"].unresolved.is_empty(), "{failed:?}");
     assert_eq!(failed.pods["u1"].errors.len(), 1, "{failed:?}");
 }
+
+#[test]
+fn a_rebuild_takes_over_the_entries_of_the_pods_that_did_not_change() {
+    let mut memory = memory_with(&[
+        pod_with_cfg_and_cache("u1", "n1"),
+        pod_with_cfg_and_cache("u2", "n1"),
+    ]);
+    let before = memory.desired("n1");
+    // u2 is reported again (a new `Arc`, the same spec) and u3 arrives.
+    memory
+        .pods
+        .insert("u2".into(), Arc::new(pod_with_cfg_and_cache("u2", "n1")));
+    memory
+        .pods
+        .insert("u3".into(), Arc::new(pod_with_cfg_and_cache("u3", "n1")));
+    let after = memory.desired("n1");
+    assert!(
+        Arc::ptr_eq(&before.pods["u1"], &after.pods["u1"]),
+        "u1 taken over"
+    );
+    assert!(
+        !Arc::ptr_eq(&before.pods["u2"], &after.pods["u2"]),
+        "u2 built again"
+    );
+    let pods: Vec<Pod> = memory.pods.values().map(|pod| Pod::clone(pod)).collect();
+    assert_eq!(*after, DesiredState::from_pods(&pods, "n1"));
+
+    // Another node or a changed claim builds every entry again.
+    let elsewhere = memory.desired("n2");
+    assert!(elsewhere.pods.is_empty());
+    let back = memory.desired("n1");
+    assert!(
+        !Arc::ptr_eq(&after.pods["u1"], &back.pods["u1"]),
+        "built for n1 again"
+    );
+    assert_eq!(*back, *after);
+}

@@ -1,4 +1,4 @@
-use std::{collections::BTreeSet, time::Duration};
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
 use serde_json::json;
 
@@ -165,6 +165,7 @@ fn attachable_pod_volume(uid: &str) -> (DesiredState, UniqueVolumeName) {
     let volume = desired
         .pods
         .get_mut(uid)
+        .map(Arc::make_mut)
         .unwrap()
         .volumes
         .get_mut("data")
@@ -321,8 +322,8 @@ mod csi_adoption {
 
     fn arcs(
         pods: Vec<k8s_openapi::api::core::v1::Pod>,
-    ) -> Vec<std::sync::Arc<k8s_openapi::api::core::v1::Pod>> {
-        pods.into_iter().map(std::sync::Arc::new).collect()
+    ) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
+        pods.into_iter().map(Arc::new).collect()
     }
 
     fn claim_pods() -> Vec<k8s_openapi::api::core::v1::Pod> {

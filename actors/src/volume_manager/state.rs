@@ -31,6 +31,23 @@ pub struct DesiredPod {
     pub unresolved: Vec<String>,
 }
 
+impl DesiredPod {
+    /// What `pod` needs, if it is bound to `node_name`, not terminated and has a UID.
+    pub fn of(pod: &Arc<Pod>, node_name: &str, claims: &ResolvedClaims) -> Option<Self> {
+        if !is_bound_to(pod, node_name) || is_terminated(pod) || pod.metadata.uid.is_none() {
+            return None;
+        }
+        let found = pod_volumes_with(pod, claims);
+        Some(Self {
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            volumes: found.volumes.into_iter().collect(),
+            errors: found.errors,
+            unresolved: found.unresolved,
+        })
+    }
+}
+
 /// A pod's volumes by outer name: a sorted `Vec`, as a pod has a few. The desired state keeps
 /// one for every pod, and a `BTreeMap` node reserves room for eleven volumes (about 3 KiB a pod).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -108,7 +125,8 @@ impl<'a> IntoIterator for &'a PodVolumeMap {
 /// The volumes the pods bound to this node need, by pod UID.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DesiredState {
-    pub pods: BTreeMap<String, DesiredPod>,
+    /// Shared: a state built again takes over the entries of the pods that did not change.
+    pub pods: BTreeMap<String, Arc<DesiredPod>>,
     /// Whether it was built from a complete pod list (the kubelet's `hasAddedPods`). Until then
     /// nothing is unmounted: a volume reconstructed after a restart may belong to a pod not yet
     /// seen.
@@ -131,18 +149,9 @@ impl DesiredState {
     ) -> Self {
         let pods = pods
             .into_iter()
-            .filter(|pod| is_bound_to(pod, node_name) && !is_terminated(pod))
             .filter_map(|pod| {
-                let uid = pod.metadata.uid.clone()?;
-                let found = pod_volumes_with(pod, claims);
-                let desired = DesiredPod {
-                    namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-                    name: pod.metadata.name.clone().unwrap_or_default(),
-                    volumes: found.volumes.into_iter().collect(),
-                    errors: found.errors,
-                    unresolved: found.unresolved,
-                };
-                Some((uid, desired))
+                let desired = DesiredPod::of(pod, node_name, claims)?;
+                Some((pod.metadata.uid.clone()?, Arc::new(desired)))
             })
             .collect();
         Self {

@@ -254,6 +254,7 @@ mod tests {
         let volume = desired
             .pods
             .get_mut("u1")
+            .map(std::sync::Arc::make_mut)
             .unwrap()
             .volumes
             .get_mut("data")
