@@ -26,6 +26,7 @@ fn main() -> ExitCode {
     };
     if !settings.is_fleet() {
         heap::use_one_arena();
+        heap::map_large_blocks();
     }
     logging::init(cli.log_format);
     let outcome = actix_rt::System::new().block_on(async {
