@@ -113,7 +113,8 @@ impl DesiredInputs {
         self.listed == memory.listed
             && self.node_name == node_name
             && self.pods.len() == memory.pods.len()
-            && (self.pods.iter().zip(memory.pods.values())).all(|(built, now)| Arc::ptr_eq(built, now))
+            && (self.pods.iter().zip(memory.pods.values()))
+                .all(|(built, now)| Arc::ptr_eq(built, now))
             && self.claims == memory.claims
     }
 
