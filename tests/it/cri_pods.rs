@@ -42,9 +42,14 @@ pub(crate) const NAMESPACE: &str = "default";
 pub(crate) const UNTIL_TERM: &str =
     "trap 'exit 0' TERM; touch /tmp/trapped; while :; do sleep 3600 & wait $!; done";
 
-/// Waits until the container's shell has set its traps (see [`UNTIL_TERM`]).
+/// Waits until the pod's container's shell has set its traps (see [`UNTIL_TERM`]).
 async fn wait_trapped(fixture: &CriFixture, pod: &Pod) {
-    let id = runtime_id(&app(pod));
+    wait_container_trapped(fixture, runtime_id(&app(pod))).await;
+}
+
+/// Waits until the shell of the runtime's container `id` has set its traps (see
+/// [`UNTIL_TERM`]).
+pub(crate) async fn wait_container_trapped(fixture: &CriFixture, id: String) {
     eventually_async("the container's shell set its traps", || {
         let check = fixture.client.exec_sync(
             id.clone(),

@@ -5,7 +5,10 @@
 //! ExecSync returns output and exit code, and its timeout is told apart; a missing image has
 //! no status; stopped and removed things are no longer listed.
 
-use crate::common::cri_fixture::{CriFixture, shell_container};
+use crate::{
+    common::cri_fixture::{CriFixture, shell_container},
+    cri_pods::{UNTIL_TERM, wait_container_trapped},
+};
 
 use std::{
     net::Ipv4Addr,
@@ -63,8 +66,6 @@ async fn run_pod(
 }
 
 /// A shell that runs until SIGTERM, which ends it with 0.
-const UNTIL_TERM: &str = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
-
 #[tokio::test]
 async fn a_sandbox_runs_with_an_ip_from_cni_in_the_test_range() {
     let Some(()) = CriFixture::required("a_sandbox_runs_with_an_ip_from_cni_in_the_test_range")
@@ -321,6 +322,8 @@ async fn stop_and_remove_leave_nothing_listed() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].state, ContainerState::Running);
 
+    // A SIGTERM before the trap is set finds PID 1 without a handler: ignored, then killed.
+    wait_container_trapped(&fixture, id.clone()).await;
     fixture
         .client
         .stop_container(id.clone(), Duration::from_secs(10))
