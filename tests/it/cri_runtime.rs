@@ -65,7 +65,6 @@ async fn run_pod(
     (sandbox, id, started - created, started.elapsed())
 }
 
-/// A shell that runs until SIGTERM, which ends it with 0.
 #[tokio::test]
 async fn a_sandbox_runs_with_an_ip_from_cni_in_the_test_range() {
     let Some(()) = CriFixture::required("a_sandbox_runs_with_an_ip_from_cni_in_the_test_range")

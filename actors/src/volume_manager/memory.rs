@@ -134,8 +134,7 @@ impl VolumeManagerMemory {
         let unchanged =
             (cache.built_from.as_ref()).is_some_and(|inputs| inputs.are_those_of(self, node_name));
         if !unchanged {
-            let mut desired = self.desired_reusing_unchanged_pods(node_name);
-            desired.populated = self.listed;
+            let desired = self.desired_reusing_unchanged_pods(node_name);
             self.desired_cache = DesiredCache {
                 built_from: Some(DesiredInputs::of(self, node_name)),
                 desired: Arc::new(desired),
@@ -144,10 +143,10 @@ impl VolumeManagerMemory {
         Arc::clone(&self.desired_cache.desired)
     }
 
-    /// Every pod's entry, taken over from the last state where the pod is the same `Arc` and
-    /// the node and claims are the same: in a burst of pod starts each pod changes a few
-    /// times, and building every pod's volumes again for each change made the burst's
-    /// reconciler passes quadratic.
+    /// The desired state, with every pod's entry taken over from the last one where the pod is
+    /// the same `Arc` and the node and claims are the same: in a burst of pod starts each pod
+    /// changes a few times, and building every pod's volumes again for each change made the
+    /// burst's reconciler passes quadratic.
     fn desired_reusing_unchanged_pods(&self, node_name: &str) -> DesiredState {
         let cache = &self.desired_cache;
         let reusable = (cache.built_from.as_ref())
@@ -168,7 +167,7 @@ impl VolumeManagerMemory {
             .collect();
         DesiredState {
             pods,
-            populated: true,
+            populated: self.listed,
         }
     }
 

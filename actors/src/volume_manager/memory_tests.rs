@@ -110,7 +110,7 @@ fn a_rebuild_takes_over_the_entries_of_the_pods_that_did_not_change() {
     let pods: Vec<Pod> = memory.pods.values().map(|pod| Pod::clone(pod)).collect();
     assert_eq!(*after, DesiredState::from_pods(&pods, "n1"));
 
-    // Another node or a changed claim builds every entry again.
+    // Another node builds every entry again (a resolved claim: see the test above).
     let elsewhere = memory.desired("n2");
     assert!(elsewhere.pods.is_empty());
     let back = memory.desired("n1");
