@@ -1,14 +1,18 @@
 //! A least-recently-used map of bounded size, as `k8s.io/utils/lru` is to client-go's event
 //! correlator: a read or a write makes an entry the newest; adding past the bound forgets the
-//! oldest. Keys are the correlator's strings; both operations are O(log n).
+//! oldest. Keys are the correlator's strings, kept once for both indexes (a few hundred bytes
+//! each, thousands of them on a busy node); both operations are O(log n).
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 pub struct Lru<V> {
     capacity: usize,
-    entries: HashMap<String, (V, u64)>,
+    entries: HashMap<Arc<str>, (V, u64)>,
     /// Entry keys by the tick of their last use, oldest first.
-    by_use: BTreeMap<u64, String>,
+    by_use: BTreeMap<u64, Arc<str>>,
     tick: u64,
 }
 
@@ -24,12 +28,12 @@ impl<V> Lru<V> {
 
     /// The entry under `key`, made the newest.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
-        let (_, used) = self.entries.get_mut(key)?;
-        self.by_use.remove(used);
+        let (value, used) = self.entries.get_mut(key)?;
+        let shared = self.by_use.remove(used).unwrap_or_else(|| key.into());
         self.tick += 1;
         *used = self.tick;
-        self.by_use.insert(self.tick, key.to_owned());
-        self.entries.get_mut(key).map(|(value, _)| value)
+        self.by_use.insert(self.tick, shared);
+        Some(value)
     }
 
     /// Removes the entry under `key` and hands it back (to be put back changed).
@@ -42,9 +46,15 @@ impl<V> Lru<V> {
     /// Sets `key` to `value`, the newest entry, forgetting the oldest when over the bound.
     pub fn put(&mut self, key: String, value: V) {
         self.tick += 1;
-        if let Some((_, used)) = self.entries.insert(key.clone(), (value, self.tick)) {
-            self.by_use.remove(&used);
-        }
+        // A replaced entry keeps its key's one allocation.
+        let key: Arc<str> = match self.entries.remove_entry(key.as_str()) {
+            Some((kept, (_, used))) => {
+                self.by_use.remove(&used);
+                kept
+            }
+            None => key.into(),
+        };
+        self.entries.insert(Arc::clone(&key), (value, self.tick));
         self.by_use.insert(self.tick, key);
         while self.entries.len() > self.capacity {
             let Some((_, oldest)) = self.by_use.pop_first() else {
@@ -88,5 +98,23 @@ mod tests {
             (lru.take("a"), lru.take("a"), lru.len()),
             (Some(4), None, 1)
         );
+    }
+
+    #[test]
+    fn each_key_is_kept_once_for_both_indexes_through_reads_and_replacements() {
+        use std::sync::Arc;
+        let mut lru = Lru::new(4);
+        lru.put("a".into(), 1);
+        lru.put("b".into(), 2);
+        lru.get_mut("a");
+        lru.put("a".into(), 3);
+        lru.put("c".into(), 4);
+        lru.take("c");
+        assert_eq!(lru.entries.len(), lru.by_use.len());
+        for key in lru.by_use.values() {
+            let (kept, _) = lru.entries.get_key_value(&**key).unwrap();
+            assert!(Arc::ptr_eq(kept, key), "{key} allocated twice");
+            assert_eq!(Arc::strong_count(key), 2, "{key}");
+        }
     }
 }
