@@ -16,6 +16,7 @@ pub mod credentials;
 pub mod csi_node;
 mod errors;
 mod events;
+mod fit_lists;
 mod in_flight;
 pub mod lease;
 pub mod metrics;

@@ -22,7 +22,9 @@ use nodepulse_actors::{
 };
 use serde_json::json;
 
-use super::{KubeApi, events::correlator::event_name, resume::resuming, timed};
+use super::{
+    KubeApi, events::correlator::event_name, fit_lists::fit_lists, resume::resuming, timed,
+};
 
 /// The DELETE of a finished pod: at once, and only the pod with this UID.
 pub fn final_delete(uid: &str) -> DeleteParams {
@@ -150,8 +152,10 @@ impl MirrorPodApi for KubeApi {
 /// A watched pod as the node keeps it, one allocation shared by every part that holds it. Its
 /// `managedFields` are dropped: nothing on a node reads them, and they decode into a tree of
 /// JSON maps that was the largest part of a pod the node keeps once its status was written.
+/// Its lists are cut to their length (`fit_lists`).
 pub(super) fn kept_pod(mut pod: Pod) -> Arc<Pod> {
     pod.metadata.managed_fields = None;
+    fit_lists(&mut pod);
     Arc::new(pod)
 }
 

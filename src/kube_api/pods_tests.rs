@@ -41,3 +41,16 @@ fn a_watched_pod_is_kept_without_its_managed_fields_and_with_everything_else() {
         "annotations are the pod's own, which the downward API shows: {pod:?}"
     );
 }
+
+#[test]
+fn a_watched_pod_is_kept_with_its_lists_at_their_length() {
+    let pod = kept_pod(crate::kube_api::fit_lists::tests::served_pod());
+    let statuses = pod
+        .status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap();
+    assert_eq!((statuses.len(), statuses.capacity()), (1, 1));
+}
