@@ -7,6 +7,7 @@ use std::{sync::Arc, time::Duration};
 
 use super::{
     engine::{Ending, Engine},
+    sent_status::SentStatus,
     worker::later,
 };
 use crate::{
@@ -72,7 +73,7 @@ impl Engine {
         let status = rejected_status(&entry.pod, &rejection);
         // Never ran, so never told: TerminatePod follows the status below.
         entry.end.finish();
-        entry.last_sent = Some(status.clone());
+        entry.last_sent = Some(SentStatus::of(&status));
         let pod = Arc::clone(&entry.pod);
         core.outbox.extend([
             PodUpdate::Status {

@@ -25,6 +25,7 @@ use super::{
     pleg_health::PlegHealth,
     pod_state::{End, Work},
     sandbox::{ClusterDns, log_directory},
+    sent_status::SentStatus,
     status::{StartError, StatusInputs, pod_status, reported_ips},
     tasks::{EngineTask, Faults, TaskPanics},
     termination_message::{joined, termination_message},
@@ -119,7 +120,7 @@ pub struct PodEntry {
     pub ending: Option<Ending>,
     /// Whether it is finished (nothing more runs or is reported), and TerminatePod told.
     pub end: End,
-    pub last_sent: Option<PodStatus>,
+    pub last_sent: Option<SentStatus>,
 }
 
 #[derive(Default)]
@@ -506,8 +507,9 @@ impl Engine {
         if !ips.is_empty() {
             entry.pod_ips = ips;
         }
-        if entry.last_sent.as_ref() != Some(&status) {
-            entry.last_sent = Some(status.clone());
+        let sent = SentStatus::of(&status);
+        if entry.last_sent.as_ref() != Some(&sent) {
+            entry.last_sent = Some(sent);
             core.outbox.push(PodUpdate::Status {
                 pod: Arc::clone(&entry.pod),
                 status: Box::new(status),

@@ -29,6 +29,7 @@ mod probing;
 #[cfg(test)]
 mod rule_tests;
 mod sandbox;
+mod sent_status;
 #[cfg(test)]
 mod sidecar_tests;
 mod static_turn;

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{
     engine::{Ending, Engine},
     kill::MIN_GRACE,
+    sent_status::SentStatus,
 };
 use crate::{pods::provider::PodUpdate, ports::PodEvent};
 
@@ -108,7 +109,7 @@ impl Engine {
         let status = self.status_of(entry, &runtime_name, Some(ending));
         let pod = Arc::clone(&entry.pod);
         let send_terminated = entry.end.finish();
-        entry.last_sent = Some(status.clone());
+        entry.last_sent = Some(SentStatus::of(&status));
         core.outbox.push(PodUpdate::Status {
             pod: pod.clone(),
             status: Box::new(status),
