@@ -20,6 +20,10 @@
 #                                     (target/release/nodepulse): fails when under 95 % of its
 #                                     names are defined there, i.e. the list has gone stale
 #
+# NO_BUILD=1 takes the release build as it is. The callgrind steps only read names, which the
+# list does not change, so `--kit` may follow the first step on the same build; each `--refine`
+# needs a build made with the list as it then stands.
+#
 # Run them in that order after a change to what a running node executes, to any Cargo.toml or
 # to the release profile: symbol names carry a hash of the dependency graph and the profile, so
 # such a change renames most functions. A stale list only makes the resident text larger, never
@@ -48,10 +52,12 @@ if [ "$mode" = check ]; then
   }
   exit 0
 fi
-case "$mode" in
-  kit | refine-kit) cargo build --release -p nodepulse --bin nodepulse ;;
-  *) cargo build --release -p nodepulse -p nodepulse-emulator --bins ;;
-esac
+if [ -z "${NO_BUILD:-}" ]; then
+  case "$mode" in
+    kit | refine-kit) cargo build --release -p nodepulse --bin nodepulse ;;
+    *) cargo build --release -p nodepulse -p nodepulse-emulator --bins ;;
+  esac
+fi
 bin="${CARGO_TARGET_DIR:-target}/release"
 work="$(mktemp -d)"
 emulator=""
