@@ -105,10 +105,14 @@ impl Fingerprint {
 }
 
 impl PodRuntime {
-    /// Sorts both lists newest first.
+    /// Sorts both lists newest first. They are kept until the pod's next inspection, so
+    /// without the room they were pushed into (four statuses of a few hundred bytes each,
+    /// most pods having one sandbox and one container).
     pub fn new(mut sandboxes: Vec<SandboxStatus>, mut containers: Vec<ContainerStatus>) -> Self {
         sandboxes.sort_by_key(|s| std::cmp::Reverse(s.created_at));
         containers.sort_by_key(|c| std::cmp::Reverse(c.created_at));
+        sandboxes.shrink_to_fit();
+        containers.shrink_to_fit();
         Self {
             sandboxes,
             containers,
@@ -208,4 +212,29 @@ pub fn restart_count(status: &ContainerStatus) -> u32 {
         .get(RESTART_COUNT_ANNOTATION)
         .and_then(|count| count.parse().ok())
         .unwrap_or(status.attempt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PodRuntime;
+    use crate::ports::{SandboxMetadata, SandboxState, SandboxStatus};
+
+    #[test]
+    fn a_pods_runtime_is_kept_without_room_beyond_its_statuses() {
+        let sandbox = |id: &str, created_at| SandboxStatus {
+            id: id.to_owned(),
+            metadata: SandboxMetadata::default(),
+            state: SandboxState::Ready,
+            created_at,
+            ips: Vec::new(),
+            labels: Default::default(),
+            annotations: Default::default(),
+        };
+        let mut sandboxes = Vec::with_capacity(4);
+        sandboxes.extend([sandbox("old", 1), sandbox("new", 2)]);
+        let runtime = PodRuntime::new(sandboxes, Vec::with_capacity(4));
+        assert_eq!(runtime.sandboxes[0].id, "new", "newest first");
+        assert_eq!(runtime.sandboxes.capacity(), 2);
+        assert_eq!(runtime.containers.capacity(), 0);
+    }
 }
