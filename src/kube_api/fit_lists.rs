@@ -75,29 +75,30 @@ fn fit_ephemeral(container: &mut EphemeralContainer) {
     fit_container_lists!(container);
 }
 
+/// The items of a `configMap`, `secret` and `downwardAPI` source, of a volume or of a projection
+/// (twin types with the same field names).
+macro_rules! fit_items {
+    ($sources:expr) => {{
+        let sources = $sources;
+        if let Some(config_map) = &mut sources.config_map {
+            fit(&mut config_map.items);
+        }
+        if let Some(secret) = &mut sources.secret {
+            fit(&mut secret.items);
+        }
+        if let Some(downward_api) = &mut sources.downward_api {
+            fit(&mut downward_api.items);
+        }
+    }};
+}
+
 fn fit_volume(volume: &mut Volume) {
     if let Some(projected) = &mut volume.projected {
         for source in fit(&mut projected.sources) {
-            if let Some(config_map) = &mut source.config_map {
-                fit(&mut config_map.items);
-            }
-            if let Some(secret) = &mut source.secret {
-                fit(&mut secret.items);
-            }
-            if let Some(downward_api) = &mut source.downward_api {
-                fit(&mut downward_api.items);
-            }
+            fit_items!(source);
         }
     }
-    if let Some(config_map) = &mut volume.config_map {
-        fit(&mut config_map.items);
-    }
-    if let Some(secret) = &mut volume.secret {
-        fit(&mut secret.items);
-    }
-    if let Some(downward_api) = &mut volume.downward_api {
-        fit(&mut downward_api.items);
-    }
+    fit_items!(volume);
 }
 
 fn fit_status(status: &mut PodStatus) {
