@@ -4,13 +4,16 @@
 //! its status and creating its Lease at once), and so is a node's first sync. `malloc_trim(0)`
 //! hands the whole free pages inside every arena back (`madvise`), so resident memory follows
 //! what is live instead of the start's peak: 6.6 KiB a node in a 10,000-node fleet.
+//! Trims come once a minute, and soon after a burst ([`due`]).
 
 use std::time::Duration;
 
-/// How often the free heap is handed back. A trim walks every arena's free lists while
-/// holding its lock (a few milliseconds for a 10,000-node fleet's heap), so not on every
-/// free; once a minute is one wake-up an idle node hardly notices and bounds how long a burst
-/// stays resident.
+pub mod due;
+
+/// How often the free heap is handed back at the least. A trim walks every arena's free lists
+/// while holding its lock (a few milliseconds for a 10,000-node fleet's heap), so not on every
+/// free; once a minute bounds how long memory freed without a burst before it stays
+/// resident, and a burst is given back sooner ([`due`]).
 pub const TRIM_PERIOD: Duration = Duration::from_secs(60);
 
 /// Hands the free pages of every malloc arena back to the kernel; whether any were.
@@ -26,6 +29,30 @@ pub fn trim() -> bool {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn trim() -> bool {
     false
+}
+
+/// Bytes glibc's malloc has handed out and not had back, over every arena (`mallinfo2`'s
+/// `uordblks` and its mapped blocks); it walks each arena's free lists under its lock, as a
+/// trim does.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+pub fn heap_in_use() -> Option<u64> {
+    // SAFETY: mallinfo2 takes nothing and returns a plain struct.
+    let info = unsafe { libc::mallinfo2() };
+    u64::try_from(info.uordblks + info.hblkhd).ok()
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn heap_in_use() -> Option<u64> {
+    None
+}
+
+/// What a check of [`due`] reads.
+fn reading() -> due::Reading {
+    due::Reading {
+        resident_anon: due::resident_anon(),
+        heap_in_use: heap_in_use(),
+    }
 }
 
 /// Makes every thread allocate from one malloc arena instead of glibc's one per thread (up to
@@ -73,16 +100,33 @@ pub fn map_large_blocks() -> bool {
     false
 }
 
-/// Trims every [`TRIM_PERIOD`] on the current thread's runtime until the handle is dropped.
+/// Trims on the current thread's runtime until the handle is dropped: every [`TRIM_PERIOD`],
+/// and after a burst (`due`).
 pub fn start_trimming() -> Trimming {
     Trimming(actix_rt::spawn(async {
-        let mut ticks =
-            tokio::time::interval_at(tokio::time::Instant::now() + TRIM_PERIOD, TRIM_PERIOD);
+        let mut ticks = tokio::time::interval_at(
+            tokio::time::Instant::now() + due::CHECK_PERIOD,
+            due::CHECK_PERIOD,
+        );
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut due = due::Due::new(std::time::Instant::now());
         loop {
             ticks.tick().await;
+            let Some(reason) = due.check(std::time::Instant::now(), reading()) else {
+                continue;
+            };
+            let started = std::time::Instant::now();
             let released = trim();
-            tracing::debug!(released, "handed the free heap back");
+            let after = reading();
+            due.trimmed(std::time::Instant::now(), after);
+            tracing::debug!(
+                ?reason,
+                released,
+                took = ?started.elapsed(),
+                resident_anon = after.resident_anon,
+                heap_in_use = after.heap_in_use,
+                "handed the free heap back"
+            );
         }
     }))
 }
@@ -154,41 +198,59 @@ mod tests {
         false
     }
 
-    /// Freed blocks below a live one stay with the allocator until trimmed: after a trim the
-    /// process's resident memory is measurably lower.
+    /// Freed blocks below a live one stay with the allocator until trimmed. A burst that came
+    /// and went between two checks shows as resident growth, one that a check saw and that
+    /// ended after it as a fall of the heap in use; either makes a trim due at the next
+    /// check, and after it the process's resident memory is measurably lower.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
-    fn a_trim_gives_back_pages_freed_below_live_allocations() {
+    fn a_burst_freed_below_live_allocations_is_given_back_at_the_next_check() {
         // The other tests' threads would otherwise allocate into the freed blocks (or trim
         // them) between the free and the measurement.
-        if !alone("heap::tests::a_trim_gives_back_pages_freed_below_live_allocations") {
+        if !alone(
+            "heap::tests::a_burst_freed_below_live_allocations_is_given_back_at_the_next_check",
+        ) {
             return;
-        }
-        fn resident_kib() -> u64 {
-            let status = std::fs::read_to_string("/proc/self/status").expect("status");
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("RssAnon:"))
-                .and_then(|value| value.trim().trim_end_matches(" kB").parse().ok())
-                .expect("RssAnon")
         }
         // 64 MiB in 64 KiB blocks (under glibc's 128 KiB mmap threshold, so from the heap),
         // each followed by a small block that stays live: nothing freed is at the top of the
         // heap, and glibc keeps it all.
-        let mut freed = Vec::new();
-        let mut kept = Vec::new();
-        for _ in 0..1024 {
-            freed.push(vec![1u8; 64 * 1024]);
-            kept.push(vec![1u8; 16]);
+        fn burst(kept: &mut Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+            let mut freed = Vec::new();
+            for _ in 0..1024 {
+                freed.push(vec![1u8; 64 * 1024]);
+                kept.push(vec![1u8; 16]);
+            }
+            freed
         }
-        drop(freed);
-        let before = resident_kib();
-        assert!(trim(), "there were free pages to give back");
-        let after = resident_kib();
-        assert!(
-            after + 32 * 1024 < before,
-            "resident anonymous memory {before} KiB → {after} KiB"
-        );
+        let resident = || due::resident_anon().expect("/proc/self/statm");
+        let start = std::time::Instant::now();
+        let check = |seconds| start + std::time::Duration::from_secs(seconds);
+        let mut due = due::Due::new(start);
+        let mut kept = Vec::new();
+        let gives_back = |reason| {
+            let before = resident();
+            assert!(trim(), "{reason:?}: there were free pages to give back");
+            let after = resident();
+            assert!(
+                after + (32 << 20) < before,
+                "{reason:?}: resident anonymous memory {before} → {after} bytes"
+            );
+        };
+
+        assert_eq!(due.check(check(0), reading()), None, "the level before");
+        drop(burst(&mut kept));
+        assert_eq!(due.check(check(5), reading()), Some(due::Reason::Growth));
+        gives_back(due::Reason::Growth);
+        due.trimmed(check(5), reading());
+
+        let seen = burst(&mut kept);
+        // A check in the burst: resident memory grew, and a trim there has nothing to give.
+        assert_eq!(due.check(check(10), reading()), Some(due::Reason::Growth));
+        due.trimmed(check(10), reading());
+        drop(seen);
+        assert_eq!(due.check(check(15), reading()), Some(due::Reason::Freed));
+        gives_back(due::Reason::Freed);
         drop(kept);
     }
 }
