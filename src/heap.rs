@@ -12,8 +12,8 @@ pub mod due;
 
 /// How often the free heap is handed back at the least. A trim walks every arena's free lists
 /// while holding its lock (a few milliseconds for a 10,000-node fleet's heap), so not on every
-/// free; once a minute bounds how long memory freed without a burst before it stays
-/// resident, and a burst is given back sooner ([`due`]).
+/// free; once a minute bounds how long memory freed outside a burst stays resident, and a
+/// burst is given back sooner ([`due`]).
 pub const TRIM_PERIOD: Duration = Duration::from_secs(60);
 
 /// Hands the free pages of every malloc arena back to the kernel; whether any were.
