@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-/// How often the readings are taken (`/proc/self/statm` and glibc's `mallinfo2`, a few
+/// How often the readings are taken (`/proc/self/status` and glibc's `mallinfo2`, a few
 /// microseconds for a node's heap).
 pub const CHECK_PERIOD: Duration = Duration::from_secs(5);
 
@@ -31,7 +31,7 @@ pub fn growth(level: u64) -> u64 {
 /// decides).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Reading {
-    /// Resident anonymous bytes ([`resident_anon`]).
+    /// Resident anonymous bytes (`RssAnon`).
     pub resident_anon: Option<u64>,
     /// Bytes the allocator has handed out and not had back (`super::heap_in_use`).
     pub heap_in_use: Option<u64>,
@@ -98,34 +98,6 @@ impl Due {
         self.level = read.resident_anon;
         self.high = read.heap_in_use;
     }
-}
-
-/// Resident anonymous memory of this process in bytes (resident less file-backed and shared,
-/// from `/proc/self/statm`), `None` where it cannot be read.
-pub fn resident_anon() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    anon_pages(&statm).map(|pages| pages * page_size())
-}
-
-/// Resident less shared pages, from a `/proc/<pid>/statm` text (`size resident shared …`).
-fn anon_pages(statm: &str) -> Option<u64> {
-    let mut fields = statm.split_whitespace().skip(1);
-    let resident: u64 = fields.next()?.parse().ok()?;
-    let shared: u64 = fields.next()?.parse().ok()?;
-    Some(resident.saturating_sub(shared))
-}
-
-#[cfg(unix)]
-#[allow(unsafe_code)]
-fn page_size() -> u64 {
-    // SAFETY: sysconf takes an integer and has no precondition.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    u64::try_from(size).unwrap_or(4096)
-}
-
-#[cfg(not(unix))]
-fn page_size() -> u64 {
-    4096
 }
 
 #[cfg(test)]
@@ -212,12 +184,5 @@ mod tests {
         assert_eq!(due.check(at(25), in_use(70 * MIB)), None);
         assert_eq!(due.check(at(30), in_use(62 * MIB)), None);
         assert_eq!(due.check(at(35), in_use(61 * MIB)), Some(Reason::Freed));
-    }
-
-    #[test]
-    fn reads_resident_anonymous_pages_from_statm() {
-        assert_eq!(anon_pages("10000 3000 1200 400 0 2600 0\n"), Some(1800));
-        assert_eq!(anon_pages("10000 3000"), None);
-        assert!(resident_anon().is_some_and(|bytes| bytes > 0));
     }
 }
