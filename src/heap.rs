@@ -50,7 +50,7 @@ pub fn heap_in_use() -> Option<u64> {
 /// What a check of [`due`] reads.
 fn reading() -> due::Reading {
     due::Reading {
-        resident_anon: crate::fleet::proc_stats::resident_anon_bytes(),
+        resident_anon: due::resident_anon(),
         heap_in_use: heap_in_use(),
     }
 }
@@ -223,8 +223,7 @@ mod tests {
             }
             freed
         }
-        let resident =
-            || crate::fleet::proc_stats::resident_anon_bytes().expect("/proc/self/status");
+        let resident = || due::resident_anon().expect("/proc/self/status");
         let start = std::time::Instant::now();
         let check = |seconds| start + std::time::Duration::from_secs(seconds);
         let mut due = due::Due::new(start);

@@ -1,5 +1,5 @@
-//! What this process costs, from `/proc/self`: resident memory (`VmRSS`, and `RssAnon`, which
-//! the heap trim watches), threads, and CPU time (user + system).
+//! What this process costs, from `/proc/self`: resident memory (`VmRSS`), threads, and CPU
+//! time (user + system).
 
 /// Clock ticks per second of `/proc/<pid>/stat`'s times: `USER_HZ`, 100 on every Linux
 /// architecture nodepulse builds for.
@@ -8,12 +8,6 @@ const USER_HZ: f64 = 100.0;
 /// Resident memory in bytes, `None` where `/proc` is unavailable.
 pub fn resident_bytes() -> Option<u64> {
     status_field("VmRSS:").map(|kib| kib * 1024)
-}
-
-/// Resident anonymous memory in bytes (the heap and stacks, not mapped files), `None` where
-/// `/proc` is unavailable.
-pub fn resident_anon_bytes() -> Option<u64> {
-    status_field("RssAnon:").map(|kib| kib * 1024)
 }
 
 /// Threads of this process.
@@ -62,7 +56,6 @@ mod tests {
         let stat = "42 (node pulse) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 7 0";
         assert_eq!(stat_cpu_seconds(stat), Some(3.0));
         assert!(resident_bytes().is_some_and(|bytes| bytes > 0));
-        assert!(resident_anon_bytes().is_some_and(|bytes| bytes > 0));
         assert!(cpu_seconds().is_some());
     }
 }

@@ -31,7 +31,7 @@ pub fn growth(level: u64) -> u64 {
 /// decides).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Reading {
-    /// Resident anonymous bytes (`RssAnon`).
+    /// Resident anonymous bytes ([`resident_anon`]).
     pub resident_anon: Option<u64>,
     /// Bytes the allocator has handed out and not had back (`super::heap_in_use`).
     pub heap_in_use: Option<u64>,
@@ -98,6 +98,22 @@ impl Due {
         self.level = read.resident_anon;
         self.high = read.heap_in_use;
     }
+}
+
+/// Resident anonymous memory of this process in bytes (`RssAnon` of `/proc/self/status`), `None`
+/// where it cannot be read. `fleet::proc_stats` reads the same file for the fleet's measure;
+/// the heap sits below the fleet, so it reads its one field itself.
+pub fn resident_anon() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    rss_anon_kib(&status).map(|kib| kib * 1024)
+}
+
+/// The `RssAnon:` figure (kB) of a `/proc/<pid>/status` text.
+fn rss_anon_kib(status: &str) -> Option<u64> {
+    let value = status
+        .lines()
+        .find_map(|line| line.strip_prefix("RssAnon:"))?;
+    value.split_whitespace().next()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -184,5 +200,13 @@ mod tests {
         assert_eq!(due.check(at(25), in_use(70 * MIB)), None);
         assert_eq!(due.check(at(30), in_use(62 * MIB)), None);
         assert_eq!(due.check(at(35), in_use(61 * MIB)), Some(Reason::Freed));
+    }
+
+    #[test]
+    fn reads_resident_anonymous_memory_from_the_status_file() {
+        let status = "VmRSS:\t  9000 kB\nRssAnon:\t  2048 kB\nRssFile:\t  6952 kB\n";
+        assert_eq!(rss_anon_kib(status), Some(2048));
+        assert_eq!(rss_anon_kib("VmRSS:\t  9000 kB\n"), None);
+        assert!(resident_anon().is_some_and(|bytes| bytes > 0));
     }
 }
