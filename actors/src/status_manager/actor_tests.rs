@@ -885,3 +885,29 @@ async fn a_recreated_mirror_pod_seen_with_no_status_gets_the_static_pods_status_
         "mirror-2"
     );
 }
+
+/// Every sync the actor starts waits as this future (boxed) until the API client has a slot
+/// for its GET: in a fleet thousands wait at once after a burst of pods. Holding the GET's pod
+/// and the merged status across the PATCH made it 7.4 KiB; the pods it reads are dropped
+/// before any request now, so it is the job and little else.
+#[test]
+fn a_waiting_sync_holds_its_job_not_copies_of_the_pod() {
+    let api: Arc<dyn PodApi> = Arc::new(FakePodApi::default());
+    let job = super::sync::PodSyncJob {
+        uid: "uid-1".to_owned(),
+        namespace: "default".to_owned(),
+        name: "web".to_owned(),
+        version: 1,
+        finished: false,
+        status: running(true),
+        static_pod: false,
+    };
+    let job_size = size_of_val(&job);
+    let sync = super::sync::sync_pod(api, job, || true, jiff::Timestamp::UNIX_EPOCH);
+    let pod_size = size_of::<Pod>();
+    assert!(
+        size_of_val(&sync) < job_size + pod_size / 2,
+        "a waiting sync takes {} bytes: its job is {job_size}, a Pod {pod_size}",
+        size_of_val(&sync)
+    );
+}

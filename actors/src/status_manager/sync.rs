@@ -113,6 +113,51 @@ pub fn can_be_deleted(api_pod: &Pod, finished: bool) -> bool {
         )
 }
 
+/// What a live GET of the pod decided, before any write.
+enum Decision {
+    /// The sync ends here, with nothing sent.
+    Done(PodSyncOutcome),
+    Write {
+        /// The UID writes are made under: the mirror pod's for a static pod.
+        api_uid: String,
+        /// The status PATCH, when the API's status is not already the merged one.
+        patch: Option<serde_json::Value>,
+        /// Whether the pod, as the GET found it, may be deleted (`canBeDeleted`).
+        deletable: bool,
+    },
+}
+
+/// Reads the GET's pod against the job: whether it is still this pod, what to PATCH, and
+/// whether it may be deleted. Synchronous, so that neither pod nor status is held across the
+/// requests that follow: a sync waiting for its turn costs its job, not copies of the pod.
+fn decide(pod: &Pod, job: &PodSyncJob, now: Timestamp) -> Decision {
+    // The mirror of another version of the manifest is about to be replaced: the status waits
+    // for this version's (the kubelet matches mirrors by full name; the hash keeps an old
+    // version's status off the new mirror).
+    if job.static_pod && is_mirror_pod(pod) && mirror_hash(pod) != Some(job.uid.as_str()) {
+        return Decision::Done(PodSyncOutcome::NoMirror);
+    }
+    if translated_uid(pod) != Some(job.uid.as_str()) {
+        let api_uid = pod.metadata.uid.clone().unwrap_or_default();
+        return Decision::Done(PodSyncOutcome::Recreated { api_uid });
+    }
+    // The mirror pod's UID for a static pod; the pod's own otherwise.
+    let api_uid = pod.metadata.uid.clone().unwrap_or_default();
+    let none = PodStatus::default();
+    let api_status = pod.status.as_ref().unwrap_or(&none);
+    let merged = merge_pod_status(
+        api_status,
+        &job.status,
+        could_have_running_containers(&job.status),
+        now,
+    );
+    Decision::Write {
+        patch: pod_status_patch(&api_uid, api_status, &merged),
+        deletable: can_be_deleted(pod, job.finished),
+        api_uid,
+    }
+}
+
 /// Syncs one pod. `current` says whether this instance is still the one in charge; it is
 /// asked before every write, so an instance that hung and was replaced sends nothing stale.
 pub async fn sync_pod(
@@ -121,52 +166,39 @@ pub async fn sync_pod(
     current: impl Fn() -> bool,
     now: Timestamp,
 ) -> PodSyncOutcome {
-    let not_found = if job.static_pod {
-        PodSyncOutcome::NoMirror
-    } else {
-        PodSyncOutcome::NotFound
-    };
-    let pod = match api.get_pod(&job.namespace, &job.name).await {
-        Ok(pod) => pod,
-        Err(ApiError::NotFound(_)) => return not_found,
-        Err(error) => return PodSyncOutcome::Failed(PodSyncError::GetPod(error)),
-    };
-    // The mirror of another version of the manifest is about to be replaced: the status waits
-    // for this version's (the kubelet matches mirrors by full name; the hash keeps an old
-    // version's status off the new mirror).
-    if job.static_pod && is_mirror_pod(&pod) && mirror_hash(&pod) != Some(job.uid.as_str()) {
-        return PodSyncOutcome::NoMirror;
-    }
-    if translated_uid(&pod) != Some(job.uid.as_str()) {
-        let api_uid = pod.metadata.uid.clone().unwrap_or_default();
-        return PodSyncOutcome::Recreated { api_uid };
-    }
-    // The mirror pod's UID for a static pod; the pod's own otherwise.
-    let api_uid = pod.metadata.uid.clone().unwrap_or_default();
-    let api_status = pod.status.clone().unwrap_or_default();
-    let merged = merge_pod_status(
-        &api_status,
-        &job.status,
-        could_have_running_containers(&job.status),
-        now,
-    );
-    let mut latest = pod;
-    let patched = match pod_status_patch(&api_uid, &api_status, &merged) {
-        None => false,
-        Some(patch) => {
-            if !current() {
-                return PodSyncOutcome::Superseded;
-            }
-            match api.patch_pod_status(&job.namespace, &job.name, patch).await {
-                Ok(pod) => latest = pod,
-                Err(ApiError::NotFound(_)) => return not_found,
-                Err(error) => return PodSyncOutcome::Failed(PodSyncError::PatchStatus(error)),
-            }
-            true
+    let not_found = || {
+        if job.static_pod {
+            PodSyncOutcome::NoMirror
+        } else {
+            PodSyncOutcome::NotFound
         }
     };
+    let decision = match api.get_pod(&job.namespace, &job.name).await {
+        Ok(pod) => decide(&pod, &job, now),
+        Err(ApiError::NotFound(_)) => return not_found(),
+        Err(error) => return PodSyncOutcome::Failed(PodSyncError::GetPod(error)),
+    };
+    let (api_uid, patch, mut deletable) = match decision {
+        Decision::Done(outcome) => return outcome,
+        Decision::Write {
+            api_uid,
+            patch,
+            deletable,
+        } => (api_uid, patch, deletable),
+    };
+    let patched = patch.is_some();
+    if let Some(patch) = patch {
+        if !current() {
+            return PodSyncOutcome::Superseded;
+        }
+        match api.patch_pod_status(&job.namespace, &job.name, patch).await {
+            Ok(pod) => deletable = can_be_deleted(&pod, job.finished),
+            Err(ApiError::NotFound(_)) => return not_found(),
+            Err(error) => return PodSyncOutcome::Failed(PodSyncError::PatchStatus(error)),
+        }
+    }
     let mut deleted = false;
-    if can_be_deleted(&latest, job.finished) {
+    if deletable {
         if !current() {
             return PodSyncOutcome::Superseded;
         }
