@@ -1,8 +1,8 @@
 //! Removal of a pod's directory once nothing of it is set up, the kubelet's
 //! `cleanupOrphanedPodDirs` (§1.17): volume directories are only ever `rmdir`ed, never emptied,
-//! and nothing on another filesystem, behind a link, or below a mount the mount table shows (a
-//! bind mount from the same filesystem included, which no device check sees) is crossed. Data
-//! it cannot prove unused stays on disk with an error saying where.
+//! and nothing on another filesystem, behind a link, or below a mount (a bind mount from the
+//! same filesystem included, which no device check sees: `statx` says it is a mount's root) is
+//! crossed. Data it cannot prove unused stays on disk with an error saying where.
 
 use std::{
     fs, io,
@@ -12,15 +12,15 @@ use std::{
 
 use nodepulse_actors::volume_manager::PodDirs;
 
-use super::mount::mount_points_below;
+use super::mount::mount_points_within;
 
 /// Why a pod directory stays. Retrying helps once its volumes are torn down.
 #[derive(Debug, thiserror::Error)]
 pub enum PodDirError {
     #[error("pod directory {}: {} is still a mount point", pod_dir.display(), path.display())]
     MountPoint { pod_dir: PathBuf, path: PathBuf },
-    #[error("pod directory {}: cannot read the mount table: {source}", pod_dir.display())]
-    MountTable {
+    #[error("pod directory {}: cannot tell what is mounted below it: {source}", pod_dir.display())]
+    MountScan {
         pod_dir: PathBuf,
         #[source]
         source: io::Error,
@@ -47,7 +47,7 @@ pub fn remove_pod_dir(dirs: &PodDirs, pod_uid: &str) -> Result<(), PodDirError> 
     };
     // Anything mounted below belongs to someone (a volume torn down elsewhere, a runtime, an
     // operator): removing through it would delete that mount's data.
-    let mounted = mount_points_below(&pod_dir).map_err(|source| PodDirError::MountTable {
+    let mounted = mount_points_within(&pod_dir).map_err(|source| PodDirError::MountScan {
         pod_dir: pod_dir.clone(),
         source,
     })?;

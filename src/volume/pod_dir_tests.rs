@@ -104,7 +104,7 @@ fn a_bind_mount_from_the_same_filesystem_anywhere_below_stops_the_cleanup() {
     let dirs = PodDirs::new(root.path());
     layout(&dirs, "u1");
     // Someone else's data, bound into the pod's bookkeeping: the same device, so only the
-    // mount table shows it.
+    // mount's root attribute (or the mount table) shows it.
     let theirs = root.path().join("theirs");
     fs::create_dir_all(&theirs).unwrap();
     fs::write(theirs.join("data"), b"not the pod's").unwrap();
