@@ -370,8 +370,12 @@ impl PodLifecycleProvider for SimulatedPods {
     }
 
     /// The earliest scripted exit of a running pod; at once for a pending pod that can be
-    /// given an address now (one was freed, or the pod CIDR changed). A pending pod waiting
-    /// for a free address, and every other pod, waits for an event instead.
+    /// given an address now (one was freed, or the pod CIDR changed) and whose volumes are set
+    /// up. A pending pod waiting for a free address or for its volumes (the volume manager's
+    /// `PodVolumesChanged` brings it back), and every other pod, waits for an event instead:
+    /// due at once, a pod whose volumes were still being set up had the actor tick it again
+    /// and again until they were, asking the volume manager each time (a quarter of a fleet's
+    /// CPU while 10,000 pods started).
     fn next_wakeup(&self) -> Option<Timestamp> {
         let can_place = |sim: &SimulatedPod| {
             if host_network(&sim.pod) {
@@ -381,9 +385,11 @@ impl PodLifecycleProvider for SimulatedPods {
             }
         };
         self.pods
-            .values()
-            .filter_map(|sim| match sim.stage {
-                Stage::Pending => can_place(sim).then_some(sim.placement.started_at),
+            .iter()
+            .filter_map(|(uid, sim)| match sim.stage {
+                Stage::Pending => {
+                    (can_place(sim) && self.volumes_ready(uid)).then_some(sim.placement.started_at)
+                }
                 Stage::Running => scripted_exit_due(sim),
                 Stage::Finished { .. } => None,
             })

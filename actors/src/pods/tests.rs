@@ -323,3 +323,56 @@ fn deleted_pods_leave_nothing_behind() {
     }
     assert_eq!(pods.footprint(), (0, 0, 0), "pods, table slots, addresses");
 }
+
+/// A volume manager that has set up every volume once `ready` is set.
+struct Volumes {
+    ready: std::sync::atomic::AtomicBool,
+}
+
+impl crate::volume_manager::PodVolumeView for Volumes {
+    fn readiness(&self, _: &str) -> crate::volume_manager::MountReadiness {
+        if self.ready.load(std::sync::atomic::Ordering::SeqCst) {
+            crate::volume_manager::MountReadiness::Ready
+        } else {
+            crate::volume_manager::MountReadiness::Waiting(
+                crate::volume_manager::UnmountedVolumes {
+                    unmounted: vec!["data".to_owned()],
+                    ..Default::default()
+                },
+            )
+        }
+    }
+
+    fn host_paths(&self, _: &str) -> std::collections::BTreeMap<String, std::path::PathBuf> {
+        std::collections::BTreeMap::new()
+    }
+}
+
+#[test]
+fn a_pod_waiting_for_its_volumes_is_not_due_until_they_are_set_up() {
+    let volumes = Arc::new(Volumes {
+        ready: false.into(),
+    });
+    let mut pods = provider().with_volumes(Arc::clone(&volumes) as _);
+    let mut with_volume = pod("a", "Always", json!({}));
+    with_volume.spec.as_mut().unwrap().volumes = Some(vec![
+        serde_json::from_value(json!({"name": "data", "emptyDir": {}})).unwrap(),
+    ]);
+    let waiting = pods.pod_applied(&Arc::new(with_volume), now());
+    assert!(statuses(&waiting).iter().all(|s| s["phase"] == "Pending"));
+    assert_eq!(
+        pods.next_wakeup(),
+        None,
+        "an address is free, but the volumes are not set up: wait for the volume manager"
+    );
+    assert!(
+        statuses(&pods.tick(now())).is_empty(),
+        "a tick changes nothing"
+    );
+    volumes
+        .ready
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = pods.volumes_changed("a", now());
+    assert_eq!(statuses(&started).last().unwrap()["phase"], "Running");
+    assert_eq!(pods.next_wakeup(), None);
+}
