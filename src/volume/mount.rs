@@ -141,8 +141,12 @@ pub fn mount_points_within(dir: &Path) -> io::Result<Vec<PathBuf>> {
         };
         for entry in entries {
             let path = entry?.path();
-            let Some(found) = walked(&path)? else {
-                return mount_points_below(dir);
+            let found = match walked(&path) {
+                Ok(Some(found)) => found,
+                Ok(None) => return mount_points_below(dir),
+                // Gone since the directory was read: not a mount point.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
             };
             if found.mount_root || found.device != top.device {
                 points.push(path);
