@@ -14,6 +14,8 @@
 //!   probe handlers), `host` and `machine` (the host's signals and facts), `volume` (pod
 //!   volumes on disk)
 //! - `config`: the YAML file and the resolved `Settings`; `grpc`; `heap` (handing freed heap back)
+//! - `proc_stats`: what this process costs, from `/proc/self` (the heap trim's and the fleet's
+//!   measures read it)
 
 pub mod cli;
 pub mod commands;
@@ -31,5 +33,6 @@ pub mod logging;
 pub mod machine;
 pub mod node;
 pub mod prober;
+pub mod proc_stats;
 pub mod standalone;
 pub mod volume;

@@ -5,7 +5,7 @@
 
 use std::io;
 
-use nodepulse::fleet::proc_stats::{stat_cpu_seconds, status_value};
+use nodepulse::proc_stats::{stat_cpu_seconds, status_value};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Usage {

@@ -24,7 +24,8 @@ use nodepulse_actors::lease::{
 };
 use serde::Serialize;
 
-use super::{Fleet, FleetOptions, proc_stats};
+use super::{Fleet, FleetOptions};
+use crate::proc_stats;
 use crate::{
     config::Settings,
     heap,

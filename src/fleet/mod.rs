@@ -16,7 +16,6 @@
 mod api;
 mod host;
 pub mod measure;
-pub mod proc_stats;
 
 use std::{
     sync::Arc,

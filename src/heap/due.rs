@@ -101,19 +101,9 @@ impl Due {
 }
 
 /// Resident anonymous memory of this process in bytes (`RssAnon` of `/proc/self/status`), `None`
-/// where it cannot be read. `fleet::proc_stats` reads the same file for the fleet's measure;
-/// the heap sits below the fleet, so it reads its one field itself.
+/// where it cannot be read.
 pub fn resident_anon() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    rss_anon_kib(&status).map(|kib| kib * 1024)
-}
-
-/// The `RssAnon:` figure (kB) of a `/proc/<pid>/status` text.
-fn rss_anon_kib(status: &str) -> Option<u64> {
-    let value = status
-        .lines()
-        .find_map(|line| line.strip_prefix("RssAnon:"))?;
-    value.split_whitespace().next()?.parse().ok()
+    crate::proc_stats::status_field("RssAnon:").map(|kib| kib * 1024)
 }
 
 #[cfg(test)]
@@ -203,10 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_resident_anonymous_memory_from_the_status_file() {
-        let status = "VmRSS:\t  9000 kB\nRssAnon:\t  2048 kB\nRssFile:\t  6952 kB\n";
-        assert_eq!(rss_anon_kib(status), Some(2048));
-        assert_eq!(rss_anon_kib("VmRSS:\t  9000 kB\n"), None);
+    fn reads_this_process_resident_anonymous_memory() {
         assert!(resident_anon().is_some_and(|bytes| bytes > 0));
     }
 }

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["kubelet_api"],
     &["kube_api", "cri", "prober", "host", "machine", "volume"],
     &["config", "grpc", "heap"],
+    &["proc_stats"],
 ];
 
 /// The top-level modules of `actors/src/`, from the top room down. The pods' provider drives

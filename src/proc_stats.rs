@@ -1,5 +1,5 @@
-//! What this process costs, from `/proc/self`: resident memory (`VmRSS`), threads, and CPU
-//! time (user + system).
+//! What this process costs, from `/proc/self`: resident memory (`VmRSS`, and its anonymous part
+//! `RssAnon`), threads, and CPU time (user + system).
 
 /// Clock ticks per second of `/proc/<pid>/stat`'s times: `USER_HZ`, 100 on every Linux
 /// architecture nodepulse builds for.
@@ -15,7 +15,8 @@ pub fn threads() -> Option<u64> {
     status_field("Threads:")
 }
 
-fn status_field(name: &str) -> Option<u64> {
+/// The number after `name` in this process's `/proc/self/status`.
+pub fn status_field(name: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status_value(&status, name)
 }
@@ -50,8 +51,10 @@ mod tests {
 
     #[test]
     fn reads_rss_and_cpu_from_the_proc_formats() {
-        let status = "Name:\tnodepulse\nVmRSS:\t  123456 kB\nThreads:\t7\n";
+        let status = "Name:\tnodepulse\nVmRSS:\t  123456 kB\nRssAnon:\t  2048 kB\nThreads:\t7\n";
         assert_eq!(status_value(status, "VmRSS:"), Some(123_456));
+        assert_eq!(status_value(status, "RssAnon:"), Some(2048));
+        assert_eq!(status_value("VmRSS:\t  9000 kB\n", "RssAnon:"), None);
         assert_eq!(status_value(status, "Threads:"), Some(7));
         let stat = "42 (node pulse) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 7 0";
         assert_eq!(stat_cpu_seconds(stat), Some(3.0));
