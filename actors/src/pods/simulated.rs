@@ -372,10 +372,8 @@ impl PodLifecycleProvider for SimulatedPods {
     /// The earliest scripted exit of a running pod; at once for a pending pod that can be
     /// given an address now (one was freed, or the pod CIDR changed) and whose volumes are set
     /// up. A pending pod waiting for a free address or for its volumes (the volume manager's
-    /// `PodVolumesChanged` brings it back), and every other pod, waits for an event instead:
-    /// due at once, a pod whose volumes were still being set up had the actor tick it again
-    /// and again until they were, asking the volume manager each time (a quarter of a fleet's
-    /// CPU while 10,000 pods started).
+    /// `PodVolumesChanged` brings it back), and every other pod, waits for an event instead: a
+    /// tick cannot start it, so one due at once would be ticked again and again.
     fn next_wakeup(&self) -> Option<Timestamp> {
         let can_place = |sim: &SimulatedPod| {
             if host_network(&sim.pod) {
