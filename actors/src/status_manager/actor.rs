@@ -481,7 +481,13 @@ impl Handler<TerminatePod> for StatusManagerActor {
             .metadata
             .uid
             .as_ref()
-            .and_then(|uid| self.store.lock().cache.get(uid).map(|c| c.status.clone()))
+            .and_then(|uid| {
+                self.store
+                    .lock()
+                    .cache
+                    .get(uid)
+                    .map(|c| PodStatus::clone(&c.status))
+            })
             .or_else(|| pod.status.clone())
             .unwrap_or_default();
         let status = terminated_status(&pod, &base);
@@ -508,6 +514,7 @@ impl Handler<PodObserved> for StatusManagerActor {
         }
         if !is_static_pod(&pod) {
             stored.api_seen.insert(uid.clone(), Arc::clone(&pod));
+            stored.cache.observed(&uid, &pod);
         }
         // A pod already known keeps its latest metadata (a deletionTimestamp matters for the
         // final delete); one never told about stays unknown until its provider speaks.
@@ -586,14 +593,19 @@ impl Handler<EvictPod> for StatusManagerActor {
 
 impl SupervisedActor for StatusManagerActor {
     fn debug_state(&self) -> serde_json::Value {
-        let (unsent, batch_passes) = self
-            .store
-            .read(|store| (store.cache.unsent_pods().len(), store.batch_passes));
+        let (unsent, held_as_the_apis, batch_passes) = self.store.read(|store| {
+            (
+                store.cache.unsent_pods().len(),
+                store.cache.held_as_the_apis(),
+                store.batch_passes,
+            )
+        });
         json!({
             "node": self.settings.node_name,
             "generation": self.generation,
             "batchPasses": batch_passes,
             "unsent": unsent,
+            "statusesHeldAsTheApis": held_as_the_apis,
             "inFlight": self.in_flight.len(),
             "counters": self.counters,
             "lastError": self.last_error.as_ref().map(|(at, error)| json!({"at": at.to_string(), "error": error})),

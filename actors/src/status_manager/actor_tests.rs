@@ -564,6 +564,71 @@ async fn a_settled_pod_served_with_gos_empty_fields_costs_no_request_in_batch_pa
     );
 }
 
+/// A settled pod's status is what the watch's pod already holds: the cache keeps that pod
+/// instead of a copy of its own, and takes a copy of its own again at the next change.
+#[actix_rt::test]
+async fn a_status_the_watchs_pod_has_is_held_once_and_a_change_is_still_sent() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    let mut bare = pod("web", "uid-1");
+    bare.status = None;
+    api.put(&bare);
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    let held = || {
+        store.read(|store| {
+            store
+                .cache()
+                .get("uid-1")
+                .is_some_and(|entry| entry.status.is_the_apis())
+        })
+    };
+    let status = running(true);
+    set_status(&manager, bare.clone(), status.clone()).await;
+    eventually("the first sync is done", || {
+        store.read(|store| store.cache().unsent_pods().is_empty()) && api.state().patches.len() == 1
+    })
+    .await;
+    assert!(!held(), "not before the watch shows it");
+    // As the API server serves it: Go writes the empty `lastState` struct as `{}`.
+    let mut served = api.state().pods["web"].clone();
+    served["status"]["containerStatuses"][0]["lastState"] = json!({});
+    let served: Pod = serde_json::from_value(served).expect("pod");
+    observe(&manager, &served).await;
+    assert!(held(), "the watch's pod has the cached status: {served:?}");
+
+    let mut changed = status;
+    changed.message = Some("changed".to_owned());
+    set_status(&manager, bare, changed).await;
+    assert!(!held(), "a new status is the cache's own");
+    eventually("the change is sent", || {
+        api.status("web")["message"] == "changed"
+    })
+    .await;
+    let mut served = api.state().pods["web"].clone();
+    served["status"]["containerStatuses"][0]["lastState"] = json!({});
+    let served: Pod = serde_json::from_value(served).expect("pod");
+    observe(&manager, &served).await;
+    assert!(held(), "the change, once the watch shows it");
+    // Someone else edits the status: the watch's pod no longer has the cached one, which the
+    // cache keeps as its own (and the batch pass reconciles).
+    let mut edited = served;
+    edited.status = Some(running(false));
+    observe(&manager, &edited).await;
+    assert!(!held(), "a status the watch's pod does not have");
+    let message = store.read(|store| {
+        store
+            .cache()
+            .get("uid-1")
+            .and_then(|entry| entry.status.message.clone())
+    });
+    assert_eq!(
+        message.as_deref(),
+        Some("changed"),
+        "the cached status is unchanged"
+    );
+}
+
 #[actix_rt::test]
 async fn an_eviction_is_recorded_as_a_warning_event_and_handed_to_the_provider() {
     tokio::time::pause();
@@ -899,7 +964,7 @@ fn a_waiting_sync_holds_its_job_not_copies_of_the_pod() {
         name: "web".to_owned(),
         version: 1,
         finished: false,
-        status: running(true),
+        status: super::held_status::HeldStatus::decided(running(true)),
         static_pod: false,
     };
     let job_size = size_of_val(&job);

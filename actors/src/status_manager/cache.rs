@@ -3,7 +3,7 @@
 //! update is rejected if it revives a terminated container, ignored if nothing the kubelet owns
 //! changed, and otherwise normalised, versioned and stored. Pure: time is an argument.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use jiff::Timestamp;
 use k8s_openapi::{
@@ -11,7 +11,10 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::Time,
 };
 
-use super::conditions::{carry_transition_times, comparable, is_kubelet_owned, is_shared};
+use super::{
+    conditions::{carry_transition_times, comparable, is_kubelet_owned, is_shared},
+    held_status::HeldStatus,
+};
 use crate::shrink::map_after_removal;
 
 /// One pod's cached status.
@@ -24,7 +27,7 @@ pub struct VersionedStatus {
     pub pending_since: Option<Timestamp>,
     /// Produced by the final termination step: the pod may be deleted once the API agrees.
     pub finished: bool,
-    pub status: PodStatus,
+    pub status: HeldStatus,
 }
 
 /// What an update did.
@@ -76,7 +79,7 @@ impl PodStatusCache {
         let now = whole_seconds(now);
         let cached = self.statuses.get(&uid);
         let old = cached
-            .map(|entry| entry.status.clone())
+            .map(|entry| PodStatus::clone(&entry.status))
             .or_else(|| pod.status.clone())
             .unwrap_or_default();
         let finished = finished || cached.is_some_and(|entry| entry.finished);
@@ -119,10 +122,26 @@ impl PodStatusCache {
                 namespace: pod.metadata.namespace.clone().unwrap_or_default(),
                 pending_since,
                 finished,
-                status: new,
+                status: HeldStatus::decided(new),
             },
         );
         UpdateOutcome::Stored { version }
+    }
+
+    /// The watch reported `pod`: a cached status it has exactly is held as its (see
+    /// [`HeldStatus`]).
+    pub fn observed(&mut self, uid: &str, pod: &Arc<Pod>) {
+        if let Some(entry) = self.statuses.get_mut(uid) {
+            entry.status.observed(pod);
+        }
+    }
+
+    /// How many cached statuses are held as the watch's pods' (the debug view's figure).
+    pub fn held_as_the_apis(&self) -> usize {
+        self.statuses
+            .values()
+            .filter(|entry| entry.status.is_the_apis())
+            .count()
     }
 
     /// Whether the cached version of `uid` has not reached the API yet.
@@ -221,7 +240,10 @@ fn check_terminated_stay_terminated(
     Ok(())
 }
 
-/// The API keeps RFC 3339 seconds; container statuses are kept sorted by name.
+/// The API keeps RFC 3339 seconds; container statuses are kept sorted by name, with a
+/// `state` and `lastState` each, as the API serves them (Go writes these structs even when
+/// empty, `{}`). The cached status is then exactly the one the watch's pod has once the API
+/// took it, and is held as that pod's (see [`HeldStatus`]).
 fn normalize(status: &mut PodStatus) {
     let truncate = |time: &mut Option<Time>| {
         if let Some(Time(at)) = time {
@@ -240,6 +262,26 @@ fn normalize(status: &mut PodStatus) {
     };
     sort(&mut status.container_statuses);
     sort(&mut status.ephemeral_container_statuses);
+    for container in [
+        &mut status.init_container_statuses,
+        &mut status.container_statuses,
+        &mut status.ephemeral_container_statuses,
+    ]
+    .into_iter()
+    .flatten()
+    .flatten()
+    {
+        for state in [&mut container.state, &mut container.last_state] {
+            let state = state.get_or_insert_default();
+            if let Some(running) = state.running.as_mut() {
+                truncate(&mut running.started_at);
+            }
+            if let Some(terminated) = state.terminated.as_mut() {
+                truncate(&mut terminated.started_at);
+                truncate(&mut terminated.finished_at);
+            }
+        }
+    }
 }
 
 fn whole_seconds(at: Timestamp) -> Timestamp {

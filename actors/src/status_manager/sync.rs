@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use super::{
+    held_status::HeldStatus,
     merge::{is_terminal, merge_pod_status},
     patch::pod_status_patch,
 };
@@ -28,7 +29,8 @@ pub struct PodSyncJob {
     pub name: String,
     pub version: u64,
     pub finished: bool,
-    pub status: PodStatus,
+    /// The cache's, shared: a waiting sync holds no copy of it.
+    pub status: HeldStatus,
     /// A static pod: its status is written to its mirror pod, which may not exist yet.
     pub static_pod: bool,
 }

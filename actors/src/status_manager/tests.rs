@@ -231,3 +231,35 @@ fn termination_marks_running_containers_unknown_and_fails_the_pod() {
     );
     assert!(!container.ready);
 }
+
+/// A status as nodepulse builds it (times to the nanosecond, no `lastState`) is cached in the
+/// form the API serves it back, so the watch's pod then has exactly the cached status.
+#[test]
+fn a_status_is_cached_as_the_api_serves_it_back() {
+    let mut cache = PodStatusCache::default();
+    let pod = pod("Always", json!({"phase": "Pending"}));
+    let started: Timestamp = "2026-12-04T18:53:51.123456789Z".parse().expect("time");
+    let built = status(json!({
+        "phase": "Running",
+        "startTime": started,
+        "containerStatuses": [
+            {"name": "b", "image": "nginx", "imageID": "", "ready": true, "restartCount": 1,
+             "state": {"running": {"startedAt": started}},
+             "lastState": {"terminated": {"exitCode": 1, "startedAt": started, "finishedAt": started}}},
+            {"name": "a", "image": "nginx", "imageID": "", "ready": false, "restartCount": 0}]
+    }));
+    cache.update(&pod, built, false, false, at(0));
+    let whole = "2026-12-04T18:53:51Z";
+    let served = status(json!({
+        "phase": "Running",
+        "startTime": whole,
+        "containerStatuses": [
+            {"name": "a", "image": "nginx", "imageID": "", "ready": false, "restartCount": 0,
+             "state": {}, "lastState": {}},
+            {"name": "b", "image": "nginx", "imageID": "", "ready": true, "restartCount": 1,
+             "state": {"running": {"startedAt": whole}},
+             "lastState": {"terminated": {"exitCode": 1, "startedAt": whole, "finishedAt": whole}}}]
+    }));
+    let cached = cache.get("uid-1").expect("cached");
+    assert_eq!(PodStatus::clone(&cached.status), served);
+}
