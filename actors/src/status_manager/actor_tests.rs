@@ -590,12 +590,15 @@ async fn a_status_the_watchs_pod_has_is_held_once_and_a_change_is_still_sent() {
     })
     .await;
     assert!(!held(), "not before the watch shows it");
-    // As the API server serves it: Go writes the empty `lastState` struct as `{}`.
-    let mut served = api.state().pods["web"].clone();
-    served["status"]["containerStatuses"][0]["lastState"] = json!({});
-    let served: Pod = serde_json::from_value(served).expect("pod");
-    observe(&manager, &served).await;
-    assert!(held(), "the watch's pod has the cached status: {served:?}");
+    // The pod as the API server serves it: Go writes the empty `lastState` struct as `{}`.
+    let served = || {
+        let mut served = api.state().pods["web"].clone();
+        served["status"]["containerStatuses"][0]["lastState"] = json!({});
+        serde_json::from_value::<Pod>(served).expect("pod")
+    };
+    let first = served();
+    observe(&manager, &first).await;
+    assert!(held(), "the watch's pod has the cached status: {first:?}");
 
     let mut changed = status;
     changed.message = Some("changed".to_owned());
@@ -605,14 +608,12 @@ async fn a_status_the_watchs_pod_has_is_held_once_and_a_change_is_still_sent() {
         api.status("web")["message"] == "changed"
     })
     .await;
-    let mut served = api.state().pods["web"].clone();
-    served["status"]["containerStatuses"][0]["lastState"] = json!({});
-    let served: Pod = serde_json::from_value(served).expect("pod");
-    observe(&manager, &served).await;
+    let second = served();
+    observe(&manager, &second).await;
     assert!(held(), "the change, once the watch shows it");
     // Someone else edits the status: the watch's pod no longer has the cached one, which the
     // cache keeps as its own (and the batch pass reconciles).
-    let mut edited = served;
+    let mut edited = second;
     edited.status = Some(running(false));
     observe(&manager, &edited).await;
     assert!(!held(), "a status the watch's pod does not have");
