@@ -270,7 +270,7 @@ mod tests {
             (walked, table, whole)
         });
         match outcome {
-            Ok((walked, table, whole)) => {
+            Ok((mut walked, mut table, whole)) => {
                 let mut expected = vec![
                     dir.join("volumes/tmpfs/cache"),
                     dir.join("containers/app"),
@@ -278,7 +278,6 @@ mod tests {
                 ];
                 expected.sort_by_key(|point| std::cmp::Reverse(point.as_os_str().len()));
                 assert_eq!(walked, expected);
-                let (mut walked, mut table) = (walked, table);
                 walked.sort();
                 table.sort();
                 assert_eq!(walked, table, "the walk and the mount table disagree");

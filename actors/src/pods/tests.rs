@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::{
     PodLifecycleProvider, PodUpdate, SimulatedPods, SimulatedSettings, annotations, ip_pool::Cidr,
 };
-use crate::messages::StopPod;
+use crate::{messages::StopPod, volume_manager::ports::fake_view::OneVolume};
 
 fn provider() -> SimulatedPods {
     SimulatedPods::new(SimulatedSettings {
@@ -324,35 +324,9 @@ fn deleted_pods_leave_nothing_behind() {
     assert_eq!(pods.footprint(), (0, 0, 0), "pods, table slots, addresses");
 }
 
-/// A volume manager that has set up every volume once `ready` is set.
-struct Volumes {
-    ready: std::sync::atomic::AtomicBool,
-}
-
-impl crate::volume_manager::PodVolumeView for Volumes {
-    fn readiness(&self, _: &str) -> crate::volume_manager::MountReadiness {
-        if self.ready.load(std::sync::atomic::Ordering::SeqCst) {
-            crate::volume_manager::MountReadiness::Ready
-        } else {
-            crate::volume_manager::MountReadiness::Waiting(
-                crate::volume_manager::UnmountedVolumes {
-                    unmounted: vec!["data".to_owned()],
-                    ..Default::default()
-                },
-            )
-        }
-    }
-
-    fn host_paths(&self, _: &str) -> std::collections::BTreeMap<String, std::path::PathBuf> {
-        std::collections::BTreeMap::new()
-    }
-}
-
 #[test]
 fn a_pod_waiting_for_its_volumes_is_not_due_until_they_are_set_up() {
-    let volumes = Arc::new(Volumes {
-        ready: false.into(),
-    });
+    let volumes = Arc::new(OneVolume::default());
     let mut pods = provider().with_volumes(Arc::clone(&volumes) as _);
     let mut with_volume = pod("a", "Always", json!({}));
     with_volume.spec.as_mut().unwrap().volumes = Some(vec![
@@ -369,9 +343,7 @@ fn a_pod_waiting_for_its_volumes_is_not_due_until_they_are_set_up() {
         statuses(&pods.tick(now())).is_empty(),
         "a tick changes nothing"
     );
-    volumes
-        .ready
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    volumes.set_up();
     let started = pods.volumes_changed("a", now());
     assert_eq!(statuses(&started).last().unwrap()["phase"], "Running");
     assert_eq!(pods.next_wakeup(), None);

@@ -2,55 +2,16 @@
 //! sandbox and no container until every volume of the pod is set up, then the containers start
 //! with the mounts the volume manager reports.
 
-use std::{
-    collections::BTreeMap,
-    path::PathBuf,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Duration,
-};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use serde_json::json;
 
 use super::tests::{Harness, IMAGE, phase, pod};
-use crate::{
-    pods::provider::PodLifecycleProvider,
-    volume_manager::{MountReadiness, PodVolumeView, UnmountedVolumes},
-};
-
-/// A volume manager whose one volume, `data`, is set up once `mounted` is set.
-struct OneVolume {
-    mounted: AtomicBool,
-}
-
-impl PodVolumeView for OneVolume {
-    fn readiness(&self, _pod_uid: &str) -> MountReadiness {
-        if self.mounted.load(Ordering::SeqCst) {
-            MountReadiness::Ready
-        } else {
-            MountReadiness::Waiting(UnmountedVolumes {
-                unmounted: vec!["data".to_owned()],
-                ..UnmountedVolumes::default()
-            })
-        }
-    }
-
-    fn host_paths(&self, _pod_uid: &str) -> BTreeMap<String, PathBuf> {
-        if self.mounted.load(Ordering::SeqCst) {
-            [("data".to_owned(), PathBuf::from("/var/lib/np/u1/data"))].into()
-        } else {
-            BTreeMap::new()
-        }
-    }
-}
+use crate::{pods::provider::PodLifecycleProvider, volume_manager::ports::fake_view::OneVolume};
 
 #[tokio::test(start_paused = true)]
 async fn nothing_is_made_or_started_until_the_pods_volumes_are_set_up() {
-    let volumes = Arc::new(OneVolume {
-        mounted: AtomicBool::new(false),
-    });
+    let volumes = Arc::new(OneVolume::default());
     let mut harness = Harness::with_volume_view(Arc::clone(&volumes) as _);
     harness.apply(&pod(
         "Always",
@@ -75,7 +36,7 @@ async fn nothing_is_made_or_started_until_the_pods_volumes_are_set_up() {
         "no container before the volumes"
     );
 
-    volumes.mounted.store(true, Ordering::SeqCst);
+    volumes.set_up();
     let now = crate::clock::system()();
     harness
         .updates
