@@ -7,6 +7,8 @@ use std::{
     net::{IpAddr, Ipv4Addr, Ipv6Addr},
 };
 
+use crate::shrink::btree_set_after_removal;
+
 /// One CIDR, e.g. `10.244.1.0/24` or `fd00:10:244:1::/64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cidr {
@@ -122,6 +124,7 @@ impl IpPool {
 
     pub fn release(&mut self, address: IpAddr) {
         self.in_use.remove(&address);
+        btree_set_after_removal(&mut self.in_use);
     }
 
     pub fn in_use(&self) -> usize {

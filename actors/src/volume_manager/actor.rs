@@ -29,6 +29,7 @@ use crate::{
     clock::{self, WallClock},
     messages::{NodeVolumeFacts, VolumesInUse},
     ports::{PodApi, PodEvent, PodSource, PodWatchEvent},
+    shrink::{btree_map_after_removal, btree_set_after_removal},
     volume_manager::{PodVolumesChanged, SetUpContext, VolumeHost, VolumeSourceApi},
 };
 
@@ -229,6 +230,7 @@ impl VolumeManagerActor {
         let due: Vec<(Arc<k8s_openapi::api::core::v1::Pod>, String)> = self.memory.update(|m| {
             m.pod_errors_reported
                 .retain(|uid| desired.pods.contains_key(uid));
+            btree_set_after_removal(&mut m.pod_errors_reported);
             let mut due = Vec::new();
             for uid in desired.pods.keys() {
                 if m.pod_errors_reported.contains(uid) {
@@ -338,6 +340,7 @@ impl VolumeManagerActor {
                     Ok(()) => self.memory.update(|m| {
                         m.actual.mark_pod_dir_removed(&pod_uid);
                         m.pod_dir_failures.remove(&pod_uid);
+                        btree_map_after_removal(&mut m.pod_dir_failures);
                     }),
                     Err(error) => self.memory.update(|m| {
                         m.pod_dir_failures.insert(pod_uid.clone(), error.message);
@@ -456,7 +459,10 @@ impl VolumeManagerActor {
     fn settle_as(&self, operation: &str, key: &Key, result: Result<(), String>, now: Instant) {
         match result {
             Ok(()) => {
-                self.memory.update(|m| m.failures.remove(key));
+                self.memory.update(|m| {
+                    m.failures.remove(key);
+                    btree_map_after_removal(&mut m.failures);
+                });
             }
             Err(error) => {
                 let (pod, failure) = self.memory.update(|m| {
@@ -556,10 +562,7 @@ impl StreamHandler<PodWatchEvent> for VolumeManagerActor {
             }
             PodWatchEvent::Deleted(pod) => {
                 if let Some(uid) = pod.metadata.uid.as_deref() {
-                    self.memory.update(|m| {
-                        m.pods.remove(uid);
-                        m.failures.retain(|(pod_uid, _), _| pod_uid != uid);
-                    });
+                    self.memory.update(|m| m.forget_pod(uid));
                 }
             }
             PodWatchEvent::Listed => self.memory.update(|m| m.listed = true),

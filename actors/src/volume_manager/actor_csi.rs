@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::{Key, VolumeManagerActor};
 use crate::{
     ports::{CsiNode, CsiPod},
+    shrink::btree_map_after_removal,
     volume_manager::{
         ClaimRef, MountState, PodVolume, StagedDevice, UniqueVolumeName, state::is_terminated,
     },
@@ -109,7 +110,9 @@ impl VolumeManagerActor {
     pub(super) fn forget_claims(&self, keep: impl Fn(&str) -> bool) {
         self.memory.update(|m| {
             m.claims.retain(|(uid, _), _| keep(uid));
+            btree_map_after_removal(&mut m.claims);
             m.claim_retry_at.retain(|(uid, _), _| keep(uid));
+            btree_map_after_removal(&mut m.claim_retry_at);
         });
     }
 
@@ -278,7 +281,7 @@ impl VolumeManagerActor {
                 Ok(()) => {
                     actor
                         .memory
-                        .update(|m| m.actual.devices.remove(&unique_name));
+                        .update(|m| m.actual.mark_unstaged(&unique_name));
                     tracing::info!(volume = %unique_name, "CSI volume unstaged");
                     actor.settle(&key, Ok(()), Instant::now());
                 }

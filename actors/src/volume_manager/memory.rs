@@ -21,7 +21,7 @@ use super::{
     mount_readiness,
     spec::ResolvedClaims,
 };
-use crate::volume_manager::PodVolumeView;
+use crate::{shrink::btree_map_after_removal, volume_manager::PodVolumeView};
 
 /// First wait after a failed operation; it doubles up to [`MAX_BACKOFF`] (§1.3).
 pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -126,6 +126,15 @@ impl DesiredInputs {
 }
 
 impl VolumeManagerMemory {
+    /// Forgets a pod the watch reported deleted, and its failed operations. Its volumes stay
+    /// in the actual state until they are torn down.
+    pub fn forget_pod(&mut self, uid: &str) {
+        self.pods.remove(uid);
+        btree_map_after_removal(&mut self.pods);
+        self.failures.retain(|(pod_uid, _), _| pod_uid != uid);
+        btree_map_after_removal(&mut self.failures);
+    }
+
     /// The desired state from the pods the watch reported. Complete (so unmounting may begin)
     /// only once the watch has listed every pod. Built again only when a pod, a claim or the
     /// listing changed since the last call, and then only for the pods that changed.

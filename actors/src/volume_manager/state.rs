@@ -16,7 +16,10 @@ use super::{
     plugin::Plugin,
     spec::{PodVolume, ResolvedClaims, SpecError, pod_volumes_with},
 };
-use crate::ports::CsiVolume;
+use crate::{
+    ports::CsiVolume,
+    shrink::{btree_map_after_removal, btree_set_after_removal},
+};
 
 /// One pod the node must serve volumes to.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,11 +258,19 @@ impl ActualState {
     /// Records a successful Unmount.
     pub fn mark_unmounted(&mut self, pod_uid: &str, volume: &str) {
         self.mounts.remove(&(pod_uid.to_owned(), volume.to_owned()));
+        btree_map_after_removal(&mut self.mounts);
     }
 
     /// Records that the pod's directory is gone.
     pub fn mark_pod_dir_removed(&mut self, pod_uid: &str) {
         self.pod_dirs.remove(pod_uid);
+        btree_set_after_removal(&mut self.pod_dirs);
+    }
+
+    /// Records that a CSI volume is unstaged.
+    pub fn mark_unstaged(&mut self, unique_name: &UniqueVolumeName) {
+        self.devices.remove(unique_name);
+        btree_map_after_removal(&mut self.devices);
     }
 
     /// Whether any volume of `pod_uid` is (possibly) still set up.

@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, time::Duration};
 use jiff::{SignedDuration, Timestamp};
 
 use super::TokenSpec;
+use crate::shrink::btree_map_after_removal;
 
 /// A token is refreshed at the latest this long after it was issued.
 pub const MAX_TOKEN_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -84,6 +85,7 @@ impl TokenCache {
     /// Forgets the tokens of every pod not in `live` pod UIDs.
     pub fn retain_pods(&mut self, live: impl Fn(&str) -> bool) {
         self.tokens.retain(|spec, _| live(&spec.pod_uid));
+        btree_map_after_removal(&mut self.tokens);
     }
 
     pub fn len(&self) -> usize {
