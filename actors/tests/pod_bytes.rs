@@ -195,20 +195,31 @@ fn as_the_api_has_it(pod: &Arc<Pod>, cache: &PodStatusCache) -> Arc<Pod> {
 /// while each pod volume held a copy of its k8s-openapi `Volume` in a `BTreeMap` node.
 const DESIRED_BOUND_PER_POD: isize = 1024;
 
-/// What the desired state costs a pod.
-fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize {
-    let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
+/// A volume manager's memory after a complete list of no pods, with the desired state of no
+/// pods built: what it keeps whatever the pods.
+fn memory_of_no_pods() -> VolumeManagerMemory {
     let mut memory = VolumeManagerMemory {
         listed: true,
         ..Default::default()
     };
-    // The desired state of no pods: what is kept whatever the pods.
     drop(memory.desired("pods-0"));
-    let start = live();
-    for pod in &pods {
+    memory
+}
+
+/// The watch reports `pods`.
+fn remember(memory: &mut VolumeManagerMemory, pods: &[Arc<Pod>]) {
+    for pod in pods {
         let uid = pod.metadata.uid.clone().expect("a uid");
         memory.pods.insert(uid, Arc::clone(pod));
     }
+}
+
+/// What the desired state costs a pod.
+fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize {
+    let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
+    let mut memory = memory_of_no_pods();
+    let start = live();
+    remember(&mut memory, &pods);
     let desired = memory.desired("pods-0");
     assert_eq!(desired.pods.len(), PODS);
     drop(desired);
@@ -229,17 +240,9 @@ fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize
 fn the_volume_manager_keeps_nothing_of_pods_torn_down() {
     let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
     let now = tokio::time::Instant::now();
-    let mut memory = VolumeManagerMemory {
-        listed: true,
-        ..Default::default()
-    };
-    // The desired state of no pods, as in the test above.
-    drop(memory.desired("pods-0"));
+    let mut memory = memory_of_no_pods();
     let start = live();
-    for pod in &pods {
-        let uid = pod.metadata.uid.clone().expect("a uid");
-        memory.pods.insert(uid, Arc::clone(pod));
-    }
+    remember(&mut memory, &pods);
     let desired = memory.desired("pods-0");
     for (uid, pod) in &desired.pods {
         for volume in pod.volumes.values() {
