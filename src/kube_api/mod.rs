@@ -140,7 +140,8 @@ pub async fn client_config(
 /// A client whose every request (each attempt) is timed into [`metrics::API_METRICS`], and
 /// whose 429/5xx answers with `Retry-After` are retried as client-go does (`retry_after`), in
 /// place of kube-rs's own retry policy; retries wait for `limiter` when given; at most
-/// `in_flight` requests are in flight at once, when given.
+/// `in_flight` requests are in flight at once, each until its answer is read whole, when
+/// given (`in_flight`).
 fn timed_client(
     config: &kube::Config,
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
@@ -152,7 +153,7 @@ fn timed_client(
     config.default_retry = false;
     // Over the timing (a request's time waiting for its turn is not the server's), under the
     // retries (a request waiting out a Retry-After holds no place).
-    let in_flight = tower::util::option_layer(in_flight.map(in_flight::InFlightLayer::new));
+    let in_flight = in_flight::InFlightLayer::new(in_flight);
     let builder = match identity {
         Some(identity) => credentials::client::builder(&config, identity)?,
         None => kube::client::ClientBuilder::try_from(config)?,
