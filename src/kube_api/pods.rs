@@ -13,6 +13,7 @@ use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
 use jiff::Timestamp;
 use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::Time};
 use kube::{
+    Resource,
     api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions},
     runtime::watcher,
 };
@@ -82,18 +83,25 @@ impl PodApi for KubeApi {
         name: &str,
         patch: serde_json::Value,
     ) -> BoxFuture<'static, ApiResult<Pod>> {
-        let (api, name, timeout) = (
-            Api::<Pod>::namespaced(self.heartbeat_client(), namespace),
-            name.to_owned(),
-            self.heartbeat_timeout(),
-        );
-        Box::pin(async move {
-            timed(
-                timeout,
-                api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch)),
+        let (client, timeout) = (self.heartbeat_client(), self.heartbeat_timeout());
+        // Serialized here, as `Api::patch_status` would on its first poll, so that a PATCH
+        // waiting its turn holds its body (one allocation), not the tree of JSON maps the
+        // patch was built as: a fleet's burst queues thousands of them.
+        let request = kube::core::Request::new(Pod::url_path(&(), Some(namespace)))
+            .patch_subresource(
+                "status",
+                name,
+                &PatchParams::default(),
+                &Patch::Strategic(patch),
             )
-            .await
-        })
+            .map(|mut request| {
+                request.extensions_mut().insert("patch_status");
+                request
+            })
+            .map_err(kube::Error::BuildRequest);
+        Box::pin(
+            async move { timed(timeout, async { client.request::<Pod>(request?).await }).await },
+        )
     }
 
     fn delete_pod(
