@@ -29,7 +29,7 @@ pub use api::FleetApi;
 pub use host::{CachedHost, CachedMachine, NodeMachine};
 
 use crate::{
-    config::{FleetNodeConfig, Settings},
+    config::{FLEET_NODE_STATUS_SYNCS, FleetNodeConfig, Settings},
     kube_api::{KubeApi, SharedWatches},
     node::{NodeActors, NodeResources, supervisor_config},
 };
@@ -164,6 +164,7 @@ fn start_node(
         .resources(resources)
         .without_plugin_watcher()
         .without_shared_pod_source()
+        .status_syncs_in_flight(FLEET_NODE_STATUS_SYNCS)
         .add_to(Supervisor::builder(supervision))
         // The whole node with an API: nothing for the wiring to refuse.
         .expect("a whole node is wired");

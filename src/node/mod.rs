@@ -137,6 +137,7 @@ pub struct NodeActors {
     pod_cidr: Option<Recipient<UpdatePodCidr>>,
     plugin_watcher: bool,
     shared_pod_source: bool,
+    status_syncs_in_flight: Option<usize>,
 }
 
 impl NodeActors {
@@ -151,6 +152,7 @@ impl NodeActors {
             pod_cidr: None,
             plugin_watcher: true,
             shared_pod_source: true,
+            status_syncs_in_flight: None,
         }
     }
 
@@ -201,6 +203,14 @@ impl NodeActors {
         self
     }
 
+    /// StatusManager syncs at most `syncs` pods with the API at once instead of its default
+    /// (a fleet's nodes share one client: see `FLEET_NODE_STATUS_SYNCS`).
+    #[must_use]
+    pub fn status_syncs_in_flight(mut self, syncs: usize) -> Self {
+        self.status_syncs_in_flight = Some(syncs);
+        self
+    }
+
     /// NodeStatus pushes a changed pod CIDR here instead of to the runtime and the pods'
     /// provider (tests that record it).
     #[must_use]
@@ -230,6 +240,7 @@ impl NodeActors {
             pod_cidr,
             plugin_watcher,
             shared_pod_source,
+            status_syncs_in_flight,
         } = self;
         if (parts.heartbeat || parts.pods) && api.is_none() {
             return Err(WiringError::NoApi);
@@ -258,6 +269,7 @@ impl NodeActors {
             pod_cidr,
             plugin_watcher,
             shared_pod_source,
+            status_syncs_in_flight,
             node_view: Arc::default(),
             pods_view: PodsPublisher::default(),
             prober,

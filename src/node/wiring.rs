@@ -114,6 +114,8 @@ pub(super) struct Wiring<'a> {
     pub plugin_watcher: bool,
     /// Whether the pod actors subscribe to one pod source (else each watches on its own).
     pub shared_pod_source: bool,
+    /// StatusManager's pod syncs at once, when not its default.
+    pub status_syncs_in_flight: Option<usize>,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
     /// Where the CRI provider publishes its pods for readers outside the actors.
@@ -347,7 +349,10 @@ impl Wiring<'_> {
         let node_name = &self.settings.node_name;
         let pod_api: Arc<dyn PodApi> = Arc::clone(api) as Arc<dyn PodApi>;
         let store = Kept::<PodStatusStore>::default();
-        let manager_settings = StatusManagerSettings::new(node_name.clone());
+        let mut manager_settings = StatusManagerSettings::new(node_name.clone());
+        if let Some(syncs) = self.status_syncs_in_flight {
+            manager_settings.max_in_flight = syncs;
+        }
         let (manager_api, stop) = (
             Arc::clone(&pod_api),
             self.addresses.pod_lifecycle.recipient(),

@@ -199,6 +199,18 @@ async fn each_node_is_killable_by_name_and_a_kill_disturbs_no_other_node() {
     let own = actors(&own);
     assert_eq!(own.len(), 7);
     assert!(own.iter().all(|actor| actor["node"] == victim.as_str()));
+    let (status, manager) = debug_call(
+        address,
+        false,
+        &format!("/debug/actors/status-manager?node={victim}"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        manager["actorState"]["value"]["syncsAtOnce"],
+        config::FLEET_NODE_STATUS_SYNCS,
+        "a fleet node's StatusManager syncs fewer pods at once than one node's: {manager}"
+    );
     let (status, _) = debug_call(address, false, "/debug/actors?node=no-such-node").await;
     assert_eq!(status, 404, "an unknown node is named as such");
     let (status, _) = debug_call(address, true, "/debug/actors/lease/kill?mode=panic").await;

@@ -607,6 +607,7 @@ impl SupervisedActor for StatusManagerActor {
             "unsent": unsent,
             "statusesHeldAsTheApis": held_as_the_apis,
             "inFlight": self.in_flight.len(),
+            "syncsAtOnce": self.settings.max_in_flight,
             "counters": self.counters,
             "lastError": self.last_error.as_ref().map(|(at, error)| json!({"at": at.to_string(), "error": error})),
         })
