@@ -28,6 +28,8 @@ use hyper::body::Body;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{BoxError, Service};
 
+use super::metrics::query_flag;
+
 /// An answer as the layer hands it on: read whole, or (a watch's, a followed log's, or any
 /// answer of a client without a bound) as it streams.
 pub type Answer<B> = Either<Full<Bytes>, B>;
@@ -131,11 +133,7 @@ where
 /// Whether the answer to a request to `uri` streams for as long as it is read: a watch, or a
 /// followed log.
 fn streams(uri: &http::Uri) -> bool {
-    uri.query().is_some_and(|query| {
-        query
-            .split('&')
-            .any(|pair| matches!(pair, "watch=true" | "watch=1" | "follow=true" | "follow=1"))
-    })
+    query_flag(uri, "watch") || query_flag(uri, "follow")
 }
 
 /// The headers, each value copied: hyper's are slices of the read buffer too, and kept it

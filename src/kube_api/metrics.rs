@@ -238,12 +238,21 @@ pub fn classify(method: &http::Method, uri: &http::Uri) -> (&'static str, String
         [plural, _name, sub, ..] => (format!("{plural}/{sub}"), true),
         [] => (String::new(), false),
     };
-    let watch = uri.query().is_some_and(|query| {
-        query
-            .split('&')
-            .any(|pair| pair == "watch=true" || pair == "watch=1")
-    });
-    (method_verb(method, named, watch), resource)
+    (
+        method_verb(method, named, query_flag(uri, "watch")),
+        resource,
+    )
+}
+
+/// Whether `uri`'s query sets the boolean `key` (`key=true` or `key=1`, as the API server
+/// reads one).
+pub fn query_flag(uri: &http::Uri, key: &str) -> bool {
+    uri.query().is_some_and(|query| {
+        query.split('&').any(|pair| {
+            pair.split_once('=')
+                .is_some_and(|(name, value)| name == key && matches!(value, "true" | "1"))
+        })
+    })
 }
 
 fn method_verb(method: &http::Method, named: bool, watch: bool) -> &'static str {
