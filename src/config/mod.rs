@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 pub use container_logs::parse_max_size;
 pub use duration::{DurationError, GoDuration};
 pub use endpoint::{EndpointError, socket_path};
-pub use fleet::{FLEET_NODE_STATUS_SYNCS, FleetSizeError, generated_name, with_generated};
+pub use fleet::{
+    FLEET_NODE_STATUS_SYNCS, FLEET_NODE_VOLUME_FETCHES, FleetSizeError, generated_name,
+    with_generated,
+};
 pub use kubelet_api::{
     AnonymousAuthentication, AuthorizationMode, KubeletAuthentication, KubeletAuthorization,
     WebhookAuthentication, WebhookAuthorization, X509Authentication,

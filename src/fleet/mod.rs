@@ -29,7 +29,7 @@ pub use api::FleetApi;
 pub use host::{CachedHost, CachedMachine, NodeMachine};
 
 use crate::{
-    config::{FLEET_NODE_STATUS_SYNCS, FleetNodeConfig, Settings},
+    config::{FLEET_NODE_STATUS_SYNCS, FLEET_NODE_VOLUME_FETCHES, FleetNodeConfig, Settings},
     kube_api::{KubeApi, SharedWatches},
     node::{NodeActors, NodeResources, supervisor_config},
 };
@@ -165,6 +165,7 @@ fn start_node(
         .without_plugin_watcher()
         .without_shared_pod_source()
         .status_syncs_in_flight(FLEET_NODE_STATUS_SYNCS)
+        .volume_fetches_at_once(FLEET_NODE_VOLUME_FETCHES)
         .add_to(Supervisor::builder(supervision))
         // The whole node with an API: nothing for the wiring to refuse.
         .expect("a whole node is wired");

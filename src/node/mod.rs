@@ -21,7 +21,7 @@ mod settings;
 pub mod static_pods;
 mod wiring;
 
-use std::sync::Arc;
+use std::{num::NonZeroUsize, sync::Arc};
 
 use nodepulse_actors::{
     eviction::{EvictionSignalActor, Evictions},
@@ -137,7 +137,8 @@ pub struct NodeActors {
     pod_cidr: Option<Recipient<UpdatePodCidr>>,
     plugin_watcher: bool,
     shared_pod_source: bool,
-    status_syncs_in_flight: Option<usize>,
+    status_syncs_in_flight: Option<NonZeroUsize>,
+    volume_fetches_at_once: Option<NonZeroUsize>,
 }
 
 impl NodeActors {
@@ -153,6 +154,7 @@ impl NodeActors {
             plugin_watcher: true,
             shared_pod_source: true,
             status_syncs_in_flight: None,
+            volume_fetches_at_once: None,
         }
     }
 
@@ -206,8 +208,16 @@ impl NodeActors {
     /// StatusManager syncs at most `syncs` pods with the API at once instead of its default
     /// (a fleet's nodes share one client: see `FLEET_NODE_STATUS_SYNCS`).
     #[must_use]
-    pub fn status_syncs_in_flight(mut self, syncs: usize) -> Self {
+    pub fn status_syncs_in_flight(mut self, syncs: NonZeroUsize) -> Self {
         self.status_syncs_in_flight = Some(syncs);
+        self
+    }
+
+    /// VolumeManager fetches the sources of at most `fetches` volumes at once instead of all
+    /// that are due (a fleet's nodes share one client: see `FLEET_NODE_VOLUME_FETCHES`).
+    #[must_use]
+    pub fn volume_fetches_at_once(mut self, fetches: NonZeroUsize) -> Self {
+        self.volume_fetches_at_once = Some(fetches);
         self
     }
 
@@ -241,6 +251,7 @@ impl NodeActors {
             plugin_watcher,
             shared_pod_source,
             status_syncs_in_flight,
+            volume_fetches_at_once,
         } = self;
         if (parts.heartbeat || parts.pods) && api.is_none() {
             return Err(WiringError::NoApi);
@@ -270,6 +281,7 @@ impl NodeActors {
             plugin_watcher,
             shared_pod_source,
             status_syncs_in_flight,
+            volume_fetches_at_once,
             node_view: Arc::default(),
             pods_view: PodsPublisher::default(),
             prober,

@@ -59,6 +59,9 @@ pub fn volume_manager_settings(settings: &Settings) -> VolumeManagerSettings {
         node_name: settings.node_name.clone(),
         dirs: PodDirs::new(settings.config.root_dir_on_host()),
         sync_period: settings.config.sync_frequency.into(),
+        // A node of its own fetches as the kubelet does; a fleet's nodes are bounded by the
+        // wiring (`NodeActors::volume_fetches_at_once`).
+        fetches_at_once: None,
     }
 }
 

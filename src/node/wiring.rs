@@ -2,9 +2,12 @@
 //! built from, including the state kept across restarts) and its peers' addresses. Only
 //! `NodeActors` calls this.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    num::NonZeroUsize,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use nodepulse_actors::{
@@ -115,7 +118,9 @@ pub(super) struct Wiring<'a> {
     /// Whether the pod actors subscribe to one pod source (else each watches on its own).
     pub shared_pod_source: bool,
     /// StatusManager's pod syncs at once, when not its default.
-    pub status_syncs_in_flight: Option<usize>,
+    pub status_syncs_in_flight: Option<NonZeroUsize>,
+    /// VolumeManager's fetches at once, when bounded.
+    pub volume_fetches_at_once: Option<NonZeroUsize>,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
     /// Where the CRI provider publishes its pods for readers outside the actors.
@@ -286,7 +291,8 @@ impl Wiring<'_> {
         inbox: Inbox<VolumeManagerActor>,
         (drivers, source): (CsiDrivers, Option<Arc<dyn PodSource>>),
     ) -> ChildSpec<VolumeManagerActor> {
-        let volume_settings = settings::volume_manager_settings(self.settings);
+        let mut volume_settings = settings::volume_manager_settings(self.settings);
+        volume_settings.fetches_at_once = self.volume_fetches_at_once;
         let host: Arc<dyn VolumeHost> = Arc::new(DiskVolumeHost::with_tmpfs(
             volume_settings.dirs.clone(),
             self.resources.no_tmpfs.clone(),
@@ -351,7 +357,7 @@ impl Wiring<'_> {
         let store = Kept::<PodStatusStore>::default();
         let mut manager_settings = StatusManagerSettings::new(node_name.clone());
         if let Some(syncs) = self.status_syncs_in_flight {
-            manager_settings.max_in_flight = syncs;
+            manager_settings.max_in_flight = syncs.get();
         }
         let (manager_api, stop) = (
             Arc::clone(&pod_api),

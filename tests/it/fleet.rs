@@ -208,8 +208,20 @@ async fn each_node_is_killable_by_name_and_a_kill_disturbs_no_other_node() {
     assert_eq!(status, 200);
     assert_eq!(
         manager["actorState"]["value"]["syncsAtOnce"],
-        config::FLEET_NODE_STATUS_SYNCS,
+        config::FLEET_NODE_STATUS_SYNCS.get(),
         "a fleet node's StatusManager syncs fewer pods at once than one node's: {manager}"
+    );
+    let (status, volumes) = debug_call(
+        address,
+        false,
+        &format!("/debug/actors/volume-manager?node={victim}"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        volumes["actorState"]["value"]["fetchesAtOnce"],
+        config::FLEET_NODE_VOLUME_FETCHES.get(),
+        "a fleet node's VolumeManager fetches a bounded number of volumes' sources at once: {volumes}"
     );
     let (status, _) = debug_call(address, false, "/debug/actors?node=no-such-node").await;
     assert_eq!(status, 404, "an unknown node is named as such");

@@ -7,6 +7,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
+    num::NonZeroUsize,
     sync::Arc,
     time::Duration,
 };
@@ -48,6 +49,11 @@ pub struct VolumeManagerSettings {
     /// How often configMap, secret, downwardAPI and projected content is refreshed (the
     /// kubelet's `syncFrequency`, 1 min).
     pub sync_period: Duration,
+    /// How many volumes' sources (ConfigMaps, Secrets, tokens) are fetched at once; `None`:
+    /// as many as are due, as the kubelet's operation executor runs each mount on its own. A
+    /// fetch waiting behind a shared client holds its request's futures (a few KiB), so a
+    /// fleet's nodes take turns instead.
+    pub fetches_at_once: Option<NonZeroUsize>,
 }
 
 /// Where the actor's messages go.
@@ -70,6 +76,8 @@ pub struct VolumeManagerActor {
     csi: Option<CsiPorts>,
     /// (pod UID, volume) whose content is being fetched or whose claim or CSI step runs.
     in_flight: BTreeSet<(String, String)>,
+    /// How many of `in_flight` are fetching sources (bounded by `fetches_at_once`).
+    fetching: usize,
     /// CSI volumes being staged: a second pod's SetUp waits rather than staging twice.
     staging: BTreeSet<UniqueVolumeName>,
     /// CSI volumes with a SetUp (stage and publish) running, by how many: never unstaged then.
@@ -113,6 +121,7 @@ impl VolumeManagerActor {
             csi: None,
             source: None,
             in_flight: BTreeSet::new(),
+            fetching: 0,
             staging: BTreeSet::new(),
             publishing: BTreeMap::new(),
             next_pass: None,
@@ -309,6 +318,10 @@ impl VolumeManagerActor {
             self.wake_in(retry_at.saturating_duration_since(now), ctx);
             return false;
         }
+        if self.waits_for_a_fetch(&operation) {
+            // A fetch's completion wakes the next pass.
+            return true;
+        }
         self.operations += 1;
         match operation {
             Operation::Unmount {
@@ -354,6 +367,19 @@ impl VolumeManagerActor {
         }
     }
 
+    /// Whether `operation` would fetch sources while `fetches_at_once` are already fetching.
+    fn waits_for_a_fetch(&self, operation: &Operation) -> bool {
+        let (Operation::Mount { volume, .. } | Operation::Remount { volume, .. }) = operation
+        else {
+            return false;
+        };
+        volume.plugin.fetches_sources()
+            && self
+                .settings
+                .fetches_at_once
+                .is_some_and(|bound| self.fetching >= bound.get())
+    }
+
     /// SetUp of one volume: at once for emptyDir and hostPath, after fetching its sources
     /// for the API-backed plugins, through the CSI node plugin for claims.
     fn set_up(&mut self, pod_uid: String, volume: PodVolume, ctx: &mut Context<Self>) -> bool {
@@ -379,9 +405,11 @@ impl VolumeManagerActor {
                     )
                 });
                 self.in_flight.insert(key.clone());
+                self.fetching += 1;
                 ctx.spawn(outcome.into_actor(self).map(
                     move |outcome: FetchOutcome, actor, ctx| {
                         actor.in_flight.remove(&key);
+                        actor.fetching -= 1;
                         actor.memory.update(|m| {
                             for (spec, token) in outcome.issued {
                                 m.tokens.insert(spec, token);
@@ -601,7 +629,7 @@ impl SupervisedActor for VolumeManagerActor {
         super::debug::describe(
             &self.memory,
             &self.settings,
-            &self.in_flight,
+            (&self.in_flight, self.fetching),
             self.host.describe(),
             (self.passes, self.operations),
         )

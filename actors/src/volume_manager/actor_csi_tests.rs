@@ -86,6 +86,7 @@ fn start_with(attach_required: bool, fakes: Fakes) -> Node {
         node_name: "n1".into(),
         dirs: dirs.clone(),
         sync_period: Duration::from_secs(60),
+        fetches_at_once: None,
     };
     let ports = CsiPorts {
         storage: Arc::new(csi.clone()),

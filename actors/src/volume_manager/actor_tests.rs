@@ -6,6 +6,7 @@
 
 use std::{
     collections::BTreeSet,
+    num::NonZeroUsize,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -136,6 +137,11 @@ struct Running {
 }
 
 fn start(fakes: Fakes) -> Running {
+    start_with(fakes, None)
+}
+
+/// `start`, with the volume manager fetching at most `fetches_at_once` volumes' sources at once.
+fn start_with(fakes: Fakes, fetches_at_once: Option<NonZeroUsize>) -> Running {
     let (watch, receiver) = mpsc::unbounded_channel();
     *fakes.watch.lock().unwrap() = Some(receiver);
     let memory = Kept::<VolumeManagerMemory>::default();
@@ -156,6 +162,7 @@ fn start(fakes: Fakes) -> Running {
         node_name: "n1".into(),
         dirs: PodDirs::new("/var/lib/kubelet"),
         sync_period: Duration::from_secs(60),
+        fetches_at_once,
     };
     let actor = VolumeManagerActor::new(
         settings,
@@ -234,6 +241,43 @@ async fn a_missing_config_map_backs_off_with_failed_mount_events_then_mounts_onc
         node.fakes.state().set_ups,
         [("u1".to_owned(), "cfg".to_owned())]
     );
+}
+
+/// Seven pods with a configMap volume each, whose reads take 50 ms: the most read at once
+/// until every volume is mounted.
+async fn most_fetching_at_once(fetches_at_once: Option<NonZeroUsize>) -> usize {
+    tokio::time::pause();
+    let fakes = Fakes::default();
+    fakes.objects.set_config_map("app", &[("k", "v")]);
+    fakes
+        .objects
+        .read_config_maps_taking(Duration::from_millis(50));
+    let node = start_with(fakes, fetches_at_once);
+    let uids: Vec<String> = (1..=7).map(|n| format!("u{n}")).collect();
+    for uid in &uids {
+        node.watch
+            .send(PodWatchEvent::Applied(Arc::new(cfg_pod(uid))))
+            .unwrap();
+    }
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    eventually(
+        "every pod's volume is mounted",
+        Duration::from_secs(5),
+        || uids.iter().all(|uid| mounted(&node.memory, uid)),
+    )
+    .await;
+    assert_eq!(node.fakes.state().set_ups.len(), uids.len());
+    node.fakes.objects.most_config_map_reads_at_once()
+}
+
+#[actix_rt::test]
+async fn with_a_bound_that_many_volumes_fetch_at_once_and_every_pod_mounts() {
+    assert_eq!(most_fetching_at_once(NonZeroUsize::new(2)).await, 2);
+}
+
+#[actix_rt::test]
+async fn without_a_bound_every_due_volume_fetches_at_once() {
+    assert_eq!(most_fetching_at_once(None).await, 7);
 }
 
 #[actix_rt::test]
@@ -396,6 +440,7 @@ async fn full_peer_mailboxes_never_hold_the_volume_manager_up() {
         node_name: "n1".into(),
         dirs: PodDirs::new("/var/lib/kubelet"),
         sync_period: Duration::from_secs(60),
+        fetches_at_once: None,
     };
     let _actor = VolumeManagerActor::new(
         settings,

@@ -14,7 +14,7 @@ use super::{MountState, Plugin, actor::VolumeManagerSettings, memory::VolumeMana
 pub fn describe(
     memory: &Kept<VolumeManagerMemory>,
     settings: &VolumeManagerSettings,
-    in_flight: &BTreeSet<(String, String)>,
+    (in_flight, fetching): (&BTreeSet<(String, String)>, usize),
     host: Value,
     (passes, operations): (u64, u64),
 ) -> Value {
@@ -47,6 +47,12 @@ pub fn describe(
                         }
                         (None, None) if volume.attachable && !m.volumes_attached.contains(&volume.unique_name) => {
                             "waiting for the attach/detach controller to list it in volumesAttached".to_owned()
+                        }
+                        (None, None)
+                            if volume.plugin.fetches_sources()
+                                && settings.fetches_at_once.is_some_and(|bound| fetching >= bound.get()) =>
+                        {
+                            format!("waiting to fetch its sources: {fetching} volumes are fetching (at most that many at once)")
                         }
                         (None, None) => "to be set up at the next pass".to_owned(),
                     };
@@ -100,6 +106,8 @@ pub fn describe(
             "node": settings.node_name,
             "rootDir": settings.dirs.root_dir(),
             "syncPeriodSeconds": settings.sync_period.as_secs_f64(),
+            "fetchesAtOnce": settings.fetches_at_once,
+            "fetching": fetching,
             "podListComplete": m.listed,
             "reconstructed": m.reconstructed,
             "reconcilerSynced": m.synced,

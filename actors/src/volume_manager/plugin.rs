@@ -61,6 +61,12 @@ impl Plugin {
         )
     }
 
+    /// Whether SetUp first fetches what it writes (ConfigMaps, Secrets, tokens) as its own
+    /// future: the plugins `requires_remount` names (a downwardAPI volume's fetch asks nothing).
+    pub fn fetches_sources(self) -> bool {
+        self.requires_remount()
+    }
+
     /// Whether SetUp leaves a directory under `pods/<uid>/volumes/` (hostPath mounts nothing:
     /// the host's own path is handed to the containers, §1.13).
     pub fn has_volume_dir(self) -> bool {

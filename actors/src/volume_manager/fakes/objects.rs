@@ -25,6 +25,33 @@ pub struct FakeObjects {
     config_maps: Arc<Mutex<BTreeMap<String, BTreeMap<String, String>>>>,
     secrets: Arc<Mutex<BTreeMap<String, Secret>>>,
     tokens: Arc<Mutex<TokenAnswers>>,
+    reads: Arc<Mutex<SlowReads>>,
+}
+
+/// How long a ConfigMap read takes, and how many were being read at once.
+#[derive(Default)]
+struct SlowReads {
+    taking: Duration,
+    now: usize,
+    most: usize,
+}
+
+/// One ConfigMap read under way, counted until its future ends or is dropped.
+struct Reading(Arc<Mutex<SlowReads>>);
+
+impl Reading {
+    fn start(reads: &Arc<Mutex<SlowReads>>) -> Self {
+        let mut counts = reads.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.now += 1;
+        counts.most = counts.most.max(counts.now);
+        Self(Arc::clone(reads))
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).now -= 1;
+    }
 }
 
 /// How TokenRequests are answered, and when each came.
@@ -56,6 +83,22 @@ impl FakeObjects {
 }
 
 impl FakeObjects {
+    /// Each ConfigMap read from now on answers after `taking` (tokio time).
+    pub fn read_config_maps_taking(&self, taking: Duration) {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .taking = taking;
+    }
+
+    /// The most ConfigMap reads that were under way at once.
+    pub fn most_config_map_reads_at_once(&self) -> usize {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .most
+    }
+
     /// Creates or replaces the ConfigMap `name` with `data`.
     pub fn set_config_map(&self, name: &str, data: &[(&str, &str)]) {
         let data = data
@@ -88,7 +131,17 @@ impl VolumeSourceApi for FakeObjects {
             .get(name)
             .cloned();
         let name = name.to_owned();
+        let reading = Reading::start(&self.reads);
+        let taking = reading
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .taking;
         Box::pin(async move {
+            if !taking.is_zero() {
+                tokio::time::sleep(taking).await;
+            }
+            drop(reading);
             found
                 .map(|data| ConfigMap {
                     data: Some(data),
