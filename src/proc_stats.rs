@@ -3,7 +3,7 @@
 
 /// Clock ticks per second of `/proc/<pid>/stat`'s times: `USER_HZ`, 100 on every Linux
 /// architecture nodepulse builds for.
-const USER_HZ: f64 = 100.0;
+pub const USER_HZ: f64 = 100.0;
 
 /// Resident memory in bytes, `None` where `/proc` is unavailable.
 pub fn resident_bytes() -> Option<u64> {

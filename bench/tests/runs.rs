@@ -328,6 +328,13 @@ fn agents_measures_a_running_agent_and_deletes_its_pods() {
             "{run}"
         );
         assert!(run["steady"]["cpuCores"].is_number(), "{run}");
+        // The machine's busy time holds the agent's (both counted in 10 ms ticks).
+        let (machine, agent) = (
+            run["machineCpuSecondsToRunning"].as_f64().unwrap_or(-1.0),
+            run["cpuSecondsToRunning"].as_f64().unwrap_or(f64::MAX),
+        );
+        assert!(machine > 0.0 && machine + 0.02 >= agent, "{run}");
+        assert!(run["cores"].as_u64().unwrap_or(0) >= 1, "{run}");
         assert!(run["allGoneSeconds"].as_f64().unwrap_or(0.0) > 0.0, "{run}");
     }
 }
