@@ -91,6 +91,9 @@ pub struct NodeStatusActor {
     report: ReportClock,
     busy: bool,
     again: bool,
+    /// The watch saw the Node deleted while a registration or sync was answered: the Node
+    /// that answer brings is gone, so it is not kept (the next sync registers again).
+    deleted_while_busy: bool,
     last_computed: Option<Node>,
     /// The last PATCH body, as sent (text: a JSON tree of it took several times the bytes,
     /// kept on every node of a fleet only for `/debug/node`).
@@ -125,6 +128,7 @@ impl NodeStatusActor {
             report: ReportClock::default(),
             busy: false,
             again: false,
+            deleted_while_busy: false,
             last_computed: None,
             last_sent: None,
             last_sync: None,
@@ -284,6 +288,9 @@ impl NodeStatusActor {
 
     fn finish(&mut self, ctx: &mut Context<Self>, run_again: bool) {
         self.busy = false;
+        if std::mem::take(&mut self.deleted_while_busy) {
+            self.node = None;
+        }
         if run_again || std::mem::take(&mut self.again) {
             self.sync(ctx);
         }
@@ -524,7 +531,11 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
                 }
             }
             NodeWatchEvent::Deleted => {
-                if self.node.take().is_some() && self.settings.register_node {
+                // An answer under way may bring the Node back from before the deletion (its
+                // registration or PATCH landed first): `finish` drops it.
+                self.deleted_while_busy |= self.busy;
+                let known = self.node.take().is_some() || self.busy;
+                if known && self.settings.register_node {
                     tracing::warn!(node = %self.settings.node_name, "the Node was deleted from the API server; registering it again");
                     self.sync(ctx);
                 }

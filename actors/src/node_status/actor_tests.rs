@@ -43,12 +43,9 @@ pub fn settings(update_frequency: Duration) -> NodeStatusSettings {
     }
 }
 
-/// A NodeStatusActor on the test's own runtime (so it sees the paused clock), registered.
-pub async fn start_registered(
-    api: &FakeNodeApi,
-    update_frequency: Duration,
-) -> Addr<NodeStatusActor> {
-    let actor = NodeStatusActor::new(
+/// A NodeStatusActor on the test's own runtime (so it sees the paused clock).
+fn start(api: &FakeNodeApi, update_frequency: Duration) -> Addr<NodeStatusActor> {
+    NodeStatusActor::new(
         settings(update_frequency),
         Arc::new(api.clone()),
         Arc::new(FakeMachine),
@@ -57,7 +54,15 @@ pub async fn start_registered(
         None,
     )
     .with_wall_clock(paused_wall_clock())
-    .start();
+    .start()
+}
+
+/// `start`, registered.
+pub async fn start_registered(
+    api: &FakeNodeApi,
+    update_frequency: Duration,
+) -> Addr<NodeStatusActor> {
+    let actor = start(api, update_frequency);
     eventually("the Node is registered", Duration::from_secs(5), || {
         api.state().node.is_some()
     })
@@ -195,6 +200,33 @@ async fn a_node_deleted_under_the_actor_is_registered_again_with_a_warning() {
             .any(|event| event.warning && event.reason == "NodeReregistered")
     })
     .await;
+}
+
+/// The watch reports the deletion while the answer to the request that registered the Node
+/// is still on the way: that answer's Node is gone, and is registered again at once.
+#[actix_rt::test]
+async fn a_node_deleted_while_its_registration_is_answered_is_registered_again() {
+    tokio::time::pause();
+    let api = FakeNodeApi::default();
+    let release = api.hold_answers();
+    let _actor = start(&api, UPDATE_FREQUENCY);
+    eventually("the Node is created", Duration::from_secs(5), || {
+        api.state().creates == 1
+    })
+    .await;
+    api.delete();
+    // The actor takes the watch's event before the answer.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    release.send(true).expect("the gate is held");
+    let took = eventually("the Node is back", Duration::from_secs(60), || {
+        api.state().node.is_some()
+    })
+    .await;
+    assert!(
+        took < UPDATE_FREQUENCY,
+        "registered again at once, not at a later sync ({took:?})"
+    );
+    assert_eq!(api.state().creates, 2);
 }
 
 /// Whether a status patch says the node is not ready.

@@ -9,6 +9,7 @@ use std::{
 use futures::{StreamExt, channel::mpsc, future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::strategic::apply;
 use crate::ports::{ApiError, ApiResult, NodeApi, NodeEvent, NodeWatchEvent};
@@ -28,6 +29,9 @@ pub struct NodeState {
     pub patch_failures: VecDeque<ApiError>,
     pub get_failures: VecDeque<ApiError>,
     watchers: Vec<mpsc::UnboundedSender<NodeWatchEvent>>,
+    /// While set and `false`, answers to create, get and patch wait (what they answer is
+    /// decided when called, as a server's is when the request lands).
+    gate: Option<watch::Receiver<bool>>,
 }
 
 #[derive(Clone, Default)]
@@ -52,6 +56,14 @@ impl FakeNodeApi {
         })
     }
 
+    /// Holds every answer to a create, get or status patch until the returned sender sends
+    /// `true`: the request has landed, its answer is still on the way.
+    pub fn hold_answers(&self) -> watch::Sender<bool> {
+        let (release, gate) = watch::channel(false);
+        self.state().gate = Some(gate);
+        release
+    }
+
     /// Deletes the Node and tells the watchers, as a `kubectl delete node` would.
     pub fn delete(&self) {
         let mut state = self.state();
@@ -68,6 +80,21 @@ impl FakeNodeApi {
             .ok_or_else(|| ApiError::NotFound(format!("nodes {name:?} not found")))?;
         serde_json::from_value(node).map_err(ApiError::decode)
     }
+}
+
+/// `result`, once `state`'s gate (if any) opens.
+fn answer<T: Send + 'static>(
+    state: &NodeState,
+    result: ApiResult<T>,
+) -> BoxFuture<'static, ApiResult<T>> {
+    let gate = state.gate.clone();
+    Box::pin(async move {
+        if let Some(mut gate) = gate {
+            // A dropped sender opens the gate as well.
+            let _ = gate.wait_for(|open| *open).await;
+        }
+        result
+    })
 }
 
 fn bump(state: &mut NodeState) {
@@ -100,7 +127,7 @@ impl NodeApi for FakeNodeApi {
             bump(&mut state);
             Self::stored(&state, &name)
         };
-        Box::pin(async move { result })
+        answer(&state, result)
     }
 
     fn get_node(&self, name: &str) -> BoxFuture<'static, ApiResult<Node>> {
@@ -110,7 +137,7 @@ impl NodeApi for FakeNodeApi {
             Some(error) => Err(error),
             None => Self::stored(&state, name),
         };
-        Box::pin(async move { result })
+        answer(&state, result)
     }
 
     fn patch_node_status(&self, name: &str, patch: Value) -> BoxFuture<'static, ApiResult<Node>> {
@@ -127,7 +154,7 @@ impl NodeApi for FakeNodeApi {
                 }
             },
         };
-        Box::pin(async move { result })
+        answer(&state, result)
     }
 
     fn record_event(&self, _node: &str, event: NodeEvent) -> BoxFuture<'static, ApiResult<()>> {
