@@ -118,7 +118,7 @@ pub fn start_trimming() -> Trimming {
             let started = std::time::Instant::now();
             let released = trim();
             let after = reading();
-            due.trimmed(std::time::Instant::now(), after);
+            due.trimmed(std::time::Instant::now(), after, reason);
             tracing::debug!(
                 ?reason,
                 released,
@@ -242,12 +242,12 @@ mod tests {
         drop(burst(&mut kept));
         assert_eq!(due.check(check(5), reading()), Some(due::Reason::Growth));
         gives_back(due::Reason::Growth);
-        due.trimmed(check(5), reading());
+        due.trimmed(check(5), reading(), due::Reason::Growth);
 
         let seen = burst(&mut kept);
         // A check in the burst: resident memory grew, and a trim there has nothing to give.
         assert_eq!(due.check(check(10), reading()), Some(due::Reason::Growth));
-        due.trimmed(check(10), reading());
+        due.trimmed(check(10), reading(), due::Reason::Growth);
         drop(seen);
         assert_eq!(due.check(check(15), reading()), Some(due::Reason::Freed));
         gives_back(due::Reason::Freed);
