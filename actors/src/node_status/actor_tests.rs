@@ -215,7 +215,8 @@ async fn a_node_deleted_while_its_registration_is_answered_is_registered_again()
     })
     .await;
     api.delete();
-    // The actor takes the watch's event before the answer.
+    // On paused time the clock advances only once every task is idle: the actor has taken
+    // the watch's event (and the answer is still held) before this returns.
     tokio::time::sleep(Duration::from_millis(100)).await;
     release.send(true).expect("the gate is held");
     let took = eventually("the Node is back", Duration::from_secs(60), || {

@@ -56,6 +56,16 @@ pub struct VolumeManagerSettings {
     pub fetches_at_once: Option<NonZeroUsize>,
 }
 
+impl VolumeManagerSettings {
+    /// Whether a volume of `plugin` waits for a place, with `fetching` volumes fetching.
+    pub fn fetch_waits(&self, plugin: Plugin, fetching: usize) -> bool {
+        plugin.fetches_sources()
+            && self
+                .fetches_at_once
+                .is_some_and(|bound| fetching >= bound.get())
+    }
+}
+
 /// Where the actor's messages go.
 #[derive(Clone, Default)]
 pub struct VolumeManagerPeers {
@@ -373,11 +383,7 @@ impl VolumeManagerActor {
         else {
             return false;
         };
-        volume.plugin.fetches_sources()
-            && self
-                .settings
-                .fetches_at_once
-                .is_some_and(|bound| self.fetching >= bound.get())
+        self.settings.fetch_waits(volume.plugin, self.fetching)
     }
 
     /// SetUp of one volume: at once for emptyDir and hostPath, after fetching its sources

@@ -49,8 +49,7 @@ pub fn describe(
                             "waiting for the attach/detach controller to list it in volumesAttached".to_owned()
                         }
                         (None, None)
-                            if volume.plugin.fetches_sources()
-                                && settings.fetches_at_once.is_some_and(|bound| fetching >= bound.get()) =>
+                            if settings.fetch_waits(volume.plugin, fetching) =>
                         {
                             format!("waiting to fetch its sources: {fetching} volumes are fetching (at most that many at once)")
                         }
