@@ -52,9 +52,13 @@ pub struct NodeStatusSettings {
 }
 
 /// What outlives an instance (handed to every generation in a [`Kept`]): the latest inputs,
-/// the boot ID last reported and whether the process has announced itself.
+/// the registered Node, the boot ID last reported and whether the process has announced itself.
 #[derive(Debug, Default, Clone)]
 pub struct NodeStatusMemory {
+    /// The Node as the API server last returned it (the instance's `node`, the same
+    /// allocation): a restarted instance goes on syncing its status instead of registering
+    /// again, which would wait out the registration's backoff (up to 7 s) after an outage.
+    node: Option<Arc<Node>>,
     runtime: Option<RuntimeHealth>,
     pressure: Option<PressureChanged>,
     boot_id: Option<String>,
@@ -112,6 +116,7 @@ impl NodeStatusActor {
         lease: Option<Recipient<NodeRegistered>>,
         pod_cidr: Option<Recipient<UpdatePodCidr>>,
     ) -> Self {
+        let node = memory.read(|memory| memory.node.clone());
         Self {
             settings,
             api,
@@ -124,7 +129,7 @@ impl NodeStatusActor {
             health_checks: None,
             last_pod_cidr: None,
             force_report: false,
-            node: None,
+            node,
             report: ReportClock::default(),
             busy: false,
             again: false,
@@ -151,7 +156,14 @@ impl NodeStatusActor {
             view.share(Some(Arc::clone(&node)));
         }
         self.observe_volumes(&node);
-        self.node = Some(node);
+        self.keep_node(Some(node));
+    }
+
+    /// The Node as the API server last returned it (`None`: to be registered), kept for the
+    /// next instance too.
+    fn keep_node(&mut self, node: Option<Arc<Node>>) {
+        self.memory.update(|memory| memory.node.clone_from(&node));
+        self.node = node;
     }
 
     /// Shares the Node as it would be registered (the kubelet's `initialNode`: the default
@@ -289,7 +301,7 @@ impl NodeStatusActor {
     fn finish(&mut self, ctx: &mut Context<Self>, run_again: bool) {
         self.busy = false;
         if std::mem::take(&mut self.deleted_while_busy) {
-            self.node = None;
+            self.keep_node(None);
         }
         if run_again || std::mem::take(&mut self.again) {
             self.sync(ctx);
@@ -408,7 +420,7 @@ impl NodeStatusActor {
             }
             SyncOutcome::NodeMissing => {
                 tracing::warn!(node = %self.settings.node_name, "the Node is gone from the API server; registering it again");
-                self.node = None;
+                self.keep_node(None);
                 self.last_sync = Some((now, "node missing: registering again".to_owned()));
                 self.again = true;
             }
@@ -534,7 +546,8 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
                 // An answer under way may bring the Node back from before the deletion (its
                 // registration or PATCH landed first): `finish` drops it.
                 self.deleted_while_busy |= self.busy;
-                let known = self.node.take().is_some() || self.busy;
+                let known = self.node.is_some() || self.busy;
+                self.keep_node(None);
                 if known && self.settings.register_node {
                     tracing::warn!(node = %self.settings.node_name, "the Node was deleted from the API server; registering it again");
                     self.sync(ctx);

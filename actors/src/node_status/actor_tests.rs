@@ -242,9 +242,11 @@ fn says_not_ready(patch: &serde_json::Value) -> bool {
 }
 
 /// The memory the factory hands every instance keeps the runtime's health, so a restarted
-/// instance computes Ready from it instead of posting the "runtime not yet probed" NotReady.
+/// instance computes Ready from it instead of posting the "runtime not yet probed" NotReady,
+/// and the registered Node, so it goes on syncing the status without registering again (a
+/// registration after an outage waited out its backoff, up to 7 s, before the status went).
 #[actix_rt::test]
-async fn a_restarted_instance_keeps_the_runtime_health_and_posts_no_not_ready_blip() {
+async fn a_restarted_instance_keeps_the_runtime_health_and_the_node_and_posts_no_not_ready_blip() {
     tokio::time::pause();
     let api = FakeNodeApi::default();
     let mut config = SupervisorConfig::new("worker-1");
@@ -285,9 +287,14 @@ async fn a_restarted_instance_keeps_the_runtime_health_and_posts_no_not_ready_bl
             .is_some_and(|actor| actor.state == ChildState::Running && actor.restarts == 1)
     })
     .await;
-    // Two update periods: the new instance has adopted the Node and computed its status.
+    // Two update periods: the new instance has computed its status.
     tokio::time::sleep(UPDATE_FREQUENCY * 2).await;
     let state = api.state();
+    assert_eq!(
+        (state.creates, state.gets),
+        (1, 0),
+        "the new instance syncs the Node it kept: no create, no read to adopt it"
+    );
     let after: Vec<_> = state.patches[before_restart..].iter().collect();
     assert!(
         !after.iter().any(|patch| says_not_ready(patch)),
