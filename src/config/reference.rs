@@ -69,7 +69,7 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field(
         "eventRecordQPS",
-        "Event writes (POST or PATCH) per second, over all objects, after the per-object spam filter (see [Events](#events)); more are dropped with a log line",
+        "Event writes (POST or PATCH) per second, over all objects, after the per-object spam filter (see [Events](#events)); more wait for their turn in their node's queue",
     ),
     field("eventBurst", "burst of Events"),
     field(

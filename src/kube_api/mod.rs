@@ -193,9 +193,8 @@ pub struct KubeApi {
     /// Also carries the watches, which the rate limit does not apply to (one long request).
     main: kube::Client,
     main_limiter: Arc<DefaultDirectRateLimiter>,
-    event_limiter: DefaultDirectRateLimiter,
-    /// The event correlators (`events`), which the writes they decide update.
-    correlators: Arc<events::Correlators>,
+    /// The Events' queues, correlators and rate limit (`events`).
+    events: Arc<events::sink::EventSink>,
     heartbeat: RwLock<kube::Client>,
     heartbeat_timeout: Duration,
     /// Requests each client may have in flight (a fleet's bound; `None` for one node).
@@ -282,12 +281,18 @@ impl KubeApi {
             heartbeat_timeout,
         ))
         .abort_handle();
+        let events = Arc::new(events::sink::EventSink::new(
+            RateLimiter::direct(quota(config.event_record_qps, config.event_burst)),
+            main.clone(),
+            Arc::clone(&main_limiter),
+            heartbeat_timeout,
+            tokio::runtime::Handle::current(),
+        ));
         Ok(Arc::new(Self {
             config: client_config,
             main,
             main_limiter,
-            event_limiter: RateLimiter::direct(quota(config.event_record_qps, config.event_burst)),
-            correlators: Arc::default(),
+            events,
             heartbeat: RwLock::new(heartbeat),
             heartbeat_timeout,
             in_flight,

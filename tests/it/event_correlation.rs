@@ -93,6 +93,79 @@ async fn a_repeated_event_is_one_event_whose_count_grows_even_after_it_was_delet
     assert_eq!(events[0].metadata.name.as_deref(), Some(name.as_str()));
 }
 
+/// Written one at a time, in order (as client-go's broadcaster hands a kubelet's Events to
+/// its sink): repeats recorded together are one object whose count is all of them, where
+/// writes racing each other would create it twice or count a repeat before its Event exists.
+/// With the emulator the first write is slowed down (300 ms), so racing repeats would land
+/// first.
+#[tokio::test]
+async fn repeats_recorded_at_once_are_one_event_counting_them_all() {
+    use nodepulse_emulator::{FaultAction, FaultRule};
+
+    let cluster = TestCluster::start().await;
+    let node = unique_node_name("evburst");
+    let api = connect(&cluster).await;
+    if cluster.emulator.is_some() {
+        cluster.faults().inject(
+            FaultRule::new(FaultAction::Latency { millis: 300 })
+                .resource("events")
+                .times(1),
+        );
+    }
+    let event = NodeEvent::warning("Rebooted", format!("Node {node} has been rebooted"));
+    let recorded =
+        futures::future::join_all((0..12).map(|_| api.record_event(&node, event.clone()))).await;
+    assert!(
+        recorded.iter().all(Result::is_ok),
+        "every repeat is recorded: {recorded:?}"
+    );
+    let events = events_about(&cluster, &node, "Rebooted").await;
+    assert_eq!(events.len(), 1, "one Event object: {:?}", summary(&events));
+    assert_eq!(events[0].count, Some(12), "{:?}", events[0]);
+}
+
+/// A write that got no answer (the connection dropped) is tried again, as client-go's
+/// recorder does (the second try a random part of 10 s later): the Event is not lost.
+#[tokio::test]
+async fn an_event_whose_write_got_no_answer_is_written_by_a_later_try() {
+    use nodepulse_emulator::{FaultAction, FaultRule};
+
+    let test = "an_event_whose_write_got_no_answer_is_written_by_a_later_try";
+    let cluster = TestCluster::start().await;
+    if !common::attack::needs_emulator(&cluster, test) {
+        return;
+    }
+    let node = unique_node_name("evretry");
+    let api = connect(&cluster).await;
+    let faults = cluster.faults();
+    let dropped = faults.inject(
+        FaultRule::new(FaultAction::DropConnection)
+            .resource("events")
+            .times(1),
+    );
+    let event = NodeEvent::normal("Starting", "Starting nodepulse.".to_owned());
+    api.record_event(&node, event)
+        .await
+        .expect("the event is recorded");
+    let tries = faults
+        .rules()
+        .into_iter()
+        .find(|rule| rule.id == dropped)
+        .map(|rule| (rule.matched, rule.injected));
+    assert_eq!(
+        tries,
+        Some((2, 1)),
+        "two writes, the first one's connection dropped"
+    );
+    let events = events_about(&cluster, &node, "Starting").await;
+    assert_eq!(
+        events.len(),
+        1,
+        "written by the second try: {:?}",
+        summary(&events)
+    );
+}
+
 #[tokio::test]
 async fn similar_events_are_combined_into_one_aggregate_event() {
     let cluster = TestCluster::start().await;

@@ -1,24 +1,22 @@
 //! Event recording as client-go's recorder does it (`tools/record/event.go`), shared by node
-//! and pod Events: the correlator decides ([`correlator`]), this module writes: a POST for a
-//! new Event, a strategic-merge PATCH of `count`, `lastTimestamp` and `message` for a repeat,
-//! and a POST again when that PATCH answers 404 (the Event was deleted or expired).
+//! and pod Events: each source's Events are queued and written one at a time ([`sink`]), each
+//! decided by the correlator ([`correlator`]) when its turn comes: a POST for a new Event, a
+//! strategic-merge PATCH of `count`, `lastTimestamp` and `message` for a repeat, and a POST
+//! again when that PATCH answers 404 (the Event was deleted or expired).
 
 pub mod correlator;
 mod lru;
+pub mod sink;
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::{collections::HashMap, sync::Mutex};
 
 use futures::future::BoxFuture;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use nodepulse_actors::ports::{ApiError, ApiResult};
+use nodepulse_actors::ports::ApiResult;
 
-use self::correlator::{Correlator, Write};
-use super::{KubeApi, timed};
+use self::correlator::Correlator;
+use super::KubeApi;
 
 /// A correlator per event source host, as every kubelet has its own: a fleet's nodes share
 /// one client, and one 4096-entry cache for all of them would forget a node's repeats. Each
@@ -46,57 +44,10 @@ fn host(event: &Event) -> String {
 }
 
 impl KubeApi {
-    /// Records `event` (built with its timestamps at `now`) through the correlator. An Event
-    /// the spam filter or the event rate limit drops resolves at once. A failed write is not
-    /// retried here beyond the client's own `Retry-After` retries, unlike client-go's 12 tries
-    /// 10 s apart: the correlator has counted the occurrence, so the next repeat writes the
-    /// whole count, and a node (or a fleet of them) holding minutes of stale Events per
-    /// occurrence would send them all at once when an unreachable server returns.
+    /// Records `event` (built with its timestamps at `now`): queued behind its source's
+    /// earlier Events, then decided by the correlator and written ([`sink`]). Resolves once it
+    /// is written, dropped (spam filter, full queue) or failed for good.
     pub(super) fn record(&self, event: Event, now: Timestamp) -> BoxFuture<'static, ApiResult<()>> {
-        let Some(write) = self
-            .correlators
-            .with(host(&event), |c| c.correlate(event, now))
-        else {
-            tracing::debug!("the event spam filter drops an event about an object");
-            return Box::pin(async { Ok(()) });
-        };
-        // Beside the spam filter, which bounds each object, the limit bounds how many objects'
-        // Events are written a second (the kubelet's eventRecordQPS/eventBurst).
-        if self.event_limiter.check().is_err() {
-            let reason = write.event().reason.clone().unwrap_or_default();
-            tracing::warn!(%reason, "event rate limit reached; the event is dropped");
-            return Box::pin(async { Ok(()) });
-        }
-        let namespace = write
-            .event()
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let (main, fallback) = (self.main_client_handle(), self.main_client_handle());
-        let (correlators, timeout) = (Arc::clone(&self.correlators), self.heartbeat_timeout());
-        Box::pin(async move {
-            let events = Api::<Event>::namespaced(main.await, &namespace);
-            let create = |api: Api<Event>, mut event: Event| async move {
-                event.metadata.resource_version = None;
-                timed(timeout, api.create(&PostParams::default(), &event)).await
-            };
-            let written = match write {
-                Write::Create(event) => create(events, event).await?,
-                Write::Patch { event, patch } => {
-                    let name = event.metadata.name.clone().unwrap_or_default();
-                    let (params, patch) = (PatchParams::default(), Patch::Strategic(&patch));
-                    match timed(timeout, events.patch(&name, &params, &patch)).await {
-                        Err(ApiError::NotFound(_)) => {
-                            let events = Api::<Event>::namespaced(fallback.await, &namespace);
-                            create(events, event).await?
-                        }
-                        other => other?,
-                    }
-                }
-            };
-            correlators.with(host(&written), |c| c.written(&written));
-            Ok(())
-        })
+        self.events.record(event, now)
     }
 }

@@ -1,0 +1,227 @@
+//! Where Events go once recorded: a queue per event source, written one at a time, as
+//! client-go's broadcaster hands a kubelet's Events to its sink (`StartRecordingToSink`, one
+//! goroutine reading one channel). The correlator decides each Event when its turn comes, after
+//! the write before it updated its state (`recordToSink`), so a repeat recorded while the first
+//! occurrence is still being created PATCHes what was created, in order. A write that got no
+//! answer (the server unreachable, the connection cut, the request timed out) is tried again:
+//! up to 12 tries, the second after a random part of 10 s, the rest 10 s apart
+//! (`maxTriesPerEvent`, `defaultSleepDuration`); an Event the server answered (even with an
+//! error) is not. So an Event recorded while the API server restarts reaches it once it is
+//! back, and one-time Events (`Starting`, a pod's `Started`) are not lost to a short outage.
+//! The queue holds at most [`MAX_QUEUED_EVENTS`] (client-go's `maxQueuedEvents`); past that an
+//! Event is dropped with a log line. No task runs for a source whose queue is empty.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+use governor::DefaultDirectRateLimiter;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use nodepulse_actors::{
+    ports::{ApiError, ApiResult},
+    shrink::map_after_removal,
+};
+use tokio::sync::oneshot;
+
+use super::{Correlators, correlator::Write, host};
+use crate::kube_api::timed;
+
+/// Events queued per source at most (client-go's `maxQueuedEvents`).
+pub const MAX_QUEUED_EVENTS: usize = 1000;
+/// Tries of one write that gets no answer (client-go's `maxTriesPerEvent`).
+pub const MAX_TRIES_PER_EVENT: u32 = 12;
+/// The wait between tries (client-go's `defaultSleepDuration`); the first is a random part.
+pub const RETRY_SLEEP: Duration = Duration::from_secs(10);
+
+/// One recorded Event waiting for its turn, and who waits for its outcome.
+struct Queued {
+    event: Event,
+    now: Timestamp,
+    done: oneshot::Sender<ApiResult<()>>,
+}
+
+/// The Event queues of every source, and what writing them needs.
+pub struct EventSink {
+    correlators: Correlators,
+    /// source host → the Events recorded and not yet taken. A source has an entry while its
+    /// task runs (the entry may be empty while the task writes the last one it took).
+    queues: Mutex<HashMap<String, VecDeque<Queued>>>,
+    /// Writes a second over every source (the kubelet's `eventRecordQPS`/`eventBurst`, its
+    /// event client's rate limit, which a write waits for).
+    limiter: DefaultDirectRateLimiter,
+    /// The main client, rate limited on its own as well.
+    main: kube::Client,
+    main_limiter: Arc<DefaultDirectRateLimiter>,
+    timeout: Duration,
+    /// Where the queues' tasks run: the daemon's runtime, whichever actor records.
+    runtime: tokio::runtime::Handle,
+}
+
+impl EventSink {
+    pub fn new(
+        limiter: DefaultDirectRateLimiter,
+        main: kube::Client,
+        main_limiter: Arc<DefaultDirectRateLimiter>,
+        timeout: Duration,
+        runtime: tokio::runtime::Handle,
+    ) -> Self {
+        Self {
+            correlators: Correlators::default(),
+            queues: Mutex::new(HashMap::new()),
+            limiter,
+            main,
+            main_limiter,
+            timeout,
+            runtime,
+        }
+    }
+
+    /// Queues `event` (its timestamps at `now`) behind its source's earlier Events; resolves
+    /// once it is written, dropped by the spam filter or the full queue, or failed for good.
+    pub fn record(
+        self: &Arc<Self>,
+        event: Event,
+        now: Timestamp,
+    ) -> BoxFuture<'static, ApiResult<()>> {
+        let source = host(&event);
+        let (done, outcome) = oneshot::channel();
+        let queued = Queued { event, now, done };
+        let start = {
+            let mut queues = self.lock();
+            match queues.get_mut(&source) {
+                Some(queue) if queue.len() >= MAX_QUEUED_EVENTS => {
+                    let reason = queued.event.reason.unwrap_or_default();
+                    tracing::warn!(%source, %reason, queued = queue.len(), "too many queued events; the event is dropped");
+                    return Box::pin(async { Ok(()) });
+                }
+                Some(queue) => {
+                    queue.push_back(queued);
+                    false
+                }
+                None => {
+                    queues.insert(source.clone(), VecDeque::from([queued]));
+                    true
+                }
+            }
+        };
+        if start {
+            self.runtime.spawn(Arc::clone(self).drain(source));
+        }
+        // A dropped sender: the runtime is shutting down, nothing more will be written.
+        Box::pin(async move { outcome.await.unwrap_or(Ok(())) })
+    }
+
+    /// Writes `source`'s Events in order until its queue is empty.
+    async fn drain(self: Arc<Self>, source: String) {
+        while let Some(Queued { event, now, done }) = self.next(&source) {
+            let outcome = self.write(event, now).await;
+            let _ = done.send(outcome);
+        }
+    }
+
+    /// The next Event of `source`, or `None` (and its entry gone) when there is none.
+    fn next(&self, source: &str) -> Option<Queued> {
+        let mut queues = self.lock();
+        let next = queues.get_mut(source)?.pop_front();
+        if next.is_none() {
+            queues.remove(source);
+            map_after_removal(&mut queues);
+        }
+        next
+    }
+
+    /// Decides `event` with its source's correlator and writes what it says, trying again
+    /// while no answer comes.
+    async fn write(&self, event: Event, now: Timestamp) -> ApiResult<()> {
+        let Some(write) = self
+            .correlators
+            .with(host(&event), |c| c.correlate(event, now))
+        else {
+            tracing::debug!("the event spam filter drops an event about an object");
+            return Ok(());
+        };
+        let written = with_retries(|| self.write_once(&write), RETRY_SLEEP).await?;
+        self.correlators
+            .with(host(&written), |c| c.written(&written));
+        Ok(())
+    }
+
+    /// One try: a POST for a new Event; for a repeat, a PATCH, and a POST when the Event is
+    /// gone (deleted or expired).
+    async fn write_once(&self, write: &Write) -> ApiResult<Event> {
+        let event = write.event();
+        let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
+        let events = Api::<Event>::namespaced(self.main.clone(), namespace);
+        let create = |mut event: Event| {
+            let events = events.clone();
+            async move {
+                event.metadata.resource_version = None;
+                self.limited().await;
+                timed(self.timeout, events.create(&PostParams::default(), &event)).await
+            }
+        };
+        match write {
+            Write::Create(event) => create(event.clone()).await,
+            Write::Patch { event, patch } => {
+                let name = event.metadata.name.clone().unwrap_or_default();
+                let (params, patch) = (PatchParams::default(), Patch::Strategic(patch));
+                self.limited().await;
+                match timed(self.timeout, events.patch(&name, &params, &patch)).await {
+                    Err(ApiError::NotFound(_)) => create(event.clone()).await,
+                    other => other,
+                }
+            }
+        }
+    }
+
+    /// Waits for a place under the event rate limit and the main client's.
+    async fn limited(&self) {
+        self.limiter.until_ready().await;
+        self.main_limiter.until_ready().await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Queued>>> {
+        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether a write failed without an answer from the server: client-go's `recordEvent`
+/// retries those (its default case, "actual http transport errors") and no other.
+fn unanswered(error: &ApiError) -> bool {
+    matches!(error, ApiError::Transport { .. } | ApiError::Timeout(_))
+}
+
+/// `attempt` until it succeeds, the server answers with an error, or it was tried
+/// [`MAX_TRIES_PER_EVENT`] times; the second try after a random part of `sleep` (so clients
+/// that failed together do not retry together), each later one `sleep` after the one before.
+pub async fn with_retries<T, F>(mut attempt: impl FnMut() -> F, sleep: Duration) -> ApiResult<T>
+where
+    F: Future<Output = ApiResult<T>>,
+{
+    let mut tries = 0;
+    loop {
+        let error = match attempt().await {
+            Ok(written) => return Ok(written),
+            Err(error) => error,
+        };
+        tries += 1;
+        if !unanswered(&error) || tries >= MAX_TRIES_PER_EVENT {
+            return Err(error);
+        }
+        tracing::debug!(%error, tries, "cannot write an event; trying again after a wait");
+        let wait = match tries {
+            1 => sleep.mul_f64(rand::random::<f64>()),
+            _ => sleep,
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
+#[cfg(test)]
+#[path = "sink_tests.rs"]
+mod tests;
