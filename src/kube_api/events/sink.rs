@@ -8,8 +8,11 @@
 //! (`maxTriesPerEvent`, `defaultSleepDuration`); an Event the server answered (even with an
 //! error) is not. So an Event recorded while the API server restarts reaches it once it is
 //! back, and one-time Events (`Starting`, a pod's `Started`) are not lost to a short outage.
-//! The queue holds at most [`MAX_QUEUED_EVENTS`] (client-go's `maxQueuedEvents`); past that an
-//! Event is dropped with a log line. No task runs for a source whose queue is empty.
+//! The queues hold at most [`MAX_QUEUED_EVENTS`] in all (client-go's `maxQueuedEvents`, one
+//! kubelet's; a fleet in one process holds no more, so 10,000 nodes registering at once do not
+//! keep 40,000 Events waiting for the event rate limit); past that an Event is dropped, said
+//! in the log at most once a minute with the count. No task runs for a source whose queue is
+//! empty.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -26,13 +29,15 @@ use nodepulse_actors::{
     ports::{ApiError, ApiResult},
     shrink::map_after_removal,
 };
-use tokio::sync::oneshot;
+use tokio::{sync::oneshot, time::Instant};
 
 use super::{Correlators, correlator::Write, host};
 use crate::kube_api::timed;
 
-/// Events queued per source at most (client-go's `maxQueuedEvents`).
+/// Events queued at most, over every source (client-go's `maxQueuedEvents`).
 pub const MAX_QUEUED_EVENTS: usize = 1000;
+/// How often, at most, dropped Events are mentioned in the log.
+const DROPS_LOGGED_EVERY: Duration = Duration::from_secs(60);
 /// Tries of one write that gets no answer (client-go's `maxTriesPerEvent`).
 pub const MAX_TRIES_PER_EVENT: u32 = 12;
 /// The wait between tries (client-go's `defaultSleepDuration`); the first is a random part.
@@ -45,12 +50,46 @@ struct Queued {
     done: oneshot::Sender<ApiResult<()>>,
 }
 
+/// Every source's queue.
+#[derive(Default)]
+struct Queues {
+    /// source host → the Events recorded and not yet taken. A source has an entry while its
+    /// task runs (the entry may be empty while the task writes the last one it took).
+    by_source: HashMap<String, VecDeque<Queued>>,
+    /// Events in all the queues.
+    queued: usize,
+    /// Events dropped since the last log line about drops, and when that was.
+    drops: u64,
+    drops_logged: Option<Instant>,
+}
+
+impl Queues {
+    /// Counts `event` dropped (the queues are full), saying so at most once a minute.
+    fn dropped(&mut self, event: &Event) {
+        self.drops += 1;
+        let now = Instant::now();
+        if self
+            .drops_logged
+            .is_some_and(|logged| now.duration_since(logged) < DROPS_LOGGED_EVERY)
+        {
+            return;
+        }
+        let reason = event.reason.as_deref().unwrap_or_default();
+        tracing::warn!(
+            dropped = self.drops,
+            queued = self.queued,
+            %reason,
+            "too many events queued; events are dropped"
+        );
+        self.drops = 0;
+        self.drops_logged = Some(now);
+    }
+}
+
 /// The Event queues of every source, and what writing them needs.
 pub struct EventSink {
     correlators: Correlators,
-    /// source host → the Events recorded and not yet taken. A source has an entry while its
-    /// task runs (the entry may be empty while the task writes the last one it took).
-    queues: Mutex<HashMap<String, VecDeque<Queued>>>,
+    queues: Mutex<Queues>,
     /// Writes a second over every source (the kubelet's `eventRecordQPS`/`eventBurst`, its
     /// event client's rate limit, which a write waits for).
     limiter: DefaultDirectRateLimiter,
@@ -72,7 +111,7 @@ impl EventSink {
     ) -> Self {
         Self {
             correlators: Correlators::default(),
-            queues: Mutex::new(HashMap::new()),
+            queues: Mutex::default(),
             limiter,
             main,
             main_limiter,
@@ -93,18 +132,18 @@ impl EventSink {
         let queued = Queued { event, now, done };
         let start = {
             let mut queues = self.lock();
-            match queues.get_mut(&source) {
-                Some(queue) if queue.len() >= MAX_QUEUED_EVENTS => {
-                    let reason = queued.event.reason.unwrap_or_default();
-                    tracing::warn!(%source, %reason, queued = queue.len(), "too many queued events; the event is dropped");
-                    return Box::pin(async { Ok(()) });
-                }
+            if queues.queued >= MAX_QUEUED_EVENTS {
+                queues.dropped(&queued.event);
+                return Box::pin(async { Ok(()) });
+            }
+            queues.queued += 1;
+            match queues.by_source.get_mut(&source) {
                 Some(queue) => {
                     queue.push_back(queued);
                     false
                 }
                 None => {
-                    queues.insert(source.clone(), VecDeque::from([queued]));
+                    (queues.by_source).insert(source.clone(), VecDeque::from([queued]));
                     true
                 }
             }
@@ -127,10 +166,13 @@ impl EventSink {
     /// The next Event of `source`, or `None` (and its entry gone) when there is none.
     fn next(&self, source: &str) -> Option<Queued> {
         let mut queues = self.lock();
-        let next = queues.get_mut(source)?.pop_front();
-        if next.is_none() {
-            queues.remove(source);
-            map_after_removal(&mut queues);
+        let next = queues.by_source.get_mut(source)?.pop_front();
+        match next {
+            Some(_) => queues.queued -= 1,
+            None => {
+                queues.by_source.remove(source);
+                map_after_removal(&mut queues.by_source);
+            }
         }
         next
     }
@@ -185,7 +227,7 @@ impl EventSink {
         self.main_limiter.until_ready().await;
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Queued>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queues> {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

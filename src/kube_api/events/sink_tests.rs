@@ -91,3 +91,53 @@ async fn a_write_is_given_up_after_twelve_tries() {
         "{took:?}"
     );
 }
+
+/// A sink whose server refuses every connection (nothing listens on port 1).
+fn sink_of_an_unreachable_server() -> Arc<EventSink> {
+    let config = kube::Config::new("http://127.0.0.1:1".parse().expect("a URL"));
+    let client = kube::Client::try_from(config).expect("a client");
+    let quota = governor::Quota::per_second(std::num::NonZeroU32::MIN);
+    Arc::new(EventSink::new(
+        governor::RateLimiter::direct(quota),
+        client,
+        Arc::new(governor::RateLimiter::direct(quota)),
+        Duration::from_secs(1),
+        tokio::runtime::Handle::current(),
+    ))
+}
+
+fn event_from(source: &str) -> Event {
+    Event {
+        source: Some(k8s_openapi::api::core::v1::EventSource {
+            host: Some(source.to_owned()),
+            ..Default::default()
+        }),
+        reason: Some("Starting".to_owned()),
+        ..Default::default()
+    }
+}
+
+/// The queues hold a thousand Events in all, whatever the sources (a fleet's nodes share
+/// them): the next is dropped at once, the queued ones wait their turn.
+#[tokio::test(start_paused = true)]
+async fn past_a_thousand_queued_events_in_all_the_next_is_dropped() {
+    use futures::FutureExt;
+
+    let sink = sink_of_an_unreachable_server();
+    let now = Timestamp::now();
+    // Recorded without yielding: no queue's task has taken an Event yet.
+    let mut waiting: Vec<_> = (0..MAX_QUEUED_EVENTS)
+        .map(|index| sink.record(event_from(&format!("node-{}", index % 10)), now))
+        .collect();
+    assert_eq!(sink.lock().queued, MAX_QUEUED_EVENTS);
+    let dropped = sink.record(event_from("node-11"), now).now_or_never();
+    assert!(
+        matches!(dropped, Some(Ok(()))),
+        "the 1,001st is dropped at once"
+    );
+    assert!(
+        waiting[0].as_mut().now_or_never().is_none(),
+        "a queued one waits for its write"
+    );
+    assert_eq!(sink.lock().by_source.len(), 10, "one queue a source");
+}
