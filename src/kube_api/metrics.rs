@@ -17,7 +17,11 @@ use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric},
     metrics::{
-        MetricType, counter::Counter, family::Family, gauge::ConstGauge, histogram::Histogram,
+        MetricType,
+        counter::Counter,
+        family::Family,
+        gauge::{ConstGauge, Gauge},
+        histogram::Histogram,
     },
     registry::Registry,
 };
@@ -55,6 +59,27 @@ fn outcome(ok: bool) -> Outcome {
     }
 }
 
+/// What became of a recorded Event (`events::sink`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EventOutcome {
+    pub outcome: &'static str,
+}
+
+impl EventOutcome {
+    /// Written (created or its count PATCHed).
+    pub const WRITTEN: Self = Self { outcome: "written" };
+    /// Dropped by the correlator's spam filter.
+    pub const SPAM_FILTERED: Self = Self {
+        outcome: "spam_filtered",
+    };
+    /// Dropped: the queues were full.
+    pub const QUEUE_FULL: Self = Self {
+        outcome: "queue_full",
+    };
+    /// Answered with an error, or no answer after every try.
+    pub const FAILED: Self = Self { outcome: "failed" };
+}
+
 type Latencies = Family<Request, Histogram, fn() -> Histogram>;
 
 /// The families, shared by every clone (prometheus-client's metrics are handles).
@@ -67,10 +92,23 @@ pub struct ApiMetrics {
     last_renew_time: Arc<Mutex<Option<Timestamp>>>,
     /// When the API server stopped answering (see `reachability`); `None` while it answers.
     api_unreachable_since: Arc<Mutex<Option<Timestamp>>>,
+    events: Family<EventOutcome, Counter>,
+    event_write_retries: Counter,
+    events_queued: Gauge,
 }
 
 impl Default for ApiMetrics {
     fn default() -> Self {
+        let events = Family::<EventOutcome, Counter>::default();
+        // Every outcome is served from the start, at 0, so a rate over it has a series.
+        for outcome in [
+            EventOutcome::WRITTEN,
+            EventOutcome::SPAM_FILTERED,
+            EventOutcome::QUEUE_FULL,
+            EventOutcome::FAILED,
+        ] {
+            drop(events.get_or_create(&outcome));
+        }
         Self {
             durations: Family::new_with_constructor(|| Histogram::new(BUCKETS)),
             requests: Family::default(),
@@ -78,6 +116,9 @@ impl Default for ApiMetrics {
             lease_renewals: Family::default(),
             last_renew_time: Arc::default(),
             api_unreachable_since: Arc::default(),
+            events,
+            event_write_retries: Counter::default(),
+            events_queued: Gauge::default(),
         }
     }
 }
@@ -116,6 +157,27 @@ impl ApiMetrics {
                 .unwrap_or_else(PoisonError::into_inner);
             *last = Some(last.map_or(renewed, |last| last.max(renewed)));
         }
+    }
+
+    /// A recorded Event came to `outcome`.
+    pub fn event(&self, outcome: EventOutcome) {
+        self.events.get_or_create(&outcome).inc();
+    }
+
+    /// How many Events came to `outcome` so far.
+    pub fn events(&self, outcome: EventOutcome) -> u64 {
+        self.events.get_or_create(&outcome).get()
+    }
+
+    /// An Event write that got no answer is tried again.
+    pub fn event_write_retried(&self) {
+        self.event_write_retries.inc();
+    }
+
+    /// Events waiting in the queues now.
+    pub fn events_queued(&self, queued: usize) {
+        self.events_queued
+            .set(i64::try_from(queued).unwrap_or(i64::MAX));
     }
 
     /// The API server stopped answering at `since`, or (`None`) answers.
@@ -160,6 +222,21 @@ impl ApiMetrics {
             "nodepulse_lease_renewals",
             "Writes of the node's Lease (create or renew), by result.",
             self.lease_renewals.clone(),
+        );
+        registry.register(
+            "nodepulse_events",
+            "Events recorded, by what became of them: written, spam_filtered, queue_full (dropped, 1,000 were waiting), failed (an error answer, or none after 12 tries).",
+            self.events.clone(),
+        );
+        registry.register(
+            "nodepulse_event_write_retries",
+            "Event writes tried again after getting no answer (client-go's recorder: up to 12 tries, 10 s apart).",
+            self.event_write_retries.clone(),
+        );
+        registry.register(
+            "nodepulse_events_queued",
+            "Events recorded and waiting for their turn to be written (one at a time per node).",
+            self.events_queued.clone(),
         );
         registry.register_collector(Box::new(Unreachable(Arc::clone(
             &self.api_unreachable_since,

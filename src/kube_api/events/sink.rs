@@ -32,7 +32,10 @@ use nodepulse_actors::{
 use tokio::{sync::oneshot, time::Instant};
 
 use super::{Correlators, correlator::Write, host};
-use crate::kube_api::timed;
+use crate::kube_api::{
+    metrics::{API_METRICS, EventOutcome},
+    timed,
+};
 
 /// Events queued at most, over every source (client-go's `maxQueuedEvents`).
 pub const MAX_QUEUED_EVENTS: usize = 1000;
@@ -134,9 +137,11 @@ impl EventSink {
             let mut queues = self.lock();
             if queues.queued >= MAX_QUEUED_EVENTS {
                 queues.dropped(&queued.event);
+                API_METRICS.event(EventOutcome::QUEUE_FULL);
                 return Box::pin(async { Ok(()) });
             }
             queues.queued += 1;
+            API_METRICS.events_queued(queues.queued);
             match queues.by_source.get_mut(&source) {
                 Some(queue) => {
                     queue.push_back(queued);
@@ -168,7 +173,10 @@ impl EventSink {
         let mut queues = self.lock();
         let next = queues.by_source.get_mut(source)?.pop_front();
         match next {
-            Some(_) => queues.queued -= 1,
+            Some(_) => {
+                queues.queued -= 1;
+                API_METRICS.events_queued(queues.queued);
+            }
             None => {
                 queues.by_source.remove(source);
                 map_after_removal(&mut queues.by_source);
@@ -185,12 +193,21 @@ impl EventSink {
             .with(host(&event), |c| c.correlate(event, now))
         else {
             tracing::debug!("the event spam filter drops an event about an object");
+            API_METRICS.event(EventOutcome::SPAM_FILTERED);
             return Ok(());
         };
-        let written = with_retries(|| self.write_once(&write), RETRY_SLEEP).await?;
-        self.correlators
-            .with(host(&written), |c| c.written(&written));
-        Ok(())
+        match with_retries(|| self.write_once(&write), RETRY_SLEEP).await {
+            Ok(written) => {
+                self.correlators
+                    .with(host(&written), |c| c.written(&written));
+                API_METRICS.event(EventOutcome::WRITTEN);
+                Ok(())
+            }
+            Err(error) => {
+                API_METRICS.event(EventOutcome::FAILED);
+                Err(error)
+            }
+        }
     }
 
     /// One try: a POST for a new Event; for a repeat, a PATCH, and a POST when the Event is
@@ -256,6 +273,7 @@ where
             return Err(error);
         }
         tracing::debug!(%error, tries, "cannot write an event; trying again after a wait");
+        API_METRICS.event_write_retried();
         let wait = match tries {
             1 => sleep.mul_f64(rand::random::<f64>()),
             _ => sleep,

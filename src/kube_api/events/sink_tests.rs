@@ -130,7 +130,13 @@ async fn past_a_thousand_queued_events_in_all_the_next_is_dropped() {
         .map(|index| sink.record(event_from(&format!("node-{}", index % 10)), now))
         .collect();
     assert_eq!(sink.lock().queued, MAX_QUEUED_EVENTS);
+    let full_before = API_METRICS.events(EventOutcome::QUEUE_FULL);
     let dropped = sink.record(event_from("node-11"), now).now_or_never();
+    assert_eq!(
+        API_METRICS.events(EventOutcome::QUEUE_FULL),
+        full_before + 1,
+        "counted in /metrics"
+    );
     assert!(
         matches!(dropped, Some(Ok(()))),
         "the 1,001st is dropped at once"
