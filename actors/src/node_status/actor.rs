@@ -95,9 +95,10 @@ pub struct NodeStatusActor {
     report: ReportClock,
     busy: bool,
     again: bool,
-    /// The watch saw the Node deleted while a registration or sync was answered: the Node
-    /// that answer brings is gone, so it is not kept (the next sync registers again).
-    deleted_while_busy: bool,
+    /// The watch saw no Node (deleted, or a list taken before the registration landed): the
+    /// next sync reads the Node instead of trusting the cached one, and registers again only
+    /// when it is gone.
+    read_node: bool,
     last_computed: Option<Node>,
     /// The last PATCH body, as sent (text: a JSON tree of it took several times the bytes,
     /// kept on every node of a fleet only for `/debug/node`).
@@ -133,7 +134,7 @@ impl NodeStatusActor {
             report: ReportClock::default(),
             busy: false,
             again: false,
-            deleted_while_busy: false,
+            read_node: false,
             last_computed: None,
             last_sent: None,
             last_sync: None,
@@ -282,6 +283,7 @@ impl NodeStatusActor {
             Some(cached) => {
                 // Cleared only once a report lands, so a failed sync keeps forcing.
                 let force = self.force_report;
+                let cached = (!std::mem::take(&mut self.read_node)).then_some(cached);
                 let outcome = sync_status(
                     api,
                     self.job(),
@@ -300,9 +302,6 @@ impl NodeStatusActor {
 
     fn finish(&mut self, ctx: &mut Context<Self>, run_again: bool) {
         self.busy = false;
-        if std::mem::take(&mut self.deleted_while_busy) {
-            self.keep_node(None);
-        }
         if run_again || std::mem::take(&mut self.again) {
             self.sync(ctx);
         }
@@ -543,13 +542,14 @@ impl StreamHandler<NodeWatchEvent> for NodeStatusActor {
                 }
             }
             NodeWatchEvent::Deleted => {
-                // An answer under way may bring the Node back from before the deletion (its
-                // registration or PATCH landed first): `finish` drops it.
-                self.deleted_while_busy |= self.busy;
+                // Deleted, or listed before the registration under way landed (the watch
+                // starts with it): which, the Node read by the next sync tells. Its answer
+                // also settles a registration or PATCH under way, which may bring back the
+                // Node from before a deletion.
                 let known = self.node.is_some() || self.busy;
-                self.keep_node(None);
                 if known && self.settings.register_node {
-                    tracing::warn!(node = %self.settings.node_name, "the Node was deleted from the API server; registering it again");
+                    tracing::info!(node = %self.settings.node_name, "the Node watch sees no Node; reading it");
+                    self.read_node = true;
                     self.sync(ctx);
                 }
             }

@@ -180,17 +180,20 @@ impl StatusSyncError {
 }
 
 /// One status sync. `force` (a changed pod CIDR) makes it report as if the status had changed.
+/// Its first attempt works on `cached`, or reads the Node first when there is none to trust
+/// (the watch saw no Node: deleted, or listed before the registration landed).
 pub async fn sync_status(
     api: Arc<dyn NodeApi>,
     job: StatusJob,
-    cached: Arc<Node>,
+    cached: Option<Arc<Node>>,
     clock: ReportClock,
     frequency: std::time::Duration,
     force: bool,
 ) -> SyncOutcome {
     let mut attempt = 0;
     loop {
-        match sync_attempt(&*api, &job, &cached, &clock, frequency, force, attempt).await {
+        let cached = cached.as_deref();
+        match sync_attempt(&*api, &job, cached, &clock, frequency, force, attempt).await {
             Ok(outcome) => return outcome,
             Err(error) if attempt + 1 >= STATUS_ATTEMPTS => return SyncOutcome::Failed(error),
             Err(_) => attempt += 1,
@@ -198,17 +201,18 @@ pub async fn sync_status(
     }
 }
 
-/// One try of [`sync_status`]: the first works on the cached Node, later ones read it again.
+/// One try of [`sync_status`]: the first works on the cached Node (when given), later ones
+/// read it again.
 async fn sync_attempt(
     api: &dyn NodeApi,
     job: &StatusJob,
-    cached: &Node,
+    cached: Option<&Node>,
     clock: &ReportClock,
     frequency: std::time::Duration,
     force: bool,
     attempt: u32,
 ) -> Result<SyncOutcome, StatusSyncError> {
-    let original = if attempt == 0 {
+    let original = if let Some(cached) = cached.filter(|_| attempt == 0) {
         cached.clone()
     } else {
         match api.get_node(&job.node_name).await {

@@ -66,9 +66,14 @@ impl FakeNodeApi {
 
     /// Deletes the Node and tells the watchers, as a `kubectl delete node` would.
     pub fn delete(&self) {
-        let mut state = self.state();
-        state.node = None;
-        state
+        self.state().node = None;
+        self.report_absent();
+    }
+
+    /// Tells the watchers there is no Node, leaving it as it is: what a watch reports when
+    /// its list was taken before the Node was created and answered after.
+    pub fn report_absent(&self) {
+        self.state()
             .watchers
             .retain(|watcher| watcher.unbounded_send(NodeWatchEvent::Deleted).is_ok());
     }
