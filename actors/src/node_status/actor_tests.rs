@@ -202,23 +202,34 @@ async fn a_node_deleted_under_the_actor_is_registered_again_with_a_warning() {
     .await;
 }
 
-/// The watch reports the deletion while the answer to the request that registered the Node
-/// is still on the way: that answer's Node is gone, and is registered again at once.
-#[actix_rt::test]
-async fn a_node_deleted_while_its_registration_is_answered_is_registered_again() {
-    tokio::time::pause();
-    let api = FakeNodeApi::default();
+/// Starts the actor with its API's answers held; once the Node is created (its answer still
+/// on the way), `watch_reports` tells the watch something, then the answer is released.
+async fn while_the_registration_is_answered(
+    api: &FakeNodeApi,
+    watch_reports: impl FnOnce(&FakeNodeApi),
+) -> Addr<NodeStatusActor> {
     let release = api.hold_answers();
-    let _actor = start(&api, UPDATE_FREQUENCY);
+    let actor = start(api, UPDATE_FREQUENCY);
     eventually("the Node is created", Duration::from_secs(5), || {
         api.state().creates == 1
     })
     .await;
-    api.delete();
+    watch_reports(api);
     // On paused time the clock advances only once every task is idle: the actor has taken
     // the watch's event (and the answer is still held) before this returns.
     tokio::time::sleep(Duration::from_millis(100)).await;
     release.send(true).expect("the gate is held");
+    actor
+}
+
+/// The watch reports the deletion while the answer to the request that registered the Node
+/// is still on the way: the next sync reads the Node, finds it gone, and registers it again
+/// at once.
+#[actix_rt::test]
+async fn a_node_deleted_while_its_registration_is_answered_is_registered_again() {
+    tokio::time::pause();
+    let api = FakeNodeApi::default();
+    let _actor = while_the_registration_is_answered(&api, FakeNodeApi::delete).await;
     let took = eventually("the Node is back", Duration::from_secs(60), || {
         api.state().node.is_some()
     })
@@ -239,17 +250,7 @@ async fn a_node_deleted_while_its_registration_is_answered_is_registered_again()
 async fn a_watch_that_listed_before_the_registration_does_not_register_the_node_again() {
     tokio::time::pause();
     let api = FakeNodeApi::default();
-    let release = api.hold_answers();
-    let _actor = start(&api, UPDATE_FREQUENCY);
-    eventually("the Node is created", Duration::from_secs(5), || {
-        api.state().creates == 1
-    })
-    .await;
-    api.report_absent();
-    // On paused time the clock advances only once every task is idle: the actor has taken
-    // the watch's event (and the answer is still held) before this returns.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    release.send(true).expect("the gate is held");
+    let _actor = while_the_registration_is_answered(&api, FakeNodeApi::report_absent).await;
     eventually("the Node is read", Duration::from_secs(5), || {
         api.state().gets == 1
     })
