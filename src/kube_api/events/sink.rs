@@ -9,10 +9,10 @@
 //! error) is not. So an Event recorded while the API server restarts reaches it once it is
 //! back, and one-time Events (`Starting`, a pod's `Started`) are not lost to a short outage.
 //! The queues hold at most [`MAX_QUEUED_EVENTS`] in all (client-go's `maxQueuedEvents`, one
-//! kubelet's; a fleet in one process holds no more, so 10,000 nodes registering at once do not
-//! keep 40,000 Events waiting for the event rate limit); past that an Event is dropped, said
-//! in the log at most once a minute with the count. No task runs for a source whose queue is
-//! empty.
+//! kubelet's; a fleet in one process holds no more, so 10,000 nodes registering at once, five
+//! Events each, do not keep 50,000 waiting for the event rate limit); past that one is
+//! dropped, said in the log at most once a minute with the count. No task runs for a source
+//! whose queue is empty.
 
 use std::{
     collections::{HashMap, VecDeque},
