@@ -165,6 +165,7 @@ impl ApiMetrics {
     }
 
     /// How many Events came to `outcome` so far.
+    #[cfg(test)]
     pub fn events(&self, outcome: EventOutcome) -> u64 {
         self.events.get_or_create(&outcome).get()
     }

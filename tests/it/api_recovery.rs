@@ -15,6 +15,7 @@ use common::{
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
     eventually, eventually_async,
+    objects::events_about,
     outage::{leases_renewed, outage_length, watch_resumed},
 };
 use nodepulse_emulator::{Outage, OutageReport};
@@ -61,20 +62,14 @@ const START_UP_EVENTS: [&str; 4] = [
 /// Ready: the outage then meets a settled node, as it does the Lease and the status. (A run
 /// with 20 tests in parallel once logged the cut write of `Starting` as a WARN, when Events
 /// were not yet tried again.)
-async fn start_up_events_written(client: &kube::Client, name: &str) {
-    let events =
-        kube::Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default");
+async fn start_up_events_written(cluster: &TestCluster, name: &str) {
     eventually_async("the start-up Events are written", || async {
-        let Ok(list) = events.list(&Default::default()).await else {
-            return false;
-        };
-        let written = |reason: &str| {
-            list.items.iter().any(|event| {
-                event.involved_object.name.as_deref() == Some(name)
-                    && event.reason.as_deref() == Some(reason)
-            })
-        };
-        START_UP_EVENTS.iter().all(|reason| written(reason))
+        for reason in START_UP_EVENTS {
+            if events_about(cluster, name, reason).await.is_empty() {
+                return false;
+            }
+        }
+        true
     })
     .await;
 }
@@ -89,7 +84,7 @@ async fn daemon_recovers_from(test: &str, kind: fn(Duration) -> Outage) {
     // The kubelet's defaults: renewals 10 s apart, so a renewal within 2 s is the recovery's.
     let daemon = DaemonProcess::start(&cluster.kubeconfig, &name, &attack_config("")).await;
     wait_ready_with_lease(&cluster.client, &name).await;
-    start_up_events_written(&cluster.client, &name).await;
+    start_up_events_written(&cluster, &name).await;
     let faults = cluster.faults();
     let down = outage_length();
     let went_down = SystemTime::now();

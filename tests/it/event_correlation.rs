@@ -12,6 +12,7 @@ use std::sync::Arc;
 use common::{
     cluster::{TestCluster, unique_node_name},
     eventually_async,
+    objects::events_about,
     pods::wait_pod,
 };
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -32,18 +33,6 @@ async fn connect(cluster: &TestCluster) -> Arc<KubeApi> {
     )
     .await
     .expect("connects")
-}
-
-/// nodepulse's Events about `node` with `reason`.
-async fn events_about(cluster: &TestCluster, node: &str, reason: &str) -> Vec<Event> {
-    let about = ListParams::default().fields(&format!(
-        "involvedObject.kind=Node,involvedObject.name={node},reason={reason},source=nodepulse"
-    ));
-    Api::<Event>::namespaced(cluster.client.clone(), "default")
-        .list(&about)
-        .await
-        .expect("events listed")
-        .items
 }
 
 fn summary(events: &[Event]) -> Vec<(Option<i32>, Option<&str>)> {

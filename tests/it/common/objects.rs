@@ -1,5 +1,5 @@
 //! API objects a test creates beside its pods (ConfigMaps, Secrets), deleted when it ends, and
-//! the Events nodepulse recorded about a pod, polled until the wanted one shows.
+//! the Events nodepulse recorded about a pod (polled until the wanted one shows) or a Node.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
 use kube::{
@@ -92,4 +92,16 @@ pub async fn wait_pod_event(
         })
     })
     .await;
+}
+
+/// nodepulse's Events about Node `node` with `reason`.
+pub async fn events_about(cluster: &TestCluster, node: &str, reason: &str) -> Vec<Event> {
+    let about = ListParams::default().fields(&format!(
+        "involvedObject.kind=Node,involvedObject.name={node},reason={reason},source=nodepulse"
+    ));
+    Api::<Event>::namespaced(cluster.client.clone(), "default")
+        .list(&about)
+        .await
+        .expect("events listed")
+        .items
 }
