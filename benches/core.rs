@@ -195,8 +195,8 @@ fn volume_pass(c: &mut Criterion) {
         ..Default::default()
     };
     for index in 0..100 {
-        let pod = std::sync::Arc::new(admitted_pod(index, node));
-        let uid = pod.metadata.uid.clone().expect("uid");
+        let pod = nodepulse_actors::kept_pod::KeptPod::from(admitted_pod(index, node));
+        let uid = pod.uid().expect("uid").to_owned();
         memory.pods.insert(uid, pod);
     }
     let desired = memory.desired(node);

@@ -101,7 +101,8 @@ pub fn map_large_blocks() -> bool {
 }
 
 /// Trims on the current thread's runtime until the handle is dropped: every [`TRIM_PERIOD`],
-/// and after a burst (`due`).
+/// and after a burst (`due`). Each check first gives up the decoded pods nobody read since the
+/// last one (`kept_pod::cool`).
 pub fn start_trimming() -> Trimming {
     Trimming(actix_rt::spawn(async {
         let mut ticks = tokio::time::interval_at(
@@ -112,6 +113,12 @@ pub fn start_trimming() -> Trimming {
         let mut due = due::Due::new(std::time::Instant::now());
         loop {
             ticks.tick().await;
+            // Pods nobody read since the last check go back to their JSON first, so that what
+            // they free is read below and given back with the rest.
+            let cooled = nodepulse_actors::kept_pod::cool();
+            if cooled.dropped > 0 {
+                tracing::trace!(?cooled, "kept pods cooled");
+            }
             let Some(reason) = due.check(std::time::Instant::now(), reading()) else {
                 continue;
             };

@@ -70,7 +70,7 @@ pub struct PressureChanged {
 #[derive(Debug, Clone, PartialEq, Message)]
 #[rtype(result = "()")]
 pub struct SetPodStatus {
-    pub pod: std::sync::Arc<k8s_openapi::api::core::v1::Pod>,
+    pub pod: crate::kept_pod::KeptPod,
     pub status: k8s_openapi::api::core::v1::PodStatus,
 }
 
@@ -91,7 +91,7 @@ pub struct SetContainerReadiness {
 #[derive(Debug, Clone, PartialEq, Message)]
 #[rtype(result = "()")]
 pub struct TerminatePod {
-    pub pod: std::sync::Arc<k8s_openapi::api::core::v1::Pod>,
+    pub pod: crate::kept_pod::KeptPod,
 }
 
 /// Pod lifecycle actor → StatusManagerActor: a pod bound to this node as the API has it now
@@ -100,7 +100,7 @@ pub struct TerminatePod {
 #[derive(Debug, Clone, PartialEq, Message)]
 #[rtype(result = "()")]
 pub struct PodObserved {
-    pub pod: std::sync::Arc<k8s_openapi::api::core::v1::Pod>,
+    pub pod: crate::kept_pod::KeptPod,
 }
 
 /// Pod lifecycle actor → StatusManagerActor: the pod with this UID is gone from the API; its

@@ -17,6 +17,7 @@ use std::{
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use nodepulse_actors::{
+    kept_pod::{self, KeptPod},
     pods::{PodLifecycleProvider, PodUpdate, SimulatedPods, SimulatedSettings, ip_pool::Cidr},
     status_manager::cache::PodStatusCache,
     volume_manager::VolumeManagerMemory,
@@ -64,8 +65,8 @@ fn live() -> isize {
 }
 
 /// A pod as the emulator serves the bench's: one container, the service-account volume.
-fn pod(index: usize) -> Arc<Pod> {
-    Arc::new(
+fn pod(index: usize) -> KeptPod {
+    KeptPod::new(Arc::new(
         serde_json::from_value(json!({
             "metadata": {"name": format!("bench-pod-{index}"), "namespace": "default",
                          "uid": format!("8b0c1a52-0000-4000-8000-{index:012}"),
@@ -80,7 +81,7 @@ fn pod(index: usize) -> Arc<Pod> {
             "status": {"phase": "Pending"},
         }))
         .expect("a pod"),
-    )
+    ))
 }
 
 const PODS: usize = 200;
@@ -89,36 +90,38 @@ const PODS: usize = 200;
 const BOUND_PER_POD: isize = 4 * 1024;
 
 /// The pod through the provider into the cache, as PodLifecycleActor and StatusManager do.
-fn apply(provider: &mut SimulatedPods, cache: &mut PodStatusCache, pod: &Arc<Pod>, now: Timestamp) {
+fn apply(provider: &mut SimulatedPods, cache: &mut PodStatusCache, pod: &KeptPod, now: Timestamp) {
     for update in provider.pod_applied(pod, now) {
         if let PodUpdate::Status { pod, status } = update {
-            cache.update(&pod, *status, false, false, now);
+            cache.update(&pod.pod(), *status, false, false, now);
         }
     }
 }
 
 /// The pod deleted, as the watch's DELETED event makes them forget it.
-fn delete(provider: &mut SimulatedPods, cache: &mut PodStatusCache, pod: &Pod) {
-    provider.pod_deleted(pod);
-    cache.remove(pod.metadata.uid.as_deref().expect("a uid"));
+fn delete(provider: &mut SimulatedPods, cache: &mut PodStatusCache, pod: &KeptPod) {
+    provider.pod_deleted(&pod.pod());
+    cache.remove(pod.uid().expect("a uid"));
 }
 
 #[test]
 fn a_pod_costs_the_parts_that_keep_it_a_few_kib_and_nothing_once_deleted() {
-    let (per_pod, settled) = a_simulated_pod_costs_its_status_and_record_and_nothing_once_deleted();
+    let (per_pod, settled, cooled) =
+        a_simulated_pod_costs_its_status_and_record_and_nothing_once_deleted();
     let desired = the_volume_managers_desired_state_of_a_pod_is_small_and_given_back();
     the_volume_manager_keeps_nothing_of_pods_torn_down();
     // Printed last: a captured print allocates, and the test harness keeps what it captured.
     eprintln!(
-        "a simulated pod: {per_pod} bytes, {settled} once settled; the desired state: {desired} bytes a pod"
+        "a simulated pod: {per_pod} bytes, {settled} once settled, {cooled} in all once unread; the desired state: {desired} bytes a pod"
     );
 }
 
-/// What a pod costs beyond its shared Pod, and once its status is settled.
-fn a_simulated_pod_costs_its_status_and_record_and_nothing_once_deleted() -> (isize, isize) {
+/// What a pod costs beyond its shared Pod, once its status is settled, and in all (the pod
+/// included) once nothing reads it.
+fn a_simulated_pod_costs_its_status_and_record_and_nothing_once_deleted() -> (isize, isize, isize) {
     let now: Timestamp = "2026-12-02T00:00:00Z".parse().expect("a time");
     let before_pods = live();
-    let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
+    let pods: Vec<KeptPod> = (0..PODS).map(pod).collect();
     let pods_bytes = live() - before_pods;
     let mut provider = SimulatedPods::new(SimulatedSettings {
         host_ip: Some("192.0.2.2".parse().expect("an address")),
@@ -141,21 +144,17 @@ fn a_simulated_pod_costs_its_status_and_record_and_nothing_once_deleted() -> (is
     // The API takes each status, and the watch reports the pod with it: the watch's new
     // version replaces the old one, and the cache holds its status as that pod's.
     let before_settled = live();
-    let settled: Vec<Arc<Pod>> = pods
+    let settled: Vec<KeptPod> = pods
         .iter()
         .map(|pod| as_the_api_has_it(pod, &cache))
         .collect();
     let settled_bytes = live() - before_settled;
     let before = live();
     for (old, new) in pods.iter().zip(&settled) {
-        let uid = new.metadata.uid.as_deref().expect("a uid");
+        let uid = new.uid().expect("a uid");
         apply(&mut provider, &mut cache, new, now);
         cache.observed(uid, new);
-        assert_eq!(
-            Arc::strong_count(old),
-            1,
-            "{uid}: the older version is let go"
-        );
+        assert_eq!(old.holders(), 1, "{uid}: the older version is let go");
     }
     assert!(live() < before, "the settled statuses freed their copies");
     drop(pods);
@@ -165,29 +164,50 @@ fn a_simulated_pod_costs_its_status_and_record_and_nothing_once_deleted() -> (is
         settled_per_pod <= SETTLED_BOUND_PER_POD,
         "{settled_per_pod} bytes a settled pod (bound {SETTLED_BOUND_PER_POD}): the cache keeps a status the API's pod has?"
     );
+    // Nothing reads the settled pods for two passes: each part's share and the pod's JSON
+    // stay, the decoded pods go.
+    kept_pod::cool();
+    kept_pod::cool();
+    assert!(
+        settled.iter().all(|pod| !pod.is_decoded()),
+        "a settled pod nobody reads is kept as its JSON"
+    );
+    // Everything since the first pods were made: what a pod costs in all.
+    let cooled_per_pod = (live() - start + pods_bytes) / PODS as isize;
+    assert!(
+        cooled_per_pod <= COOLED_BOUND_PER_POD,
+        "{cooled_per_pod} bytes a settled pod nobody reads, the pod included (bound {COOLED_BOUND_PER_POD}): a part holds it decoded?"
+    );
     for pod in &settled {
         delete(&mut provider, &mut cache, pod);
     }
     drop(settled);
-    assert_eq!(
-        live() - start + pods_bytes,
-        0,
-        "bytes still held after every pod was deleted"
+    // The next pass lets go of the list entries the pods had while decoded.
+    kept_pod::cool();
+    let left = live() - start + pods_bytes;
+    assert!(
+        left <= 0,
+        "{left} bytes still held after every pod was deleted"
     );
-    (per_pod, settled_per_pod)
+    (per_pod, settled_per_pod, cooled_per_pod)
 }
+
+/// What a settled pod nobody reads costs in all: its JSON (2.4 KiB), the provider's record and
+/// the cache entry. Its decoded Pod alone was about 12 KiB.
+const COOLED_BOUND_PER_POD: isize = 4 * 1024;
 
 /// What a settled pod may cost beyond its shared Pod: the provider's record and the cache
 /// entry without a status of its own, measured at about 0.5 KiB.
 const SETTLED_BOUND_PER_POD: isize = 1024;
 
 /// `pod` as the API serves it once its cached status was PATCHed.
-fn as_the_api_has_it(pod: &Arc<Pod>, cache: &PodStatusCache) -> Arc<Pod> {
-    let uid = pod.metadata.uid.as_deref().expect("a uid");
-    let status = cache.get(uid).expect("a cached status").status.clone();
-    let mut served = Pod::clone(pod);
+fn as_the_api_has_it(pod: &KeptPod, cache: &PodStatusCache) -> KeptPod {
+    let uid = pod.uid().expect("a uid");
+    let status = cache.get(uid).expect("a cached status").status.get();
+    let mut served = Pod::clone(&pod.pod());
     served.status = Some(PodStatus::clone(&status));
-    Arc::new(served)
+    drop(status);
+    KeptPod::from(served)
 }
 
 /// What the volume manager keeps of a pod beyond its shared Pod: the desired state built from
@@ -207,16 +227,16 @@ fn memory_of_no_pods() -> VolumeManagerMemory {
 }
 
 /// The watch reports `pods`.
-fn remember(memory: &mut VolumeManagerMemory, pods: &[Arc<Pod>]) {
+fn remember(memory: &mut VolumeManagerMemory, pods: &[KeptPod]) {
     for pod in pods {
-        let uid = pod.metadata.uid.clone().expect("a uid");
-        memory.pods.insert(uid, Arc::clone(pod));
+        let uid = pod.uid().expect("a uid").to_owned();
+        memory.pods.insert(uid, pod.clone());
     }
 }
 
 /// What the desired state costs a pod.
 fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize {
-    let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
+    let pods: Vec<KeptPod> = (0..PODS).map(pod).collect();
     let mut memory = memory_of_no_pods();
     let start = live();
     remember(&mut memory, &pods);
@@ -238,7 +258,7 @@ fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize
 /// their volumes and directories torn down: nothing, not even the room its maps had for them
 /// (an emptied `BTreeMap` kept its root node, 3.5 KiB for the mounts of a node).
 fn the_volume_manager_keeps_nothing_of_pods_torn_down() {
-    let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
+    let pods: Vec<KeptPod> = (0..PODS).map(pod).collect();
     let now = tokio::time::Instant::now();
     let mut memory = memory_of_no_pods();
     let start = live();
@@ -252,7 +272,7 @@ fn the_volume_manager_keeps_nothing_of_pods_torn_down() {
     drop(desired);
     assert_eq!(memory.actual.mounts.len(), PODS, "one volume a pod");
     for pod in &pods {
-        memory.forget_pod(pod.metadata.uid.as_deref().expect("a uid"));
+        memory.forget_pod(pod.uid().expect("a uid"));
     }
     drop(memory.desired("pods-0"));
     let mounted: Vec<(String, String)> = memory.actual.mounts.keys().cloned().collect();

@@ -18,6 +18,7 @@ use kube::{
     runtime::watcher,
 };
 use nodepulse_actors::{
+    kept_pod::KeptPod,
     ports::{ApiError, ApiRecovery, ApiResult, MirrorPodApi, PodApi, PodEvent, PodWatchEvent},
     shrink::map_after_removal,
 };
@@ -157,14 +158,14 @@ impl MirrorPodApi for KubeApi {
     }
 }
 
-/// A watched pod as the node keeps it, one allocation shared by every part that holds it. Its
+/// A watched pod as the node keeps it, one [`KeptPod`] shared by every part that holds it. Its
 /// `managedFields` are dropped: nothing on a node reads them, and they decode into a tree of
 /// JSON maps that was the largest part of a pod the node keeps once its status was written.
-/// Its lists are cut to their length (`fit_lists`).
-pub(super) fn kept_pod(mut pod: Pod) -> Arc<Pod> {
+/// Its lists are cut to their length (`fit_lists`) for as long as it is decoded.
+pub(super) fn kept_pod(mut pod: Pod) -> KeptPod {
     pod.metadata.managed_fields = None;
     fit_lists(&mut pod);
-    Arc::new(pod)
+    KeptPod::new(Arc::new(pod))
 }
 
 /// The pods the watch has reported, so that a relist (after a reconnect) reports the ones that
@@ -172,7 +173,7 @@ pub(super) fn kept_pod(mut pod: Pod) -> Arc<Pod> {
 #[derive(Default)]
 struct Relist {
     /// The pods handed out (shared with the subscriber, not copied).
-    known: HashMap<String, Arc<Pod>>,
+    known: HashMap<String, KeptPod>,
     seen: Option<HashSet<String>>,
 }
 
@@ -195,8 +196,9 @@ impl Relist {
                 if let Some(seen) = self.seen.as_mut() {
                     seen.insert(key(&pod));
                 }
+                let key = key(&pod);
                 let pod = kept_pod(pod);
-                self.known.insert(key(&pod), Arc::clone(&pod));
+                self.known.insert(key, pod.clone());
                 vec![PodWatchEvent::Applied(pod)]
             }
             Ok(watcher::Event::Delete(pod)) => {

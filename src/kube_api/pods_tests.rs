@@ -31,10 +31,11 @@ fn a_watched_pod_is_kept_without_its_managed_fields_and_with_everything_else() {
     let [PodWatchEvent::Applied(pod)] = &events[..] else {
         panic!("one applied pod: {events:?}");
     };
+    let pod = pod.pod();
     assert_eq!(pod.metadata.managed_fields, None);
     let mut expected = applied_pod();
     expected.metadata.managed_fields = None;
-    assert_eq!(**pod, expected);
+    assert_eq!(*pod, expected);
     assert!(
         (pod.metadata.annotations.as_ref())
             .is_some_and(|a| a.contains_key("kubectl.kubernetes.io/last-applied-configuration")),
@@ -44,7 +45,7 @@ fn a_watched_pod_is_kept_without_its_managed_fields_and_with_everything_else() {
 
 #[test]
 fn a_watched_pod_is_kept_with_its_lists_at_their_length() {
-    let pod = kept_pod(crate::kube_api::fit_lists::tests::served_pod());
+    let pod = kept_pod(crate::kube_api::fit_lists::tests::served_pod()).pod();
     let statuses = pod
         .status
         .as_ref()

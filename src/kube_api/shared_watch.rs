@@ -17,6 +17,7 @@ use futures::{
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{Api, runtime::watcher};
 use nodepulse_actors::{
+    kept_pod::KeptPod,
     ports::{NodeWatchEvent, PodWatchEvent},
     shrink::map_after_removal,
 };
@@ -185,7 +186,7 @@ pub(crate) struct PodRouter {
     members: Arc<HashSet<String>>,
     /// node → (namespace/name → pod), the pods the subscribers were handed (shared, not
     /// copied); a node whose pods are all gone has no entry.
-    known: HashMap<String, HashMap<String, Arc<Pod>>>,
+    known: HashMap<String, HashMap<String, KeptPod>>,
     relisted: Option<HashSet<(String, String)>>,
     /// The first list is complete: a subscriber's replay ends with `Listed`.
     listed: bool,
@@ -239,7 +240,7 @@ impl Router for PodRouter {
                 self.known
                     .entry(node.clone())
                     .or_default()
-                    .insert(key, Arc::clone(&pod));
+                    .insert(key, pod.clone());
                 vec![(node, PodWatchEvent::Applied(pod))]
             }
             Ok(watcher::Event::Delete(pod)) => {
@@ -264,7 +265,7 @@ impl Router for PodRouter {
                     pods.retain(|key, pod| {
                         let listed = relisted.contains(&(node.clone(), key.clone()));
                         if !listed {
-                            gone.push((node.clone(), PodWatchEvent::Deleted(Arc::clone(pod))));
+                            gone.push((node.clone(), PodWatchEvent::Deleted(pod.clone())));
                         }
                         listed
                     });
@@ -290,7 +291,7 @@ impl Router for PodRouter {
             .get(node)
             .map(|pods| {
                 pods.values()
-                    .map(|pod| PodWatchEvent::Applied(Arc::clone(pod)))
+                    .map(|pod| PodWatchEvent::Applied(pod.clone()))
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default()

@@ -50,8 +50,8 @@ fn pod_names(events: &[PodWatchEvent]) -> Vec<String> {
     let mut names: Vec<String> = events
         .iter()
         .map(|event| match event {
-            PodWatchEvent::Applied(pod) => format!("applied {}", pod_key(pod)),
-            PodWatchEvent::Deleted(pod) => format!("deleted {}", pod_key(pod)),
+            PodWatchEvent::Applied(pod) => format!("applied {}", pod_key(&pod.pod())),
+            PodWatchEvent::Deleted(pod) => format!("deleted {}", pod_key(&pod.pod())),
             PodWatchEvent::Listed => "listed".to_owned(),
         })
         .collect();
@@ -133,6 +133,7 @@ fn a_fleet_node_keeps_its_pods_without_their_managed_fields() {
     let [PodWatchEvent::Applied(pod)] = &events[..] else {
         panic!("one applied pod: {events:?}");
     };
+    let pod = pod.pod();
     assert_eq!(pod.metadata.managed_fields, None);
     assert_eq!(pod.metadata.name.as_deref(), Some("web"));
 }

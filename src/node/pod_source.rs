@@ -11,15 +11,17 @@ use futures::{
     channel::mpsc::{UnboundedSender, unbounded},
     stream::{BoxStream, select_all},
 };
-use k8s_openapi::api::core::v1::Pod;
-use nodepulse_actors::ports::{PodSource, PodWatchEvent};
+use nodepulse_actors::{
+    kept_pod::KeptPod,
+    ports::{PodSource, PodWatchEvent},
+};
 use tokio::task::AbortHandle;
 
 /// What the sources said so far, and who listens.
 #[derive(Default)]
 struct Fanout {
     /// The pods now, by UID: a late subscriber's start (the sources' `Arc`s, not copies).
-    pods: std::collections::BTreeMap<String, Arc<Pod>>,
+    pods: std::collections::BTreeMap<String, KeptPod>,
     /// Per source, whether it has listed.
     listed: Vec<bool>,
     /// Every source ended: a subscriber hears what there is, and its stream ends.
@@ -38,12 +40,11 @@ impl Fanout {
     fn step(&mut self, source: usize, event: PodWatchEvent) -> Option<PodWatchEvent> {
         match &event {
             PodWatchEvent::Applied(pod) => {
-                let uid = pod.metadata.uid.clone().unwrap_or_default();
-                self.pods.insert(uid, Arc::clone(pod));
+                let uid = pod.uid().unwrap_or_default().to_owned();
+                self.pods.insert(uid, pod.clone());
             }
             PodWatchEvent::Deleted(pod) => {
-                self.pods
-                    .remove(pod.metadata.uid.as_deref().unwrap_or_default());
+                self.pods.remove(pod.uid().unwrap_or_default());
             }
             PodWatchEvent::Listed => {
                 self.listed[source] = true;
@@ -57,7 +58,7 @@ impl Fanout {
     fn replay(&self) -> impl Iterator<Item = PodWatchEvent> + '_ {
         self.pods
             .values()
-            .map(|pod| PodWatchEvent::Applied(Arc::clone(pod)))
+            .map(|pod| PodWatchEvent::Applied(pod.clone()))
             .chain(self.all_listed().then_some(PodWatchEvent::Listed))
     }
 }
@@ -159,14 +160,16 @@ mod tests {
 
     use super::*;
 
-    fn pod(uid: &str) -> Arc<Pod> {
-        Arc::new(serde_json::from_value(json!({"metadata": {"uid": uid, "name": uid}})).unwrap())
+    fn pod(uid: &str) -> KeptPod {
+        let pod: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(json!({"metadata": {"uid": uid, "name": uid}})).unwrap();
+        KeptPod::from(pod)
     }
 
     fn uid(event: &PodWatchEvent) -> String {
         match event {
-            PodWatchEvent::Applied(pod) => format!("+{}", pod.metadata.uid.as_deref().unwrap()),
-            PodWatchEvent::Deleted(pod) => format!("-{}", pod.metadata.uid.as_deref().unwrap()),
+            PodWatchEvent::Applied(pod) => format!("+{}", pod.uid().unwrap()),
+            PodWatchEvent::Deleted(pod) => format!("-{}", pod.uid().unwrap()),
             PodWatchEvent::Listed => "listed".to_owned(),
         }
     }

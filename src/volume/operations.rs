@@ -55,7 +55,8 @@ pub fn set_up_local(
     let missing = || VolumeOpError::MissingSource(volume.name.clone());
     match volume.plugin {
         Plugin::EmptyDir => {
-            let source = volume.spec.empty_dir.as_ref().ok_or_else(missing)?;
+            let spec = volume.spec.volume();
+            let source = spec.empty_dir.as_ref().ok_or_else(missing)?;
             let medium = empty_dir::medium_of(source, bounds.node_allocatable, bounds.pod_limit)?;
             empty_dir::set_up(
                 &dirs.volume_dir(pod_uid, Plugin::EmptyDir, &volume.name),
@@ -65,8 +66,9 @@ pub fn set_up_local(
             Ok(())
         }
         Plugin::HostPath => {
+            let spec = volume.spec.volume();
             let HostPathVolumeSource { path, type_ } =
-                volume.spec.host_path.as_ref().ok_or_else(missing)?;
+                spec.host_path.as_ref().ok_or_else(missing)?;
             host_path::set_up(path, type_.as_deref())?;
             Ok(())
         }

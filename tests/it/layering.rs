@@ -42,6 +42,7 @@ const ACTOR_LAYERS: &[&[&str]] = &[
         "config_source",
         "expansion",
         "go_duration",
+        "kept_pod",
         "quantity",
         "retry",
         "shrink",

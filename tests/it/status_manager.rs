@@ -28,6 +28,7 @@ use nodepulse::{
     kube_api::KubeApi,
 };
 use nodepulse_actors::{
+    kept_pod::KeptPod,
     messages::{SetPodStatus, TerminatePod},
     ports::{ApiError, PodApi, PodWatchEvent},
     status_manager::{PodStatusStore, StatusManagerActor, StatusManagerSettings},
@@ -144,11 +145,12 @@ fn ready(pod: &Pod) -> Option<String> {
         .map(|c| c.status.clone())
 }
 
-async fn set(manager: &Manager, pod: &Pod, status: PodStatus) {
+/// The provider's word on `pod`, kept as the watch keeps a pod version: one `KeptPod` each.
+async fn set(manager: &Manager, pod: &KeptPod, status: PodStatus) {
     manager
         .mailbox
         .send(SetPodStatus {
-            pod: Arc::new(pod.clone()),
+            pod: pod.clone(),
             status,
         })
         .await
@@ -165,7 +167,7 @@ async fn a_running_status_reaches_the_pod_at_once_with_its_uid() {
     let name = pod.metadata.name.clone().expect("name");
 
     let sent = Instant::now();
-    set(&manager, &pod, running(0)).await;
+    set(&manager, &KeptPod::from(pod.clone()), running(0)).await;
     eventually_async("the API pod is Running and Ready", || async {
         pods(&cluster)
             .get(&name)
@@ -221,7 +223,7 @@ async fn a_recreated_pod_is_not_touched_by_the_old_status() {
         "a delete for the old UID: {refused:?}"
     );
 
-    set(&manager, &old, running(0)).await;
+    set(&manager, &KeptPod::from(old.clone()), running(0)).await;
     eventually_async("the old status is dropped", || async {
         manager
             .store
@@ -240,7 +242,7 @@ async fn a_recreated_pod_is_not_touched_by_the_old_status() {
     );
 
     // The new pod's own status goes through.
-    set(&manager, &new, running(0)).await;
+    set(&manager, &KeptPod::from(new.clone()), running(0)).await;
     eventually_async("the new pod is Running", || async {
         pods(&cluster)
             .get(&name)
@@ -259,7 +261,7 @@ async fn a_terminated_pod_being_deleted_ends_failed_and_is_deleted_with_its_uid(
     let manager = start_manager(&cluster, &node).await;
     let name = format!("{node}-web");
     let pod = create_pod(&cluster, &name, &node).await;
-    set(&manager, &pod, running(0)).await;
+    set(&manager, &KeptPod::from(pod.clone()), running(0)).await;
     eventually_async("the pod is Running", || async {
         pods(&cluster)
             .get(&name)
@@ -292,7 +294,7 @@ async fn a_terminated_pod_being_deleted_ends_failed_and_is_deleted_with_its_uid(
     manager
         .mailbox
         .send(TerminatePod {
-            pod: Arc::new(deleting),
+            pod: KeptPod::from(deleting),
         })
         .await
         .expect("queued");
@@ -343,9 +345,10 @@ async fn burst(
     changes: i32,
     kills: &[(i32, KillMode)],
 ) -> Duration {
+    let kept: Vec<KeptPod> = all.iter().cloned().map(KeptPod::from).collect();
     let started = Instant::now();
     for round in 1..=changes {
-        for pod in all {
+        for pod in &kept {
             set(manager, pod, running(round)).await;
         }
         for (_, mode) in kills.iter().filter(|(after, _)| *after == round) {
@@ -467,7 +470,7 @@ async fn the_pod_watch_reports_this_nodes_pods_only() {
     create_pod(&cluster, &format!("{other}-theirs"), &other).await;
     let name_of = |event: &PodWatchEvent| match event {
         PodWatchEvent::Applied(pod) | PodWatchEvent::Deleted(pod) => {
-            pod.metadata.name.clone().unwrap_or_default()
+            pod.pod().metadata.name.clone().unwrap_or_default()
         }
         PodWatchEvent::Listed => String::new(),
     };
@@ -502,7 +505,7 @@ async fn the_pod_watch_reports_this_nodes_pods_only() {
     })
     .await
     .expect("the deletion is reported in time");
-    assert_eq!(deleted.metadata.uid, mine.metadata.uid);
+    assert_eq!(deleted.uid(), mine.metadata.uid.as_deref());
     cluster.delete_node(&node).await;
     cluster.delete_node(&other).await;
 }
@@ -551,9 +554,10 @@ async fn set_pod_status_to_patch_latency() {
         .expect("watch")
         .boxed();
     let mut latencies = Vec::new();
+    let kept = KeptPod::from(pod.clone());
     for change in 0..50 {
         let sent = Instant::now();
-        set(&manager, &pod, running(change)).await;
+        set(&manager, &kept, running(change)).await;
         tokio::time::timeout(PATIENCE, async {
             while let Some(event) = events.next().await {
                 if let Ok(WatchEvent::Modified(seen)) = event

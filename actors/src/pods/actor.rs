@@ -260,9 +260,9 @@ impl StreamHandler<PodWatchEvent> for PodLifecycleActor {
                 self.queue_updates(updates);
             }
             PodWatchEvent::Deleted(pod) => {
-                self.state.provider().pod_deleted(&pod);
-                if let Some(uid) = pod.metadata.uid.clone() {
-                    self.state.queue([Outgoing::Gone(uid)]);
+                self.state.provider().pod_deleted(&pod.pod());
+                if let Some(uid) = pod.uid() {
+                    self.state.queue([Outgoing::Gone(uid.to_owned())]);
                 }
             }
             PodWatchEvent::Listed => self.state.provider().pods_listed(),

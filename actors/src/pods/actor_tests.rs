@@ -1,6 +1,7 @@
 //! PodLifecycleActor on paused tokio time: its one wake-up timer is measured with the wall
 //! clock it was given, so a due time re-armed after tokio's clock moved fires on time.
 
+use crate::kept_pod::KeptPod;
 use std::{
     sync::{Arc, Mutex},
     time::Duration,
@@ -27,7 +28,7 @@ struct DueOnce {
 }
 
 impl PodLifecycleProvider for DueOnce {
-    fn pod_applied(&mut self, _: &Arc<Pod>, _: Timestamp) -> Vec<PodUpdate> {
+    fn pod_applied(&mut self, _: &KeptPod, _: Timestamp) -> Vec<PodUpdate> {
         Vec::new()
     }
     fn pod_deleted(&mut self, _: &Pod) {}

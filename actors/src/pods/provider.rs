@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 use super::cri::EngineFault;
 use crate::{
+    kept_pod::KeptPod,
     messages::StopPod,
     ports::{PodEvent, PodStats, PodStatsSource},
     prober::ProberOutput,
@@ -24,7 +25,7 @@ use crate::{
 pub enum PodUpdate {
     /// `SetPodStatus`.
     Status {
-        pod: Arc<Pod>,
+        pod: KeptPod,
         status: Box<PodStatus>,
     },
     /// `SetContainerReadiness`.
@@ -34,7 +35,7 @@ pub enum PodUpdate {
         ready: bool,
     },
     /// `TerminatePod`: the pod's containers are gone for good.
-    Terminated { pod: Arc<Pod> },
+    Terminated { pod: KeptPod },
     /// An Event about the pod (Pulled, Created, Started, ...), recorded through the same
     /// events path as the volume manager's, after the updates queued before it.
     Event { pod: Arc<Pod>, event: PodEvent },
@@ -45,8 +46,9 @@ pub type UpdateSink = Arc<dyn Fn() + Send + Sync>;
 
 pub trait PodLifecycleProvider: Send + 'static {
     /// A pod bound to this node, as the API has it now (listed, added or modified); keep the
-    /// `Arc`, not a copy: the watch and StatusManager hold the same one.
-    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate>;
+    /// `KeptPod`, not the decoded pod, where it is kept long: the watch and StatusManager hold
+    /// the same one.
+    fn pod_applied(&mut self, pod: &KeptPod, now: Timestamp) -> Vec<PodUpdate>;
     /// The pod is gone from the API: forget it and free what it held.
     fn pod_deleted(&mut self, pod: &Pod);
     /// Every pod bound to the node has been reported (`PodWatchEvent::Listed`): a pod not
@@ -93,7 +95,7 @@ pub trait PodLifecycleProvider: Send + 'static {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outgoing {
     /// The pod as the watch saw it (`PodObserved`).
-    Observed(Arc<Pod>),
+    Observed(KeptPod),
     /// The pod is gone (`PodGone`).
     Gone(String),
     Update(PodUpdate),

@@ -23,6 +23,7 @@ use super::{
     simulated_status::{Placement, Stage, container_id, simulated_status},
 };
 use crate::{
+    kept_pod::KeptPod,
     messages::StopPod,
     ports::{ContainerStats, PodStats},
     shrink::map_after_removal,
@@ -43,8 +44,12 @@ pub struct SimulatedSettings {
 
 #[derive(Debug, Clone)]
 struct SimulatedPod {
-    /// The watch's pod, shared with StatusManager (never a copy of its own).
-    pod: Arc<Pod>,
+    /// The watch's pod, shared with StatusManager (never a copy of its own), and decoded only
+    /// when its status changes: what the timers ask of it is read off once, below.
+    pod: KeptPod,
+    host_network: bool,
+    /// Its scripted exit (see [`annotations`]): the exit code, and when after the start.
+    scripted_exit: Option<(i32, std::time::Duration)>,
     stage: Stage,
     placement: Placement,
     /// Our own address (not the host's): given back when the pod is gone.
@@ -84,7 +89,7 @@ fn is_terminal(pod: &Pod) -> bool {
 
 /// When a running pod's scripted exit is due, if it has one.
 fn scripted_exit_due(sim: &SimulatedPod) -> Option<Timestamp> {
-    let (_, after) = annotations::scripted_exit(&sim.pod)?;
+    let (_, after) = sim.scripted_exit?;
     let after = SignedDuration::try_from(after).ok()?;
     sim.placement.started_at.checked_add(after).ok()
 }
@@ -126,14 +131,14 @@ impl SimulatedPods {
         let (Some(volumes), Some(sim)) = (&self.volumes, self.pods.get(uid)) else {
             return true;
         };
-        volumes_ready(volumes.as_ref(), &sim.pod)
+        volumes_ready(volumes.as_ref(), &sim.pod.pod())
     }
 
     fn status_update(&self, uid: &str) -> Option<PodUpdate> {
         let sim = self.pods.get(uid)?;
         Some(PodUpdate::Status {
-            pod: Arc::clone(&sim.pod),
-            status: Box::new(simulated_status(&sim.pod, &sim.stage, &sim.placement)),
+            pod: sim.pod.clone(),
+            status: Box::new(simulated_status(&sim.pod.pod(), &sim.stage, &sim.placement)),
         })
     }
 
@@ -146,7 +151,7 @@ impl SimulatedPods {
         if sim.placement.pod_ip.is_some() {
             return true;
         }
-        if host_network(&sim.pod) {
+        if sim.host_network {
             sim.placement.pod_ip = host_ip;
             return sim.placement.pod_ip.is_some();
         }
@@ -157,7 +162,7 @@ impl SimulatedPods {
                 true
             }
             None => {
-                tracing::warn!(pod = ?sim.pod.metadata.name, cidr = %self.pool.cidr(), "no free pod address; the pod stays Pending");
+                tracing::warn!(pod = ?sim.pod.pod().metadata.name, cidr = %self.pool.cidr(), "no free pod address; the pod stays Pending");
                 false
             }
         }
@@ -179,7 +184,7 @@ impl SimulatedPods {
             return updates;
         };
         if sim.stage == Stage::Running
-            && let Some((code, _)) = annotations::scripted_exit(&sim.pod)
+            && let Some((code, _)) = sim.scripted_exit
             && scripted_exit_due(sim).is_some_and(|due| due <= now)
         {
             updates.extend(self.finish(uid, code, None, now));
@@ -218,18 +223,21 @@ impl SimulatedPods {
         }
         sim.terminated_sent = true;
         Some(PodUpdate::Terminated {
-            pod: Arc::clone(&sim.pod),
+            pod: sim.pod.clone(),
         })
     }
 
     /// A pod first seen: adopted as it is when the API shows it running or finished (a
     /// restart of nodepulse), otherwise started.
-    fn adopt_or_start(&mut self, uid: &str, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
+    fn adopt_or_start(&mut self, uid: &str, kept: &KeptPod, now: Timestamp) -> Vec<PodUpdate> {
+        let pod = &kept.pod();
         let status = pod.status.clone().unwrap_or_default();
         let host_ip = self.settings.host_ip.map(|ip| ip.to_string());
         let started_at = status.start_time.as_ref().map_or(now, |time| time.0);
         let mut sim = SimulatedPod {
-            pod: Arc::clone(pod),
+            pod: kept.clone(),
+            host_network: host_network(pod),
+            scripted_exit: annotations::scripted_exit(pod),
             stage: Stage::Pending,
             placement: Placement {
                 host_ip,
@@ -277,12 +285,12 @@ impl SimulatedPods {
         let Some(sim) = self.pods.get_mut(uid) else {
             return Vec::new();
         };
-        let unready = annotations::unready_containers(&sim.pod);
+        let pod = sim.pod.pod();
+        let unready = annotations::unready_containers(&pod);
         if unready == sim.placement.unready {
             return Vec::new();
         }
-        let flipped: Vec<(String, bool)> = sim
-            .pod
+        let flipped: Vec<(String, bool)> = pod
             .spec
             .iter()
             .flat_map(|spec| spec.containers.iter())
@@ -301,7 +309,7 @@ impl SimulatedPods {
             .into_iter()
             .map(|(name, ready)| PodUpdate::Readiness {
                 pod_uid: uid.to_owned(),
-                container_id: container_id(&sim.pod, &name),
+                container_id: container_id(&pod, &name),
                 ready,
             })
             .collect()
@@ -309,14 +317,17 @@ impl SimulatedPods {
 }
 
 impl PodLifecycleProvider for SimulatedPods {
-    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
-        let Some(uid) = uid(pod).map(str::to_owned) else {
+    fn pod_applied(&mut self, kept: &KeptPod, now: Timestamp) -> Vec<PodUpdate> {
+        let Some(uid) = kept.uid().map(str::to_owned) else {
             return Vec::new();
         };
+        let pod = kept.pod();
         let mut updates = match self.pods.get_mut(&uid) {
-            None => self.adopt_or_start(&uid, pod, now),
+            None => self.adopt_or_start(&uid, kept, now),
             Some(sim) => {
-                sim.pod = Arc::clone(pod);
+                sim.pod = kept.clone();
+                sim.host_network = host_network(&pod);
+                sim.scripted_exit = annotations::scripted_exit(&pod);
                 let mut updates = self.readiness(&uid);
                 updates.extend(self.advance(&uid, now));
                 updates
@@ -346,8 +357,7 @@ impl PodLifecycleProvider for SimulatedPods {
             .iter()
             .filter(|(_, sim)| {
                 sim.stage == Stage::Pending
-                    || (sim.stage == Stage::Running
-                        && annotations::scripted_exit(&sim.pod).is_some())
+                    || (sim.stage == Stage::Running && sim.scripted_exit.is_some())
             })
             .map(|(uid, _)| uid.clone())
             .collect();
@@ -376,7 +386,7 @@ impl PodLifecycleProvider for SimulatedPods {
     /// tick cannot start it, so one due at once would be ticked again and again.
     fn next_wakeup(&self) -> Option<Timestamp> {
         let can_place = |sim: &SimulatedPod| {
-            if host_network(&sim.pod) {
+            if sim.host_network {
                 self.settings.host_ip.is_some()
             } else {
                 self.pool.has_free()
@@ -422,15 +432,15 @@ impl PodLifecycleProvider for SimulatedPods {
             .values()
             .filter(|sim| !matches!(sim.stage, Stage::Finished { .. }))
             .map(|sim| {
-                let first = first_container(&sim.pod);
-                let memory: BTreeMap<String, u64> = annotations::memory_usage(&sim.pod, &first)
+                let pod = sim.pod.pod();
+                let first = first_container(&pod);
+                let memory: BTreeMap<String, u64> = annotations::memory_usage(&pod, &first)
                     .into_iter()
                     .collect();
-                let storage: BTreeMap<String, u64> = annotations::storage_usage(&sim.pod, &first)
+                let storage: BTreeMap<String, u64> = annotations::storage_usage(&pod, &first)
                     .into_iter()
                     .collect();
-                let containers = sim
-                    .pod
+                let containers = pod
                     .spec
                     .iter()
                     .flat_map(|spec| spec.containers.iter())
@@ -441,9 +451,9 @@ impl PodLifecycleProvider for SimulatedPods {
                     })
                     .collect();
                 PodStats {
-                    pod: Arc::clone(&sim.pod),
                     containers: Some(containers),
-                    processes: Some(annotations::processes(&sim.pod).unwrap_or(0)),
+                    processes: Some(annotations::processes(&pod).unwrap_or(0)),
+                    pod,
                 }
             })
             .collect()

@@ -20,6 +20,7 @@ use super::{
     provider::{PodLifecycleProvider, PodUpdate, UpdateSink},
 };
 use crate::{
+    kept_pod::KeptPod,
     messages::StopPod,
     ports::{HealthCheck, PodStats},
     prober::ProberOutput,
@@ -77,7 +78,7 @@ pub struct StartingProvider {
     provider: Option<Box<dyn PodLifecycleProvider>>,
     health: Arc<StartHealth>,
     /// The pods the watch reported while there was no provider, by UID.
-    pods: BTreeMap<String, Arc<Pod>>,
+    pods: BTreeMap<String, KeptPod>,
     listed: bool,
     sink: Option<UpdateSink>,
     failures: u32,
@@ -157,12 +158,12 @@ impl StartingProvider {
 }
 
 impl PodLifecycleProvider for StartingProvider {
-    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
+    fn pod_applied(&mut self, pod: &KeptPod, now: Timestamp) -> Vec<PodUpdate> {
         if let Some(provider) = &mut self.provider {
             return provider.pod_applied(pod, now);
         }
-        if let Some(uid) = &pod.metadata.uid {
-            self.pods.insert(uid.clone(), Arc::clone(pod));
+        if let Some(uid) = pod.uid() {
+            self.pods.insert(uid.to_owned(), pod.clone());
         }
         Vec::new()
     }

@@ -1,6 +1,7 @@
 //! A provider whose start fails: the node is told why (the health check), the start is tried
 //! again with back-off, and the started provider gets the pods reported meanwhile.
 
+use crate::kept_pod::KeptPod;
 use std::sync::{Arc, Mutex};
 
 use jiff::{SignedDuration, Timestamp};
@@ -29,8 +30,11 @@ impl Recorder {
 }
 
 impl PodLifecycleProvider for Recorder {
-    fn pod_applied(&mut self, pod: &Arc<Pod>, _: Timestamp) -> Vec<PodUpdate> {
-        self.note(format!("applied {}", pod.metadata.name.clone().unwrap()));
+    fn pod_applied(&mut self, pod: &KeptPod, _: Timestamp) -> Vec<PodUpdate> {
+        self.note(format!(
+            "applied {}",
+            pod.pod().metadata.name.clone().unwrap()
+        ));
         Vec::new()
     }
     fn pod_deleted(&mut self, _: &Pod) {}
@@ -90,8 +94,8 @@ fn a_failed_start_is_unhealthy_retried_with_back_off_and_then_gets_the_pods_seen
     assert_eq!(starting.debug_state()["failedStarts"], 1);
     assert_eq!(starting.next_wakeup(), Some(at(1)), "tried again in 1 s");
 
-    starting.pod_applied(&Arc::new(pod("gone")), at(0));
-    starting.pod_applied(&Arc::new(pod("web")), at(0));
+    starting.pod_applied(&KeptPod::from(pod("gone")), at(0));
+    starting.pod_applied(&KeptPod::from(pod("web")), at(0));
     starting.pod_deleted(&pod("gone"));
     starting.pods_listed();
     starting.tick(at(0));
@@ -109,7 +113,7 @@ fn a_failed_start_is_unhealthy_retried_with_back_off_and_then_gets_the_pods_seen
     assert_eq!(health.unhealthy(Instant::now()), None, "started: healthy");
     assert_eq!(recorder.said(), ["applied web", "listed"]);
     assert_eq!(starting.debug_state()["provider"], "recorder");
-    starting.pod_applied(&Arc::new(pod("next")), at(4));
+    starting.pod_applied(&KeptPod::from(pod("next")), at(4));
     assert_eq!(
         recorder.said().last().map(String::as_str),
         Some("applied next")

@@ -1,6 +1,7 @@
 //! The simulated provider as a pure state machine: what each pod event, tick and eviction
 //! turns into.
 
+use crate::kept_pod::KeptPod;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -64,7 +65,7 @@ fn a_bound_pod_goes_pending_then_running_with_an_address_from_the_pod_cidr() {
         pods.set_pod_cidrs("10.244.1.0/24,fd00::/64", now())
             .is_empty()
     );
-    let updates = pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
+    let updates = pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
     let statuses = statuses(&updates);
     assert_eq!(statuses.len(), 2, "{statuses:#?}");
     let (pending, running) = (&statuses[0], &statuses[1]);
@@ -103,14 +104,14 @@ fn addresses_are_not_reused_while_held_and_are_given_back() {
     let mut pods = provider();
     pods.set_pod_cidrs("10.244.1.0/24", now());
     let ip = |updates: &[PodUpdate]| statuses(updates).last().unwrap()["podIP"].clone();
-    let first = pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
-    let second = pods.pod_applied(&Arc::new(pod("b", "Always", json!({}))), now());
+    let first = pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
+    let second = pods.pod_applied(&KeptPod::from(pod("b", "Always", json!({}))), now());
     assert_eq!(
         (ip(&first), ip(&second)),
         (json!("10.244.1.2"), json!("10.244.1.3"))
     );
     pods.pod_deleted(&pod("a", "Always", json!({})));
-    let third = pods.pod_applied(&Arc::new(pod("c", "Always", json!({}))), now());
+    let third = pods.pod_applied(&KeptPod::from(pod("c", "Always", json!({}))), now());
     assert_eq!(ip(&third), json!("10.244.1.2"));
 }
 
@@ -124,12 +125,12 @@ fn a_pod_already_running_in_the_api_is_adopted_with_its_address() {
         )
         .unwrap(),
     );
-    let updates = pods.pod_applied(&Arc::new(running.clone()), now());
+    let updates = pods.pod_applied(&KeptPod::from(running.clone()), now());
     let statuses = statuses(&updates);
     assert_eq!(statuses.len(), 1, "no Pending again");
     assert_eq!(statuses[0]["podIP"], "10.88.0.9");
     assert_eq!(statuses[0]["startTime"], "2026-11-29T09:00:00Z");
-    let next = pods.pod_applied(&Arc::new(pod("b", "Always", json!({}))), now());
+    let next = pods.pod_applied(&KeptPod::from(pod("b", "Always", json!({}))), now());
     assert_ne!(
         statuses_last_ip(&next),
         "10.88.0.9",
@@ -152,7 +153,7 @@ fn a_scripted_exit_ends_the_pod_when_due() {
         "Never",
         json!({annotations::EXIT_CODE: "3", annotations::EXIT_AFTER: "10"}),
     );
-    let updates = pods.pod_applied(&Arc::new(failing.clone()), now());
+    let updates = pods.pod_applied(&KeptPod::from(failing.clone()), now());
     assert_eq!(statuses(&updates).last().unwrap()["phase"], "Running");
     assert!(
         pods.tick(
@@ -181,28 +182,28 @@ fn a_scripted_exit_ends_the_pod_when_due() {
     assert_eq!(terminated_count(&done), 1);
 
     let succeeding = pod("b", "Never", json!({annotations::EXIT_CODE: "0"}));
-    let at_once = pods.pod_applied(&Arc::new(succeeding.clone()), now());
+    let at_once = pods.pod_applied(&KeptPod::from(succeeding.clone()), now());
     assert_eq!(statuses(&at_once).last().unwrap()["phase"], "Succeeded");
 }
 
 #[test]
 fn a_deleted_pod_is_stopped_and_terminated_once() {
     let mut pods = provider();
-    pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
+    pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
     let mut deleting = pod("a", "Always", json!({}));
     deleting.metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
-    let updates = pods.pod_applied(&Arc::new(deleting.clone()), now());
+    let updates = pods.pod_applied(&KeptPod::from(deleting.clone()), now());
     assert_eq!(statuses(&updates).last().unwrap()["phase"], "Succeeded");
     assert_eq!(terminated_count(&updates), 1);
-    let again = pods.pod_applied(&Arc::new(deleting.clone()), now());
+    let again = pods.pod_applied(&KeptPod::from(deleting.clone()), now());
     assert!(again.is_empty(), "{again:?}");
 }
 
 #[test]
 fn an_evicted_pod_is_killed_and_fails_with_the_eviction_reason() {
     let mut pods = provider();
-    pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
+    pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
     let stop = StopPod {
         uid: "a".into(),
         reason: "Evicted".into(),
@@ -228,9 +229,9 @@ fn an_evicted_pod_is_killed_and_fails_with_the_eviction_reason() {
 #[test]
 fn the_unready_annotation_flips_readiness() {
     let mut pods = provider();
-    pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
+    pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
     let updates = pods.pod_applied(
-        &Arc::new(pod("a", "Always", json!({annotations::UNREADY: "sidecar"}))),
+        &KeptPod::from(pod("a", "Always", json!({annotations::UNREADY: "sidecar"}))),
         now(),
     );
     assert_eq!(
@@ -241,7 +242,7 @@ fn the_unready_annotation_flips_readiness() {
             ready: false
         }]
     );
-    let back = pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
+    let back = pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
     assert!(matches!(
         back.as_slice(),
         [PodUpdate::Readiness { ready: true, .. }]
@@ -252,7 +253,7 @@ fn the_unready_annotation_flips_readiness() {
 fn active_pods_carry_the_annotated_usage() {
     let mut pods = provider();
     pods.pod_applied(
-        &Arc::new(pod(
+        &KeptPod::from(pod(
             "a",
             "Always",
             json!({annotations::MEMORY_USAGE: "300Mi", annotations::PROCESSES: "12"}),
@@ -270,14 +271,14 @@ fn active_pods_carry_the_annotated_usage() {
 fn nothing_is_due_without_pods_or_scripts_and_a_scripted_exit_is_due_at_its_time() {
     let mut pods = provider();
     assert_eq!(pods.next_wakeup(), None, "no pods: never woken");
-    pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
+    pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
     assert_eq!(pods.next_wakeup(), None, "a running pod without a script");
     let scripted = pod(
         "b",
         "Never",
         json!({annotations::EXIT_CODE: "0", annotations::EXIT_AFTER: "5"}),
     );
-    pods.pod_applied(&Arc::new(scripted.clone()), now());
+    pods.pod_applied(&KeptPod::from(scripted.clone()), now());
     let exit = now()
         .checked_add(jiff::SignedDuration::from_secs(5))
         .unwrap();
@@ -292,8 +293,8 @@ fn a_pod_waiting_for_an_address_is_due_once_one_is_freed() {
     let mut pods = provider();
     // A /30 holds one pod address (.2; .3 is the broadcast address).
     pods.set_pod_cidrs("10.244.9.0/30", now());
-    pods.pod_applied(&Arc::new(pod("a", "Always", json!({}))), now());
-    let waiting = pods.pod_applied(&Arc::new(pod("b", "Always", json!({}))), now());
+    pods.pod_applied(&KeptPod::from(pod("a", "Always", json!({}))), now());
+    let waiting = pods.pod_applied(&KeptPod::from(pod("b", "Always", json!({}))), now());
     assert!(statuses(&waiting).iter().all(|s| s["phase"] == "Pending"));
     assert_eq!(
         pods.next_wakeup(),
@@ -311,15 +312,15 @@ fn a_pod_waiting_for_an_address_is_due_once_one_is_freed() {
 #[test]
 fn deleted_pods_leave_nothing_behind() {
     let mut pods = provider();
-    let applied: Vec<Arc<Pod>> = (0..40)
-        .map(|index| Arc::new(pod(&format!("p{index}"), "Always", json!({}))))
+    let applied: Vec<KeptPod> = (0..40)
+        .map(|index| KeptPod::from(pod(&format!("p{index}"), "Always", json!({}))))
         .collect();
     for pod in &applied {
         pods.pod_applied(pod, now());
     }
     assert_eq!(pods.footprint().2, applied.len(), "each has an address");
     for pod in &applied {
-        pods.pod_deleted(pod);
+        pods.pod_deleted(&pod.pod());
     }
     assert_eq!(pods.footprint(), (0, 0, 0), "pods, table slots, addresses");
 }
@@ -332,7 +333,7 @@ fn a_pod_waiting_for_its_volumes_is_not_due_until_they_are_set_up() {
     with_volume.spec.as_mut().unwrap().volumes = Some(vec![
         serde_json::from_value(json!({"name": "data", "emptyDir": {}})).unwrap(),
     ]);
-    let waiting = pods.pod_applied(&Arc::new(with_volume), now());
+    let waiting = pods.pod_applied(&KeptPod::from(with_volume), now());
     assert!(statuses(&waiting).iter().all(|s| s["phase"] == "Pending"));
     assert_eq!(
         pods.next_wakeup(),

@@ -8,16 +8,18 @@ use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::ApiResult;
+use crate::kept_pod::KeptPod;
 
 /// What a watch on the node's pods says. A pod is shared, not copied: the watch's routing,
 /// the pod source, the provider, StatusManager and the volume manager all hold this one
-/// allocation of each pod version (a fleet holds thousands of pods, five copies each before).
+/// [`KeptPod`] of each pod version (a fleet holds thousands of pods, five copies each before),
+/// decoded only while one of them reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PodWatchEvent {
     /// The pod as it is now on the server (listed, added or modified).
-    Applied(Arc<Pod>),
+    Applied(KeptPod),
     /// The pod is gone, as last seen.
-    Deleted(Arc<Pod>),
+    Deleted(KeptPod),
     /// Every pod bound to the node has now been reported (after the first list, and after each
     /// relist): what was not reported is not there. The volume manager unmounts nothing before
     /// it, as the kubelet waits for its pod sources to be ready.

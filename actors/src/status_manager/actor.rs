@@ -19,7 +19,7 @@ use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, StreamHandler, WrapFuture,
 };
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::PodStatus;
 use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::json;
 
@@ -34,6 +34,7 @@ use super::{
 use crate::{
     clock::{self, WallClock},
     config_source::{is_static_pod, mirror_hash},
+    kept_pod::KeptPod,
     messages::{
         EvictPod, FlushPodStatuses, PodGone, PodObserved, SetContainerReadiness, SetPodStatus,
         StopPod, TerminatePod,
@@ -68,9 +69,9 @@ impl StatusManagerSettings {
 #[derive(Debug, Default)]
 pub struct PodStatusStore {
     cache: PodStatusCache,
-    pods: HashMap<String, Arc<Pod>>,
+    pods: HashMap<String, KeptPod>,
     /// Each pod (by UID) as the pod watch last reported it: its status is the API's.
-    api_seen: HashMap<String, Arc<Pod>>,
+    api_seen: HashMap<String, KeptPod>,
     generation: u64,
     /// Batch passes run so far, by every instance.
     batch_passes: u64,
@@ -80,22 +81,25 @@ impl PodStatusStore {
     /// `needsReconcile`: the API's status, merged with the cached one, is not what the API
     /// has — someone else changed what the kubelet owns. Only for versions already sent: an
     /// unsent one is on its way anyway.
-    fn needs_reconcile(&self, uid: &str, now: Timestamp) -> bool {
+    /// A version found to agree with the API's pod is not compared again until either changes.
+    fn needs_reconcile(&mut self, uid: &str, now: Timestamp) -> bool {
         let (Some(entry), Some(seen)) = (self.cache.get(uid), self.api_seen.get(uid)) else {
             return false;
         };
-        if self.cache.unsent(uid) {
+        if self.cache.unsent(uid) || self.cache.agrees_with(uid, seen) {
             return false;
         }
+        let seen = seen.clone();
+        let api_pod = seen.pod();
         let none = PodStatus::default();
-        let api = seen.status.as_ref().unwrap_or(&none);
-        let merged = merge_pod_status(
-            api,
-            &entry.status,
-            could_have_running_containers(&entry.status),
-            now,
-        );
-        pod_status_patch(uid, api, &merged).is_some()
+        let api = api_pod.status.as_ref().unwrap_or(&none);
+        let cached = entry.status.get();
+        let merged = merge_pod_status(api, &cached, could_have_running_containers(&cached), now);
+        let differs = pod_status_patch(uid, api, &merged).is_some();
+        if !differs {
+            self.cache.agreed(uid, &seen);
+        }
+        differs
     }
 
     /// Forgets the pod with this UID: its status, its pod, the API's view of it, and the
@@ -218,11 +222,12 @@ impl StatusManagerActor {
     fn update(
         &mut self,
         ctx: &mut Context<Self>,
-        pod: &Arc<Pod>,
+        kept: &KeptPod,
         status: k8s_openapi::api::core::v1::PodStatus,
         force: bool,
         finished: bool,
     ) {
+        let pod = kept.pod();
         let Some(uid) = pod.metadata.uid.clone() else {
             tracing::warn!(pod = ?pod.metadata.name, "a pod without a UID has no status to sync");
             return;
@@ -238,10 +243,10 @@ impl StatusManagerActor {
                 tracing::debug!(%uid, "a status for a deleted pod the API no longer shows; dropped");
                 return;
             }
-            stored.pods.insert(uid.clone(), Arc::clone(pod));
+            stored.pods.insert(uid.clone(), kept.clone());
             stored
                 .cache
-                .update(pod, status, force, finished, (self.wall_clock)())
+                .update(&pod, status, force, finished, (self.wall_clock)())
         };
         self.arm_batch(ctx);
         match outcome {
@@ -271,7 +276,10 @@ impl StatusManagerActor {
                 version: entry.version,
                 finished: entry.finished,
                 status: entry.status.clone(),
-                static_pod: stored.pods.get(uid).is_some_and(|pod| is_static_pod(pod)),
+                static_pod: stored
+                    .pods
+                    .get(uid)
+                    .is_some_and(|pod| is_static_pod(&pod.pod())),
             })
         });
         let Some(job) = job else {
@@ -387,20 +395,19 @@ impl StatusManagerActor {
         let now = (self.wall_clock)();
         let (finished, differing): (Vec<String>, Vec<String>) = {
             let stored = self.store.lock();
+            let mut stored = stored;
             let finished = stored
                 .pods
                 .iter()
                 .filter(|(uid, pod)| {
-                    pod.metadata.deletion_timestamp.is_some()
-                        && stored.cache.get(uid).is_some_and(|entry| entry.finished)
+                    pod.is_deleting() && stored.cache.get(uid).is_some_and(|entry| entry.finished)
                 })
                 .map(|(uid, _)| uid.clone())
                 .collect();
-            let differing = stored
-                .api_seen
-                .keys()
+            let seen: Vec<String> = stored.api_seen.keys().cloned().collect();
+            let differing = seen
+                .into_iter()
                 .filter(|uid| stored.needs_reconcile(uid, now))
-                .cloned()
                 .collect();
             (finished, differing)
         };
@@ -449,7 +456,7 @@ impl Handler<SetPodStatus> for StatusManagerActor {
     type Result = ();
 
     fn handle(&mut self, message: SetPodStatus, ctx: &mut Context<Self>) {
-        let force = message.pod.metadata.deletion_timestamp.is_some();
+        let force = message.pod.is_deleting();
         self.update(ctx, &message.pod, message.status, force, false);
     }
 }
@@ -462,7 +469,8 @@ impl Handler<SetContainerReadiness> for StatusManagerActor {
             let stored = self.store.lock();
             stored.pods.get(&message.pod_uid).and_then(|pod| {
                 let cached = stored.cache.get(&message.pod_uid)?;
-                with_container_readiness(pod, &cached.status, &message.container_id, message.ready)
+                let status = cached.status.get();
+                with_container_readiness(&pod.pod(), &status, &message.container_id, message.ready)
                     .map(|status| (pod.clone(), status))
             })
         };
@@ -476,7 +484,8 @@ impl Handler<TerminatePod> for StatusManagerActor {
     type Result = ();
 
     fn handle(&mut self, message: TerminatePod, ctx: &mut Context<Self>) {
-        let pod = message.pod;
+        let kept = message.pod;
+        let pod = kept.pod();
         let base = pod
             .metadata
             .uid
@@ -486,12 +495,12 @@ impl Handler<TerminatePod> for StatusManagerActor {
                     .lock()
                     .cache
                     .get(uid)
-                    .map(|c| PodStatus::clone(&c.status))
+                    .map(|c| PodStatus::clone(&c.status.get()))
             })
             .or_else(|| pod.status.clone())
             .unwrap_or_default();
         let status = terminated_status(&pod, &base);
-        self.update(ctx, &pod, status, true, true);
+        self.update(ctx, &kept, status, true, true);
     }
 }
 
@@ -499,23 +508,23 @@ impl Handler<PodObserved> for StatusManagerActor {
     type Result = ();
 
     fn handle(&mut self, message: PodObserved, _: &mut Context<Self>) {
-        let pod = message.pod;
-        let Some(uid) = pod.metadata.uid.clone() else {
+        let kept = message.pod;
+        let Some(uid) = kept.uid().map(str::to_owned) else {
             return;
         };
+        let pod = kept.pod();
         let mut stored = self.store.lock();
         // A static pod's status in the API is its mirror pod's (`TranslatePodUID`): a mirror
         // pod is seen for its static pod, and tells nothing else.
         if let Some(static_uid) = mirror_hash(&pod) {
-            stored
-                .api_seen
-                .insert(static_uid.to_owned(), Arc::clone(&pod));
+            stored.api_seen.insert(static_uid.to_owned(), kept);
             return;
         }
         if !is_static_pod(&pod) {
-            stored.api_seen.insert(uid.clone(), Arc::clone(&pod));
-            stored.cache.observed(&uid, &pod);
+            stored.api_seen.insert(uid.clone(), kept.clone());
+            stored.cache.observed(&uid, &kept);
         }
+        let pod = kept;
         // A pod already known keeps its latest metadata (a deletionTimestamp matters for the
         // final delete); one never told about stays unknown until its provider speaks.
         if let Some(known) = stored.pods.get_mut(&uid) {

@@ -1,6 +1,7 @@
 //! StatusManagerActor against an in-memory pod API that applies the patches it gets (with the
 //! UID precondition) and records every call.
 
+use crate::kept_pod::KeptPod;
 use std::{
     collections::{HashMap, VecDeque},
     sync::{Arc, Mutex},
@@ -172,7 +173,7 @@ fn start_with_period(
 async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodStatus) {
     manager
         .send(SetPodStatus {
-            pod: Arc::new(pod),
+            pod: KeptPod::from(pod),
             status,
         })
         .await
@@ -183,7 +184,7 @@ async fn set_status(manager: &Addr<StatusManagerActor>, pod: Pod, status: PodSta
 async fn observe(manager: &Addr<StatusManagerActor>, pod: &Pod) {
     manager
         .send(PodObserved {
-            pod: Arc::new(pod.clone()),
+            pod: KeptPod::from(pod.clone()),
         })
         .await
         .expect("delivered");
@@ -290,7 +291,7 @@ async fn a_terminated_pod_being_deleted_is_deleted_with_its_uid() {
     set_status(&manager, deleting.clone(), running(true)).await;
     manager
         .send(TerminatePod {
-            pod: Arc::new(deleting),
+            pod: KeptPod::from(deleting),
         })
         .await
         .expect("delivered");
@@ -323,7 +324,7 @@ async fn deleted_pods_leave_nothing_in_the_store() {
         set_status(&manager, Pod::clone(pod), running(true)).await;
         manager
             .send(PodObserved {
-                pod: Arc::clone(pod),
+                pod: KeptPod::from(Arc::clone(pod)),
             })
             .await
             .expect("delivered");
@@ -342,7 +343,7 @@ async fn deleted_pods_leave_nothing_in_the_store() {
         api.put(&deleting);
         manager
             .send(TerminatePod {
-                pod: Arc::new(deleting),
+                pod: KeptPod::from(deleting),
             })
             .await
             .expect("delivered");
@@ -455,7 +456,7 @@ async fn a_finished_pod_nobody_deletes_is_not_polled() {
     let manager = start(&api, &store);
     manager
         .send(TerminatePod {
-            pod: Arc::new(pod("job", "uid-1")),
+            pod: KeptPod::from(pod("job", "uid-1")),
         })
         .await
         .expect("delivered");
@@ -499,7 +500,7 @@ async fn the_batch_pass_reconciles_a_status_the_watch_shows_edited_and_keeps_oth
     api.state().pods.insert("web".into(), edited.clone());
     manager
         .send(PodObserved {
-            pod: Arc::new(serde_json::from_value(edited).expect("pod")),
+            pod: KeptPod::from(serde_json::from_value::<Pod>(edited).expect("pod")),
         })
         .await
         .expect("delivered");
@@ -542,7 +543,7 @@ async fn a_settled_pod_served_with_gos_empty_fields_costs_no_request_in_batch_pa
     api.state().pods.insert("web".into(), served.clone());
     manager
         .send(PodObserved {
-            pod: Arc::new(serde_json::from_value(served).expect("pod")),
+            pod: KeptPod::from(serde_json::from_value::<Pod>(served).expect("pod")),
         })
         .await
         .expect("delivered");
@@ -621,7 +622,7 @@ async fn a_status_the_watchs_pod_has_is_held_once_and_a_change_is_still_sent() {
         store
             .cache()
             .get("uid-1")
-            .and_then(|entry| entry.status.message.clone())
+            .and_then(|entry| entry.status.get().message.clone())
     });
     assert_eq!(
         message.as_deref(),
@@ -809,7 +810,7 @@ async fn a_deleted_pods_last_statuses_bring_back_nothing_and_cost_no_request() {
     set_status(&manager, deleting.clone(), running(false)).await;
     manager
         .send(TerminatePod {
-            pod: Arc::new(deleting),
+            pod: KeptPod::from(deleting),
         })
         .await
         .expect("delivered");
@@ -936,7 +937,7 @@ async fn a_recreated_mirror_pod_seen_with_no_status_gets_the_static_pods_status_
     api.put(&recreated);
     manager
         .send(PodObserved {
-            pod: Arc::new(recreated),
+            pod: KeptPod::from(recreated),
         })
         .await
         .expect("delivered");

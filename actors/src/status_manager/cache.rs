@@ -3,7 +3,7 @@
 //! update is rejected if it revives a terminated container, ignored if nothing the kubelet owns
 //! changed, and otherwise normalised, versioned and stored. Pure: time is an argument.
 
-use std::{collections::HashMap, sync::Arc};
+use std::collections::HashMap;
 
 use jiff::Timestamp;
 use k8s_openapi::{
@@ -15,7 +15,7 @@ use super::{
     conditions::{carry_transition_times, comparable, is_kubelet_owned, is_shared},
     held_status::HeldStatus,
 };
-use crate::shrink::map_after_removal;
+use crate::{kept_pod::KeptPod, shrink::map_after_removal};
 
 /// One pod's cached status.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,10 @@ pub struct VersionedStatus {
     /// Produced by the final termination step: the pod may be deleted once the API agrees.
     pub finished: bool,
     pub status: HeldStatus,
+    /// The API's pod this version was last found to agree with (nothing to reconcile): the
+    /// batch pass asks again only when the watch brings another version or this one changes,
+    /// so a settled pod is not decoded every pass.
+    pub agrees_with: Option<KeptPod>,
 }
 
 /// What an update did.
@@ -79,7 +83,7 @@ impl PodStatusCache {
         let now = whole_seconds(now);
         let cached = self.statuses.get(&uid);
         let old = cached
-            .map(|entry| PodStatus::clone(&entry.status))
+            .map(|entry| PodStatus::clone(&entry.status.get()))
             .or_else(|| pod.status.clone())
             .unwrap_or_default();
         let finished = finished || cached.is_some_and(|entry| entry.finished);
@@ -105,7 +109,7 @@ impl PodStatusCache {
         normalize(&mut new);
         if let Some(entry) = cached
             && !force
-            && same_for_the_kubelet(&entry.status, &new)
+            && same_for_the_kubelet(&entry.status.get(), &new)
         {
             return UpdateOutcome::Unchanged;
         }
@@ -123,6 +127,7 @@ impl PodStatusCache {
                 pending_since,
                 finished,
                 status: HeldStatus::decided(new),
+                agrees_with: None,
             },
         );
         UpdateOutcome::Stored { version }
@@ -130,9 +135,31 @@ impl PodStatusCache {
 
     /// The watch reported `pod`: a cached status it has exactly is held as its (see
     /// [`HeldStatus`]).
-    pub fn observed(&mut self, uid: &str, pod: &Arc<Pod>) {
+    pub fn observed(&mut self, uid: &str, pod: &KeptPod) {
         if let Some(entry) = self.statuses.get_mut(uid) {
             entry.status.observed(pod);
+            // An older version of the pod is not kept for the comparison's sake.
+            if !entry
+                .agrees_with
+                .as_ref()
+                .is_some_and(|agreed| agreed.ptr_eq(pod))
+            {
+                entry.agrees_with = None;
+            }
+        }
+    }
+
+    /// Whether the cached version of `uid` was found to agree with `api` already.
+    pub fn agrees_with(&self, uid: &str, api: &KeptPod) -> bool {
+        (self.statuses.get(uid))
+            .and_then(|entry| entry.agrees_with.as_ref())
+            .is_some_and(|agreed| agreed.ptr_eq(api))
+    }
+
+    /// Records that the cached version of `uid` agrees with `api` (nothing to reconcile).
+    pub fn agreed(&mut self, uid: &str, api: &KeptPod) {
+        if let Some(entry) = self.statuses.get_mut(uid) {
+            entry.agrees_with = Some(api.clone());
         }
     }
 

@@ -1,7 +1,8 @@
 //! A cached pod status, held once. The status nodepulse decided is kept in an `Arc`, so that a
 //! pod's sync takes it without a copy; once the pod watch reports the pod with exactly that
 //! status (the API has it: a settled pod), the cache holds the watch's pod instead and drops
-//! its own copy, since the watch keeps that pod anyway. A pod costs its status once, not twice.
+//! its own copy, since the watch keeps that pod anyway. A pod costs its status once, not twice,
+//! and a settled one only as its [`KeptPod`]'s JSON while nothing reads it.
 
 use std::{
     fmt,
@@ -11,12 +12,14 @@ use std::{
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
+use crate::kept_pod::KeptPod;
+
 #[derive(Clone)]
 pub enum HeldStatus {
     /// Decided here, and not (yet) what the watch's pod has.
     Decided(Arc<PodStatus>),
     /// The watch's pod, whose status is exactly the cached one.
-    AsTheApis(Arc<Pod>),
+    AsTheApis(KeptPod),
 }
 
 impl HeldStatus {
@@ -27,11 +30,12 @@ impl HeldStatus {
     /// Held as `pod`'s when `pod` (the watch's latest) has exactly this status; held as its
     /// own copy again when it no longer does, so the cache never keeps an older version of a
     /// pod alive.
-    pub fn observed(&mut self, pod: &Arc<Pod>) {
-        if pod.status.as_ref() == Some(&**self) {
-            *self = Self::AsTheApis(Arc::clone(pod));
+    pub fn observed(&mut self, pod: &KeptPod) {
+        let held = self.get();
+        if pod.pod().status.as_ref() == Some(&*held) {
+            *self = Self::AsTheApis(pod.clone());
         } else if let Self::AsTheApis(_) = self {
-            *self = Self::decided((**self).clone());
+            *self = Self::decided(PodStatus::clone(&held));
         }
     }
 
@@ -39,9 +43,23 @@ impl HeldStatus {
     pub fn is_the_apis(&self) -> bool {
         matches!(self, Self::AsTheApis(_))
     }
+
+    /// The status (the watch's pod decoded, if it is held as that pod's and was cooled).
+    pub fn get(&self) -> HeldRef {
+        match self {
+            Self::Decided(status) => HeldRef::Decided(Arc::clone(status)),
+            Self::AsTheApis(pod) => HeldRef::Pods(pod.pod()),
+        }
+    }
 }
 
-impl Deref for HeldStatus {
+/// A [`HeldStatus`] read: the status, and what holds it while it is read.
+pub enum HeldRef {
+    Decided(Arc<PodStatus>),
+    Pods(Arc<Pod>),
+}
+
+impl Deref for HeldRef {
     type Target = PodStatus;
 
     fn deref(&self) -> &PodStatus {
@@ -49,7 +67,7 @@ impl Deref for HeldStatus {
         static NONE: LazyLock<PodStatus> = LazyLock::new(PodStatus::default);
         match self {
             Self::Decided(status) => status,
-            Self::AsTheApis(pod) => pod.status.as_ref().unwrap_or(&NONE),
+            Self::Pods(pod) => pod.status.as_ref().unwrap_or(&NONE),
         }
     }
 }
@@ -57,13 +75,13 @@ impl Deref for HeldStatus {
 /// Equal when the statuses are: where each is held does not matter.
 impl PartialEq for HeldStatus {
     fn eq(&self, other: &Self) -> bool {
-        **self == **other
+        *self.get() == *other.get()
     }
 }
 
 impl fmt::Debug for HeldStatus {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (**self).fmt(formatter)
+        (*self.get()).fmt(formatter)
     }
 }
 
@@ -74,9 +92,10 @@ mod tests {
     use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
     use super::HeldStatus;
+    use crate::kept_pod::KeptPod;
 
-    fn pod_with(phase: &str) -> Arc<Pod> {
-        Arc::new(Pod {
+    fn pod_with(phase: &str) -> KeptPod {
+        KeptPod::from(Pod {
             status: Some(status(phase)),
             ..Pod::default()
         })
@@ -95,8 +114,11 @@ mod tests {
         let api = pod_with("Running");
         held.observed(&api);
         assert!(held.is_the_apis());
-        assert_eq!(Arc::strong_count(&api), 2, "the watch's pod, not a copy");
-        assert_eq!(held.phase.as_deref(), Some("Running"));
+        assert!(
+            matches!(&held, HeldStatus::AsTheApis(pod) if pod.ptr_eq(&api)),
+            "the watch's pod, not a copy"
+        );
+        assert_eq!(held.get().phase.as_deref(), Some("Running"));
     }
 
     #[test]
@@ -104,7 +126,7 @@ mod tests {
         let mut held = HeldStatus::decided(status("Running"));
         held.observed(&pod_with("Pending"));
         assert!(!held.is_the_apis());
-        held.observed(&Arc::new(Pod::default()));
+        held.observed(&KeptPod::from(Pod::default()));
         assert!(!held.is_the_apis(), "a pod without a status");
         assert_eq!(held, HeldStatus::decided(status("Running")));
     }
@@ -112,8 +134,8 @@ mod tests {
     #[test]
     fn a_newer_pod_with_another_status_lets_go_of_the_older_one() {
         let mut held = HeldStatus::decided(status("Running"));
-        let older = pod_with("Running");
-        held.observed(&older);
+        let older = pod_with("Running").pod();
+        held.observed(&KeptPod::from(Arc::clone(&older)));
         held.observed(&pod_with("Failed"));
         assert!(!held.is_the_apis());
         assert_eq!(
@@ -122,7 +144,7 @@ mod tests {
             "the older version is not kept alive"
         );
         assert_eq!(
-            held.phase.as_deref(),
+            held.get().phase.as_deref(),
             Some("Running"),
             "the cached status is unchanged"
         );

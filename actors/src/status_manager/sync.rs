@@ -147,10 +147,11 @@ fn decide(pod: &Pod, job: &PodSyncJob, now: Timestamp) -> Decision {
     let api_uid = pod.metadata.uid.clone().unwrap_or_default();
     let none = PodStatus::default();
     let api_status = pod.status.as_ref().unwrap_or(&none);
+    let cached = job.status.get();
     let merged = merge_pod_status(
         api_status,
-        &job.status,
-        could_have_running_containers(&job.status),
+        &cached,
+        could_have_running_containers(&cached),
         now,
     );
     Decision::Write {

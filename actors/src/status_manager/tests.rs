@@ -109,7 +109,7 @@ fn transition_times_move_only_when_the_status_does_and_start_time_is_kept() {
         false,
         at(20),
     );
-    let stored = &cache.get("uid-1").expect("cached").status;
+    let stored = cache.get("uid-1").expect("cached").status.get();
     let ready = stored
         .conditions
         .as_ref()
@@ -261,5 +261,5 @@ fn a_status_is_cached_as_the_api_serves_it_back() {
              "lastState": {"terminated": {"exitCode": 1, "startedAt": whole, "finishedAt": whole}}}]
     }));
     let cached = cache.get("uid-1").expect("cached");
-    assert_eq!(PodStatus::clone(&cached.status), served);
+    assert_eq!(PodStatus::clone(&cached.status.get()), served);
 }

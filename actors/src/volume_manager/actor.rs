@@ -28,6 +28,7 @@ use super::{
 };
 use crate::{
     clock::{self, WallClock},
+    kept_pod::KeptPod,
     messages::{NodeVolumeFacts, VolumesInUse},
     ports::{PodApi, PodEvent, PodSource, PodWatchEvent},
     shrink::{btree_map_after_removal, btree_set_after_removal},
@@ -246,7 +247,7 @@ impl VolumeManagerActor {
     /// A FailedMount event, once per pod, for pods with volumes that cannot enter the desired
     /// state (the kubelet records it on every pod sync; a pod here waits without resyncs).
     fn report_pod_errors(&self, desired: &super::DesiredState) {
-        let due: Vec<(Arc<k8s_openapi::api::core::v1::Pod>, String)> = self.memory.update(|m| {
+        let due: Vec<(KeptPod, String)> = self.memory.update(|m| {
             m.pod_errors_reported
                 .retain(|uid| desired.pods.contains_key(uid));
             btree_set_after_removal(&mut m.pod_errors_reported);
@@ -264,7 +265,7 @@ impl VolumeManagerActor {
             due
         });
         for (pod, message) in due {
-            self.record_failed_mount(&pod, message);
+            self.record_failed_mount(&pod.pod(), message);
         }
     }
 
@@ -390,7 +391,7 @@ impl VolumeManagerActor {
     /// for the API-backed plugins, through the CSI node plugin for claims.
     fn set_up(&mut self, pod_uid: String, volume: PodVolume, ctx: &mut Context<Self>) -> bool {
         let key = (pod_uid.clone(), volume.name.clone());
-        let Some(pod) = self.memory.read(|m| m.pods.get(&pod_uid).cloned()) else {
+        let Some(pod) = self.memory.read(|m| m.pods.get(&pod_uid).map(KeptPod::pod)) else {
             return false;
         };
         match volume.plugin {
@@ -401,7 +402,7 @@ impl VolumeManagerActor {
                 false
             }
             Plugin::ConfigMap | Plugin::Secret | Plugin::DownwardApi | Plugin::Projected => {
-                let sources = sources_of(&pod, &volume.spec);
+                let sources = sources_of(&pod, &volume.spec.volume());
                 let outcome = self.memory.read(|m| {
                     fetch(
                         Arc::clone(&self.sources),
@@ -428,12 +429,14 @@ impl VolumeManagerActor {
                         });
                         if still_wanted {
                             let allocatable = actor.memory.read(|m| m.allocatable.clone());
-                            let result =
-                                payload_of(&pod, &volume.spec, &outcome.fetched, &allocatable)
-                                    .map_err(|e: ContentError| e.to_string())
-                                    .and_then(|payload| {
-                                        actor.finish_set_up(&pod, &volume, Some(&payload))
-                                    });
+                            let result = payload_of(
+                                &pod,
+                                &volume.spec.volume(),
+                                &outcome.fetched,
+                                &allocatable,
+                            )
+                            .map_err(|e: ContentError| e.to_string())
+                            .and_then(|payload| actor.finish_set_up(&pod, &volume, Some(&payload)));
                             actor.settle(&key, result, Instant::now());
                         }
                         // Completions arriving together share one pass.
@@ -515,7 +518,7 @@ impl VolumeManagerActor {
                     return;
                 };
                 self.record_failed_mount(
-                    &pod,
+                    &pod.pod(),
                     format!("{operation} failed for volume {:?} : {error}", key.1),
                 );
                 self.changed(&key.0);
@@ -584,7 +587,7 @@ impl StreamHandler<PodWatchEvent> for VolumeManagerActor {
     fn handle(&mut self, event: PodWatchEvent, ctx: &mut Context<Self>) {
         match event {
             PodWatchEvent::Applied(pod) => {
-                let Some(uid) = pod.metadata.uid.clone() else {
+                let Some(uid) = pod.uid().map(str::to_owned) else {
                     return;
                 };
                 let new = self
@@ -595,7 +598,7 @@ impl StreamHandler<PodWatchEvent> for VolumeManagerActor {
                 }
             }
             PodWatchEvent::Deleted(pod) => {
-                if let Some(uid) = pod.metadata.uid.as_deref() {
+                if let Some(uid) = pod.uid() {
                     self.memory.update(|m| m.forget_pod(uid));
                 }
             }

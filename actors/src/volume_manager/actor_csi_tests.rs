@@ -4,6 +4,7 @@
 //! unstaged, and only then leaves `volumesInUse`; a missing claim is the pod's error until it
 //! appears.
 
+use crate::kept_pod::KeptPod;
 use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, Addr};
@@ -128,7 +129,7 @@ async fn an_attachable_claim_is_in_use_but_not_staged_until_attached_then_staged
     let node = start(true);
     for uid in ["u1", "u2"] {
         node.watch
-            .send(PodWatchEvent::Applied(Arc::new(claim_pod(uid))))
+            .send(PodWatchEvent::Applied(KeptPod::from(claim_pod(uid))))
             .unwrap();
     }
     node.watch.send(PodWatchEvent::Listed).unwrap();
@@ -175,7 +176,7 @@ async fn a_deleted_pods_volume_is_unpublished_and_unstaged_before_it_leaves_volu
     tokio::time::pause();
     let node = start(true);
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(KeptPod::from(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     node.attach(&[UNIQUE]);
@@ -185,7 +186,7 @@ async fn a_deleted_pods_volume_is_unpublished_and_unstaged_before_it_leaves_volu
     .await;
 
     node.watch
-        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Deleted(KeptPod::from(claim_pod("u1"))))
         .unwrap();
     let in_use = format!("in use Some([{UNIQUE:?}])");
     eventually("volumesInUse emptied", BUDGET, || {
@@ -208,7 +209,7 @@ async fn a_volume_another_pod_uses_stays_staged() {
     let node = start(false);
     for uid in ["u1", "u2"] {
         node.watch
-            .send(PodWatchEvent::Applied(Arc::new(claim_pod(uid))))
+            .send(PodWatchEvent::Applied(KeptPod::from(claim_pod(uid))))
             .unwrap();
     }
     node.watch.send(PodWatchEvent::Listed).unwrap();
@@ -221,7 +222,7 @@ async fn a_volume_another_pod_uses_stays_staged() {
     // Not attachable: never in volumesInUse.
     assert!(!node.logged(&format!("in use Some([{UNIQUE:?}])")));
     node.watch
-        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Deleted(KeptPod::from(claim_pod("u1"))))
         .unwrap();
     eventually("u1 unpublished", BUDGET, || {
         node.logged("unpublish u1 h-data")
@@ -230,7 +231,7 @@ async fn a_volume_another_pod_uses_stays_staged() {
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(!node.logged("begin unstage h-data"), "u2 still uses it");
     node.watch
-        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u2"))))
+        .send(PodWatchEvent::Deleted(KeptPod::from(claim_pod("u2"))))
         .unwrap();
     eventually("unstaged after the last user", BUDGET, || {
         node.logged("unstage h-data")
@@ -244,7 +245,7 @@ async fn a_missing_claim_is_the_pods_error_until_it_appears() {
     let node = start(false);
     node.csi.claims.lock().unwrap().clear();
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(KeptPod::from(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("the pod's FailedMount event", BUDGET, || {
@@ -328,7 +329,7 @@ async fn a_device_found_staged_is_staged_again_before_a_pod_publishes_it() {
     fakes.set_on_disk(staged_on_disk());
     let node = start_with(false, fakes);
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(KeptPod::from(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("u1 ready", BUDGET, || {
@@ -347,7 +348,7 @@ async fn a_volume_is_never_unstaged_while_a_pods_publish_of_it_runs() {
     tokio::time::pause();
     let node = start(false);
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Applied(KeptPod::from(claim_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("u1 ready", BUDGET, || {
@@ -356,10 +357,10 @@ async fn a_volume_is_never_unstaged_while_a_pods_publish_of_it_runs() {
     .await;
     // u1 goes and u2 comes: the volume stays staged for u2 while u1's publish is undone.
     node.watch
-        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u1"))))
+        .send(PodWatchEvent::Deleted(KeptPod::from(claim_pod("u1"))))
         .unwrap();
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(claim_pod("u2"))))
+        .send(PodWatchEvent::Applied(KeptPod::from(claim_pod("u2"))))
         .unwrap();
     eventually("u2's publish running, u1's undone", BUDGET, || {
         node.logged("begin publish u2 h-data ") && node.logged("unpublish u1 h-data")
@@ -367,7 +368,7 @@ async fn a_volume_is_never_unstaged_while_a_pods_publish_of_it_runs() {
     .await;
     // u2 goes while its publish of the staged volume runs: no pod uses or wants it now.
     node.watch
-        .send(PodWatchEvent::Deleted(Arc::new(claim_pod("u2"))))
+        .send(PodWatchEvent::Deleted(KeptPod::from(claim_pod("u2"))))
         .unwrap();
     eventually("unstaged at last", BUDGET, || node.logged("unstage h-data")).await;
     assert!(

@@ -4,6 +4,7 @@
 //! complete; a pod gone from the API without a terminal status, and an orphan read back at
 //! start, leave no directory; `volumesInUse` goes to NodeStatus once the reconciler synced.
 
+use crate::kept_pod::KeptPod;
 use std::{
     collections::BTreeSet,
     num::NonZeroUsize,
@@ -205,7 +206,7 @@ async fn a_missing_config_map_backs_off_with_failed_mount_events_then_mounts_onc
     tokio::time::pause();
     let node = start(Fakes::default());
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(cfg_pod("u1"))))
+        .send(PodWatchEvent::Applied(KeptPod::from(cfg_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("a FailedMount event", Duration::from_secs(1), || {
@@ -256,7 +257,7 @@ async fn most_fetching_at_once(fetches_at_once: Option<NonZeroUsize>) -> usize {
     let uids: Vec<String> = (1..=7).map(|n| format!("u{n}")).collect();
     for uid in &uids {
         node.watch
-            .send(PodWatchEvent::Applied(Arc::new(cfg_pod(uid))))
+            .send(PodWatchEvent::Applied(KeptPod::from(cfg_pod(uid))))
             .unwrap();
     }
     node.watch.send(PodWatchEvent::Listed).unwrap();
@@ -286,7 +287,7 @@ async fn an_idle_manager_wakes_only_to_refresh_content_each_sync_period() {
     let node = start(Fakes::default());
     node.fakes.objects.set_config_map("app", &[("k", "v")]);
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(cfg_pod("u1"))))
+        .send(PodWatchEvent::Applied(KeptPod::from(cfg_pod("u1"))))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("mounted", Duration::from_secs(1), || {
@@ -351,7 +352,7 @@ async fn a_pod_deleted_without_a_terminal_status_has_its_volumes_and_then_its_di
         serde_json::json!([{"name": "scratch", "emptyDir": {}}]),
     );
     node.watch
-        .send(PodWatchEvent::Applied(Arc::new(scratch.clone())))
+        .send(PodWatchEvent::Applied(KeptPod::from(scratch.clone())))
         .unwrap();
     node.watch.send(PodWatchEvent::Listed).unwrap();
     eventually("set up", Duration::from_secs(1), || {
@@ -360,7 +361,7 @@ async fn a_pod_deleted_without_a_terminal_status_has_its_volumes_and_then_its_di
     .await;
     // A force delete: the pod goes from the API while still Running.
     node.watch
-        .send(PodWatchEvent::Deleted(Arc::new(scratch)))
+        .send(PodWatchEvent::Deleted(KeptPod::from(scratch)))
         .unwrap();
     eventually(
         "the pod's directory is removed",
@@ -454,7 +455,7 @@ async fn full_peer_mailboxes_never_hold_the_volume_manager_up() {
     let uids: Vec<String> = (0..200).map(|i| format!("u{i}")).collect();
     for uid in &uids {
         watch
-            .send(PodWatchEvent::Applied(Arc::new(cfg_pod(uid))))
+            .send(PodWatchEvent::Applied(KeptPod::from(cfg_pod(uid))))
             .unwrap();
     }
     watch.send(PodWatchEvent::Listed).unwrap();

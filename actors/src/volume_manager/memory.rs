@@ -21,7 +21,7 @@ use super::{
     mount_readiness,
     spec::ResolvedClaims,
 };
-use crate::{shrink::btree_map_after_removal, volume_manager::PodVolumeView};
+use crate::{kept_pod::KeptPod, shrink::btree_map_after_removal, volume_manager::PodVolumeView};
 
 /// First wait after a failed operation; it doubles up to [`MAX_BACKOFF`] (§1.3).
 pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -52,7 +52,7 @@ impl Failure {
 #[derive(Debug, Default, Clone)]
 pub struct VolumeManagerMemory {
     /// The pods the watch reported, by UID: the watch's `Arc`s, shared with the provider.
-    pub pods: BTreeMap<String, Arc<Pod>>,
+    pub pods: BTreeMap<String, KeptPod>,
     /// The watch has delivered a complete list since this process started.
     pub listed: bool,
     pub actual: ActualState,
@@ -82,7 +82,7 @@ pub struct VolumeManagerMemory {
 /// is refreshed at its own time, so with 100 pods the reconciler passes a few times a second
 /// with nothing changed; rebuilding every pod's volumes each time (cloning their sources) took
 /// a third of the agent's steady CPU with 100 real pods. A changed pod is a new `Arc` from the
-/// watch, so comparing the `Arc`s tells whether anything did.
+/// watch, so comparing the `KeptPod`s tells whether anything did.
 #[derive(Debug, Default, Clone)]
 pub struct DesiredCache {
     built_from: Option<DesiredInputs>,
@@ -95,7 +95,7 @@ struct DesiredInputs {
     listed: bool,
     /// In UID order. Held, not only compared by address: a freed pod's address could be
     /// another's later.
-    pods: Vec<Arc<Pod>>,
+    pods: Vec<KeptPod>,
     claims: ResolvedClaims,
 }
 
@@ -113,14 +113,13 @@ impl DesiredInputs {
         self.listed == memory.listed
             && self.node_name == node_name
             && self.pods.len() == memory.pods.len()
-            && (self.pods.iter().zip(memory.pods.values()))
-                .all(|(built, now)| Arc::ptr_eq(built, now))
+            && (self.pods.iter().zip(memory.pods.values())).all(|(built, now)| built.ptr_eq(now))
             && self.claims == memory.claims
     }
 
     /// The pod `uid` as this state was built from.
-    fn pod(&self, uid: &str) -> Option<&Arc<Pod>> {
-        let found = (self.pods).binary_search_by(|pod| pod.metadata.uid.as_deref().cmp(&Some(uid)));
+    fn pod(&self, uid: &str) -> Option<&KeptPod> {
+        let found = (self.pods).binary_search_by(|pod| pod.uid().cmp(&Some(uid)));
         found.ok().map(|index| &self.pods[index])
     }
 }
@@ -166,9 +165,7 @@ impl VolumeManagerMemory {
             .filter_map(|(uid, pod)| {
                 let built = reusable.and_then(|inputs| inputs.pod(uid));
                 let entry = match built {
-                    Some(built) if Arc::ptr_eq(built, pod) => {
-                        Arc::clone(cache.desired.pods.get(uid)?)
-                    }
+                    Some(built) if built.ptr_eq(pod) => Arc::clone(cache.desired.pods.get(uid)?),
                     _ => Arc::new(DesiredPod::of(pod, node_name, &self.claims)?),
                 };
                 Some((uid.clone(), entry))
@@ -210,14 +207,15 @@ impl VolumeView {
 
     /// The pod `pod_uid` as the watch last reported it.
     pub fn pod(&self, pod_uid: &str) -> Option<Arc<Pod>> {
-        self.memory.read(|memory| memory.pods.get(pod_uid).cloned())
+        self.memory
+            .read(|memory| memory.pods.get(pod_uid).map(KeptPod::pod))
     }
 
     /// Every pod the watch reported (bound to this node), in UID order: the kubelet's pod
     /// manager view.
     pub fn pods(&self) -> Vec<Arc<Pod>> {
         self.memory
-            .read(|memory| memory.pods.values().cloned().collect())
+            .read(|memory| memory.pods.values().map(KeptPod::pod).collect())
     }
 }
 
@@ -245,7 +243,8 @@ impl PodVolumeView for VolumeView {
                         .contains_key(&(pod_uid.to_owned(), volume.name.clone()))
                 })
                 .map(|volume| {
-                    let path = match (&volume.plugin, &volume.spec.host_path) {
+                    let spec = volume.spec.volume();
+                    let path = match (&volume.plugin, &spec.host_path) {
                         (Plugin::HostPath, Some(source)) => PathBuf::from(&source.path),
                         // A claim's directory is named after its PV, as the kubelet's.
                         (Plugin::Csi, _) => self

@@ -19,7 +19,7 @@ fn memory_with(pods: &[Pod]) -> VolumeManagerMemory {
     };
     for pod in pods {
         let uid = pod.metadata.uid.clone().expect("uid");
-        memory.pods.insert(uid, Arc::new(pod.clone()));
+        memory.pods.insert(uid, KeptPod::from(pod.clone()));
     }
     memory
 }
@@ -46,12 +46,13 @@ fn a_changed_pod_added_or_removed_pod_listing_or_node_builds_it_again() {
         "n1",
         json!([{"name": "cfg", "configMap": {"name": "app"}}, {"name": "extra", "emptyDir": {}}]),
     );
-    memory.pods.insert("u1".into(), Arc::new(changed));
+    memory.pods.insert("u1".into(), KeptPod::from(changed));
     assert!(memory.desired("n1").wants("u1", "extra"));
 
-    memory
-        .pods
-        .insert("u2".into(), Arc::new(pod_with_cfg_and_cache("u2", "n1")));
+    memory.pods.insert(
+        "u2".into(),
+        KeptPod::from(pod_with_cfg_and_cache("u2", "n1")),
+    );
     assert!(memory.desired("n1").wants("u2", "cfg"));
     memory.pods.remove("u1");
     assert!(!memory.desired("n1").pods.contains_key("u1"));
@@ -92,12 +93,14 @@ fn a_rebuild_takes_over_the_entries_of_the_pods_that_did_not_change() {
     ]);
     let before = memory.desired("n1");
     // u2 is reported again (a new `Arc`, the same spec) and u3 arrives.
-    memory
-        .pods
-        .insert("u2".into(), Arc::new(pod_with_cfg_and_cache("u2", "n1")));
-    memory
-        .pods
-        .insert("u3".into(), Arc::new(pod_with_cfg_and_cache("u3", "n1")));
+    memory.pods.insert(
+        "u2".into(),
+        KeptPod::from(pod_with_cfg_and_cache("u2", "n1")),
+    );
+    memory.pods.insert(
+        "u3".into(),
+        KeptPod::from(pod_with_cfg_and_cache("u3", "n1")),
+    );
     let after = memory.desired("n1");
     assert!(
         Arc::ptr_eq(&before.pods["u1"], &after.pods["u1"]),
@@ -107,7 +110,11 @@ fn a_rebuild_takes_over_the_entries_of_the_pods_that_did_not_change() {
         !Arc::ptr_eq(&before.pods["u2"], &after.pods["u2"]),
         "u2 built again"
     );
-    let pods: Vec<Pod> = memory.pods.values().map(|pod| Pod::clone(pod)).collect();
+    let pods: Vec<Pod> = memory
+        .pods
+        .values()
+        .map(|pod| Pod::clone(&pod.pod()))
+        .collect();
     assert_eq!(*after, DesiredState::from_pods(&pods, "n1"));
 
     // Another node builds every entry again (a resolved claim: see the test above).

@@ -320,10 +320,10 @@ mod csi_adoption {
         actual
     }
 
-    fn arcs(
-        pods: Vec<k8s_openapi::api::core::v1::Pod>,
-    ) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
-        pods.into_iter().map(Arc::new).collect()
+    fn arcs(pods: Vec<k8s_openapi::api::core::v1::Pod>) -> Vec<crate::kept_pod::KeptPod> {
+        pods.into_iter()
+            .map(crate::kept_pod::KeptPod::from)
+            .collect()
     }
 
     fn claim_pods() -> Vec<k8s_openapi::api::core::v1::Pod> {

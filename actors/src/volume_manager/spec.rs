@@ -10,7 +10,7 @@ use std::{
 use k8s_openapi::api::core::v1::{Pod, Volume};
 
 use super::{claim::ClaimError, layout::UniqueVolumeName, plugin::Plugin};
-use crate::{ports::CsiVolume, volume_manager::ResolvedClaim};
+use crate::{kept_pod::KeptPod, ports::CsiVolume, volume_manager::ResolvedClaim};
 
 /// The pods' `persistentVolumeClaim` volumes the actor resolved (or failed to), by (pod UID,
 /// outer volume name). A claim volume missing here is not resolved yet: the pod waits for it.
@@ -31,30 +31,55 @@ pub struct PodVolume {
     pub csi: Option<CsiVolume>,
 }
 
-/// A volume as its pod declares it, read in place: the pod's shared `Arc` and the volume's
-/// index. A copy would cost kilobytes a volume (a k8s-openapi `Volume` holds every kind of
-/// source inline), kept for every pod in the desired state.
+/// A volume as its pod declares it, read in place: the pod's shared [`KeptPod`] and the
+/// volume's index. A copy would cost kilobytes a volume (a k8s-openapi `Volume` holds every
+/// kind of source inline), kept for every pod in the desired state.
 #[derive(Clone)]
 pub struct VolumeSpec {
-    pod: Arc<Pod>,
+    pod: KeptPod,
     index: usize,
 }
 
 impl VolumeSpec {
     /// Volume `index` of `pod`'s `spec.volumes`, which must exist.
-    fn of(pod: &Arc<Pod>, index: usize) -> Self {
+    fn of(pod: &KeptPod, index: usize) -> Self {
         let spec = Self {
-            pod: Arc::clone(pod),
+            pod: pod.clone(),
             index,
         };
-        debug_assert!(spec.volumes().get(index).is_some(), "no volume {index}");
+        debug_assert!(
+            volumes(&spec.pod.pod()).get(index).is_some(),
+            "no volume {index}"
+        );
         spec
     }
 
-    fn volumes(&self) -> &[Volume] {
-        (self.pod.spec.as_ref())
-            .and_then(|spec| spec.volumes.as_deref())
-            .unwrap_or_default()
+    /// The volume (its pod decoded while the answer is held).
+    pub fn volume(&self) -> VolumeRef {
+        VolumeRef {
+            pod: self.pod.pod(),
+            index: self.index,
+        }
+    }
+}
+
+fn volumes(pod: &Pod) -> &[Volume] {
+    (pod.spec.as_ref())
+        .and_then(|spec| spec.volumes.as_deref())
+        .unwrap_or_default()
+}
+
+/// A [`VolumeSpec`] read.
+pub struct VolumeRef {
+    pod: Arc<Pod>,
+    index: usize,
+}
+
+impl std::ops::Deref for VolumeRef {
+    type Target = Volume;
+
+    fn deref(&self) -> &Volume {
+        &volumes(&self.pod)[self.index]
     }
 }
 
@@ -68,27 +93,20 @@ impl From<Volume> for VolumeSpec {
             }),
             ..Default::default()
         };
-        Self::of(&Arc::new(pod), 0)
-    }
-}
-
-impl std::ops::Deref for VolumeSpec {
-    type Target = Volume;
-
-    fn deref(&self) -> &Volume {
-        &self.volumes()[self.index]
+        Self::of(&KeptPod::from(pod), 0)
     }
 }
 
 impl PartialEq for VolumeSpec {
     fn eq(&self, other: &Self) -> bool {
-        **self == **other
+        (self.pod.ptr_eq(&other.pod) && self.index == other.index)
+            || *self.volume() == *other.volume()
     }
 }
 
 impl std::fmt::Debug for VolumeSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        (**self).fmt(f)
+        (*self.volume()).fmt(f)
     }
 }
 
@@ -134,17 +152,18 @@ pub struct PodVolumes {
 /// The pod's volumes referenced by a `volumeMounts` or `volumeDevices` entry of an init,
 /// regular or ephemeral container; claim volumes count as unresolved.
 pub fn pod_volumes(pod: &Pod) -> PodVolumes {
-    pod_volumes_with(&Arc::new(pod.clone()), &ResolvedClaims::new())
+    pod_volumes_with(&KeptPod::from(pod.clone()), &ResolvedClaims::new())
 }
 
 /// [`pod_volumes`] with the claims resolved so far: a resolved claim is its CSI volume, a failed
 /// one the pod's error.
-pub fn pod_volumes_with(pod: &Arc<Pod>, claims: &ResolvedClaims) -> PodVolumes {
+pub fn pod_volumes_with(kept: &KeptPod, claims: &ResolvedClaims) -> PodVolumes {
+    let pod = kept.pod();
     let Some(spec) = &pod.spec else {
         return PodVolumes::default();
     };
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    let referenced = referenced_volume_names(pod);
+    let referenced = referenced_volume_names(&pod);
     let declared = spec.volumes.as_deref().unwrap_or_default();
     let mut out = PodVolumes::default();
     for name in &referenced {
@@ -165,7 +184,7 @@ pub fn pod_volumes_with(pod: &Arc<Pod>, claims: &ResolvedClaims) -> PodVolumes {
                         plugin: Plugin::Csi,
                         unique_name: resolved.unique_name.clone(),
                         attachable: resolved.attachable,
-                        spec: VolumeSpec::of(pod, index),
+                        spec: VolumeSpec::of(kept, index),
                         csi: Some(resolved.volume.clone()),
                     }),
                 }
@@ -176,7 +195,7 @@ pub fn pod_volumes_with(pod: &Arc<Pod>, claims: &ResolvedClaims) -> PodVolumes {
                     plugin,
                     unique_name: UniqueVolumeName::pod_scoped(plugin, uid, &volume.name),
                     attachable: false,
-                    spec: VolumeSpec::of(pod, index),
+                    spec: VolumeSpec::of(kept, index),
                     csi: None,
                 }),
                 Err(kind) => out.errors.push(SpecError::Unsupported {

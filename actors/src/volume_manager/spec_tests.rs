@@ -153,7 +153,7 @@ fn a_resolved_claim_is_its_csi_volume_and_a_failed_one_the_pods_error() {
         attachable: true,
     };
     let claims: ResolvedClaims = [(key.clone(), Ok(resolved))].into();
-    let got = pod_volumes_with(&std::sync::Arc::new(claim_pod()), &claims);
+    let got = pod_volumes_with(&crate::kept_pod::KeptPod::from(claim_pod()), &claims);
     assert_eq!(got.volumes.len(), 1);
     let data = &got.volumes[0];
     assert_eq!(data.plugin, Plugin::Csi);
@@ -173,7 +173,7 @@ fn a_resolved_claim_is_its_csi_volume_and_a_failed_one_the_pods_error() {
         "persistentvolumeclaims \"c\" not found".into(),
     ));
     let claims: ResolvedClaims = [(key, Err(error))].into();
-    let got = pod_volumes_with(&std::sync::Arc::new(claim_pod()), &claims);
+    let got = pod_volumes_with(&crate::kept_pod::KeptPod::from(claim_pod()), &claims);
     assert!(got.volumes.is_empty());
     assert_eq!(got.errors[0].volume(), "data");
     assert_eq!(

@@ -17,6 +17,7 @@ use super::{
     spec::{PodVolume, ResolvedClaims, SpecError, pod_volumes_with},
 };
 use crate::{
+    kept_pod::KeptPod,
     ports::CsiVolume,
     shrink::{btree_map_after_removal, btree_set_after_removal},
 };
@@ -36,11 +37,12 @@ pub struct DesiredPod {
 
 impl DesiredPod {
     /// What `pod` needs, if it is bound to `node_name`, not terminated and has a UID.
-    pub fn of(pod: &Arc<Pod>, node_name: &str, claims: &ResolvedClaims) -> Option<Self> {
-        if !is_bound_to(pod, node_name) || is_terminated(pod) || pod.metadata.uid.is_none() {
+    pub fn of(kept: &KeptPod, node_name: &str, claims: &ResolvedClaims) -> Option<Self> {
+        let pod = kept.pod();
+        if !is_bound_to(&pod, node_name) || is_terminated(&pod) || pod.metadata.uid.is_none() {
             return None;
         }
-        let found = pod_volumes_with(pod, claims);
+        let found = pod_volumes_with(kept, claims);
         Some(Self {
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
             name: pod.metadata.name.clone().unwrap_or_default(),
@@ -140,13 +142,13 @@ impl DesiredState {
     /// The desired state from the complete list of pods the node knows: those bound to
     /// `node_name` and not terminated.
     pub fn from_pods<'a>(pods: impl IntoIterator<Item = &'a Pod>, node_name: &str) -> Self {
-        let pods: Vec<Arc<Pod>> = pods.into_iter().cloned().map(Arc::new).collect();
+        let pods: Vec<KeptPod> = pods.into_iter().cloned().map(KeptPod::from).collect();
         Self::from_pods_with(&pods, node_name, &ResolvedClaims::new())
     }
 
     /// [`DesiredState::from_pods`] with the claims resolved so far.
     pub fn from_pods_with<'a>(
-        pods: impl IntoIterator<Item = &'a Arc<Pod>>,
+        pods: impl IntoIterator<Item = &'a KeptPod>,
         node_name: &str,
         claims: &ResolvedClaims,
     ) -> Self {
@@ -154,7 +156,7 @@ impl DesiredState {
             .into_iter()
             .filter_map(|pod| {
                 let desired = DesiredPod::of(pod, node_name, claims)?;
-                Some((pod.metadata.uid.clone()?, Arc::new(desired)))
+                Some((pod.uid()?.to_owned(), Arc::new(desired)))
             })
             .collect();
         Self {

@@ -55,10 +55,12 @@ impl MirrorPlan {
     pub fn observe(&mut self, event: PodWatchEvent) {
         match event {
             PodWatchEvent::Applied(pod) => {
+                let pod = pod.pod();
                 self.mirrors
                     .insert(full_name(&pod), Arc::unwrap_or_clone(pod));
             }
             PodWatchEvent::Deleted(pod) => {
+                let pod = pod.pod();
                 let key = full_name(&pod);
                 if self.mirrors.get(&key).map(|known| &known.metadata.uid)
                     == Some(&pod.metadata.uid)

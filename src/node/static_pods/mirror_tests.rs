@@ -3,6 +3,8 @@
 
 use serde_json::json;
 
+use nodepulse_actors::kept_pod::KeptPod;
+
 use super::*;
 
 fn static_pod(name: &str, hash: &str) -> Pod {
@@ -41,7 +43,7 @@ fn plan(statics: &[Pod], mirrors: &[Pod]) -> MirrorPlan {
     let mut plan = MirrorPlan::default();
     plan.set_static_pods(statics.iter(), true);
     for mirror in mirrors {
-        plan.observe(PodWatchEvent::Applied(Arc::new(mirror.clone())));
+        plan.observe(PodWatchEvent::Applied(KeptPod::from(mirror.clone())));
     }
     plan
 }
@@ -86,17 +88,17 @@ fn a_mirror_of_another_hash_or_being_deleted_is_deleted_by_uid_and_an_orphan_goe
         ["delete api-n1 m2", "delete etcd-n1 m1", "delete gone-n1 m3"]
     );
     // Once the watch says a mirror is gone, it is made again.
-    plan.observe(PodWatchEvent::Deleted(Arc::new(mirror(
+    plan.observe(PodWatchEvent::Deleted(KeptPod::from(mirror(
         "etcd-n1", "m1", "h1",
     ))));
     assert!(said(&plan.actions()).contains(&"create etcd-n1".to_owned()));
     // A late delete of an older mirror does not forget the one there now.
-    plan.observe(PodWatchEvent::Applied(Arc::new(mirror(
+    plan.observe(PodWatchEvent::Applied(KeptPod::from(mirror(
         "etcd-n1",
         "m4",
         "h1-edited",
     ))));
-    plan.observe(PodWatchEvent::Deleted(Arc::new(mirror(
+    plan.observe(PodWatchEvent::Deleted(KeptPod::from(mirror(
         "etcd-n1", "m1", "h1",
     ))));
     assert!(

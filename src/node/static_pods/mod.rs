@@ -143,7 +143,9 @@ fn without_mirror_pods(
     watch
         .filter_map(move |event| {
             let mirror = match &event {
-                PodWatchEvent::Applied(pod) | PodWatchEvent::Deleted(pod) => is_mirror_pod(pod),
+                PodWatchEvent::Applied(pod) | PodWatchEvent::Deleted(pod) => {
+                    is_mirror_pod(&pod.pod())
+                }
                 PodWatchEvent::Listed => false,
             };
             if let Some(mirrors) = &mirrors
@@ -222,7 +224,7 @@ async fn keep_mirrors(
 ) {
     let observe = |plan: &mut MirrorPlan, event: PodWatchEvent| {
         if let PodWatchEvent::Applied(pod) = &event
-            && plan.mirrors_a_static_pod(pod)
+            && plan.mirrors_a_static_pod(&pod.pod())
             && let Err(error) = status_manager.try_send(PodObserved { pod: pod.clone() })
         {
             tracing::debug!(%error, "StatusManager not told of a mirror pod; its batch pass is");

@@ -4,11 +4,11 @@
 //! first, as the kubelet emits them. An edited manifest has a new UID, so it is a removal and
 //! an addition, as in the kubelet. Pure: the read time is an argument.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use nodepulse_actors::{config_source::SEEN_ANNOTATION, ports::PodWatchEvent};
+use nodepulse_actors::{config_source::SEEN_ANNOTATION, kept_pod::KeptPod, ports::PodWatchEvent};
 
 /// The pods the last read gave, by UID, each with its `config.seen`.
 #[derive(Debug, Default)]
@@ -41,7 +41,7 @@ impl StaticPodSet {
             .pods
             .iter()
             .filter(|(uid, _)| !next.contains_key(*uid))
-            .map(|(_, pod)| PodWatchEvent::Deleted(Arc::new(pod.clone())))
+            .map(|(_, pod)| PodWatchEvent::Deleted(KeptPod::from(pod.clone())))
             .collect();
         let mut updates = Vec::new();
         for (uid, pod) in &mut next {
@@ -49,7 +49,7 @@ impl StaticPodSet {
             match self.pods.get(uid) {
                 None => {
                     annotations.insert(SEEN_ANNOTATION.to_owned(), seen_text(now));
-                    events.push(PodWatchEvent::Applied(Arc::new(pod.clone())));
+                    events.push(PodWatchEvent::Applied(KeptPod::from(pod.clone())));
                 }
                 Some(known) => {
                     let seen = known
@@ -61,7 +61,7 @@ impl StaticPodSet {
                         .unwrap_or_else(|| seen_text(now));
                     annotations.insert(SEEN_ANNOTATION.to_owned(), seen);
                     if without_seen(known) != without_seen(pod) {
-                        updates.push(PodWatchEvent::Applied(Arc::new(pod.clone())));
+                        updates.push(PodWatchEvent::Applied(KeptPod::from(pod.clone())));
                     }
                 }
             }
@@ -94,19 +94,20 @@ mod tests {
         events
             .iter()
             .map(|event| match event {
-                PodWatchEvent::Applied(pod) => format!("+{}", pod.metadata.uid.as_deref().unwrap()),
-                PodWatchEvent::Deleted(pod) => format!("-{}", pod.metadata.uid.as_deref().unwrap()),
+                PodWatchEvent::Applied(pod) => format!("+{}", pod.uid().unwrap()),
+                PodWatchEvent::Deleted(pod) => format!("-{}", pod.uid().unwrap()),
                 PodWatchEvent::Listed => "listed".to_owned(),
             })
             .collect()
     }
 
-    fn seen(pod: &Pod) -> Option<&str> {
-        pod.metadata
+    fn seen(pod: &KeptPod) -> Option<String> {
+        pod.pod()
+            .metadata
             .annotations
             .as_ref()?
             .get(SEEN_ANNOTATION)
-            .map(String::as_str)
+            .cloned()
     }
 
     #[test]
@@ -118,7 +119,10 @@ mod tests {
         let PodWatchEvent::Applied(added) = &first[0] else {
             unreachable!()
         };
-        assert_eq!(seen(added), Some("2027-01-15T08:00:00.000000000Z"));
+        assert_eq!(
+            seen(added).as_deref(),
+            Some("2027-01-15T08:00:00.000000000Z")
+        );
         assert!(
             set.replace(vec![pod("a", "web", "v1"), pod("b", "db", "v1")], at(20))
                 .is_empty()
@@ -131,7 +135,7 @@ mod tests {
             unreachable!()
         };
         assert_eq!(
-            seen(updated),
+            seen(updated).as_deref(),
             Some("2027-01-15T08:00:00.000000000Z"),
             "first seen stays"
         );

@@ -74,14 +74,14 @@ impl Engine {
         // Never ran, so never told: TerminatePod follows the status below.
         entry.end.finish();
         entry.last_sent = Some(SentStatus::of(&status));
-        let pod = Arc::clone(&entry.pod);
+        let (pod, decoded) = (entry.kept.clone(), Arc::clone(&entry.pod));
         core.outbox.extend([
             PodUpdate::Status {
                 pod: pod.clone(),
                 status: Box::new(status),
             },
             PodUpdate::Event {
-                pod: pod.clone(),
+                pod: decoded,
                 event: rejection_event(&rejection),
             },
             PodUpdate::Terminated { pod },

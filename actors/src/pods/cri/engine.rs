@@ -33,6 +33,7 @@ use super::{
 };
 use crate::{
     clock::WallClock,
+    kept_pod::KeptPod,
     node_status::NodeView,
     pods::{
         images::PullBackoff,
@@ -97,8 +98,10 @@ pub enum Ending {
 }
 
 pub struct PodEntry {
-    /// The watch's pod, shared (not copied) with StatusManager.
+    /// The watch's pod, decoded: its containers are driven from it all the time.
     pub pod: Arc<Pod>,
+    /// The same version as kept, shared (not copied) with StatusManager.
+    pub kept: KeptPod,
     pub runtime: PodRuntime,
     pub errors: BTreeMap<String, StartError>,
     pub start_time: Timestamp,
@@ -511,7 +514,7 @@ impl Engine {
         if entry.last_sent.as_ref() != Some(&sent) {
             entry.last_sent = Some(sent);
             core.outbox.push(PodUpdate::Status {
-                pod: Arc::clone(&entry.pod),
+                pod: entry.kept.clone(),
                 status: Box::new(status),
             });
         }
@@ -522,7 +525,7 @@ impl Engine {
             && entry.end.finish()
         {
             core.outbox.push(PodUpdate::Terminated {
-                pod: Arc::clone(&entry.pod),
+                pod: entry.kept.clone(),
             });
         }
     }

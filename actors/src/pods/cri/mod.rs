@@ -69,6 +69,7 @@ use pod_state::{End, Work};
 
 use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
 use crate::{
+    kept_pod::KeptPod,
     messages::StopPod,
     node_status::NodeView,
     ports::{PodStats, PodsPublisher, PodsView, ProbeRunner},
@@ -191,10 +192,11 @@ impl CriPods {
 }
 
 impl PodLifecycleProvider for CriPods {
-    fn pod_applied(&mut self, pod: &Arc<Pod>, now: Timestamp) -> Vec<PodUpdate> {
-        let Some(uid) = pod.metadata.uid.clone() else {
+    fn pod_applied(&mut self, kept: &KeptPod, now: Timestamp) -> Vec<PodUpdate> {
+        let Some(uid) = kept.uid().map(str::to_owned) else {
             return Vec::new();
         };
+        let pod = &kept.pod();
         let deleting = pod.metadata.deletion_timestamp.is_some();
         let sync;
         {
@@ -202,15 +204,15 @@ impl PodLifecycleProvider for CriPods {
             match core.pods.get_mut(&uid) {
                 Some(entry) => {
                     entry.pod = Arc::clone(pod);
+                    entry.kept = kept.clone();
                     if deleting && entry.ending.is_none() && !entry.end.is_finished() {
                         entry.ending = Some(Ending::Deleted);
                     }
                     // As the kubelet's pod workers: every update of a live pod is a sync.
                     sync = !entry.end.is_finished();
                     if deleting && entry.end.deleting() {
-                        core.outbox.push(PodUpdate::Terminated {
-                            pod: Arc::clone(pod),
-                        });
+                        core.outbox
+                            .push(PodUpdate::Terminated { pod: kept.clone() });
                     }
                 }
                 None => {
@@ -222,6 +224,7 @@ impl PodLifecycleProvider for CriPods {
                         uid.clone(),
                         PodEntry {
                             pod: Arc::clone(pod),
+                            kept: kept.clone(),
                             runtime: view::PodRuntime::default(),
                             errors: Default::default(),
                             start_time: status.start_time.map_or(now, |t| t.0),
@@ -244,9 +247,8 @@ impl PodLifecycleProvider for CriPods {
                         },
                     );
                     if finished && deleting {
-                        core.outbox.push(PodUpdate::Terminated {
-                            pod: Arc::clone(pod),
-                        });
+                        core.outbox
+                            .push(PodUpdate::Terminated { pod: kept.clone() });
                     }
                     sync = !finished;
                 }

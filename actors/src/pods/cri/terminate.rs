@@ -107,7 +107,7 @@ impl Engine {
             return;
         }
         let status = self.status_of(entry, &runtime_name, Some(ending));
-        let pod = Arc::clone(&entry.pod);
+        let pod = entry.kept.clone();
         let send_terminated = entry.end.finish();
         entry.last_sent = Some(SentStatus::of(&status));
         core.outbox.push(PodUpdate::Status {

@@ -2,6 +2,7 @@
 //! kubelet (sandbox and container config, status, restart policy and back-off, images, init
 //! containers, termination, adoption after a restart, an idle PLEG) turns into.
 
+use crate::kept_pod::KeptPod;
 use std::{path::Path, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
@@ -105,7 +106,7 @@ impl Harness {
     pub(super) fn apply(&mut self, pod: &Pod) {
         let updates = self
             .pods
-            .pod_applied(&Arc::new(pod.clone()), crate::clock::system()());
+            .pod_applied(&KeptPod::from(pod.clone()), crate::clock::system()());
         self.updates.extend(updates);
     }
 
