@@ -4,6 +4,7 @@
 //! "Metrics".
 
 use http::StatusCode;
+use nodepulse_actors::kept_pod;
 use nodepulse_supervisor::{ActorSnapshot, ChildState};
 use prometheus_client::{
     collector::Collector,
@@ -180,5 +181,28 @@ impl Collector for ActorMetrics {
                 vec![(labels(actor), seconds)]
             },
         )
+    }
+}
+
+/// How pods are kept (`kept_pod`): those decoded now, and the decodes of a cooled one so far
+/// (what keeping them as JSON costs in CPU). One sample each for the process, every node's.
+#[derive(Debug)]
+pub struct KeptPodMetrics;
+
+impl Collector for KeptPodMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let decoded = i64::try_from(kept_pod::decoded()).unwrap_or(i64::MAX);
+        ConstGauge::new(decoded).encode(encoder.encode_descriptor(
+            "nodepulse_kept_pods_decoded",
+            "Pod versions kept decoded now; the others are kept as their JSON.",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        ConstCounter::new(kept_pod::decodes()).encode(encoder.encode_descriptor(
+            "nodepulse_kept_pod_decodes",
+            "Pods decoded again after they were kept as their JSON.",
+            None,
+            MetricType::Counter,
+        )?)
     }
 }

@@ -91,6 +91,7 @@ pub fn start(
     let per_second = NonZeroU32::new(KILLS_PER_SECOND).unwrap_or(NonZeroU32::MIN);
     let nodes = Nodes::new(nodes);
     registry.register_collector(Box::new(metrics::ActorMetrics(nodes.clone())));
+    registry.register_collector(Box::new(metrics::KeptPodMetrics));
     let context = Rc::new(DebugContext {
         nodes,
         gate,

@@ -22,7 +22,7 @@ use common::{
 const TOKEN: &str = "metrics-test-token-8c2e51f0";
 
 /// Every family `/metrics` serves: name (without a counter's `_total`), type, label names.
-const FAMILIES: [&str; 17] = [
+const FAMILIES: [&str; 19] = [
     "nodepulse_actor_handling_seconds counter [actor,node]",
     "nodepulse_actor_mailbox_capacity gauge [actor,node]",
     "nodepulse_actor_mailbox_depth gauge [actor,node]",
@@ -34,6 +34,8 @@ const FAMILIES: [&str; 17] = [
     "nodepulse_event_write_retries counter []",
     "nodepulse_events counter [outcome]",
     "nodepulse_events_queued gauge []",
+    "nodepulse_kept_pod_decodes counter []",
+    "nodepulse_kept_pods_decoded gauge []",
     "nodepulse_kubelet_api_connections gauge []",
     "nodepulse_lease_renew_lag_seconds gauge []",
     "nodepulse_lease_renewals counter [result]",
