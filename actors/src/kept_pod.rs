@@ -1,10 +1,13 @@
 //! A pod version as the node keeps it between reads: its JSON, with the decoded `Pod` beside it
 //! only while some part reads it. A `k8s-openapi` `Pod` holds every optional field of its spec,
 //! containers and volumes inline: the bench's one-container pod with its token volume decodes
-//! into about 12 KiB in 70 blocks, where its JSON is 2.4 KiB in one. A fleet's settled pod is
-//! read by nothing for minutes, so it is kept as its JSON; a part that reads it decodes it
-//! ([`KeptPod::pod`]), and the decoded pod stays shared by every reader until
-//! [`cool`] finds it unread since its last pass and held by no one else.
+//! into about 12 KiB in 70 blocks, where its JSON is 2.4 KiB in one. A new version is read by
+//! every holder within moments, so it is kept decoded, shared by all of them, until [`cool`]
+//! finds it unread since its last pass and held by no one else; from then on it is kept as its
+//! JSON, and a part that reads it ([`KeptPod::pod`]) decodes a copy of its own, freed when it
+//! is done. A fleet's settled pod is read by nothing but its volumes' refresh once a minute, so
+//! its decoded form would otherwise come back for the ten seconds after each refresh, every
+//! pod of a fleet at once when they started together.
 //!
 //! Every holder of a pod (the watch's routing, the pod source, the providers, StatusManager,
 //! the volume manager) keeps the one `KeptPod` of each version the watch made; cloning one
@@ -39,9 +42,9 @@ struct Hot {
     read: bool,
 }
 
-/// The pods decoded now, for [`cool`] to look at.
+/// The versions kept decoded since they were made, for [`cool`] to look at.
 static TO_COOL: Mutex<Vec<Weak<Kept>>> = Mutex::new(Vec::new());
-/// Decodes of a cooled pod since the process started.
+/// Reads of a cooled pod (each decodes its own copy) since the process started.
 static DECODES: AtomicU64 = AtomicU64::new(0);
 /// Pod versions kept decoded now.
 static HOT: AtomicUsize = AtomicUsize::new(0);
@@ -77,23 +80,20 @@ impl KeptPod {
         Self(kept)
     }
 
-    /// The pod, decoded again if it was cooled.
+    /// The pod: the shared decoded one while it is kept, else a copy decoded for this reader.
     pub fn pod(&self) -> Arc<Pod> {
-        let mut hot = lock(&self.0.hot);
-        hot.read = true;
-        if let Some(pod) = &hot.pod {
-            return Arc::clone(pod);
+        {
+            let mut hot = lock(&self.0.hot);
+            if let Some(pod) = hot.pod.clone() {
+                hot.read = true;
+                return pod;
+            }
         }
+        DECODES.fetch_add(1, Ordering::Relaxed);
         // Written by `new` from a decoded Pod: it reads back.
         let pod: Pod = serde_json::from_slice(&self.0.json)
             .unwrap_or_else(|error| panic!("a kept pod's own JSON does not decode: {error}"));
-        let pod = Arc::new(pod);
-        hot.pod = Some(Arc::clone(&pod));
-        drop(hot);
-        DECODES.fetch_add(1, Ordering::Relaxed);
-        HOT.fetch_add(1, Ordering::Relaxed);
-        lock(&TO_COOL).push(Arc::downgrade(&self.0));
-        pod
+        Arc::new(pod)
     }
 
     pub fn uid(&self) -> Option<&str> {
@@ -166,9 +166,9 @@ pub struct Cooled {
     pub decoded: usize,
 }
 
-/// Gives up each decoded pod nobody read since the last call and nobody else holds: the next
-/// reader decodes it again. Call it every few seconds (the daemon's heap task does): a pod
-/// read less often than that costs its JSON, one read more often stays decoded.
+/// Gives up each decoded pod nobody read since the last call and nobody else holds: a reader
+/// from then on decodes a copy of its own. Call it every few seconds (the daemon's heap task
+/// does): a new version stays decoded while its holders take it in.
 pub fn cool() -> Cooled {
     let mut cooled = Cooled::default();
     let mut decoded = lock(&TO_COOL);
@@ -199,7 +199,8 @@ pub fn cool() -> Cooled {
     cooled
 }
 
-/// Decodes of a cooled pod since the process started: what keeping pods as JSON costs in CPU.
+/// Reads of a cooled pod since the process started, each a decode: what keeping pods as JSON
+/// costs in CPU.
 pub fn decodes() -> u64 {
     DECODES.load(Ordering::Relaxed)
 }
@@ -267,9 +268,10 @@ mod tests {
         let read = kept.pod();
         assert_eq!(*read, pod("7c1e"), "the pod reads back as it was");
         assert!(decodes() > before, "a cooled pod is decoded again");
+        assert!(!kept.is_decoded(), "the copy is the reader's, not kept");
         assert!(
-            Arc::ptr_eq(&read, &kept.pod()),
-            "readers share the decoded pod"
+            !Arc::ptr_eq(&read, &kept.pod()),
+            "each reader decodes its own"
         );
 
         // Clones are the same version; equal pods made apart are equal, not the same.

@@ -237,6 +237,9 @@ fn remember(memory: &mut VolumeManagerMemory, pods: &[KeptPod]) {
 /// What the desired state costs a pod.
 fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize {
     let pods: Vec<KeptPod> = (0..PODS).map(pod).collect();
+    // Kept as JSON, as a settled pod is.
+    kept_pod::cool();
+    kept_pod::cool();
     let mut memory = memory_of_no_pods();
     let start = live();
     remember(&mut memory, &pods);
@@ -247,6 +250,19 @@ fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize
     assert!(
         per_pod <= DESIRED_BOUND_PER_POD,
         "{per_pod} bytes a pod (bound {DESIRED_BOUND_PER_POD}): a pod volume holds its Volume inline?"
+    );
+    // What a reconciler pass and a provider's question ask of pods that did not change does
+    // not decode them again.
+    let decodes = kept_pod::decodes();
+    drop(memory.desired("pods-0"));
+    for pod in &pods {
+        let uid = pod.uid().expect("a uid");
+        assert!(memory.desired_pod("pods-0", uid).wants(uid, "kube-api-access-282j9"));
+    }
+    assert_eq!(
+        kept_pod::decodes() - decodes,
+        0,
+        "pods decoded to answer for pods that did not change"
     );
     memory.pods = Default::default();
     drop(memory.desired("pods-0"));

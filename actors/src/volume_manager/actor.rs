@@ -24,7 +24,9 @@ use super::{
     content::{ContentError, payload_of, sources_of},
     fetch::{FetchOutcome, fetch},
     memory::{Failure, VolumeManagerMemory},
-    reconcile, volumes_in_use,
+    reconcile,
+    state::declares_claims,
+    volumes_in_use,
 };
 use crate::{
     clock::{self, WallClock},
@@ -402,7 +404,7 @@ impl VolumeManagerActor {
                 false
             }
             Plugin::ConfigMap | Plugin::Secret | Plugin::DownwardApi | Plugin::Projected => {
-                let sources = sources_of(&pod, &volume.spec.volume());
+                let sources = sources_of(&pod, &volume.spec.volume_in(&pod));
                 let outcome = self.memory.read(|m| {
                     fetch(
                         Arc::clone(&self.sources),
@@ -431,7 +433,7 @@ impl VolumeManagerActor {
                             let allocatable = actor.memory.read(|m| m.allocatable.clone());
                             let result = payload_of(
                                 &pod,
-                                &volume.spec.volume(),
+                                &volume.spec.volume_in(&pod),
                                 &outcome.fetched,
                                 &allocatable,
                             )
@@ -590,9 +592,13 @@ impl StreamHandler<PodWatchEvent> for VolumeManagerActor {
                 let Some(uid) = pod.uid().map(str::to_owned) else {
                     return;
                 };
-                let new = self
-                    .memory
-                    .update(|m| m.pods.insert(uid.clone(), pod).is_none());
+                let claims = declares_claims(&pod.pod());
+                let new = self.memory.update(|m| {
+                    if claims {
+                        m.claim_pods.insert(uid.clone());
+                    }
+                    m.pods.insert(uid.clone(), pod).is_none()
+                });
                 if new {
                     self.changed(&uid);
                 }

@@ -42,9 +42,9 @@ impl VolumeManagerActor {
         let node = self.settings.node_name.clone();
         let due: Vec<(Key, String, String, bool)> = self.memory.read(|m| {
             let mut due = Vec::new();
-            // Decoded: a node with a CSI plugin runs its pods for real, and their workers
-            // hold them decoded anyway.
-            for (uid, pod) in &m.pods {
+            // Only the pods that declare a claim: the others are not decoded for nothing.
+            let pods = (m.claim_pods.iter()).filter_map(|uid| Some((uid, m.pods.get(uid)?)));
+            for (uid, pod) in pods {
                 let pod = pod.pod();
                 let pod = &*pod;
                 let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&node);

@@ -21,7 +21,11 @@ use super::{
     mount_readiness,
     spec::ResolvedClaims,
 };
-use crate::{kept_pod::KeptPod, shrink::btree_map_after_removal, volume_manager::PodVolumeView};
+use crate::{
+    kept_pod::KeptPod,
+    shrink::{btree_map_after_removal, btree_set_after_removal},
+    volume_manager::PodVolumeView,
+};
 
 /// First wait after a failed operation; it doubles up to [`MAX_BACKOFF`] (§1.3).
 pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -53,6 +57,9 @@ impl Failure {
 pub struct VolumeManagerMemory {
     /// The pods the watch reported, by UID: the watch's `Arc`s, shared with the provider.
     pub pods: BTreeMap<String, KeptPod>,
+    /// The pods (by UID) that declare a `persistentVolumeClaim` volume: the only ones whose
+    /// claims each pass looks at, so the others are not decoded for it.
+    pub claim_pods: BTreeSet<String>,
     /// The watch has delivered a complete list since this process started.
     pub listed: bool,
     pub actual: ActualState,
@@ -130,6 +137,8 @@ impl VolumeManagerMemory {
     pub fn forget_pod(&mut self, uid: &str) {
         self.pods.remove(uid);
         btree_map_after_removal(&mut self.pods);
+        self.claim_pods.remove(uid);
+        btree_set_after_removal(&mut self.claim_pods);
         self.failures.retain(|(pod_uid, _), _| pod_uid != uid);
         btree_map_after_removal(&mut self.failures);
     }
@@ -178,10 +187,24 @@ impl VolumeManagerMemory {
     }
 
     /// [`Self::desired`] for one pod only: what the per-operation checks ask, without building
-    /// every pod's volumes to look at one.
+    /// every pod's volumes to look at one. The last desired state's entry when it was built
+    /// from this very version of the pod (a settled pod is then not decoded to answer).
     pub fn desired_pod(&self, node_name: &str, pod_uid: &str) -> DesiredState {
         let pod = self.pods.get(pod_uid);
-        let mut desired = DesiredState::from_pods_with(pod, node_name, &self.claims);
+        let cache = &self.desired_cache;
+        let built = (cache.built_from.as_ref())
+            .filter(|inputs| inputs.node_name == node_name && inputs.claims == self.claims)
+            .and_then(|inputs| inputs.pod(pod_uid));
+        let mut desired = match (pod, built) {
+            (Some(pod), Some(built)) if built.ptr_eq(pod) => DesiredState {
+                pods: (cache.desired.pods.get(pod_uid))
+                    .map(|entry| (pod_uid.to_owned(), Arc::clone(entry)))
+                    .into_iter()
+                    .collect(),
+                populated: true,
+            },
+            _ => DesiredState::from_pods_with(pod, node_name, &self.claims),
+        };
         desired.populated = self.listed;
         desired
     }

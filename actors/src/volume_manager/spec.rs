@@ -56,8 +56,14 @@ impl VolumeSpec {
 
     /// The volume (its pod decoded while the answer is held).
     pub fn volume(&self) -> VolumeRef {
+        self.volume_in(&self.pod.pod())
+    }
+
+    /// The volume as `pod` declares it: `pod` is this volume's pod, in this version or a later
+    /// one (a pod's volumes never change), already decoded by the caller.
+    pub fn volume_in(&self, pod: &Arc<Pod>) -> VolumeRef {
         VolumeRef {
-            pod: self.pod.pod(),
+            pod: Arc::clone(pod),
             index: self.index,
         }
     }

@@ -185,6 +185,13 @@ fn is_bound_to(pod: &Pod, node_name: &str) -> bool {
     pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name)
 }
 
+/// Whether `pod` declares a `persistentVolumeClaim` volume (whose claim the actor resolves).
+pub fn declares_claims(pod: &Pod) -> bool {
+    (pod.spec.iter())
+        .flat_map(|spec| spec.volumes.iter().flatten())
+        .any(|volume| volume.persistent_volume_claim.is_some())
+}
+
 /// A pod in phase Succeeded or Failed has stopped all its containers; the kubelet unmounts its
 /// volumes then, deleted or not (§1.2).
 pub fn is_terminated(pod: &Pod) -> bool {
