@@ -257,7 +257,11 @@ fn the_volume_managers_desired_state_of_a_pod_is_small_and_given_back() -> isize
     drop(memory.desired("pods-0"));
     for pod in &pods {
         let uid = pod.uid().expect("a uid");
-        assert!(memory.desired_pod("pods-0", uid).wants(uid, "kube-api-access-282j9"));
+        assert!(
+            memory
+                .desired_pod("pods-0", uid)
+                .wants(uid, "kube-api-access-282j9")
+        );
     }
     assert_eq!(
         kept_pod::decodes() - decodes,
