@@ -1,5 +1,5 @@
 //! A pod version as the node keeps it between reads: its JSON, with the decoded `Pod` beside it
-//! only while some part reads it. A `k8s-openapi` `Pod` holds every optional field of its spec,
+//! while the version is new. A `k8s-openapi` `Pod` holds every optional field of its spec,
 //! containers and volumes inline: the bench's one-container pod with its token volume decodes
 //! into about 12 KiB in 70 blocks, where its JSON is 2.4 KiB in one. A new version is read by
 //! every holder within moments, so it is kept decoded, shared by all of them, until [`cool`]
