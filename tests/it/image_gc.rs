@@ -9,14 +9,11 @@ use crate::common;
 use std::time::Duration;
 
 use common::{
-    cluster::TestCluster, cri_fixture::CriFixture, cri_node::CriNode, eventually_async, oci_image,
-    pods::wait_running,
+    cluster::TestCluster, cri_fixture::CriFixture, cri_node::CriNode, eventually_async, objects,
+    oci_image, pods::wait_running,
 };
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::{
-    Api,
-    api::{DeleteParams, ListParams},
-};
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, api::DeleteParams};
 use nodepulse_actors::{image_gc, ports::ContainerRuntime};
 use serde_json::{Value, json};
 
@@ -42,17 +39,6 @@ fn has_image(state: &Value, tag: &str) -> bool {
     state["images"]
         .as_array()
         .is_some_and(|images| images.iter().any(|image| image["name"] == tag))
-}
-
-async fn node_events(cluster: &TestCluster, node: &str, reason: &str) -> Vec<Event> {
-    let about = ListParams::default().fields(&format!(
-        "involvedObject.kind=Node,involvedObject.name={node},reason={reason}"
-    ));
-    Api::<Event>::namespaced(cluster.client.clone(), "default")
-        .list(&about)
-        .await
-        .expect("events listed")
-        .items
 }
 
 #[actix_rt::test]
@@ -147,8 +133,8 @@ async fn unused_images_are_collected_oldest_first_keeping_used_and_pinned_ones()
         eventually_async(
             "FreeDiskSpaceFailed and ImageGCFailed are on the Node",
             || async {
-                let free = node_events(&cluster, &node.name, "FreeDiskSpaceFailed").await;
-                let failed = node_events(&cluster, &node.name, "ImageGCFailed").await;
+                let free = objects::events_about(&cluster, &node.name, "FreeDiskSpaceFailed").await;
+                let failed = objects::events_about(&cluster, &node.name, "ImageGCFailed").await;
                 let text = "Insufficient free disk space on the node's image filesystem (";
                 free.iter().any(|event| {
                     event.type_.as_deref() == Some("Warning")

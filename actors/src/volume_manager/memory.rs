@@ -161,22 +161,14 @@ impl VolumeManagerMemory {
     }
 
     /// The desired state, with every pod's entry taken over from the last one where the pod is
-    /// the same `Arc` and the node and claims are the same: in a burst of pod starts each pod
+    /// the same version and the node and claims are the same: in a burst of pod starts each pod
     /// changes a few times, and building every pod's volumes again for each change made the
     /// burst's reconciler passes quadratic.
     fn desired_reusing_unchanged_pods(&self, node_name: &str) -> DesiredState {
-        let cache = &self.desired_cache;
-        let reusable = (cache.built_from.as_ref())
-            .filter(|inputs| inputs.node_name == node_name && inputs.claims == self.claims);
-        let pods = self
-            .pods
-            .iter()
+        let reusable = self.reusable(node_name);
+        let pods = (self.pods.iter())
             .filter_map(|(uid, pod)| {
-                let built = reusable.and_then(|inputs| inputs.pod(uid));
-                let entry = match built {
-                    Some(built) if built.ptr_eq(pod) => Arc::clone(cache.desired.pods.get(uid)?),
-                    _ => Arc::new(DesiredPod::of(pod, node_name, &self.claims)?),
-                };
+                let entry = self.desired_entry(reusable, node_name, uid, pod)?;
                 Some((uid.clone(), entry))
             })
             .collect();
@@ -187,26 +179,39 @@ impl VolumeManagerMemory {
     }
 
     /// [`Self::desired`] for one pod only: what the per-operation checks ask, without building
-    /// every pod's volumes to look at one. The last desired state's entry when it was built
-    /// from this very version of the pod (a settled pod is then not decoded to answer).
+    /// every pod's volumes to look at one (nor decoding a settled pod to answer).
     pub fn desired_pod(&self, node_name: &str, pod_uid: &str) -> DesiredState {
-        let pod = self.pods.get(pod_uid);
-        let cache = &self.desired_cache;
-        let built = (cache.built_from.as_ref())
+        let entry = (self.pods.get(pod_uid))
+            .and_then(|pod| self.desired_entry(self.reusable(node_name), node_name, pod_uid, pod));
+        DesiredState {
+            pods: entry
+                .map(|entry| (pod_uid.to_owned(), entry))
+                .into_iter()
+                .collect(),
+            populated: self.listed,
+        }
+    }
+
+    /// What the last desired state was built from, if its entries hold for `node_name` and
+    /// the claims resolved now.
+    fn reusable(&self, node_name: &str) -> Option<&DesiredInputs> {
+        (self.desired_cache.built_from.as_ref())
             .filter(|inputs| inputs.node_name == node_name && inputs.claims == self.claims)
-            .and_then(|inputs| inputs.pod(pod_uid));
-        let mut desired = match (pod, built) {
-            (Some(pod), Some(built)) if built.ptr_eq(pod) => DesiredState {
-                pods: (cache.desired.pods.get(pod_uid))
-                    .map(|entry| (pod_uid.to_owned(), Arc::clone(entry)))
-                    .into_iter()
-                    .collect(),
-                populated: true,
-            },
-            _ => DesiredState::from_pods_with(pod, node_name, &self.claims),
-        };
-        desired.populated = self.listed;
-        desired
+    }
+
+    /// Pod `uid`'s entry (none if it needs no volumes here): the last desired state's when it
+    /// was built from this version of the pod, else built from it.
+    fn desired_entry(
+        &self,
+        reusable: Option<&DesiredInputs>,
+        node_name: &str,
+        uid: &str,
+        pod: &KeptPod,
+    ) -> Option<Arc<DesiredPod>> {
+        match reusable.and_then(|inputs| inputs.pod(uid)) {
+            Some(built) if built.ptr_eq(pod) => self.desired_cache.desired.pods.get(uid).cloned(),
+            _ => DesiredPod::of(pod, node_name, &self.claims).map(Arc::new),
+        }
     }
 }
 
