@@ -1,13 +1,13 @@
-//! A pod version as the node keeps it between reads: its JSON, with the decoded `Pod` beside it
-//! while the version is new. A `k8s-openapi` `Pod` holds every optional field of its spec,
-//! containers and volumes inline: the bench's one-container pod with its token volume decodes
-//! into about 12 KiB in 70 blocks, where its JSON is 2.4 KiB in one. A new version is read by
-//! every holder within moments, so it is kept decoded, shared by all of them, until [`cool`]
-//! finds it unread since its last pass and held by no one else; from then on it is kept as its
-//! JSON, and a part that reads it ([`KeptPod::pod`]) decodes a copy of its own, freed when it
-//! is done. A fleet's settled pod is read by nothing but its volumes' refresh once a minute, so
-//! its decoded form would otherwise come back for the ten seconds after each refresh, every
-//! pod of a fleet at once when they started together.
+//! A pod version as the node keeps it between reads: its JSON, compressed (`packed`), with the
+//! decoded `Pod` beside it while the version is new. A `k8s-openapi` `Pod` holds every optional
+//! field of its spec, containers and volumes inline: the bench's one-container pod with its
+//! token volume decodes into about 12 KiB in 70 blocks, where its JSON is 2.4 KiB in one and
+//! packed about 250 bytes. A new version is read by every holder within moments, so it is kept
+//! decoded, shared by all of them, until [`cool`] finds it unread since its last pass and held
+//! by no one else; from then on it is kept packed, and a part that reads it ([`KeptPod::pod`])
+//! decodes a copy of its own, freed when it is done. A fleet's settled pod is read by nothing
+//! but its volumes' refresh once a minute, so its decoded form would otherwise come back for
+//! the seconds after each refresh, every pod of a fleet at once when they started together.
 //!
 //! Every holder of a pod (the watch's routing, the pod source, the providers, StatusManager,
 //! the volume manager) keeps the one `KeptPod` of each version the watch made; cloning one
@@ -23,6 +23,8 @@ use std::{
 
 use k8s_openapi::api::core::v1::Pod;
 
+mod packed;
+
 /// One pod version: shared, never copied.
 #[derive(Clone)]
 pub struct KeptPod(Arc<Kept>);
@@ -31,8 +33,8 @@ struct Kept {
     uid: Option<Box<str>>,
     /// `metadata.deletionTimestamp` is set (StatusManager's pass reads it for every pod).
     deleting: bool,
-    /// The pod as JSON; empty if it could not be written, and then it is never cooled.
-    json: Box<[u8]>,
+    /// The pod's JSON, packed; empty if it could not be written, and then it is never cooled.
+    packed: Box<[u8]>,
     hot: Mutex<Hot>,
 }
 
@@ -57,8 +59,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl KeptPod {
     /// Keeps `pod`, decoded for now (its first readers are on their way).
     pub fn new(pod: Arc<Pod>) -> Self {
-        let json = match serde_json::to_vec(&*pod) {
-            Ok(json) => json.into_boxed_slice(),
+        let packed = match packed::pack(&pod) {
+            Ok(packed) => packed,
             Err(error) => {
                 tracing::warn!(%error, pod = ?pod.metadata.name, "a pod could not be written as JSON; it is kept decoded");
                 Box::default()
@@ -71,10 +73,10 @@ impl KeptPod {
                 pod: Some(pod),
                 read: true,
             }),
-            json,
+            packed,
         });
         HOT.fetch_add(1, Ordering::Relaxed);
-        if !kept.json.is_empty() {
+        if !kept.packed.is_empty() {
             lock(&TO_COOL).push(Arc::downgrade(&kept));
         }
         Self(kept)
@@ -90,10 +92,8 @@ impl KeptPod {
             }
         }
         DECODES.fetch_add(1, Ordering::Relaxed);
-        // Written by `new` from a decoded Pod: it reads back.
-        let pod: Pod = serde_json::from_slice(&self.0.json)
-            .unwrap_or_else(|error| panic!("a kept pod's own JSON does not decode: {error}"));
-        Arc::new(pod)
+        // Packed by `new` from a decoded Pod: it reads back.
+        Arc::new(packed::unpack(&self.0.packed))
     }
 
     pub fn uid(&self) -> Option<&str> {
@@ -120,9 +120,9 @@ impl KeptPod {
         lock(&self.0.hot).pod.is_some()
     }
 
-    /// The JSON's length (what the pod costs while cooled).
-    pub fn json_len(&self) -> usize {
-        self.0.json.len()
+    /// The packed JSON's length (what the pod costs while cooled).
+    pub fn packed_len(&self) -> usize {
+        self.0.packed.len()
     }
 }
 
@@ -142,8 +142,9 @@ impl From<Arc<Pod>> for KeptPod {
 impl PartialEq for KeptPod {
     fn eq(&self, other: &Self) -> bool {
         self.ptr_eq(other)
-            || match (self.0.json.is_empty(), other.0.json.is_empty()) {
-                (false, false) => self.0.json == other.0.json,
+            || match (self.0.packed.is_empty(), other.0.packed.is_empty()) {
+                // Packing is a function of the JSON, and unpacking one of the packed bytes.
+                (false, false) => self.0.packed == other.0.packed,
                 _ => self.pod() == other.pod(),
             }
     }
@@ -246,7 +247,7 @@ mod tests {
         let kept = KeptPod::from(pod("7c1e"));
         assert_eq!(kept.uid(), Some("7c1e"));
         assert!(!kept.is_deleting());
-        assert!(kept.json_len() > 0);
+        assert!(kept.packed_len() > 0);
 
         // Read since the last pass: kept; held by a reader: kept.
         cool();

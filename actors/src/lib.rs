@@ -8,7 +8,7 @@
 //! - `expansion`: the kubelet's `$(VAR)` expansion, for env values and probe commands.
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
 //! - [`image_gc`]: ImageGcActor, the kubelet's image manager: unused images removed under disk use.
-//! - [`kept_pod`]: a pod version kept as its JSON, decoded while it is new.
+//! - [`kept_pod`]: a pod version kept as its packed JSON, decoded while it is new.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`log_rotation`]: LogRotationActor, the kubelet's container log manager (size-based rotation).
 //! - [`messages`]: one type per fact the actors tell each other.

@@ -185,7 +185,7 @@ impl Collector for ActorMetrics {
 }
 
 /// How pods are kept (`kept_pod`): those decoded now, and the decodes of a cooled one so far
-/// (what keeping them as JSON costs in CPU). One sample each for the process, every node's.
+/// (what keeping them packed costs in CPU). One sample each for the process, every node's.
 #[derive(Debug)]
 pub struct KeptPodMetrics;
 
@@ -194,13 +194,13 @@ impl Collector for KeptPodMetrics {
         let decoded = i64::try_from(kept_pod::decoded()).unwrap_or(i64::MAX);
         ConstGauge::new(decoded).encode(encoder.encode_descriptor(
             "nodepulse_kept_pods_decoded",
-            "Pod versions kept decoded now; the others are kept as their JSON.",
+            "Pod versions kept decoded now; the others are kept as their packed JSON.",
             None,
             MetricType::Gauge,
         )?)?;
         ConstCounter::new(kept_pod::decodes()).encode(encoder.encode_descriptor(
             "nodepulse_kept_pod_decodes",
-            "Pods decoded again after they were kept as their JSON.",
+            "Pods decoded again after they were kept as their packed JSON.",
             None,
             MetricType::Counter,
         )?)
