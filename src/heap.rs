@@ -101,23 +101,30 @@ pub fn map_large_blocks() -> bool {
 }
 
 /// Trims on the current thread's runtime until the handle is dropped: every [`TRIM_PERIOD`],
-/// and after a burst (`due`). Each check first gives up the decoded pods nobody read since the
-/// last one (`kept_pod::cool`).
+/// and after a burst (`due`, checked every `due::CHECK_PERIOD`). Every
+/// `kept_pod::COOL_PERIOD` it first gives up the decoded pods nobody read since the last pass
+/// (`kept_pod::cool`).
 pub fn start_trimming() -> Trimming {
     Trimming(actix_rt::spawn(async {
-        let mut ticks = tokio::time::interval_at(
-            tokio::time::Instant::now() + due::CHECK_PERIOD,
-            due::CHECK_PERIOD,
-        );
+        let cool_period = nodepulse_actors::kept_pod::COOL_PERIOD;
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + cool_period, cool_period);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The trim's readings on every n-th pass, every `due::CHECK_PERIOD`.
+        let check_every = (due::CHECK_PERIOD.as_millis() / cool_period.as_millis()).max(1);
         let mut due = due::Due::new(std::time::Instant::now());
+        let mut passes = 0u128;
         loop {
             ticks.tick().await;
-            // Pods nobody read since the last check go back to their JSON first, so that what
-            // they free is read below and given back with the rest.
+            // Pods nobody read since the last pass go back to their packed JSON first, so that
+            // what they free is read below and given back with the rest.
             let cooled = nodepulse_actors::kept_pod::cool();
             if cooled.dropped > 0 {
                 tracing::trace!(?cooled, "kept pods cooled");
+            }
+            passes += 1;
+            if !passes.is_multiple_of(check_every) {
+                continue;
             }
             let Some(reason) = due.check(std::time::Instant::now(), reading()) else {
                 continue;
