@@ -4,7 +4,7 @@
 //! through its `vol_data.json`, and so is every CSI staging directory (a volume staged for the
 //! node, published or not). Reads only; never deletes.
 
-use std::{fs, io, path::Path};
+use std::{fs, io, path::Path, sync::Arc};
 
 use nodepulse_actors::{
     ports::CsiVolume,
@@ -165,7 +165,7 @@ fn csi_mount(pv_name: &str, mount_dir: &Path) -> Option<MountedVolume> {
         attachable: true,
         state: MountState::Uncertain,
         set_up_at: None,
-        csi: Some(volume),
+        csi: Some(Arc::new(volume)),
     })
 }
 

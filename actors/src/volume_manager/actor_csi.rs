@@ -129,7 +129,8 @@ impl VolumeManagerActor {
         ctx: &mut Context<Self>,
     ) -> bool {
         let key = (pod_uid.clone(), volume.name.clone());
-        let (Some(ports), Some(mut csi)) = (self.csi.clone(), volume.csi.clone()) else {
+        let (Some(ports), Some(mut csi)) = (self.csi.clone(), volume.csi.as_deref().cloned())
+        else {
             return false;
         };
         if self.in_flight.contains(&device_key(&volume.unique_name)) {
@@ -219,7 +220,7 @@ impl VolumeManagerActor {
         let (Some(ports), Some(mounted)) = (self.csi.clone(), mounted) else {
             return false;
         };
-        let Some(csi) = mounted.csi.clone() else {
+        let Some(csi) = mounted.csi.as_deref().cloned() else {
             tracing::warn!(pod_uid = %key.0, volume = %key.1, "a CSI mount without its volume; cannot unpublish it");
             return false;
         };
@@ -239,7 +240,7 @@ impl VolumeManagerActor {
                                 .devices
                                 .entry(mounted.unique_name.clone())
                                 .or_insert_with(|| StagedDevice {
-                                    csi: csi.clone(),
+                                    csi: csi.as_ref().clone(),
                                     attachable: mounted.attachable,
                                     state: MountState::Uncertain,
                                 });

@@ -314,7 +314,7 @@ mod csi_adoption {
                 attachable: true,
                 state: MountState::Uncertain,
                 set_up_at: None,
-                csi: Some(csi_volume()),
+                csi: Some(Arc::new(csi_volume())),
             },
         );
         actual

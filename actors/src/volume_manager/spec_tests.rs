@@ -162,7 +162,7 @@ fn a_resolved_claim_is_its_csi_volume_and_a_failed_one_the_pods_error() {
         data.unique_name.to_string(),
         "kubernetes.io/csi/d.csi.test^h1"
     );
-    assert_eq!(data.csi.as_ref(), Some(&volume));
+    assert_eq!(data.csi.as_deref(), Some(&volume));
 
     let claim = ClaimRef {
         namespace: "default",

@@ -219,8 +219,9 @@ pub struct MountedVolume {
     /// When SetUp last wrote the content; `None` after reconstruction, so the first pass
     /// refreshes it as the kubelet's populator does on re-adding the pod.
     pub set_up_at: Option<Instant>,
-    /// The CSI volume published, for its TearDown and UnmountDevice.
-    pub csi: Option<CsiVolume>,
+    /// The CSI volume published, for its TearDown and UnmountDevice; shared with the desired
+    /// state's `PodVolume` (inline, about 200 bytes a mount, though most volumes are not CSI).
+    pub csi: Option<Arc<CsiVolume>>,
 }
 
 /// A CSI volume staged for the whole node (MountDevice done, or found staged on disk).
