@@ -128,11 +128,6 @@ impl KeptPod {
     pub fn is_decoded(&self) -> bool {
         lock(&self.0.hot).pod.is_some()
     }
-
-    /// The packed JSON's length (what the pod costs while cooled).
-    pub fn packed_len(&self) -> usize {
-        self.0.packed.len()
-    }
 }
 
 impl From<Pod> for KeptPod {
@@ -256,7 +251,7 @@ mod tests {
         let kept = KeptPod::from(pod("7c1e"));
         assert_eq!(kept.uid(), Some("7c1e"));
         assert!(!kept.is_deleting());
-        assert!(kept.packed_len() > 0);
+        assert!(!kept.0.packed.is_empty(), "kept packed");
 
         // Read since the last pass: kept; held by a reader: kept.
         cool();

@@ -336,7 +336,7 @@ mod csi_adoption {
 
     fn resolved(attachable: bool) -> ResolvedClaims {
         let claim = ResolvedClaim {
-            volume: csi_volume(),
+            volume: Arc::new(csi_volume()),
             unique_name: csi_unique_name(&csi_volume()),
             attachable,
         };

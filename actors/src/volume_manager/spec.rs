@@ -192,7 +192,7 @@ pub fn pod_volumes_with(kept: &KeptPod, claims: &ResolvedClaims) -> PodVolumes {
                         unique_name: resolved.unique_name.clone(),
                         attachable: resolved.attachable,
                         spec: VolumeSpec::of(kept, index),
-                        csi: Some(Arc::new(resolved.volume.clone())),
+                        csi: Some(Arc::clone(&resolved.volume)),
                     }),
                 }
             }

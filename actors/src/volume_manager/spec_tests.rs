@@ -149,7 +149,7 @@ fn a_resolved_claim_is_its_csi_volume_and_a_failed_one_the_pods_error() {
     let key = ("u1".to_owned(), "data".to_owned());
     let resolved = ResolvedClaim {
         unique_name: csi_unique_name(&volume),
-        volume: volume.clone(),
+        volume: Arc::new(volume.clone()),
         attachable: true,
     };
     let claims: ResolvedClaims = [(key.clone(), Ok(resolved))].into();

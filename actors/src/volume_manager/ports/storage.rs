@@ -40,7 +40,8 @@ pub trait StorageApi: Send + Sync + 'static {
 /// A pod's claim volume, ready for the desired state and the CSI mounter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedClaim {
-    pub volume: CsiVolume,
+    /// Shared with every desired `PodVolume` built from it and their mounts.
+    pub volume: Arc<CsiVolume>,
     pub unique_name: UniqueVolumeName,
     /// Whether the attach/detach controller must list it in `volumesAttached` first.
     pub attachable: bool,
@@ -93,7 +94,7 @@ pub async fn resolve_claim(
     }
     Ok(ResolvedClaim {
         unique_name: csi_unique_name(&volume),
-        volume,
+        volume: Arc::new(volume),
         attachable,
     })
 }
