@@ -30,7 +30,7 @@ const NAMESPACE: &str = "default";
 const SELECTOR: &str = "bench=agents";
 /// Stays alive until SIGTERM, then exits at once: as PID 1 of its container a bare `sleep`
 /// ignores SIGTERM, and deleting would time the grace period (30 s) instead of the agent.
-const UNTIL_TERM: &str = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+pub const UNTIL_TERM: &str = "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done";
 
 /// What to measure and against what (the `agents` mode's arguments).
 #[derive(Debug, Clone, clap::Args)]

@@ -6,7 +6,8 @@
 //! fleet process with pods on its nodes (bound → Running, steady-state requests and memory,
 //! deleted → gone); `agents` a node agent already running on a real cluster and runtime
 //! (nodepulse or the kubelet: real pods created → Running, the agent's CPU and memory with them,
-//! deleted → gone; `bench/agents.sh` runs it side by side).
+//! deleted → gone; `bench/agents.sh` runs it side by side); `runtime-floor` the container runtime
+//! alone, pods started straight over CRI with no agent (the floor under `agents`' figures).
 //! Results go to `bench/results/*.json` with the machine they were taken on.
 
 mod agents;
@@ -19,6 +20,7 @@ mod processes;
 mod procfs;
 mod proxy;
 mod results;
+mod runtime_floor;
 mod single;
 mod volumes;
 
@@ -108,6 +110,10 @@ enum Command {
     /// with them running, all deleted → all gone; one run per pod count (`bench/agents.sh`
     /// alternates the agents).
     Agents(agents::AgentsRun),
+    /// The container runtime alone, no agent and no API server: P pods started straight over
+    /// CRI, C at a time, then removed; and pods started one after another
+    /// (`bench/runtime-floor.sh` runs it on the conformance kit's runtime).
+    RuntimeFloor(runtime_floor::FloorRun),
 }
 
 fn at_least_one(text: &str) -> Result<usize, String> {
@@ -288,6 +294,19 @@ fn main() -> ExitCode {
             )
         }
         Command::Agents(run) => agents_runs(&cli.out_dir, &run),
+        Command::RuntimeFloor(run) => measured(
+            async |scratch| runtime_floor::run(&run, scratch).await,
+            |figures| {
+                let same = |existing: &serde_json::Value| existing["round"] == figures["round"];
+                results::add_run(
+                    &cli.out_dir,
+                    "runtime-floor",
+                    figures.clone(),
+                    same,
+                    &["round"],
+                )
+            },
+        ),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
