@@ -11,7 +11,8 @@
 #
 # The caller sets REPO (the repository) and may set LOG_TAG; env: REALK8S_ROOT (required),
 # CONFORMANCE (../shared/conformance beside the repo), NODEPULSE_BIN (target/release/nodepulse),
-# NODEPULSE_EXTRA_CONFIG (default: the kubelet's API settings of kubelet.sh, x509 client CA +
+# TEXT_ORDER_CHECK (1: refuse a release daemon whose text layout list is stale), NODEPULSE_EXTRA_CONFIG
+# (default: the kubelet's API settings of kubelet.sh, x509 client CA +
 # AlwaysAllow, so both agents are configured alike), KUBELET_EXTRA_ARGS (kubelet.sh's), POD_CIDR.
 ROOT=${REALK8S_ROOT:?set REALK8S_ROOT to the realk8s folder of the conformance kit}
 KIT=$(cd "${CONFORMANCE:-$REPO/../shared/conformance}" && pwd)
@@ -21,6 +22,15 @@ export NODEPULSE_EXTRA_CONFIG=${NODEPULSE_EXTRA_CONFIG:-$KUBELET_API}
 for f in "$NODEPULSE_BIN" "$KIT/node-e2e.sh" "$ROOT/admin.kubeconfig"; do
   [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }
 done
+# A release daemon whose text layout list went stale (a Cargo.toml changed since it was made)
+# keeps several MiB more of its text resident: its memory would not be the build's. Checked
+# before any turn; TEXT_ORDER_CHECK=0 measures anyway (a debug build, which has no layout).
+if [ "${TEXT_ORDER_CHECK:-1}" != 0 ]; then
+  bash "$REPO/scripts/text-order.sh" --check "$NODEPULSE_BIN" || {
+    echo "not measuring $NODEPULSE_BIN with a stale text layout (TEXT_ORDER_CHECK=0 measures anyway)" >&2
+    exit 1
+  }
+fi
 export POD_CIDR=${POD_CIDR:-198.18.0.0/24} BRIDGE=${BRIDGE:-rk8s0}
 NODE_IP=$(python3 -c "import ipaddress;print(ipaddress.ip_network('$POD_CIDR')[1])")
 export NODE_IP KUBELET_NODE_IP=$NODE_IP NODEPULSE_BIN
