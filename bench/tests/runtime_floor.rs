@@ -84,6 +84,10 @@ fn bursts_and_single_pods_are_timed_and_nothing_is_left_on_the_runtime() {
         for (burst, concurrency) in bursts.iter().zip([3, 1]) {
             assert_eq!(burst["concurrency"], concurrency, "{burst}");
             assert_eq!(burst["eachStartedSeconds"]["count"], 3, "{burst}");
+            assert_eq!(burst["eachPodsCallsSeconds"]["count"], 3, "{burst}");
+            let calls = burst["eachPodsCallsSeconds"]["last"]
+                .as_f64()
+                .unwrap_or(f64::MAX);
             let all = burst["allStartedSeconds"].as_f64().unwrap_or(0.0);
             let last = burst["eachStartedSeconds"]["last"]
                 .as_f64()
@@ -91,6 +95,10 @@ fn bursts_and_single_pods_are_timed_and_nothing_is_left_on_the_runtime() {
             assert!(
                 all > 0.0 && last <= all,
                 "a pod starts within its burst: {burst}"
+            );
+            assert!(
+                calls <= last,
+                "a pod's own calls are within its time: {burst}"
             );
             assert!(
                 burst["machineCpuSecondsToStarted"].as_f64().unwrap_or(0.0) > 0.0,
