@@ -29,6 +29,8 @@ mod probing;
 #[cfg(test)]
 mod rule_tests;
 mod sandbox;
+#[cfg(test)]
+mod sandbox_turn_tests;
 mod sent_status;
 #[cfg(test)]
 mod sidecar_tests;

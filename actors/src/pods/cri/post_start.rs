@@ -69,11 +69,7 @@ impl Engine {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         loop {
             tokio::time::sleep(self.settings.relist_period).await;
-            let ending = {
-                let core = self.core();
-                core.stopped || core.pods.get(uid).is_none_or(|e| e.ending.is_some())
-            };
-            if ending {
+            if self.ended_meanwhile(uid) {
                 return;
             }
             match self.runtime.container_status(id.to_owned()).await {

@@ -139,6 +139,17 @@ impl Engine {
         }
     }
 
+    /// The pod was told to end (or is gone), or nodepulse is shutting down: what was planned
+    /// for it before is no longer wanted.
+    pub(super) fn ended_meanwhile(&self, uid: &str) -> bool {
+        let core = self.core();
+        core.stopped
+            || core
+                .pods
+                .get(uid)
+                .is_none_or(|entry| entry.ending.is_some())
+    }
+
     fn retry_later(&self, uid: &str) {
         let at = later(self.now(), SYNC_ERROR_BACKOFF);
         if let Some(entry) = self.core().pods.get_mut(uid) {
@@ -190,6 +201,15 @@ impl Engine {
                 .filter(|s| s.state == crate::ports::SandboxState::Ready)
             {
                 let _ = self.runtime.stop_pod_sandbox(old.id.clone()).await;
+            }
+            // One of a few sandboxes made at once; the turn ends with the sandbox made, so
+            // its containers start while the next pods' sandboxes are being made.
+            let Ok(_turn) = self.sandbox_turns.acquire().await else {
+                return;
+            };
+            if self.ended_meanwhile(uid) {
+                self.again(uid);
+                return;
             }
             let config = self.sandbox_config(&pod, attempt);
             if let Err(error) = std::fs::create_dir_all(&config.log_directory) {

@@ -5,12 +5,15 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    sync::{
+        Arc, Mutex, MutexGuard, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
 use futures::{StreamExt, future::BoxFuture};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::{
     clock::WallClock,
@@ -42,6 +45,10 @@ struct State {
     lists_fail: bool,
     /// Run after each RemoveImage, as the disk it frees (`on_remove_image`).
     on_remove_image: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// RunPodSandbox answers once this says `true` (`hold_sandboxes`).
+    sandbox_gate: Option<watch::Receiver<bool>>,
+    /// RunPodSandbox calls waiting at the gate.
+    sandboxes_held: Arc<AtomicUsize>,
 }
 
 type EventSender = mpsc::UnboundedSender<ContainerRuntimeResult<ContainerEvent>>;
@@ -140,6 +147,19 @@ impl FakeRuntime {
     /// What each ExecSync answers from now on (default: exit 0, no output).
     pub fn exec_answers(&self, output: ExecOutput) {
         self.state().exec_output = output;
+    }
+
+    /// From now on RunPodSandbox makes the sandbox but answers only once the sender returned
+    /// sends `true`, as a busy runtime answers late.
+    pub fn hold_sandboxes(&self) -> watch::Sender<bool> {
+        let (open, gate) = watch::channel(false);
+        self.state().sandbox_gate = Some(gate);
+        open
+    }
+
+    /// RunPodSandbox calls waiting for their answer at the gate (`hold_sandboxes`).
+    pub fn sandboxes_held(&self) -> usize {
+        self.state().sandboxes_held.load(Ordering::SeqCst)
     }
 
     /// The calls so far, as `Method name-or-id`.
@@ -285,8 +305,18 @@ impl ContainerRuntime for FakeRuntime {
             labels: config.labels.clone(),
             annotations: config.annotations.clone(),
         };
-        self.state().sandboxes.insert(id.clone(), (status, config));
-        done(Ok(id))
+        let mut state = self.state();
+        state.sandboxes.insert(id.clone(), (status, config));
+        let Some(mut gate) = state.sandbox_gate.clone() else {
+            return done(Ok(id));
+        };
+        let held = Arc::clone(&state.sandboxes_held);
+        held.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            let _ = gate.wait_for(|open| *open).await;
+            held.fetch_sub(1, Ordering::SeqCst);
+            Ok(id)
+        })
     }
 
     fn stop_pod_sandbox(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {

@@ -1,0 +1,101 @@
+//! Pod sandboxes are made a few at a time (`SANDBOXES_AT_ONCE_PER_CORE` for each core): in a
+//! burst, the pods beyond that wait for a turn while the runtime is slow to answer, no pod is
+//! left behind once it answers, and a pod deleted while it waited gets no sandbox.
+
+use std::{sync::Arc, time::Duration};
+
+use serde_json::json;
+
+use super::{
+    engine::sandboxes_at_once,
+    tests::{Harness, IMAGE, deleted, pod},
+};
+use crate::{
+    pods::provider::PodLifecycleProvider,
+    ports::fakes::{container_runtime::FakeRuntime, paused_wall_clock},
+};
+
+fn numbered(index: usize) -> k8s_openapi::api::core::v1::Pod {
+    let mut pod = pod("Always", json!({}));
+    pod.metadata.name = Some(format!("web-{index}"));
+    pod.metadata.uid = Some(format!("u{index}"));
+    pod
+}
+
+/// Ticks the provider (paused time) until `done` holds.
+async fn until(harness: &mut Harness, what: &str, done: impl Fn(&FakeRuntime) -> bool) {
+    for _ in 0..6000 {
+        let updates = harness.pods.tick(crate::clock::system()());
+        harness.updates.extend(updates);
+        if done(&harness.runtime) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_gets_its_sandboxes_a_few_at_a_time_and_every_pod_runs() {
+    let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
+    let answer = runtime.hold_sandboxes();
+    let mut harness = Harness::over(Arc::clone(&runtime));
+    let turns = sandboxes_at_once();
+    let count = turns + 3;
+    for index in 0..count {
+        harness.apply(&numbered(index));
+    }
+    until(&mut harness, "every turn is taken", |runtime| {
+        runtime.sandboxes_held() == turns
+    })
+    .await;
+    // Ten relists and retries later, the runtime still has no more to answer.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    until(&mut harness, "the provider ticked", |_| true).await;
+    assert_eq!(
+        runtime.count("RunPodSandbox"),
+        turns,
+        "{:?}",
+        runtime.calls()
+    );
+    assert_eq!(runtime.count("StartContainer"), 0);
+
+    answer.send(true).expect("the runtime's gate");
+    until(&mut harness, "every pod's container started", |runtime| {
+        runtime.count("StartContainer") == count
+    })
+    .await;
+    assert_eq!(runtime.count("RunPodSandbox"), count, "one sandbox a pod");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_deleted_while_waiting_for_its_turn_gets_no_sandbox() {
+    let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
+    let answer = runtime.hold_sandboxes();
+    let mut harness = Harness::over(Arc::clone(&runtime));
+    let turns = sandboxes_at_once();
+    for index in 0..turns {
+        harness.apply(&numbered(index));
+    }
+    until(&mut harness, "every turn is taken", |runtime| {
+        runtime.sandboxes_held() == turns
+    })
+    .await;
+    let waiting = numbered(turns);
+    harness.apply(&waiting);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    harness.apply(&deleted(&waiting, 30));
+
+    answer.send(true).expect("the runtime's gate");
+    until(&mut harness, "the others' containers started", |runtime| {
+        runtime.count("StartContainer") == turns
+    })
+    .await;
+    harness.wait_terminated().await;
+    let name = format!("RunPodSandbox web-{turns}");
+    assert!(
+        !runtime.calls().contains(&name),
+        "the deleted pod got a sandbox: {:?}",
+        runtime.calls()
+    );
+}
