@@ -5,6 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use serde_json::json;
+use tokio::sync::watch;
 
 use super::{
     engine::sandboxes_at_once,
@@ -35,20 +36,28 @@ async fn until(harness: &mut Harness, what: &str, done: impl Fn(&FakeRuntime) ->
     panic!("timed out waiting until {what}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_burst_gets_its_sandboxes_a_few_at_a_time_and_every_pod_runs() {
+/// A provider given `extra` pods more than it has turns, over a runtime holding its answers
+/// to RunPodSandbox, once every turn is taken: the provider, the runtime, its gate and the
+/// turns.
+async fn held_burst(extra: usize) -> (Harness, Arc<FakeRuntime>, watch::Sender<bool>, usize) {
     let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
     let answer = runtime.hold_sandboxes();
     let mut harness = Harness::over(Arc::clone(&runtime));
     let turns = sandboxes_at_once();
-    let count = turns + 3;
-    for index in 0..count {
+    for index in 0..turns + extra {
         harness.apply(&numbered(index));
     }
     until(&mut harness, "every turn is taken", |runtime| {
         runtime.sandboxes_held() == turns
     })
     .await;
+    (harness, runtime, answer, turns)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_gets_its_sandboxes_a_few_at_a_time_and_every_pod_runs() {
+    let (mut harness, runtime, answer, turns) = held_burst(3).await;
+    let count = turns + 3;
     // Ten relists and retries later, the runtime still has no more to answer.
     tokio::time::sleep(Duration::from_secs(10)).await;
     until(&mut harness, "the provider ticked", |_| true).await;
@@ -70,17 +79,7 @@ async fn a_burst_gets_its_sandboxes_a_few_at_a_time_and_every_pod_runs() {
 
 #[tokio::test(start_paused = true)]
 async fn a_pod_deleted_while_waiting_for_its_turn_gets_no_sandbox() {
-    let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
-    let answer = runtime.hold_sandboxes();
-    let mut harness = Harness::over(Arc::clone(&runtime));
-    let turns = sandboxes_at_once();
-    for index in 0..turns {
-        harness.apply(&numbered(index));
-    }
-    until(&mut harness, "every turn is taken", |runtime| {
-        runtime.sandboxes_held() == turns
-    })
-    .await;
+    let (mut harness, runtime, answer, turns) = held_burst(0).await;
     let waiting = numbered(turns);
     harness.apply(&waiting);
     tokio::time::sleep(Duration::from_secs(1)).await;
