@@ -11,8 +11,8 @@
 #
 # The caller sets REPO (the repository) and may set LOG_TAG; env: REALK8S_ROOT (required),
 # CONFORMANCE (../shared/conformance beside the repo), NODEPULSE_BIN (target/release/nodepulse),
-# TEXT_ORDER_CHECK (1: refuse a release daemon whose text layout list is stale), NODEPULSE_EXTRA_CONFIG
-# (default: the kubelet's API settings of kubelet.sh, x509 client CA +
+# TEXT_ORDER_CHECK (1: refuse a release daemon whose text layout list is stale),
+# NODEPULSE_EXTRA_CONFIG (default: the kubelet's API settings of kubelet.sh, x509 client CA +
 # AlwaysAllow, so both agents are configured alike), KUBELET_EXTRA_ARGS (kubelet.sh's), POD_CIDR.
 ROOT=${REALK8S_ROOT:?set REALK8S_ROOT to the realk8s folder of the conformance kit}
 KIT=$(cd "${CONFORMANCE:-$REPO/../shared/conformance}" && pwd)
@@ -22,8 +22,9 @@ export NODEPULSE_EXTRA_CONFIG=${NODEPULSE_EXTRA_CONFIG:-$KUBELET_API}
 for f in "$NODEPULSE_BIN" "$KIT/node-e2e.sh" "$ROOT/admin.kubeconfig"; do
   [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }
 done
-# A release daemon whose text layout list went stale (a Cargo.toml changed since it was made)
-# keeps several MiB more of its text resident: its memory would not be the build's. Checked
+# A release daemon whose text layout list went stale (its functions renamed since the list was
+# made: their symbols carry hashes of the build's metadata) keeps several MiB more of its text
+# resident: its memory would not be the build's. Checked
 # before any turn; TEXT_ORDER_CHECK=0 measures anyway (a debug build, which has no layout).
 if [ "${TEXT_ORDER_CHECK:-1}" != 0 ]; then
   bash "$REPO/scripts/text-order.sh" --check "$NODEPULSE_BIN" || {

@@ -29,7 +29,8 @@ use crate::{
     procfs::{self, Usage},
 };
 
-/// Marks the sandboxes this mode makes, so its clean-up removes only those.
+/// Marks the sandboxes this mode makes, for whoever lists the runtime meanwhile (its own
+/// clean-up removes what it recorded making, `Floor::made`).
 const RUN_LABEL: &str = "nodepulse-bench/runtime-floor";
 /// A runtime call may take this long under a burst before the run fails.
 const CALL_TIMEOUT: Duration = Duration::from_secs(240);
