@@ -272,6 +272,11 @@ pub const FIELDS: &[FieldDoc] = &[
         "the CRI socket (only `unix://` endpoints)",
     ),
     field("runtimeRequestTimeout", "bound on each CRI call"),
+    field_defaulting(
+        "maxParallelSandboxes",
+        "2 a core",
+        "how many pod sandboxes are made at once (RunPodSandbox and its inspection, at least 1); other pods wait their turn in the order they asked, and a pod's containers start outside its turn. nodepulse's own: the kubelet asks for all at once",
+    ),
     field(
         "runtimeProbePeriod",
         "how often the runtime's status is probed and `RuntimeHealth` sent (the kubelet hard-codes 5 s)",

@@ -385,6 +385,9 @@ fn validate_runtime(config: &Config, problems: &mut Problems) {
         config.runtime_request_timeout,
     ));
     problems.check(positive("runtimeProbePeriod", config.runtime_probe_period));
+    if let Some(sandboxes) = config.max_parallel_sandboxes {
+        problems.check(at_least_one("maxParallelSandboxes", sandboxes as usize));
+    }
     problems.check(positive("syncFrequency", config.sync_frequency));
 }
 
@@ -657,6 +660,17 @@ mod tests {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn max_parallel_sandboxes_is_at_least_one_and_unset_by_default() {
+        let defaults = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
+        assert_eq!(defaults.max_parallel_sandboxes, None);
+        let set = Config::parse("maxParallelSandboxes: 8\n", Source::Embedded).expect("valid");
+        assert_eq!(set.max_parallel_sandboxes, Some(8));
+        let (field, reason) = refusal("maxParallelSandboxes: 0\n");
+        assert_eq!(field, "maxParallelSandboxes");
+        assert!(reason.contains("at least 1"), "{reason}");
     }
 
     #[test]

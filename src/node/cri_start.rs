@@ -9,7 +9,7 @@ use nodepulse_actors::{
     node_status::NodeView,
     pods::{
         PodLifecycleProvider, PodsPublisher, Start,
-        cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD},
+        cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD, default_sandboxes_at_once},
     },
     ports::{HealthChecks, MachineFacts},
     prober::{ProbePods, ProbeResults, ProberKept},
@@ -108,6 +108,9 @@ impl CriStart {
             memory_capacity: self.machine.read().memory_bytes,
             relist_period: RELIST_PERIOD,
             relist_threshold: config.pleg_relist_threshold.0,
+            sandboxes_at_once: config
+                .max_parallel_sandboxes
+                .map_or_else(default_sandboxes_at_once, |turns| turns as usize),
             clock: Arc::new(jiff::Timestamp::now),
         };
         let client = Arc::new(client);

@@ -55,7 +55,8 @@ pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
 /// How long a pod waits after a failed sync that set no back-off of its own.
 pub const SYNC_ERROR_BACKOFF: Duration = Duration::from_secs(10);
 
-/// Pod sandboxes being made at once, for each of the machine's cores. A sandbox is the
+/// Pod sandboxes being made at once by default (`maxParallelSandboxes` unset), for each of the
+/// machine's cores. A sandbox is the
 /// runtime's heaviest step (the pause container's shim, the network namespace, the CNI
 /// plugins), and a burst of them shares the cores: made all at once (as the kubelet's pod
 /// workers do) every pod of a burst waits until nearly all are done, where made a few at a time
@@ -94,6 +95,9 @@ pub struct CriPodsSettings {
     /// No successful relist for longer: Ready is False, `PLEG is not healthy: ...` (the
     /// kubelet's 3 min).
     pub relist_threshold: Duration,
+    /// How many pod sandboxes are made at once (`maxParallelSandboxes`; unset:
+    /// [`default_sandboxes_at_once`]); at least one.
+    pub sandboxes_at_once: usize,
     pub clock: WallClock,
 }
 
@@ -188,7 +192,7 @@ pub struct Engine {
     pub pods_view: PodsPublisher,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
-    /// Turns to make a pod sandbox ([`SANDBOXES_AT_ONCE_PER_CORE`]), taken in the order asked.
+    /// Turns to make a pod sandbox (`sandboxes_at_once`), taken in the order asked.
     pub(super) sandbox_turns: Semaphore,
     /// Cuts the PLEG's wait short: the event stream failed, relist now.
     pub(super) relist_now: Notify,
@@ -202,7 +206,7 @@ pub struct Engine {
 }
 
 /// [`SANDBOXES_AT_ONCE_PER_CORE`] for the cores this process may use.
-pub(super) fn sandboxes_at_once() -> usize {
+pub fn default_sandboxes_at_once() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from) * SANDBOXES_AT_ONCE_PER_CORE
 }
 
@@ -224,7 +228,7 @@ impl Engine {
             pods_view: PodsPublisher::default(),
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
-            sandbox_turns: Semaphore::new(sandboxes_at_once()),
+            sandbox_turns: Semaphore::new(settings.sandboxes_at_once.max(1)),
             relist_now: Notify::new(),
             retries_changed: Notify::new(),
             gc_wanted: Notify::new(),

@@ -57,7 +57,7 @@ use nodepulse_supervisor::Recipient;
 use serde_json::json;
 use tokio::{runtime::Handle, sync::oneshot};
 
-pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD};
+pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD, default_sandboxes_at_once};
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
 pub use tasks::{EngineFault, TaskPanics};

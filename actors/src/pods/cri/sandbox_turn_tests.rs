@@ -1,6 +1,7 @@
-//! Pod sandboxes are made a few at a time (`SANDBOXES_AT_ONCE_PER_CORE` for each core): in a
-//! burst, the pods beyond that wait for a turn while the runtime is slow to answer, no pod is
-//! left behind once it answers, and a pod deleted while it waited gets no sandbox.
+//! Pod sandboxes are made a few at a time (`SANDBOXES_AT_ONCE_PER_CORE` for each core, or
+//! `maxParallelSandboxes`): in a burst, the pods beyond that wait for a turn while the runtime
+//! is slow to answer, no pod is left behind once it answers, and a pod deleted while it waited
+//! gets no sandbox.
 
 use std::{sync::Arc, time::Duration};
 
@@ -8,7 +9,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::{
-    engine::sandboxes_at_once,
+    engine::default_sandboxes_at_once,
     tests::{Harness, IMAGE, deleted, pod},
 };
 use crate::{
@@ -36,14 +37,23 @@ async fn until(harness: &mut Harness, what: &str, done: impl Fn(&FakeRuntime) ->
     panic!("timed out waiting until {what}");
 }
 
-/// A provider given `extra` pods more than it has turns, over a runtime holding its answers
-/// to RunPodSandbox, once every turn is taken: the provider, the runtime, its gate and the
-/// turns.
+/// A provider given `extra` pods more than it has turns (the default's), over a runtime
+/// holding its answers to RunPodSandbox, once every turn is taken: the provider, the runtime,
+/// its gate and the turns.
 async fn held_burst(extra: usize) -> (Harness, Arc<FakeRuntime>, watch::Sender<bool>, usize) {
+    held_burst_of(default_sandboxes_at_once(), extra).await
+}
+
+/// [`held_burst`] with `turns` configured.
+async fn held_burst_of(
+    turns: usize,
+    extra: usize,
+) -> (Harness, Arc<FakeRuntime>, watch::Sender<bool>, usize) {
     let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
     let answer = runtime.hold_sandboxes();
-    let mut harness = Harness::over(Arc::clone(&runtime));
-    let turns = sandboxes_at_once();
+    let mut harness = Harness::over_settings(Arc::clone(&runtime), |settings| {
+        settings.sandboxes_at_once = turns;
+    });
     for index in 0..turns + extra {
         harness.apply(&numbered(index));
     }
@@ -56,8 +66,28 @@ async fn held_burst(extra: usize) -> (Harness, Arc<FakeRuntime>, watch::Sender<b
 
 #[tokio::test(start_paused = true)]
 async fn a_burst_gets_its_sandboxes_a_few_at_a_time_and_every_pod_runs() {
-    let (mut harness, runtime, answer, turns) = held_burst(3).await;
-    let count = turns + 3;
+    let (harness, runtime, answer, turns) = held_burst(3).await;
+    a_burst_runs_in_turns(harness, runtime, answer, turns, 3).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_parallel_sandboxes_sets_the_number_of_turns() {
+    // Odd, so never the default (two a core).
+    let (harness, runtime, answer, turns) = held_burst_of(3, 2).await;
+    assert_ne!(turns, default_sandboxes_at_once());
+    a_burst_runs_in_turns(harness, runtime, answer, turns, 2).await;
+}
+
+/// With every turn taken and `extra` more pods waiting, no more sandboxes are asked for until
+/// the runtime answers; then every pod gets one and runs.
+async fn a_burst_runs_in_turns(
+    mut harness: Harness,
+    runtime: Arc<FakeRuntime>,
+    answer: watch::Sender<bool>,
+    turns: usize,
+    extra: usize,
+) {
+    let count = turns + extra;
     // Ten relists and retries later, the runtime still has no more to answer.
     tokio::time::sleep(Duration::from_secs(10)).await;
     until(&mut harness, "the provider ticked", |_| true).await;

@@ -50,6 +50,7 @@ fn settings(dir: &Path) -> CriPodsSettings {
         memory_capacity: 8 << 30,
         relist_period: RELIST_PERIOD,
         relist_threshold: super::RELIST_THRESHOLD,
+        sandboxes_at_once: super::default_sandboxes_at_once(),
         clock: paused_wall_clock(),
     }
 }
@@ -83,14 +84,33 @@ impl Harness {
         Self::build(runtime, None, configure)
     }
 
+    /// A provider over `runtime` whose settings `change` alters.
+    pub(super) fn over_settings(
+        runtime: Arc<FakeRuntime>,
+        change: impl FnOnce(&mut CriPodsSettings),
+    ) -> Self {
+        Self::build_with(runtime, None, change, |pods| pods)
+    }
+
     fn build(
         runtime: Arc<FakeRuntime>,
         volumes: Option<Arc<dyn PodVolumeView>>,
         configure: impl FnOnce(CriPods) -> CriPods,
     ) -> Self {
+        Self::build_with(runtime, volumes, |_| {}, configure)
+    }
+
+    fn build_with(
+        runtime: Arc<FakeRuntime>,
+        volumes: Option<Arc<dyn PodVolumeView>>,
+        change: impl FnOnce(&mut CriPodsSettings),
+        configure: impl FnOnce(CriPods) -> CriPods,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
+        let mut settings = settings(dir.path());
+        change(&mut settings);
         let pods = configure(CriPods::new(
-            settings(dir.path()),
+            settings,
             Arc::clone(&runtime) as _,
             volumes,
             tokio::runtime::Handle::current(),
