@@ -22,6 +22,7 @@ mod proxy;
 mod results;
 mod runtime_floor;
 mod single;
+mod text_layout;
 mod volumes;
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
@@ -52,6 +53,10 @@ enum Command {
         /// this binary when omitted.
         #[arg(long, value_name = "PATH")]
         daemon: Option<PathBuf>,
+        /// Measure a daemon whose text layout is stale (a debug build has none); refused
+        /// otherwise, as its memory would not be the build's.
+        #[arg(long)]
+        any_layout: bool,
     },
     /// A simulated fleet at each node count: time to Ready, renewal lag, memory, CPU.
     Fleet {
@@ -162,9 +167,11 @@ async fn single(
     seconds: u64,
     samples: usize,
     daemon: Option<&std::path::Path>,
+    any_layout: bool,
 ) -> Result<(), String> {
     let scratch = scratch()?;
-    let mut figures = single::run(Duration::from_secs(seconds), &scratch, daemon).await?;
+    let mut figures =
+        single::run(Duration::from_secs(seconds), &scratch, daemon, any_layout).await?;
     figures["latency"] = latency::run(samples, &scratch).await?;
     let _ = std::fs::remove_dir_all(&scratch);
     println!(
@@ -212,11 +219,13 @@ fn main() -> ExitCode {
             seconds,
             samples,
             daemon,
+            any_layout,
         } => actix_rt::System::new().block_on(single(
             &cli.out_dir,
             seconds,
             samples,
             daemon.as_deref(),
+            any_layout,
         )),
         Command::Fleet {
             nodes,

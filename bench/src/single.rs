@@ -19,6 +19,7 @@ use crate::{
     processes::{Running, daemon_binary, free_port, start_emulator},
     procfs,
     proxy::{self, Traffic},
+    text_layout,
 };
 
 const NODE: &str = "bench-node-1";
@@ -54,9 +55,16 @@ fn thread_names(pid: u32) -> serde_json::Map<String, Value> {
         .collect()
 }
 
-/// Runs the daemon `daemon` (the `nodepulse` beside this binary unless given) and measures it.
-pub async fn run(window: Duration, scratch: &Path, daemon: Option<&Path>) -> Result<Value, String> {
+/// Runs the daemon `daemon` (the `nodepulse` beside this binary unless given) and measures it;
+/// one with a stale text layout only when `any_layout`.
+pub async fn run(
+    window: Duration,
+    scratch: &Path,
+    daemon: Option<&Path>,
+    any_layout: bool,
+) -> Result<Value, String> {
     let binary = daemon_binary(daemon)?;
+    let layout = text_layout::checked(&binary, any_layout)?;
     let binary_bytes = std::fs::metadata(&binary)
         .map_err(|error| format!("{}: {error}", binary.display()))?
         .len();
@@ -139,6 +147,7 @@ pub async fn run(window: Duration, scratch: &Path, daemon: Option<&Path>) -> Res
     Ok(json!({
         "binary": binary.display().to_string(),
         "binaryBytes": binary_bytes,
+        "textLayout": layout.to_json(),
         "anonBytes": after.anon_bytes,
         "threads": after.threads,
         "threadNames": thread_names(daemon.pid()),

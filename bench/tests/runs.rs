@@ -22,6 +22,8 @@ fn single_runs_on_a_tiny_window_and_writes_every_figure() {
             "2",
             "--samples",
             "4",
+            // A debug daemon: no text layout.
+            "--any-layout",
         ])
         .status()
         .expect("runs");
@@ -49,6 +51,10 @@ fn single_runs_on_a_tiny_window_and_writes_every_figure() {
             > 0.0
     );
     assert!(figures["machine"]["cores"].as_u64().unwrap_or(0) >= 1);
+    assert!(
+        figures["textLayout"]["listed"].as_u64().unwrap_or(0) > 0,
+        "{figures}"
+    );
 }
 
 #[test]
