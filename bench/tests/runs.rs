@@ -283,6 +283,8 @@ fn agents_measures_a_running_agent_and_deletes_its_pods() {
         ],
     );
     let pid = agent.0.id().to_string();
+    // No runtime here: this test's own process stands in for it.
+    let runtime_pid = std::process::id().to_string();
     let dir = out.path().join("results");
     let args = [
         "--out-dir",
@@ -294,6 +296,8 @@ fn agents_measures_a_running_agent_and_deletes_its_pods() {
         "agents-sim",
         "--pid",
         &pid,
+        "--runtime-pid",
+        &runtime_pid,
         "--agent",
         "simulated",
         "--pods",
@@ -340,6 +344,9 @@ fn agents_measures_a_running_agent_and_deletes_its_pods() {
             run["cpuSecondsToRunning"].as_f64().unwrap_or(f64::MAX),
         );
         assert!(machine > 0.0 && machine + 0.02 >= agent, "{run}");
+        let runtime = run["runtimeCpuSecondsToRunning"].as_f64().unwrap_or(-1.0);
+        assert!((0.0..=machine + 0.02).contains(&runtime), "{run}");
+        assert!(run["steady"]["runtime"]["cpuCores"].is_number(), "{run}");
         assert!(run["cores"].as_u64().unwrap_or(0) >= 1, "{run}");
         assert!(run["allGoneSeconds"].as_f64().unwrap_or(0.0) > 0.0, "{run}");
     }
