@@ -18,16 +18,14 @@ use k8s_openapi::{
     apimachinery::pkg::api::resource::Quantity,
 };
 use nodepulse_supervisor::Recipient;
-use tokio::{
-    runtime::Handle,
-    sync::{Notify, Semaphore},
-};
+use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
     backoff::Backoff,
     pleg_health::PlegHealth,
     pod_state::{End, Work},
     sandbox::{ClusterDns, log_directory},
+    sandbox_turns::SandboxTurns,
     sent_status::SentStatus,
     status::{StartError, StatusInputs, pod_status, reported_ips},
     tasks::{EngineTask, Faults, TaskPanics},
@@ -193,7 +191,7 @@ pub struct Engine {
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     /// Turns to make a pod sandbox (`sandboxes_at_once`), taken in the order asked.
-    pub(super) sandbox_turns: Semaphore,
+    pub(super) sandbox_turns: SandboxTurns,
     /// Cuts the PLEG's wait short: the event stream failed, relist now.
     pub(super) relist_now: Notify,
     /// A pod's back-off was set: the PLEG's wait recomputes when it ends.
@@ -228,7 +226,7 @@ impl Engine {
             pods_view: PodsPublisher::default(),
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
-            sandbox_turns: Semaphore::new(settings.sandboxes_at_once.max(1)),
+            sandbox_turns: SandboxTurns::new(settings.sandboxes_at_once),
             relist_now: Notify::new(),
             retries_changed: Notify::new(),
             gc_wanted: Notify::new(),

@@ -31,6 +31,7 @@ mod rule_tests;
 mod sandbox;
 #[cfg(test)]
 mod sandbox_turn_tests;
+mod sandbox_turns;
 mod sent_status;
 #[cfg(test)]
 mod sidecar_tests;
@@ -384,6 +385,7 @@ impl PodLifecycleProvider for CriPods {
             "crashLoopEntries": core.crash.len(),
             "taskPanics": core.panics,
             "undeliveredUpdates": core.outbox.len(),
+            "sandboxTurns": self.engine.sandbox_turns.debug_state(),
         })
     }
 }

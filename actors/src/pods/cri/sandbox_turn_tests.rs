@@ -98,6 +98,11 @@ async fn a_burst_runs_in_turns(
         runtime.calls()
     );
     assert_eq!(runtime.count("StartContainer"), 0);
+    assert_eq!(
+        harness.pods.debug_state()["sandboxTurns"],
+        json!({"atOnce": turns, "inUse": turns, "waiting": extra}),
+        "the debug state shows the turns held and the pods waiting"
+    );
 
     answer.send(true).expect("the runtime's gate");
     until(&mut harness, "every pod's container started", |runtime| {
@@ -105,6 +110,11 @@ async fn a_burst_runs_in_turns(
     })
     .await;
     assert_eq!(runtime.count("RunPodSandbox"), count, "one sandbox a pod");
+    assert_eq!(
+        harness.pods.debug_state()["sandboxTurns"],
+        json!({"atOnce": turns, "inUse": 0, "waiting": 0}),
+        "every turn given back"
+    );
 }
 
 #[tokio::test(start_paused = true)]

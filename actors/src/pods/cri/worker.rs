@@ -204,7 +204,7 @@ impl Engine {
             }
             // One of a few sandboxes made at once; the turn ends with the sandbox made, so
             // its containers start while the next pods' sandboxes are being made.
-            let Ok(_turn) = self.sandbox_turns.acquire().await else {
+            let Some(_turn) = self.sandbox_turns.take().await else {
                 return;
             };
             if self.ended_meanwhile(uid) {
