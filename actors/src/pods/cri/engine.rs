@@ -54,15 +54,15 @@ pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
 pub const SYNC_ERROR_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Pod sandboxes being made at once by default (`maxParallelSandboxes` unset), for each of the
-/// machine's cores. A sandbox is the
-/// runtime's heaviest step (the pause container's shim, the network namespace, the CNI
-/// plugins), and a burst of them shares the cores: made all at once (as the kubelet's pod
-/// workers do) every pod of a burst waits until nearly all are done, where made a few at a time
-/// they come out one after another, sooner for all but the last and no later for it.
-/// `nodepulse-bench runtime-floor` (the runtime alone) on containerd 1.6 with 2 cores, 100
-/// pods: all started after 8.3–8.8 s a hundred at a time, each after 7.4–7.8 s (p50); eight
-/// at a time 6.5–6.9 s, each after 3.1–3.6 s. Two a core here, as a pod's containers are
-/// created and started outside its turn, beside the next pods' sandboxes.
+/// machine's cores. A sandbox is the runtime's heaviest step (the pause container's shim, the
+/// network namespace, the CNI plugins), and a burst of them shares the cores: made all at once
+/// (as the kubelet's pod workers do) every pod of a burst waits until nearly all are done, where
+/// made a few at a time they come out one after another, sooner for all but the last and no
+/// later for it. `nodepulse-bench runtime-floor` (the runtime alone) on containerd 1.6 with 2
+/// cores, 100 pods: all started after 8.3–8.8 s a hundred at a time, each after 7.4–7.8 s
+/// (p50); eight at a time 6.5–6.9 s, each after 3.1–3.6 s. Two a core here, as a pod's
+/// containers are created and started outside its turn, beside the next pods' sandboxes; with
+/// the agent, four a core was no sooner (README, "How many at once").
 pub const SANDBOXES_AT_ONCE_PER_CORE: usize = 2;
 
 /// The runtime the provider drives: pod calls, and the version for container IDs.
