@@ -45,6 +45,7 @@ if [ "$mode" = check ]; then
   listed=$(wc -l <"$list")
   defined=$(nm --defined-only "$binary" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u \
     | grep -cFxf - "$list" || true)
+  defined=${defined:-0} # grep prints no count when given no patterns (a binary without symbols)
   echo "$binary defines $defined of the $listed functions $list names" >&2
   [ $((defined * 100)) -ge $((listed * 95)) ] || {
     echo "the list is stale: run this script's steps again (see its head)" >&2
