@@ -51,7 +51,7 @@ impl SandboxTurns {
     pub(super) fn debug_state(&self) -> Value {
         json!({
             "atOnce": self.at_once,
-            "inUse": self.at_once - self.turns.available_permits().min(self.at_once),
+            "inUse": self.at_once.saturating_sub(self.turns.available_permits()),
             "waiting": self.waiting.load(Ordering::Relaxed),
         })
     }

@@ -74,14 +74,14 @@ impl Harness {
     /// A provider that asks `volumes` whether a pod's volumes are set up.
     pub(super) fn with_volume_view(volumes: Arc<dyn PodVolumeView>) -> Self {
         let runtime = Arc::new(FakeRuntime::new(paused_wall_clock()).with_image(IMAGE));
-        Self::build(runtime, Some(volumes), |pods| pods)
+        Self::build(runtime, Some(volumes), |_| {}, |pods| pods)
     }
 
     fn over_configured(
         runtime: Arc<FakeRuntime>,
         configure: impl FnOnce(CriPods) -> CriPods,
     ) -> Self {
-        Self::build(runtime, None, configure)
+        Self::build(runtime, None, |_| {}, configure)
     }
 
     /// A provider over `runtime` whose settings `change` alters.
@@ -89,18 +89,10 @@ impl Harness {
         runtime: Arc<FakeRuntime>,
         change: impl FnOnce(&mut CriPodsSettings),
     ) -> Self {
-        Self::build_with(runtime, None, change, |pods| pods)
+        Self::build(runtime, None, change, |pods| pods)
     }
 
     fn build(
-        runtime: Arc<FakeRuntime>,
-        volumes: Option<Arc<dyn PodVolumeView>>,
-        configure: impl FnOnce(CriPods) -> CriPods,
-    ) -> Self {
-        Self::build_with(runtime, volumes, |_| {}, configure)
-    }
-
-    fn build_with(
         runtime: Arc<FakeRuntime>,
         volumes: Option<Arc<dyn PodVolumeView>>,
         change: impl FnOnce(&mut CriPodsSettings),
