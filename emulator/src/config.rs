@@ -33,6 +33,10 @@ pub struct EmulatorConfig {
     /// signer issues (a CSR's `spec.expirationSeconds` may ask for less). Tests shorten it to
     /// see certificates rotate.
     pub cluster_signing_duration: Duration,
+    /// Who may have any node's client certificate approved automatically (users and groups
+    /// bound to `certificatesigningrequests/nodeclient`): kubeadm's bootstrap token group by
+    /// default; a cluster whose nodes bootstrap with a ServiceAccount's token binds that.
+    pub node_client_requesters: Vec<String>,
 }
 
 impl Default for EmulatorConfig {
@@ -51,6 +55,9 @@ impl Default for EmulatorConfig {
                 .collect(),
             tls: false,
             cluster_signing_duration: Duration::from_secs(365 * 24 * 3600),
+            node_client_requesters: vec![
+                crate::certificates::controller::KUBEADM_BOOTSTRAP_GROUP.to_owned(),
+            ],
         }
     }
 }

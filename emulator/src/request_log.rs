@@ -25,6 +25,10 @@ pub struct RequestRecord {
     /// `""` for cluster-scoped resources and all-namespace lists.
     pub namespace: String,
     pub name: String,
+    /// The `fieldSelector` of a list or watch as sent (`metadata.name=x`, `spec.nodeName=n`),
+    /// `""` without one: the Node authorizer decides on it, and the audit log's `requestURI`
+    /// shows it.
+    pub field_selector: String,
     /// The HTTP status of the answer (a watch's is its first line's, 200).
     pub code: u16,
     /// When the request came in (before any injected latency), so tests can measure the gaps
@@ -65,6 +69,7 @@ mod tests {
             subresource: String::new(),
             namespace: String::new(),
             name: name.into(),
+            field_selector: String::new(),
             code: 200,
             received: Instant::now(),
         }

@@ -141,9 +141,10 @@ impl Emulator {
             crate::namespace_controllers::spawn(store.clone(), shutdown_rx.clone());
         let _certificate_controllers = crate::certificates::controller::spawn(
             store.clone(),
-            crate::certificates::controller::Signer {
+            crate::certificates::controller::Settings {
                 ca: Arc::clone(&ca),
                 duration: config.cluster_signing_duration,
+                node_client_requesters: config.node_client_requesters.clone(),
             },
             shutdown_rx.clone(),
         );

@@ -2,7 +2,8 @@
 //! certificates, as one watcher of the store: a pending `kube-apiserver-client-kubelet` CSR
 //! that is a node client request is approved when its requester may ask for it (kubeadm's
 //! bindings: `selfnodeclient` for `system:nodes` renewing their own name, `nodeclient` for the
-//! kubeadm bootstrap token group), then every approved one of that signer or of
+//! kubeadm bootstrap token group or whoever else the configuration binds it to), then every
+//! approved one of that signer or of
 //! `kubelet-serving` (which only someone else approves, as upstream) is signed or marked
 //! Failed.
 
@@ -25,16 +26,19 @@ pub const KUBEADM_BOOTSTRAP_GROUP: &str = "system:bootstrappers:kubeadm:default-
 /// The shortest certificate a requested `spec.expirationSeconds` gets (twice the backdate).
 const MIN_REQUESTED: Duration = Duration::from_secs(600);
 
-/// What the controllers need: the CA and `--cluster-signing-duration`.
-pub struct Signer {
+/// What the controllers need: the CA, `--cluster-signing-duration`, and the users and groups
+/// the cluster's RBAC lets create `certificatesigningrequests/nodeclient` (the subjects the
+/// approver's SubjectAccessReview says yes to).
+pub struct Settings {
     pub ca: Arc<ClusterCa>,
     pub duration: Duration,
+    pub node_client_requesters: Vec<String>,
 }
 
 /// Starts the controllers; they run until `shutdown` flips or its sender is gone.
 pub fn spawn(
     store: Arc<Store>,
-    signer: Signer,
+    signer: Settings,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let changes = store.subscribe_changes();
@@ -43,7 +47,7 @@ pub fn spawn(
 
 async fn run(
     store: Arc<Store>,
-    signer: Signer,
+    signer: Settings,
     mut changes: broadcast::Receiver<Arc<Change>>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -70,12 +74,12 @@ async fn run(
 }
 
 /// Approves, then signs, the CSR named `name` as far as it goes now.
-pub fn handle(store: &Store, signer: &Signer, name: &str, now: SystemTime) {
+pub fn handle(store: &Store, signer: &Settings, name: &str, now: SystemTime) {
     let key = ObjectKey::new("", name);
     let Some(csr) = store.get(StoredKind::CertificateSigningRequest, &key) else {
         return;
     };
-    if let Some(message) = approval(&csr) {
+    if let Some(message) = approval(&csr, &signer.node_client_requesters) {
         let mut approved = (*csr).clone();
         let conditions = approved["status"]["conditions"]
             .as_array()
@@ -155,8 +159,9 @@ fn spec_strings(csr: &Value, field: &str) -> Vec<String> {
         .collect()
 }
 
-/// `sarApprover.handle`: the approval message when `csr` is to be auto-approved now.
-fn approval(csr: &Value) -> Option<&'static str> {
+/// `sarApprover.handle`: the approval message when `csr` is to be auto-approved now;
+/// `node_client_requesters` may have any node's client certificate (`nodeclient`).
+fn approval(csr: &Value, node_client_requesters: &[String]) -> Option<&'static str> {
     let certificate = csr.pointer("/status/certificate").and_then(Value::as_str);
     if certificate.is_some_and(|c| !c.is_empty())
         || conditions(csr).any(|c| c == "Approved" || c == "Denied")
@@ -178,14 +183,16 @@ fn approval(csr: &Value) -> Option<&'static str> {
     if username == subject.common_name && member("system:nodes") {
         return Some("Auto approving self kubelet client certificate after SubjectAccessReview.");
     }
-    member(KUBEADM_BOOTSTRAP_GROUP)
-        .then_some("Auto approving kubelet client certificate after SubjectAccessReview.")
+    let may_ask = node_client_requesters
+        .iter()
+        .any(|subject| *subject == username || member(subject));
+    may_ask.then_some("Auto approving kubelet client certificate after SubjectAccessReview.")
 }
 
 /// `signer.handle` of `csrsigning-kubelet-client` and `csrsigning-kubelet-serving`: for an
 /// approved, not failed, unsigned CSR of either signer, the certificate (PEM) or why the
 /// signer refuses it.
-fn signing(csr: &Value, signer: &Signer, now: SystemTime) -> Option<Result<String, String>> {
+fn signing(csr: &Value, signer: &Settings, now: SystemTime) -> Option<Result<String, String>> {
     let certificate = csr.pointer("/status/certificate").and_then(Value::as_str);
     let refusal = match csr.pointer("/spec/signerName").and_then(Value::as_str) {
         Some(KUBELET_CLIENT_SIGNER) => kubelet_client_refusal,
@@ -263,10 +270,11 @@ mod tests {
             .expect("created");
     }
 
-    fn signer() -> Signer {
-        Signer {
+    fn signer() -> Settings {
+        Settings {
             ca: Arc::new(ClusterCa::generate(SystemTime::now()).expect("CA")),
             duration: Duration::from_secs(3600),
+            node_client_requesters: vec![KUBEADM_BOOTSTRAP_GROUP.into()],
         }
     }
 
@@ -321,6 +329,33 @@ mod tests {
             json!({}),
             "another node's name"
         );
+    }
+
+    #[test]
+    fn a_service_account_bound_to_nodeclient_is_approved_and_others_wait() {
+        let store = Store::new(100, 100);
+        let account = |name: &str| User {
+            name: format!("system:serviceaccount:kube-system:{name}"),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                "system:serviceaccounts:kube-system".into(),
+                "system:authenticated".into(),
+            ],
+        };
+        create(&store, "a", &account("nodepulse"), "system:node:n1");
+        create(&store, "b", &account("other"), "system:node:n1");
+        let mut settings = signer();
+        settings
+            .node_client_requesters
+            .push("system:serviceaccount:kube-system:nodepulse".into());
+        handle(&store, &settings, "a", SystemTime::now());
+        handle(&store, &settings, "b", SystemTime::now());
+        assert_eq!(
+            stored(&store, "a")["status"]["conditions"][0]["message"],
+            "Auto approving kubelet client certificate after SubjectAccessReview."
+        );
+        assert!(stored(&store, "a")["status"]["certificate"].is_string());
+        assert_eq!(stored(&store, "b")["status"], json!({}), "not bound");
     }
 
     #[test]

@@ -78,6 +78,7 @@ async fn serve(
         subresource: target.subresource.clone().unwrap_or_default(),
         namespace: target.namespace_or_empty().to_owned(),
         name: target.name.clone().unwrap_or_default(),
+        field_selector: query.get("fieldSelector").unwrap_or("").to_owned(),
         code: 0,
         received: Instant::now(),
     });

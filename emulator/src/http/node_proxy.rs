@@ -59,6 +59,7 @@ async fn node_proxy(
         subresource: "proxy".to_owned(),
         namespace: String::new(),
         name,
+        field_selector: String::new(),
         code: response.status().as_u16(),
         received: Instant::now(),
     });

@@ -85,6 +85,7 @@ pub(super) fn record(
         subresource: subresource.to_owned(),
         namespace,
         name,
+        field_selector: String::new(),
         code: response.status().as_u16(),
         received: Instant::now(),
     });

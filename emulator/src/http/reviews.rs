@@ -151,6 +151,7 @@ fn reviewed(
         subresource: String::new(),
         namespace: String::new(),
         name: String::new(),
+        field_selector: String::new(),
         code: response.status().as_u16(),
         received: Instant::now(),
     });
