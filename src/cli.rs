@@ -28,8 +28,9 @@ pub struct Cli {
     /// kubeconfig of the cluster to join; else KUBECONFIG, ~/.kube/config, then in-cluster.
     #[arg(long, value_name = "FILE", global = true)]
     pub kubeconfig: Option<PathBuf>,
-    /// kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig is missing
-    /// or holds no valid client certificate, ask for one with a CSR and write --kubeconfig.
+    /// kubeconfig with bootstrap credentials (a bootstrap token, a ServiceAccount token): when
+    /// --kubeconfig is missing or holds no valid client certificate, ask for one with a CSR and
+    /// write --kubeconfig.
     #[arg(long, value_name = "FILE")]
     pub bootstrap_kubeconfig: Option<PathBuf>,
     /// Where the client certificates are kept (`kubelet-client-current.pem`); `<rootDir>/pki`.

@@ -37,6 +37,7 @@ mod csi_pod;
 mod csi_registration;
 mod daemon_process;
 mod debug_endpoint;
+mod deploy_join;
 mod deploy_manifests;
 mod event_correlation;
 mod eviction;
