@@ -1,7 +1,8 @@
 //! The configuration reference: one line of documentation per field, rendered as the Markdown
-//! table in README (`nodepulse config-reference` prints it). Defaults are not written here but
-//! read from [`Config`]'s own defaults, and a test fails when a field of `Config` has no line
-//! here or README's table differs from [`markdown`]'s, so the reference cannot drift.
+//! table of the book's `docs/configuration.md` (`nodepulse config-reference` prints it; its
+//! links are relative to that page). Defaults are not written here but read from [`Config`]'s
+//! own defaults, and a test fails when a field of `Config` has no line here or the book's table
+//! differs from [`markdown`]'s, so the reference cannot drift.
 
 use std::fmt::Write as _;
 
@@ -37,7 +38,7 @@ const fn field_defaulting(
     }
 }
 
-/// Every field of the file, in the order README lists them.
+/// Every field of the file, in the order the book's table lists them.
 pub const FIELDS: &[FieldDoc] = &[
     field_defaulting(
         "nodeName",
@@ -69,7 +70,7 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field(
         "eventRecordQPS",
-        "Event writes (POST or PATCH) per second, over all objects, after the per-object spam filter (see [Events](#events)); more wait for their turn in their node's queue",
+        "Event writes (POST or PATCH) per second, over all objects, after the per-object spam filter (see [Events](node/events.md)); more wait for their turn in their node's queue",
     ),
     field("eventBurst", "burst of Events"),
     field(

@@ -1,6 +1,6 @@
 //! The binary's commands besides the daemon, run as processes: `--version`, `check-config` on
 //! good and bad files (exit 0 / 2 with the field and reason), `config-reference` (and that
-//! README's table is its output), and `status` against a cluster where nodepulse's actors keep a
+//! the book's configuration table, `docs/configuration.md`, is its output), and `status` against a cluster where nodepulse's actors keep a
 //! Node — including which kubeconfig it picks: `--kubeconfig`, then `KUBECONFIG`, then
 //! `~/.kube/config`, never falling through past a named one.
 
@@ -19,7 +19,7 @@ use common::{
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 
-const README: &str = include_str!("../../README.md");
+const CONFIGURATION_PAGE: &str = include_str!("../../docs/configuration.md");
 
 fn nodepulse() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
@@ -140,20 +140,20 @@ fn check_config_reports_every_invalid_setting_of_a_file_not_only_the_first() {
 }
 
 #[test]
-fn readme_holds_the_configuration_reference_the_binary_prints() {
+fn the_book_holds_the_configuration_reference_the_binary_prints() {
     let output = nodepulse().arg("config-reference").output().expect("runs");
     assert!(output.status.success());
     let generated = text(&output.stdout);
     let start = "<!-- config-reference:start (generated: nodepulse config-reference) -->\n";
     let end = "<!-- config-reference:end -->";
-    let in_readme = README
+    let in_the_book = CONFIGURATION_PAGE
         .split_once(start)
         .and_then(|(_, rest)| rest.split_once(end))
         .map(|(table, _)| table)
-        .expect("README has the configuration reference between its markers");
+        .expect("docs/configuration.md has the configuration reference between its markers");
     assert_eq!(
-        in_readme, generated,
-        "README's configuration table differs from `nodepulse config-reference`; paste its output between the markers"
+        in_the_book, generated,
+        "docs/configuration.md's table differs from `nodepulse config-reference`; paste its output between the markers"
     );
 }
 
