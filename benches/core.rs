@@ -2,7 +2,7 @@
 //! computing a Node's status from its inputs, the strategic-merge diff of two Nodes, building
 //! and serialising a Lease renewal, merging and diffing a pod status, and the volume manager's
 //! pass over settled pods.
-//! `cargo bench --bench core`; figures in README.
+//! `cargo bench --bench core`; figures in docs/benchmarks/one-node.md, "Pure cores".
 
 use std::hint::black_box;
 

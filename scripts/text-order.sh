@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Regenerates release/text-order.txt: the daemon's functions that a running node executes, which
-# build.rs has the linker place side by side in release builds (README, "One node, as a process").
+# build.rs has the linker place side by side in release builds (docs/benchmarks/one-node.md).
 #
 #   scripts/text-order.sh [SECONDS]   every function a node executes from start to shutdown
 #                                     (`runtime: simulated` against the emulator, the debug
 #                                     endpoint and /metrics scraped), counted by callgrind
 #   scripts/text-order.sh --kit [PODS]  then adds the functions a `runtime: cri` node executes
 #                                     with real pods: on the conformance kit (REALK8S_ROOT, its
-#                                     control plane started; README "Real pods, side by side"),
+#                                     control plane started; docs/testing/conformance.md),
 #                                     under callgrind, PODS (100) busybox pods created, Running,
 #                                     a `kubectl logs` and `exec`, the kubelet API's stats read,
 #                                     all deleted, the node shut down

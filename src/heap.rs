@@ -80,7 +80,7 @@ pub fn use_one_arena() -> bool {
 /// relist, a log read) a burst's blocks come from the heap and stay with it, resident until
 /// the minute's trim and fragmenting it. A fixed threshold keeps both at their starting
 /// values. Interleaved on the conformance kit with 100 pods: 0.6 MiB less resident memory,
-/// the same CPU (README, "Real pods, side by side").
+/// the same CPU (docs/benchmarks/real-pods.md).
 pub const MMAP_THRESHOLD: usize = 32 * 1024;
 
 /// Serves blocks of [`MMAP_THRESHOLD`] and more from mappings of their own; whether glibc took

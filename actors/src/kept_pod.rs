@@ -50,7 +50,7 @@ struct Hot {
 /// is about 12 KiB: with a 5 s period, the 10,000 pods started on a 1,000-node fleet kept up to
 /// 5,800 decoded at once, whose free gaps then stayed resident between what the pods keep;
 /// with 1 s, 3,300–4,100 at the most, and 10.3 KiB resident a pod once they all ran against
-/// 13.9–14.1 (README, "Pods packed, cooled each second").
+/// 13.9–14.1 (docs/benchmarks/fleet-pods.md, "Pods packed, cooled each second").
 pub const COOL_PERIOD: Duration = Duration::from_secs(1);
 
 /// The versions kept decoded since they were made, for [`cool`] to look at.

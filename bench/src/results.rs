@@ -1,5 +1,5 @@
 //! Where figures go: one JSON file per benchmark under the results directory, each with the
-//! machine it was measured on, so README can cite both. A file of runs (`fleet`, `pods`) keeps
+//! machine it was measured on, so the book can cite both. A file of runs (`fleet`, `pods`) keeps
 //! the runs of other sizes and builds when one is measured again.
 
 use std::path::Path;

@@ -1,14 +1,14 @@
 //! A simulated fleet: many node agents in one process (`nodes:` in the configuration, or
-//! `--nodes N`). Each node is the same supervisor subtree with the same six actors as a real
-//! node; what is the same for all of them is made once and shared: the API clients and rate
-//! limiters ([`KubeApi`]), one watch of the Nodes and one of their pods ([`SharedWatches`]),
-//! a bounded pool of arbiter threads ([`SharedArbiters`]) and one reading of the host. Their
-//! Lease and status timers start at random phases so that nodes started together do not
-//! renew in step. `measure` takes the figures the benchmarks report.
+//! `--nodes N`). Each node is the same supervisor subtree as a simulated node's, with its seven
+//! actors (all but the CSI plugin watcher); what is the same for all of them is made once and
+//! shared: the API clients and rate limiters ([`KubeApi`]), one watch of the Nodes and one of
+//! their pods ([`SharedWatches`]), a bounded pool of arbiter threads ([`SharedArbiters`]) and
+//! one reading of the host. Their Lease and status timers start at random phases so that nodes
+//! started together do not renew in step. `measure` takes the figures the benchmarks report.
 //!
 //! Sizing: about 54 KiB of live heap a node, whatever `supervision.mailboxCapacity` is (a
 //! mailbox's queue grows with what is queued); resident memory follows the start's heap peak,
-//! which the fleet's bound on requests in flight keeps down (README, "A fleet in one process").
+//! which the fleet's bound on requests in flight keeps down (docs/benchmarks/fleet.md).
 //! `kubeAPIQPS` is shared by the whole fleet and paces registration; by default it grows with
 //! the fleet (`Config::effective_api_qps`: 500 registers 10,000 nodes in about 20–30 s), and
 //! each of its two clients holds at most `FLEET_REQUESTS_IN_FLIGHT` requests in flight.

@@ -2,7 +2,7 @@
 //! `address:port` (the port `daemonEndpoints` reports) with the kubelet's authentication
 //! (x509 client certificates, bearer tokens through TokenReview, anonymous off) and
 //! authorization (SubjectAccessReview, or AlwaysAllow), and the plain-HTTP `/healthz` on
-//! `healthzBindAddress:healthzPort`. `../shared/reference/kubelet-api.md` is the behaviour.
+//! `healthzBindAddress:healthzPort`, with the kubelet 1.36's behaviour (docs/kubelet-api.md).
 //!
 //! Files: `tls` and `self_signed` (the serving certificate and the TLS configuration; the
 //! `serverTLSBootstrap` one is the credentials module's, rotated by the daemon), `x509`,

@@ -1,5 +1,5 @@
 //! `GET /metrics` of the daemon as a process, scraped over real HTTP while it keeps a Node on a
-//! test cluster: the families README documents are there, with the names and labels they have
+//! test cluster: the families docs/operating/metrics.md documents are there, with the names and labels they have
 //! always had, in valid OpenMetrics text format with the naming conventions (`_total` counters,
 //! `_seconds` in base units, histograms with buckets), and their values move — requests, status updates and Lease renewals count up, the
 //! Lease's lag stays under its duration, and a killed actor's restart is counted.
@@ -304,7 +304,7 @@ async fn metrics_are_named_as_prometheus_and_the_kubelet_name_them_and_move() {
         assert!(first.contains_key(&family), "no {family} in {first:#?}");
     }
     // Every family, with the type and label names it had before the move to
-    // prometheus-client; a new family is added here (and to README's table) on purpose.
+    // prometheus-client; a new family is added here (and to docs/operating/metrics.md) on purpose.
     let (families, _) = scrape_families(&http, &address).await;
     let found: Vec<String> = families
         .iter()

@@ -1,7 +1,7 @@
 //! Skipped tests, made visible. A test that needs the emulator (fault injection, its request
 //! log, its lifecycle timing) returns early on a real cluster, and the standard harness can only
 //! call that "ok"; so every skip is written to the terminal past the harness's output capture,
-//! with a running count for the binary, and the README says how to total them. A test that
+//! with a running count for the binary, and docs/testing/real-cluster.md says how to total them. A test that
 //! needs a tool this machine lacks (containerd, busybox, openssl) skips the same way, except in
 //! CI (`CI` set), where a missing tool fails it: CI must never skip them.
 

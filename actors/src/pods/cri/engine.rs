@@ -62,7 +62,7 @@ pub const SYNC_ERROR_BACKOFF: Duration = Duration::from_secs(10);
 /// cores, 100 pods: all started after 8.3–8.8 s a hundred at a time, each after 7.4–7.8 s
 /// (p50); eight at a time 6.5–6.9 s, each after 3.1–3.6 s. Two a core here, as a pod's
 /// containers are created and started outside its turn, beside the next pods' sandboxes; with
-/// the agent, four a core was no sooner (README, "How many at once").
+/// the agent, four a core was no sooner (docs/benchmarks/real-pods.md, "How many at once").
 pub const SANDBOXES_AT_ONCE_PER_CORE: usize = 2;
 
 /// The runtime the provider drives: pod calls, and the version for container IDs.
