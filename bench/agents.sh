@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Real pods, side by side: nodepulse (`runtime: cri`) against the real kubelet 1.36, each on the
 # same kind of private containerd with the CNI bridge, registered with the same real control
-# plane, alternating A/B/A/B in one session. Needs the conformance kit (../shared/conformance,
-# outside this repo; README "Real pods, side by side" says where it comes from): a running
-# realk8s control plane ($REALK8S_ROOT/start.sh) and the offline images (build-e2e.sh; the
-# busybox and pause images are all this needs).
+# plane, alternating A/B/A/B in one session. Needs the conformance kit (its folder in CONFORMANCE,
+# outside this repo; docs/testing/conformance.md says what it expects in REALK8S_ROOT): a running
+# realk8s control plane ($REALK8S_ROOT/start.sh) and the offline images in $REALK8S_ROOT/images
+# (the busybox and pause images are all this needs).
 #
 # Each turn brings one agent up (bench/kit-node.sh: as the kit's node-e2e.sh does, without the
 # suite), runs `nodepulse-bench agents` against its PID and Node (figures added to
@@ -12,7 +12,7 @@
 # sent in its turn (audit-counts.py on the audit log). The control plane is left running.
 #
 # usage: REALK8S_ROOT=... bench/agents.sh [ROUNDS]        (ROUNDS: 2, i.e. A/B/A/B)
-# env:   CONFORMANCE (../shared/conformance beside the repo), NODEPULSE_BIN
+# env:   CONFORMANCE (required: the kit's folder), NODEPULSE_BIN
 #        (target/release/nodepulse), BENCH_BIN (target/release/nodepulse-bench, else debug), PODS (30,100),
 #        ORDER ("nodepulse kubelet"), BENCH_ARGS (more `nodepulse-bench agents` flags),
 #        OUT_DIR (bench/results), NODEPULSE_EXTRA_CONFIG (default: the kubelet's API settings of

@@ -1,4 +1,5 @@
-# One node agent at a time on the conformance kit (../shared/conformance, outside this repo): sourced
+# One node agent at a time on the conformance kit (its folder in CONFORMANCE, outside this repo;
+# docs/testing/conformance.md says what it expects in REALK8S_ROOT): sourced
 # by bench/agents.sh and bench/kubelet-api.sh, which run nodepulse and the real kubelet 1.36 in
 # turns on the same kind of private containerd with the CNI bridge, registered with the same
 # running realk8s control plane ($REALK8S_ROOT/start.sh). Not a command of its own.
@@ -10,12 +11,12 @@
 # and prints the requests the node's user sent in its turn (audit-counts.py on the audit log).
 #
 # The caller sets REPO (the repository) and may set LOG_TAG; env: REALK8S_ROOT (required),
-# CONFORMANCE (../shared/conformance beside the repo), NODEPULSE_BIN (target/release/nodepulse),
+# CONFORMANCE (required: the kit's folder), NODEPULSE_BIN (target/release/nodepulse),
 # TEXT_ORDER_CHECK (1: refuse a release daemon whose text layout list is stale),
 # NODEPULSE_EXTRA_CONFIG (default: the kubelet's API settings of kubelet.sh, x509 client CA +
 # AlwaysAllow, so both agents are configured alike), KUBELET_EXTRA_ARGS (kubelet.sh's), POD_CIDR.
 ROOT=${REALK8S_ROOT:?set REALK8S_ROOT to the realk8s folder of the conformance kit}
-KIT=$(cd "${CONFORMANCE:-$REPO/../shared/conformance}" && pwd)
+KIT=$(cd "${CONFORMANCE:?set CONFORMANCE to the folder of the conformance kit}" && pwd)
 NODEPULSE_BIN=${NODEPULSE_BIN:-$REPO/target/release/nodepulse}
 KUBELET_API=$(printf 'authentication:\n  x509: {clientCAFile: %s/pki/ca.crt}\nauthorization: {mode: AlwaysAllow}' "$ROOT")
 export NODEPULSE_EXTRA_CONFIG=${NODEPULSE_EXTRA_CONFIG:-$KUBELET_API}

@@ -36,7 +36,7 @@ NODEPULSE_EXTRA_CONFIG+=$'\n'"containerLogMaxSize: $MAX_SIZE"
 KUBELET_EXTRA_ARGS="${KUBELET_EXTRA_ARGS:-} --container-log-max-size=$MAX_SIZE"
 export KUBELET_EXTRA_ARGS
 BUSYBOX=$(grep -m1 '/busybox:' "$ROOT/images/refs.txt") ||
-  { echo "no busybox image in $ROOT/images/refs.txt (run the kit's build-e2e.sh)" >&2; exit 1; }
+  { echo "no busybox image in $ROOT/images/refs.txt (the kit's offline images belong there)" >&2; exit 1; }
 POD=kubelet-api-bench
 LINE=1023                                  # bytes of each line before its newline
 LINES=$(( LOG_MIB * 1024 * 1024 / (LINE + 1) ))

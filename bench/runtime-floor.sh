@@ -4,16 +4,16 @@
 # each agent's turn gets) with no agent and no API server, driven straight over CRI by
 # `nodepulse-bench runtime-floor` (P pods at each concurrency, then pods one by one; figures
 # added to bench/results/runtime-floor.json), then torn down (`node-runtime.sh down`). Needs
-# the kit's images (build-e2e.sh), not its control plane.
+# the kit's images ($REALK8S_ROOT/images), not its control plane.
 #
 # usage: REALK8S_ROOT=... bench/runtime-floor.sh [ROUND]
-# env:   CONFORMANCE (../shared/conformance beside the repo), BENCH_BIN
+# env:   CONFORMANCE (required: the kit's folder), BENCH_BIN
 #        (target/release/nodepulse-bench, else debug), OUT_DIR (bench/results), BENCH_ARGS (more
 #        `nodepulse-bench runtime-floor` flags: --pods, --concurrency, --one-by-one)
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROOT=${REALK8S_ROOT:?set REALK8S_ROOT to the realk8s folder of the conformance kit}
-KIT=$(cd "${CONFORMANCE:-$REPO/../shared/conformance}" && pwd)
+KIT=$(cd "${CONFORMANCE:?set CONFORMANCE to the folder of the conformance kit}" && pwd)
 ROUND=${1:-1}
 BENCH_BIN=${BENCH_BIN:-$(ls "$REPO"/target/{release,debug}/nodepulse-bench 2>/dev/null | head -1 || true)}
 OUT_DIR=${OUT_DIR:-$REPO/bench/results}

@@ -7,7 +7,8 @@
 #                                     endpoint and /metrics scraped), counted by callgrind
 #   scripts/text-order.sh --kit [PODS]  then adds the functions a `runtime: cri` node executes
 #                                     with real pods: on the conformance kit (REALK8S_ROOT, its
-#                                     control plane started; docs/testing/conformance.md),
+#                                     control plane started, and CONFORMANCE, the kit's folder;
+#                                     docs/testing/conformance.md),
 #                                     under callgrind, PODS (100) busybox pods created, Running,
 #                                     a `kubectl logs` and `exec`, the kubelet API's stats read,
 #                                     all deleted, the node shut down
