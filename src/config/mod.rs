@@ -9,6 +9,7 @@ mod endpoint;
 mod fleet;
 mod kubelet_api;
 mod model;
+mod published;
 pub mod reference;
 mod settings;
 mod validate;
@@ -30,6 +31,7 @@ pub use model::{
     BackoffConfig, Config, DebugConfig, FaultInjectionConfig, FleetNodeConfig, RuntimeKind,
     StandaloneConfig, SupervisionConfig, TaintConfig,
 };
+pub use published::HIDDEN;
 pub use settings::{Bootstrap, Overrides, Settings, SettingsError};
 pub use validate::{InvalidSetting, check_node_name};
 

@@ -264,7 +264,7 @@ fn validate_endpoints(config: &Config, problems: &mut Problems) {
             problems.push(InvalidSetting {
                 field: "debug.faultInjection.token".to_owned(),
                 // Never echo a secret, even a bad one.
-                value: "(hidden)".to_owned(),
+                value: super::HIDDEN.to_owned(),
                 reason: "fault injection is enabled, so a bearer token of at least 16 characters is required".to_owned(),
             });
         }

@@ -74,7 +74,7 @@ pub struct ApiState {
     problems: Option<Problems>,
     /// The pods the node runs, for logs.
     pods: PodsView,
-    /// The effective configuration as JSON, for `/configz`.
+    /// The effective configuration as JSON without its secrets, for `/configz`.
     config: serde_json::Value,
     /// The node's CRI client, for exec, attach, port-forward and the containers' stats.
     runtime: Option<CriClient>,
@@ -217,7 +217,7 @@ impl Prepared {
             authorizer,
             problems: parts.problems,
             pods: parts.pods,
-            config: serde_json::to_value(config).unwrap_or_default(),
+            config: config.published(),
             runtime: parts.runtime,
             host: HostProbe::configured(config),
             node_cpu: stats::CpuRate::default(),

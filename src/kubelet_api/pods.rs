@@ -1,8 +1,9 @@
 //! `/pods` (the pods bound to the node, as the kubelet's pod manager has them), `/runningpods/`
 //! (the runtime's view, "used for testing only" in the kubelet) and `/configz` (the effective
-//! configuration in the kubelet's envelope). `/pods` is a `v1.PodList` of the pods as the watch
-//! reported them (the volume manager's copy, the node's one view of whole pods), items without
-//! `kind`/`apiVersion` as the kubelet's typed pods have none. `/runningpods/` is a `v1.PodList`
+//! configuration in the kubelet's envelope, as `Config::published` shows it: no secrets).
+//! `/pods` is a `v1.PodList` of the pods as the watch reported them (the volume manager's copy,
+//! the node's one view of whole pods), items without `kind`/`apiVersion` as the kubelet's
+//! typed pods have none. `/runningpods/` is a `v1.PodList`
 //! with, per running pod, only `metadata.{name,namespace,uid}` and `spec.containers[].{name,image}`
 //! of its running containers, as the kubelet builds it from `GetPods(false)`.
 
@@ -64,8 +65,8 @@ pub fn running_pods(pods: &PodsView) -> Reply {
     )
 }
 
-/// The configuration `config` (already JSON, with the kubelet's field names where they are the
-/// same) in `/configz`'s envelope.
+/// The configuration `config` (already JSON without its secrets, with the kubelet's field names
+/// where they are the same) in `/configz`'s envelope.
 pub fn configz(config: &Value) -> Reply {
     let mut kubelet = config.clone();
     if let Some(fields) = kubelet.as_object_mut() {

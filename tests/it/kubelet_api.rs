@@ -346,3 +346,38 @@ async fn enable_server_false_serves_neither_the_api_nor_healthz() {
         drop(daemon);
     }
 }
+
+#[tokio::test]
+async fn configz_publishes_the_configuration_without_its_secrets() {
+    let cluster = TestCluster::start().await;
+    let ca = TestCa::new("test-cluster-ca");
+    let secrets = "authorization: {mode: AlwaysAllow}\nstaticPodURL: https://operator:url-password-7@pods.example/manifests\nstaticPodURLHeader:\n  Authorization: [Bearer header-token-0123456789]\ndebug:\n  address: 127.0.0.1:0\n  faultInjection: {enabled: true, token: fault-token-0123456789}\n";
+    let served = serve(&cluster, &ca, secrets, None).await;
+    let admin = ca.client("kube-apiserver-kubelet-client", "system:masters");
+    let answer = served.client(Some(&admin)).get("/configz").await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    for secret in [
+        "url-password-7",
+        "header-token-0123456789",
+        "fault-token-0123456789",
+    ] {
+        assert!(
+            !answer.body.contains(secret),
+            "{secret} published: {}",
+            answer.body
+        );
+    }
+    let configz: serde_json::Value = serde_json::from_str(&answer.body).expect("JSON");
+    let published = &configz["kubeletconfig"];
+    assert_eq!(published["kind"], "KubeletConfiguration");
+    assert_eq!(published.get("debug"), None, "{published}");
+    assert_eq!(
+        published["staticPodURLHeader"],
+        serde_json::json!({"Authorization": ["(hidden)"]})
+    );
+    assert_eq!(
+        published["staticPodURL"],
+        "https://(hidden)@pods.example/manifests"
+    );
+    assert_eq!(published["authorization"]["mode"], "AlwaysAllow");
+}
