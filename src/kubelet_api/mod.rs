@@ -8,15 +8,16 @@
 //! `serverTLSBootstrap` one is the credentials module's, rotated by the daemon), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
-//! `node_logs` (`/logs/`),
-//! `pods` (`/pods`, `/runningpods/`, `/configz`), `streaming` (exec, attach, port-forward), `stats`
-//! (`/stats/summary`, `/metrics/resource`), `probe_metrics` (`/metrics/probes`), `exposition`
-//! (the Prometheus text both metrics paths write), `reply`, `metrics`.
+//! `node_logs` (`/logs/`), `pods` (`/pods`, `/runningpods/`, `/configz`), `streaming` (exec,
+//! attach, port-forward, with `forwarded_ports`), `stats` (`/stats/summary`,
+//! `/metrics/resource`), `probe_metrics` (`/metrics/probes`), `exposition` (the Prometheus text
+//! both metrics paths write), `reply`, `metrics`.
 
 mod authn;
 mod authz;
 mod cache;
 mod exposition;
+mod forwarded_ports;
 mod healthz;
 mod logs;
 pub mod metrics;

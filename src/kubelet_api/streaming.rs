@@ -14,6 +14,7 @@ use hyper_util::rt::TokioIo;
 use nodepulse_actors::{pods::PodsView, ports::ContainerState};
 
 use super::{
+    forwarded_ports::forwarded_ports,
     metrics::KUBELET_API_METRICS,
     reply::{self, Reply},
 };
@@ -69,6 +70,14 @@ pub async fn serve(
             "you must specify at least 1 of stdin, stdout, stderr",
         );
     }
+    // Read before the pod is looked for, as the kubelet reads its options first.
+    let ports = match kind {
+        Kind::PortForward => match forwarded_ports(request.headers(), &query) {
+            Ok(ports) => ports,
+            Err(message) => return reply::text(StatusCode::BAD_REQUEST, message),
+        },
+        Kind::Exec | Kind::Attach => Vec::new(),
+    };
     let snapshot = pods.snapshot();
     let Some(record) = snapshot.by_name(namespace, pod) else {
         return reply::error(StatusCode::NOT_FOUND, "pod does not exist");
@@ -133,16 +142,10 @@ pub async fn serve(
                     &format!("pod not found (\"{pod}_{namespace}\")"),
                 );
             };
-            let port = query
-                .iter()
-                .filter(|(key, _)| key == "port")
-                .flat_map(|(_, value)| value.split(',').map(str::to_owned).collect::<Vec<_>>())
-                .filter_map(|port| port.trim().parse().ok())
-                .collect();
             runtime
                 .port_forward_url(cri::PortForwardRequest {
                     pod_sandbox_id: sandbox.to_owned(),
-                    port,
+                    port: ports,
                 })
                 .await
         }

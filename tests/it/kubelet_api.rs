@@ -381,3 +381,78 @@ async fn configz_publishes_the_configuration_without_its_secrets() {
     );
     assert_eq!(published["authorization"]["mode"], "AlwaysAllow");
 }
+
+/// Every number the kubelet API reads from a query, at its boundaries and past them: the
+/// kubelet's answers (a valid value reaches the pod lookup, 404 here), and no request, however
+/// large its numbers, takes the connection down.
+#[tokio::test]
+async fn numeric_query_parameters_are_taken_at_their_boundaries_and_refused_past_them() {
+    let cluster = TestCluster::start().await;
+    let ca = TestCa::new("test-cluster-ca");
+    let served = serve(&cluster, &ca, "authorization: {mode: AlwaysAllow}\n", None).await;
+    let admin = ca.client("kube-apiserver-kubelet-client", "system:masters");
+    let client = served.client(Some(&admin));
+    let (max, min) = (i64::MAX, i64::MIN);
+    let missing = (404, "pod \"nope\" does not exist\n".to_owned());
+    let undecodable = (400, r#"{"message": "Unable to decode query."}"#.to_owned());
+    let invalid = (422, r#"{"message": "Invalid request."}"#.to_owned());
+    let logs = [
+        (format!("sinceSeconds={max}"), &missing),
+        ("sinceSeconds=1".to_owned(), &missing),
+        ("sinceSeconds=0".to_owned(), &invalid),
+        (format!("sinceSeconds={min}"), &invalid),
+        ("sinceSeconds=9223372036854775808".to_owned(), &undecodable),
+        (format!("tailLines={max}"), &missing),
+        ("tailLines=0".to_owned(), &missing),
+        ("tailLines=-1".to_owned(), &invalid),
+        ("tailLines=-9223372036854775809".to_owned(), &undecodable),
+        (format!("tail={max}"), &missing),
+        (format!("limitBytes={max}"), &missing),
+        ("limitBytes=1".to_owned(), &missing),
+        ("limitBytes=0".to_owned(), &invalid),
+        ("limitBytes=18446744073709551615".to_owned(), &undecodable),
+        (
+            format!("sinceSeconds={max}&tailLines={max}&limitBytes={max}&follow=true"),
+            &missing,
+        ),
+    ];
+    for (query, expected) in logs {
+        let answer = client
+            .get(&format!("/containerLogs/default/nope/app?{query}"))
+            .await;
+        assert_eq!(&(answer.status, answer.body), expected, "{query}");
+    }
+    let websocket = [("connection", "Upgrade"), ("upgrade", "websocket")];
+    let forwards = [
+        ("port=1", 404, "pod does not exist\n"),
+        ("port=65535", 404, "pod does not exist\n"),
+        ("port=0", 400, "port \"0\" must be > 0"),
+        (
+            "port=65536",
+            400,
+            "unable to parse \"65536\" as a port: strconv.ParseUint: parsing \"65536\": value out of range",
+        ),
+        (
+            "port=-1",
+            400,
+            "unable to parse \"-1\" as a port: strconv.ParseUint: parsing \"-1\": invalid syntax",
+        ),
+        ("", 400, "query parameter \"port\" is required"),
+    ];
+    for (query, status, body) in forwards {
+        let answer = client
+            .request(
+                "GET",
+                &format!("/portForward/default/nope?{query}"),
+                &websocket,
+            )
+            .await;
+        assert_eq!(
+            (answer.status, answer.body.as_str()),
+            (status, body),
+            "{query}"
+        );
+    }
+    let healthz = client.get("/healthz").await;
+    assert_eq!((healthz.status, healthz.body.as_str()), (200, "ok"));
+}

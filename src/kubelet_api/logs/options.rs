@@ -1,7 +1,8 @@
 //! `/containerLogs` query parameters decoded as the kubelet decodes `v1.PodLogOptions`:
 //! booleans are true for anything but absent, `0` or `false`; `tail` is the legacy alias of
 //! `tailLines` (`all` = unset); the kubelet's 400 and 422 bodies for what does not decode or
-//! validate.
+//! validate. Every number an `int64` holds is taken, none overflows: a `sinceSeconds` further
+//! back than time goes asks for every line.
 
 use jiff::Timestamp;
 
@@ -87,7 +88,11 @@ pub fn parse(query: &str, now: Timestamp) -> Result<LogOptions, Refusal> {
         return Err(invalid());
     }
     let since = match (since_seconds, since_time) {
-        (Some(seconds), _) => Some(now - jiff::SignedDuration::from_secs(seconds)),
+        // Further back than time goes (up to `i64::MAX` seconds): every line is newer.
+        (Some(seconds), _) => Some(
+            now.checked_sub(jiff::SignedDuration::from_secs(seconds))
+                .unwrap_or(Timestamp::MIN),
+        ),
         (None, time) => time,
     };
     Ok(LogOptions {
@@ -137,6 +142,45 @@ mod tests {
                 .since,
             Some(at(600))
         );
+    }
+
+    #[test]
+    fn every_int64_is_taken_at_its_boundaries_and_past_them_is_400() {
+        let now = at(1_000_000);
+        let max = i64::MAX;
+        let options = parse(
+            &format!("sinceSeconds={max}&tailLines={max}&limitBytes={max}"),
+            now,
+        )
+        .expect("valid");
+        assert_eq!(options.since, Some(Timestamp::MIN), "every line");
+        assert_eq!(options.tail_lines, Some(max.unsigned_abs()));
+        assert_eq!(options.limit_bytes, Some(max.unsigned_abs()));
+        let ones = parse("sinceSeconds=1&tailLines=0&limitBytes=1", now).expect("valid");
+        assert_eq!(
+            (ones.since, ones.tail_lines, ones.limit_bytes),
+            (Some(at(999_999)), Some(0), Some(1))
+        );
+        assert_eq!(
+            parse(&format!("tail={max}"), now)
+                .expect("valid")
+                .tail_lines,
+            Some(max.unsigned_abs())
+        );
+        for name in ["sinceSeconds", "tailLines", "limitBytes", "tail"] {
+            for past in ["9223372036854775808", "-9223372036854775809", "1e3", " 1"] {
+                assert_eq!(
+                    parse(&format!("{name}={past}"), now).map(|_| ()),
+                    Err(undecodable()),
+                    "{name}={past}"
+                );
+            }
+            assert_eq!(
+                parse(&format!("{name}={}", i64::MIN), now).map(|_| ()),
+                Err(invalid()),
+                "{name}=MIN"
+            );
+        }
     }
 
     #[test]
