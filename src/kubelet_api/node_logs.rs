@@ -1,14 +1,30 @@
 //! `/logs/` as the kubelet serves node logs without a query: Go's `http.FileServer` over
 //! `/var/log` (under `hostRoot`) — a directory is an HTML listing (its `index.html` if it has
-//! one; without the trailing slash a redirect to it), a file its bytes. Unlike Go's file server
-//! it never leaves `/var/log`: a `..` segment is a 400 and a symlink that resolves outside is
-//! answered as missing. The node log query (`?query=`, journald) is not served.
+//! one; without the trailing slash a redirect to it), a file its bytes, streamed block by block
+//! as Go's `io.CopyN` sends them, so a request holds one block whatever the file's size. Unlike
+//! Go's file server it never leaves `/var/log` (a `..` segment is a 400, a symlink that
+//! resolves outside is answered as missing) and serves only directories and regular files: a
+//! FIFO (whose open would wait for a writer), a socket or a device is answered as missing. The
+//! node log query (`?query=`, journald) is not served.
 
-use std::path::{Path, PathBuf};
+use std::{
+    fs::File,
+    io::Read,
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
+};
 
+use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
 
 use super::reply::{self, Reply};
+
+/// What a file is read and sent in: the memory one request holds.
+const BLOCK: usize = 64 * 1024;
+/// What Go's `DetectContentType` looks at.
+const SNIFF: usize = 512;
 
 /// Go's `http.Error` texts of its file server.
 fn not_found() -> Reply {
@@ -38,11 +54,9 @@ pub fn serve_blocking(root: &Path, rest: &str) -> Reply {
             let base = rest.rsplit('/').next().unwrap_or_default();
             return redirect(&format!("{base}/"));
         }
-        let index = resolved.join("index.html");
-        if index.is_file()
-            && index
-                .canonicalize()
-                .is_ok_and(|index| index.starts_with(&root))
+        if let Ok(index) = resolved.join("index.html").canonicalize()
+            && index.starts_with(&root)
+            && index.is_file()
         {
             return file(&index);
         }
@@ -129,27 +143,92 @@ fn html_escape(name: &str) -> String {
         .replace('\'', "&#39;")
 }
 
+/// The regular file at `path` (no symlink: it was resolved), streamed; anything else is
+/// answered as missing. Opened without blocking, so a FIFO put there after the path was
+/// resolved is seen for what it is instead of waiting for a writer.
 fn file(path: &Path) -> Reply {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            // Go sniffs a type for files without a known extension (`.log`): text for text.
-            let kind = if path.extension().is_some_and(|ext| ext == "html") {
-                "text/html; charset=utf-8"
-            } else if std::str::from_utf8(&bytes).is_ok() {
-                "text/plain; charset=utf-8"
-            } else {
-                "application/octet-stream"
-            };
-            let mut reply = reply::text(StatusCode::OK, bytes);
-            reply
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-            reply
-        }
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path);
+    let mut file = match opened {
+        Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
-            reply::error(StatusCode::FORBIDDEN, "403 Forbidden")
+            return reply::error(StatusCode::FORBIDDEN, "403 Forbidden");
         }
-        Err(_) => not_found(),
+        Err(_) => return not_found(),
+    };
+    let length = match file.metadata() {
+        Ok(metadata) if metadata.is_file() => metadata.len(),
+        Ok(_) => {
+            tracing::debug!(path = %path.display(), "a node log path that is not a regular file");
+            return not_found();
+        }
+        Err(_) => return not_found(),
+    };
+    let mut first = vec![0; usize::try_from(length).unwrap_or(SNIFF).min(SNIFF)];
+    if let Err(error) = file.read_exact(&mut first) {
+        tracing::debug!(path = %path.display(), %error, "cannot read a node log");
+        return reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "500 Internal Server Error",
+        );
+    }
+    let kind = content_type(path, &first);
+    let left = length - first.len() as u64;
+    let rest = futures::stream::unfold(Some((file, left)), next_block);
+    let first = futures::stream::iter([Ok(Frame::data(Bytes::from(first)))]);
+    let mut reply =
+        http::Response::new(StreamBody::new(futures::StreamExt::chain(first, rest)).boxed());
+    let headers = reply.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    reply
+}
+
+/// Go sniffs a type for files without a known extension (`.log`): text for text.
+fn content_type(path: &Path, first: &[u8]) -> &'static str {
+    if path.extension().is_some_and(|ext| ext == "html") {
+        return "text/html; charset=utf-8";
+    }
+    match std::str::from_utf8(first) {
+        // A character cut by the end of the sniffed bytes is still text.
+        Ok(_) => "text/plain; charset=utf-8",
+        Err(error) if error.error_len().is_none() => "text/plain; charset=utf-8",
+        Err(_) => "application/octet-stream",
+    }
+}
+
+type Block = Result<Frame<Bytes>, std::io::Error>;
+
+/// The next block of `file`, of which `left` bytes are still to send (the size it had when the
+/// answer began, as Go's `io.CopyN` sends it); a file that shrank ends the answer with an error,
+/// so the client sees it cut short.
+async fn next_block(state: Option<(File, u64)>) -> Option<(Block, Option<(File, u64)>)> {
+    let (mut file, left) = state.filter(|(_, left)| *left > 0)?;
+    let size = usize::try_from(left).unwrap_or(BLOCK).min(BLOCK);
+    let read = tokio::task::spawn_blocking(move || {
+        let mut block = vec![0; size];
+        let read = file.read(&mut block)?;
+        block.truncate(read);
+        Ok::<_, std::io::Error>((file, block))
+    })
+    .await
+    .map_err(std::io::Error::other)
+    .and_then(|read| read);
+    match read {
+        Ok((file, block)) if !block.is_empty() => {
+            let left = left - block.len() as u64;
+            Some((Ok(Frame::data(Bytes::from(block))), Some((file, left))))
+        }
+        Ok(_) => Some((
+            Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file shrank while it was sent",
+            )),
+            None,
+        )),
+        Err(error) => Some((Err(error), None)),
     }
 }
 
@@ -197,5 +276,51 @@ mod tests {
         );
         assert_eq!(answer(root, "pods/%2e%2e/syslog").await.0, 400);
         assert_eq!(answer(root, "missing").await.0, 404);
+    }
+
+    #[tokio::test]
+    async fn a_file_is_streamed_whole_and_only_regular_files_are_served() {
+        let logs = tempfile::tempdir().expect("dir");
+        let root = logs.path();
+        // Blocks and a last partial one, with a character cut at the sniffed bytes' end.
+        let mut text = "x".repeat(SNIFF - 1) + "é";
+        text += &"line\n".repeat(3 * BLOCK / 5 + 7);
+        std::fs::write(root.join("big.log"), &text).expect("write");
+        let reply = serve_blocking(root, "big.log");
+        assert_eq!(
+            reply.headers().get(header::CONTENT_LENGTH),
+            Some(&HeaderValue::from(text.len()))
+        );
+        assert_eq!(
+            answer(root, "big.log").await,
+            (200, text.clone()),
+            "every byte, in order"
+        );
+        std::fs::write(root.join("binary"), [0xff, 0, 1]).expect("write");
+        assert_eq!(
+            serve_blocking(root, "binary")
+                .headers()
+                .get(header::CONTENT_TYPE),
+            Some(&HeaderValue::from_static("application/octet-stream"))
+        );
+        std::fs::write(root.join("empty"), "").expect("write");
+        assert_eq!(answer(root, "empty").await, (200, String::new()));
+
+        let fifo = root.join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .expect("mkfifo");
+        // Answered at once: no writer is waited for.
+        assert_eq!(
+            answer(root, "fifo").await,
+            (404, "404 page not found\n".into())
+        );
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("socket")).expect("bind");
+        assert_eq!(answer(root, "socket").await.0, 404);
     }
 }

@@ -317,7 +317,7 @@ async fn node_logs_are_served_from_var_log_and_nothing_outside_it() {
 }
 
 /// A port nothing listens on now.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
     probe.local_addr().expect("address").port()
 }

@@ -48,6 +48,7 @@ mod heartbeat_faults;
 mod image_gc;
 mod kubeconfig_tls;
 mod kubelet_api;
+mod kubelet_api_bounds;
 mod kubelet_api_in_flight;
 mod kubelet_api_logs;
 mod kubelet_api_stats;

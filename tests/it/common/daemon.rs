@@ -127,6 +127,11 @@ impl DaemonProcess {
         );
     }
 
+    /// Its process id, for what `/proc` says of it.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Every line written to stderr so far.
     pub fn log_lines(&self) -> Vec<String> {
         self.lines.lock().map(|all| all.clone()).unwrap_or_default()

@@ -101,8 +101,8 @@ impl KubeletClient {
         }
     }
 
-    /// `method path` with `headers`, on a new connection.
-    pub async fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
+    /// A new connection, TLS and HTTP/1.1 handshakes done.
+    async fn connect(&self) -> hyper::client::conn::http1::SendRequest<Empty<Bytes>> {
         let tcp = tokio::net::TcpStream::connect(self.address)
             .await
             .expect("the kubelet API accepts");
@@ -110,11 +110,17 @@ impl KubeletClient {
             .connect(self.server_name.clone(), tcp)
             .await
             .expect("TLS handshake with the serving certificate");
-        let (mut sender, connection) =
+        let (sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
                 .await
                 .expect("HTTP/1.1");
         tokio::spawn(connection);
+        sender
+    }
+
+    /// `method path` with `headers`, on a new connection.
+    pub async fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
+        let mut sender = self.connect().await;
         let mut request = http::Request::builder()
             .method(method)
             .uri(path)
@@ -137,6 +143,27 @@ impl KubeletClient {
 
     pub async fn get(&self, path: &str) -> Answer {
         self.request("GET", path, &[]).await
+    }
+
+    /// `GET path` on a new connection: the status and how many body bytes came, counted as
+    /// they arrive (a body of any size costs the test nothing).
+    pub async fn get_counted(&self, path: &str) -> (u16, u64) {
+        let mut sender = self.connect().await;
+        let request = http::Request::builder()
+            .uri(path)
+            .header("host", self.address.to_string())
+            .body(Empty::<Bytes>::new())
+            .expect("request");
+        let response = sender.send_request(request).await.expect("an answer");
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        let mut count = 0;
+        while let Some(frame) = body.frame().await {
+            if let Some(data) = frame.expect("the body").data_ref() {
+                count += data.len() as u64;
+            }
+        }
+        (status, count)
     }
 }
 
