@@ -1,8 +1,26 @@
 //! The kubelet API holds what it promises under load a stranger can make: `/logs/` streams a
 //! file of any size in the same memory (the daemon's peak RSS, read from `/proc`, while three
-//! clients read a 256 MiB file at once) and never waits on a FIFO.
+//! clients read a 256 MiB file at once) and never waits on a FIFO; and a flood of distinct
+//! bearer tokens does not push a token in use out of the TokenReview cache.
 
-use std::net::SocketAddr;
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::{
+    authentication::v1::{TokenReviewStatus, UserInfo},
+    authorization::v1::{SubjectAccessReviewSpec, SubjectAccessReviewStatus},
+};
+use nodepulse::{
+    config::{Config, Settings, Source},
+    kubelet_api::{
+        self, Parts,
+        reviews::{ReviewError, Reviews},
+    },
+};
 
 use super::kubelet_api::free_port;
 use crate::common::{
@@ -94,4 +112,99 @@ async fn node_logs_stream_a_huge_file_to_three_readers_in_constant_memory() {
         (fifo.status, fifo.body.as_str()),
         (404, "404 page not found\n")
     );
+}
+
+/// Knows the tokens that start with `good-`; counts the reviews asked per token.
+#[derive(Default)]
+struct CountedReviews {
+    asked: Mutex<HashMap<String, usize>>,
+}
+
+impl CountedReviews {
+    fn asked(&self, token: &str) -> usize {
+        self.asked
+            .lock()
+            .map(|asked| asked.get(token).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+}
+
+impl Reviews for CountedReviews {
+    fn token_review(
+        &self,
+        token: String,
+    ) -> BoxFuture<'static, Result<TokenReviewStatus, ReviewError>> {
+        if let Ok(mut asked) = self.asked.lock() {
+            *asked.entry(token.clone()).or_default() += 1;
+        }
+        let good = token.starts_with("good-");
+        Box::pin(async move {
+            Ok(TokenReviewStatus {
+                authenticated: Some(good),
+                user: good.then(|| UserInfo {
+                    username: Some(token),
+                    ..UserInfo::default()
+                }),
+                ..TokenReviewStatus::default()
+            })
+        })
+    }
+
+    fn access_review(
+        &self,
+        _spec: SubjectAccessReviewSpec,
+    ) -> BoxFuture<'static, Result<SubjectAccessReviewStatus, ReviewError>> {
+        Box::pin(async { Err(ReviewError("AlwaysAllow asks none".into())) })
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_unknown_tokens_does_not_evict_a_token_in_use() {
+    let root = RootDir::new();
+    let yaml = format!(
+        "runtime: cri\nrootDir: {}\naddress: 127.0.0.1\nport: 0\nhealthzPort: 0\nauthentication:\n  webhook: {{enabled: true, cacheTTL: 1h}}\nauthorization: {{mode: AlwaysAllow}}\n",
+        root.path().display()
+    );
+    let node = unique_node_name("kapi-tokens");
+    let settings = Settings {
+        config: Config::parse(&yaml, Source::Embedded).expect("valid"),
+        node_name: node.clone(),
+        kubeconfig: None,
+        standalone: false,
+        bootstrap: None,
+    };
+    let reviews = Arc::new(CountedReviews::default());
+    let served = kubelet_api::prepare(&settings)
+        .expect("prepared")
+        .serve(Parts {
+            reviews: Arc::clone(&reviews) as Arc<dyn Reviews>,
+            problems: None,
+            pods: nodepulse_actors::pods::PodsView::empty(),
+            runtime: None,
+            volumes: None,
+            probes: None,
+        })
+        .expect("serving");
+    let crt = std::fs::read_to_string(root.path().join("pki/kubelet.crt")).expect("kubelet.crt");
+    let client = KubeletClient::new(
+        SocketAddr::from(([127, 0, 0, 1], served.address.port())),
+        &node,
+        &serving_ca(&crt),
+        None,
+    );
+    let mut connection = client.connection().await;
+    let in_use = "good-metrics-scraper";
+    // More distinct tokens than the cache holds, the one in use among them as a scraper
+    // would use it.
+    for flood in 0..5_000 {
+        if flood % 256 == 0 {
+            assert_eq!(connection.get("/healthz", Some(in_use)).await, 200);
+        }
+        let stranger = format!("unknown-{flood}");
+        assert_eq!(connection.get("/healthz", Some(&stranger)).await, 401);
+    }
+    assert_eq!(connection.get("/healthz", Some(in_use)).await, 200);
+    assert_eq!(reviews.asked(in_use), 1, "reviewed once, then cached");
+    assert_eq!(reviews.asked("unknown-4999"), 1);
+    served.stop();
 }

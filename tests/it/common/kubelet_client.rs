@@ -145,6 +145,14 @@ impl KubeletClient {
         self.request("GET", path, &[]).await
     }
 
+    /// A new connection kept for many requests in a row.
+    pub async fn connection(&self) -> Connection {
+        Connection {
+            sender: self.connect().await,
+            host: self.address.to_string(),
+        }
+    }
+
     /// `GET path` on a new connection: the status and how many body bytes came, counted as
     /// they arrive (a body of any size costs the test nothing).
     pub async fn get_counted(&self, path: &str) -> (u16, u64) {
@@ -164,6 +172,34 @@ impl KubeletClient {
             }
         }
         (status, count)
+    }
+}
+
+/// One connection to the kubelet API, kept alive between requests.
+pub struct Connection {
+    sender: hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    host: String,
+}
+
+impl Connection {
+    /// `GET path`, with `Authorization: Bearer <token>` when given: the status (the body is
+    /// read, so the connection can carry the next request).
+    pub async fn get(&mut self, path: &str, token: Option<&str>) -> u16 {
+        self.sender.ready().await.expect("the connection is open");
+        let mut request = http::Request::builder()
+            .uri(path)
+            .header("host", &self.host);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let response = self
+            .sender
+            .send_request(request.body(Empty::<Bytes>::new()).expect("request"))
+            .await
+            .expect("an answer");
+        let status = response.status().as_u16();
+        response.into_body().collect().await.expect("body");
+        status
     }
 }
 
