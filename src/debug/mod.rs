@@ -15,12 +15,16 @@
 //! - `GET /metrics` — the OpenMetrics text format: the registry handed to [`start`], plus
 //!   every actor's figures
 //!
-//! Every error is JSON: `{"error":{"code","reason","message"}}`.
+//! Every error is JSON: `{"error":{"code","reason","message"}}`. A request whose `Host` is
+//! not a loopback name or the bound address is refused (`host.rs`); idle connections cannot
+//! keep others out (`connections.rs`).
 
 mod actors;
 mod auth;
+mod connections;
 mod error;
 mod health;
+mod host;
 mod kubelet_api;
 pub mod metrics;
 mod nodes;
@@ -38,7 +42,7 @@ use prometheus_client::registry::Registry;
 pub use auth::FaultInjectionGate;
 pub use error::DebugError;
 pub use nodes::Nodes;
-pub use server::{Server, ServerHandle};
+pub use server::{MAX_CONNECTIONS, Server, ServerHandle};
 
 const PAGE: &str = include_str!("page.html");
 
@@ -53,6 +57,7 @@ pub struct DebugContext {
     pub kill_rate: DefaultDirectRateLimiter,
     pub registry: Registry,
     pub node_facts: Option<NodeFacts>,
+    pub allowed_hosts: host::AllowedHosts,
 }
 
 /// Facts of the whole process that `/debug/node` adds to NodeStatusActor's view (the daemon
@@ -81,10 +86,23 @@ pub fn start(
     gate: FaultInjectionGate,
     extras: Extras,
 ) -> std::io::Result<DebugServer> {
+    serve(std::net::TcpListener::bind(address)?, nodes, gate, extras)
+}
+
+/// [`start`] on a listener bound already.
+pub fn serve(
+    listener: std::net::TcpListener,
+    nodes: Vec<SupervisorHandle>,
+    gate: FaultInjectionGate,
+    extras: Extras,
+) -> std::io::Result<DebugServer> {
     let Extras {
         mut registry,
         node_facts,
     } = extras;
+    // Non-blocking, as tokio needs it when the server adopts the socket.
+    listener.set_nonblocking(true)?;
+    let address = listener.local_addr()?;
     if !address.ip().is_loopback() {
         tracing::warn!(%address, "the debug endpoint is bound beyond loopback: anyone who can reach it sees the actors' internals");
     }
@@ -98,11 +116,8 @@ pub fn start(
         kill_rate: RateLimiter::direct(Quota::per_second(per_second)),
         registry,
         node_facts,
+        allowed_hosts: host::AllowedHosts::new(address),
     });
-    let listener = std::net::TcpListener::bind(address)?;
-    // Non-blocking, as tokio needs it when the server adopts the socket.
-    listener.set_nonblocking(true)?;
-    let address = listener.local_addr().unwrap_or(address);
     tracing::info!(%address, "debug endpoint listening");
     Ok(DebugServer {
         server: Server::new(listener, context),

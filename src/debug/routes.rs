@@ -1,6 +1,7 @@
 //! The route table and how a request finds its handler: a method and a path pattern whose
-//! `{param}` segments match one percent-decoded segment each. A path no pattern matches is a
-//! 404, a known path with another method a 405, both as JSON like every other error.
+//! `{param}` segments match one percent-decoded segment each. A request whose `Host` names
+//! another host is a 403 (`host.rs`), a path no pattern matches a 404, a known path with
+//! another method a 405, all as JSON like every other error.
 //! To add a route: write `async fn(Call) -> Result<Reply, DebugError>` and add one line to
 //! [`ROUTES`].
 
@@ -121,6 +122,16 @@ pub async fn dispatch(
     query: Option<&str>,
     headers: HeaderMap,
 ) -> Reply {
+    // A Host that is not valid text names no host this endpoint knows.
+    if let Some(host) = headers.get(header::HOST) {
+        let host = host.to_str().unwrap_or_default();
+        if !context.allowed_hosts.allows(host) {
+            return DebugError::Forbidden(format!(
+                "Host {host:?} does not name this endpoint; use its address or localhost"
+            ))
+            .into_reply();
+        }
+    }
     let mut allowed: Vec<&str> = Vec::new();
     for route in ROUTES {
         let Some(params) = matches(route.pattern, path) else {

@@ -3,6 +3,7 @@
 //! thread stays free when an actor hangs, since every actor runs on its own arbiter.
 
 use std::{
+    cell::RefCell,
     convert::Infallible,
     future::Future,
     pin::Pin,
@@ -12,21 +13,21 @@ use std::{
     time::Duration,
 };
 
+use futures::future::{AbortHandle, Abortable};
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::{
-    net::TcpListener,
-    sync::{Notify, Semaphore},
-};
+use tokio::{net::TcpListener, sync::Notify};
 
-use super::{DebugContext, routes};
+use super::{DebugContext, connections::Connections, routes};
 
 /// A client that has not sent its request headers by then is dropped, so idle half-open
 /// connections cannot pile up (actix-web's request timeout was the same 5 s).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections served at once; more wait in the kernel's backlog. An operator's curl and a
-/// Prometheus scrape need a handful: this bounds what a flood of clients can hold.
-const MAX_CONNECTIONS: usize = 64;
+/// Connections served at once: room for a burst of a few hundred requests (an operator's
+/// curl and a Prometheus scrape need a handful), well below a process's usual 1,024 open
+/// files, and a bound on what a flood of clients can hold. A new connection is always
+/// accepted; at the cap an idle one is closed for it (`connections.rs`).
+pub const MAX_CONNECTIONS: usize = 256;
 /// A connection's whole life, so a client that never reads its answer does not hold it (and
 /// its buffers) forever; a scrape of even a 10,000-node fleet takes seconds.
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
@@ -88,15 +89,12 @@ async fn accept(listener: &TcpListener, context: &Rc<DebugContext>) {
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_buf_size(MAX_BUFFER)
-        // One request a connection: a slot is free as soon as its answer is written (an idle
-        // keep-alive connection would hold one), and no client reuses a connection the
-        // server is just closing.
+        // One request a connection: a connection is done as soon as its answer is written (an
+        // idle keep-alive connection would hold a place), and no client reuses a connection
+        // the server is just closing.
         .keep_alive(false);
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let open = Rc::new(RefCell::new(Connections::new(MAX_CONNECTIONS)));
     loop {
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(error) => {
@@ -106,8 +104,12 @@ async fn accept(listener: &TcpListener, context: &Rc<DebugContext>) {
                 continue;
             }
         };
+        let (abort, registration) = AbortHandle::new_pair();
+        let admitted = open.borrow_mut().admit(abort);
         let context = context.clone();
+        let answering = admitted.answering;
         let service = service_fn(move |request: http::Request<Incoming>| {
+            answering.set(true);
             let context = context.clone();
             async move {
                 let (parts, _body) = request.into_parts();
@@ -124,10 +126,13 @@ async fn accept(listener: &TcpListener, context: &Rc<DebugContext>) {
             }
         });
         let connection = http.serve_connection(TokioIo::new(stream), service);
+        let (open, id) = (Rc::clone(&open), admitted.id);
         actix_rt::spawn(async move {
-            // A client that goes away mid-request is not worth a log line.
-            let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
-            drop(slot);
+            // A client that goes away mid-request, or is closed for a newer one, is not worth
+            // a log line.
+            let bounded = tokio::time::timeout(CONNECTION_LIFETIME, connection);
+            let _ = Abortable::new(bounded, registration).await;
+            open.borrow_mut().ended(id);
         });
     }
 }

@@ -611,3 +611,99 @@ async fn hostile_requests_to_a_running_daemon_get_4xx_and_change_nothing() {
     );
     clean_up(&cluster, daemon, &name).await;
 }
+
+/// DNS rebinding: a page whose name an attacker points at 127.0.0.1 reaches the endpoint with
+/// that name in `Host`. Only loopback names and the bound address are served.
+#[actix_rt::test]
+async fn a_request_naming_another_host_is_refused() {
+    let fixture = serve(false, 10).await;
+    let port = fixture.base.rsplit(':').next().expect("a port").to_owned();
+    let with_host = |host: String, path: &'static str| {
+        let request = fixture
+            .client
+            .get(format!("{}{path}", fixture.base))
+            .header(reqwest::header::HOST, host)
+            .send();
+        async move {
+            let response = request.await.expect("request");
+            let status = response.status();
+            (status, response.json().await.unwrap_or(Value::Null))
+        }
+    };
+    for path in ["/debug/actors", "/metrics", "/healthz"] {
+        expect_error(
+            with_host(format!("rebind.attacker.example:{port}"), path).await,
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+        );
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "localhost".to_owned(),
+    ] {
+        assert_eq!(
+            with_host(host.clone(), "/debug/actors").await.0,
+            StatusCode::OK,
+            "{host}"
+        );
+    }
+}
+
+/// Idle local connections (each sends nothing) do not keep `/healthz` (the liveness probe)
+/// out: short of the cap, the probe is answered at once, nothing closed for it and nothing
+/// waited for (a server that waited for a slot would answer only once an idle connection's
+/// 5 s header timeout closed it); past the cap, the oldest idle connections are closed for new
+/// ones, and the probe is still answered.
+#[actix_rt::test]
+async fn idle_connections_do_not_keep_healthz_out() {
+    use tokio::{
+        io::{AsyncReadExt, AsyncWriteExt},
+        net::TcpStream,
+    };
+    let fixture = serve(false, 10).await;
+    let address = fixture.base.trim_start_matches("http://").to_owned();
+    let probe = || async {
+        let mut probe = TcpStream::connect(&address).await.expect("connects");
+        probe
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .expect("write");
+        let mut answer = String::new();
+        probe.read_to_string(&mut answer).await.expect("read");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    };
+    let still_open = |stream: &TcpStream| {
+        let mut byte = [0; 1];
+        matches!(stream.try_read(&mut byte), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock)
+    };
+    let mut idle = Vec::new();
+    for _ in 1..debug::MAX_CONNECTIONS {
+        idle.push(TcpStream::connect(&address).await.expect("connects"));
+    }
+    probe().await;
+    let open = idle.iter().filter(|stream| still_open(stream)).count();
+    assert_eq!(
+        open,
+        idle.len(),
+        "/healthz was answered only after idle connections were closed"
+    );
+
+    for _ in 0..debug::MAX_CONNECTIONS {
+        idle.push(TcpStream::connect(&address).await.expect("connects"));
+    }
+    probe().await;
+    let open: Vec<bool> = idle.iter().map(still_open).collect();
+    assert!(
+        open.last() == Some(&true),
+        "the newest idle connection is open"
+    );
+    assert!(
+        open.first() == Some(&false),
+        "the oldest idle connection was closed for newer ones"
+    );
+    assert!(
+        open.iter().filter(|open| **open).count() < debug::MAX_CONNECTIONS,
+        "at most the cap is open"
+    );
+}
