@@ -8,7 +8,7 @@ use nodepulse_supervisor::{Escalation, SupervisorHandle};
 use prometheus_client::registry::Registry;
 
 use crate::{
-    config::{RuntimeKind, Settings},
+    config::{DEFAULT_KUBELET_ADDRESS, RuntimeKind, Settings},
     debug,
     fleet::{Fleet, FleetOptions},
     heap,
@@ -21,6 +21,7 @@ use crate::{
         metrics::API_METRICS,
     },
     kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
+    listen::{self, WhenTaken},
     node::{NodeActors, NodeHandle},
     standalone::{self, StandaloneError},
 };
@@ -111,6 +112,11 @@ pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> 
                 let x509 = &mut settings.config.authentication.x509;
                 if x509.client_ca_file.is_none() {
                     x509.client_ca_file = Some(standalone.kubelet_client_ca.clone());
+                }
+                // The emulator is in this process: the kubelet API need not be reachable from
+                // elsewhere (the emulator dials loopback when the node's addresses fail).
+                if settings.config.address == DEFAULT_KUBELET_ADDRESS {
+                    settings.config.address = std::net::Ipv4Addr::LOCALHOST.to_string();
                 }
                 Some(standalone)
             }
@@ -351,7 +357,10 @@ pub async fn serve(
         registry,
         node_facts: Some(node_facts),
     };
-    let endpoint = match debug::start(debug_address, running.handles(), gate, extras) {
+    let when_taken = WhenTaken::for_standalone(settings.standalone);
+    let endpoint = listen::bind("the debug endpoint", debug_address, when_taken)
+        .and_then(|listener| debug::serve(listener, running.handles(), gate, extras));
+    let endpoint = match endpoint {
         Ok(endpoint) => endpoint,
         Err(source) => {
             running.shutdown(SHUTDOWN_DEADLINE).await;

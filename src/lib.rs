@@ -13,7 +13,8 @@
 //! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `prober` (the
 //!   probe handlers), `host` and `machine` (the host's signals and facts), `volume` (pod
 //!   volumes on disk)
-//! - `config`: the YAML file and the resolved `Settings`; `grpc`; `heap` (handing freed heap back)
+//! - `config`: the YAML file and the resolved `Settings`; `grpc`; `heap` (handing freed heap back);
+//!   `listen` (binding a listener, and standalone mode's port of its own when the address is taken)
 //! - `proc_stats`: what this process costs, from `/proc/self` (the heap trim's and the fleet's
 //!   measures read it)
 
@@ -29,6 +30,7 @@ pub mod heap;
 pub mod host;
 pub mod kube_api;
 pub mod kubelet_api;
+pub mod listen;
 pub mod logging;
 pub mod machine;
 pub mod node;

@@ -1,5 +1,6 @@
 //! `--standalone`: an API emulator started in this process, and a kubeconfig written for it, so
-//! nodepulse (and kubectl) run on a machine with nothing else installed. Run as root in a
+//! nodepulse (and kubectl) run on a machine with nothing else installed, and beside a kubelet or
+//! another nodepulse: no listener needs its well-known port (`listen`). Run as root in a
 //! shared temporary directory, the kubeconfig goes to a fresh private directory (mode 0700) made
 //! for this instance; it is never written through a link or over an existing file.
 
@@ -13,7 +14,7 @@ use std::{
 
 use nodepulse_emulator::{Emulator, EmulatorConfig, EmulatorError, EmulatorHandle};
 
-use crate::config::StandaloneConfig;
+use crate::{config::StandaloneConfig, listen};
 
 /// The prefix of the private directory made under `$TMPDIR` when no path is configured.
 pub const PRIVATE_DIR_PREFIX: &str = "nodepulse-standalone-";
@@ -66,12 +67,7 @@ pub async fn start(config: &StandaloneConfig) -> Result<Standalone, StandaloneEr
         .api_address
         .parse()
         .map_err(|_| StandaloneError::Address(config.api_address.clone()))?;
-    let emulator = Emulator::start(EmulatorConfig {
-        address,
-        ..EmulatorConfig::default()
-    })
-    .await
-    .map_err(StandaloneError::Start)?;
+    let emulator = start_emulator(address).await?;
     let (kubeconfig, private_dir) = match &config.kubeconfig_path {
         Some(path) => (path.clone(), None),
         None => {
@@ -114,6 +110,30 @@ pub async fn start(config: &StandaloneConfig) -> Result<Standalone, StandaloneEr
         ca_dir,
         private_dir,
     })
+}
+
+/// The emulator on `address`, or on a port of its own when that is taken (said on stdout). It
+/// dials a node's kubelet API on loopback when none of the node's addresses answers: the node
+/// is in this process, its name may be one nothing resolves.
+async fn start_emulator(address: SocketAddr) -> Result<EmulatorHandle, StandaloneError> {
+    let config = |address| EmulatorConfig {
+        address,
+        kubelet_loopback_fallback: true,
+        ..EmulatorConfig::default()
+    };
+    match Emulator::start(config(address)).await {
+        Err(EmulatorError::Bind { source, .. })
+            if source.kind() == io::ErrorKind::AddrInUse && address.port() != 0 =>
+        {
+            let any_port = SocketAddr::new(address.ip(), 0);
+            let emulator = Emulator::start(config(any_port))
+                .await
+                .map_err(StandaloneError::Start)?;
+            listen::say_moved("the standalone API server", address, emulator.address());
+            Ok(emulator)
+        }
+        started => started.map_err(StandaloneError::Start),
+    }
 }
 
 impl Standalone {

@@ -26,6 +26,10 @@ pub struct EmulatorConfig {
     /// Which Node address `pods/log` dials, in order (kube-apiserver's
     /// `--kubelet-preferred-address-types`).
     pub kubelet_preferred_address_types: Vec<String>,
+    /// Whether loopback is dialed last when none of a Node's addresses can be: for a node in
+    /// the same process (`nodepulse --standalone`), whose name nothing may resolve and whose
+    /// kubelet API serves on loopback. kube-apiserver has no such fallback.
+    pub kubelet_loopback_fallback: bool,
     /// Serve HTTPS with the emulator's CA: client certificates (x509 authentication) then
     /// work, as nodes that joined by TLS bootstrap present them. Plain HTTP when off.
     pub tls: bool,
@@ -53,6 +57,7 @@ impl Default for EmulatorConfig {
                 .iter()
                 .map(|kind| (*kind).to_owned())
                 .collect(),
+            kubelet_loopback_fallback: false,
             tls: false,
             cluster_signing_duration: Duration::from_secs(365 * 24 * 3600),
             node_client_requesters: vec![

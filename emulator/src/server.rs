@@ -121,7 +121,10 @@ impl Emulator {
             requests: requests.clone(),
             workers: config.workers,
             kubelet: Arc::clone(&kubelet),
-            kubelet_address_types: config.kubelet_preferred_address_types.clone(),
+            kubelet_addresses: crate::kubelet_client::KubeletAddresses {
+                preferred: config.kubelet_preferred_address_types.clone(),
+                loopback_fallback: config.kubelet_loopback_fallback,
+            },
             tls,
         };
         let (ending_tx, ending_rx) = tokio::sync::watch::channel(crate::http::Ending::Serving);

@@ -32,7 +32,7 @@ pub(crate) struct Parts {
     pub requests: RequestLog,
     pub workers: usize,
     pub kubelet: Arc<crate::kubelet_client::KubeletClient>,
-    pub kubelet_address_types: Vec<String>,
+    pub kubelet_addresses: crate::kubelet_client::KubeletAddresses,
     /// HTTPS with optional client certificates, when set; plain HTTP otherwise.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -55,7 +55,7 @@ pub(crate) fn start_http(
         requests: parts.requests.clone(),
         shutdown: ending,
         kubelet: Arc::clone(&parts.kubelet),
-        kubelet_address_types: parts.kubelet_address_types.clone(),
+        kubelet_addresses: parts.kubelet_addresses.clone(),
     });
     let fault_data = web::Data::new(parts.faults.clone());
     let server = HttpServer::new(move || {

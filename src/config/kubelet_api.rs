@@ -91,8 +91,11 @@ impl Default for WebhookAuthorization {
     }
 }
 
+/// The kubelet API's default `address`: every address of the host.
+pub const DEFAULT_KUBELET_ADDRESS: &str = "0.0.0.0";
+
 pub(super) fn default_address() -> String {
-    "0.0.0.0".to_owned()
+    DEFAULT_KUBELET_ADDRESS.to_owned()
 }
 
 pub(super) fn default_healthz_bind_address() -> String {

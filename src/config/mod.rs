@@ -24,8 +24,8 @@ pub use fleet::{
     with_generated,
 };
 pub use kubelet_api::{
-    AnonymousAuthentication, AuthorizationMode, KubeletAuthentication, KubeletAuthorization,
-    WebhookAuthentication, WebhookAuthorization, X509Authentication,
+    AnonymousAuthentication, AuthorizationMode, DEFAULT_KUBELET_ADDRESS, KubeletAuthentication,
+    KubeletAuthorization, WebhookAuthentication, WebhookAuthorization, X509Authentication,
 };
 pub use model::{
     BackoffConfig, Config, DebugConfig, FaultInjectionConfig, FleetNodeConfig, RuntimeKind,

@@ -50,6 +50,7 @@ use crate::{
     cri::CriClient,
     host::HostProbe,
     kube_api::credentials::ServingIdentity,
+    listen::WhenTaken,
 };
 
 /// Why the kubelet API cannot start. None is retried: the configuration, the files or the
@@ -129,8 +130,14 @@ impl KubeletApi {
     }
 }
 
-fn bind(address: SocketAddr) -> Result<std::net::TcpListener, KubeletApiError> {
-    let bound = std::net::TcpListener::bind(address).and_then(|listener| {
+/// A listener for `what` on `address` (in standalone mode, on a port of its own when that is
+/// taken).
+fn bind(
+    what: &str,
+    address: SocketAddr,
+    when_taken: WhenTaken,
+) -> Result<std::net::TcpListener, KubeletApiError> {
+    let bound = crate::listen::bind(what, address, when_taken).and_then(|listener| {
         // Non-blocking, as tokio needs it when the server adopts the socket.
         listener.set_nonblocking(true)?;
         Ok(listener)
@@ -138,7 +145,8 @@ fn bind(address: SocketAddr) -> Result<std::net::TcpListener, KubeletApiError> {
     bound.map_err(|source| KubeletApiError::Bind { address, source })
 }
 
-/// Loads the TLS material and binds both listeners.
+/// Loads the TLS material and binds both listeners; in standalone mode a taken port gives way
+/// to one of the kernel's choosing (said on stdout), which `daemonEndpoints` then reports.
 pub fn prepare(settings: &Settings) -> Result<Prepared, KubeletApiError> {
     let config = &settings.config;
     let client_ca = match &config.authentication.x509.client_ca_file {
@@ -159,13 +167,19 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, KubeletApiError> {
         text.parse()
             .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into())
     };
-    let listener = bind(SocketAddr::new(ip(&config.address), config.port))?;
+    let when_taken = WhenTaken::for_standalone(settings.standalone);
+    let listener = bind(
+        "the kubelet API",
+        SocketAddr::new(ip(&config.address), config.port),
+        when_taken,
+    )?;
     let healthz = match config.healthz_port {
         0 => None,
-        port => Some(bind(SocketAddr::new(
-            ip(&config.healthz_bind_address),
-            port,
-        ))?),
+        port => Some(bind(
+            "the kubelet API's healthz",
+            SocketAddr::new(ip(&config.healthz_bind_address), port),
+            when_taken,
+        )?),
     };
     Ok(Prepared {
         settings: settings.clone(),

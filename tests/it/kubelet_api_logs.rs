@@ -273,19 +273,9 @@ async fn kubectl_logs_reads_a_container_through_the_api_server_and_the_kubelet_a
         let logs = |flags: &'static [&'static str]| {
             let (kubeconfig, name) = (kubeconfig.clone(), name.clone());
             async move {
-                let output = tokio::process::Command::new("kubectl")
-                    .arg("--kubeconfig")
-                    .arg(&kubeconfig)
-                    .args(["logs", "-n", NAMESPACE, &name])
-                    .args(flags)
-                    .output()
-                    .await
-                    .expect("kubectl runs");
-                (
-                    output.status.success(),
-                    String::from_utf8_lossy(&output.stdout).into_owned(),
-                    String::from_utf8_lossy(&output.stderr).into_owned(),
-                )
+                let mut args = vec!["logs", "-n", NAMESPACE, &name];
+                args.extend_from_slice(flags);
+                kubectl(&kubeconfig, &args).await
             }
         };
         eventually_async("kubectl logs shows the whole output", || async {
@@ -399,6 +389,22 @@ pub(crate) async fn kubectl_node(
     )
     .await;
     Some((cluster, fixture, node, served))
+}
+
+/// `kubectl --kubeconfig <kubeconfig> <args>`: whether it succeeded, its stdout and stderr.
+pub(crate) async fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let output = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .await
+        .expect("kubectl runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 pub(crate) fn kubectl_available(test: &str) -> bool {

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["debug"],
     &["kubelet_api"],
     &["kube_api", "cri", "prober", "host", "machine", "volume"],
-    &["config", "grpc", "heap"],
+    &["config", "grpc", "heap", "listen"],
     &["proc_stats"],
 ];
 

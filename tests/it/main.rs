@@ -68,6 +68,7 @@ mod reliability_security;
 mod runtime_probe;
 mod serving_certificate;
 mod signal_actors;
+mod standalone_ports;
 mod static_pod_gc;
 mod static_pod_start;
 mod static_pod_url;

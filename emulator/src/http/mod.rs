@@ -48,7 +48,7 @@ pub struct AppState {
     pub shutdown: tokio::sync::watch::Receiver<Ending>,
     /// How `pods/log` reaches a node's kubelet API, and which Node address it dials.
     pub kubelet: Arc<crate::kubelet_client::KubeletClient>,
-    pub kubelet_address_types: Vec<String>,
+    pub kubelet_addresses: crate::kubelet_client::KubeletAddresses,
 }
 
 /// How a serving period is ending, as its watches see it.

@@ -13,7 +13,6 @@ use super::auth::{Identity, authenticate_request};
 use super::{AppState, error_response};
 use crate::api::resource::NODES;
 use crate::api::{ApiError, Verb};
-use crate::kubelet_client::kubelet_endpoint;
 use crate::request_log::RequestRecord;
 use crate::store::ObjectKey;
 
@@ -81,8 +80,11 @@ async fn relay(
         .store
         .get(NODES.stored, &ObjectKey::new("", node_name))
         .ok_or_else(|| ApiError::not_found(&NODES, node_name))?;
-    let (host, kubelet_port) =
-        kubelet_endpoint(&node, &state.kubelet_address_types).map_err(ApiError::internal)?;
+    let endpoint = state
+        .kubelet_addresses
+        .endpoint(&node)
+        .map_err(ApiError::internal)?;
+    let kubelet_port = endpoint.port;
     if let Some(port) = port.filter(|port| *port != kubelet_port.to_string()) {
         return Err(ApiError::bad_request(format!(
             "the emulator proxies only to the kubelet port {kubelet_port}, not {port}"
@@ -94,7 +96,7 @@ async fn relay(
         .map_err(|error| ApiError::bad_request(error.to_string()))?;
     let answer = state
         .kubelet
-        .request(method, &host, kubelet_port, &target, body)
+        .request(method, &endpoint, &target, body)
         .await
         .map_err(|error| {
             ApiError::new(

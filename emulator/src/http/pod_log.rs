@@ -16,7 +16,7 @@ use super::auth::{Identity, authenticate_request};
 use super::{AppState, error_response};
 use crate::api::resource::{NODES, PODS};
 use crate::api::{ApiError, Verb};
-use crate::kubelet_client::kubelet_endpoint;
+use crate::kubelet_client::KubeletEndpoint;
 use crate::request_log::RequestRecord;
 use crate::store::ObjectKey;
 
@@ -107,7 +107,7 @@ async fn serve(
         .find(|(key, _)| key == "container")
         .map(|(_, value)| value.clone());
     let container = choose_container(&pod, name, requested)?;
-    let (host, port) = node_endpoint(state, &pod, name)?;
+    let endpoint = node_endpoint(state, &pod, name)?;
     let mut query: Vec<(&str, &str)> = pairs
         .iter()
         .filter(|(key, _)| PASSED.contains(&key.as_str()))
@@ -128,7 +128,7 @@ async fn serve(
     );
     let answer = state
         .kubelet
-        .get(&host, port, &path)
+        .get(&endpoint, &path)
         .await
         .map_err(ApiError::internal)?;
     let status = answer.status().as_u16();
@@ -158,7 +158,7 @@ pub(super) fn node_endpoint(
     state: &AppState,
     pod: &Value,
     name: &str,
-) -> Result<(String, u16), ApiError> {
+) -> Result<KubeletEndpoint, ApiError> {
     let node_name = pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
@@ -170,7 +170,10 @@ pub(super) fn node_endpoint(
         .store
         .get(NODES.stored, &ObjectKey::new("", node_name))
         .ok_or_else(|| ApiError::not_found(&NODES, node_name))?;
-    kubelet_endpoint(&node, &state.kubelet_address_types).map_err(ApiError::internal)
+    state
+        .kubelet_addresses
+        .endpoint(&node)
+        .map_err(ApiError::internal)
 }
 
 /// The `Status` kube-apiserver makes of a kubelet's non-200 answer for pod `name`'s log.

@@ -80,14 +80,28 @@ impl DaemonProcess {
         args: &[&std::ffi::OsStr],
     ) -> Self {
         super::cleanup::own_node(node);
+        let mut all = vec![std::ffi::OsStr::new("--kubeconfig"), kubeconfig.as_os_str()];
+        all.extend_from_slice(args);
+        Self::spawn(node, yaml, env, &all)
+    }
+
+    /// `nodepulse --standalone` for `node` with `yaml`: its own API server, no cluster; waits
+    /// until it says it is running.
+    pub async fn standalone(node: &str, yaml: &str) -> Self {
+        let mut daemon = Self::spawn(node, yaml, &[], &[std::ffi::OsStr::new("--standalone")]);
+        daemon.wait_running().await;
+        daemon
+    }
+
+    /// The binary with `yaml` as its configuration file, for `node`, logging JSON, with
+    /// `env` and `args`.
+    fn spawn(node: &str, yaml: &str, env: &[(&str, &str)], args: &[&std::ffi::OsStr]) -> Self {
         let mut config = tempfile::NamedTempFile::new().expect("temp file");
         config.write_all(yaml.as_bytes()).expect("write config");
         let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
         command
             .arg("--config")
             .arg(config.path())
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
             .args(["--node-name", node, "--log-format", "json"])
             .args(args)
             .envs(env.iter().copied())

@@ -91,8 +91,7 @@ async fn serve(
 /// Where the kubelet is and what to ask it, with the apiserver's errors for a request that
 /// cannot be located.
 struct Location {
-    host: String,
-    port: u16,
+    endpoint: crate::kubelet_client::KubeletEndpoint,
     path_and_query: String,
     options: translate::Options,
 }
@@ -154,8 +153,7 @@ async fn connect(
             let answer = kubelet
                 .upgrade(
                     http::Method::POST,
-                    &location.host,
-                    location.port,
+                    &location.endpoint,
                     &location.path_and_query,
                     &spdy,
                 )
@@ -183,8 +181,7 @@ async fn connect(
         let answer = kubelet
             .upgrade(
                 method,
-                &location.host,
-                location.port,
+                &location.endpoint,
                 &location.path_and_query,
                 &headers,
             )
@@ -235,7 +232,9 @@ fn translated(
     let (out, frames) = tokio::sync::mpsc::unbounded_channel();
     let url = format!(
         "https://{}:{}{}",
-        location.host, location.port, location.path_and_query
+        location.endpoint.first_host(),
+        location.endpoint.port,
+        location.path_and_query
     );
     let mut spdy = http::HeaderMap::new();
     spdy.insert(
@@ -253,15 +252,14 @@ fn translated(
         );
     }
     let Location {
-        host,
-        port,
+        endpoint,
         path_and_query,
         options,
     } = location;
     actix_web::rt::spawn(async move {
         let dial = async move {
             kubelet
-                .upgrade(http::Method::POST, &host, port, &path_and_query, &spdy)
+                .upgrade(http::Method::POST, &endpoint, &path_and_query, &spdy)
                 .await
         };
         translate::run(websocket::Reader::new(payload), out, dial, url, options).await;
@@ -348,7 +346,7 @@ fn locate(
             values("container").last().copied().unwrap_or(""),
         )?),
     };
-    let (host, port) = node_endpoint(state, &pod, name)?;
+    let endpoint = node_endpoint(state, &pod, name)?;
     let mut query: Vec<(String, String)> = Vec::new();
     match subresource {
         Subresource::PortForward => {
@@ -405,8 +403,7 @@ fn locate(
         format!("{path}?{}", encoded.join("&"))
     };
     Ok(Location {
-        host,
-        port,
+        endpoint,
         path_and_query,
         options,
     })
