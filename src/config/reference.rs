@@ -110,7 +110,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "port",
         "the kubelet API's HTTPS port: served on `address` and reported in `daemonEndpoints` (0: a port the kernel picks, reported as bound; the kubelet refuses 0). Only a single `runtime: cri` node serves the API",
     ),
-    field("address", "the IP the kubelet API (`port`) listens on"),
+    field(
+        "address",
+        "the IP the kubelet API (`port`) listens on; `--standalone` serves on loopback instead of `0.0.0.0`",
+    ),
     field(
         "readOnlyPort",
         "the kubelet's unauthenticated read-only port; not served by nodepulse, so only 0 is accepted",
@@ -389,7 +392,7 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field(
         "standalone.apiAddress",
-        "where `--standalone` serves the API emulator",
+        "where `--standalone` serves the API emulator. In standalone mode every listener (this one, `port`, `healthzPort`, `debug.address`) whose port is taken serves on one of its own and says which",
     ),
     field_defaulting(
         "standalone.kubeconfigPath",
