@@ -19,6 +19,7 @@ use super::{
     ownership::set_volume_ownership,
     pod_dir::remove_pod_dir,
     reconstruct::reconstruct,
+    sub_path_bind::clean_sub_paths,
 };
 
 /// The pods' volumes under one `rootDir`.
@@ -181,6 +182,13 @@ impl VolumeHost for DiskVolumeHost {
         plugin: Plugin,
     ) -> Result<(), VolumeHostError> {
         tear_down(&self.dirs, pod_uid, volume, plugin).map_err(failed)
+    }
+
+    fn clean_sub_paths(&self, pod_uid: &str, volume: &str) -> Result<(), VolumeHostError> {
+        clean_sub_paths(&self.dirs, pod_uid, volume).map_err(|e| VolumeHostError {
+            message: e.to_string(),
+            retryable: true,
+        })
     }
 
     fn remove_pod_dir(&self, pod_uid: &str) -> Result<(), VolumeHostError> {

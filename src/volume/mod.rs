@@ -1,5 +1,5 @@
 //! The volume manager's disk adapters: the atomic writer, emptyDir and hostPath SetUp and
-//! TearDown, pod directory cleanup, and the scan of `<rootDir>/pods` that rebuilds the actual
+//! TearDown, containers' subPath binds, pod directory cleanup, and the scan of `<rootDir>/pods` that rebuilds the actual
 //! state after a restart; CSI (the node plugin client, the mounter, the plugin watcher and its
 //! supervised actor). What to do is decided by the pure core in
 //! `nodepulse_actors::volume_manager`; this module only carries it out on the real filesystem.
@@ -17,6 +17,8 @@ pub mod plugin_watcher;
 pub mod plugin_watcher_actor;
 pub mod pod_dir;
 pub mod reconstruct;
+pub mod sub_path;
+pub mod sub_path_bind;
 
 use std::{io, path::PathBuf};
 

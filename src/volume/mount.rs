@@ -159,6 +159,15 @@ pub fn mount_points_within(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(points)
 }
 
+/// Whether `path` (not followed if a link) is a mount's root, a bind mount from the same
+/// filesystem included: `statx`'s attribute, or the mount table where the kernel lacks it.
+pub fn is_mount_point(path: &Path) -> io::Result<bool> {
+    match walked(path)? {
+        Some(found) => Ok(found.mount_root),
+        None => Ok(mount_count(path)? > 0),
+    }
+}
+
 /// What [`mount_points_within`] needs of one entry, `None` where the kernel cannot tell a
 /// mount's root.
 struct Walked {

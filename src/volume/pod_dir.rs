@@ -2,7 +2,8 @@
 //! `cleanupOrphanedPodDirs` (§1.17): volume directories are only ever `rmdir`ed, never emptied,
 //! and nothing on another filesystem, behind a link, or below a mount (a bind mount from the
 //! same filesystem included, which no device check sees: `statx` says it is a mount's root) is
-//! crossed. Data it cannot prove unused stays on disk with an error saying where.
+//! crossed; the containers' subPath binds (nodepulse's own) are unmounted first. Data it
+//! cannot prove unused stays on disk with an error saying where.
 
 use std::{
     fs, io,
@@ -12,7 +13,7 @@ use std::{
 
 use nodepulse_actors::volume_manager::PodDirs;
 
-use super::mount::mount_points_within;
+use super::{FsError, mount::mount_points_within, sub_path_bind::clean_all_sub_paths};
 
 /// Why a pod directory stays. Retrying helps once its volumes are torn down.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +25,13 @@ pub enum PodDirError {
         pod_dir: PathBuf,
         #[source]
         source: io::Error,
+    },
+    /// A container's subPath bind, left by an earlier run, that would not go.
+    #[error("pod directory {}: {source}", pod_dir.display())]
+    SubPath {
+        pod_dir: PathBuf,
+        #[source]
+        source: FsError,
     },
     #[error("pod directory {}: remove {}: {source}", pod_dir.display(), path.display())]
     Remove {
@@ -45,7 +53,14 @@ pub fn remove_pod_dir(dirs: &PodDirs, pod_uid: &str) -> Result<(), PodDirError> 
         pod_dir: pod_dir.clone(),
         device: pod_meta.dev(),
     };
-    // Anything mounted below belongs to someone (a volume torn down elsewhere, a runtime, an
+    // The containers' subPath binds are nodepulse's own, and hold only what a volume held:
+    // unmounted first, so one an earlier run left (a hostPath's has no volume directory to
+    // be found and torn down by) does not keep the directory forever.
+    clean_all_sub_paths(dirs, pod_uid).map_err(|source| PodDirError::SubPath {
+        pod_dir: pod_dir.clone(),
+        source,
+    })?;
+    // Anything else mounted below belongs to someone (a volume torn down elsewhere, a runtime, an
     // operator): removing through it would delete that mount's data.
     let mounted = mount_points_within(&pod_dir).map_err(|source| PodDirError::MountScan {
         pod_dir: pod_dir.clone(),

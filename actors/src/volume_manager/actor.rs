@@ -340,13 +340,18 @@ impl VolumeManagerActor {
             Operation::Unmount {
                 pod_uid,
                 volume,
-                plugin: Plugin::Csi,
-            } => self.csi_tear_down((pod_uid, volume), ctx),
-            Operation::Unmount {
-                pod_uid,
-                volume,
                 plugin,
             } => {
+                // First the containers' subPath binds, as the kubelet's UnmountVolume: one
+                // left would keep the volume (a CSI device) in use.
+                if let Err(error) = self.host.clean_sub_paths(&pod_uid, &volume) {
+                    let error = format!("error cleaning subPath mounts: {error}");
+                    self.settle(&key, Err(error), now);
+                    return true;
+                }
+                if plugin == Plugin::Csi {
+                    return self.csi_tear_down((pod_uid, volume), ctx);
+                }
                 let result = self.host.tear_down(&pod_uid, &volume, plugin);
                 self.settle(&key, result.map_err(|e| e.message), now);
                 if self.memory.read(|m| !m.failures.contains_key(&key)) {

@@ -38,6 +38,7 @@ struct Recorded {
     events: Vec<(String, PodEvent)>,
     set_ups: Vec<(String, String)>,
     tear_downs: Vec<(String, String)>,
+    sub_paths_cleaned: Vec<(String, String)>,
     removed_pod_dirs: Vec<String>,
     on_disk: ActualState,
 }
@@ -119,6 +120,12 @@ impl VolumeHost for Fakes {
     fn tear_down(&self, pod_uid: &str, volume: &str, _: Plugin) -> Result<(), VolumeHostError> {
         self.state()
             .tear_downs
+            .push((pod_uid.to_owned(), volume.to_owned()));
+        Ok(())
+    }
+    fn clean_sub_paths(&self, pod_uid: &str, volume: &str) -> Result<(), VolumeHostError> {
+        self.state()
+            .sub_paths_cleaned
             .push((pod_uid.to_owned(), volume.to_owned()));
         Ok(())
     }
@@ -372,6 +379,11 @@ async fn a_pod_deleted_without_a_terminal_status_has_its_volumes_and_then_its_di
     assert_eq!(
         node.fakes.state().tear_downs,
         [("u1".to_owned(), "scratch".to_owned())]
+    );
+    assert_eq!(
+        node.fakes.state().sub_paths_cleaned,
+        [("u1".to_owned(), "scratch".to_owned())],
+        "the containers' subPath binds go with the volume"
     );
     assert!(node.memory.read(|m| m.actual.pod_dirs.is_empty()));
 }

@@ -48,6 +48,27 @@ impl PodDirs {
             .join(volume)
     }
 
+    /// `<root>/pods/<uid>/volume-subpaths`: the bind mounts of the containers' `subPath`s.
+    pub fn pod_sub_paths_dir(&self, pod_uid: &str) -> PathBuf {
+        self.pod_dir(pod_uid).join("volume-subpaths")
+    }
+
+    /// `<root>/pods/<uid>/volume-subpaths/<volume>/<container>/<mount index>`: where the
+    /// `subPath` of the container's `volumeMounts[index]` is bound, and what the runtime
+    /// mounts (a container name is a DNS label, so safe as a directory name).
+    pub fn sub_path_target(
+        &self,
+        pod_uid: &str,
+        volume: &str,
+        container: &str,
+        mount_index: usize,
+    ) -> PathBuf {
+        self.pod_sub_paths_dir(pod_uid)
+            .join(volume)
+            .join(container)
+            .join(mount_index.to_string())
+    }
+
     /// `<root>/pods/<uid>/plugins/<escaped plugin>/<volume>`: the plugin's own metadata for the
     /// volume, e.g. emptyDir's `ready` file.
     pub fn volume_plugin_dir(&self, pod_uid: &str, plugin: Plugin, volume: &str) -> PathBuf {
@@ -118,6 +139,10 @@ mod tests {
         for (plugin, volume, path) in table {
             assert_eq!(dirs.volume_dir("u1", plugin, volume), Path::new(path));
         }
+        assert_eq!(
+            dirs.sub_path_target("u1", "cache", "app", 2),
+            Path::new("/var/lib/kubelet/pods/u1/volume-subpaths/cache/app/2")
+        );
         assert_eq!(
             dirs.volume_plugin_dir("u1", Plugin::EmptyDir, "cache"),
             Path::new("/var/lib/kubelet/pods/u1/plugins/kubernetes.io~empty-dir/cache")

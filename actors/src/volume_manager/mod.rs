@@ -39,8 +39,9 @@ pub use layout::{PodDirs, UniqueVolumeName};
 pub use memory::{VolumeManagerMemory, VolumeView};
 pub use plugin::Plugin;
 pub use ports::{
-    PodVolumeView, PodVolumesChanged, ResolvedClaim, SetUpContext, StorageApi, VolumeHost,
-    VolumeHostError, VolumeSourceApi, resolve_claim, volumes_ready,
+    PodVolumeView, PodVolumesChanged, ResolvedClaim, SetUpContext, StorageApi, SubPathHost,
+    SubPathHostError, SubPathMount, VolumeHost, VolumeHostError, VolumeSourceApi, resolve_claim,
+    volumes_ready,
 };
 pub use reconcile::{Operation, REMOUNT_PERIOD, reconcile, volumes_in_use};
 pub use spec::{

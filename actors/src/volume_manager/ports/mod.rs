@@ -6,10 +6,12 @@
 pub(crate) mod fake_view;
 mod pod_volumes;
 mod storage;
+mod sub_paths;
 mod volume_host;
 mod volume_sources;
 
 pub use pod_volumes::{PodVolumeView, PodVolumesChanged, volumes_ready};
 pub use storage::{ResolvedClaim, StorageApi, resolve_claim};
+pub use sub_paths::{SubPathHost, SubPathHostError, SubPathMount};
 pub use volume_host::{SetUpContext, VolumeHost, VolumeHostError};
 pub use volume_sources::VolumeSourceApi;

@@ -41,6 +41,9 @@ pub trait VolumeHost: Send + Sync + 'static {
     /// Tears the volume down (idempotent).
     fn tear_down(&self, pod_uid: &str, volume: &str, plugin: Plugin)
     -> Result<(), VolumeHostError>;
+    /// Unmounts and removes the containers' subPath binds of `volume` under the pod's
+    /// `volume-subpaths` (idempotent), before its TearDown, as the kubelet's `CleanSubPaths`.
+    fn clean_sub_paths(&self, pod_uid: &str, volume: &str) -> Result<(), VolumeHostError>;
     /// Removes `<rootDir>/pods/<uid>` once nothing of it is set up.
     fn remove_pod_dir(&self, pod_uid: &str) -> Result<(), VolumeHostError>;
     /// What the host allows (memory-backed volumes), for the debug view.
