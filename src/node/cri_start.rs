@@ -13,7 +13,7 @@ use nodepulse_actors::{
     },
     ports::{HealthChecks, MachineFacts},
     prober::{ProbePods, ProbeResults, ProberKept},
-    volume_manager::{PodVolumeView, VolumeSourceApi},
+    volume_manager::{PodDirs, PodVolumeView, VolumeSourceApi},
 };
 use nodepulse_supervisor::Recipient;
 
@@ -22,6 +22,7 @@ use crate::{
     config::{Config, EndpointError},
     cri::CriClient,
     prober::ProbeHandlers,
+    volume::sub_path::DiskSubPaths,
 };
 
 /// Why the CRI pod provider did not start this time.
@@ -120,6 +121,7 @@ impl CriStart {
             .map_err(CriStartError::Thread)?
             .with_objects(Arc::clone(&self.api) as Arc<dyn VolumeSourceApi>)
             .with_http_hooks(hooks)
+            .with_sub_paths(Arc::new(DiskSubPaths::new(PodDirs::new(&config.root_dir))))
             .with_pods_view(self.pods_view.clone());
         if let Some((prober, kept)) = &self.prober {
             let results = ProbeResults::new(kept.memory.clone());

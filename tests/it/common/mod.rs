@@ -26,7 +26,7 @@ pub mod observer;
 pub mod oci_image;
 pub mod outage;
 pub mod pods;
-mod poll;
+pub mod poll;
 pub mod root_dir;
 pub mod settled;
 pub mod skip;

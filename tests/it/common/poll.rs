@@ -22,16 +22,26 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
 }
 
 /// Like [`eventually`], for conditions that must be awaited.
-pub async fn eventually_async<F, Fut>(what: &str, mut condition: F)
+pub async fn eventually_async<F, Fut>(what: &str, condition: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = Instant::now() + PATIENCE;
+    eventually_async_within(PATIENCE, what, condition).await;
+}
+
+/// [`eventually_async`] with a patience of its own, for what takes several of the node's
+/// back-offs by design.
+pub async fn eventually_async_within<F, Fut>(patience: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + patience;
     while !condition().await {
         assert!(
             Instant::now() < deadline,
-            "timed out after {PATIENCE:?} waiting until {what}"
+            "timed out after {patience:?} waiting until {what}"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

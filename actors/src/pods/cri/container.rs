@@ -119,28 +119,21 @@ fn security(pod: &Pod, container: &Container) -> SecurityContext {
     }
 }
 
-/// A mount for each `volumeMounts` entry whose volume the volume manager reports set up
-/// (`host_paths`, by volume name), with its `subPath`; others are left to the volume manager.
-/// The API-data volumes are read-only whatever the entry says, as the kubelet's `mustMountRO`.
-pub fn mounts(
-    pod: &Pod,
-    container: &Container,
-    host_paths: &BTreeMap<String, PathBuf>,
-) -> Vec<Mount> {
+/// A mount for each `volumeMounts` entry with a host path in `sources` (by the entry's index:
+/// its volume, or its subPath's bind; `sub_path::mount_sources`); others are left to the
+/// volume manager. The API-data volumes are read-only whatever the entry says, as the
+/// kubelet's `mustMountRO`.
+pub fn mounts(pod: &Pod, container: &Container, sources: &BTreeMap<usize, PathBuf>) -> Vec<Mount> {
     let must_mount_read_only = api_data_volumes(pod);
     container
         .volume_mounts
         .iter()
         .flatten()
-        .filter_map(|mount| {
-            let host = host_paths.get(&mount.name)?;
-            let host_path = match mount.sub_path.as_deref() {
-                Some(sub) if !sub.is_empty() => host.join(sub),
-                _ => host.clone(),
-            };
+        .enumerate()
+        .filter_map(|(index, mount)| {
             Some(Mount {
                 container_path: PathBuf::from(&mount.mount_path),
-                host_path,
+                host_path: sources.get(&index)?.clone(),
                 readonly: mount.read_only.unwrap_or(false)
                     || must_mount_read_only.contains(mount.name.as_str()),
                 ..Mount::default()
@@ -178,7 +171,8 @@ pub fn termination_message_path(container: &Container) -> String {
 pub struct Resolved<'a> {
     pub restart_count: u32,
     pub image_ref: &'a str,
-    pub host_paths: &'a BTreeMap<String, PathBuf>,
+    /// What each `volumeMounts` entry mounts, by its index (`sub_path::mount_sources`).
+    pub mount_sources: &'a BTreeMap<usize, PathBuf>,
     /// The host file mounted at `terminationMessagePath`, if made.
     pub termination_file: Option<&'a Path>,
     pub memory_capacity: u64,
@@ -227,7 +221,7 @@ pub fn container_config(
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value))
     .collect();
-    let mut mounts = mounts(pod, container, resolved.host_paths);
+    let mut mounts = mounts(pod, container, resolved.mount_sources);
     if let Some(file) = resolved.termination_file {
         mounts.push(Mount {
             container_path: PathBuf::from(message_path),
@@ -297,13 +291,14 @@ mod tests {
         }))
         .expect("a pod");
         let container = &pod.spec.as_ref().expect("spec").containers[0];
-        let host_paths: BTreeMap<String, PathBuf> = container
+        let sources: BTreeMap<usize, PathBuf> = container
             .volume_mounts
             .iter()
             .flatten()
-            .map(|m| (m.name.clone(), PathBuf::from("/v").join(&m.name)))
+            .enumerate()
+            .map(|(index, m)| (index, PathBuf::from("/v").join(&m.name)))
             .collect();
-        let read_only: BTreeMap<String, bool> = mounts(&pod, container, &host_paths)
+        let read_only: BTreeMap<String, bool> = mounts(&pod, container, &sources)
             .into_iter()
             .map(|m| (m.container_path.display().to_string(), m.readonly))
             .collect();

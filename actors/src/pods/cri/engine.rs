@@ -45,7 +45,7 @@ use crate::{
         PodsPublisher, ProbeRunner, RuntimeService, SandboxFilter,
     },
     prober::{PodProbeView, ProbePods, ProbeResults},
-    volume_manager::{PodVolumeView, VolumeSourceApi},
+    volume_manager::{PodVolumeView, SubPathHost, VolumeSourceApi},
 };
 
 /// The kubelet's relist period.
@@ -179,6 +179,9 @@ pub struct Engine {
     /// The Node as NodeStatusActor last saw it, for admission and `resourceFieldRef` limits;
     /// `None`: no admission (tests of other rules).
     pub node: Option<Arc<NodeView>>,
+    /// Makes and binds containers' subPaths on the node's disk; `None`: a subPath mount
+    /// fails the container's start (never mounted unchecked).
+    pub sub_paths: Option<Arc<dyn SubPathHost>>,
     /// Sends lifecycle hooks' HTTP requests (the prober's client); `None`: they fail.
     pub http_hooks: Option<Arc<dyn ProbeRunner>>,
     /// The prober: told each pod's running containers at every sync (`probing`).
@@ -220,6 +223,7 @@ impl Engine {
             volumes,
             objects: None,
             node: None,
+            sub_paths: None,
             http_hooks: None,
             prober: None,
             probe_results: None,

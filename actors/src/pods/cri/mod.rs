@@ -77,7 +77,7 @@ use crate::{
     node_status::NodeView,
     ports::{PodStats, PodsPublisher, PodsView, ProbeRunner},
     prober::{ProbePods, ProbeResults, ProberOutput},
-    volume_manager::{PodVolumeView, VolumeSourceApi},
+    volume_manager::{PodVolumeView, SubPathHost, VolumeSourceApi},
 };
 
 pub struct CriPods {
@@ -139,6 +139,13 @@ impl CriPods {
         // before the first container needs them.
         let _ = api.services();
         self.engine_mut().objects = Some(api);
+        self
+    }
+
+    /// Makes and binds the containers' `subPath`s through `host` (the node's disk).
+    #[must_use]
+    pub fn with_sub_paths(mut self, host: Arc<dyn SubPathHost>) -> Self {
+        self.engine_mut().sub_paths = Some(host);
         self
     }
 

@@ -1,206 +1,114 @@
-//! A container's `subPath` mounts, prepared as the kubelet's `makeMounts` does before the
-//! container is created: the path must stay inside its volume (relative, no `..`, and no
-//! symlink leading out of it), and a missing directory is made (0755). A bad one fails the
-//! start with `CreateContainerConfigError`, as in the kubelet, instead of mounting a host path.
-//! Not done: the kubelet's bind mount of an opened file descriptor, which also closes the race
-//! of a symlink swapped in between this check and the runtime's mount.
+//! What each of a container's `volumeMounts` mounts, as the kubelet's `makeMounts` prepares it
+//! before the container is created: the volume itself, or its `subPath`, relative and without
+//! `..`, made when missing and bound under the pod's directory by the [`SubPathHost`]. The
+//! runtime mounts that bind, never `volume/subPath`, which a container sharing the volume could
+//! turn into a link out of it in between (CVE-2017-1002101). A failure is
+//! `CreateContainerConfigError`.
 
-use std::{
-    collections::BTreeMap,
-    fs,
-    os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt},
-    path::{Component, Path, PathBuf},
-};
+use std::{collections::BTreeMap, path::PathBuf};
 
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, VolumeMount};
 
-/// A `subPath` that cannot be mounted. Only a changed spec or volume fixes it; the start is
-/// tried again after the usual back-off.
+use crate::volume_manager::{SubPathHost, SubPathHostError, SubPathMount};
+
+/// Why a container's mounts cannot be prepared; the text is the kubelet's. Only a changed
+/// spec or volume fixes it; the start is tried again after the usual back-off.
 #[derive(Debug, thiserror::Error)]
-#[error("failed to prepare subPath for volumeMount {mount:?} of container {container:?}: {why}")]
-pub struct SubPathError {
-    pub mount: String,
-    pub container: String,
-    #[source]
-    pub why: Unusable,
-}
-
-/// Why the path is refused.
-#[derive(Debug, thiserror::Error)]
-pub enum Unusable {
-    #[error("subpath {0:?} must be a relative path without '..'")]
-    NotRelative(String),
-    #[error("cannot resolve volume path {}: {source}", .path.display())]
-    Volume {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot resolve subpath {}: {source}", .path.display())]
-    Resolve {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("subpath {} is outside of the volume {}", .path.display(), .volume.display())]
-    Outside { path: PathBuf, volume: PathBuf },
-    #[error("cannot create subpath {}: {source}", .path.display())]
+pub enum SubPathError {
+    #[error("error SubPath `{0}` must not be an absolute path")]
+    Absolute(String),
+    #[error("unable to provision SubPath `{0}`: must not contain '..'")]
+    Backsteps(String),
+    /// The host's reason stays in the node's log: it may show the host's paths.
+    #[error(
+        "failed to create subPath directory for volumeMount {mount:?} of container {container:?}"
+    )]
     Create {
-        path: PathBuf,
+        mount: String,
+        container: String,
         #[source]
-        source: std::io::Error,
+        why: SubPathHostError,
+    },
+    #[error("failed to prepare subPath for volumeMount {mount:?} of container {container:?}")]
+    Prepare {
+        mount: String,
+        container: String,
+        #[source]
+        why: SubPathHostError,
     },
 }
 
-/// Checks (and makes) every `subPath` of `container` whose volume is set up at `host_paths`.
-pub fn prepare(
+/// The subPath of `mount`, `None` for the whole volume; refused if absolute or with a `..`
+/// element.
+pub fn sub_path_of(mount: &VolumeMount) -> Result<Option<String>, SubPathError> {
+    let sub = mount.sub_path.clone().unwrap_or_default();
+    if sub.is_empty() {
+        return Ok(None);
+    }
+    if sub.starts_with('/') {
+        return Err(SubPathError::Absolute(sub));
+    }
+    if sub.split('/').any(|part| part == "..") {
+        return Err(SubPathError::Backsteps(sub));
+    }
+    Ok(Some(sub))
+}
+
+/// The host path each of `container`'s `volumeMounts` mounts, by its index: the volume's
+/// (`host_paths`, by volume name) or its subPath's bind. Entries whose volume is not set up
+/// are left out, for the volume manager to report.
+pub fn mount_sources(
+    host: Option<&dyn SubPathHost>,
+    pod_uid: &str,
     container: &Container,
     host_paths: &BTreeMap<String, PathBuf>,
-) -> Result<(), SubPathError> {
-    for mount in container.volume_mounts.iter().flatten() {
-        let Some(sub) = mount.sub_path.as_deref().filter(|sub| !sub.is_empty()) else {
-            continue;
-        };
+) -> Result<BTreeMap<usize, PathBuf>, SubPathError> {
+    let mut sources = BTreeMap::new();
+    for (index, mount) in container.volume_mounts.iter().flatten().enumerate() {
         let Some(volume) = host_paths.get(&mount.name) else {
             continue;
         };
-        let failed = |why| SubPathError {
-            mount: mount.name.clone(),
-            container: container.name.clone(),
-            why,
-        };
-        inside(volume, sub).map_err(failed)?;
-    }
-    Ok(())
-}
-
-/// Walks `sub` from the volume's root one name at a time: an existing step is resolved
-/// (symlinks followed) and must stay within the volume; a missing one is made there with the
-/// root's mode, setgid and sticky bits included, set past the umask (the kubelet's
-/// `SafeMakeDir`: an fsGroup volume's subPath stays group-writable). So nothing is ever made
-/// outside the volume, even through a symlink.
-fn inside(volume: &Path, sub: &str) -> Result<(), Unusable> {
-    let relative = Path::new(sub);
-    if relative.is_absolute()
-        || relative
-            .components()
-            .any(|part| matches!(part, Component::ParentDir))
-    {
-        return Err(Unusable::NotRelative(sub.to_owned()));
-    }
-    let root = fs::canonicalize(volume).map_err(|source| Unusable::Volume {
-        path: volume.to_owned(),
-        source,
-    })?;
-    let root_mode = fs::metadata(&root)
-        .map_err(|source| Unusable::Volume {
-            path: volume.to_owned(),
-            source,
-        })?
-        .permissions()
-        .mode()
-        & 0o7777;
-    let mut current = root.clone();
-    for part in relative.components() {
-        let Component::Normal(name) = part else {
+        let Some(sub_path) = sub_path_of(mount)? else {
+            sources.insert(index, volume.clone());
             continue;
         };
-        let next = current.join(name);
-        if fs::symlink_metadata(&next).is_ok() {
-            let resolved = fs::canonicalize(&next).map_err(|source| Unusable::Resolve {
-                path: next.clone(),
-                source,
-            })?;
-            if !resolved.starts_with(&root) {
-                return Err(Unusable::Outside {
-                    path: resolved,
-                    volume: root,
-                });
+        let request = SubPathMount {
+            pod_uid,
+            volume_name: &mount.name,
+            volume_path: volume,
+            sub_path: &sub_path,
+            container_name: &container.name,
+            mount_index: index,
+        };
+        let failed = |why: SubPathHostError, create: bool| {
+            tracing::warn!(pod_uid, container = %container.name, volume_mount = %mount.name, %why, "cannot prepare a subPath");
+            let (mount, container) = (mount.name.clone(), container.name.clone());
+            if create {
+                SubPathError::Create {
+                    mount,
+                    container,
+                    why,
+                }
+            } else {
+                SubPathError::Prepare {
+                    mount,
+                    container,
+                    why,
+                }
             }
-            current = resolved;
-        } else {
-            let create = |source| Unusable::Create {
-                path: next.clone(),
-                source,
-            };
-            fs::DirBuilder::new()
-                .mode(root_mode)
-                .create(&next)
-                .map_err(create)?;
-            // Through a descriptor that refuses a link, as the kubelet's fchmod: the pod may
-            // swap the new directory for one meanwhile.
-            fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
-                .open(&next)
-                .and_then(|dir| dir.set_permissions(fs::Permissions::from_mode(root_mode)))
-                .map_err(create)?;
-            current = next;
-        }
+        };
+        let Some(host) = host else {
+            let why = SubPathHostError("this node binds no subPath".to_owned());
+            return Err(failed(why, false));
+        };
+        host.make_missing_dirs(&request)
+            .map_err(|why| failed(why, true))?;
+        let bound = host.bind(&request).map_err(|why| failed(why, false))?;
+        sources.insert(index, bound);
     }
-    Ok(())
+    Ok(sources)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn container(sub: &str) -> Container {
-        serde_json::from_value(serde_json::json!({
-            "name": "app",
-            "volumeMounts": [{"name": "data", "mountPath": "/data", "subPath": sub}],
-        }))
-        .expect("a container")
-    }
-
-    #[test]
-    fn a_sub_path_inside_the_volume_is_made_and_accepted() {
-        let volume = tempfile::tempdir().expect("tempdir");
-        let paths = BTreeMap::from([("data".to_owned(), volume.path().to_owned())]);
-        prepare(&container("logs/app"), &paths).expect("inside");
-        assert!(volume.path().join("logs/app").is_dir());
-    }
-
-    #[test]
-    fn escapes_by_dots_absolute_paths_or_symlinks_are_refused() {
-        let volume = tempfile::tempdir().expect("tempdir");
-        let outside = tempfile::tempdir().expect("tempdir");
-        std::os::unix::fs::symlink(outside.path(), volume.path().join("out")).expect("symlink");
-        let paths = BTreeMap::from([("data".to_owned(), volume.path().to_owned())]);
-        for sub in ["../etc", "/etc", "a/../../etc", "out", "out/deeper"] {
-            let error = prepare(&container(sub), &paths).expect_err(sub).to_string();
-            assert!(
-                error.starts_with(
-                    "failed to prepare subPath for volumeMount \"data\" of container \"app\": "
-                ),
-                "{sub}: {error}"
-            );
-        }
-        let error = prepare(&container("/etc"), &paths).expect_err("absolute");
-        assert_eq!(
-            error.to_string(),
-            "failed to prepare subPath for volumeMount \"data\" of container \"app\": \
-             subpath \"/etc\" must be a relative path without '..'"
-        );
-        assert!(matches!(error.why, Unusable::NotRelative(_)));
-        assert!(
-            !outside.path().join("deeper").exists(),
-            "nothing is made outside the volume"
-        );
-    }
-
-    #[test]
-    fn a_made_sub_path_takes_the_volumes_mode_with_its_setgid_and_sticky_bits() {
-        let volume = tempfile::tempdir().expect("tempdir");
-        fs::set_permissions(volume.path(), fs::Permissions::from_mode(0o3777)).expect("chmod");
-        let paths = BTreeMap::from([("data".to_owned(), volume.path().to_owned())]);
-        prepare(&container("a/b"), &paths).expect("made");
-        for dir in ["a", "a/b"] {
-            let mode = fs::metadata(volume.path().join(dir))
-                .expect("made")
-                .permissions()
-                .mode();
-            assert_eq!(mode & 0o7777, 0o3777, "{dir}: {mode:o}");
-        }
-    }
-}
+#[path = "sub_path_tests.rs"]
+mod tests;

@@ -392,8 +392,13 @@ impl Engine {
             .as_ref()
             .map(|view| view.host_paths(pod.metadata.uid.as_deref().unwrap_or_default()))
             .unwrap_or_default();
-        super::sub_path::prepare(container, &host_paths)
-            .map_err(|error| config_error(error.to_string()))?;
+        let mount_sources = super::sub_path::mount_sources(
+            self.sub_paths.as_deref(),
+            pod.metadata.uid.as_deref().unwrap_or_default(),
+            container,
+            &host_paths,
+        )
+        .map_err(|error| config_error(error.to_string()))?;
         let pid_target = self
             .pid_target(pod, container, runtime)
             .map_err(config_error)?;
@@ -403,7 +408,7 @@ impl Engine {
             &Resolved {
                 restart_count,
                 image_ref: &image_ref,
-                host_paths: &host_paths,
+                mount_sources: &mount_sources,
                 termination_file: Some(&termination_file),
                 memory_capacity: self.settings.memory_capacity,
                 env: &env,

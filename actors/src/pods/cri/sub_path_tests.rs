@@ -1,0 +1,107 @@
+use std::{path::Path, sync::Mutex};
+
+use super::*;
+
+fn container(mounts: serde_json::Value) -> Container {
+    serde_json::from_value(serde_json::json!({"name": "app", "volumeMounts": mounts}))
+        .expect("a container")
+}
+
+/// Records what it is asked and binds to `/bound/<index>`, or refuses (`refuse_bind`).
+#[derive(Default)]
+struct RecordingHost {
+    asked: Mutex<Vec<(String, String, usize)>>,
+    refuse_bind: bool,
+}
+
+impl SubPathHost for RecordingHost {
+    fn make_missing_dirs(&self, _: &SubPathMount<'_>) -> Result<(), SubPathHostError> {
+        Ok(())
+    }
+    fn bind(&self, mount: &SubPathMount<'_>) -> Result<PathBuf, SubPathHostError> {
+        if self.refuse_bind {
+            return Err(SubPathHostError(
+                "/host/secret is outside the volume".into(),
+            ));
+        }
+        self.asked.lock().unwrap().push((
+            mount.volume_path.display().to_string(),
+            mount.sub_path.to_owned(),
+            mount.mount_index,
+        ));
+        Ok(PathBuf::from(format!("/bound/{}", mount.mount_index)))
+    }
+}
+
+fn mount(json: serde_json::Value) -> VolumeMount {
+    serde_json::from_value(json).expect("a volume mount")
+}
+
+#[test]
+fn absolute_paths_and_backsteps_are_refused_with_the_kubelets_texts() {
+    let cases = [
+        (
+            serde_json::json!({"subPath": "/etc"}),
+            "error SubPath `/etc` must not be an absolute path",
+        ),
+        (
+            serde_json::json!({"subPath": "a/../../etc"}),
+            "unable to provision SubPath `a/../../etc`: must not contain '..'",
+        ),
+    ];
+    for (fields, expected) in cases {
+        let mut json = serde_json::json!({"name": "v", "mountPath": "/m"});
+        json.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        let error = sub_path_of(&mount(json)).expect_err(expected);
+        assert_eq!(error.to_string(), expected);
+    }
+    // A name merely starting with dots is a name.
+    let dots = mount(serde_json::json!({"name": "v", "mountPath": "/m", "subPath": "...a/b"}));
+    assert_eq!(sub_path_of(&dots).unwrap().as_deref(), Some("...a/b"));
+}
+
+#[test]
+fn each_mount_gets_its_volume_or_the_bind_of_its_sub_path_never_the_joined_path() {
+    let app = container(serde_json::json!([
+        {"name": "data", "mountPath": "/whole"},
+        {"name": "data", "mountPath": "/logs", "subPath": "logs/p"},
+        {"name": "absent", "mountPath": "/absent", "subPath": "x"},
+        {"name": "data", "mountPath": "/cache", "subPath": "cache"},
+    ]));
+    let host_paths = BTreeMap::from([("data".to_owned(), PathBuf::from("/vol/data"))]);
+    let host = RecordingHost::default();
+    let sources = mount_sources(Some(&host), "u1", &app, &host_paths).expect("prepared");
+    assert_eq!(
+        sources,
+        BTreeMap::from([
+            (0, PathBuf::from("/vol/data")),
+            (1, PathBuf::from("/bound/1")),
+            (3, PathBuf::from("/bound/3")),
+        ])
+    );
+    assert_eq!(
+        *host.asked.lock().unwrap(),
+        [
+            ("/vol/data".to_owned(), "logs/p".to_owned(), 1),
+            ("/vol/data".to_owned(), "cache".to_owned(), 3),
+        ]
+    );
+}
+
+#[test]
+fn a_refused_bind_or_a_node_without_a_sub_path_host_fails_without_the_hosts_paths() {
+    let app =
+        container(serde_json::json!([{"name": "data", "mountPath": "/m", "subPath": "link"}]));
+    let host_paths = BTreeMap::from([("data".to_owned(), Path::new("/vol/data").to_owned())]);
+    let refusing = RecordingHost {
+        refuse_bind: true,
+        ..RecordingHost::default()
+    };
+    let expected = "failed to prepare subPath for volumeMount \"data\" of container \"app\"";
+    for host in [Some(&refusing as &dyn SubPathHost), None] {
+        let error = mount_sources(host, "u1", &app, &host_paths).expect_err("refused");
+        assert_eq!(error.to_string(), expected);
+    }
+}
