@@ -31,6 +31,7 @@ mod cri_pods;
 mod cri_pods_view;
 mod cri_runtime;
 mod cri_stats;
+mod cri_sub_path_expr;
 mod cri_sub_paths;
 mod csi;
 mod csi_attach;

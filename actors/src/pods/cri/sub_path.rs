@@ -1,20 +1,30 @@
 //! What each of a container's `volumeMounts` mounts, as the kubelet's `makeMounts` prepares it
-//! before the container is created: the volume itself, or its `subPath`, relative and without
-//! `..`, made when missing and bound under the pod's directory by the [`SubPathHost`]. The
-//! runtime mounts that bind, never `volume/subPath`, which a container sharing the volume could
-//! turn into a link out of it in between (CVE-2017-1002101). A failure is
-//! `CreateContainerConfigError`.
+//! before the container is created: the volume itself, or its `subPath` (`subPathExpr`
+//! expanded with the container's environment first), relative and without `..`, made when
+//! missing and bound under the pod's directory by the [`SubPathHost`]. The runtime mounts that
+//! bind, never `volume/subPath`, which a container sharing the volume could turn into a link
+//! out of it in between (CVE-2017-1002101). A failure is `CreateContainerConfigError`.
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::{
+    cell::RefCell,
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+};
 
 use k8s_openapi::api::core::v1::{Container, VolumeMount};
 
-use crate::volume_manager::{SubPathHost, SubPathHostError, SubPathMount};
+use crate::{
+    expansion::expand,
+    volume_manager::{SubPathHost, SubPathHostError, SubPathMount},
+};
 
 /// Why a container's mounts cannot be prepared; the text is the kubelet's. Only a changed
-/// spec or volume fixes it; the start is tried again after the usual back-off.
+/// spec, environment or volume fixes it; the start is tried again after the usual back-off.
 #[derive(Debug, thiserror::Error)]
 pub enum SubPathError {
+    /// `subPathExpr` names variables the container does not have, or has empty.
+    #[error("missing value for {0}")]
+    MissingValue(String),
     #[error("error SubPath `{0}` must not be an absolute path")]
     Absolute(String),
     #[error("unable to provision SubPath `{0}`: must not contain '..'")]
@@ -38,10 +48,21 @@ pub enum SubPathError {
     },
 }
 
-/// The subPath of `mount`, `None` for the whole volume; refused if absolute or with a `..`
-/// element.
-pub fn sub_path_of(mount: &VolumeMount) -> Result<Option<String>, SubPathError> {
-    let sub = mount.sub_path.clone().unwrap_or_default();
+/// The subPath of `mount`, `None` for the whole volume: `subPathExpr` expanded against `env`
+/// (the kubelet's `ExpandContainerVolumeMounts`: a variable unset or empty is an error), else
+/// `subPath`; then refused if absolute or with a `..` element.
+pub fn sub_path_of(
+    mount: &VolumeMount,
+    env: &[(String, String)],
+) -> Result<Option<String>, SubPathError> {
+    let sub = match mount
+        .sub_path_expr
+        .as_deref()
+        .filter(|expr| !expr.is_empty())
+    {
+        Some(expr) => expand_strictly(expr, env)?,
+        None => mount.sub_path.clone().unwrap_or_default(),
+    };
     if sub.is_empty() {
         return Ok(None);
     }
@@ -54,6 +75,31 @@ pub fn sub_path_of(mount: &VolumeMount) -> Result<Option<String>, SubPathError> 
     Ok(Some(sub))
 }
 
+/// `$(VAR)` expanded as everywhere else, except that every name without a non-empty value
+/// is collected and reported, in order, instead of being left as written.
+fn expand_strictly(expr: &str, env: &[(String, String)]) -> Result<String, SubPathError> {
+    let values: BTreeMap<&str, &str> = env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    let missing = RefCell::new(BTreeSet::new());
+    let expanded = expand(expr, |name| match values.get(name) {
+        Some(value) if !value.is_empty() => Some(value),
+        _ => {
+            missing.borrow_mut().insert(name.to_owned());
+            Some("")
+        }
+    });
+    let missing = missing.into_inner();
+    if missing.is_empty() {
+        Ok(expanded)
+    } else {
+        Err(SubPathError::MissingValue(
+            missing.into_iter().collect::<Vec<_>>().join(", "),
+        ))
+    }
+}
+
 /// The host path each of `container`'s `volumeMounts` mounts, by its index: the volume's
 /// (`host_paths`, by volume name) or its subPath's bind. Entries whose volume is not set up
 /// are left out, for the volume manager to report.
@@ -62,13 +108,14 @@ pub fn mount_sources(
     pod_uid: &str,
     container: &Container,
     host_paths: &BTreeMap<String, PathBuf>,
+    env: &[(String, String)],
 ) -> Result<BTreeMap<usize, PathBuf>, SubPathError> {
     let mut sources = BTreeMap::new();
     for (index, mount) in container.volume_mounts.iter().flatten().enumerate() {
         let Some(volume) = host_paths.get(&mount.name) else {
             continue;
         };
-        let Some(sub_path) = sub_path_of(mount)? else {
+        let Some(sub_path) = sub_path_of(mount, env)? else {
             sources.insert(index, volume.clone());
             continue;
         };

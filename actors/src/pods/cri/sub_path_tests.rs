@@ -7,6 +7,13 @@ fn container(mounts: serde_json::Value) -> Container {
         .expect("a container")
 }
 
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
 /// Records what it is asked and binds to `/bound/<index>`, or refuses (`refuse_bind`).
 #[derive(Default)]
 struct RecordingHost {
@@ -38,11 +45,43 @@ fn mount(json: serde_json::Value) -> VolumeMount {
 }
 
 #[test]
-fn absolute_paths_and_backsteps_are_refused_with_the_kubelets_texts() {
+fn sub_path_expr_expands_the_containers_variables_and_reports_every_missing_one() {
+    let variables = env(&[("POD_NAME", "foo"), ("ANNOTATION", "mypath"), ("EMPTY", "")]);
+    let cases = [
+        ("$(ANNOTATION)/$(POD_NAME)", Ok("mypath/foo")),
+        ("logs/$$(POD_NAME)", Ok("logs/$(POD_NAME)")),
+        (
+            "$(NOPE)/$(EMPTY)/$(ALSO_NOPE)",
+            Err("missing value for ALSO_NOPE, EMPTY, NOPE"),
+        ),
+        ("$(EMPTY)", Err("missing value for EMPTY")),
+    ];
+    for (expr, expected) in cases {
+        let mount = mount(serde_json::json!({"name": "v", "mountPath": "/m", "subPathExpr": expr}));
+        let got = sub_path_of(&mount, &variables).map_err(|e| e.to_string());
+        assert_eq!(
+            got.as_ref().map(|sub| sub.as_deref().unwrap_or_default()),
+            expected.map_err(str::to_owned).as_ref().map(|s| *s),
+            "{expr}"
+        );
+    }
+}
+
+#[test]
+fn absolute_paths_and_backsteps_are_refused_with_the_kubelets_texts_whatever_their_source() {
+    let variables = env(&[("ABSOLUTE", "/tmp"), ("UP", "..")]);
     let cases = [
         (
             serde_json::json!({"subPath": "/etc"}),
             "error SubPath `/etc` must not be an absolute path",
+        ),
+        (
+            serde_json::json!({"subPathExpr": "$(ABSOLUTE)"}),
+            "error SubPath `/tmp` must not be an absolute path",
+        ),
+        (
+            serde_json::json!({"subPathExpr": "$(UP)"}),
+            "unable to provision SubPath `..`: must not contain '..'",
         ),
         (
             serde_json::json!({"subPath": "a/../../etc"}),
@@ -54,25 +93,32 @@ fn absolute_paths_and_backsteps_are_refused_with_the_kubelets_texts() {
         json.as_object_mut()
             .unwrap()
             .extend(fields.as_object().unwrap().clone());
-        let error = sub_path_of(&mount(json)).expect_err(expected);
+        let error = sub_path_of(&mount(json), &variables).expect_err(expected);
         assert_eq!(error.to_string(), expected);
     }
     // A name merely starting with dots is a name.
     let dots = mount(serde_json::json!({"name": "v", "mountPath": "/m", "subPath": "...a/b"}));
-    assert_eq!(sub_path_of(&dots).unwrap().as_deref(), Some("...a/b"));
+    assert_eq!(sub_path_of(&dots, &[]).unwrap().as_deref(), Some("...a/b"));
 }
 
 #[test]
 fn each_mount_gets_its_volume_or_the_bind_of_its_sub_path_never_the_joined_path() {
     let app = container(serde_json::json!([
         {"name": "data", "mountPath": "/whole"},
-        {"name": "data", "mountPath": "/logs", "subPath": "logs/p"},
+        {"name": "data", "mountPath": "/logs", "subPathExpr": "logs/$(POD_NAME)"},
         {"name": "absent", "mountPath": "/absent", "subPath": "x"},
         {"name": "data", "mountPath": "/cache", "subPath": "cache"},
     ]));
     let host_paths = BTreeMap::from([("data".to_owned(), PathBuf::from("/vol/data"))]);
     let host = RecordingHost::default();
-    let sources = mount_sources(Some(&host), "u1", &app, &host_paths).expect("prepared");
+    let sources = mount_sources(
+        Some(&host),
+        "u1",
+        &app,
+        &host_paths,
+        &env(&[("POD_NAME", "p")]),
+    )
+    .expect("prepared");
     assert_eq!(
         sources,
         BTreeMap::from([
@@ -101,7 +147,7 @@ fn a_refused_bind_or_a_node_without_a_sub_path_host_fails_without_the_hosts_path
     };
     let expected = "failed to prepare subPath for volumeMount \"data\" of container \"app\"";
     for host in [Some(&refusing as &dyn SubPathHost), None] {
-        let error = mount_sources(host, "u1", &app, &host_paths).expect_err("refused");
+        let error = mount_sources(host, "u1", &app, &host_paths, &[]).expect_err("refused");
         assert_eq!(error.to_string(), expected);
     }
 }

@@ -397,6 +397,7 @@ impl Engine {
             pod.metadata.uid.as_deref().unwrap_or_default(),
             container,
             &host_paths,
+            &env,
         )
         .map_err(|error| config_error(error.to_string()))?;
         let pid_target = self
