@@ -299,6 +299,7 @@ fn validate_pod_spec(pod: &Value, errors: &mut Vec<FieldError>) {
             }
         }
     }
+    super::volume_mounts::validate(pod, errors);
 }
 
 fn add_not_ready_taint(node: &mut Map<String, Value>) {
