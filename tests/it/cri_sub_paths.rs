@@ -10,19 +10,16 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::{
-    Api,
-    api::{DeleteParams, ListParams},
-};
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, api::DeleteParams};
 use serde_json::{Value, json};
 
 use crate::{
     common::{
         PATIENCE, cluster::TestCluster, cri_fixture::CriFixture, cri_node::cri_node_config,
-        daemon::DaemonProcess, eventually, eventually_async, oci_image::BUSYBOX_IMAGE,
-        pods::create, pods::pod_manifest, pods::wait_running, poll::eventually_async_within,
-        root_dir::RootDir,
+        daemon::DaemonProcess, eventually, eventually_async, objects::pod_events,
+        oci_image::BUSYBOX_IMAGE, pods::create, pods::pod_manifest, pods::wait_running,
+        poll::eventually_async_within, root_dir::RootDir,
     },
     cri_pods::{NAMESPACE, Setup, UNTIL_TERM, shell},
 };
@@ -101,14 +98,8 @@ fn running_victims(pod: &Pod) -> usize {
 
 /// The starts refused because the subPath led out of the volume when it was checked.
 async fn refused_starts(cluster: &TestCluster, pod: &Pod) -> i32 {
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
-    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
-    let events = Api::<Event>::namespaced(cluster.client.clone(), NAMESPACE)
-        .list(&about)
-        .await
-        .expect("the pod's events");
+    let events = pod_events(cluster, pod).await;
     events
-        .items
         .iter()
         .filter(|e| {
             e.message

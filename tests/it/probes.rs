@@ -18,8 +18,8 @@ use common::{
     objects::wait_pod_event,
     pods::{condition, phase, running_and_ready, wait_pod},
 };
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::{Api, api::ListParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
 use nodepulse::debug::{self, FaultInjectionGate};
 use nodepulse_actors::{pods, ports::ContainerRuntime, prober, status_manager};
 use nodepulse_supervisor::{ChildState, KillMode};
@@ -66,16 +66,8 @@ fn running_not_ready(pod: &Pod) -> bool {
 
 /// The messages of the Events about this very pod.
 async fn event_messages(cluster: &TestCluster, pod: &Pod) -> Vec<String> {
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
-    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
-    let events = Api::<Event>::namespaced(cluster.client.clone(), NAMESPACE)
-        .list(&about)
-        .await
-        .expect("the pod's events");
-    (events.items.into_iter())
-        .filter(|e| e.involved_object.uid == pod.metadata.uid)
-        .filter_map(|e| e.message)
-        .collect()
+    let events = common::objects::pod_events(cluster, pod).await;
+    events.into_iter().filter_map(|e| e.message).collect()
 }
 
 /// The prober's consecutive successes for `pod`'s container, from its own state.

@@ -94,6 +94,20 @@ pub async fn wait_pod_event(
     .await;
 }
 
+/// The Events about this very pod (its UID), as the API has them now.
+pub async fn pod_events(cluster: &TestCluster, pod: &Pod) -> Vec<Event> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    let events = Api::<Event>::namespaced(cluster.client.clone(), namespace)
+        .list(&about)
+        .await
+        .expect("the pod's events");
+    (events.items.into_iter())
+        .filter(|e| e.involved_object.uid == pod.metadata.uid)
+        .collect()
+}
+
 /// nodepulse's Events about Node `node` with `reason`.
 pub async fn events_about(cluster: &TestCluster, node: &str, reason: &str) -> Vec<Event> {
     let about = ListParams::default().fields(&format!(
