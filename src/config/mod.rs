@@ -3,6 +3,7 @@
 //! daemon never runs on half a configuration. With no file given, the embedded default
 //! (`config/nodepulse.yaml`) is used.
 
+mod aliasing;
 mod container_logs;
 mod duration;
 mod endpoint;
@@ -16,6 +17,7 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
+pub use aliasing::{ExcessiveAliasing, check_aliasing};
 pub use container_logs::parse_max_size;
 pub use duration::{DurationError, GoDuration};
 pub use endpoint::{EndpointError, socket_path};
@@ -126,6 +128,11 @@ impl Config {
                 source_name: source,
             });
         }
+        check_aliasing(text.as_bytes()).map_err(|error| ConfigError::Syntax {
+            source_name: source.clone(),
+            field: "(top level)".to_owned(),
+            reason: error.to_string(),
+        })?;
         let deserializer = serde_yaml_ng::Deserializer::from_str(text);
         let config: Self = serde_path_to_error::deserialize(deserializer).map_err(|error| {
             // A YAML syntax error ends the path in `?`: the field it was reading is unknown.

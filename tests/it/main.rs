@@ -10,6 +10,7 @@
 mod common;
 
 mod actor_faults;
+mod alias_bombs;
 mod api_faults;
 mod api_recovery;
 mod book_build;

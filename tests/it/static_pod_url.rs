@@ -23,8 +23,8 @@ use crate::{
 /// The test's manifest server: answers every GET with the status line and body set now,
 /// and counts the requests.
 #[derive(Clone)]
-struct ManifestServer {
-    url: String,
+pub(crate) struct ManifestServer {
+    pub(crate) url: String,
     answer: Arc<Mutex<(String, String)>>,
     requests: Arc<AtomicUsize>,
     /// The last request's head, lower-cased.
@@ -32,7 +32,7 @@ struct ManifestServer {
 }
 
 impl ManifestServer {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("http://{}/manifests", listener.local_addr().expect("addr"));
         let server = Self {
@@ -61,7 +61,7 @@ impl ManifestServer {
         server
     }
 
-    fn answer(&self, status: &str, body: String) {
+    pub(crate) fn answer(&self, status: &str, body: String) {
         *self.answer.lock().expect("answer") = (status.to_owned(), body);
     }
 

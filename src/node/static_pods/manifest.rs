@@ -14,6 +14,8 @@ use nodepulse_actors::config_source::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::config::check_aliasing;
+
 /// `maxConfigLength`: a larger manifest is refused.
 pub const MAX_MANIFEST_BYTES: usize = 10 << 20;
 /// How much of an unparsable body an error quotes (the kubelet quotes all of it).
@@ -145,8 +147,9 @@ pub fn url_pods(data: &[u8], url: &str, node: &str) -> Result<Vec<Pod>, Manifest
 }
 
 /// One YAML (or JSON) document as an object. More than one document is refused, as the
-/// kubelet reads only one.
+/// kubelet reads only one, and so is one whose aliases expand it past what its length allows.
 fn document(data: &[u8]) -> Result<Map<String, Value>, String> {
+    check_aliasing(data).map_err(|error| error.to_string())?;
     let value: Value = serde_yaml_ng::from_slice(data).map_err(|error| error.to_string())?;
     match value {
         Value::Object(object) => Ok(object),

@@ -183,6 +183,16 @@ impl DaemonProcess {
         }
     }
 
+    /// The most memory it has held resident so far (`VmHWM`), in KiB.
+    pub fn peak_resident_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("the daemon's /proc status");
+        (status.lines())
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM in the daemon's /proc status")
+    }
+
     /// Sends `signal` (`TERM`, `KILL`, …) with kill(1).
     pub fn signal(&self, signal: &str) {
         let status = Command::new("kill")
