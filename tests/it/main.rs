@@ -75,6 +75,7 @@ mod standalone_ports;
 mod static_pod_gc;
 mod static_pod_start;
 mod static_pod_url;
+mod static_pod_url_redirects;
 mod static_pods;
 mod status_manager;
 mod supervision;

@@ -145,8 +145,9 @@ impl UrlState {
     }
 }
 
-/// One GET of the source's URL, redirects followed as Go's client does; the body whatever the
-/// status (checked after it was read, as the kubelet).
+/// One GET of the source's URL, redirects followed as Go's client does (at most 10, the
+/// credentials not sent to another domain), except from `https` to plain `http`, which is
+/// refused; the body whatever the status (checked after it was read, as the kubelet).
 pub async fn fetch(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
     let url = source.url.clone();
     match tokio::time::timeout(REQUEST_TIMEOUT, follow(source)).await {
@@ -155,8 +156,14 @@ pub async fn fetch(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
     }
 }
 
+/// Headers Go's client leaves out of a redirect to another domain (`shouldCopyHeaderOnRedirect`).
+const SENSITIVE_HEADERS: [&str; 4] = ["authorization", "www-authenticate", "cookie", "cookie2"];
+
 async fn follow(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
     let mut url = source.url.clone();
+    let mut initial_host = None;
+    // Once dropped, the credentials stay dropped, even back on the first host (Go since 1.23.5).
+    let mut credentials = true;
     for _ in 0..=MAX_REDIRECTS {
         let get_error = |reason: String| UrlError::Get {
             url: url.clone(),
@@ -165,10 +172,22 @@ async fn follow(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
         let uri: Uri = url
             .parse()
             .map_err(|e: http::uri::InvalidUri| get_error(e.to_string()))?;
-        let (status, location, body) = get(source, &uri).await.map_err(get_error)?;
+        let host = uri.host().unwrap_or_default().to_ascii_lowercase();
+        let first_host = initial_host.get_or_insert_with(|| host.clone());
+        credentials &= is_domain_or_subdomain(&host, first_host);
+        let (status, location, body) = get(source, &uri, credentials).await.map_err(get_error)?;
         let next = location.filter(|_| matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308));
         if let Some(next) = next {
             url = redirect_target(&uri, &next);
+            let plain = url
+                .get(..5)
+                .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http:"));
+            if uri.scheme_str() == Some("https") && plain {
+                return Err(UrlError::Get {
+                    url,
+                    reason: "refused a redirect from https to plain http".to_owned(),
+                });
+            }
             continue;
         }
         let body = body.ok_or_else(|| UrlError::TooLarge {
@@ -186,6 +205,16 @@ async fn follow(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
         url,
         reason: format!("stopped after {MAX_REDIRECTS} redirects"),
     })
+}
+
+/// Go's `isDomainOrSubdomain`: `sub` is `parent` or ends in `.parent`; an IPv6 address only
+/// matches itself.
+fn is_domain_or_subdomain(sub: &str, parent: &str) -> bool {
+    sub == parent
+        || (!sub.contains([':', '%'])
+            && sub
+                .strip_suffix(parent)
+                .is_some_and(|head| head.ends_with('.')))
 }
 
 /// Go's `resp.Status`: the code and its reason phrase.
@@ -208,10 +237,12 @@ fn redirect_target(from: &Uri, location: &str) -> String {
     location.to_owned()
 }
 
-/// The status, a redirect's `Location`, and the body (`None`: past 10 MiB).
+/// The status, a redirect's `Location`, and the body (`None`: past 10 MiB); the configured
+/// credentials sent only if `credentials`.
 async fn get(
     source: &UrlSource,
     uri: &Uri,
+    credentials: bool,
 ) -> Result<(http::StatusCode, Option<String>, Option<Vec<u8>>), String> {
     let tls = match uri.scheme_str() {
         Some("http") => None,
@@ -235,14 +266,14 @@ async fn get(
         .await
         .map_err(|error| format!("dial tcp {host}:{port}: {error}"))?;
     let Some(tls) = tls else {
-        return exchange(source, uri, stream).await;
+        return exchange(source, uri, credentials, stream).await;
     };
     let name = ServerName::try_from(host.to_owned()).map_err(|error| error.to_string())?;
     let stream = TlsConnector::from(tls)
         .connect(name, stream)
         .await
         .map_err(|error| format!("tls: {error}"))?;
-    exchange(source, uri, stream).await
+    exchange(source, uri, credentials, stream).await
 }
 
 /// The host's trusted roots as Go's default client finds them, read once: a failure to read
@@ -280,12 +311,13 @@ fn client_config(roots: RootCertStore) -> Result<Arc<ClientConfig>, rustls::Erro
 async fn exchange<S>(
     source: &UrlSource,
     uri: &Uri,
+    credentials: bool,
     stream: S,
 ) -> Result<(http::StatusCode, Option<String>, Option<Vec<u8>>), String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let request = request(source, uri).map_err(|error| error.to_string())?;
+    let request = request(source, uri, credentials).map_err(|error| error.to_string())?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|error| error.to_string())?;
@@ -304,11 +336,19 @@ where
     Ok((status, location, body))
 }
 
-/// The GET with the configured headers and Go's `User-Agent` unless one is given.
-fn request(source: &UrlSource, uri: &Uri) -> Result<Request<String>, http::Error> {
+/// The GET with the configured headers (the credentials among them only if `credentials`)
+/// and Go's `User-Agent` unless one is given.
+fn request(
+    source: &UrlSource,
+    uri: &Uri,
+    credentials: bool,
+) -> Result<Request<String>, http::Error> {
     let mut builder = Request::get(uri.path_and_query().map_or("/", |p| p.as_str()));
     let headers = builder.headers_mut().expect("a fresh builder has headers");
     for (name, value) in &source.headers {
+        if !credentials && SENSITIVE_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            continue;
+        }
         headers.append(
             HeaderName::try_from(name.as_str())?,
             HeaderValue::try_from(value.as_str())?,

@@ -234,3 +234,22 @@ async fn an_https_url_is_read_over_tls_verified_against_the_trusted_roots() {
     let text = error.to_string();
     assert!(text.starts_with(&format!("Get \"{url}\": tls: ")), "{text}");
 }
+
+#[test]
+fn credentials_go_to_the_domain_and_its_subdomains_only() {
+    for (sub, parent, kept) in [
+        ("example.com", "example.com", true),
+        ("www.example.com", "example.com", true),
+        ("badexample.com", "example.com", false),
+        ("example.com", "www.example.com", false),
+        ("127.0.0.2", "127.0.0.1", false),
+        ("[::1]", "[::1]", true),
+        ("[::1%.example.com]", "example.com", false),
+    ] {
+        assert_eq!(
+            is_domain_or_subdomain(sub, parent),
+            kept,
+            "{sub} of {parent}"
+        );
+    }
+}
