@@ -119,6 +119,80 @@ async fn a_node_joins_with_only_a_bootstrap_kubeconfig_and_becomes_ready() {
     drop(daemon);
 }
 
+/// Links at every name the bootstrap writes, to a file of the test's: the kubeconfig's and the
+/// pending key's `.partial`, and the dated certificate of each second of the next two minutes.
+fn plant_links(files: &NodeFiles, victim: &Path) -> Vec<std::path::PathBuf> {
+    let cert_dir = files.cert_dir();
+    let mut names = vec![
+        files.kubeconfig().with_extension("partial"),
+        cert_dir.join("kubelet-client.key.tmp.partial"),
+    ];
+    let now = jiff::Timestamp::now();
+    for second in 0..120 {
+        let at = now + jiff::SignedDuration::from_secs(second);
+        let stamp = at.strftime("%Y-%m-%d-%H-%M-%S");
+        names.push(cert_dir.join(format!("kubelet-client-{stamp}.pem")));
+    }
+    for name in &names {
+        std::os::unix::fs::symlink(victim, name).expect("a planted link");
+    }
+    names
+}
+
+#[actix_rt::test]
+async fn a_bootstrap_writes_through_no_planted_link_and_leaves_the_cert_dirs_mode() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cluster = TestCluster::start_with(tls_emulator(Duration::from_secs(3600))).await;
+    let token = Token::create(&cluster, KUBEADM_GROUP).await;
+    let node = unique_node_name("planted");
+    let _sweep = CsrSweep {
+        kubeconfig: cluster.kubeconfig.clone(),
+        users: vec![token.user(), format!("system:node:{node}")],
+    };
+    let files = NodeFiles::new();
+    let bootstrap = bootstrap_kubeconfig(&cluster, &token, files.directory.path());
+    let cert_dir = files.cert_dir();
+    std::fs::create_dir(&cert_dir).expect("the cert dir");
+    std::fs::set_permissions(&cert_dir, std::fs::Permissions::from_mode(0o700)).expect("0700");
+    let outside = tempfile::tempdir().expect("temp dir");
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "victim").expect("written");
+    let planted = plant_links(&files, &victim);
+
+    let daemon = DaemonProcess::start_with_args(
+        &files.kubeconfig(),
+        &node,
+        &attack_config(""),
+        &[],
+        &files.args(&bootstrap, &cert_dir),
+    )
+    .await;
+    eventually_async("the joined node is Ready", || {
+        node_ready(&cluster.client, &node)
+    })
+    .await;
+    drop(daemon);
+
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("the victim"),
+        "victim",
+        "written through a planted link"
+    );
+    let current = cert_dir.join("kubelet-client-current.pem");
+    let dated = std::fs::read_link(&current).expect("the current link");
+    assert!(planted.contains(&dated), "{dated:?} had a link planted");
+    for written in [&dated, &files.kubeconfig()] {
+        let metadata = std::fs::symlink_metadata(written).expect("written");
+        assert!(metadata.file_type().is_file(), "{written:?} is a file");
+        assert_eq!(metadata.permissions().mode() & 0o777, 0o600, "{written:?}");
+    }
+    let mode = std::fs::metadata(&cert_dir)
+        .expect("there")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "the cert dir keeps its owner's mode");
+}
+
 #[actix_rt::test]
 async fn a_short_lived_certificate_is_rotated_with_no_failed_request_and_no_not_ready() {
     let cluster = TestCluster::start_with(tls_emulator(Duration::from_secs(150))).await;

@@ -7,7 +7,6 @@
 //! it, so a restart while the CSR is pending waits on that CSR instead of sending another.
 //! With rotation it is the certificate manager's first request: a fresh key, `csr-<random>`.
 
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -202,14 +201,6 @@ fn write_kubeconfig(
     }
     // Written beside and renamed over, so a reader never sees half a file.
     let partial = paths.kubeconfig.with_extension("partial");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&partial)
-        .map_err(write_error)?;
-    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(write_error)?;
-    file.sync_all().map_err(write_error)?;
+    super::private_file::write_private(&partial, text.as_bytes()).map_err(write_error)?;
     std::fs::rename(&partial, &paths.kubeconfig).map_err(write_error)
 }

@@ -5,7 +5,8 @@
 //! built into the clients by `client`) and that the kubelet API serves (`serving`), and the
 //! rotation of both (`rotation`, deadlines in `lifetime`). A bootstrap without rotation keeps
 //! its key while its CSR is pending (`pending_key`) and names the CSR from it (`csr_name`), so
-//! a restart waits on the CSR it made once it is found the same (`compatible`). Whether a
+//! a restart waits on the CSR it made once it is found the same (`compatible`). Every file is
+//! written new, never through a link at its name (`private_file`). Whether a
 //! bootstrap is needed at all is `kubeconfig_validity`'s call.
 
 pub mod bootstrap;
@@ -17,6 +18,7 @@ pub mod identity;
 pub mod kubeconfig_validity;
 pub mod lifetime;
 pub mod pending_key;
+pub mod private_file;
 pub mod request;
 pub mod rotation;
 pub mod serving;

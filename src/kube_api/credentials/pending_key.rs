@@ -5,13 +5,11 @@
 //! there that is not a key is an error (as the kubelet's), never silently replaced: the CSR
 //! already sent was made with it.
 
-use std::io::Write as _;
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use rcgen::KeyPair;
 
-use super::store::StoreError;
+use super::{private_file, store::StoreError};
 
 /// The kubelet's `tmpPrivateKeyFile`.
 pub const PENDING_KEY_FILE: &str = "kubelet-client.key.tmp";
@@ -26,7 +24,8 @@ pub fn path(cert_dir: &Path) -> PathBuf {
 /// The pending key, made (ECDSA P-256) and written (mode 0600) when there is none.
 pub fn load_or_generate(cert_dir: &Path) -> Result<KeyPair, StoreError> {
     let path = path(cert_dir);
-    match std::fs::read_to_string(&path) {
+    // Never through a link: a key someone else chose would be the node's identity.
+    match private_file::read_not_through_a_link(&path) {
         Ok(text) => {
             return KeyPair::from_pem(&text).map_err(|error| StoreError::Read {
                 noun: NOUN,
@@ -38,10 +37,15 @@ pub fn load_or_generate(cert_dir: &Path) -> Result<KeyPair, StoreError> {
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
         Err(error) => {
+            let reason = if error.raw_os_error() == Some(libc::ELOOP) {
+                "it is a symbolic link, which is never read: remove it".to_owned()
+            } else {
+                error.to_string()
+            };
             return Err(StoreError::Read {
                 noun: NOUN,
                 path,
-                reason: error.to_string(),
+                reason,
             });
         }
     }
@@ -76,24 +80,30 @@ fn write(cert_dir: &Path, path: &Path, pem: &str) -> Result<(), StoreError> {
             source,
         }
     };
-    std::fs::create_dir_all(cert_dir).map_err(error(cert_dir))?;
-    let _ = std::fs::set_permissions(cert_dir, std::fs::Permissions::from_mode(0o755));
+    private_file::create_dir(cert_dir).map_err(error(cert_dir))?;
     let partial = path.with_extension("tmp.partial");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&partial)
-        .map_err(error(&partial))?;
-    file.write_all(pem.as_bytes()).map_err(error(&partial))?;
-    file.sync_all().map_err(error(&partial))?;
+    private_file::write_private(&partial, pem.as_bytes()).map_err(error(&partial))?;
     std::fs::rename(&partial, path).map_err(error(path))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn a_link_at_the_key_is_refused_not_read() {
+        let directory = tempfile::tempdir().expect("temp dir");
+        let elsewhere = directory.path().join("chosen.key");
+        let chosen = KeyPair::generate().expect("a key").serialize_pem();
+        std::fs::write(&elsewhere, &chosen).expect("written");
+        std::os::unix::fs::symlink(&elsewhere, path(directory.path())).expect("a link");
+        let error = load_or_generate(directory.path())
+            .expect_err("refused")
+            .to_string();
+        assert!(error.contains("symbolic link"), "{error}");
+    }
 
     #[test]
     fn the_key_is_kept_until_removed() {

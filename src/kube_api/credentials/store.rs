@@ -4,8 +4,6 @@
 //! `<prefix>-updated.pem` and a rename so a crash never leaves it missing (`kubelet-client`
 //! for the client certificate, `kubelet-server` for the serving one).
 
-use std::io::Write as _;
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -154,8 +152,7 @@ impl CertificateStore {
             let path = path.to_path_buf();
             move |source| StoreError::Write { noun, path, source }
         };
-        std::fs::create_dir_all(&self.directory).map_err(error(&self.directory))?;
-        let _ = std::fs::set_permissions(&self.directory, std::fs::Permissions::from_mode(0o755));
+        super::private_file::create_dir(&self.directory).map_err(error(&self.directory))?;
         let stamp = jiff::Timestamp::try_from(now)
             .map(|t| t.strftime("%Y-%m-%d-%H-%M-%S").to_string())
             .unwrap_or_else(|_| "0000-00-00-00-00-00".into());
@@ -171,15 +168,7 @@ impl CertificateStore {
             path: dated.clone(),
             reason,
         })?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&dated)
-            .map_err(error(&dated))?;
-        file.write_all(text.as_bytes()).map_err(error(&dated))?;
-        file.sync_all().map_err(error(&dated))?;
+        super::private_file::write_private(&dated, text.as_bytes()).map_err(error(&dated))?;
         let updated = self.updated_path();
         let _ = std::fs::remove_file(&updated);
         let target = std::path::absolute(&dated).map_err(error(&dated))?;
@@ -199,6 +188,8 @@ impl CertificateStore {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
     use super::*;
 
     fn pair(name: &str) -> (String, String) {
