@@ -76,6 +76,7 @@ mod static_pod_gc;
 mod static_pod_start;
 mod static_pod_url;
 mod static_pod_url_redirects;
+mod static_pod_validation;
 mod static_pods;
 mod status_manager;
 mod supervision;

@@ -80,7 +80,8 @@ impl FieldError {
         }
     }
 
-    fn render(&self) -> String {
+    /// `field: message`, as `field.Error` prints itself.
+    pub fn render(&self) -> String {
         format!("{}: {}", self.field, self.message)
     }
 }

@@ -14,7 +14,6 @@ mod pod_defaults;
 pub mod services;
 mod storage_kinds;
 pub mod strategy;
-mod volume_mounts;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

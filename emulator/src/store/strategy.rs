@@ -167,7 +167,7 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
         errors.push(FieldError::invalid("metadata.name", &json!(name), &detail));
     }
     match resource.stored {
-        StoredKind::Pod => validate_pod_spec(object, &mut errors),
+        StoredKind::Pod => crate::pod_validation::validate_pod_fields(object, &mut errors),
         StoredKind::Lease => validate_lease_spec(object, &mut errors),
         StoredKind::ConfigMap | StoredKind::Secret => {
             super::config_data::validate_keys(resource.stored, object, &mut errors);
@@ -275,31 +275,6 @@ fn is_label(part: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
-fn validate_pod_spec(pod: &Value, errors: &mut Vec<FieldError>) {
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
-    match containers {
-        None => errors.push(FieldError::required("spec.containers", "")),
-        Some(list) if list.is_empty() => errors.push(FieldError::required("spec.containers", "")),
-        Some(list) => {
-            for (i, c) in list.iter().enumerate() {
-                for field in ["name", "image"] {
-                    if c.get(field)
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .is_empty()
-                    {
-                        errors.push(FieldError::required(
-                            &format!("spec.containers[{i}].{field}"),
-                            "",
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    super::volume_mounts::validate(pod, errors);
 }
 
 fn add_not_ready_taint(node: &mut Map<String, Value>) {

@@ -192,11 +192,11 @@ fn one_pod(
     if name.is_empty() {
         return Err(PodError::Refused(ManifestError::NoName));
     }
+    apply_kubelet_defaults(&mut pod, origin, node);
     validate(&pod).map_err(PodError::Refused)?;
     if let Some(resource) = api_reference(&pod) {
         return Err(PodError::Refused(ManifestError::ApiReference(resource)));
     }
-    apply_kubelet_defaults(&mut pod, origin, node);
     Ok(pod)
 }
 
@@ -337,27 +337,21 @@ fn image_is_latest(image: &str) -> bool {
     last.split_once(':').is_none_or(|(_, tag)| tag == "latest")
 }
 
-/// The parts of `ValidatePodCreate` a run depends on: containers, each named, with an image.
+/// `ValidatePodCreate` on the defaulted pod, as the kubelet's `tryDecodeSinglePod` runs it
+/// (the emulator's rules for what reaches the host and the runtime), listed as Go prints a
+/// `field.ErrorList`.
 fn validate(pod: &Pod) -> Result<(), ManifestError> {
-    let containers = pod.spec.as_ref().map(|spec| spec.containers.as_slice());
-    let Some(containers) = containers.filter(|containers| !containers.is_empty()) else {
-        return Err(ManifestError::Invalid(
-            "spec.containers: Required value".to_owned(),
-        ));
-    };
-    for (index, container) in containers.iter().enumerate() {
-        if container.name.is_empty() {
-            return Err(ManifestError::Invalid(format!(
-                "spec.containers[{index}].name: Required value"
-            )));
-        }
-        if container.image.as_deref().is_none_or(str::is_empty) {
-            return Err(ManifestError::Invalid(format!(
-                "spec.containers[{index}].image: Required value"
-            )));
-        }
+    let object =
+        serde_json::to_value(pod).map_err(|error| ManifestError::Invalid(error.to_string()))?;
+    let errors = nodepulse_emulator::pod_validation::validate_pod_create(&object);
+    if errors.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let listed: Vec<String> = errors
+        .iter()
+        .map(nodepulse_emulator::FieldError::render)
+        .collect();
+    Err(ManifestError::Invalid(format!("[{}]", listed.join(", "))))
 }
 
 /// `HasAPIObjectReference` (the `PreventStaticPodAPIReferences` gate, on by default): the first

@@ -138,7 +138,7 @@ fn a_manifest_that_is_not_one_runnable_pod_is_refused_in_the_kubelets_words() {
     assert!(refused("{not yaml").contains("couldn't parse as pod"));
     assert_eq!(
         refused(&ETCD.replace("    image: registry.k8s.io/etcd:3.5.21-0\n", "")),
-        "invalid pod: spec.containers[0].image: Required value"
+        "invalid pod: [spec.containers[0].image: Required value]"
     );
     let big = format!("{ETCD}# {}\n", "x".repeat(MAX_MANIFEST_BYTES));
     assert!(refused(&big).contains("larger than"));
