@@ -13,7 +13,7 @@ use crate::store::strategy::dns1123_subdomain_problems;
 /// `validation.IsDNS1123Label`'s regex error.
 const DNS1123_LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
-/// The volume sources a volume names exactly one of (`validateVolumeSource`).
+/// The volume sources a volume names at most one of (`validateVolumeSource`).
 const VOLUME_SOURCES: &[&str] = &[
     "hostPath",
     "emptyDir",
@@ -141,7 +141,7 @@ pub fn validate_pod_fields(pod: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// The volumes' names (unique labels) and sources (exactly one; a `hostPath` with a path).
+/// The volumes' names (unique labels) and sources (at most one; a `hostPath` with a path).
 fn volumes(pod: &Value, errors: &mut Vec<FieldError>) -> Vec<String> {
     let mut names = Vec::new();
     let all = pod.pointer("/spec/volumes").and_then(Value::as_array);
@@ -161,13 +161,12 @@ fn volumes(pod: &Value, errors: &mut Vec<FieldError>) -> Vec<String> {
             .iter()
             .filter(|source| volume.get(**source).is_some_and(|v| !v.is_null()))
             .collect();
-        match sources.as_slice() {
-            [] => errors.push(FieldError::required(&path, "must specify a volume type")),
-            [_] => {}
-            [_, second, ..] => errors.push(FieldError::forbidden(
+        // None is an emptyDir: the API server's defaulting (and the kubelet's decoding) makes it one.
+        if let [_, second, ..] = sources.as_slice() {
+            errors.push(FieldError::forbidden(
                 &format!("{path}.{second}"),
                 "may not specify more than 1 volume type",
-            )),
+            ));
         }
         if let Some(host_path) = volume.get("hostPath").filter(|v| v.is_object())
             && text(host_path, "/path").is_empty()

@@ -161,11 +161,6 @@ fn what_reaches_the_runtime_is_checked() {
         ),
         (
             "/spec/volumes/0",
-            json!({"name": "data"}),
-            "spec.volumes[0]: Required value: must specify a volume type",
-        ),
-        (
-            "/spec/volumes/0",
             json!({"name": "data", "emptyDir": {}, "hostPath": {"path": "/x"}}),
             "spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type",
         ),
@@ -231,4 +226,10 @@ fn mounts_name_a_volume_a_unique_path_and_a_sub_path_below_it() {
         ))
         .is_empty()
     );
+}
+
+#[test]
+fn a_volume_without_a_source_is_left_to_defaulting() {
+    // The API server (and the kubelet's decoding) makes it an emptyDir before validating.
+    assert!(rendered(&with("/spec/volumes/0", json!({"name": "data"}))).is_empty());
 }
