@@ -41,7 +41,7 @@ impl CriClient {
 }
 
 /// The event's container and the UID of its pod, from the sandbox's metadata.
-fn event(response: proto::ContainerEventResponse) -> ContainerEvent {
+pub(super) fn event(response: proto::ContainerEventResponse) -> ContainerEvent {
     let pod_uid = response
         .pod_sandbox_status
         .and_then(|sandbox| sandbox.metadata)

@@ -11,10 +11,13 @@ mod events;
 mod oom;
 mod pods;
 pub mod proto;
+mod reply_fuzzing;
 mod stats;
 mod streaming;
 
 pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
+#[doc(hidden)]
+pub use reply_fuzzing::read_reply;
 pub use streaming::StreamingError;
 
 use std::{

@@ -25,6 +25,7 @@ mod node_logs;
 mod pods;
 mod probe_metrics;
 mod reply;
+mod request_fuzzing;
 pub mod reviews;
 mod routes;
 mod run;
@@ -42,6 +43,8 @@ use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
 pub use healthz::Problems;
+#[doc(hidden)]
+pub use request_fuzzing::read_request_target;
 pub use reviews::Reviews;
 pub use tls::TlsError;
 

@@ -131,7 +131,7 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
 }
 
 /// The `/`-separated segments of `rest`, percent-decoded; `None` when one is not UTF-8.
-fn segments(rest: &str) -> Option<Vec<String>> {
+pub(super) fn segments(rest: &str) -> Option<Vec<String>> {
     rest.split('/')
         .map(|segment| {
             percent_encoding::percent_decode_str(segment)

@@ -7,7 +7,7 @@
 mod end_apart;
 mod follow;
 mod format;
-mod options;
+pub(super) mod options;
 
 use http::StatusCode;
 use http_body_util::{BodyExt, StreamBody};

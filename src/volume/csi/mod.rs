@@ -13,9 +13,12 @@ pub mod mounter;
 pub mod proto;
 pub mod registration;
 pub mod registration_proto;
+mod reply_fuzzing;
 pub mod vol_data;
 
 pub use client::{CSI_TIMEOUT, CsiClient};
 pub use drivers::{CsiDrivers, RegisteredDriver};
 pub use mounter::CsiMounter;
 pub use registration::{CsiRegistrationHandler, RegistrationError};
+#[doc(hidden)]
+pub use reply_fuzzing::read_reply;

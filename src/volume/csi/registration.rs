@@ -66,7 +66,7 @@ fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// The highest `1.x` version offered; versions from 2.0 on are not supported.
-fn highest_supported_version(versions: &[String]) -> Option<(u64, u64, u64)> {
+pub(super) fn highest_supported_version(versions: &[String]) -> Option<(u64, u64, u64)> {
     versions
         .iter()
         .filter_map(|version| parse_version(version))
