@@ -8,6 +8,10 @@ use libfuzzer_sys::fuzz_target;
 use nodepulse::node::static_pods::{static_pod, url_pods};
 
 fuzz_target!(|data: &[u8]| {
-    let _ = static_pod(data, Path::new("/etc/kubernetes/manifests/fuzzed.yaml"), "node-1");
+    let _ = static_pod(
+        data,
+        Path::new("/etc/kubernetes/manifests/fuzzed.yaml"),
+        "node-1",
+    );
     let _ = url_pods(data, "http://manifests.example/pods", "node-1");
 });
