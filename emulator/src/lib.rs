@@ -13,8 +13,6 @@
 //!   `namespace_controllers` puts those objects back when they are deleted.
 //! - `kubeconfig`: kubeconfig files for the emulator.
 //! - `request_log`: who made which request, in RBAC's terms (for tests deriving permissions).
-//! - `pod_validation`: `ValidatePodCreate`'s rules that matter on a node, shared with
-//!   nodepulse's static pods.
 //!
 //! Public API: [`Emulator::start`] with an [`EmulatorConfig`] returns an [`EmulatorHandle`]
 //! (base URL, kubeconfig, [`FaultHandle`], the served requests, shutdown); [`faults`] holds the fault-injection
@@ -39,7 +37,6 @@ mod tls;
 
 pub mod config;
 pub mod faults;
-pub mod pod_validation;
 pub mod time;
 
 pub use api::{FieldError, StoredKind, Verb};

@@ -6,7 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::strategy::{dns1123_subdomain_problems, object_entry};
+use nodepulse_validation::names::dns1123_subdomain_problems;
+
+use super::strategy::object_entry;
 use crate::api::{FieldError, StoredKind};
 
 /// Defaulting and `PrepareForCreate` of a new storage object.

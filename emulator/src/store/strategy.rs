@@ -8,6 +8,10 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value, json};
 
+use nodepulse_validation::names::{
+    DNS1123_LABEL_MESSAGE, DNS1123_SUBDOMAIN_MESSAGE, is_label, is_subdomain,
+};
+
 use crate::api::{ApiResource, FieldError, StoredKind};
 use crate::time::format_time;
 
@@ -167,7 +171,7 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
         errors.push(FieldError::invalid("metadata.name", &json!(name), &detail));
     }
     match resource.stored {
-        StoredKind::Pod => crate::pod_validation::validate_pod_fields(object, &mut errors),
+        StoredKind::Pod => nodepulse_validation::pod::validate_pod_fields(object, &mut errors),
         StoredKind::Lease => validate_lease_spec(object, &mut errors),
         StoredKind::ConfigMap | StoredKind::Secret => {
             super::config_data::validate_keys(resource.stored, object, &mut errors);
@@ -242,39 +246,10 @@ fn name_problem(resource: &ApiResource, name: &str) -> Option<String> {
     }
     if resource.stored == StoredKind::Namespace {
         let ok = name.len() <= 63 && is_label(name);
-        return (!ok).then(|| "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
+        return (!ok).then(|| DNS1123_LABEL_MESSAGE.to_string());
     }
     let ok = name.len() <= 253 && is_subdomain(name);
     (!ok).then(|| DNS1123_SUBDOMAIN_MESSAGE.to_string())
-}
-
-/// `validation.IsDNS1123Subdomain`'s regex error.
-const DNS1123_SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-
-/// `validation.IsDNS1123Subdomain`: what is wrong with `value` as a DNS subdomain, in order.
-pub fn dns1123_subdomain_problems(value: &str) -> Vec<&'static str> {
-    let mut problems = Vec::new();
-    if value.len() > 253 {
-        problems.push("must be no more than 253 characters");
-    }
-    if !is_subdomain(value) {
-        problems.push(DNS1123_SUBDOMAIN_MESSAGE);
-    }
-    problems
-}
-
-fn is_subdomain(value: &str) -> bool {
-    value.split('.').all(is_label)
-}
-
-fn is_label(part: &str) -> bool {
-    let bytes = part.as_bytes();
-    !bytes.is_empty()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
 fn add_not_ready_taint(node: &mut Map<String, Value>) {

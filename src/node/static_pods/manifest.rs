@@ -343,7 +343,7 @@ fn image_is_latest(image: &str) -> bool {
 fn validate(pod: &Pod) -> Result<(), ManifestError> {
     let object =
         serde_json::to_value(pod).map_err(|error| ManifestError::Invalid(error.to_string()))?;
-    let errors = nodepulse_emulator::pod_validation::validate_pod_create(&object);
+    let errors = nodepulse_validation::pod::validate_pod_create(&object);
     if errors.is_empty() {
         return Ok(());
     }

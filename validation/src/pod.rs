@@ -7,11 +7,8 @@
 
 use serde_json::Value;
 
-use crate::api::FieldError;
-use crate::store::strategy::dns1123_subdomain_problems;
-
-/// `validation.IsDNS1123Label`'s regex error.
-const DNS1123_LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+use crate::FieldError;
+use crate::names::{DNS1123_LABEL_MESSAGE, dns1123_subdomain_problems};
 
 /// The volume sources a volume names at most one of (`validateVolumeSource`).
 const VOLUME_SOURCES: &[&str] = &[
@@ -368,5 +365,5 @@ fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
 }
 
 #[cfg(test)]
-#[path = "pod_validation_tests.rs"]
+#[path = "pod_tests.rs"]
 mod tests;

@@ -1,0 +1,10 @@
+//! kube-apiserver's validation rules, word for word, for what both the API emulator and the
+//! node check: `field_error` (one invalid field as `field.Error` prints it), `names` (DNS-1123
+//! labels and subdomains) and `pod` (the parts of `ValidatePodCreate` that reach the host or the
+//! runtime, which static pods must pass with no API server to ask). Pure: JSON in, errors out.
+
+mod field_error;
+pub mod names;
+pub mod pod;
+
+pub use field_error::FieldError;
