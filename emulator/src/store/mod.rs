@@ -11,6 +11,7 @@ mod ephemeral;
 mod go_fields;
 mod history;
 mod pod_defaults;
+mod pod_generation;
 pub mod services;
 mod storage_kinds;
 pub mod strategy;

@@ -129,15 +129,14 @@ pub fn prepare_for_update(
     if resource.stored == StoredKind::Service {
         super::services::keep_allocated(old, map);
     }
-    if resource.stored == StoredKind::Pod && old.get("spec") != map.get("spec") {
-        let generation = old_meta
-            .get("generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        object_entry(map, "metadata").insert("generation".into(), (generation + 1).into());
-    }
     crate::api::typed::round_trip(resource.stored, new);
     if let Some(map) = new.as_object_mut() {
+        if resource.stored == StoredKind::Pod {
+            super::pod_generation::bump_on_spec_change(old, map);
+            if subresource == Some("status") {
+                super::pod_generation::preserve_observed_generation(old, map);
+            }
+        }
         super::go_fields::fill(resource.stored, map);
     }
 }

@@ -74,11 +74,14 @@ fn main_resource_updates_keep_status_and_status_updates_keep_spec() {
 
 #[test]
 fn pod_generation_moves_only_with_spec_changes() {
-    let old = json!({"metadata": {"name": "p", "generation": 1}, "spec": {"a": 1}, "status": {}});
-    let mut same = json!({"metadata": {"name": "p", "labels": {"x": "y"}}, "spec": {"a": 1}});
+    let spec = |image: &str| json!({"containers": [{"name": "c", "image": image}]});
+    let old = json!({"metadata": {"name": "p", "generation": 1}, "spec": spec("a"), "status": {}});
+    // Go's `null`s are no change: the specs are compared in their stored (typed) form.
+    let mut same = json!({"metadata": {"name": "p", "labels": {"x": "y"}},
+        "spec": {"containers": [{"name": "c", "image": "a", "args": null}], "nodeSelector": null}});
     prepare_for_update(&PODS, None, &old, &mut same);
     assert_eq!(same["metadata"]["generation"], 1);
-    let mut changed = json!({"metadata": {"name": "p"}, "spec": {"a": 2}});
+    let mut changed = json!({"metadata": {"name": "p"}, "spec": spec("b")});
     prepare_for_update(&PODS, None, &old, &mut changed);
     assert_eq!(changed["metadata"]["generation"], 2);
 }

@@ -17,6 +17,7 @@ mod kubectl;
 mod lifecycle;
 mod patches;
 mod pod_defaults;
+mod pod_generation;
 mod reviews;
 mod selectors;
 mod service_account_admission;
