@@ -64,6 +64,7 @@ mod node_identity;
 mod node_signal_conditions;
 mod node_status;
 mod pod_dirs;
+mod pod_generation;
 mod pods;
 mod probes;
 mod process_faults;

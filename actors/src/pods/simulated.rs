@@ -56,6 +56,9 @@ struct SimulatedPod {
     owned_ip: Option<IpAddr>,
     /// TerminatePod was sent; once is enough.
     terminated_sent: bool,
+    /// The pod's `metadata.generation` as last seen: a new one is a spec change, which the
+    /// kubelet syncs (its status then observes the new generation).
+    generation: Option<i64>,
 }
 
 pub struct SimulatedPods {
@@ -247,6 +250,7 @@ impl SimulatedPods {
             },
             owned_ip: None,
             terminated_sent: false,
+            generation: pod.metadata.generation,
         };
         let running_here = status.phase.as_deref() == Some("Running") && status.pod_ip.is_some();
         if is_terminal(pod) {
@@ -328,7 +332,13 @@ impl PodLifecycleProvider for SimulatedPods {
                 sim.pod = kept.clone();
                 sim.host_network = host_network(&pod);
                 sim.scripted_exit = annotations::scripted_exit(&pod);
+                let respec = sim.generation != pod.metadata.generation
+                    && !matches!(sim.stage, Stage::Finished { .. });
+                sim.generation = pod.metadata.generation;
                 let mut updates = self.readiness(&uid);
+                if respec {
+                    updates.extend(self.status_update(&uid));
+                }
                 updates.extend(self.advance(&uid, now));
                 updates
             }

@@ -1,7 +1,8 @@
 //! The status a simulated pod shows at each stage, built the way the kubelet's
 //! `generateAPIPodStatus` would for real containers: conditions in the kubelet's order
-//! (PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled), container
-//! statuses sorted by name, the QoS class from requests and limits. Pure: time is an argument.
+//! (PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled; each observing
+//! the pod's generation), container statuses sorted by name, the QoS class from requests and
+//! limits. Pure: time is an argument.
 
 use std::collections::BTreeSet;
 
@@ -13,6 +14,8 @@ use k8s_openapi::{
     },
     apimachinery::pkg::apis::meta::v1::Time,
 };
+
+use crate::status_manager::generation::stamp_conditions;
 
 /// Where a simulated pod is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,6 +262,7 @@ pub fn simulated_status(pod: &Pod, stage: &Stage, placement: &Placement) -> PodS
             Some(message.clone()),
         ));
     }
+    stamp_conditions(pod, &mut conditions);
 
     let pod_ip = (!matches!(stage, Stage::Pending))
         .then(|| placement.pod_ip.clone())

@@ -250,6 +250,37 @@ fn the_unready_annotation_flips_readiness() {
 }
 
 #[test]
+fn a_spec_update_resends_the_status_observing_the_new_generation() {
+    let mut pods = provider();
+    let at = |generation: i64| {
+        let mut pod = pod("a", "Always", json!({}));
+        pod.metadata.generation = Some(generation);
+        KeptPod::from(pod)
+    };
+    let first = statuses(&pods.pod_applied(&at(1), now()));
+    assert!(
+        first.iter().all(|status| status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["observedGeneration"] == 1)),
+        "{first:?}"
+    );
+    assert!(
+        statuses(&pods.pod_applied(&at(1), now())).is_empty(),
+        "a metadata update of a running pod sends nothing"
+    );
+    let respec = statuses(&pods.pod_applied(&at(2), now()));
+    assert_eq!(respec.len(), 1, "{respec:?}");
+    let conditions = respec[0]["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 5);
+    assert!(
+        conditions.iter().all(|c| c["observedGeneration"] == 2),
+        "{conditions:?}"
+    );
+}
+
+#[test]
 fn active_pods_carry_the_annotated_usage() {
     let mut pods = provider();
     pods.pod_applied(

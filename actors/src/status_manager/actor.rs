@@ -19,12 +19,13 @@ use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, SpawnHandle, StreamHandler, WrapFuture,
 };
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::PodStatus;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::json;
 
 use super::{
     cache::{PodStatusCache, UpdateOutcome},
+    generation::with_observed_generation,
     merge::merge_pod_status,
     patch::pod_status_patch,
     readiness::with_container_readiness,
@@ -219,15 +220,17 @@ impl StatusManagerActor {
     }
 
     /// The internal update every entry point ends in; a stored change is synced at once.
+    /// `status` makes the status from the pod (decoded once, here).
     fn update(
         &mut self,
         ctx: &mut Context<Self>,
         kept: &KeptPod,
-        status: k8s_openapi::api::core::v1::PodStatus,
+        status: impl FnOnce(&Pod) -> PodStatus,
         force: bool,
         finished: bool,
     ) {
         let pod = kept.pod();
+        let status = status(&pod);
         let Some(uid) = pod.metadata.uid.clone() else {
             tracing::warn!(pod = ?pod.metadata.name, "a pod without a UID has no status to sync");
             return;
@@ -457,7 +460,10 @@ impl Handler<SetPodStatus> for StatusManagerActor {
 
     fn handle(&mut self, message: SetPodStatus, ctx: &mut Context<Self>) {
         let force = message.pod.is_deleting();
-        self.update(ctx, &message.pod, message.status, force, false);
+        let status = message.status;
+        // The status observed the generation of the pod it was made from.
+        let made = |pod: &Pod| with_observed_generation(pod, status);
+        self.update(ctx, &message.pod, made, force, false);
     }
 }
 
@@ -475,7 +481,7 @@ impl Handler<SetContainerReadiness> for StatusManagerActor {
             })
         };
         if let Some((pod, status)) = found {
-            self.update(ctx, &pod, status, false, false);
+            self.update(ctx, &pod, |_| status, false, false);
         }
     }
 }
@@ -500,7 +506,7 @@ impl Handler<TerminatePod> for StatusManagerActor {
             .or_else(|| pod.status.clone())
             .unwrap_or_default();
         let status = terminated_status(&pod, &base);
-        self.update(ctx, &kept, status, true, true);
+        self.update(ctx, &kept, |_| status, true, true);
     }
 }
 

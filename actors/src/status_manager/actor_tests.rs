@@ -234,6 +234,34 @@ async fn a_change_is_patched_at_once_with_the_uid_and_others_conditions_stay() {
 }
 
 #[actix_rt::test]
+async fn a_status_observes_its_pods_generation_which_a_late_older_one_does_not_lower() {
+    tokio::time::pause();
+    let api = FakePodApi::default();
+    let at = |generation: i64| {
+        let mut pod = pod("web", "uid-1");
+        pod.metadata.generation = Some(generation);
+        pod
+    };
+    api.put(&at(2));
+    let store = Kept::<PodStatusStore>::default();
+    let manager = start(&api, &store);
+    let observed = || api.status("web")["observedGeneration"].clone();
+    set_status(&manager, at(2), running(true)).await;
+    eventually("generation 2 observed", || observed() == 2).await;
+    // The same status made from the next generation: the generation alone is a change.
+    set_status(&manager, at(3), running(true)).await;
+    eventually("generation 3 observed", || observed() == 3).await;
+    // A status made from the older pod, arriving late, changes the rest but not that.
+    set_status(&manager, at(2), running(false)).await;
+    eventually("the late status is patched", || {
+        condition(&api.status("web"), "Ready").as_deref() == Some("False")
+    })
+    .await;
+    assert_eq!(observed(), 3);
+    assert_eq!(api.state().patches.len(), 3);
+}
+
+#[actix_rt::test]
 async fn a_status_the_api_already_has_sends_no_patch() {
     tokio::time::pause();
     let api = FakePodApi::default();

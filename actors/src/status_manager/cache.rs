@@ -13,6 +13,7 @@ use k8s_openapi::{
 
 use super::{
     conditions::{carry_transition_times, comparable, is_kubelet_owned, is_shared},
+    generation::keep_the_newest,
     held_status::HeldStatus,
 };
 use crate::{kept_pod::KeptPod, shrink::map_after_removal};
@@ -106,6 +107,7 @@ impl PodStatusCache {
         if new.start_time.is_none() {
             new.start_time = old.start_time.clone().or(Some(Time(now)));
         }
+        keep_the_newest(&old, &mut new);
         normalize(&mut new);
         if let Some(entry) = cached
             && !force

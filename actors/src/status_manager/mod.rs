@@ -7,6 +7,7 @@ mod actor;
 mod actor_tests;
 pub mod cache;
 pub mod conditions;
+pub mod generation;
 pub mod held_status;
 pub mod merge;
 pub mod patch;

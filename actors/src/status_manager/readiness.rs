@@ -1,10 +1,11 @@
 //! `SetContainerReadiness` (§7.2): one container's `ready` flipped, and the pod's
 //! `ContainersReady` and `Ready` conditions regenerated from all containers, appended when
-//! missing. Pure: the cache's update applies transition times afterwards.
+//! missing, each observing the generation of the pod as StatusManager last saw it. Pure: the
+//! cache's update applies transition times afterwards.
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 
-use super::merge::is_terminal;
+use super::{generation::observed_generation, merge::is_terminal};
 
 /// The status with container `container_id` made `ready`, or `None` when that container is
 /// not in the status or already says so.
@@ -72,6 +73,7 @@ pub fn with_container_readiness(
             status: state.to_owned(),
             reason,
             message,
+            observed_generation: observed_generation(pod),
             ..PodCondition::default()
         }
     };
@@ -83,6 +85,7 @@ pub fn with_container_readiness(
                 existing.status = fresh.status;
                 existing.reason = fresh.reason;
                 existing.message = fresh.message;
+                existing.observed_generation = fresh.observed_generation;
             }
             None => conditions.push(fresh),
         }
@@ -142,5 +145,38 @@ mod tests {
         );
         let all_ready = with_container_readiness(&pod, &app_ready, "c://proxy", true).unwrap();
         assert_eq!(ready(&all_ready, "Ready"), ("True".to_owned(), None));
+    }
+
+    #[test]
+    fn regenerated_conditions_observe_the_pods_generation() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "uid": "u", "generation": 3},
+            "spec": {"containers": [{"name": "app"}]},
+        }))
+        .unwrap();
+        let before: PodStatus = serde_json::from_value(json!({
+            "phase": "Running",
+            "observedGeneration": 2,
+            "conditions": [{"type": "Ready", "status": "False", "observedGeneration": 2}],
+            "containerStatuses": [{"name": "app", "containerID": "c://app", "ready": false,
+                "restartCount": 0, "image": "i", "imageID": ""}],
+        }))
+        .unwrap();
+        let after = with_container_readiness(&pod, &before, "c://app", true).unwrap();
+        let generations: Vec<(String, Option<i64>)> = (after.conditions.iter().flatten())
+            .map(|c| (c.type_.clone(), c.observed_generation))
+            .collect();
+        assert_eq!(
+            generations,
+            [
+                ("Ready".to_owned(), Some(3)),
+                ("ContainersReady".to_owned(), Some(3))
+            ]
+        );
+        assert_eq!(
+            after.observed_generation,
+            Some(2),
+            "the status's own is SetPodStatus's to move"
+        );
     }
 }

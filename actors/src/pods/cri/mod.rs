@@ -18,6 +18,8 @@ mod image;
 mod kill;
 mod non_root;
 mod objects;
+#[cfg(test)]
+mod observed_generation_tests;
 mod plan;
 mod pleg;
 mod pleg_health;

@@ -1,7 +1,8 @@
 //! The kubelet's `generateAPIPodStatus` over what the runtime holds: container statuses from
 //! the newest two instances of each container (state, lastState), the waiting reason of the
-//! last failed start, the phase by `getPhase`, conditions in the kubelet's order, pod IPs from
-//! the sandbox. Shares the condition builder and QoS class with the simulated provider. Pure.
+//! last failed start, the phase by `getPhase`, conditions in the kubelet's order (each observing
+//! the pod's generation), pod IPs from the sandbox. Shares the condition builder and QoS class
+//! with the simulated provider. Pure.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,7 @@ use crate::{
     pods::simulated_status::{condition, qos_class},
     ports::{ContainerState, ContainerStatus},
     prober::PodProbeView,
+    status_manager::generation::stamp_conditions,
 };
 
 /// Why a container's last start failed: its waiting reason and message.
@@ -407,6 +409,7 @@ fn conditions(
     });
     conditions.push(ready);
     conditions.push(condition("PodScheduled", true, None, None));
+    stamp_conditions(pod, &mut conditions);
     conditions
 }
 
