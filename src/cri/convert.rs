@@ -7,8 +7,8 @@ use std::{collections::HashMap, path::Path};
 
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, ImageInfo,
-    Labels, Mount, MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
-    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
+    ImageMount, Labels, Mount, MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig,
+    SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
 };
 
 use super::proto;
@@ -168,6 +168,14 @@ pub(super) fn container_config(
                 container_path: path(&mount.container_path),
                 host_path: path(&mount.host_path),
                 readonly: mount.readonly,
+                image: mount.image.as_ref().map(|image| proto::ImageSpec {
+                    annotations: map(&image.annotations),
+                    user_specified_image: image.user_specified_image.clone(),
+                    ..image_spec(&image.image)
+                }),
+                image_sub_path: (mount.image.as_ref())
+                    .map(|image| image.sub_path.clone())
+                    .unwrap_or_default(),
                 selinux_relabel: false,
                 propagation: match mount.propagation {
                     MountPropagation::Private => proto::MountPropagation::PropagationPrivate,
@@ -315,6 +323,12 @@ pub(super) fn container_status(status: proto::ContainerStatus) -> ContainerStatu
                 readonly: mount.readonly,
                 container_path: mount.container_path.into(),
                 host_path: mount.host_path.into(),
+                image: mount.image.map(|image| ImageMount {
+                    image: image.image,
+                    user_specified_image: image.user_specified_image,
+                    annotations: labels(image.annotations),
+                    sub_path: mount.image_sub_path,
+                }),
             })
             .collect(),
     }

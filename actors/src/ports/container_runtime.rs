@@ -137,13 +137,28 @@ pub enum MountPropagation {
 }
 
 /// A host path bind-mounted into a container (CRI `Mount`); the termination message file and
-/// `/etc/hosts` are mounts too.
+/// `/etc/hosts` are mounts too. An image volume's mount names its image instead, with no host
+/// path.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Mount {
     pub container_path: PathBuf,
     pub host_path: PathBuf,
     pub readonly: bool,
     pub propagation: MountPropagation,
+    pub image: Option<ImageMount>,
+}
+
+/// The image an image volume mounts (CRI `Mount.image` and `image_sub_path`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImageMount {
+    /// The image reference PullImage or ImageStatus resolved.
+    pub image: String,
+    /// The volume's `image.reference` as the pod spec names it.
+    pub user_specified_image: String,
+    /// The pod's annotations, as the kubelet passes them with every image spec.
+    pub annotations: Labels,
+    /// `volumeMounts[].subPath`: a path inside the image; empty for its root.
+    pub sub_path: String,
 }
 
 /// CPU and memory as CRI Linux resources (the kubelet's conversion of requests and limits).

@@ -27,7 +27,7 @@ pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
     ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
     ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
-    ContainerSummary, DnsConfig, ExecOutput, ImageInfo, Labels, LinuxResources, Mount,
+    ContainerSummary, DnsConfig, ExecOutput, ImageInfo, ImageMount, Labels, LinuxResources, Mount,
     MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
     SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
 };

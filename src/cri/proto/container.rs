@@ -56,6 +56,14 @@ pub struct Mount {
     pub selinux_relabel: bool,
     #[prost(enumeration = "MountPropagation", tag = "5")]
     pub propagation: i32,
+    /// An image volume: the image to mount (its reference as PullImage or ImageStatus gave
+    /// it), with `host_path` empty. A runtime that predates image volumes (containerd 1.6)
+    /// skips the field, and so sees a mount of the empty host path.
+    #[prost(message, optional, tag = "9")]
+    pub image: Option<ImageSpec>,
+    /// The path inside the image to mount instead of its root (`volumeMounts[].subPath`).
+    #[prost(string, tag = "10")]
+    pub image_sub_path: String,
 }
 
 /// `LinuxContainerResources`

@@ -3,8 +3,8 @@
 //! send them and decoded. A wrong tag in any derive fails here, not against a runtime.
 
 use nodepulse_actors::ports::{
-    ContainerConfig, ContainerState, DnsConfig, LinuxResources, Mount, PortMapping, Protocol,
-    PullAuth, SandboxConfig, SandboxMetadata, SandboxState, SecurityContext,
+    ContainerConfig, ContainerState, DnsConfig, ImageMount, LinuxResources, Mount, PortMapping,
+    Protocol, PullAuth, SandboxConfig, SandboxMetadata, SandboxState, SecurityContext,
 };
 use prost::bytes::Buf;
 use prost::{
@@ -233,6 +233,7 @@ fn create_container_puts_every_field_at_its_cri_number() {
             host_path: "/tmp/out".into(),
             readonly: true,
             propagation: nodepulse_actors::ports::MountPropagation::HostToContainer,
+            image: None,
         }],
         log_path: "main/1.log".into(),
         resources: Some(LinuxResources {
@@ -288,6 +289,49 @@ fn create_container_puts_every_field_at_its_cri_number() {
     // run_as_group 0 (root) is sent as a present but empty Int64Value at 12.
     assert_eq!(at(&wire, &[2, 15, 2, 12]), Value::Bytes(Vec::new()));
     assert_eq!(varint(&wire, &[2, 15, 2, 7]), 1);
+}
+
+#[test]
+fn an_image_volume_mount_carries_its_image_at_9_and_its_sub_path_at_10() {
+    let config = ContainerConfig {
+        mounts: vec![Mount {
+            container_path: "/volume".into(),
+            readonly: true,
+            image: Some(ImageMount {
+                image: "sha256:cafe".into(),
+                user_specified_image: "nodepulse.test/kitten:1".into(),
+                annotations: [("team".to_owned(), "a".to_owned())].into(),
+                sub_path: "etc".into(),
+            }),
+            ..Mount::default()
+        }],
+        ..ContainerConfig::default()
+    };
+    let proto = convert::container_config(&config, &SandboxConfig::default(), None);
+    let wire = proto.encode_to_vec();
+    let mount = match at(&wire, &[7]) {
+        Value::Bytes(mount) => mount,
+        value => panic!("{value:?}"),
+    };
+    assert_eq!(text(&mount, &[1]), "/volume");
+    assert!(
+        fields(&mount).iter().all(|(tag, _)| *tag != 2),
+        "no host path beside an image"
+    );
+    assert_eq!(varint(&mount, &[3]), 1, "read-only");
+    assert_eq!(text(&mount, &[9, 1]), "sha256:cafe");
+    assert_eq!(text(&mount, &[9, 18]), "nodepulse.test/kitten:1");
+    assert_eq!(text(&mount, &[9, 2, 1]), "team");
+    assert_eq!(text(&mount, &[9, 2, 2]), "a");
+    assert_eq!(text(&mount, &[10]), "etc");
+    // A runtime that reports the mount back the same way gives the same mount.
+    let mut status = Vec::new();
+    put_bytes(&mut status, 14, &mount);
+    let mut response = Vec::new();
+    put_bytes(&mut response, 1, &status);
+    let decoded = ContainerStatusResponse::decode(response.as_slice()).expect("decodes");
+    let status = convert::container_status(decoded.status.expect("a status"));
+    assert_eq!(status.mounts, config.mounts);
 }
 
 #[test]
