@@ -169,7 +169,7 @@ impl VolumeHost for DiskVolumeHost {
                     retryable: true,
                 })
             }
-            Plugin::HostPath | Plugin::Csi => {
+            Plugin::HostPath | Plugin::Csi | Plugin::Image => {
                 set_up_local(&self.dirs, context.pod_uid, volume, bounds).map_err(failed)
             }
         }

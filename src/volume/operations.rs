@@ -45,7 +45,7 @@ fn not_local_reason(plugin: Plugin) -> &'static str {
     }
 }
 
-/// SetUp of an emptyDir or hostPath volume for `pod_uid`. Idempotent.
+/// SetUp of an emptyDir, hostPath or image volume for `pod_uid`. Idempotent.
 pub fn set_up_local(
     dirs: &PodDirs,
     pod_uid: &str,
@@ -72,12 +72,15 @@ pub fn set_up_local(
             host_path::set_up(path, type_.as_deref())?;
             Ok(())
         }
+        // The kubelet's image plugin: SetUp does nothing; the runtime mounts the image.
+        Plugin::Image => Ok(()),
         plugin => Err(VolumeOpError::NotLocal { plugin }),
     }
 }
 
 /// TearDown of `volume` of `pod_uid`: the directory and its emptyDir metadata go (a tmpfs is
-/// unmounted first); hostPath leaves the host's path alone. Idempotent.
+/// unmounted first); hostPath leaves the host's path alone, and an image volume has nothing
+/// here. Idempotent.
 pub fn tear_down(
     dirs: &PodDirs,
     pod_uid: &str,
@@ -85,7 +88,7 @@ pub fn tear_down(
     plugin: Plugin,
 ) -> Result<(), VolumeOpError> {
     match plugin {
-        Plugin::HostPath => Ok(()),
+        Plugin::HostPath | Plugin::Image => Ok(()),
         Plugin::Csi => Err(VolumeOpError::NotLocal { plugin }),
         Plugin::EmptyDir
         | Plugin::ConfigMap

@@ -79,6 +79,20 @@ fn a_host_path_is_checked_and_its_teardown_leaves_the_host_alone() {
 }
 
 #[test]
+fn an_image_volume_is_set_up_and_torn_down_without_touching_the_disk() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = PodDirs::new(root.path());
+    let kitten = volume(
+        "kitten",
+        Plugin::Image,
+        json!({"name": "kitten", "image": {"reference": "r/kitten:1"}}),
+    );
+    set_up_local(&dirs, "u1", &kitten, MemoryBounds::default()).unwrap();
+    tear_down(&dirs, "u1", "kitten", Plugin::Image).unwrap();
+    assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn api_backed_volumes_are_refused_not_faked() {
     let root = tempfile::tempdir().unwrap();
     let dirs = PodDirs::new(root.path());

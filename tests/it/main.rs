@@ -24,6 +24,7 @@ mod container_log_rotation;
 mod cri_engine_health;
 mod cri_events;
 mod cri_gc;
+mod cri_image_volume;
 mod cri_lifecycle;
 mod cri_pod_faults;
 mod cri_pod_rules;

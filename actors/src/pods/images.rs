@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, ImageVolumeSource};
 
 use super::image_ref::parse_image_name;
 pub use super::image_ref::with_default_tag;
@@ -21,15 +21,22 @@ pub enum PullPolicy {
 }
 
 impl PullPolicy {
-    /// The container's policy; when unset, the API server's default: `Always` for a `latest`
-    /// (or untagged, undigested) image, else `IfNotPresent`.
+    /// The container's policy; when unset, the API server's default (see [`Self::parse`]).
     pub fn of(container: &Container) -> Self {
-        match container.image_pull_policy.as_deref() {
+        Self::parse(
+            container.image_pull_policy.as_deref(),
+            container.image.as_deref().unwrap_or_default(),
+        )
+    }
+
+    /// `policy` as given for `image`; when unset, the API server's default: `Always` for a
+    /// `latest` (or untagged, undigested) image, else `IfNotPresent`.
+    pub fn parse(policy: Option<&str>, image: &str) -> Self {
+        match policy {
             Some("Always") => Self::Always,
             Some("Never") => Self::Never,
             Some("IfNotPresent") => Self::IfNotPresent,
             _ => {
-                let image = container.image.as_deref().unwrap_or_default();
                 let latest =
                     parse_image_name(image).is_ok_and(|name| name.tag.as_deref() == Some("latest"));
                 if latest {
@@ -44,6 +51,32 @@ impl PullPolicy {
     /// Whether the runtime's ImageStatus must be asked first (`Always` pulls regardless).
     pub fn checks_presence(self) -> bool {
         self != Self::Always
+    }
+}
+
+/// An image to make present, as the kubelet's `EnsureImageExists` is asked for one: a
+/// container's image, or an image volume's reference, with its pull policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageRequest<'a> {
+    /// As the pod spec names it.
+    pub image: &'a str,
+    pub policy: PullPolicy,
+}
+
+impl<'a> ImageRequest<'a> {
+    pub fn of_container(container: &'a Container) -> Self {
+        Self {
+            image: container.image.as_deref().unwrap_or_default(),
+            policy: PullPolicy::of(container),
+        }
+    }
+
+    pub fn of_volume(source: &'a ImageVolumeSource) -> Self {
+        let image = source.reference.as_deref().unwrap_or_default();
+        Self {
+            image,
+            policy: PullPolicy::parse(source.pull_policy.as_deref(), image),
+        }
     }
 }
 
@@ -81,18 +114,18 @@ impl ImageFailure {
     }
 }
 
-/// Decides the step for `container` of pod `pod_uid`. `present` is ImageStatus's answer for
+/// Decides the step for `request` of pod `pod_uid`. `present` is ImageStatus's answer for
 /// [`with_default_tag`] of the spec's image, asked only when [`PullPolicy::checks_presence`]
 /// (`Ok(Some(id))` present, `Ok(None)` absent or not asked, `Err(text)` the call failed);
 /// `backoff` is the node's pull back-off at `now`.
 pub fn next_step(
-    container: &Container,
+    request: ImageRequest<'_>,
     pod_uid: &str,
     present: Result<Option<&str>, &str>,
     backoff: &PullBackoff,
     now: tokio::time::Instant,
 ) -> PullStep {
-    let requested = container.image.as_deref().unwrap_or_default();
+    let requested = request.image;
     let image = match with_default_tag(requested) {
         Ok(image) => image,
         Err(error) => {
@@ -104,7 +137,7 @@ pub fn next_step(
             ));
         }
     };
-    let policy = PullPolicy::of(container);
+    let policy = request.policy;
     if policy.checks_presence() {
         match present {
             // The kubelet quotes the (empty) image ref here, not the image: kept as it is.

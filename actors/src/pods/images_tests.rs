@@ -9,7 +9,9 @@ use tokio::time::Instant;
 
 use super::{
     image_ref::{ImageName, parse_image_name, with_default_tag},
-    images::{PullBackoff, PullPolicy, PullStep, next_step, pull_failed, pull_succeeded},
+    images::{
+        ImageRequest, PullBackoff, PullPolicy, PullStep, next_step, pull_failed, pull_succeeded,
+    },
     pull_auth::{PullSecretError, pull_auths},
 };
 use crate::ports::{PodEvent, PullAuth};
@@ -192,7 +194,14 @@ fn each_policy_and_presence_gives_the_kubelets_step() {
         ),
     ];
     for (image, policy, present, expected) in cases {
-        let step = next_step(&container(image, policy), "uid-1", present, &backoff, now);
+        let container = container(image, policy);
+        let step = next_step(
+            ImageRequest::of_container(&container),
+            "uid-1",
+            present,
+            &backoff,
+            now,
+        );
         assert_eq!(summary(&step), expected, "{image} {policy:?}");
     }
 }
@@ -203,7 +212,13 @@ fn failed_pulls_back_off_ten_seconds_doubling_to_five_minutes_per_pod_and_image(
     let mut backoff = PullBackoff::default();
     let app = container("registry.local/app", Some("IfNotPresent"));
     let step_at = |backoff: &PullBackoff, uid: &str, at: Duration| {
-        summary(&next_step(&app, uid, Ok(None), backoff, start + at))
+        summary(&next_step(
+            ImageRequest::of_container(&app),
+            uid,
+            Ok(None),
+            backoff,
+            start + at,
+        ))
     };
     let error = "rpc error: code = NotFound desc = failed to resolve reference";
     let failure = pull_failed(

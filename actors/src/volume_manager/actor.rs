@@ -394,7 +394,7 @@ impl VolumeManagerActor {
         self.settings.fetch_waits(volume.plugin, self.fetching)
     }
 
-    /// SetUp of one volume: at once for emptyDir and hostPath, after fetching its sources
+    /// SetUp of one volume: at once for emptyDir, hostPath and image, after fetching its sources
     /// for the API-backed plugins, through the CSI node plugin for claims.
     fn set_up(&mut self, pod_uid: String, volume: PodVolume, ctx: &mut Context<Self>) -> bool {
         let key = (pod_uid.clone(), volume.name.clone());
@@ -403,7 +403,7 @@ impl VolumeManagerActor {
         };
         match volume.plugin {
             Plugin::Csi => self.csi_set_up(pod_uid, volume, ctx),
-            Plugin::EmptyDir | Plugin::HostPath => {
+            Plugin::EmptyDir | Plugin::HostPath | Plugin::Image => {
                 let result = self.finish_set_up(&pod, &volume, None);
                 self.settle(&key, result, Instant::now());
                 false

@@ -27,6 +27,7 @@ use super::{
 use crate::{
     messages::VolumesInUse,
     ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent, fakes::eventually},
+    volume_manager::PodVolumeView,
     volume_manager::{
         PodVolumesChanged, SetUpContext, VolumeHost, VolumeHostError, VolumeSourceApi,
         fakes::objects::FakeObjects,
@@ -415,6 +416,40 @@ async fn an_orphan_read_back_at_start_is_torn_down_and_its_directory_removed() {
         || node.fakes.state().removed_pod_dirs == ["old"],
     )
     .await;
+}
+
+#[actix_rt::test]
+async fn an_image_volume_is_ready_at_once_and_has_no_host_path() {
+    tokio::time::pause();
+    let node = start(Fakes::default());
+    let pod = pod(
+        "u1",
+        "n1",
+        serde_json::json!([
+            {"name": "kitten", "image": {"reference": "r/kitten:1"}},
+            {"name": "cache", "emptyDir": {}},
+        ]),
+    );
+    node.watch
+        .send(PodWatchEvent::Applied(KeptPod::from(pod)))
+        .unwrap();
+    node.watch.send(PodWatchEvent::Listed).unwrap();
+    let view = super::VolumeView::new(
+        node.memory.clone(),
+        "n1".to_owned(),
+        PodDirs::new("/var/lib/kubelet"),
+    );
+    eventually(
+        "the pod's volumes are ready",
+        Duration::from_secs(1),
+        || view.readiness("u1") == crate::volume_manager::MountReadiness::Ready,
+    )
+    .await;
+    assert_eq!(
+        view.host_paths("u1").into_keys().collect::<Vec<_>>(),
+        ["cache"],
+        "the runtime mounts the image: no host path stands for it"
+    );
 }
 
 #[actix_rt::test]

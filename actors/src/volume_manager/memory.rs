@@ -265,10 +265,11 @@ impl PodVolumeView for VolumeView {
             pod.volumes
                 .values()
                 .filter(|volume| {
-                    memory
-                        .actual
-                        .mounts
-                        .contains_key(&(pod_uid.to_owned(), volume.name.clone()))
+                    volume.plugin.has_host_path()
+                        && memory
+                            .actual
+                            .mounts
+                            .contains_key(&(pod_uid.to_owned(), volume.name.clone()))
                 })
                 .map(|volume| {
                     let spec = volume.spec.volume();

@@ -14,11 +14,13 @@ pub enum Plugin {
     Projected,
     HostPath,
     Csi,
+    /// `image`: nothing on disk; the runtime mounts the image (the kubelet's stub plugin).
+    Image,
 }
 
 impl Plugin {
     /// Every plugin, for lookups by name.
-    pub const ALL: [Plugin; 7] = [
+    pub const ALL: [Plugin; 8] = [
         Plugin::EmptyDir,
         Plugin::ConfigMap,
         Plugin::Secret,
@@ -26,6 +28,7 @@ impl Plugin {
         Plugin::Projected,
         Plugin::HostPath,
         Plugin::Csi,
+        Plugin::Image,
     ];
 
     /// The kubelet's plugin name, e.g. `kubernetes.io/empty-dir`.
@@ -38,6 +41,7 @@ impl Plugin {
             Plugin::Projected => "kubernetes.io/projected",
             Plugin::HostPath => "kubernetes.io/host-path",
             Plugin::Csi => "kubernetes.io/csi",
+            Plugin::Image => "kubernetes.io/image",
         }
     }
 
@@ -68,9 +72,15 @@ impl Plugin {
     }
 
     /// Whether SetUp leaves a directory under `pods/<uid>/volumes/` (hostPath mounts nothing:
-    /// the host's own path is handed to the containers, §1.13).
+    /// the host's own path is handed to the containers, §1.13; an image volume is the
+    /// runtime's to mount, from its image).
     pub fn has_volume_dir(self) -> bool {
-        self != Plugin::HostPath
+        !matches!(self, Plugin::HostPath | Plugin::Image)
+    }
+
+    /// Whether the containers mount the volume from a host path (an image volume has none).
+    pub fn has_host_path(self) -> bool {
+        self != Plugin::Image
     }
 }
 
@@ -104,6 +114,7 @@ mod tests {
             (Plugin::Projected, "kubernetes.io~projected"),
             (Plugin::HostPath, "kubernetes.io~host-path"),
             (Plugin::Csi, "kubernetes.io~csi"),
+            (Plugin::Image, "kubernetes.io~image"),
         ];
         for (plugin, dir) in table {
             assert_eq!(plugin.escaped_name(), dir);

@@ -229,6 +229,8 @@ fn plugin_of(volume: &Volume) -> Result<Plugin, &'static str> {
         Ok(Plugin::Projected)
     } else if volume.host_path.is_some() {
         Ok(Plugin::HostPath)
+    } else if volume.image.is_some() {
+        Ok(Plugin::Image)
     } else if volume.csi.is_some() {
         Err("csi")
     } else if volume.ephemeral.is_some() {

@@ -16,6 +16,7 @@ fn each_volume_source_maps_to_the_kubelets_plugin() {
             {"name": "d", "downwardAPI": {"items": []}},
             {"name": "e", "projected": {"sources": []}},
             {"name": "f", "hostPath": {"path": "/tmp"}},
+            {"name": "g", "image": {"reference": "r/kitten:1"}},
         ]),
     );
     let got = pod_volumes(&pod);
@@ -34,6 +35,7 @@ fn each_volume_source_maps_to_the_kubelets_plugin() {
             ("d", Plugin::DownwardApi, "kubernetes.io/downward-api/u1-d"),
             ("e", Plugin::Projected, "kubernetes.io/projected/u1-e"),
             ("f", Plugin::HostPath, "kubernetes.io/host-path/u1-f"),
+            ("g", Plugin::Image, "kubernetes.io/image/u1-g"),
         ]
     );
     assert!(got.volumes.iter().all(|v| !v.attachable));

@@ -167,12 +167,7 @@ pub fn default_ephemeral_container(container: &mut Map<String, Value>) {
 }
 
 fn default_container(container: &mut Map<String, Value>) {
-    let image = container.get("image").and_then(Value::as_str).unwrap_or("");
-    let policy = if image_tag(image) == Some("latest") {
-        "Always"
-    } else {
-        "IfNotPresent"
-    };
+    let policy = pull_policy(container.get("image"));
     container
         .entry("imagePullPolicy")
         .or_insert_with(|| json!(policy));
@@ -224,7 +219,8 @@ fn default_probe(probe: &mut Map<String, Value>) {
 
 /// The volume defaults: a volume without a source is an `emptyDir` (`SetDefaults_Volume`); file
 /// mode 0644 (420) for secret, configMap, downwardAPI and projected volumes, an empty
-/// `hostPath` type, projected tokens valid an hour, field references to `v1`.
+/// `hostPath` type, projected tokens valid an hour, field references to `v1`, an image
+/// volume's pull policy as a container's.
 fn default_volumes(spec: &mut Map<String, Value>) {
     let Some(Value::Array(volumes)) = spec.get_mut("volumes") else {
         return;
@@ -253,6 +249,21 @@ fn default_volumes(spec: &mut Map<String, Value>) {
         if let Some(Value::Object(host_path)) = volume.get_mut("hostPath") {
             host_path.entry("type").or_insert(json!(""));
         }
+        if let Some(Value::Object(image)) = volume.get_mut("image") {
+            let policy = pull_policy(image.get("reference"));
+            image.entry("pullPolicy").or_insert_with(|| json!(policy));
+        }
+    }
+}
+
+/// `Always` for an image whose tag is `latest` (or that has neither tag nor digest),
+/// `IfNotPresent` otherwise: a container's `imagePullPolicy` and an image volume's `pullPolicy`.
+fn pull_policy(image: Option<&Value>) -> &'static str {
+    let image = image.and_then(Value::as_str).unwrap_or("");
+    if image_tag(image) == Some("latest") {
+        "Always"
+    } else {
+        "IfNotPresent"
     }
 }
 

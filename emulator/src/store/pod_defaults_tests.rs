@@ -112,7 +112,10 @@ fn probes_ports_and_volumes_get_their_defaults() {
         "containers": [{"name": "c", "image": "i:1", "ports": [{"containerPort": 80}],
             "readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 5}}],
         "volumes": [{"name": "s", "secret": {"secretName": "s"}}, {"name": "h", "hostPath": {"path": "/x"}},
-            {"name": "m", "configMap": {"name": "m", "defaultMode": 256}}]}}));
+            {"name": "m", "configMap": {"name": "m", "defaultMode": 256}},
+            {"name": "kitten", "image": {"reference": "registry.test/kitten:1.7"}},
+            {"name": "latest", "image": {"reference": "registry.test/kitten"}},
+            {"name": "never", "image": {"reference": "registry.test/kitten", "pullPolicy": "Never"}}]}}));
     let container = &pod["spec"]["containers"][0];
     assert_eq!(container["ports"][0]["protocol"], "TCP");
     assert_eq!(
@@ -124,6 +127,8 @@ fn probes_ports_and_volumes_get_their_defaults() {
     assert_eq!(volumes[0]["secret"]["defaultMode"], 420);
     assert_eq!(volumes[1]["hostPath"]["type"], "");
     assert_eq!(volumes[2]["configMap"]["defaultMode"], 256);
+    let policies: Vec<&Value> = (3..6).map(|i| &volumes[i]["image"]["pullPolicy"]).collect();
+    assert_eq!(policies, ["IfNotPresent", "Always", "Never"]);
 }
 
 #[test]

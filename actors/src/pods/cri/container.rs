@@ -12,10 +12,13 @@ use std::{
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::view::{
-    CONTAINER_HASH_ANNOTATION, CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL,
-    POD_UID_LABEL, RESTART_COUNT_ANNOTATION, TERMINATION_GRACE_ANNOTATION,
-    TERMINATION_MESSAGE_PATH_ANNOTATION, TERMINATION_MESSAGE_POLICY_ANNOTATION,
+use super::{
+    sub_path::MountSource,
+    view::{
+        CONTAINER_HASH_ANNOTATION, CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL,
+        POD_UID_LABEL, RESTART_COUNT_ANNOTATION, TERMINATION_GRACE_ANNOTATION,
+        TERMINATION_MESSAGE_PATH_ANNOTATION, TERMINATION_MESSAGE_POLICY_ANNOTATION,
+    },
 };
 use crate::{
     pods::{env::expand_command_and_args, simulated_status::qos_class},
@@ -119,11 +122,15 @@ fn security(pod: &Pod, container: &Container) -> SecurityContext {
     }
 }
 
-/// A mount for each `volumeMounts` entry with a host path in `sources` (by the entry's index:
-/// its volume, or its subPath's bind; `sub_path::mount_sources`); others are left to the
-/// volume manager. The API-data volumes are read-only whatever the entry says, as the
-/// kubelet's `mustMountRO`.
-pub fn mounts(pod: &Pod, container: &Container, sources: &BTreeMap<usize, PathBuf>) -> Vec<Mount> {
+/// A mount for each `volumeMounts` entry with a source in `sources` (by the entry's index:
+/// its volume, its subPath's bind or its image; `sub_path::mount_sources`); others are left
+/// to the volume manager. The API-data volumes are read-only whatever the entry says, as the
+/// kubelet's `mustMountRO`; so is an image volume (the image plugin's `ReadOnly`).
+pub fn mounts(
+    pod: &Pod,
+    container: &Container,
+    sources: &BTreeMap<usize, MountSource>,
+) -> Vec<Mount> {
     let must_mount_read_only = api_data_volumes(pod);
     container
         .volume_mounts
@@ -131,12 +138,21 @@ pub fn mounts(pod: &Pod, container: &Container, sources: &BTreeMap<usize, PathBu
         .flatten()
         .enumerate()
         .filter_map(|(index, mount)| {
-            Some(Mount {
-                container_path: PathBuf::from(&mount.mount_path),
-                host_path: sources.get(&index)?.clone(),
-                readonly: mount.read_only.unwrap_or(false)
-                    || must_mount_read_only.contains(mount.name.as_str()),
-                ..Mount::default()
+            let container_path = PathBuf::from(&mount.mount_path);
+            Some(match sources.get(&index)? {
+                MountSource::Host(host_path) => Mount {
+                    container_path,
+                    host_path: host_path.clone(),
+                    readonly: mount.read_only.unwrap_or(false)
+                        || must_mount_read_only.contains(mount.name.as_str()),
+                    ..Mount::default()
+                },
+                MountSource::Image(image) => Mount {
+                    container_path,
+                    readonly: true,
+                    image: Some(image.clone()),
+                    ..Mount::default()
+                },
             })
         })
         .collect()
@@ -172,7 +188,7 @@ pub struct Resolved<'a> {
     pub restart_count: u32,
     pub image_ref: &'a str,
     /// What each `volumeMounts` entry mounts, by its index (`sub_path::mount_sources`).
-    pub mount_sources: &'a BTreeMap<usize, PathBuf>,
+    pub mount_sources: &'a BTreeMap<usize, MountSource>,
     /// The host file mounted at `terminationMessagePath`, if made.
     pub termination_file: Option<&'a Path>,
     pub memory_capacity: u64,
@@ -252,6 +268,7 @@ pub fn container_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ports::ImageMount;
 
     #[test]
     fn the_containers_groups_are_the_fs_group_then_the_supplemental_groups() {
@@ -291,12 +308,12 @@ mod tests {
         }))
         .expect("a pod");
         let container = &pod.spec.as_ref().expect("spec").containers[0];
-        let sources: BTreeMap<usize, PathBuf> = container
+        let sources: BTreeMap<usize, MountSource> = container
             .volume_mounts
             .iter()
             .flatten()
             .enumerate()
-            .map(|(index, m)| (index, PathBuf::from("/v").join(&m.name)))
+            .map(|(index, m)| (index, MountSource::Host(PathBuf::from("/v").join(&m.name))))
             .collect();
         let read_only: BTreeMap<String, bool> = mounts(&pod, container, &sources)
             .into_iter()
@@ -314,5 +331,58 @@ mod tests {
         .map(|(path, ro)| (path.to_owned(), ro))
         .collect();
         assert_eq!(read_only, expected);
+    }
+
+    #[test]
+    fn an_image_volume_is_mounted_from_its_image_read_only_whatever_the_entry_says() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "app", "volumeMounts": [
+                    {"name": "kitten", "mountPath": "/volume", "readOnly": false},
+                    {"name": "kitten", "mountPath": "/etc-of-it", "subPath": "etc"},
+                    {"name": "scratch", "mountPath": "/scratch"},
+                ]}],
+                "volumes": [
+                    {"name": "kitten", "image": {"reference": "r/kitten:1"}},
+                    {"name": "scratch", "emptyDir": {}},
+                ],
+            },
+        }))
+        .expect("a pod");
+        let container = &pod.spec.as_ref().expect("spec").containers[0];
+        let image = |sub_path: &str| ImageMount {
+            image: "sha256:cafe".to_owned(),
+            user_specified_image: "r/kitten:1".to_owned(),
+            sub_path: sub_path.to_owned(),
+            ..ImageMount::default()
+        };
+        let sources = BTreeMap::from([
+            (0, MountSource::Image(image(""))),
+            (1, MountSource::Image(image("etc"))),
+            (2, MountSource::Host("/v/scratch".into())),
+        ]);
+        assert_eq!(
+            mounts(&pod, container, &sources),
+            [
+                Mount {
+                    container_path: "/volume".into(),
+                    readonly: true,
+                    image: Some(image("")),
+                    ..Mount::default()
+                },
+                Mount {
+                    container_path: "/etc-of-it".into(),
+                    readonly: true,
+                    image: Some(image("etc")),
+                    ..Mount::default()
+                },
+                Mount {
+                    container_path: "/scratch".into(),
+                    host_path: "/v/scratch".into(),
+                    ..Mount::default()
+                },
+            ]
+        );
     }
 }

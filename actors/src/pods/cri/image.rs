@@ -18,7 +18,8 @@ use crate::{
     pods::{
         image_ref::parse_image_name,
         images::{
-            ImageFailure, PullStep, next_step, pull_failed, pull_succeeded, with_default_tag,
+            ImageFailure, ImageRequest, PullStep, next_step, pull_failed, pull_succeeded,
+            with_default_tag,
         },
         pull_auth::{PullSecretError, pull_auths},
     },
@@ -37,31 +38,31 @@ enum PullError {
 }
 
 impl Engine {
-    /// The image reference to create `container` from, or why it cannot start yet.
+    /// The image reference to create a container (or mount an image volume) from, or why it
+    /// cannot start yet.
     pub(super) async fn ensure_image(
         &self,
         pod: &Arc<Pod>,
-        container: &Container,
+        request: ImageRequest<'_>,
         sandbox: &SandboxConfig,
     ) -> Result<String, Failure> {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let requested = container.image.clone().unwrap_or_default();
-        let image = with_default_tag(&requested).unwrap_or_else(|_| requested.clone());
-        let present: Result<Option<String>, String> =
-            if crate::pods::images::PullPolicy::of(container).checks_presence() {
-                self.runtime
-                    .image_status(image.clone())
-                    .await
-                    .map(|info| info.map(|info| info.id))
-                    .map_err(|error| error.to_string())
-            } else {
-                Ok(None)
-            };
+        let requested = request.image;
+        let image = with_default_tag(requested).unwrap_or_else(|_| requested.to_owned());
+        let present: Result<Option<String>, String> = if request.policy.checks_presence() {
+            self.runtime
+                .image_status(image.clone())
+                .await
+                .map(|info| info.map(|info| info.id))
+                .map_err(|error| error.to_string())
+        } else {
+            Ok(None)
+        };
         let present = match &present {
             Ok(id) => Ok(id.as_deref()),
             Err(error) => Err(error.as_str()),
         };
-        let step = next_step(container, uid, present, &self.core().pulls, Instant::now());
+        let step = next_step(request, uid, present, &self.core().pulls, Instant::now());
         match step {
             PullStep::Present { image_ref, event } => {
                 self.event(pod, event);

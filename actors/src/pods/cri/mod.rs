@@ -15,6 +15,9 @@ mod gc;
 mod hook_tests;
 mod hooks;
 mod image;
+mod image_volume;
+#[cfg(test)]
+mod image_volume_tests;
 mod kill;
 mod non_root;
 mod objects;

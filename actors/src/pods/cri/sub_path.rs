@@ -3,7 +3,9 @@
 //! expanded with the container's environment first), relative and without `..`, made when
 //! missing and bound under the pod's directory by the [`SubPathHost`]. The runtime mounts that
 //! bind, never `volume/subPath`, which a container sharing the volume could turn into a link
-//! out of it in between (CVE-2017-1002101). A failure is `CreateContainerConfigError`.
+//! out of it in between (CVE-2017-1002101). An image volume's mount is its image, its
+//! subPath (same expansion and form checks) a path inside the image for the runtime to
+//! resolve. A failure is `CreateContainerConfigError`.
 
 use std::{
     cell::RefCell,
@@ -15,8 +17,18 @@ use k8s_openapi::api::core::v1::{Container, VolumeMount};
 
 use crate::{
     expansion::expand,
+    ports::ImageMount,
     volume_manager::{SubPathHost, SubPathHostError, SubPathMount},
 };
+
+/// What one `volumeMounts` entry mounts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MountSource {
+    /// A host path: the volume's, or the bind of its subPath.
+    Host(PathBuf),
+    /// An image volume's image, with the entry's subPath as the path inside it.
+    Image(ImageMount),
+}
 
 /// Why a container's mounts cannot be prepared; the text is the kubelet's. Only a changed
 /// spec, environment or volume fixes it; the start is tried again after the usual back-off.
@@ -100,23 +112,33 @@ fn expand_strictly(expr: &str, env: &[(String, String)]) -> Result<String, SubPa
     }
 }
 
-/// The host path each of `container`'s `volumeMounts` mounts, by its index: the volume's
-/// (`host_paths`, by volume name) or its subPath's bind. Entries whose volume is not set up
-/// are left out, for the volume manager to report.
+/// What each of `container`'s `volumeMounts` mounts, by its index: an image volume's image
+/// (`images`, by volume name, present), else the volume's host path (`host_paths`, by volume
+/// name) or its subPath's bind. Entries whose volume is not set up are left out, for the
+/// volume manager to report.
 pub fn mount_sources(
     host: Option<&dyn SubPathHost>,
     pod_uid: &str,
     container: &Container,
     host_paths: &BTreeMap<String, PathBuf>,
+    images: &BTreeMap<String, ImageMount>,
     env: &[(String, String)],
-) -> Result<BTreeMap<usize, PathBuf>, SubPathError> {
+) -> Result<BTreeMap<usize, MountSource>, SubPathError> {
     let mut sources = BTreeMap::new();
     for (index, mount) in container.volume_mounts.iter().flatten().enumerate() {
+        if let Some(image) = images.get(&mount.name) {
+            let image = ImageMount {
+                sub_path: sub_path_of(mount, env)?.unwrap_or_default(),
+                ..image.clone()
+            };
+            sources.insert(index, MountSource::Image(image));
+            continue;
+        }
         let Some(volume) = host_paths.get(&mount.name) else {
             continue;
         };
         let Some(sub_path) = sub_path_of(mount, env)? else {
-            sources.insert(index, volume.clone());
+            sources.insert(index, MountSource::Host(volume.clone()));
             continue;
         };
         let request = SubPathMount {
@@ -151,7 +173,7 @@ pub fn mount_sources(
         host.make_missing_dirs(&request)
             .map_err(|why| failed(why, true))?;
         let bound = host.bind(&request).map_err(|why| failed(why, false))?;
-        sources.insert(index, bound);
+        sources.insert(index, MountSource::Host(bound));
     }
     Ok(sources)
 }

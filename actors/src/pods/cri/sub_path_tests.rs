@@ -116,15 +116,16 @@ fn each_mount_gets_its_volume_or_the_bind_of_its_sub_path_never_the_joined_path(
         "u1",
         &app,
         &host_paths,
+        &BTreeMap::new(),
         &env(&[("POD_NAME", "p")]),
     )
     .expect("prepared");
     assert_eq!(
         sources,
         BTreeMap::from([
-            (0, PathBuf::from("/vol/data")),
-            (1, PathBuf::from("/bound/1")),
-            (3, PathBuf::from("/bound/3")),
+            (0, MountSource::Host("/vol/data".into())),
+            (1, MountSource::Host("/bound/1".into())),
+            (3, MountSource::Host("/bound/3".into())),
         ])
     );
     assert_eq!(
@@ -147,7 +148,61 @@ fn a_refused_bind_or_a_node_without_a_sub_path_host_fails_without_the_hosts_path
     };
     let expected = "failed to prepare subPath for volumeMount \"data\" of container \"app\"";
     for host in [Some(&refusing as &dyn SubPathHost), None] {
-        let error = mount_sources(host, "u1", &app, &host_paths, &[]).expect_err("refused");
+        let error = mount_sources(host, "u1", &app, &host_paths, &BTreeMap::new(), &[])
+            .expect_err("refused");
+        assert_eq!(error.to_string(), expected);
+    }
+}
+
+#[test]
+fn an_image_volumes_sub_path_is_expanded_and_checked_for_its_form_then_left_to_the_runtime() {
+    let app = container(serde_json::json!([
+        {"name": "kitten", "mountPath": "/whole"},
+        {"name": "kitten", "mountPath": "/etc", "subPath": "etc/app"},
+        {"name": "kitten", "mountPath": "/mine", "subPathExpr": "home/$(POD_NAME)"},
+        {"name": "data", "mountPath": "/data", "subPath": "cache"},
+    ]));
+    let host_paths = BTreeMap::from([("data".to_owned(), PathBuf::from("/vol/data"))]);
+    let kitten = ImageMount {
+        image: "sha256:cafe".to_owned(),
+        user_specified_image: "r/kitten:1".to_owned(),
+        ..ImageMount::default()
+    };
+    let images = BTreeMap::from([("kitten".to_owned(), kitten.clone())]);
+    let in_image = |sub_path: &str| {
+        MountSource::Image(ImageMount {
+            sub_path: sub_path.to_owned(),
+            ..kitten.clone()
+        })
+    };
+    let host = RecordingHost::default();
+    let variables = env(&[("POD_NAME", "p")]);
+    let sources =
+        mount_sources(Some(&host), "u1", &app, &host_paths, &images, &variables).expect("prepared");
+    assert_eq!(
+        sources,
+        BTreeMap::from([
+            (0, in_image("")),
+            (1, in_image("etc/app")),
+            (2, in_image("home/p")),
+            (3, MountSource::Host("/bound/3".into())),
+        ])
+    );
+    // Only the host volume's subPath is bound: the image's is the runtime's to resolve.
+    assert_eq!(
+        *host.asked.lock().unwrap(),
+        [("/vol/data".to_owned(), "cache".to_owned(), 3)]
+    );
+    for (sub, expected) in [
+        (
+            "../etc",
+            "unable to provision SubPath `../etc`: must not contain '..'",
+        ),
+        ("/etc", "error SubPath `/etc` must not be an absolute path"),
+    ] {
+        let app =
+            container(serde_json::json!([{"name": "kitten", "mountPath": "/m", "subPath": sub}]));
+        let error = mount_sources(None, "u1", &app, &host_paths, &images, &[]).expect_err(sub);
         assert_eq!(error.to_string(), expected);
     }
 }

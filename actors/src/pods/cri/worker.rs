@@ -30,7 +30,10 @@ use super::{
 };
 use crate::{
     go_duration::go_duration,
-    pods::env::{CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, container_env},
+    pods::{
+        env::{CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, container_env},
+        images::ImageRequest,
+    },
     ports::{ContainerState, ContainerStatus, DnsConfig, PodEvent, SandboxConfig},
     prober::PodProbeView,
     volume_manager::volumes_ready,
@@ -363,7 +366,10 @@ impl Engine {
             }
             core.crash.next(&key, finished);
         }
-        let image_ref = self.ensure_image(pod, container, sandbox).await?;
+        let image_mounts = self.ensure_image_volumes(pod, container, sandbox).await?;
+        let image_ref = self
+            .ensure_image(pod, ImageRequest::of_container(container), sandbox)
+            .await?;
         let restart_count = previous.map_or(0, |p| restart_count(p) + 1);
         let retry = later(now, SYNC_ERROR_BACKOFF);
         let env = self.env(pod, container).await.map_err(|error| {
@@ -397,6 +403,7 @@ impl Engine {
             pod.metadata.uid.as_deref().unwrap_or_default(),
             container,
             &host_paths,
+            &image_mounts,
             &env,
         )
         .map_err(|error| config_error(error.to_string()))?;
