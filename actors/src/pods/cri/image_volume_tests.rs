@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::tests::{Harness, IMAGE, app, phase, pod, waiting_reason};
+use super::tests::{Harness, IMAGE, phase, pod, waiting_message, waiting_reason};
 use crate::ports::{ImageMount, Mount};
 
 const KITTEN: &str = "nodepulse.test/kitten:1.7";
@@ -80,10 +80,7 @@ async fn a_failed_image_volume_pull_holds_the_container_back_as_its_own_image_wo
     let status = harness
         .status_where("ErrImagePull", |s| waiting_reason(s) == "ErrImagePull")
         .await;
-    let message = app(&status)["state"]["waiting"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = waiting_message(&status);
     assert!(message.contains("proxyconnect tcp"), "{message}");
     assert_eq!(
         harness.events(),
@@ -111,7 +108,7 @@ async fn an_absent_image_volume_under_never_waits_with_err_image_never_pull() {
         })
         .await;
     assert_eq!(
-        app(&status)["state"]["waiting"]["message"],
+        waiting_message(&status),
         format!("Container image \"{KITTEN}\" is not present with pull policy of Never")
     );
     assert_eq!(harness.runtime.count("PullImage"), 0);

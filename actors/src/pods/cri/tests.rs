@@ -214,6 +214,14 @@ pub(super) fn waiting_reason(status: &Value) -> &str {
         .unwrap_or_default()
 }
 
+/// The app container's waiting message.
+pub(super) fn waiting_message(status: &Value) -> String {
+    app(status)["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 pub(super) fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
     status["conditions"]
         .as_array()
@@ -562,10 +570,7 @@ async fn failed_pulls_show_err_image_pull_then_image_pull_back_off() {
     let status = harness
         .status_where("ErrImagePull", |s| waiting_reason(s) == "ErrImagePull")
         .await;
-    let error = app(&status)["state"]["waiting"]["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let error = waiting_message(&status);
     assert!(error.contains("no route to registry"), "{error}");
     assert_eq!(
         harness.events(),
