@@ -1,5 +1,6 @@
 //! A created Pod as kube-apiserver stores it: decoded into its type (unknown fields dropped),
-//! defaulted (`pkg/apis/core/v1/defaults.go`: spec, containers, ports, probes, volumes), admitted by the Priority plugin (no default
+//! defaulted (`pkg/apis/core/v1/defaults.go`: spec, containers, ports, probes, volumes, image
+//! volumes' pull policy), admitted by the Priority plugin (no default
 //! PriorityClass: priority 0, `PreemptLowerPriority`) and given its initial status; a written
 //! status read back as Go serialises it.
 
@@ -23,7 +24,9 @@ async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
                     "ports": [{"containerPort": 8080}],
                     "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 5}},
             ],
-            "volumes": [{"name": "token", "secret": {"secretName": unique("nosecret")}}, {"name": "scratch"}]},
+            "volumes": [{"name": "token", "secret": {"secretName": unique("nosecret")}}, {"name": "scratch"},
+                {"name": "latest", "image": {"reference": "registry.test/kitten"}},
+                {"name": "tagged", "image": {"reference": "registry.test/kitten:1.7"}}]},
         "status": {"phase": "Running"}});
     let created = cluster.post("/api/v1/namespaces/default/pods", &pod).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
@@ -85,6 +88,14 @@ async fn a_created_pod_is_defaulted_and_keeps_what_the_client_set() {
         Some(&json!({"name": "scratch", "emptyDir": {}})),
         "a volume without a source"
     );
+    for (name, pull) in [("latest", "Always"), ("tagged", "IfNotPresent")] {
+        let image = volumes.iter().find(|v| v["name"] == name);
+        assert_eq!(
+            image.map(|v| v["image"]["pullPolicy"].clone()),
+            Some(json!(pull)),
+            "an image volume's pull policy as a container's: {volumes:?}"
+        );
+    }
     assert_eq!(
         spec["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["apiVersion"],
         "v1"
