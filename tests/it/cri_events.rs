@@ -94,10 +94,7 @@ async fn on_a_runtime_without_events_the_daemon_says_so_once_and_relists() {
     }
     let dir = common::root_dir::RootDir::new();
     let node = common::cluster::unique_node_name("cri-noevents");
-    let yaml = format!(
-        "{}debug:\n  address: 127.0.0.1:0\n",
-        cri_node_config(&fixture, dir.path())
-    );
+    let yaml = cri_node_config(&fixture, dir.path());
     let daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let name = format!("{node}-app");
     create(

@@ -69,10 +69,7 @@ async fn a_pod_deleted_while_the_daemon_was_down_is_removed_from_the_runtime_at_
     let fixture = CriFixture::start("cri-gc").await;
     let dir = common::root_dir::RootDir::new();
     let node = common::cluster::unique_node_name("cri-gc");
-    let yaml = format!(
-        "{}debug:\n  address: 127.0.0.1:0\n",
-        cri_node_config(&fixture, dir.path())
-    );
+    let yaml = cri_node_config(&fixture, dir.path());
     let mut daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let doomed_name = format!("{node}-doomed");
     let done_name = format!("{node}-done");

@@ -608,10 +608,7 @@ async fn a_daemon_killed_and_restarted_adopts_its_running_pod_without_a_second_c
     let fixture = CriFixture::start("cri-restart").await;
     let dir = common::root_dir::RootDir::new();
     let node = common::cluster::unique_node_name("cri-restart");
-    let yaml = format!(
-        "{}debug:\n  address: 127.0.0.1:0\n",
-        cri_node_config(&fixture, dir.path())
-    );
+    let yaml = cri_node_config(&fixture, dir.path());
     let mut daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let name = format!("{node}-adopted");
     create(

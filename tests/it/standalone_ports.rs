@@ -50,6 +50,7 @@ async fn standalone_beside_a_kubelet_needs_no_well_known_port_nor_a_resolvable_n
     let yaml = cri_node_config(&fixture, dir.path())
         .replace("port: 0\n", "")
         .replace("healthzPort: 0\n", "")
+        .replace("debug:\n  address: 127.0.0.1:0\n", "")
         + &format!("standalone:\n  kubeconfigPath: {}\n", kubeconfig.display());
     // `.invalid` never resolves (RFC 6761).
     let node = format!("{}.invalid", unique_node_name("standalone"));

@@ -59,7 +59,7 @@ async fn a_manifest_removed_while_the_daemon_was_down_stops_its_pod_at_restart()
     let manifests = tempfile::tempdir().expect("a manifest directory");
     let node = unique_node_name("static-gc");
     let yaml = format!(
-        "{}staticPodPath: {}\ndebug:\n  address: 127.0.0.1:0\n",
+        "{}staticPodPath: {}\n",
         cri_node_config(&fixture, dir.path()),
         manifests.path().display()
     );

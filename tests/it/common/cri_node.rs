@@ -13,7 +13,7 @@ use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDi
 
 /// The configuration of a CRI node on `fixture`: its socket, a root and log directory of its
 /// own, a cluster DNS address, quick restarts, thresholds no test host meets, and the kubelet
-/// API on ports the kernel picks (tests run side by side).
+/// API and the debug endpoint on ports the kernel picks (tests run side by side).
 pub fn cri_node_config(fixture: &CriFixture, dir: &std::path::Path) -> String {
     format!(
         "runtime: cri
@@ -31,6 +31,8 @@ supervision:
   livenessInterval: 100ms
   backoff:
     initial: 50ms
+debug:
+  address: 127.0.0.1:0
 ",
         endpoint = fixture.containerd.endpoint(),
         root = dir.join("root").display(),
