@@ -2,16 +2,26 @@
 //! quantity that must be a whole number of bytes (apimachinery's `AsInt64`), and a negative one
 //! turns rotation off. Validation (in `validate.rs`) and the node's wiring both read it here.
 
-use nodepulse_actors::quantity::parse_quantity;
+use nodepulse_actors::quantity::{QuantityError, parse_quantity};
 
 use super::Config;
 
-/// `containerLogMaxSize` in bytes: `Ok(None)` when negative (rotation off), the reason when
-/// it is no quantity or not a whole number of bytes.
-pub fn parse_max_size(text: &str) -> Result<Option<u64>, String> {
-    let value = parse_quantity(text).map_err(|error| error.reason.to_owned())?;
+/// Why `containerLogMaxSize` is refused; the text is the reason shown after the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MaxSizeError {
+    /// No quantity; only the reason is shown, as the setting's value is quoted beside it.
+    #[error("{}", .0.reason)]
+    Quantity(#[source] QuantityError),
+    #[error("invalid max log size: not a whole number of bytes")]
+    NotWholeBytes,
+}
+
+/// `containerLogMaxSize` in bytes: `Ok(None)` when negative (rotation off), why not when it
+/// is no quantity or not a whole number of bytes.
+pub fn parse_max_size(text: &str) -> Result<Option<u64>, MaxSizeError> {
+    let value = parse_quantity(text).map_err(MaxSizeError::Quantity)?;
     if value.fract() != 0.0 || value.abs() >= 9.2e18 {
-        return Err("invalid max log size: not a whole number of bytes".to_owned());
+        return Err(MaxSizeError::NotWholeBytes);
     }
     if value < 0.0 {
         return Ok(None);
@@ -39,8 +49,9 @@ mod tests {
         assert_eq!(parse_max_size("2k"), Ok(Some(2000)));
         assert_eq!(parse_max_size("0"), Ok(Some(0)));
         assert_eq!(parse_max_size("-1"), Ok(None));
-        assert!(parse_max_size("1.5").is_err_and(|reason| reason.contains("whole")));
-        assert!(parse_max_size("10MB").is_err_and(|reason| reason.contains("suffix")));
-        assert!(parse_max_size("").is_err_and(|reason| reason.contains("number")));
+        let reason = |text| parse_max_size(text).unwrap_err().to_string();
+        assert!(reason("1.5").contains("whole"));
+        assert!(reason("10MB").contains("suffix"));
+        assert!(reason("").contains("number"));
     }
 }

@@ -18,7 +18,7 @@ mod validate;
 use std::path::{Path, PathBuf};
 
 pub use aliasing::{ExcessiveAliasing, check_aliasing};
-pub use container_logs::parse_max_size;
+pub use container_logs::{MaxSizeError, parse_max_size};
 pub use duration::{DurationError, GoDuration};
 pub use endpoint::{EndpointError, socket_path};
 pub use fleet::{

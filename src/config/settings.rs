@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use super::{
-    Config, ConfigError, FleetNodeConfig, RuntimeKind, check_node_name, fleet::FleetSizeError,
-    with_generated,
+    Config, ConfigError, FleetNodeConfig, InvalidSetting, RuntimeKind, check_node_name,
+    fleet::FleetSizeError, with_generated,
 };
 
 /// Everything the daemon needs, resolved and validated.
@@ -52,10 +52,15 @@ pub enum SettingsError {
     Config(#[from] ConfigError),
     #[error("--bootstrap-kubeconfig needs --kubeconfig: the file the bootstrap writes")]
     BootstrapNeedsKubeconfig,
-    #[error("--node-name: invalid value {0}")]
-    NodeName(String),
+    #[error("--node-name: invalid value {:?}: {}", .0.value, .0.reason)]
+    NodeName(#[source] InvalidSetting),
     #[error("cannot determine the node name from the host name ({0}); set nodeName or --node-name")]
-    Hostname(String),
+    HostnameUnreadable(#[source] std::io::Error),
+    #[error(
+        "cannot determine the node name from the host name ({:?}: {}); set nodeName or --node-name",
+        .0.value, .0.reason
+    )]
+    Hostname(#[source] InvalidSetting),
     #[error(
         "--nodes: a fleet of nodes in one process needs runtime: simulated in the configuration file"
     )]
@@ -139,7 +144,7 @@ impl Settings {
 fn host_node_name() -> Result<String, SettingsError> {
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map_err(|error| SettingsError::Hostname(error.to_string()))?;
+        .map_err(SettingsError::HostnameUnreadable)?;
     let name = hostname.trim().to_lowercase();
     check_node_name(&name).map_err(SettingsError::Hostname)?;
     Ok(name)

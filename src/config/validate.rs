@@ -30,6 +30,8 @@ impl std::fmt::Display for InvalidSetting {
     }
 }
 
+impl std::error::Error for InvalidSetting {}
+
 /// The refusals found so far.
 #[derive(Default)]
 struct Problems(Vec<InvalidSetting>);
@@ -196,7 +198,7 @@ fn validate_node(config: &Config, problems: &mut Problems) {
         }
     }
     if let Err(reason) = nodepulse_actors::pods::ip_pool::Cidr::parse(&config.pod_cidr) {
-        problems.push(invalid("podCIDR", &config.pod_cidr, &reason));
+        problems.push(invalid("podCIDR", &config.pod_cidr, &reason.to_string()));
     }
 }
 
@@ -467,7 +469,7 @@ fn validate_container_logs(config: &Config, problems: &mut Problems) {
         problems.push(invalid(
             "containerLogMaxSize",
             &config.container_log_max_size,
-            &reason,
+            &reason.to_string(),
         ));
     }
     if config.container_log_max_files <= 1 {
@@ -645,8 +647,8 @@ fn validate_node_name(name: &str) -> Result<(), InvalidSetting> {
 }
 
 /// Validates a node name given outside the file (`--node-name` or the host name).
-pub fn check_node_name(name: &str) -> Result<(), String> {
-    validate_node_name(name).map_err(|invalid| format!("{:?}: {}", invalid.value, invalid.reason))
+pub fn check_node_name(name: &str) -> Result<(), InvalidSetting> {
+    validate_node_name(name)
 }
 
 #[cfg(test)]

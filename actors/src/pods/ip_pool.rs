@@ -9,6 +9,22 @@ use std::{
 
 use crate::shrink::btree_set_after_removal;
 
+/// Why a text is not a CIDR; the text is quoted in each. Retrying does not help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CidrError {
+    #[error("{0:?} is not a CIDR (address/prefix)")]
+    NoPrefix(String),
+    #[error("{text:?}: {address:?} is not an IP address")]
+    Address {
+        text: String,
+        address: String,
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    #[error("{text:?}: the prefix must be 0..={bits}")]
+    Prefix { text: String, bits: u8 },
+}
+
 /// One CIDR, e.g. `10.244.1.0/24` or `fd00:10:244:1::/64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cidr {
@@ -17,20 +33,25 @@ pub struct Cidr {
 }
 
 impl Cidr {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, CidrError> {
         let (address, prefix) = text
             .trim()
             .split_once('/')
-            .ok_or_else(|| format!("{text:?} is not a CIDR (address/prefix)"))?;
-        let address: IpAddr = address
-            .parse()
-            .map_err(|_| format!("{text:?}: {address:?} is not an IP address"))?;
+            .ok_or_else(|| CidrError::NoPrefix(text.to_owned()))?;
+        let address: IpAddr = address.parse().map_err(|source| CidrError::Address {
+            text: text.to_owned(),
+            address: address.to_owned(),
+            source,
+        })?;
         let bits = if address.is_ipv4() { 32 } else { 128 };
         let prefix: u8 = prefix
             .parse()
             .ok()
             .filter(|prefix| *prefix <= bits)
-            .ok_or_else(|| format!("{text:?}: the prefix must be 0..={bits}"))?;
+            .ok_or_else(|| CidrError::Prefix {
+                text: text.to_owned(),
+                bits,
+            })?;
         let network = from_bits(address, to_bits(address) & mask(bits, prefix));
         Ok(Self { network, prefix })
     }
@@ -171,8 +192,15 @@ mod tests {
 
     #[test]
     fn malformed_cidrs_are_refused_with_the_reason() {
-        assert!(Cidr::parse("10.0.0.0").unwrap_err().contains("not a CIDR"));
-        assert!(Cidr::parse("10.0.0.0/33").unwrap_err().contains("0..=32"));
-        assert!(Cidr::parse("ten/8").unwrap_err().contains("not an IP"));
+        let refusal = |text| Cidr::parse(text).unwrap_err().to_string();
+        assert_eq!(
+            refusal("10.0.0.0"),
+            r#""10.0.0.0" is not a CIDR (address/prefix)"#
+        );
+        assert_eq!(
+            refusal("10.0.0.0/33"),
+            r#""10.0.0.0/33": the prefix must be 0..=32"#
+        );
+        assert_eq!(refusal("ten/8"), r#""ten/8": "ten" is not an IP address"#);
     }
 }
