@@ -120,7 +120,7 @@ pub fn serving_certificate(settings: &Settings, host: &str) -> Result<Serving, T
         };
         let now = std::time::SystemTime::now();
         if let Some(pair) = initial.filter(|pair| unexpired(pair, now)) {
-            identity.install(&pair).map_err(TlsError::ServingStore)?;
+            (identity.install(&pair)).map_err(|error| TlsError::ServingStore(error.to_string()))?;
         }
         return Ok(Serving::Rotated(identity));
     }
@@ -147,11 +147,11 @@ fn pair_from_files(certificate: &Path, key: &Path) -> Result<StoredPair, TlsErro
         path: key.to_owned(),
         reason,
     })?;
-    StoredPair::parse(&format!("{}\n{}", chain.trim_end(), key_pem)).map_err(|reason| {
+    StoredPair::parse(&format!("{}\n{}", chain.trim_end(), key_pem)).map_err(|error| {
         TlsError::Mismatch {
             certificate: certificate.to_owned(),
             key: key.to_owned(),
-            reason,
+            reason: error.to_string(),
         }
     })
 }

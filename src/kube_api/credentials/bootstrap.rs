@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use kube::config::Kubeconfig;
 use serde_json::json;
 
+use super::certified::InstallError;
 use super::identity::ClientIdentity;
 use super::kubeconfig_validity;
 use super::lifetime::Validity;
@@ -40,7 +41,7 @@ pub enum BootstrapError {
     #[error(transparent)]
     Kubeconfig(#[from] kubeconfig_validity::UnreadableKubeconfig),
     #[error("the issued client certificate is unusable: {0}")]
-    Unusable(String),
+    Unusable(#[source] InstallError),
     #[error("cannot write the kubeconfig {path}: {source}")]
     WriteKubeconfig {
         path: PathBuf,

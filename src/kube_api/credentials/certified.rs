@@ -11,6 +11,19 @@ use rustls::sign::CertifiedKey;
 use super::lifetime::Validity;
 use super::store::StoredPair;
 
+/// Why a pair cannot be presented (the pair must change; retrying does not help).
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("no certificate")]
+    NoCertificate,
+    #[error("the certificate does not parse")]
+    Unparsable,
+    #[error("{0}")]
+    Key(#[source] rustls::pki_types::pem::Error),
+    #[error("unusable key: {0}")]
+    UnusableKey(#[source] rustls::Error),
+}
+
 /// The certificate in use, if there is one.
 #[derive(Default)]
 pub struct SwappableCertificate {
@@ -25,12 +38,12 @@ struct Current {
 
 impl SwappableCertificate {
     /// Presents `pair` from the next handshake on.
-    pub fn install(&self, pair: &StoredPair) -> Result<(), String> {
-        let leaf = pair.chain.first().ok_or("no certificate")?;
-        let validity = Validity::of(leaf).ok_or("the certificate does not parse")?;
-        let key = pair.private_key()?;
+    pub fn install(&self, pair: &StoredPair) -> Result<(), InstallError> {
+        let leaf = pair.chain.first().ok_or(InstallError::NoCertificate)?;
+        let validity = Validity::of(leaf).ok_or(InstallError::Unparsable)?;
+        let key = pair.private_key().map_err(InstallError::Key)?;
         let signing = rustls::crypto::ring::sign::any_supported_type(&key)
-            .map_err(|e| format!("unusable key: {e}"))?;
+            .map_err(InstallError::UnusableKey)?;
         let certified = Arc::new(CertifiedKey::new(pair.chain.clone(), signing));
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Current {
             key: certified,

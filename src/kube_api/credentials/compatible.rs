@@ -9,14 +9,56 @@ use rustls::pki_types::pem::PemObject as _;
 
 use super::lifetime::Validity;
 
+/// Why the CSR found under the name is not this node's request, in client-go's words. The
+/// node gives up on it (retrying does not help until that CSR is gone).
+#[derive(Debug, thiserror::Error)]
+pub enum IncompatibleCsr {
+    #[error("unable to parse {what} csr: {source}")]
+    Pem {
+        what: &'static str,
+        #[source]
+        source: x509_parser::nom::Err<x509_parser::error::PEMError>,
+    },
+    #[error("PEM block type must be CERTIFICATE REQUEST")]
+    NotARequest,
+    #[error("unable to parse {what} csr: {source}")]
+    Der {
+        what: &'static str,
+        #[source]
+        source: x509_parser::nom::Err<x509_parser::error::X509Error>,
+    },
+    #[error("csr subjects differ: new: {found}, orig: {sent}")]
+    Subjects { found: String, sent: String },
+    #[error("csr signerNames differ: new {found:?}, orig: {sent:?}")]
+    Signers { found: String, sent: String },
+    #[error("error validating signature new CSR against old key")]
+    Signature,
+    #[error("error parsing signed certificate for CSR: {0}")]
+    IssuedPem(#[source] rustls::pki_types::pem::Error),
+    #[error("error parsing signed certificate for CSR")]
+    IssuedUnparsable,
+    #[error("one of the certificates for the CSR has expired: {not_after}")]
+    Expired { not_after: String },
+}
+
 fn parse<'a>(
     der: &'a [u8],
-    what: &str,
-) -> Result<x509_parser::certification_request::X509CertificationRequest<'a>, String> {
+    what: &'static str,
+) -> Result<x509_parser::certification_request::X509CertificationRequest<'a>, IncompatibleCsr> {
     use x509_parser::prelude::FromDer as _;
     x509_parser::certification_request::X509CertificationRequest::from_der(der)
         .map(|(_, csr)| csr)
-        .map_err(|e| format!("unable to parse {what} csr: {e}"))
+        .map_err(|source| IncompatibleCsr::Der { what, source })
+}
+
+/// The DER of a `CERTIFICATE REQUEST` PEM block.
+fn request_der(pem: &[u8], what: &'static str) -> Result<Vec<u8>, IncompatibleCsr> {
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem)
+        .map_err(|source| IncompatibleCsr::Pem { what, source })?;
+    if block.label != "CERTIFICATE REQUEST" {
+        return Err(IncompatibleCsr::NotARequest);
+    }
+    Ok(block.contents)
 }
 
 /// `ensureCompatible`: the CSR found under the name is the request this node would send — the
@@ -27,18 +69,10 @@ pub fn ensure_compatible(
     sent_pem: &str,
     signer: &str,
     key: &KeyPair,
-) -> Result<(), String> {
-    let der = |pem: &[u8], what: &str| -> Result<Vec<u8>, String> {
-        let (_, block) = x509_parser::pem::parse_x509_pem(pem)
-            .map_err(|e| format!("unable to parse {what} csr: {e}"))?;
-        if block.label != "CERTIFICATE REQUEST" {
-            return Err("PEM block type must be CERTIFICATE REQUEST".into());
-        }
-        Ok(block.contents)
-    };
+) -> Result<(), IncompatibleCsr> {
     let (found_der, sent_der) = (
-        der(&found.spec.request.0, "new")?,
-        der(sent_pem.as_bytes(), "original")?,
+        request_der(&found.spec.request.0, "new")?,
+        request_der(sent_pem.as_bytes(), "original")?,
     );
     let (found_csr, sent_csr) = (parse(&found_der, "new")?, parse(&sent_der, "original")?);
     let (found_subject, sent_subject) = (
@@ -46,15 +80,16 @@ pub fn ensure_compatible(
         &sent_csr.certification_request_info.subject,
     );
     if found_subject.as_raw() != sent_subject.as_raw() {
-        return Err(format!(
-            "csr subjects differ: new: {found_subject}, orig: {sent_subject}"
-        ));
+        return Err(IncompatibleCsr::Subjects {
+            found: found_subject.to_string(),
+            sent: sent_subject.to_string(),
+        });
     }
     if !found.spec.signer_name.is_empty() && found.spec.signer_name != signer {
-        return Err(format!(
-            "csr signerNames differ: new {:?}, orig: {signer:?}",
-            found.spec.signer_name
-        ));
+        return Err(IncompatibleCsr::Signers {
+            found: found.spec.signer_name.clone(),
+            sent: signer.to_owned(),
+        });
     }
     let signed_with_this_key = found_csr.verify_signature().is_ok()
         && found_csr
@@ -65,20 +100,18 @@ pub fn ensure_compatible(
             .as_ref()
             == key.public_key_raw();
     if !signed_with_this_key {
-        return Err("error validating signature new CSR against old key".into());
+        return Err(IncompatibleCsr::Signature);
     }
     let issued = found.status.as_ref().and_then(|s| s.certificate.as_ref());
     for certificate in issued.into_iter().filter(|c| !c.0.is_empty()) {
         let now = std::time::SystemTime::now();
         for der in rustls::pki_types::CertificateDer::pem_slice_iter(&certificate.0) {
-            let der = der.map_err(|e| format!("error parsing signed certificate for CSR: {e}"))?;
-            let validity = Validity::of(&der).ok_or("error parsing signed certificate for CSR")?;
+            let der = der.map_err(IncompatibleCsr::IssuedPem)?;
+            let validity = Validity::of(&der).ok_or(IncompatibleCsr::IssuedUnparsable)?;
             if validity.expired_at(now) {
                 let not_after = jiff::Timestamp::try_from(validity.not_after)
                     .map_or_else(|_| format!("{:?}", validity.not_after), |t| t.to_string());
-                return Err(format!(
-                    "one of the certificates for the CSR has expired: {not_after}"
-                ));
+                return Err(IncompatibleCsr::Expired { not_after });
             }
         }
     }
@@ -118,10 +151,7 @@ mod tests {
         let sent = signing_request(&Template::client("n1"), &key).expect("a request");
         // Made again (a restart): another signature, the same request.
         let again = signing_request(&Template::client("n1"), &key).expect("a request");
-        assert_eq!(
-            ensure_compatible(&found(&again, SIGNER), &sent, SIGNER, &key),
-            Ok(())
-        );
+        assert!(ensure_compatible(&found(&again, SIGNER), &sent, SIGNER, &key).is_ok());
     }
 
     #[test]
@@ -129,16 +159,18 @@ mod tests {
         let key = key();
         let sent = signing_request(&Template::client("n1"), &key).expect("a request");
         let other_key = signing_request(&Template::client("n1"), &self::key()).expect("a request");
-        let error = ensure_compatible(&found(&other_key, SIGNER), &sent, SIGNER, &key);
+        let refusal = |found: &CertificateSigningRequest| {
+            ensure_compatible(found, &sent, SIGNER, &key)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
-            error,
-            Err("error validating signature new CSR against old key".into())
+            refusal(&found(&other_key, SIGNER)),
+            "error validating signature new CSR against old key"
         );
         let other_node = signing_request(&Template::client("n2"), &key).expect("a request");
-        let error = ensure_compatible(&found(&other_node, SIGNER), &sent, SIGNER, &key);
-        assert!(error.is_err_and(|e| e.starts_with("csr subjects differ")));
-        let error = ensure_compatible(&found(&sent, "example.com/other"), &sent, SIGNER, &key);
-        assert!(error.is_err_and(|e| e.starts_with("csr signerNames differ")));
+        assert!(refusal(&found(&other_node, SIGNER)).starts_with("csr subjects differ"));
+        assert!(refusal(&found(&sent, "example.com/other")).starts_with("csr signerNames differ"));
     }
 
     #[test]
@@ -154,9 +186,11 @@ mod tests {
             certificate: Some(ByteString(expired.into_bytes())),
             ..CertificateSigningRequestStatus::default()
         });
-        let error = ensure_compatible(&csr, &sent, SIGNER, &key);
+        let error = ensure_compatible(&csr, &sent, SIGNER, &key).unwrap_err();
         assert!(
-            error.is_err_and(|e| e.starts_with("one of the certificates for the CSR has expired")),
+            error
+                .to_string()
+                .starts_with("one of the certificates for the CSR has expired"),
         );
     }
 }

@@ -14,7 +14,7 @@ use futures::task::AtomicWaker;
 use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
-use super::certified::SwappableCertificate;
+use super::certified::{InstallError, SwappableCertificate};
 use super::lifetime::Validity;
 use super::store::StoredPair;
 
@@ -35,14 +35,14 @@ impl std::fmt::Debug for ClientIdentity {
 
 impl ClientIdentity {
     /// An identity presenting `pair`.
-    pub fn new(pair: &StoredPair) -> Result<Arc<Self>, String> {
+    pub fn new(pair: &StoredPair) -> Result<Arc<Self>, InstallError> {
         let identity = Arc::new(ClientIdentity::default());
         identity.install(pair)?;
         Ok(identity)
     }
 
     /// Presents `pair` from the next handshake on and closes every connection made before.
-    pub fn install(&self, pair: &StoredPair) -> Result<(), String> {
+    pub fn install(&self, pair: &StoredPair) -> Result<(), InstallError> {
         self.certificate.install(pair)?;
         self.connections.close_all();
         Ok(())

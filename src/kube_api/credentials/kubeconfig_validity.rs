@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use base64::Engine as _;
 
 use super::lifetime::Validity;
-use super::store::StoredPair;
+use super::store::{PairError, StoredPair};
 
 /// Why the existing kubeconfig could not be judged at all (retrying helps once the file can be
 /// read).
@@ -21,6 +21,33 @@ pub struct UnreadableKubeconfig {
     pub path: PathBuf,
     #[source]
     pub source: std::io::Error,
+}
+
+/// Why the kubeconfig's user gives no client certificate and key: the node bootstraps.
+#[derive(Debug, thiserror::Error)]
+enum ClientPairError {
+    #[error("the {what} data: {source}")]
+    Data {
+        what: &'static str,
+        #[source]
+        source: base64::DecodeError,
+    },
+    #[error("{file}: {source}")]
+    File {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no {0}")]
+    Missing(&'static str),
+    #[error("the {what}: {source}")]
+    Text {
+        what: &'static str,
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
+    #[error(transparent)]
+    Pair(#[from] PairError),
 }
 
 /// The kubeconfig's client certificate and key when the kubeconfig is still valid; `None`
@@ -68,17 +95,20 @@ pub async fn still_valid(path: &Path) -> Result<Option<StoredPair>, UnreadableKu
 }
 
 /// The user's client certificate chain and key, each from its inline data or else its file.
-fn client_pair(user: &kube::config::AuthInfo) -> Result<StoredPair, String> {
+fn client_pair(user: &kube::config::AuthInfo) -> Result<StoredPair, ClientPairError> {
     use secrecy::ExposeSecret as _;
-    let load = |data: Option<&str>, file: Option<&String>, what: &str| -> Result<String, String> {
+    let load = |data: Option<&str>, file: Option<&String>, what: &'static str| {
         let bytes = match (data, file) {
             (Some(data), _) => base64::engine::general_purpose::STANDARD
                 .decode(data.trim())
-                .map_err(|e| format!("the {what} data: {e}"))?,
-            (None, Some(file)) => std::fs::read(file).map_err(|e| format!("{file}: {e}"))?,
-            (None, None) => return Err(format!("no {what}")),
+                .map_err(|source| ClientPairError::Data { what, source })?,
+            (None, Some(file)) => std::fs::read(file).map_err(|source| ClientPairError::File {
+                file: file.clone(),
+                source,
+            })?,
+            (None, None) => return Err(ClientPairError::Missing(what)),
         };
-        String::from_utf8(bytes).map_err(|e| format!("the {what}: {e}"))
+        String::from_utf8(bytes).map_err(|source| ClientPairError::Text { what, source })
     };
     let certificate = load(
         user.client_certificate_data.as_deref(),
@@ -96,5 +126,5 @@ fn client_pair(user: &kube::config::AuthInfo) -> Result<StoredPair, String> {
     } else {
         format!("{}\n{}", certificate.trim_end(), key)
     };
-    StoredPair::parse(&text)
+    Ok(StoredPair::parse(&text)?)
 }

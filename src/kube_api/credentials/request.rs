@@ -38,7 +38,7 @@ pub enum RequestError {
     #[error("cannot retrieve certificate signing request: {0}")]
     Retrieve(#[source] kube::Error),
     #[error("retrieved csr is not compatible: {0}")]
-    Incompatible(String),
+    Incompatible(#[source] compatible::IncompatibleCsr),
     #[error("csr {0:?} changed UIDs")]
     ChangedUid(String),
     #[error("certificate signing request is denied, reason: {reason}, message: {message}")]

@@ -15,12 +15,12 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::NodeAddress;
 
-use super::certified::SwappableCertificate;
+use super::certified::{InstallError, SwappableCertificate};
 use super::identity::ClientIdentity;
 use super::lifetime::{Validity, rotation_deadline};
 use super::request::{Issued, ROTATION_WAIT, RequestError, RequestKey, request_certificate};
 use super::serving::ServingIdentity;
-use super::store::CertificateStore;
+use super::store::{CertificateStore, StoreError};
 use super::template::{Purpose, Template};
 use crate::kube_api::KubeApi;
 
@@ -91,12 +91,21 @@ impl Rotated {
         matches!(self, Self::Serving { .. })
     }
 
-    fn install(&self, issued: &super::store::StoredPair) -> Result<(), String> {
+    fn install(&self, issued: &super::store::StoredPair) -> Result<(), InstallError> {
         match self {
             Self::Client(identity) => identity.install(issued),
             Self::Serving { identity, .. } => identity.install(issued),
         }
     }
+}
+
+/// Why an issued certificate was not put to use; the next attempt asks for another.
+#[derive(Debug, thiserror::Error)]
+enum UnusedError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Install(#[from] InstallError),
 }
 
 /// What rotation needs.
@@ -245,8 +254,8 @@ impl Rotation {
                         SystemTime::now(),
                     );
                     match stored
-                        .map_err(|e| e.to_string())
-                        .and_then(|pair| self.certificate.install(&pair))
+                        .map_err(UnusedError::from)
+                        .and_then(|pair| self.certificate.install(&pair).map_err(UnusedError::from))
                     {
                         Ok(()) => {
                             match purpose {

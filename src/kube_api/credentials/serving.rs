@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use super::certified::SwappableCertificate;
+use super::certified::{InstallError, SwappableCertificate};
 use super::store::StoredPair;
 
 /// What the kubelet's `GetCertificate` answers while it has no certificate.
@@ -32,7 +32,7 @@ impl std::fmt::Debug for ServingIdentity {
 
 impl ServingIdentity {
     /// Serves `pair` from the next handshake on.
-    pub fn install(&self, pair: &StoredPair) -> Result<(), String> {
+    pub fn install(&self, pair: &StoredPair) -> Result<(), InstallError> {
         self.certificate.install(pair)
     }
 

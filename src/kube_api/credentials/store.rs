@@ -29,6 +29,26 @@ pub enum StoreError {
         path: PathBuf,
         reason: String,
     },
+    #[error("cannot read the {noun} {path}: {source}")]
+    Pair {
+        noun: &'static str,
+        path: PathBuf,
+        #[source]
+        source: PairError,
+    },
+}
+
+/// Why a store file's text is not a certificate chain and its key (the file must change).
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    #[error("{0}")]
+    Certificates(#[source] rustls::pki_types::pem::Error),
+    #[error("no certificate in it")]
+    NoCertificate,
+    #[error("its key: {0}")]
+    Key(#[source] rustls::pki_types::pem::Error),
+    #[error("no private key in it")]
+    NoKey,
 }
 
 /// One certificate chain and its key, as read from or written to the store.
@@ -42,19 +62,19 @@ pub struct StoredPair {
 
 impl StoredPair {
     /// Parses a store file's text: `CERTIFICATE` blocks and one private key.
-    pub fn parse(pem: &str) -> Result<Self, String> {
+    pub fn parse(pem: &str) -> Result<Self, PairError> {
         let chain = CertificateDer::pem_slice_iter(pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
+            .map_err(PairError::Certificates)?;
         if chain.is_empty() {
-            return Err("no certificate in it".into());
+            return Err(PairError::NoCertificate);
         }
-        PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(|e| format!("its key: {e}"))?;
+        PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(PairError::Key)?;
         let key_start = pem
             .find("-----BEGIN EC PRIVATE KEY-----")
             .or_else(|| pem.find("-----BEGIN PRIVATE KEY-----"))
             .or_else(|| pem.find("-----BEGIN RSA PRIVATE KEY-----"))
-            .ok_or("no private key in it")?;
+            .ok_or(PairError::NoKey)?;
         Ok(StoredPair {
             chain,
             key_pem: pem[key_start..].to_string(),
@@ -63,8 +83,8 @@ impl StoredPair {
     }
 
     /// The key as rustls signs with it.
-    pub fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
-        PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes()).map_err(|e| e.to_string())
+    pub fn private_key(&self) -> Result<PrivateKeyDer<'static>, rustls::pki_types::pem::Error> {
+        PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
     }
 }
 
@@ -132,10 +152,10 @@ impl CertificateStore {
         })?;
         StoredPair::parse(&text)
             .map(Some)
-            .map_err(|reason| StoreError::Read {
+            .map_err(|source| StoreError::Pair {
                 noun,
                 path: current,
-                reason,
+                source,
             })
     }
 
@@ -163,10 +183,10 @@ impl CertificateStore {
         text.push('\n');
         text.push_str(key_pem.trim_end());
         text.push('\n');
-        let pair = StoredPair::parse(&text).map_err(|reason| StoreError::Read {
+        let pair = StoredPair::parse(&text).map_err(|source| StoreError::Pair {
             noun,
             path: dated.clone(),
-            reason,
+            source,
         })?;
         super::private_file::write_private(&dated, text.as_bytes()).map_err(error(&dated))?;
         let updated = self.updated_path();
