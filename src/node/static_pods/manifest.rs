@@ -14,7 +14,7 @@ use nodepulse_actors::config_source::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::config::check_aliasing;
+use crate::config::{ExcessiveAliasing, check_aliasing};
 
 /// `maxConfigLength`: a larger manifest is refused.
 pub const MAX_MANIFEST_BYTES: usize = 10 << 20;
@@ -63,11 +63,11 @@ pub fn static_pod(data: &[u8], path: &Path, node: &str) -> Result<Pod, ManifestE
     if data.len() > MAX_MANIFEST_BYTES {
         return Err(ManifestError::TooLarge { path: path_text });
     }
-    let object = document(data).map_err(parse)?;
+    let object = document(data).map_err(|error| parse(error.to_string()))?;
     match kind(&object) {
         Ok("Pod") => {}
         Ok(other) => return Err(parse(format!("not a v1 Pod: {other} of v1"))),
-        Err(reason) => return Err(parse(reason)),
+        Err(error) => return Err(parse(error.to_string())),
     }
     one_pod(object, Origin::File(path), node).map_err(|error| match error {
         PodError::Decode(reason) => parse(reason),
@@ -96,7 +96,7 @@ pub fn url_pods(data: &[u8], url: &str, node: &str) -> Result<Vec<Pod>, Manifest
             path: url.to_owned(),
         });
     }
-    let object = document(data).map_err(|reason| neither(reason.clone(), reason))?;
+    let object = document(data).map_err(|error| neither(error.to_string(), error.to_string()))?;
     let origin = Origin::Url(url);
     match kind(&object) {
         Ok("Pod") => match one_pod(object, origin, node) {
@@ -142,33 +142,50 @@ pub fn url_pods(data: &[u8], url: &str, node: &str) -> Result<Vec<Pod>, Manifest
             format!("not a v1 Pod: {other}"),
             format!("not a v1 PodList: {other}"),
         )),
-        Err(reason) => Err(neither(reason.clone(), reason)),
+        Err(error) => Err(neither(error.to_string(), error.to_string())),
     }
+}
+
+/// Why a manifest's text is no `v1` object; the reason a [`ManifestError`] quotes.
+#[derive(Debug, thiserror::Error)]
+enum DocumentError {
+    #[error(transparent)]
+    Aliasing(#[from] ExcessiveAliasing),
+    #[error(transparent)]
+    Yaml(#[from] serde_yaml_ng::Error),
+    #[error("not an object")]
+    NotAnObject,
+    #[error("Object 'Kind' is missing")]
+    NoKind,
+    #[error("not a v1 Pod: {kind} of {}", .version.as_deref().unwrap_or("no apiVersion"))]
+    NotV1 {
+        kind: String,
+        version: Option<String>,
+    },
 }
 
 /// One YAML (or JSON) document as an object. More than one document is refused, as the
 /// kubelet reads only one, and so is one whose aliases expand it past what its length allows.
-fn document(data: &[u8]) -> Result<Map<String, Value>, String> {
-    check_aliasing(data).map_err(|error| error.to_string())?;
-    let value: Value = serde_yaml_ng::from_slice(data).map_err(|error| error.to_string())?;
-    match value {
+fn document(data: &[u8]) -> Result<Map<String, Value>, DocumentError> {
+    check_aliasing(data)?;
+    match serde_yaml_ng::from_slice(data)? {
         Value::Object(object) => Ok(object),
-        _ => Err("not an object".to_owned()),
+        _ => Err(DocumentError::NotAnObject),
     }
 }
 
 /// The object's kind, when it is of `v1`.
-fn kind(object: &Map<String, Value>) -> Result<&str, String> {
+fn kind(object: &Map<String, Value>) -> Result<&str, DocumentError> {
     match (
         object.get("apiVersion").and_then(Value::as_str),
         object.get("kind").and_then(Value::as_str),
     ) {
         (Some("v1"), Some(kind)) => Ok(kind),
-        (_, None) => Err("Object 'Kind' is missing".to_owned()),
-        (version, Some(kind)) => Err(format!(
-            "not a v1 Pod: {kind} of {}",
-            version.unwrap_or("no apiVersion")
-        )),
+        (_, None) => Err(DocumentError::NoKind),
+        (version, Some(kind)) => Err(DocumentError::NotV1 {
+            kind: kind.to_owned(),
+            version: version.map(str::to_owned),
+        }),
     }
 }
 

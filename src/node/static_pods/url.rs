@@ -53,8 +53,12 @@ pub struct UrlSource {
 /// Why a read of the URL gave no pods. Each is tried again at the next period.
 #[derive(Debug, thiserror::Error)]
 pub enum UrlError {
-    #[error("Get \"{url}\": {reason}")]
-    Get { url: String, reason: String },
+    #[error("Get \"{url}\": {source}")]
+    Get {
+        url: String,
+        #[source]
+        source: GetError,
+    },
     #[error(
         "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
     )]
@@ -68,6 +72,48 @@ pub enum UrlError {
     Empty { url: String },
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+}
+
+/// Why one GET had no answer, in the words of Go's client where it has some.
+#[derive(Debug, thiserror::Error)]
+pub enum GetError {
+    #[error("{0}")]
+    Uri(#[source] http::uri::InvalidUri),
+    #[error("unsupported protocol scheme {0:?}")]
+    Scheme(String),
+    #[error("no Host in request URL")]
+    NoHost,
+    #[error("dial tcp {host}:{port}: {source}")]
+    Dial {
+        host: String,
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    ServerName(#[source] rustls::pki_types::InvalidDnsNameError),
+    #[error(transparent)]
+    HostRoots(#[from] HostRootsError),
+    #[error("tls: {0}")]
+    Tls(#[source] std::io::Error),
+    #[error("{0}")]
+    Request(#[source] http::Error),
+    #[error("{0}")]
+    Http(#[source] hyper::Error),
+    #[error("refused a redirect from https to plain http")]
+    RedirectToPlainHttp,
+    #[error("stopped after {MAX_REDIRECTS} redirects")]
+    TooManyRedirects,
+}
+
+/// Why the host's trusted roots are not usable; kept for every later `https` read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HostRootsError {
+    /// None parsed; the first error reading them, if any.
+    #[error("tls: no trusted root certificates on this host ({})", .0.as_deref().unwrap_or("none found"))]
+    NoRoots(Option<String>),
+    #[error("tls: {0}")]
+    Config(#[source] rustls::Error),
 }
 
 /// What one read means for the source's pods.
@@ -165,13 +211,11 @@ async fn follow(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
     // Once dropped, the credentials stay dropped, even back on the first host (Go since 1.23.5).
     let mut credentials = true;
     for _ in 0..=MAX_REDIRECTS {
-        let get_error = |reason: String| UrlError::Get {
+        let get_error = |source: GetError| UrlError::Get {
             url: url.clone(),
-            reason,
+            source,
         };
-        let uri: Uri = url
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| get_error(e.to_string()))?;
+        let uri: Uri = url.parse().map_err(|e| get_error(GetError::Uri(e)))?;
         let host = uri.host().unwrap_or_default().to_ascii_lowercase();
         let first_host = initial_host.get_or_insert_with(|| host.clone());
         credentials &= is_domain_or_subdomain(&host, first_host);
@@ -185,7 +229,7 @@ async fn follow(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
             if uri.scheme_str() == Some("https") && plain {
                 return Err(UrlError::Get {
                     url,
-                    reason: "refused a redirect from https to plain http".to_owned(),
+                    source: GetError::RedirectToPlainHttp,
                 });
             }
             continue;
@@ -203,7 +247,7 @@ async fn follow(source: &UrlSource) -> Result<Vec<u8>, UrlError> {
     }
     Err(UrlError::Get {
         url,
-        reason: format!("stopped after {MAX_REDIRECTS} redirects"),
+        source: GetError::TooManyRedirects,
     })
 }
 
@@ -237,49 +281,46 @@ fn redirect_target(from: &Uri, location: &str) -> String {
     location.to_owned()
 }
 
-/// The status, a redirect's `Location`, and the body (`None`: past 10 MiB); the configured
-/// credentials sent only if `credentials`.
-async fn get(
-    source: &UrlSource,
-    uri: &Uri,
-    credentials: bool,
-) -> Result<(http::StatusCode, Option<String>, Option<Vec<u8>>), String> {
+/// The status, a redirect's `Location`, and the body (`None`: past 10 MiB).
+type Answer = (http::StatusCode, Option<String>, Option<Vec<u8>>);
+
+/// One GET of `uri`; the configured credentials sent only if `credentials`.
+async fn get(source: &UrlSource, uri: &Uri, credentials: bool) -> Result<Answer, GetError> {
     let tls = match uri.scheme_str() {
         Some("http") => None,
         Some("https") => Some(match &source.tls {
             Some(config) => Arc::clone(config),
             None => host_roots()?,
         }),
-        other => {
-            return Err(format!(
-                "unsupported protocol scheme {:?}",
-                other.unwrap_or_default()
-            ));
-        }
+        other => return Err(GetError::Scheme(other.unwrap_or_default().to_owned())),
     };
-    let host = uri.host().ok_or("no Host in request URL")?;
+    let host = uri.host().ok_or(GetError::NoHost)?;
     let host = host.trim_matches(['[', ']']);
     let port = uri
         .port_u16()
         .unwrap_or(if tls.is_some() { 443 } else { 80 });
     let stream = TcpStream::connect((host, port))
         .await
-        .map_err(|error| format!("dial tcp {host}:{port}: {error}"))?;
+        .map_err(|source| GetError::Dial {
+            host: host.to_owned(),
+            port,
+            source,
+        })?;
     let Some(tls) = tls else {
         return exchange(source, uri, credentials, stream).await;
     };
-    let name = ServerName::try_from(host.to_owned()).map_err(|error| error.to_string())?;
+    let name = ServerName::try_from(host.to_owned()).map_err(GetError::ServerName)?;
     let stream = TlsConnector::from(tls)
         .connect(name, stream)
         .await
-        .map_err(|error| format!("tls: {error}"))?;
+        .map_err(GetError::Tls)?;
     exchange(source, uri, credentials, stream).await
 }
 
 /// The host's trusted roots as Go's default client finds them, read once: a failure to read
 /// them is every `https` read's error, where Go would fail each handshake.
-fn host_roots() -> Result<Arc<ClientConfig>, String> {
-    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+fn host_roots() -> Result<Arc<ClientConfig>, HostRootsError> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, HostRootsError>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let found = rustls_native_certs::load_native_certs();
@@ -287,12 +328,9 @@ fn host_roots() -> Result<Arc<ClientConfig>, String> {
             let (added, _) = roots.add_parsable_certificates(found.certs);
             if added == 0 {
                 let why = found.errors.first().map(ToString::to_string);
-                return Err(format!(
-                    "tls: no trusted root certificates on this host ({})",
-                    why.unwrap_or_else(|| "none found".to_owned())
-                ));
+                return Err(HostRootsError::NoRoots(why));
             }
-            client_config(roots).map_err(|error| format!("tls: {error}"))
+            client_config(roots).map_err(HostRootsError::Config)
         })
         .clone()
 }
@@ -313,26 +351,23 @@ async fn exchange<S>(
     uri: &Uri,
     credentials: bool,
     stream: S,
-) -> Result<(http::StatusCode, Option<String>, Option<Vec<u8>>), String>
+) -> Result<Answer, GetError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let request = request(source, uri, credentials).map_err(|error| error.to_string())?;
+    let request = request(source, uri, credentials).map_err(GetError::Request)?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(GetError::Http)?;
     tokio::spawn(connection);
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|error| error.to_string())?;
+    let response = sender.send_request(request).await.map_err(GetError::Http)?;
     let status = response.status();
     let location = (response.headers().get(header::LOCATION))
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     let body = read_at_most(response.into_body())
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(GetError::Http)?;
     Ok((status, location, body))
 }
 

@@ -115,7 +115,7 @@ fn a_body_replaces_the_pods_the_same_body_changes_nothing_and_errors_keep_them()
     // Unreachable, or a bad body: an error and no change to the pods.
     let unreachable = UrlError::Get {
         url: url.to_owned(),
-        reason: "dial tcp: connection refused".to_owned(),
+        source: GetError::NoHost,
     };
     let (read, error) = state.take(Err(unreachable), url, "n1");
     assert!(read.is_none() && error.is_some());
