@@ -21,9 +21,10 @@ use tokio::time::Instant;
 
 use super::{
     MountState, Operation, Plugin, PodDirs, PodVolume, UniqueVolumeName,
-    content::{ContentError, payload_of, sources_of},
+    content::{payload_of, sources_of},
     fetch::{FetchOutcome, fetch},
     memory::{Failure, VolumeManagerMemory},
+    operation_error::OperationError,
     reconcile,
     state::declares_claims,
     volumes_in_use,
@@ -345,15 +346,14 @@ impl VolumeManagerActor {
                 // First the containers' subPath binds, as the kubelet's UnmountVolume: one
                 // left would keep the volume (a CSI device) in use.
                 if let Err(error) = self.host.clean_sub_paths(&pod_uid, &volume) {
-                    let error = format!("error cleaning subPath mounts: {error}");
-                    self.settle(&key, Err(error), now);
+                    self.settle(&key, Err(OperationError::CleanSubPaths(error)), now);
                     return true;
                 }
                 if plugin == Plugin::Csi {
                     return self.csi_tear_down((pod_uid, volume), ctx);
                 }
                 let result = self.host.tear_down(&pod_uid, &volume, plugin);
-                self.settle(&key, result.map_err(|e| e.message), now);
+                self.settle(&key, result.map_err(OperationError::from), now);
                 if self.memory.read(|m| !m.failures.contains_key(&key)) {
                     self.memory
                         .update(|m| m.actual.mark_unmounted(&pod_uid, &volume));
@@ -405,7 +405,7 @@ impl VolumeManagerActor {
             Plugin::Csi => self.csi_set_up(pod_uid, volume, ctx),
             Plugin::EmptyDir | Plugin::HostPath | Plugin::Image => {
                 let result = self.finish_set_up(&pod, &volume, None);
-                self.settle(&key, result, Instant::now());
+                self.settle(&key, result.map_err(OperationError::from), Instant::now());
                 false
             }
             Plugin::ConfigMap | Plugin::Secret | Plugin::DownwardApi | Plugin::Projected => {
@@ -442,8 +442,11 @@ impl VolumeManagerActor {
                                 &outcome.fetched,
                                 &allocatable,
                             )
-                            .map_err(|e: ContentError| e.to_string())
-                            .and_then(|payload| actor.finish_set_up(&pod, &volume, Some(&payload)));
+                            .map_err(OperationError::from)
+                            .and_then(|payload| {
+                                (actor.finish_set_up(&pod, &volume, Some(&payload)))
+                                    .map_err(OperationError::from)
+                            });
                             actor.settle(&key, result, Instant::now());
                         }
                         // Completions arriving together share one pass.
@@ -461,7 +464,7 @@ impl VolumeManagerActor {
         pod: &k8s_openapi::api::core::v1::Pod,
         volume: &PodVolume,
         content: Option<&super::content::Payload>,
-    ) -> Result<(), String> {
+    ) -> Result<(), super::VolumeHostError> {
         let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let allocatable = self.memory.read(|m| m.allocatable.clone());
         let context = SetUpContext {
@@ -475,9 +478,7 @@ impl VolumeManagerActor {
                 .and_then(|spec| spec.security_context.as_ref()?.fs_group)
                 .and_then(|group| u32::try_from(group).ok()),
         };
-        self.host
-            .set_up(volume, context)
-            .map_err(|error| error.message)?;
+        self.host.set_up(volume, context)?;
         let was_ready = self.memory.read(|m| {
             m.actual
                 .mounts
@@ -495,12 +496,18 @@ impl VolumeManagerActor {
 
     /// Records the outcome of an operation on `key`: a failure backs off and is reported on
     /// the pod as the kubelet's FailedMount event; a success clears the failure.
-    fn settle(&self, key: &Key, result: Result<(), String>, now: Instant) {
+    fn settle(&self, key: &Key, result: Result<(), OperationError>, now: Instant) {
         self.settle_as("MountVolume.SetUp", key, result, now);
     }
 
     /// [`Self::settle`] for a failure of the kubelet's `operation` (`MountVolume.MountDevice`).
-    fn settle_as(&self, operation: &str, key: &Key, result: Result<(), String>, now: Instant) {
+    fn settle_as(
+        &self,
+        operation: &str,
+        key: &Key,
+        result: Result<(), OperationError>,
+        now: Instant,
+    ) {
         match result {
             Ok(()) => {
                 self.memory.update(|m| {
@@ -509,6 +516,7 @@ impl VolumeManagerActor {
                 });
             }
             Err(error) => {
+                let error = error.to_string();
                 let (pod, failure) = self.memory.update(|m| {
                     let failure = Failure::next(m.failures.get(key), error.clone(), now);
                     m.failures.insert(key.clone(), failure.clone());

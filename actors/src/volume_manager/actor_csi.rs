@@ -14,7 +14,8 @@ use crate::{
     ports::{CsiNode, CsiPod},
     shrink::btree_map_after_removal,
     volume_manager::{
-        ClaimRef, MountState, PodVolume, StagedDevice, UniqueVolumeName, state::is_terminated,
+        ClaimRef, MountState, PodVolume, StagedDevice, UniqueVolumeName,
+        operation_error::OperationError, state::is_terminated,
     },
     volume_manager::{StorageApi, resolve_claim},
 };
@@ -30,7 +31,7 @@ pub struct CsiPorts {
 }
 
 /// A CSI step that failed: the kubelet's operation name (`MountVolume.SetUp`) and the error.
-type StepError = (&'static str, String);
+type StepError = (&'static str, OperationError);
 
 impl VolumeManagerActor {
     /// Starts resolving every claim volume of the pods bound here that is not resolved yet, or
@@ -159,7 +160,7 @@ impl VolumeManagerActor {
                     .storage
                     .attachment_metadata(&csi.driver, &csi.volume_handle, &node)
                     .await
-                    .map_err(|e| ("MountVolume.WaitForAttach", e.to_string()))
+                    .map_err(|e| ("MountVolume.WaitForAttach", e.into()))
                     .map_err(|e| (false, e))?;
             }
             if !staged {
@@ -167,7 +168,7 @@ impl VolumeManagerActor {
                     .node
                     .mount_device(csi.clone())
                     .await
-                    .map_err(|e| (false, ("MountVolume.MountDevice", e.to_string())))?;
+                    .map_err(|e| (false, ("MountVolume.MountDevice", e.into())))?;
             }
             let pod = CsiPod {
                 uid: pod_uid,
@@ -177,7 +178,7 @@ impl VolumeManagerActor {
                 .node
                 .set_up(pod, csi)
                 .await
-                .map_err(|e| (true, ("MountVolume.SetUp", e.to_string())))?;
+                .map_err(|e| (true, ("MountVolume.SetUp", e.into())))?;
             Ok::<(), (bool, StepError)>(())
         };
         ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
@@ -251,8 +252,8 @@ impl VolumeManagerActor {
                     actor.changed(&key.0);
                 }
                 Err(error) => {
-                    let error = ("UnmountVolume.TearDown", error.to_string());
-                    actor.settle_as(error.0, &key, Err(error.1), Instant::now());
+                    let error = OperationError::from(error);
+                    actor.settle_as("UnmountVolume.TearDown", &key, Err(error), Instant::now());
                 }
             }
             actor.wake_in(Duration::ZERO, ctx);
@@ -297,12 +298,7 @@ impl VolumeManagerActor {
                             device.state = MountState::Uncertain;
                         }
                     });
-                    actor.settle_as(
-                        "UnmountDevice",
-                        &key,
-                        Err(error.to_string()),
-                        Instant::now(),
-                    );
+                    actor.settle_as("UnmountDevice", &key, Err(error.into()), Instant::now());
                 }
             }
             actor.wake_in(Duration::ZERO, ctx);

@@ -20,6 +20,7 @@ mod fetch_tests;
 mod fixtures;
 pub mod layout;
 pub mod memory;
+mod operation_error;
 pub mod plugin;
 pub mod ports;
 pub mod reconcile;

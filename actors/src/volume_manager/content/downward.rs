@@ -12,6 +12,19 @@ use crate::quantity::parse_quantity;
 /// The node's allocatable by resource name (cores for `cpu`, bytes otherwise).
 pub type NodeAllocatable = BTreeMap<String, f64>;
 
+/// Why one downwardAPI item has no value, in the kubelet's words (the pod spec must change).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DownwardApiError {
+    #[error("fieldPath {0:?} does not support subscript")]
+    Subscript(String),
+    #[error("unsupported fieldPath: {0}")]
+    FieldPath(String),
+    #[error("container {0} not found")]
+    NoContainer(String),
+    #[error("unsupported container resource : {0}")]
+    Resource(String),
+}
+
 /// Projects downwardAPI `items` of `pod` into `payload`; every failing item is reported.
 pub fn project_items(
     pod: &Pod,
@@ -45,7 +58,7 @@ pub fn project_items(
 }
 
 /// The kubelet's `ExtractFieldPathAsString` for the fields a volume may reference.
-fn field_value(pod: &Pod, path: &str) -> Result<String, String> {
+fn field_value(pod: &Pod, path: &str) -> Result<String, DownwardApiError> {
     let meta = &pod.metadata;
     let empty = BTreeMap::new();
     let labels = meta.labels.as_ref().unwrap_or(&empty);
@@ -54,7 +67,7 @@ fn field_value(pod: &Pod, path: &str) -> Result<String, String> {
         return match map {
             "metadata.labels" => Ok(labels.get(key).cloned().unwrap_or_default()),
             "metadata.annotations" => Ok(annotations.get(key).cloned().unwrap_or_default()),
-            _ => Err(format!("fieldPath {path:?} does not support subscript")),
+            _ => Err(DownwardApiError::Subscript(path.to_owned())),
         };
     }
     match path {
@@ -63,7 +76,7 @@ fn field_value(pod: &Pod, path: &str) -> Result<String, String> {
         "metadata.uid" => Ok(meta.uid.clone().unwrap_or_default()),
         "metadata.labels" => Ok(format_map(labels)),
         "metadata.annotations" => Ok(format_map(annotations)),
-        other => Err(format!("unsupported fieldPath: {other}")),
+        other => Err(DownwardApiError::FieldPath(other.to_owned())),
     }
 }
 
@@ -107,7 +120,7 @@ fn resource_value(
     pod: &Pod,
     selector: &ResourceFieldSelector,
     allocatable: &NodeAllocatable,
-) -> Result<String, String> {
+) -> Result<String, DownwardApiError> {
     let name = selector.container_name.as_deref().unwrap_or_default();
     let container = pod
         .spec
@@ -119,21 +132,14 @@ fn resource_value(
                 .chain(&spec.containers)
         })
         .find(|c| c.name == name)
-        .ok_or_else(|| format!("container {name} not found"))?;
-    let (section, resource) = selector
-        .resource
-        .split_once('.')
-        .ok_or_else(|| format!("unsupported container resource : {}", selector.resource))?;
+        .ok_or_else(|| DownwardApiError::NoContainer(name.to_owned()))?;
+    let unsupported = || DownwardApiError::Resource(selector.resource.clone());
+    let (section, resource) = selector.resource.split_once('.').ok_or_else(unsupported)?;
     let resources = container.resources.as_ref();
     let declared = match section {
         "limits" => resources.and_then(|r| r.limits.as_ref()),
         "requests" => resources.and_then(|r| r.requests.as_ref()),
-        _ => {
-            return Err(format!(
-                "unsupported container resource : {}",
-                selector.resource
-            ));
-        }
+        _ => return Err(unsupported()),
     }
     .and_then(|map| map.get(resource))
     .and_then(|q| parse_quantity(&q.0).ok());

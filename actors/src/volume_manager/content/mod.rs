@@ -10,7 +10,7 @@ pub mod token;
 
 use std::collections::BTreeMap;
 
-pub use downward::{NodeAllocatable, go_quote};
+pub use downward::{DownwardApiError, NodeAllocatable, go_quote};
 pub use sources::{Fetched, FetchedObject, SourceObject, TokenSpec, payload_of, sources_of};
 
 /// The `defaultMode` every atomic-writer volume gets when the pod leaves it out (API defaulting).
@@ -43,8 +43,8 @@ pub enum ContentError {
     /// The API call failed; its text.
     #[error("{0}")]
     Api(String),
-    #[error("{0}")]
-    DownwardApi(String),
+    #[error(transparent)]
+    DownwardApi(#[from] DownwardApiError),
     /// A projected volume's errors, aggregated as Go's `utilerrors.NewAggregate` prints them.
     #[error("{}", aggregate(.0))]
     Aggregate(Vec<ContentError>),
