@@ -5,12 +5,38 @@
 
 use http::{HeaderMap, header};
 
-/// The ports of a request with `headers` and the decoded `query` pairs, or the kubelet's
-/// message for a 400.
+/// Why a request's ports are refused; the text is the kubelet's 400 body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortsError {
+    #[error("query parameter \"port\" is required")]
+    Missing,
+    #[error("query parameter \"port\" cannot be empty")]
+    Empty,
+    #[error("unable to parse {value:?} as a port: {source}")]
+    Unparsable {
+        value: String,
+        #[source]
+        source: ParseUintError,
+    },
+    #[error("port {0:?} must be > 0")]
+    Zero(String),
+}
+
+/// Go's `strconv.ParseUint` errors, with its text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseUintError {
+    #[error("strconv.ParseUint: parsing {0:?}: invalid syntax")]
+    Syntax(String),
+    #[error("strconv.ParseUint: parsing {0:?}: value out of range")]
+    Range(String),
+}
+
+/// The ports of a request with `headers` and the decoded `query` pairs, or why the kubelet
+/// answers 400.
 pub fn forwarded_ports(
     headers: &HeaderMap,
     query: &[(String, String)],
-) -> Result<Vec<i32>, String> {
+) -> Result<Vec<i32>, PortsError> {
     if !is_websocket(headers) {
         return Ok(Vec::new());
     }
@@ -20,18 +46,20 @@ pub fn forwarded_ports(
         .map(|(_, value)| value.as_str())
         .collect();
     if values.is_empty() {
-        return Err("query parameter \"port\" is required".to_owned());
+        return Err(PortsError::Missing);
     }
     let mut ports = Vec::new();
     for value in values {
         if value.is_empty() {
-            return Err("query parameter \"port\" cannot be empty".to_owned());
+            return Err(PortsError::Empty);
         }
         for piece in value.split(',') {
-            let port = parse_port(piece)
-                .map_err(|error| format!("unable to parse {value:?} as a port: {error}"))?;
+            let port = parse_port(piece).map_err(|source| PortsError::Unparsable {
+                value: value.to_owned(),
+                source,
+            })?;
             if port == 0 {
-                return Err(format!("port {value:?} must be > 0"));
+                return Err(PortsError::Zero(value.to_owned()));
             }
             ports.push(i32::from(port));
         }
@@ -41,8 +69,8 @@ pub fn forwarded_ports(
 
 /// Go's `strconv.ParseUint(text, 10, 16)`, with its error text: a syntax error for anything
 /// but digits, a range error as soon as the digits so far pass 65535.
-fn parse_port(text: &str) -> Result<u16, String> {
-    let syntax = || format!("strconv.ParseUint: parsing {text:?}: invalid syntax");
+fn parse_port(text: &str) -> Result<u16, ParseUintError> {
+    let syntax = || ParseUintError::Syntax(text.to_owned());
     if text.is_empty() {
         return Err(syntax());
     }
@@ -53,9 +81,7 @@ fn parse_port(text: &str) -> Result<u16, String> {
         }
         port = port * 10 + u32::from(byte - b'0');
         if port > u32::from(u16::MAX) {
-            return Err(format!(
-                "strconv.ParseUint: parsing {text:?}: value out of range"
-            ));
+            return Err(ParseUintError::Range(text.to_owned()));
         }
     }
     u16::try_from(port).map_err(|_| syntax())
@@ -89,7 +115,7 @@ mod tests {
 
     fn ports(query: &str) -> Result<Vec<i32>, String> {
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).expect("decodes");
-        forwarded_ports(&websocket(), &pairs)
+        forwarded_ports(&websocket(), &pairs).map_err(|error| error.to_string())
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub async fn serve(
     let ports = match kind {
         Kind::PortForward => match forwarded_ports(request.headers(), &query) {
             Ok(ports) => ports,
-            Err(message) => return reply::text(StatusCode::BAD_REQUEST, message),
+            Err(error) => return reply::text(StatusCode::BAD_REQUEST, error.to_string()),
         },
         Kind::Exec | Kind::Attach => Vec::new(),
     };
