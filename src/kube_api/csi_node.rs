@@ -44,20 +44,34 @@ fn parse_map(annotation: Option<&str>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// A driver's topology label that the Node already has with another value (the driver or the
+/// label must change).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "detected topology value collision: driver reported {key:?}:{value:?} but existing label is {key:?}:{existing:?}"
+)]
+pub struct TopologyCollision {
+    pub key: String,
+    pub value: String,
+    pub existing: String,
+}
+
 /// The topology labels to add, or the kubelet's collision error when the Node already has
 /// one of the keys with another value.
 pub fn topology_labels(
     node: &Node,
     topology: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, TopologyCollision> {
     let labels = node.metadata.labels.clone().unwrap_or_default();
     for (key, value) in topology {
         if let Some(existing) = labels.get(key)
             && existing != value
         {
-            return Err(format!(
-                "detected topology value collision: driver reported {key:?}:{value:?} but existing label is {key:?}:{existing:?}"
-            ));
+            return Err(TopologyCollision {
+                key: key.clone(),
+                value: value.clone(),
+                existing: existing.clone(),
+            });
         }
     }
     Ok(topology.clone())
@@ -165,11 +179,11 @@ impl CsiNodeApi for KubeApi {
             let api = Api::<Node>::all(client.await);
             patch_node_metadata(&api, &name, timeout, |current| {
                 let labels =
-                    topology_labels(current, &registration.topology).map_err(|message| {
+                    topology_labels(current, &registration.topology).map_err(|collision| {
                         ApiError::Refused {
                             code: 422,
                             reason: "TopologyCollision".to_owned(),
-                            message,
+                            message: collision.to_string(),
                         }
                     })?;
                 let annotation = node_id_annotation(current);
@@ -304,7 +318,7 @@ mod tests {
         assert_eq!(topology_labels(&node, &same), Ok(same.clone()));
         let other = BTreeMap::from([("zone".to_owned(), "b".to_owned())]);
         assert_eq!(
-            topology_labels(&node, &other),
+            topology_labels(&node, &other).map_err(|collision| collision.to_string()),
             Err(r#"detected topology value collision: driver reported "zone":"b" but existing label is "zone":"a""#.to_owned())
         );
     }

@@ -13,7 +13,7 @@ use std::{
 };
 
 use crate::volume::csi::{
-    CsiRegistrationHandler,
+    CsiRegistrationHandler, RegistrationError,
     grpc::CsiGrpc,
     registration_proto::{self as proto, CSI_PLUGIN_TYPE, paths},
 };
@@ -24,6 +24,31 @@ pub const RECONCILE_PERIOD: Duration = Duration::from_secs(1);
 /// the kubelet, is a local connect that cannot take long).
 const GET_INFO_TIMEOUT: Duration = Duration::from_secs(1);
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a plugin was not registered, in the plugin manager's words (also told to the plugin).
+/// The next pass tries again.
+#[derive(Debug, thiserror::Error)]
+enum PluginError {
+    #[error(
+        "RegisterPlugin error -- no handler registered for plugin type: {plugin_type} at socket {}",
+        .socket.display()
+    )]
+    Type {
+        plugin_type: String,
+        socket: PathBuf,
+    },
+    #[error(
+        "RegisterPlugin error -- plugin validation failed with err: validation failed for CSI Driver {driver} at endpoint {endpoint}: {source}"
+    )]
+    Validation {
+        driver: String,
+        endpoint: String,
+        #[source]
+        source: RegistrationError,
+    },
+    #[error("RegisterPlugin error -- plugin registration failed with err: {0}")]
+    Registration(#[source] RegistrationError),
+}
 
 /// Which socket file this is: a socket removed and made again at the same path is a new one
 /// (the kubelet gives every create event a fresh UUID).
@@ -126,7 +151,9 @@ impl PluginWatcher {
         let outcome = self.register_plugin(socket, &info).await;
         let status = proto::RegistrationStatus {
             plugin_registered: outcome.is_ok(),
-            error: outcome.as_ref().err().cloned().unwrap_or_default(),
+            error: (outcome.as_ref().err())
+                .map(ToString::to_string)
+                .unwrap_or_default(),
         };
         let notified: Result<proto::RegistrationStatusResponse, _> = client
             .unary(paths::NOTIFY_REGISTRATION_STATUS, status, NOTIFY_TIMEOUT)
@@ -148,13 +175,16 @@ impl PluginWatcher {
     }
 
     /// The plugin manager's checks around the CSI handler, with its texts.
-    async fn register_plugin(&self, socket: &Path, info: &proto::PluginInfo) -> Result<(), String> {
+    async fn register_plugin(
+        &self,
+        socket: &Path,
+        info: &proto::PluginInfo,
+    ) -> Result<(), PluginError> {
         if info.r#type != CSI_PLUGIN_TYPE {
-            return Err(format!(
-                "RegisterPlugin error -- no handler registered for plugin type: {} at socket {}",
-                info.r#type,
-                socket.display()
-            ));
+            return Err(PluginError::Type {
+                plugin_type: info.r#type.clone(),
+                socket: socket.to_owned(),
+            });
         }
         let endpoint = if info.endpoint.is_empty() {
             socket.display().to_string()
@@ -163,19 +193,16 @@ impl PluginWatcher {
         };
         self.handler
             .validate("ValidatePlugin", &info.name, &info.supported_versions)
-            .map_err(|error| {
-                format!(
-                    "RegisterPlugin error -- plugin validation failed with err: validation failed for CSI Driver {} at endpoint {endpoint}: {error}",
-                    info.name
-                )
+            .map_err(|source| PluginError::Validation {
+                driver: info.name.clone(),
+                endpoint: endpoint.clone(),
+                source,
             })?;
         self.handler
             .register(&info.name, &endpoint, &info.supported_versions)
             .await
             .map(|_| ())
-            .map_err(|error| {
-                format!("RegisterPlugin error -- plugin registration failed with err: {error}")
-            })
+            .map_err(PluginError::Registration)
     }
 }
 
