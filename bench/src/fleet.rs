@@ -82,7 +82,7 @@ async fn measure_one(nodes: usize, run: &FleetRun, scratch: &Path) -> Result<Val
         warmup: run.warmup,
         steady: run.steady,
     };
-    let figures = measure(&settings, &options).await?;
+    let figures = (measure(&settings, &options).await).map_err(|error| error.to_string())?;
     Ok(entry(&figures, run))
 }
 

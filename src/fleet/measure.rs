@@ -29,7 +29,7 @@ use crate::proc_stats;
 use crate::{
     config::Settings,
     heap,
-    kube_api::{KubeApi, node::is_ready},
+    kube_api::{ConnectError, KubeApi, node::is_ready},
 };
 
 /// What to measure and for how long.
@@ -114,25 +114,33 @@ pub struct FleetFigures {
     pub steady_seconds: f64,
 }
 
+/// Why the fleet could not be measured; the benchmark run stops (retrying helps only once the
+/// API server answers).
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error("{0}")]
+    Observer(#[source] kube::Error),
+    #[error("cannot list the Leases: {0}")]
+    ListLeases(#[source] kube::Error),
+}
+
 /// Starts the fleet `settings.config.nodes` describes, measures it and stops it. Must run
 /// inside an actix `System`.
 pub async fn measure(
     settings: &Settings,
     options: &MeasureOptions,
-) -> Result<FleetFigures, String> {
+) -> Result<FleetFigures, MeasureError> {
     let names: HashSet<String> = settings
         .config
         .nodes
         .iter()
         .map(|node| node.name.clone())
         .collect();
-    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config)
-        .await
-        .map_err(|error| error.to_string())?;
-    let (client_config, _) = crate::kube_api::client_config(settings.kubeconfig.as_deref())
-        .await
-        .map_err(|error| error.to_string())?;
-    let observer = kube::Client::try_from(client_config).map_err(|error| error.to_string())?;
+    let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await?;
+    let (client_config, _) = crate::kube_api::client_config(settings.kubeconfig.as_deref()).await?;
+    let observer = kube::Client::try_from(client_config).map_err(MeasureError::Observer)?;
     let rss_bytes_before = proc_stats::resident_bytes().unwrap_or(0);
     let cpu_before = proc_stats::cpu_seconds().unwrap_or(0.0);
 
@@ -218,11 +226,14 @@ async fn ready_times(client: kube::Client, names: HashSet<String>, started: Inst
 }
 
 /// How old each fleet Lease's renewTime is now, in seconds.
-async fn lease_ages(client: &kube::Client, names: &HashSet<String>) -> Result<Vec<f64>, String> {
+async fn lease_ages(
+    client: &kube::Client,
+    names: &HashSet<String>,
+) -> Result<Vec<f64>, MeasureError> {
     let leases = Api::<Lease>::namespaced(client.clone(), "kube-node-lease")
         .list(&ListParams::default())
         .await
-        .map_err(|error| format!("cannot list the Leases: {error}"))?;
+        .map_err(MeasureError::ListLeases)?;
     let now = Timestamp::now();
     Ok(leases
         .items
