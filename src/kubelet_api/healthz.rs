@@ -13,6 +13,7 @@ use super::reply::{self, Reply};
 pub type Problems = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 /// One check: its name and what it says now.
+// String error: only ever shown as text (log, 500 body), joined from many actors' problems.
 type Check<'a> = (&'static str, Box<dyn Fn() -> Result<(), String> + 'a>);
 
 fn checks(problems: Option<&Problems>) -> Vec<Check<'_>> {

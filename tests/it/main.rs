@@ -81,6 +81,7 @@ mod static_pod_url_redirects;
 mod static_pod_validation;
 mod static_pods;
 mod status_manager;
+mod string_errors;
 mod supervision;
 mod tls_bootstrap;
 mod volumes;
