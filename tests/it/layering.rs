@@ -110,7 +110,8 @@ fn crate_references(text: &str) -> Vec<(String, usize)> {
     found
 }
 
-fn rust_files(directory: &Path, into: &mut Vec<std::path::PathBuf>) {
+/// Every `.rs` file under `directory` (`string_errors` scans the same way).
+pub(super) fn rust_files(directory: &Path, into: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(directory).expect("a readable source directory") {
         let path = entry.expect("an entry").path();
         if path.is_dir() {

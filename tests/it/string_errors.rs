@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::layering::rust_files;
+
 /// The crates' source directories, from the workspace root.
 const SCANNED: &[&str] = &["src", "actors/src", "supervisor/src"];
 
@@ -29,17 +31,6 @@ struct Site {
     file: String,
     line: usize,
     text: String,
-}
-
-fn rust_files(directory: &Path, into: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(directory).expect("a readable source directory") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            rust_files(&path, into);
-        } else if path.extension().is_some_and(|extension| extension == "rs") {
-            into.push(path);
-        }
-    }
 }
 
 /// `text` with its comments gone and the insides of its string and char literals blanked,
