@@ -82,7 +82,7 @@ impl DaemonProcess {
         super::cleanup::own_node(node);
         let mut all = vec![std::ffi::OsStr::new("--kubeconfig"), kubeconfig.as_os_str()];
         all.extend_from_slice(args);
-        Self::spawn(node, yaml, env, &all)
+        Self::spawn(node, &with_private_debug_port(yaml), env, &all)
     }
 
     /// `nodepulse --standalone` for `node` with `yaml`: its own API server, no cluster; waits
@@ -348,4 +348,19 @@ pub async fn logged(daemon: &DaemonProcess, message: &str) {
         !daemon.events(message).is_empty()
     })
     .await;
+}
+
+/// `yaml` with the debug endpoint on a port the kernel picks unless it says where: tests run
+/// side by side, and a node on the test host may hold the well-known 10280. (Standalone runs
+/// keep their yaml: their test checks the well-known ports.)
+fn with_private_debug_port(yaml: &str) -> std::borrow::Cow<'_, str> {
+    if yaml.lines().any(|line| line.starts_with("debug:")) {
+        return yaml.into();
+    }
+    let separator = if yaml.is_empty() || yaml.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{yaml}{separator}debug:\n  address: 127.0.0.1:0\n").into()
 }
