@@ -62,6 +62,15 @@ impl FieldError {
         }
     }
 
+    /// `field.NotFound`: `Not found: "<value>"`.
+    pub fn not_found(field: &str, value: &str) -> Self {
+        FieldError {
+            reason: "FieldValueNotFound",
+            field: field.to_string(),
+            message: format!("Not found: {value:?}"),
+        }
+    }
+
     /// `Required value: <detail>`.
     pub fn required(field: &str, detail: &str) -> Self {
         let message = if detail.is_empty() {

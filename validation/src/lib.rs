@@ -1,9 +1,11 @@
 //! kube-apiserver's validation rules, word for word, for what both the API emulator and the
 //! node check: `field_error` (one invalid field as `field.Error` prints it), `names` (DNS-1123
 //! labels and subdomains) and `pod` (the parts of `ValidatePodCreate` that reach the host or the
-//! runtime, which static pods must pass with no API server to ask). Pure: JSON in, errors out.
+//! runtime, which static pods must pass with no API server to ask; `file_key_ref` its
+//! `fileKeyRef` rules). Pure: JSON in, errors out.
 
 mod field_error;
+mod file_key_ref;
 pub mod names;
 pub mod pod;
 

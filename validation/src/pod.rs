@@ -1,13 +1,14 @@
 //! The parts of kube-apiserver's `ValidatePodCreate` whose fields become host paths or reach
 //! the runtime, in its words: the namespace and the UID, container and volume names (unique
-//! DNS-1123 labels), images, ports, environment names, volume mounts (their volume, a unique
-//! `mountPath`, a `subPath` or `subPathExpr` that stays below), `hostPath` paths, the restart
-//! and DNS policies, the hostname. Over the pod as JSON, as the emulator stores it; shared with
+//! DNS-1123 labels), images, ports, environment names and `fileKeyRef`s, volume mounts (their
+//! volume, a unique `mountPath`, a `subPath` or `subPathExpr` that stays below), `hostPath`
+//! paths, the restart and DNS policies, the hostname. Over the pod as JSON, as the emulator stores it; shared with
 //! nodepulse's static pods, which never go through an API server. Pure.
 
 use serde_json::Value;
 
 use crate::FieldError;
+use crate::file_key_ref;
 use crate::names::{DNS1123_LABEL_MESSAGE, dns1123_subdomain_problems};
 
 /// The volume sources a volume names at most one of (`validateVolumeSource`).
@@ -136,6 +137,7 @@ pub fn validate_pod_fields(pod: &Value, errors: &mut Vec<FieldError>) {
             "must be between 1 and 2147483647, inclusive",
         ));
     }
+    file_key_ref::volumes(pod, errors);
 }
 
 /// The volumes' names (unique labels) and sources (at most one; a `hostPath` with a path).
@@ -226,16 +228,14 @@ fn container_fields(
         let name = text(variable, "/name");
         if name.is_empty() {
             errors.push(FieldError::required(&at, ""));
-        } else if !name
-            .bytes()
-            .all(|b| (b' '..=b'~').contains(&b) && b != b'=')
-        {
+        } else if !file_key_ref::is_relaxed_env_name(name) {
             errors.push(FieldError::invalid(
                 &at,
                 &name.into(),
                 "a valid environment variable name must consist only of printable ASCII characters other than '='",
             ));
         }
+        file_key_ref::selector(&format!("{path}.env[{index}]"), variable, errors);
     }
     mounts(path, container, volumes, errors);
 }
@@ -251,11 +251,7 @@ fn mounts(path: &str, container: &Value, volumes: &[String], errors: &mut Vec<Fi
         if name.is_empty() {
             errors.push(FieldError::required(&format!("{at}.name"), ""));
         } else if !volumes.iter().any(|volume| volume == name) {
-            errors.push(FieldError {
-                reason: "FieldValueNotFound",
-                field: format!("{at}.name"),
-                message: format!("Not found: {name:?}"),
-            });
+            errors.push(FieldError::not_found(&format!("{at}.name"), name));
         }
         let mount_path = text(mount, "/mountPath");
         if mount_path.is_empty() {
@@ -312,7 +308,7 @@ fn local_descending(path: &str, field: &str, errors: &mut Vec<FieldError>) {
 }
 
 /// `validateDNS1123Label`: length first, then form.
-fn label(field: &str, value: &str, errors: &mut Vec<FieldError>) {
+pub(crate) fn label(field: &str, value: &str, errors: &mut Vec<FieldError>) {
     if value.len() > 63 {
         errors.push(FieldError::invalid(
             field,

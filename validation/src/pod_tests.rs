@@ -233,3 +233,74 @@ fn a_volume_without_a_source_is_left_to_defaulting() {
     // The API server (and the kubelet's decoding) makes it an emptyDir before validating.
     assert!(rendered(&with("/spec/volumes/0", json!({"name": "data"}))).is_empty());
 }
+
+#[test]
+fn a_file_key_ref_names_an_empty_dir_of_the_pod_a_key_and_a_path_that_stays_below() {
+    let reference = |volume: &str, path: &str, key: &str| {
+        json!([{"name": "V", "valueFrom": {"fileKeyRef":
+            {"volumeName": volume, "path": path, "key": key}}}])
+    };
+    let with_env = |env: Value| {
+        let mut pod = pod();
+        pod["spec"]["initContainers"][0]["env"] = env;
+        pod["spec"]["volumes"]
+            .as_array_mut()
+            .expect("volumes")
+            .push(json!({"name": "plain"}));
+        pod
+    };
+    assert_eq!(
+        rendered(&with_env(reference("data", "config.env", "CONFIG_1"))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        rendered(&with_env(reference("plain", "a/config.env", "A.B-c"))),
+        Vec::<String>::new(),
+        "a volume of no source is an emptyDir"
+    );
+    let at = "spec.initContainers[0].env[0].valueFrom.fileKeyRef";
+    let cases = [
+        (
+            reference("nonexistent-volume", "config.env", "K"),
+            vec![format!(
+                "{at}.volumeName: Not found: \"nonexistent-volume\""
+            )],
+        ),
+        (
+            reference("host", "config.env", "K"),
+            vec![format!(
+                "{at}.volumeName: Invalid value: \"host\": referenced volume must be of type emptyDir"
+            )],
+        ),
+        (
+            reference("data", "../config.env", "K=1"),
+            vec![
+                format!(
+                    "{at}.key: Invalid value: \"K=1\": a valid environment variable name must consist only of printable ASCII characters other than '='"
+                ),
+                format!("{at}.path: Invalid value: \"../config.env\": must not contain '..'"),
+            ],
+        ),
+        (
+            reference("", "", ""),
+            vec![
+                format!("{at}.key: Required value"),
+                format!("{at}.volumeName: Required value"),
+                format!("{at}.path: Required value"),
+                format!("{at}.volumeName: Not found: \"\""),
+            ],
+        ),
+    ];
+    for (env, expected) in cases {
+        assert_eq!(rendered(&with_env(env.clone())), expected, "{env}");
+    }
+    let mut ephemeral = pod();
+    ephemeral["spec"]["ephemeralContainers"] = json!([{"name": "debugger", "image": "busybox",
+        "env": reference("host", "config.env", "K")}]);
+    assert_eq!(
+        rendered(&ephemeral),
+        [
+            "spec.ephemeralContainers[0].env[0].valueFrom.fileKeyRef.volumeName: Invalid value: \"host\": referenced volume must be of type emptyDir"
+        ]
+    );
+}

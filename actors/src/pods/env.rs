@@ -1,18 +1,21 @@
 //! A container's environment as the kubelet's `makeEnvironmentVariables` builds it: `envFrom`
 //! in order (prefix, optional sources skipped), then `env` in order — `$(VAR)`-expanded values,
-//! downward-API `fieldRef` and `resourceFieldRef`, ConfigMap and Secret keys — and `$(VAR)` in
-//! command and args, then the service-link variables (`service_env`) for names still unset.
-//! Pure: objects come through [`EnvSources`], the Services' variables in the context.
+//! downward-API `fieldRef` and `resourceFieldRef`, ConfigMap and Secret keys, keys of files in
+//! the pod's emptyDir volumes (`fileKeyRef`) — and `$(VAR)` in command and args, then the
+//! service-link variables (`service_env`) for names still unset. Objects come through
+//! [`EnvSources`], the Services' variables and the volumes' directories in the context; the
+//! only I/O is reading a `fileKeyRef`'s file.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, path::PathBuf};
 
 use k8s_openapi::{
-    api::core::v1::{Container, Pod},
+    api::core::v1::{Container, FileKeySelector, Pod},
     apimachinery::pkg::api::resource::Quantity,
 };
 
 pub use super::env_sources::{EnvSources, SourceError};
 use super::{
+    env_file::{EnvFileError, read_env_file},
     env_sources::{Kind, Objects},
     field_ref::field_value,
     resource_field::resource_field_value,
@@ -53,10 +56,16 @@ pub enum EnvError {
     UnsupportedResource(String),
     #[error("container {0} not found")]
     ContainerNotFound(String),
-    /// `valueFrom.fileKeyRef` (the EnvFiles feature) reads a volume's file: not built here, and
-    /// refused rather than set empty.
-    #[error("env var {0}: fileKeyRef is not supported by this node")]
-    FileKeyRefUnsupported(String),
+    /// A `fileKeyRef` to a volume the pod has not (yet) mounted.
+    #[error("cannot find the volume {0:?} referenced by FileKeyRef")]
+    FileKeyRefVolumeNotFound(String),
+    /// The file is missing, unreadable or not in the format; the kubelet's message says no
+    /// more (the reason is in the node's log).
+    #[error("couldn't parse env file")]
+    EnvFile(#[source] EnvFileError),
+    /// A required key that is absent from the file, or empty there.
+    #[error("environment variable key {key:?} not found in file {path:?}")]
+    EnvFileKeyNotFound { key: String, path: String },
     #[error(transparent)]
     Quantity(#[from] QuantityError),
     /// The Services were never listed: a pod from the API would miss `KUBERNETES_SERVICE_HOST`,
@@ -90,6 +99,8 @@ pub struct EnvContext<'a> {
     /// The pod's service-link variables (`service_env`): `$(VAR)` sees them after the
     /// container's own, and they fill the names the container leaves unset.
     pub service_env: &'a BTreeMap<String, String>,
+    /// The directories of the pod's mounted volumes by name, where `fileKeyRef` reads.
+    pub volume_paths: &'a BTreeMap<String, PathBuf>,
 }
 
 /// The container's environment, sorted by name (the kubelet hands CRI a map's order).
@@ -152,8 +163,8 @@ pub fn container_env(
                     &selector.key,
                     selector.optional,
                 )?
-            } else if source.file_key_ref.is_some() {
-                return Err(EnvError::FileKeyRefUnsupported(variable.name.clone()));
+            } else if let Some(selector) = &source.file_key_ref {
+                file_key(context, selector)?
             } else {
                 Some(String::new())
             };
@@ -169,6 +180,29 @@ pub fn container_env(
         env.entry(name.clone()).or_insert_with(|| value.clone());
     }
     Ok(env.into_iter().collect())
+}
+
+/// A `fileKeyRef`'s value, read now; `None` for an optional key the file lacks (a missing file
+/// fails even an optional reference, as in the kubelet).
+fn file_key(
+    context: &EnvContext<'_>,
+    selector: &FileKeySelector,
+) -> Result<Option<String>, EnvError> {
+    let volume = (context.volume_paths.get(&selector.volume_name))
+        .ok_or_else(|| EnvError::FileKeyRefVolumeNotFound(selector.volume_name.clone()))?;
+    let value = read_env_file(volume, &selector.path, &selector.key).map_err(|error| {
+        tracing::warn!(%error, pod = ?context.pod.metadata.name, "failed to parse env file");
+        EnvError::EnvFile(error)
+    })?;
+    match value.as_str() {
+        // The kubelet does not tell an empty value from a missing key.
+        "" if selector.optional == Some(true) => Ok(None),
+        "" => Err(EnvError::EnvFileKeyNotFound {
+            key: selector.key.clone(),
+            path: volume.join(&selector.path).display().to_string(),
+        }),
+        _ => Ok(Some(value)),
+    }
 }
 
 /// Command and args with `$(VAR)` expanded against the final environment.

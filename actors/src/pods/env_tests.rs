@@ -13,6 +13,7 @@ use super::env::{
     CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, EnvSources, SourceError, container_env,
     expand_command_and_args,
 };
+use super::env_file::EnvFileError;
 
 /// ConfigMaps and Secrets of namespace `ns`; `broken` answers every call with an error.
 struct Objects {
@@ -91,6 +92,7 @@ fn env_of(spec: Value, objects: &Objects) -> Result<Vec<(String, String)>, EnvEr
         host_ips: &["192.168.1.10".to_owned()],
         node_allocatable: &allocatable,
         service_env: &BTreeMap::new(),
+        volume_paths: &BTreeMap::new(),
     };
     container_env(&context, &container(spec), objects)
 }
@@ -313,12 +315,6 @@ fn every_source_resolves_as_the_kubelet() {
             resource("limits.gpu", None, None),
             Err(EnvError::UnsupportedResource("limits.gpu".to_owned())),
         ),
-        (
-            "fileKeyRef is refused, not set empty",
-            json!({"env": [{"name": "F", "valueFrom": {"fileKeyRef":
-                {"volumeName": "v", "path": "env", "key": "K"}}}]}),
-            Err(EnvError::FileKeyRefUnsupported("F".to_owned())),
-        ),
     ];
     for (name, spec, expected) in cases {
         assert_eq!(env_of(spec, &ok), expected, "{name}");
@@ -365,8 +361,19 @@ fn errors_read_as_the_kubelets_create_container_config_error() {
             "container c not found",
         ),
         (
-            EnvError::FileKeyRefUnsupported("F".to_owned()),
-            "env var F: fileKeyRef is not supported by this node",
+            EnvError::FileKeyRefVolumeNotFound("config".to_owned()),
+            "cannot find the volume \"config\" referenced by FileKeyRef",
+        ),
+        (
+            EnvError::EnvFile(EnvFileError::Unclosed { line: 3 }),
+            "couldn't parse env file",
+        ),
+        (
+            EnvError::EnvFileKeyNotFound {
+                key: "K".to_owned(),
+                path: "/v/config.env".to_owned(),
+            },
+            "environment variable key \"K\" not found in file \"/v/config.env\"",
         ),
     ];
     for (error, text) in cases {
@@ -418,6 +425,7 @@ fn service_variables_expand_after_the_containers_own_and_fill_only_unset_names()
         host_ips: &[],
         node_allocatable: &BTreeMap::new(),
         service_env: &services,
+        volume_paths: &BTreeMap::new(),
     };
     let spec = json!({"env": [
         {"name": "URL", "value": "http://$(DB_SERVICE_HOST):80"},
@@ -431,5 +439,77 @@ fn service_variables_expand_after_the_containers_own_and_fill_only_unset_names()
             ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
             ("URL", "http://10.0.0.7:80"),
         ])
+    );
+}
+
+fn file_key(name: &str, volume: &str, key: &str, optional: Option<bool>) -> Value {
+    json!({"name": name, "valueFrom": {"fileKeyRef":
+        {"volumeName": volume, "path": "config.env", "key": key, "optional": optional}}})
+}
+
+#[test]
+fn file_keys_read_the_volumes_file_when_the_environment_is_built() {
+    let volume = tempfile::tempdir().expect("dir");
+    let pod = pod();
+    let volume_paths = BTreeMap::from([("config".to_owned(), volume.path().to_owned())]);
+    let context = EnvContext {
+        pod: &pod,
+        pod_ips: &[],
+        host_ips: &[],
+        node_allocatable: &BTreeMap::new(),
+        service_env: &BTreeMap::new(),
+        volume_paths: &volume_paths,
+    };
+    let env_of = |variables: Value| {
+        let spec = json!({"env": variables});
+        container_env(&context, &container(spec), &Objects { broken: false })
+    };
+    let wanted = json!([file_key("CONFIG_1", "config", "CONFIG_1", None)]);
+    assert_eq!(
+        env_of(wanted.clone()),
+        Err(EnvError::EnvFile(EnvFileError::Open {
+            path: volume.path().join("config.env").display().to_string(),
+            reason: "No such file or directory (os error 2)".to_owned(),
+        })),
+        "no file yet: not even an optional key is skipped"
+    );
+    std::fs::write(
+        volume.path().join("config.env"),
+        "CONFIG_1='value1'\nEMPTY=''\nCONFIG_2='value2'\n",
+    )
+    .expect("write");
+    assert_eq!(
+        env_of(json!([
+            file_key("CONFIG_1", "config", "CONFIG_1", None),
+            file_key("RENAMED", "config", "CONFIG_2", Some(false)),
+            file_key("MISSING", "config", "MISSING", Some(true)),
+            file_key("EMPTY", "config", "EMPTY", Some(true)),
+            {"name": "URL", "value": "x-$(CONFIG_1)"},
+        ])),
+        vars(&[
+            ("CONFIG_1", "value1"),
+            ("RENAMED", "value2"),
+            ("URL", "x-value1")
+        ]),
+        "an optional key that is missing or empty leaves its variable unset"
+    );
+    assert_eq!(
+        env_of(json!([file_key("MISSING", "config", "MISSING", None)])),
+        Err(EnvError::EnvFileKeyNotFound {
+            key: "MISSING".to_owned(),
+            path: volume.path().join("config.env").display().to_string(),
+        })
+    );
+    assert_eq!(
+        env_of(json!([file_key("X", "other", "CONFIG_1", Some(true))])),
+        Err(EnvError::FileKeyRefVolumeNotFound("other".to_owned()))
+    );
+    std::fs::write(volume.path().join("config.env"), "CONFIG_1=value1\n").expect("write");
+    assert_eq!(
+        env_of(wanted),
+        Err(EnvError::EnvFile(EnvFileError::Format {
+            line: 1,
+            problem: "value must be enclosed in single quotes"
+        }))
     );
 }

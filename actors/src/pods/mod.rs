@@ -13,6 +13,7 @@ mod admission_tests;
 pub mod annotations;
 pub mod cri;
 pub mod env;
+mod env_file;
 mod env_sources;
 #[cfg(test)]
 mod env_tests;

@@ -393,11 +393,7 @@ impl Engine {
             let message = format!("cannot write the pod's /etc/hosts: {error}");
             failure(CREATE_CONTAINER_CONFIG_ERROR, message, retry)
         })?;
-        let host_paths: BTreeMap<String, PathBuf> = self
-            .volumes
-            .as_ref()
-            .map(|view| view.host_paths(pod.metadata.uid.as_deref().unwrap_or_default()))
-            .unwrap_or_default();
+        let host_paths = self.volume_paths(pod.metadata.uid.as_deref().unwrap_or_default());
         let mount_sources = super::sub_path::mount_sources(
             self.sub_paths.as_deref(),
             pod.metadata.uid.as_deref().unwrap_or_default(),
@@ -470,14 +466,23 @@ impl Engine {
         let pod_ips = self.pod_ips(uid);
         let allocatable = self.node_allocatable();
         let service_env = super::objects::service_variables(self.objects.as_ref(), pod)?;
+        let volume_paths = self.volume_paths(uid);
         let context = EnvContext {
             pod,
             pod_ips: &pod_ips,
             host_ips: &self.settings.host_ips,
             node_allocatable: &allocatable,
             service_env: &service_env,
+            volume_paths: &volume_paths,
         };
         container_env(&context, container, &objects)
+    }
+
+    /// The directories of the pod's mounted volumes, by volume name.
+    fn volume_paths(&self, uid: &str) -> BTreeMap<String, PathBuf> {
+        (self.volumes.as_ref())
+            .map(|view| view.host_paths(uid))
+            .unwrap_or_default()
     }
 
     /// The pod's IPs as the sandbox reported them (kept once the sandbox is gone).
