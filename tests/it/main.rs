@@ -28,6 +28,7 @@ mod cri_gc;
 mod cri_image_volume;
 mod cri_lifecycle;
 mod cri_pod_faults;
+mod cri_pod_level_downward;
 mod cri_pod_rules;
 mod cri_pod_spec;
 mod cri_pods;

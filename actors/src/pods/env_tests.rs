@@ -14,6 +14,7 @@ use super::env::{
     expand_command_and_args,
 };
 use super::env_file::EnvFileError;
+use super::resource_field::resource_field_value;
 
 /// ConfigMaps and Secrets of namespace `ns`; `broken` answers every call with an error.
 struct Objects {
@@ -511,5 +512,98 @@ fn file_keys_read_the_volumes_file_when_the_environment_is_built() {
             line: 1,
             problem: "value must be enclosed in single quotes"
         }))
+    );
+}
+
+#[test]
+fn an_unset_limit_reads_as_the_pod_level_limit_then_as_the_nodes_allocatable() {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {
+            "resources": {"requests": {"cpu": "250m", "memory": "32Mi"},
+                "limits": {"cpu": "1250m", "memory": "0"}},
+            "initContainers": [{"name": "init", "image": "x"}],
+            "containers": [{"name": "app", "image": "x"},
+                {"name": "zero", "image": "x", "resources": {"limits": {"cpu": "0"}}}]}
+    }))
+    .expect("a Pod");
+    let allocatable = BTreeMap::from([
+        ("cpu".to_owned(), Quantity("4".to_owned())),
+        ("memory".to_owned(), Quantity("8Gi".to_owned())),
+        ("ephemeral-storage".to_owned(), Quantity("100Gi".to_owned())),
+    ]);
+    let context = EnvContext {
+        pod: &pod,
+        pod_ips: &[],
+        host_ips: &[],
+        node_allocatable: &allocatable,
+        service_env: &BTreeMap::new(),
+        volume_paths: &BTreeMap::new(),
+    };
+    let app = &pod.spec.as_ref().expect("a spec").containers[0];
+    let value = |resource: &str, divisor: Option<&str>, container: Option<&str>| {
+        let spec = serde_json::from_value(json!({"resource": resource, "divisor": divisor,
+            "containerName": container}))
+        .expect("a selector");
+        resource_field_value(&context, app, &spec)
+    };
+    let cases = [
+        ("limits.cpu", None, None, "2", "the pod's 1250m, rounded up"),
+        ("limits.cpu", Some("1m"), None, "1250", "in millicores"),
+        (
+            "limits.memory",
+            None,
+            None,
+            "8589934592",
+            "a zero pod limit is unset",
+        ),
+        (
+            "limits.ephemeral-storage",
+            Some("1Gi"),
+            None,
+            "100",
+            "not a pod-level resource",
+        ),
+        (
+            "requests.cpu",
+            Some("1m"),
+            None,
+            "0",
+            "requests are never defaulted",
+        ),
+        (
+            "limits.cpu",
+            Some("1m"),
+            Some("zero"),
+            "1250",
+            "a zero limit is unset",
+        ),
+        (
+            "limits.cpu",
+            None,
+            Some("init"),
+            "0",
+            "a named init container is not defaulted",
+        ),
+    ];
+    for (resource, divisor, container, expected, why) in cases {
+        assert_eq!(
+            value(resource, divisor, container),
+            Ok(expected.to_owned()),
+            "{resource} of {container:?}: {why}"
+        );
+    }
+    let init = &pod
+        .spec
+        .as_ref()
+        .expect("a spec")
+        .init_containers
+        .as_ref()
+        .expect("init")[0];
+    let spec = serde_json::from_value(json!({"resource": "limits.cpu"})).expect("a selector");
+    assert_eq!(
+        resource_field_value(&context, init, &spec),
+        Ok("2".to_owned()),
+        "the init container's own variable is defaulted"
     );
 }
