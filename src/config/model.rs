@@ -100,6 +100,10 @@ pub struct Config {
     pub authentication: KubeletAuthentication,
     #[serde(default)]
     pub authorization: KubeletAuthorization,
+    /// `/logs/` answers the node log query (`?query=…`: journald units, files under
+    /// `/var/log`) instead of ignoring it (the kubelet's `enableSystemLogQuery`, false).
+    #[serde(default)]
+    pub enable_system_log_query: bool,
     /// Where the host's root filesystem is mounted (`/`; `/host` in a container that mounts
     /// the host's `/` there). The resource signals (`/proc`, the root cgroup) and `rootDir` are
     /// read under it, so a containerised nodepulse measures the host and not its own cgroup.

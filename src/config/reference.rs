@@ -168,6 +168,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "how long a denying one is reused",
     ),
     field(
+        "enableSystemLogQuery",
+        "`/logs/?query=…` answers the node log query as the kubelet does (a service from journald through `journalctl`, else from `/var/log/<service>`, `<service>.log` or `<service>/<service>.log`; a file under `/var/log`; `sinceTime`, `untilTime`, `tailLines`, `pattern`, `boot`); off, the query is ignored and `/var/log` served as files; see [The kubelet API](kubelet-api.md)",
+    ),
+    field(
         "hostRoot",
         "where the host's root filesystem is mounted (`/host` in a container that mounts the host's `/` there): `/proc` (meminfo, loadavg, PID limits), the root cgroup under `/sys/fs/cgroup` and `rootDir` are read under it; must exist and hold `proc/meminfo` (checked at start and by `check-config`); node facts (machine-id, addresses) still come from nodepulse's own `/`",
     ),

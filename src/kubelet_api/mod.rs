@@ -8,7 +8,8 @@
 //! `serverTLSBootstrap` one is the credentials module's, rotated by the daemon), `x509`,
 //! `authn`, `authz`, `reviews` and `cache` (who a request is and what it may do), `server`
 //! (the listeners), `routes` (one request's way), `healthz`, `logs` (`/containerLogs`),
-//! `node_logs` (`/logs/`), `pods` (`/pods`, `/runningpods/`, `/configz`), `streaming` (exec,
+//! `node_logs` (`/logs/`; its node log query with `node_log_query`, `go_regexp` and
+//! `journal`), `pods` (`/pods`, `/runningpods/`, `/configz`), `streaming` (exec,
 //! attach, port-forward, with `forwarded_ports`), `stats` (`/stats/summary`,
 //! `/metrics/resource`), `probe_metrics` (`/metrics/probes`), `exposition` (the Prometheus text
 //! both metrics paths write), `reply`, `metrics`.
@@ -18,9 +19,12 @@ mod authz;
 mod cache;
 mod exposition;
 mod forwarded_ports;
+mod go_regexp;
 mod healthz;
+mod journal;
 mod logs;
 pub mod metrics;
+mod node_log_query;
 mod node_logs;
 mod pods;
 mod probe_metrics;
@@ -94,6 +98,8 @@ pub struct ApiState {
     volumes: Option<VolumeView>,
     /// The prober's results, for `/metrics/probes`.
     probes: Option<ProbeResults>,
+    /// `enableSystemLogQuery`: `/logs/` answers its query.
+    system_log_query: bool,
 }
 
 /// The listeners bound and the TLS configuration loaded: everything that can fail at start,
@@ -242,6 +248,7 @@ impl Prepared {
             system: stats::SystemContainers::new(config, jiff::Timestamp::now()),
             volumes: parts.volumes,
             probes: parts.probes,
+            system_log_query: config.enable_system_log_query,
         });
         let adopt = |listener: std::net::TcpListener| {
             let address = listener.local_addr();

@@ -4,8 +4,9 @@
 //! as Go's `io.CopyN` sends them, so a request holds one block whatever the file's size. Unlike
 //! Go's file server it never leaves `/var/log` (a `..` segment is a 400, a symlink that
 //! resolves outside is answered as missing) and serves only directories and regular files: a
-//! FIFO (whose open would wait for a writer), a socket or a device is answered as missing. The
-//! node log query (`?query=`, journald) is not served.
+//! FIFO (whose open would wait for a writer), a socket or a device is answered as missing.
+//! With `enableSystemLogQuery`, a request with a node log query (`node_log_query`) is answered
+//! from the journal (`journal`) or, for one file, by this file server.
 
 use std::{
     fs::File,
@@ -19,7 +20,11 @@ use http::{HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 
-use super::reply::{self, Reply};
+use super::{
+    journal::{DEADLINE, Journal},
+    node_log_query,
+    reply::{self, Reply},
+};
 
 /// What a file is read and sent in: the memory one request holds.
 const BLOCK: usize = 64 * 1024;
@@ -29,6 +34,77 @@ const SNIFF: usize = 512;
 /// Go's `http.Error` texts of its file server.
 fn not_found() -> Reply {
     reply::error(StatusCode::NOT_FOUND, "404 page not found")
+}
+
+/// `/logs/<rest>`: with `enableSystemLogQuery` and a query, the node log query as the
+/// kubelet's `logServer` answers it (400 for what does not decode, 406 for a path beside the
+/// query or what does not validate; services from the journal, one file as the file server
+/// serves it); otherwise the log directory's files.
+pub async fn serve(root: PathBuf, rest: String, query: &str, enabled: bool, gzip: bool) -> Reply {
+    let mut rest = rest;
+    if enabled {
+        match node_log_query::parse(query) {
+            Err(errors) => {
+                return reply::error(StatusCode::BAD_REQUEST, &node_log_query::aggregate(&errors));
+            }
+            Ok(Some(query)) => {
+                if !(rest.is_empty() || rest == "/") {
+                    return reply::error(
+                        StatusCode::NOT_ACCEPTABLE,
+                        "path not allowed in query mode",
+                    );
+                }
+                let (dir, checked) = (root.clone(), query.clone());
+                let errors = tokio::task::spawn_blocking(move || checked.validate(&dir)).await;
+                match errors {
+                    Ok(errors) if errors.is_empty() => {}
+                    Ok(errors) => {
+                        let message = node_log_query::aggregate(&errors);
+                        return reply::error(StatusCode::NOT_ACCEPTABLE, &message);
+                    }
+                    Err(error) => {
+                        return reply::error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string());
+                    }
+                }
+                if !query.services.is_empty() {
+                    let journal = Journal {
+                        program: PathBuf::from("journalctl"),
+                        log_dir: root,
+                        deadline: DEADLINE,
+                    };
+                    return journal.serve(query, gzip);
+                }
+                if let [file] = query.files.as_slice() {
+                    rest = file_path(file);
+                }
+            }
+            Ok(None) => {}
+        }
+    }
+    tokio::task::spawn_blocking(move || serve_blocking(&root, &rest))
+        .await
+        .unwrap_or_else(|error| reply::error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()))
+}
+
+/// The file server's path for a queried file, as Go gives it: the name as it is (`ToSlash`
+/// keeps a `\\` on Linux), cleaned as `path.Clean` cleans a rooted path (the name was found
+/// under the log directory already), and its `%` escaped, as [`serve_blocking`] decodes.
+fn file_path(file: &str) -> String {
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in file.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            _ => segments.push(segment),
+        }
+    }
+    let mut path = segments.join("/");
+    if file.ends_with('/') && !path.is_empty() {
+        path.push('/');
+    }
+    path.replace('%', "%25")
 }
 
 /// The answer for `rest`, the request path after `/logs/`, under `root` (the node's log

@@ -111,12 +111,12 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
         if request.method() != Method::GET {
             return reply::text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");
         }
-        let (root, rest) = (state.host.host_path(Path::new("/var/log")), rest.to_owned());
-        return tokio::task::spawn_blocking(move || node_logs::serve_blocking(&root, &rest))
-            .await
-            .unwrap_or_else(|error| {
-                reply::error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string())
-            });
+        let root = state.host.host_path(Path::new("/var/log"));
+        let gzip = request
+            .headers()
+            .get(http::header::ACCEPT_ENCODING)
+            .is_some_and(|value| value == "gzip");
+        return node_logs::serve(root, rest.to_owned(), query, state.system_log_query, gzip).await;
     }
     if let Some(rest) = path.strip_prefix("/containerLogs/") {
         if request.method() != Method::GET {

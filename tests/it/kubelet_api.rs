@@ -19,7 +19,7 @@ use crate::common::{
     root_dir::RootDir,
 };
 
-struct Served {
+pub(crate) struct Served {
     api: KubeletApi,
     settings: Settings,
     root: RootDir,
@@ -28,20 +28,35 @@ struct Served {
 
 /// A kubelet API for a node of `cluster` on ephemeral ports, trusting `ca` for client
 /// certificates, with `extra` configuration; its self-signed certificate under `root`.
-async fn serve(cluster: &TestCluster, ca: &TestCa, extra: &str, root: Option<RootDir>) -> Served {
-    serve_with_healthz(cluster, ca, extra, root, 0).await
+pub(crate) async fn serve(
+    cluster: &TestCluster,
+    ca: &TestCa,
+    extra: &str,
+    root: Option<RootDir>,
+) -> Served {
+    serve_with_healthz(cluster, &ca.pem, extra, root, 0).await
+}
+
+/// [`serve`], trusting the client certificates of the CA `client_ca_pem` (the emulator's, for
+/// its node proxy).
+pub(crate) async fn serve_trusting(
+    cluster: &TestCluster,
+    client_ca_pem: &str,
+    extra: &str,
+) -> Served {
+    serve_with_healthz(cluster, client_ca_pem, extra, None, 0).await
 }
 
 async fn serve_with_healthz(
     cluster: &TestCluster,
-    ca: &TestCa,
+    client_ca_pem: &str,
     extra: &str,
     root: Option<RootDir>,
     healthz_port: u16,
 ) -> Served {
     let root = root.unwrap_or_else(RootDir::new);
     let mut ca_file = tempfile::NamedTempFile::new().expect("temp file");
-    ca_file.write_all(ca.pem.as_bytes()).expect("write");
+    ca_file.write_all(client_ca_pem.as_bytes()).expect("write");
     let yaml = format!(
         "runtime: cri\nrootDir: {root}\nport: 0\nhealthzPort: {healthz_port}\nauthentication:\n  x509: {{clientCAFile: {ca}}}\n{extra}",
         root = root.path().display(),
@@ -69,10 +84,17 @@ async fn serve_with_healthz(
 
 impl Served {
     fn kubelet_crt(&self) -> String {
-        std::fs::read_to_string(self.root.path().join("pki/kubelet.crt")).expect("kubelet.crt")
+        // `<rootDir>/pki` as the host sees it (under `hostRoot` when one is set).
+        let crt = self.settings.config.cert_dir_on_host().join("kubelet.crt");
+        std::fs::read_to_string(crt).expect("kubelet.crt")
     }
 
-    fn client(
+    /// The node's name and the port the API serves on.
+    pub(crate) fn node(&self) -> (&str, u16) {
+        (&self.settings.node_name, self.api.address.port())
+    }
+
+    pub(crate) fn client(
         &self,
         identity: Option<&crate::common::kubelet_client::ClientIdentity>,
     ) -> KubeletClient {
@@ -157,7 +179,7 @@ async fn the_plain_healthz_listener_answers_ok_without_credentials() {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
         probe.local_addr().expect("address").port()
     };
-    let served = serve_with_healthz(&cluster, &ca, "", None, port).await;
+    let served = serve_with_healthz(&cluster, &ca.pem, "", None, port).await;
     let address = served.api.healthz_address.expect("healthz listening");
     let mut stream = tokio::net::TcpStream::connect(address)
         .await

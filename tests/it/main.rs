@@ -56,6 +56,7 @@ mod kubeconfig_tls;
 mod kubelet_api;
 mod kubelet_api_bounds;
 mod kubelet_api_in_flight;
+mod kubelet_api_log_query;
 mod kubelet_api_logs;
 mod kubelet_api_stats;
 mod kubelet_api_streams;
