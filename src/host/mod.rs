@@ -103,9 +103,37 @@ impl HostProbe {
         cgroup::own_cgroup(&self.inner.root)
     }
 
+    /// The cgroup process `pid` (as the host numbers it) is in, blocking.
+    pub fn pid_cgroup_blocking(&self, pid: u32) -> Result<String, HostError> {
+        cgroup::pid_cgroup(&self.inner.root, pid)
+    }
+
+    /// The interfaces of process `pid`'s network namespace, every counter, blocking.
+    pub fn process_network_blocking(
+        &self,
+        pid: u32,
+    ) -> Result<Vec<network::InterfaceCounters>, HostError> {
+        network::process_counters(&self.inner.root, pid)
+    }
+
+    /// The node's interfaces, every counter, blocking.
+    pub fn node_network_blocking(&self) -> Result<Vec<network::InterfaceCounters>, HostError> {
+        network::node_counters(&self.inner.root)
+    }
+
+    /// Names of block devices by number, as `/dev/<name>` (cached by the caller).
+    pub fn device_names(&self) -> cgroup::DeviceNames {
+        cgroup::DeviceNames::new(&self.inner.root)
+    }
+
     /// When the node booted (seconds since the epoch), blocking.
     pub fn boot_time_blocking(&self) -> Result<i64, HostError> {
         cpu::boot_time(&self.inner.root)
+    }
+
+    /// The host's root (`/`, or `hostRoot`).
+    pub fn root(&self) -> &Path {
+        &self.inner.root
     }
 
     /// `path` (as the host names it, e.g. a log path the runtime reported) under the root.
