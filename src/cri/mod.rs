@@ -10,12 +10,14 @@ mod convert;
 mod events;
 mod oom;
 mod pods;
+mod process;
 pub mod proto;
 mod reply_fuzzing;
 mod stats;
 mod streaming;
 
 pub use oom::{clamp_oom_score_adj, own_oom_score_adj};
+pub use process::RuntimeProcess;
 #[doc(hidden)]
 pub use reply_fuzzing::read_reply;
 pub use streaming::StreamingError;

@@ -306,3 +306,20 @@ pub struct ExecSyncResponse {
     #[prost(int32, tag = "3")]
     pub exit_code: i32,
 }
+
+/// `ContainerStatusRequest` with `verbose = 2` set: the runtime adds its own `info`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VerboseContainerStatusRequest {
+    #[prost(string, tag = "1")]
+    pub container_id: String,
+    #[prost(bool, tag = "2")]
+    pub verbose: bool,
+}
+
+/// `ContainerStatusResponse` and `PodSandboxStatusResponse` read for their verbose `info`
+/// alone (at 2 in both; the status at 1 is skipped).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VerboseInfoResponse {
+    #[prost(map = "string, string", tag = "2")]
+    pub info: std::collections::HashMap<String, String>,
+}
