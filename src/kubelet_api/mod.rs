@@ -11,12 +11,14 @@
 //! `node_logs` (`/logs/`; its node log query with `node_log_query`, `go_regexp` and
 //! `journal`), `pods` (`/pods`, `/runningpods/`, `/configz`), `streaming` (exec,
 //! attach, port-forward, with `forwarded_ports`), `stats` (`/stats/summary`,
-//! `/metrics/resource`), `probe_metrics` (`/metrics/probes`), `exposition` (the Prometheus text
-//! both metrics paths write), `reply`, `metrics`.
+//! `/metrics/resource`, and the containers' cgroup collection they share with `cadvisor`),
+//! `cadvisor` (`/metrics/cadvisor`), `probe_metrics` (`/metrics/probes`), `exposition` (the
+//! Prometheus text the metrics paths write), `reply`, `metrics`.
 
 mod authn;
 mod authz;
 mod cache;
+mod cadvisor;
 mod exposition;
 mod forwarded_ports;
 mod go_regexp;
@@ -93,6 +95,10 @@ pub struct ApiState {
     node_cpu: stats::CpuRate,
     /// The system containers' cgroups, for the summary.
     system: stats::SystemContainers,
+    /// The containers' cgroups, collected once a housekeeping period for every reader.
+    containers: stats::ContainerCollector,
+    /// The machine's facts for `/metrics/cadvisor`, read once.
+    machine: cadvisor::MachineCache,
     /// The volume manager's view (the pods bound here and their mounted volumes), when the
     /// node runs pods.
     volumes: Option<VolumeView>,
@@ -246,6 +252,11 @@ impl Prepared {
             host: HostProbe::configured(config),
             node_cpu: stats::CpuRate::default(),
             system: stats::SystemContainers::new(config, jiff::Timestamp::now()),
+            containers: stats::ContainerCollector::new(
+                HostProbe::configured(config),
+                config.housekeeping_interval.0,
+            ),
+            machine: cadvisor::MachineCache::new(),
             volumes: parts.volumes,
             probes: parts.probes,
             system_log_query: config.enable_system_log_query,

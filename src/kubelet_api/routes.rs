@@ -10,7 +10,7 @@ use hyper::body::Incoming;
 use rustls::pki_types::CertificateDer;
 
 use super::{
-    ApiState, healthz, logs,
+    ApiState, cadvisor, healthz, logs,
     metrics::KUBELET_API_METRICS,
     node_logs, pods, probe_metrics,
     reply::{self, Reply},
@@ -74,6 +74,7 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
         (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
         (&Method::GET, "/configz") => return pods::configz(&state.config),
         (&Method::GET, "/metrics/resource") => return stats::resource_metrics::serve(state).await,
+        (&Method::GET, "/metrics/cadvisor") => return cadvisor::serve(state).await,
         (&Method::GET, "/metrics/probes") => {
             return probe_metrics::serve(state.probes.as_ref(), &state.pods.snapshot());
         }

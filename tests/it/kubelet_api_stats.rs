@@ -9,99 +9,11 @@ use super::{
     cri_pods::{NAMESPACE, Setup, create_pod, shell, spec},
     kubelet_api_logs::serve,
 };
-use crate::common::{eventually_async, pods::wait_running};
-
-/// One sample of the text exposition.
-#[derive(Debug, Clone, PartialEq)]
-struct Sample {
-    labels: BTreeMap<String, String>,
-    value: f64,
-    timestamp: Option<i64>,
-}
-
-/// One family: its `# TYPE` and its samples.
-#[derive(Debug, Default)]
-struct Family {
-    kind: Option<String>,
-    help: Option<String>,
-    samples: Vec<Sample>,
-}
-
-/// A strict parser of the Prometheus text format (0.0.4) for what the kubelet writes: a
-/// malformed line fails the test.
-fn parse(text: &str) -> BTreeMap<String, Family> {
-    let mut families: BTreeMap<String, Family> = BTreeMap::new();
-    for line in text.lines().filter(|line| !line.is_empty()) {
-        if let Some(rest) = line.strip_prefix("# ") {
-            let (keyword, rest) = rest.split_once(' ').expect("a comment keyword");
-            let (name, text) = rest.split_once(' ').expect("a name and its text");
-            let family = families.entry(name.to_owned()).or_default();
-            match keyword {
-                "TYPE" => family.kind = Some(text.to_owned()),
-                "HELP" => family.help = Some(text.to_owned()),
-                other => panic!("unknown comment {other:?} in {line:?}"),
-            }
-            continue;
-        }
-        let (name, labels, rest) = match line.split_once('{') {
-            Some((name, rest)) => {
-                let (labels, rest) = rest.split_once('}').expect("closed labels");
-                (name, labels, rest)
-            }
-            None => {
-                let (name, rest) = line.split_once(' ').expect("a value");
-                (name, "", rest)
-            }
-        };
-        let labels = labels
-            .split(',')
-            .filter(|pair| !pair.is_empty())
-            .map(|pair| {
-                let (key, value) = pair.split_once('=').expect("label=value");
-                let value = value
-                    .strip_prefix('"')
-                    .and_then(|value| value.strip_suffix('"'))
-                    .expect("a quoted label value");
-                (key.to_owned(), value.to_owned())
-            })
-            .collect();
-        let mut fields = rest.split_whitespace();
-        let value = fields.next().expect("a value").parse().expect("a float");
-        let timestamp = fields
-            .next()
-            .map(|ms| ms.parse().expect("integer milliseconds"));
-        assert!(fields.next().is_none(), "trailing fields in {line:?}");
-        let family = families.get_mut(name).unwrap_or_else(|| {
-            panic!("sample {line:?} before its family's # TYPE");
-        });
-        family.samples.push(Sample {
-            labels,
-            value,
-            timestamp,
-        });
-    }
-    families
-}
-
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-        .collect()
-}
-
-/// The one sample of `family` with exactly `wanted` labels.
-fn sample<'a>(
-    families: &'a BTreeMap<String, Family>,
-    family: &str,
-    wanted: &BTreeMap<String, String>,
-) -> Option<&'a Sample> {
-    families
-        .get(family)?
-        .samples
-        .iter()
-        .find(|sample| &sample.labels == wanted)
-}
+use crate::common::{
+    eventually_async,
+    pods::wait_running,
+    prometheus_text::{Sample, labels, parse, sample},
+};
 
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()

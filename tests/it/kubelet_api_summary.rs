@@ -87,6 +87,8 @@ struct PodStats {
     volume: Vec<VolumeStats>,
     #[serde(rename = "ephemeral-storage")]
     ephemeral_storage: Option<FsStats>,
+    /// The kubelet's one snake_case field (`json:"process_stats"`).
+    #[serde(rename = "process_stats")]
     process_stats: Option<serde_json::Value>,
 }
 
@@ -349,8 +351,22 @@ async fn the_summary_shows_the_node_and_a_running_pod_with_its_container_and_vol
             (NAMESPACE, uid.as_str())
         );
         recent(&pod.start_time);
-        assert!(pod.network.is_none() || pod.network.as_ref().is_some_and(|n| !n.time.is_empty()));
-        assert!(pod.process_stats.is_none() || pod.process_stats.is_some());
+        // The pod's network is its sandbox's namespace's; its processes its cgroups'.
+        let network = pod.network.as_ref().expect("the pod's network");
+        recent(&network.time);
+        assert!(
+            network
+                .interfaces
+                .iter()
+                .any(|i| i.name == "eth0" && i.rx_bytes.is_some()),
+            "{network:?}"
+        );
+        let processes = (pod.process_stats.as_ref()).and_then(|p| p["process_count"].as_u64());
+        assert!(
+            processes >= Some(2),
+            "pause and the shell: {:?}",
+            pod.process_stats
+        );
         let [container] = pod.containers.as_slice() else {
             panic!("one container: {:?}", pod.containers)
         };

@@ -55,6 +55,7 @@ mod image_gc;
 mod kubeconfig_tls;
 mod kubelet_api;
 mod kubelet_api_bounds;
+mod kubelet_api_cadvisor;
 mod kubelet_api_in_flight;
 mod kubelet_api_log_query;
 mod kubelet_api_logs;

@@ -1,11 +1,14 @@
-//! The node's and its pods' resource figures as the kubelet API serves them, collected once
-//! per request into the kubelet's Summary types (`summary`) and rendered as `/stats/summary`
-//! (`handler`) or `/metrics/resource` (`resource_metrics`). The node's figures come from the
-//! host (`node`, its pressure through `pressure`), its system containers from their cgroups
-//! (`system_containers`), the pods' and containers' CPU and memory from CRI stats and the node's pods
-//! view (`pods`), their storage from the runtime, the log directories and the volume manager's
-//! view (`storage`; full summary only, as the kubelet's `only_cpu_and_memory` leaves it out).
+//! The node's and its pods' resource figures as the kubelet API serves them, collected into
+//! the kubelet's Summary types (`summary`) and rendered as `/stats/summary` (`handler`) or
+//! `/metrics/resource` (`resource_metrics`). The node's figures come from the host (`node`, its
+//! pressure through `pressure`), its system containers from their cgroups
+//! (`system_containers`), the pods' and containers' CPU, memory and pressure from the shared
+//! cgroup collection (`collection`, which `/metrics/cadvisor` reads too) and the node's pods
+//! view (`pods`), their storage from the runtime's writable layers, the log directories and
+//! the volume manager's view (`storage`; full summary only, as the kubelet's
+//! `only_cpu_and_memory` leaves it out).
 
+pub mod collection;
 pub mod handler;
 mod node;
 mod pods;
@@ -16,8 +19,11 @@ pub mod summary;
 mod system_containers;
 
 use jiff::Timestamp;
-use nodepulse_actors::ports::{ContainerRuntimeError, HostError, RuntimeService};
+use nodepulse_actors::ports::{
+    ContainerRuntimeError, ContainerStatsFilter, HostError, RuntimeService, RuntimeStats,
+};
 
+pub use collection::ContainerCollector;
 pub use node::CpuRate;
 use summary::{NodeStats, Summary};
 pub use system_containers::SystemContainers;
@@ -45,21 +51,30 @@ pub enum StatsError {
 /// Reads the node's and its running pods' figures.
 pub async fn collect(state: &super::ApiState, scope: Scope) -> Result<Summary, StatsError> {
     let snapshot = state.pods.snapshot();
-    let (figures, image_fs) = match &state.runtime {
+    let (collection, layers, image_fs) = match &state.runtime {
         Some(runtime) => {
-            let image_fs = async {
-                match scope {
-                    Scope::CpuAndMemory => None,
-                    Scope::Full => (runtime.image_fs_info().await)
-                        .inspect_err(|error| tracing::debug!(%error, "no image filesystem stats"))
-                        .ok()
-                        .and_then(|filesystems| filesystems.into_iter().next()),
+            // The writable layers and the image filesystem are the runtime's figures, and the
+            // full summary's alone.
+            let full = async {
+                if scope == Scope::CpuAndMemory {
+                    return Ok((Vec::new(), None));
                 }
+                let (layers, image_fs) = futures::join!(
+                    runtime.list_container_stats(ContainerStatsFilter::default()),
+                    runtime.image_fs_info(),
+                );
+                let image_fs = (image_fs)
+                    .inspect_err(|error| tracing::debug!(%error, "no image filesystem stats"))
+                    .ok()
+                    .and_then(|filesystems| filesystems.into_iter().next());
+                Ok::<_, StatsError>((layers?, image_fs))
             };
-            let (figures, image_fs) = futures::join!(pods::runtime_figures(runtime), image_fs);
-            (Some(figures?), image_fs)
+            let (collection, full) =
+                futures::join!(state.containers.collect(Some(runtime), &snapshot), full);
+            let (layers, image_fs) = full?;
+            (Some(collection?), layers, image_fs)
         }
-        None => (None, None),
+        None => (None, Vec::new(), None),
     };
     let (node, system) = futures::join!(
         node::node_stats(state, scope, image_fs),
@@ -69,27 +84,27 @@ pub async fn collect(state: &super::ApiState, scope: Scope) -> Result<Summary, S
         system_containers: system?,
         ..node?
     };
-    let Some(figures) = figures else {
+    let Some(collection) = collection else {
         return Ok(Summary {
             node,
             pods: Vec::new(),
         });
     };
-    let mut pods = pods::assemble(&figures, &snapshot);
+    let mut pods = pods::assemble(&collection, &snapshot);
     match scope {
         Scope::CpuAndMemory => {
+            // The kubelet's `GetCPUAndMemoryStats` has no `io`, network or processes.
             for pod in &mut pods {
                 pod.network = None;
                 pod.process_stats = None;
+                pod.io = None;
+                for container in &mut pod.containers {
+                    container.io = None;
+                }
             }
         }
         Scope::Full => {
-            let files = storage::files(
-                &pods,
-                &figures.containers,
-                &snapshot,
-                state.volumes.as_ref(),
-            );
+            let files = storage::files(&pods, &layers, &snapshot, state.volumes.as_ref());
             let (host, nodefs) = (state.host.clone(), node.fs.clone());
             pods = tokio::task::spawn_blocking(move || {
                 storage::measure(&mut pods, &files, &host, nodefs.as_ref(), Timestamp::now());

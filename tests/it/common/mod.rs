@@ -27,6 +27,7 @@ pub mod oci_image;
 pub mod outage;
 pub mod pods;
 pub mod poll;
+pub mod prometheus_text;
 pub mod root_dir;
 pub mod settled;
 pub mod skip;
