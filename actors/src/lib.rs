@@ -9,6 +9,7 @@
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
 //! - [`image_gc`]: ImageGcActor, the kubelet's image manager: unused images removed under disk use.
 //! - [`kept_pod`]: a pod version kept as its packed JSON, decoded while it is new.
+//! - [`kubelet_metrics`]: the kubelet's `/metrics` families measured as the work happens.
 //! - [`lease`]: LeaseActor, the Node's Lease in `kube-node-lease`.
 //! - [`log_rotation`]: LogRotationActor, the kubelet's container log manager (size-based rotation).
 //! - [`messages`]: one type per fact the actors tell each other.
@@ -30,6 +31,7 @@ pub(crate) mod expansion;
 pub mod go_duration;
 pub mod image_gc;
 pub mod kept_pod;
+pub mod kubelet_metrics;
 pub mod lease;
 pub mod log_rotation;
 pub mod messages;

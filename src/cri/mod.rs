@@ -29,9 +29,12 @@ use std::{
 };
 
 use futures::{FutureExt, future::BoxFuture};
-use nodepulse_actors::ports::{
-    ImageFsUsage, ImageInfo, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService,
-    RuntimeStatus, RuntimeVersion,
+use nodepulse_actors::{
+    kubelet_metrics::{KUBELET_METRICS, runtime_operation},
+    ports::{
+        ImageFsUsage, ImageInfo, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService,
+        RuntimeStatus, RuntimeVersion,
+    },
 };
 
 pub use crate::config::{EndpointError, socket_path};
@@ -129,6 +132,36 @@ impl CriClient {
     {
         let grpc = self.grpc.clone();
         async move {
+            let operation = runtime_operation(method);
+            let started = tokio::time::Instant::now();
+            let outcome = Self::unary_call(&grpc, method, path, request, timeout).await;
+            // As the kubelet's instrumented runtime service counts every call, by operation.
+            let metrics = &KUBELET_METRICS;
+            metrics.runtime_operations.inc(&[&operation]);
+            let took = started.elapsed().as_secs_f64();
+            metrics
+                .runtime_operations_duration
+                .observe(&[&operation], took);
+            if outcome.is_err() {
+                metrics.runtime_operations_errors.inc(&[&operation]);
+            }
+            outcome
+        }
+        .boxed()
+    }
+
+    async fn unary_call<Request, Response>(
+        grpc: &UnixGrpc,
+        method: &'static str,
+        path: &'static str,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, CallFailure>
+    where
+        Request: prost::Message + Send + Sync + 'static,
+        Response: prost::Message + Default + Send + Sync + 'static,
+    {
+        {
             let path_buf = || grpc.socket().to_path_buf();
             if !grpc.socket().exists() {
                 grpc.forget_connection();
@@ -151,7 +184,6 @@ impl CriClient {
                     UnaryFailure::Status { code, message } => CallFailure::Status { code, message },
                 })
         }
-        .boxed()
     }
 }
 

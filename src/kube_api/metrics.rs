@@ -13,6 +13,7 @@ use std::{
 
 use futures::future::BoxFuture;
 use jiff::Timestamp;
+use nodepulse_actors::kubelet_metrics::KUBELET_METRICS;
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric},
@@ -347,20 +348,39 @@ fn method_verb(method: &http::Method, named: bool, watch: bool) -> &'static str 
     }
 }
 
-/// The tower layer that times every request of a kube-rs client into [`API_METRICS`].
-#[derive(Clone, Copy, Default)]
-pub struct TimingLayer;
+/// The tower layer that times every request of a kube-rs client into [`API_METRICS`], and
+/// into client-go's `rest_client_*` families of the kubelet's `/metrics` (by HTTP method and
+/// the server's `host:port`, which the request, relative under this layer, does not carry).
+#[derive(Clone, Default)]
+pub struct TimingLayer {
+    pub host: Arc<str>,
+}
 
 impl<S> tower::Layer<S> for TimingLayer {
     type Service = Timing<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        Timing { inner }
+        Timing {
+            inner,
+            host: Arc::clone(&self.host),
+        }
     }
 }
 
 #[derive(Clone)]
 pub struct Timing<S> {
     inner: S,
+    host: Arc<str>,
+}
+
+/// client-go's `rest_client_request_duration_seconds` and `rest_client_requests_total`.
+fn observe_rest_client(host: &str, method: &str, code: Option<u16>, took: Duration) {
+    let metrics = &KUBELET_METRICS;
+    let seconds = took.as_secs_f64();
+    metrics
+        .rest_client_request_duration
+        .observe(&[host, method], seconds);
+    let code = code.map_or_else(|| "<error>".to_owned(), |code| code.to_string());
+    metrics.rest_client_requests.inc(&[&code, host, method]);
 }
 
 impl<S, B, R> tower::Service<http::Request<B>> for Timing<S>
@@ -378,6 +398,7 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let (verb, resource) = classify(request.method(), request.uri());
+        let (host, method) = (Arc::clone(&self.host), request.method().clone());
         let started = Instant::now();
         let response = self.inner.call(request);
         Box::pin(async move {
@@ -386,7 +407,9 @@ where
                 .as_ref()
                 .ok()
                 .map(|response| response.status().as_u16());
-            API_METRICS.observe_request(verb, &resource, code, started.elapsed());
+            let took = started.elapsed();
+            API_METRICS.observe_request(verb, &resource, code, took);
+            observe_rest_client(&host, method.as_str(), code, took);
             result
         })
     }

@@ -154,12 +154,17 @@ fn timed_client(
     // Over the timing (a request's time waiting for its turn is not the server's), under the
     // retries (a request waiting out a Retry-After holds no place).
     let in_flight = in_flight::InFlightLayer::new(in_flight);
+    let timing = metrics::TimingLayer {
+        host: (config.cluster_url.authority())
+            .map_or_else(String::new, ToString::to_string)
+            .into(),
+    };
     let builder = match identity {
         Some(identity) => credentials::client::builder(&config, identity)?,
         None => kube::client::ClientBuilder::try_from(config)?,
     };
     Ok(builder
-        .with_layer(&metrics::TimingLayer)
+        .with_layer(&timing)
         .with_layer(&in_flight)
         .with_layer(&reachability::ReachabilityLayer(Arc::clone(reachability)))
         .with_layer(&retry_after::RetryAfterLayer::new(limiter))

@@ -24,6 +24,7 @@ mod forwarded_ports;
 mod go_regexp;
 mod healthz;
 mod journal;
+mod kubelet_metrics;
 mod logs;
 pub mod metrics;
 mod node_log_query;

@@ -43,6 +43,7 @@ const ACTOR_LAYERS: &[&[&str]] = &[
         "expansion",
         "go_duration",
         "kept_pod",
+        "kubelet_metrics",
         "quantity",
         "retry",
         "shrink",

@@ -59,6 +59,7 @@ mod kubelet_api_cadvisor;
 mod kubelet_api_in_flight;
 mod kubelet_api_log_query;
 mod kubelet_api_logs;
+mod kubelet_api_metrics;
 mod kubelet_api_stats;
 mod kubelet_api_streams;
 mod kubelet_api_summary;

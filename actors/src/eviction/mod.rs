@@ -245,6 +245,10 @@ impl EvictionSignalActor {
         let record = ((self.wall_clock)(), pod, threshold.signal.name().to_owned());
         match evictions.evict.try_send(eviction) {
             Ok(()) => {
+                let signal = [threshold.signal.name()];
+                crate::kubelet_metrics::KUBELET_METRICS
+                    .evictions
+                    .inc(&signal);
                 self.evicted.count += 1;
                 self.evicted.last = Some(record);
             }

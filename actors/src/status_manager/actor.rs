@@ -247,6 +247,7 @@ impl StatusManagerActor {
                 return;
             }
             stored.pods.insert(uid.clone(), kept.clone());
+            crate::kubelet_metrics::pod_phase(&uid, status.phase.as_deref());
             stored
                 .cache
                 .update(&pod, status, force, finished, (self.wall_clock)())
@@ -544,6 +545,7 @@ impl Handler<PodGone> for StatusManagerActor {
 
     fn handle(&mut self, message: PodGone, _: &mut Context<Self>) {
         self.store.lock().forget(&message.uid);
+        crate::kubelet_metrics::pod_forgotten(&message.uid);
         self.failed.remove(&message.uid);
         set_after_removal(&mut self.failed);
     }

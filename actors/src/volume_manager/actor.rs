@@ -32,6 +32,7 @@ use super::{
 use crate::{
     clock::{self, WallClock},
     kept_pod::KeptPod,
+    kubelet_metrics::storage_operation,
     messages::{NodeVolumeFacts, VolumesInUse},
     ports::{PodApi, PodEvent, PodSource, PodWatchEvent},
     shrink::{btree_map_after_removal, btree_set_after_removal},
@@ -352,7 +353,9 @@ impl VolumeManagerActor {
                 if plugin == Plugin::Csi {
                     return self.csi_tear_down((pod_uid, volume), ctx);
                 }
+                let started = Instant::now();
                 let result = self.host.tear_down(&pod_uid, &volume, plugin);
+                storage_operation(plugin.name(), "volume_unmount", started, result.is_ok());
                 self.settle(&key, result.map_err(OperationError::from), now);
                 if self.memory.read(|m| !m.failures.contains_key(&key)) {
                     self.memory
@@ -404,7 +407,10 @@ impl VolumeManagerActor {
         match volume.plugin {
             Plugin::Csi => self.csi_set_up(pod_uid, volume, ctx),
             Plugin::EmptyDir | Plugin::HostPath | Plugin::Image => {
+                let started = Instant::now();
                 let result = self.finish_set_up(&pod, &volume, None);
+                let (plugin, ok) = (volume.plugin.name(), result.is_ok());
+                storage_operation(plugin, "volume_mount", started, ok);
                 self.settle(&key, result.map_err(OperationError::from), Instant::now());
                 false
             }
@@ -420,6 +426,7 @@ impl VolumeManagerActor {
                 });
                 self.in_flight.insert(key.clone());
                 self.fetching += 1;
+                let started = Instant::now();
                 ctx.spawn(outcome.into_actor(self).map(
                     move |outcome: FetchOutcome, actor, ctx| {
                         actor.in_flight.remove(&key);
@@ -447,6 +454,8 @@ impl VolumeManagerActor {
                                 (actor.finish_set_up(&pod, &volume, Some(&payload)))
                                     .map_err(OperationError::from)
                             });
+                            let (plugin, ok) = (volume.plugin.name(), result.is_ok());
+                            storage_operation(plugin, "volume_mount", started, ok);
                             actor.settle(&key, result, Instant::now());
                         }
                         // Completions arriving together share one pass.

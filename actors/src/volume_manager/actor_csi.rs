@@ -10,11 +10,14 @@ use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
 use tokio::time::Instant;
 
 use super::{Key, VolumeManagerActor};
+use futures::FutureExt;
+
 use crate::{
+    kubelet_metrics::storage_operation,
     ports::{CsiNode, CsiPod},
     shrink::btree_map_after_removal,
     volume_manager::{
-        ClaimRef, MountState, PodVolume, StagedDevice, UniqueVolumeName,
+        ClaimRef, MountState, Plugin, PodVolume, StagedDevice, UniqueVolumeName,
         operation_error::OperationError, state::is_terminated,
     },
     volume_manager::{StorageApi, resolve_claim},
@@ -154,6 +157,7 @@ impl VolumeManagerActor {
             attachable: volume.attachable,
             state: MountState::Mounted,
         };
+        let started = Instant::now();
         let work = async move {
             if volume.attachable {
                 csi.publish_context = ports
@@ -181,6 +185,9 @@ impl VolumeManagerActor {
                 .map_err(|e| (true, ("MountVolume.SetUp", e.into())))?;
             Ok::<(), (bool, StepError)>(())
         };
+        let work = work.inspect(move |outcome| {
+            storage_operation(Plugin::Csi.name(), "volume_mount", started, outcome.is_ok());
+        });
         ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
             actor.in_flight.remove(&key);
             if !staged {
@@ -227,7 +234,16 @@ impl VolumeManagerActor {
         };
         self.in_flight.insert(key.clone());
         let pod_uid = key.0.clone();
-        let work = async move { ports.node.tear_down(pod_uid, csi).await };
+        let started = Instant::now();
+        let work =
+            async move { ports.node.tear_down(pod_uid, csi).await }.inspect(move |outcome| {
+                storage_operation(
+                    Plugin::Csi.name(),
+                    "volume_unmount",
+                    started,
+                    outcome.is_ok(),
+                );
+            });
         ctx.spawn(work.into_actor(self).map(move |outcome, actor, ctx| {
             actor.in_flight.remove(&key);
             match outcome {

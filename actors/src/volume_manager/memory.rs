@@ -23,6 +23,7 @@ use super::{
 };
 use crate::{
     kept_pod::KeptPod,
+    ports::CsiVolume,
     shrink::{btree_map_after_removal, btree_set_after_removal},
     volume_manager::PodVolumeView,
 };
@@ -244,6 +245,34 @@ impl VolumeView {
     pub fn pods(&self) -> Vec<Arc<Pod>> {
         self.memory
             .read(|memory| memory.pods.values().map(KeptPod::pod).collect())
+    }
+
+    /// The kubelet's `volume_manager_total_volumes`: the pods' volumes mounted
+    /// (`actual_state_of_world`) and wanted (`desired_state_of_world`), by the plugin's
+    /// qualified name (`kubernetes.io/csi:<driver>` for a CSI volume).
+    pub fn total_volumes(&self) -> BTreeMap<(&'static str, String), u64> {
+        let qualified = |plugin: Plugin, csi: Option<&Arc<CsiVolume>>| match csi {
+            Some(csi) if plugin == Plugin::Csi => format!("{}:{}", plugin.name(), csi.driver),
+            _ => plugin.name().to_owned(),
+        };
+        let mut totals = BTreeMap::new();
+        self.memory.read(|memory| {
+            for mounted in memory.actual.mounts.values() {
+                let plugin = qualified(mounted.plugin, mounted.csi.as_ref());
+                *totals.entry(("actual_state_of_world", plugin)).or_insert(0) += 1;
+            }
+            for uid in memory.pods.keys() {
+                let desired = memory.desired_pod(&self.node_name, uid);
+                let volumes = desired.pods.values().flat_map(|pod| pod.volumes.values());
+                for volume in volumes {
+                    let plugin = qualified(volume.plugin, volume.csi.as_ref());
+                    *totals
+                        .entry(("desired_state_of_world", plugin))
+                        .or_insert(0) += 1;
+                }
+            }
+        });
+        totals
     }
 }
 

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::NodeAddress;
+use nodepulse_actors::kubelet_metrics::{Certificate, Expiry, KUBELET_METRICS};
 
 use super::certified::{InstallError, SwappableCertificate};
 use super::identity::ClientIdentity;
@@ -86,6 +87,28 @@ impl Rotated {
         }
     }
 
+    /// Which certificate it is, for the kubelet's `/metrics`.
+    fn kind(&self) -> Certificate {
+        match self {
+            Self::Client(_) => Certificate::Client,
+            Self::Serving { .. } => Certificate::Serving,
+        }
+    }
+
+    /// When the certificate held at the time of asking expires.
+    fn expiry(&self) -> Expiry {
+        match self {
+            Self::Client(identity) => {
+                let identity = Arc::clone(identity);
+                Arc::new(move || Some(identity.certificate().validity()?.not_after))
+            }
+            Self::Serving { identity, .. } => {
+                let identity = Arc::clone(identity);
+                Arc::new(move || Some(identity.certificate().validity()?.not_after))
+            }
+        }
+    }
+
     /// Whether the template can change while the certificate lives (`dynamicTemplate`).
     fn follows_the_node(&self) -> bool {
         matches!(self, Self::Serving { .. })
@@ -124,6 +147,8 @@ impl Rotation {
     /// Rotates for as long as the daemon runs; returns only when the client certificate in
     /// use has expired while the API server answers (the daemon then exits).
     pub async fn run(self) {
+        // The kubelet registers the TTL gauge and the renewal error counter with the manager.
+        KUBELET_METRICS.rotating(self.certificate.kind(), self.certificate.expiry());
         if self.certificate.follows_the_node() {
             return self.rotate_forever().await;
         }
@@ -275,6 +300,7 @@ impl Rotation {
                     }
                 }
                 Some(Err(error)) => {
+                    (KUBELET_METRICS.renew_errors(self.certificate.kind())).inc(&[]);
                     self.server_responsive
                         .store(error.server_responsive(), Ordering::SeqCst);
                     tracing::warn!(%error, "{} rotation failed", purpose.noun());

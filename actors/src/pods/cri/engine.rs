@@ -322,10 +322,16 @@ impl Engine {
                     _ => break,
                 }
             };
+            // The kubelet's pod worker times each round by its update type.
+            let started = tokio::time::Instant::now();
+            let operation = if ending.is_some() { "kill" } else { "sync" };
             match ending {
                 Some(ending) => self.terminate(&uid, ending).await,
                 None => self.sync_pod(&uid).await,
             }
+            let took = started.elapsed().as_secs_f64();
+            (crate::kubelet_metrics::KUBELET_METRICS.pod_worker_duration)
+                .observe(&[operation], took);
             let mut core = self.core();
             let Some(entry) = core.pods.get_mut(&uid) else {
                 // Torn down and forgotten: its log directory (and anything left) is garbage.

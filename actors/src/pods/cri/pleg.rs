@@ -65,6 +65,7 @@ impl Engine {
         if self.runtime_name().await.is_none() {
             return Ok(());
         }
+        let _timed = crate::kubelet_metrics::relist_started();
         let started = Instant::now();
         let (sandboxes, containers) = self.list_all().await?;
         self.pleg_health.relisted(started);
