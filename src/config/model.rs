@@ -244,6 +244,9 @@ pub struct Config {
     /// How often the eviction signals are measured (10s; at least 1s).
     #[serde(default = "default_housekeeping_interval")]
     pub housekeeping_interval: GoDuration,
+    /// How often the mounted claims' figures of `kubelet_volume_stats_*` are measured (1m).
+    #[serde(default = "default_volume_stats_agg_period")]
+    pub volume_stats_agg_period: GoDuration,
     /// Image GC runs at or above this image filesystem usage (85; 100 with no maximum age: off).
     #[serde(
         default = "default_image_gc_high",
@@ -379,6 +382,10 @@ fn default_pressure_transition_period() -> GoDuration {
 
 fn default_housekeeping_interval() -> GoDuration {
     seconds(10)
+}
+
+fn default_volume_stats_agg_period() -> GoDuration {
+    seconds(60)
 }
 
 fn default_image_gc_high() -> i32 {

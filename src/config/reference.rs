@@ -322,6 +322,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "how often the eviction signals are measured (at least `1s`)",
     ),
     field(
+        "volumeStatsAggPeriod",
+        "how often the mounted claims' `kubelet_volume_stats_*` figures are measured; scrapes in between read the last measurement",
+    ),
+    field(
         "imageGCHighThresholdPercent",
         "image filesystem usage (0–100) at or above which unused images are removed; `100` with `imageMaximumGCAge: 0s` turns image GC off",
     ),

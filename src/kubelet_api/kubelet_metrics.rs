@@ -3,7 +3,8 @@
 //! starts, runtime operations, evictions, volume operations, API requests, certificate
 //! renewals), those read from state at each scrape (the node's name, running pods and
 //! containers from the pods view, the volume manager's volumes, the certificates' TTLs, the
-//! process's CPU and memory). Families sorted by name, as the Go registry gathers them.
+//! process's CPU and memory) and the mounted claims' `kubelet_volume_stats_*`. Families sorted
+//! by name, as the Go registry gathers them.
 
 use std::{
     collections::BTreeMap,
@@ -16,7 +17,7 @@ use nodepulse_actors::{
     ports::ContainerState,
 };
 
-use super::{ApiState, exposition, reply::Reply};
+use super::{ApiState, exposition, reply::Reply, stats::volume_stats::ClaimStats};
 
 /// What a scrape reads besides the recorded families.
 pub struct Scraped<'a> {
@@ -24,12 +25,16 @@ pub struct Scraped<'a> {
     pub pods: &'a PodsSnapshot,
     /// `volume_manager_total_volumes`: by (state, plugin).
     pub total_volumes: BTreeMap<(&'static str, String), u64>,
+    /// The mounted claims' figures, as last measured.
+    pub claims: &'a [ClaimStats],
     pub now: SystemTime,
 }
 
-pub fn serve(state: &ApiState) -> Reply {
+pub async fn serve(state: &ApiState) -> Reply {
     let pods = state.pods.snapshot();
+    let claims = state.volume_stats.claims(state.volumes.as_ref()).await;
     let scraped = Scraped {
+        claims: &claims,
         node_name: &state.node_name,
         pods: &pods,
         total_volumes: (state.volumes.as_ref())
@@ -202,6 +207,57 @@ fn ttl_seconds(expiry: SystemTime, now: SystemTime) -> f64 {
     }
 }
 
+/// `kubelet_volume_stats_*`: each mounted claim's filesystem figures.
+fn volume_stats(text: &mut Text, claims: &[ClaimStats]) {
+    type Figure = fn(&ClaimStats) -> Option<u64>;
+    let families: [(&'static str, &str, Figure); 6] = [
+        (
+            "kubelet_volume_stats_capacity_bytes",
+            "Capacity in bytes of the volume",
+            |c| c.fs.capacity_bytes,
+        ),
+        (
+            "kubelet_volume_stats_available_bytes",
+            "Number of available bytes in the volume",
+            |c| c.fs.available_bytes,
+        ),
+        (
+            "kubelet_volume_stats_used_bytes",
+            "Number of used bytes in the volume",
+            |c| c.fs.used_bytes,
+        ),
+        (
+            "kubelet_volume_stats_inodes",
+            "Maximum number of inodes in the volume",
+            |c| c.fs.inodes,
+        ),
+        (
+            "kubelet_volume_stats_inodes_free",
+            "Number of free inodes in the volume",
+            |c| c.fs.inodes_free,
+        ),
+        (
+            "kubelet_volume_stats_inodes_used",
+            "Number of used inodes in the volume",
+            |c| c.fs.inodes_used,
+        ),
+    ];
+    for (name, help, figure) in families {
+        let mut samples = String::new();
+        for claim in claims {
+            let Some(value) = figure(claim) else { continue };
+            let labels = [
+                ("namespace", claim.claim.namespace.as_str()),
+                ("persistentvolumeclaim", claim.claim.name.as_str()),
+            ];
+            #[allow(clippy::cast_precision_loss)]
+            let value = value as f64;
+            exposition::sample(&mut samples, name, &labels, value, None);
+        }
+        text.family(name, &format!("[ALPHA] {help}"), "gauge", &samples);
+    }
+}
+
 /// The Go process collector's two figures monitoring reads.
 fn process(text: &mut Text) {
     if let Some(cpu) = crate::proc_stats::cpu_seconds() {
@@ -274,6 +330,7 @@ pub fn render(scraped: &Scraped<'_>) -> String {
         "gauge",
         &samples,
     );
+    volume_stats(&mut text, scraped.claims);
     process(&mut text);
     text.finish()
 }

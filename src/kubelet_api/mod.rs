@@ -98,6 +98,8 @@ pub struct ApiState {
     system: stats::SystemContainers,
     /// The containers' cgroups, collected once a housekeeping period for every reader.
     containers: stats::ContainerCollector,
+    /// The mounted claims' figures for `/metrics`, measured once a `volumeStatsAggPeriod`.
+    volume_stats: stats::VolumeStatsCache,
     /// The machine's facts for `/metrics/cadvisor`, read once.
     machine: cadvisor::MachineCache,
     /// The volume manager's view (the pods bound here and their mounted volumes), when the
@@ -258,6 +260,7 @@ impl Prepared {
                 config.housekeeping_interval.0,
             ),
             machine: cadvisor::MachineCache::new(),
+            volume_stats: stats::VolumeStatsCache::new(config.volume_stats_agg_period.0),
             volumes: parts.volumes,
             probes: parts.probes,
             system_log_query: config.enable_system_log_query,

@@ -73,7 +73,7 @@ async fn route(state: &ApiState, request: Request<Incoming>) -> Reply {
         (&Method::GET, "/pods" | "/pods/") => return pods::bound_pods(state.volumes.as_ref()),
         (&Method::GET, "/runningpods" | "/runningpods/") => return pods::running_pods(&state.pods),
         (&Method::GET, "/configz") => return pods::configz(&state.config),
-        (&Method::GET, "/metrics") => return kubelet_metrics::serve(state),
+        (&Method::GET, "/metrics") => return kubelet_metrics::serve(state).await,
         (&Method::GET, "/metrics/resource") => return stats::resource_metrics::serve(state).await,
         (&Method::GET, "/metrics/cadvisor") => return cadvisor::serve(state).await,
         (&Method::GET, "/metrics/probes") => {

@@ -63,6 +63,7 @@ mod kubelet_api_metrics;
 mod kubelet_api_stats;
 mod kubelet_api_streams;
 mod kubelet_api_summary;
+mod kubelet_api_volume_stats;
 mod layering;
 mod lease;
 mod metrics;

@@ -17,6 +17,7 @@ pub mod resource_metrics;
 mod storage;
 pub mod summary;
 mod system_containers;
+pub mod volume_stats;
 
 use jiff::Timestamp;
 use nodepulse_actors::ports::{
@@ -27,6 +28,7 @@ pub use collection::ContainerCollector;
 pub use node::CpuRate;
 use summary::{NodeStats, Summary};
 pub use system_containers::SystemContainers;
+pub use volume_stats::VolumeStatsCache;
 
 /// How much one scrape reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

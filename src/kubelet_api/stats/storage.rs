@@ -118,6 +118,19 @@ pub fn files(
         .collect()
 }
 
+/// Every mounted claim's volume directory, pod by pod: what `kubelet_volume_stats_*` measure.
+pub fn claim_volumes(view: &VolumeView) -> Vec<(PvcReference, PathBuf)> {
+    let uids = view
+        .pods()
+        .iter()
+        .filter_map(|pod| pod.metadata.uid.clone())
+        .collect::<Vec<_>>();
+    uids.iter()
+        .flat_map(|uid| pod_volumes(view, uid))
+        .filter_map(|volume| Some((volume.pvc_ref?, volume.path)))
+        .collect()
+}
+
 fn pod_volumes(view: &VolumeView, uid: &str) -> Vec<PodVolume> {
     let Some(pod) = view.pod(uid) else {
         return Vec::new();
