@@ -67,6 +67,7 @@ mod kubelet_api_volume_stats;
 mod layering;
 mod lease;
 mod metrics;
+mod monitoring_names;
 mod node_identity;
 mod node_signal_conditions;
 mod node_status;
