@@ -11,6 +11,7 @@ if [ -f emulator/ci-setup.sh ]; then
   bash emulator/ci-setup.sh
 fi
 bash scripts/ci-setup-containerd.sh  # containerd, runc, CNI plugins and busybox-static for the runtime and pod tests
+bash scripts/ci-setup-prometheus.sh  # Debian's prometheus for tests/it/prometheus_scrape.rs
 # openssl mints the test certificates of tests/kubeconfig_tls.rs.
 if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq

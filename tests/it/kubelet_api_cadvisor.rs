@@ -6,7 +6,7 @@
 //! of the one under a CPU limit, the pod's network on its sandbox, the pod's own summed series,
 //! the node's root and the machine's families, and no series written twice.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::{
     cri_pods::{NAMESPACE, Setup, create_pod, runtime_id, shell},
@@ -15,7 +15,7 @@ use super::{
 use crate::common::{
     eventually_async, host_cgroups,
     pods::wait_running,
-    prometheus_text::{Family, parse},
+    prometheus_text::{Family, parse, written_twice},
 };
 
 /// What a container writes into the pod's `/dev/shm` (tmpfs: charged to its cgroup, and not
@@ -120,11 +120,7 @@ async fn container_figures_follow_a_container_burning_cpu_and_one_holding_memory
         })
         .await;
         let (text, first) = scrape().await;
-        let mut seen = BTreeSet::new();
-        for line in text.lines().filter(|line| !line.starts_with('#')) {
-            let series = line.rsplitn(3, ' ').last().expect("a series");
-            assert!(seen.insert(series.to_owned()), "written twice: {series}");
-        }
+        assert_eq!(written_twice(&text), Vec::<String>::new());
         for (family, served) in &first {
             assert!(served.help.is_some() && served.kind.is_some(), "{family}");
         }

@@ -28,6 +28,8 @@ use crate::common::{
 pub(crate) struct Api {
     pub(crate) served: KubeletApi,
     pub(crate) client: KubeletClient,
+    /// The CA whose client certificates the API accepts.
+    pub(crate) ca: TestCa,
     _root: RootDir,
     _ca_file: tempfile::NamedTempFile,
 }
@@ -81,6 +83,7 @@ pub(crate) async fn serve_with(node: &CriNode, kubeconfig: &std::path::Path, ext
     Api {
         served,
         client,
+        ca,
         _root: root,
         _ca_file: ca_file,
     }

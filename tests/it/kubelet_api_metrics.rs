@@ -4,7 +4,7 @@
 //! process's (the kubelet's registry is process-wide too), so counts are checked as at least
 //! what this node did; the node's name, its running pods and volumes are this node's own.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::json;
 
@@ -15,7 +15,7 @@ use super::{
 use crate::common::{
     eventually_async,
     pods::wait_running,
-    prometheus_text::{Family, Sample, parse},
+    prometheus_text::{Family, Sample, parse, written_twice},
 };
 
 /// The samples named `name` whose labels include every pair of `wanted`.
@@ -105,11 +105,7 @@ async fn the_kubelets_own_metrics_are_served_for_a_node_running_a_pod() {
         })
         .await;
         let (text, families) = scrape().await;
-        let mut seen = BTreeSet::new();
-        for line in text.lines().filter(|line| !line.starts_with('#')) {
-            let series = line.rsplit_once(' ').expect("a series").0;
-            assert!(seen.insert(series.to_owned()), "written twice: {series}");
-        }
+        assert_eq!(written_twice(&text), Vec::<String>::new());
         for (family, served) in &families {
             assert!(served.help.is_some() && served.kind.is_some(), "{family}");
         }

@@ -76,6 +76,7 @@ mod pod_generation;
 mod pods;
 mod probes;
 mod process_faults;
+mod prometheus_scrape;
 mod reliability_security;
 mod runtime_probe;
 mod serving_certificate;

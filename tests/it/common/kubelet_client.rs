@@ -42,6 +42,21 @@ impl TestCa {
 
     /// A client certificate for `user` in `group`.
     pub fn client(&self, user: &str, group: &str) -> ClientIdentity {
+        let (certificate, key) = self.issue(user, group);
+        ClientIdentity {
+            chain: vec![certificate.der().clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        }
+    }
+
+    /// [`Self::client`] as PEM files hold it (certificate, key), for a client outside the
+    /// test process such as Prometheus.
+    pub fn client_pem(&self, user: &str, group: &str) -> (String, String) {
+        let (certificate, key) = self.issue(user, group);
+        (certificate.pem(), key.serialize_pem())
+    }
+
+    fn issue(&self, user: &str, group: &str) -> (rcgen::Certificate, KeyPair) {
         let key = KeyPair::generate().expect("key");
         let mut params = CertificateParams::default();
         params.distinguished_name.push(DnType::CommonName, user);
@@ -50,10 +65,7 @@ impl TestCa {
             .push(DnType::OrganizationName, group);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let certificate = params.signed_by(&key, &self.issuer).expect("sign");
-        ClientIdentity {
-            chain: vec![certificate.der().clone()],
-            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        }
+        (certificate, key)
     }
 }
 

@@ -107,3 +107,19 @@ pub fn sample<'a>(
         .iter()
         .find(|sample| &sample.labels == wanted)
 }
+
+/// The series `text` writes more than once (its name and labels; a scraper keeps one).
+pub fn written_twice(text: &str) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let series = text
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'));
+    let series = series.map(|line| match line.rfind('}') {
+        Some(end) => &line[..=end],
+        None => line.split(' ').next().unwrap_or(line),
+    });
+    series
+        .filter(|series| !seen.insert(*series))
+        .map(str::to_owned)
+        .collect()
+}
