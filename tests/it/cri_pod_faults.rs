@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::pods::{phase, running_and_ready, wait_pod};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use nodepulse_actors::pods::{InjectProviderFault, cri::EngineFault};
+use nodepulse_actors::pods::{InjectProviderFault, ProviderFault};
 use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::json;
 
@@ -160,7 +160,9 @@ async fn a_pod_worker_that_panics_is_counted_and_its_pod_still_deleted_and_clean
         let uid = running.metadata.uid.clone().expect("a uid");
         let armed = node
             .pod_lifecycle
-            .request(InjectProviderFault(EngineFault::PodWorker { pod_uid: uid }))
+            .request(InjectProviderFault(ProviderFault::PodWorker {
+                pod_uid: uid,
+            }))
             .await
             .expect("the pod lifecycle actor answers");
         assert!(armed, "the CRI provider takes the fault");

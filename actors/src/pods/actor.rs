@@ -12,10 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use nodepulse_supervisor::{Mailbox, SendError, SupervisedActor};
 use serde_json::json;
 
-use super::{
-    cri::EngineFault,
-    provider::{Outgoing, PodLifecycleState, PodUpdate},
-};
+use super::provider::{Outgoing, PodLifecycleState, PodUpdate, ProviderFault};
 use crate::{
     clock::{self, WallClock},
     messages::{PodGone, PodObserved, SetContainerReadiness, SetPodStatus, StopPod, TerminatePod},
@@ -303,7 +300,7 @@ impl Handler<StopPod> for PodLifecycleActor {
 /// the supervisor's kill modes are for actors: whether the provider has such tasks.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "bool")]
-pub struct InjectProviderFault(pub EngineFault);
+pub struct InjectProviderFault(pub ProviderFault);
 
 impl Handler<InjectProviderFault> for PodLifecycleActor {
     type Result = bool;

@@ -42,7 +42,9 @@ pub use crate::ports::{
     ContainerRecord, PodRecord, PodsPublisher, PodsSnapshot, PodsView, SandboxRecord,
 };
 pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
-pub use provider::{Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, UpdateSink};
+pub use provider::{
+    Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, ProviderFault, UpdateSink,
+};
 pub use simulated::{SimulatedPods, SimulatedSettings};
 pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
 pub use starting::{Start, StartError, StartHealth, StartingProvider};

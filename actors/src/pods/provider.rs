@@ -12,7 +12,6 @@ use std::{
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
-use super::cri::EngineFault;
 use crate::{
     kept_pod::KeptPod,
     messages::StopPod,
@@ -39,6 +38,17 @@ pub enum PodUpdate {
     /// An Event about the pod (Pulled, Created, Started, ...), recorded through the same
     /// events path as the volume manager's, after the updates queued before it.
     Event { pod: Arc<Pod>, event: PodEvent },
+}
+
+/// Fault injection into a provider's own tasks, as the supervisor's kill modes are for the
+/// actors: which task panics next. Only a provider with tasks of its own (the CRI engine) takes
+/// one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderFault {
+    /// The next round of this pod's worker.
+    PodWorker { pod_uid: String },
+    /// The next pass of the PLEG (the pod lifecycle event generator, which relists the runtime).
+    Pleg,
 }
 
 /// How a provider that works asynchronously tells the actor that updates wait for `tick`.
@@ -83,7 +93,7 @@ pub trait PodLifecycleProvider: Send + 'static {
     fn stop(&mut self) {}
     /// Fault injection: arms `fault` in the provider's own tasks; whether it has such tasks
     /// (only the CRI provider does).
-    fn inject_fault(&mut self, _fault: EngineFault) -> bool {
+    fn inject_fault(&mut self, _fault: ProviderFault) -> bool {
         false
     }
     /// The pods that may still run, with what they use.

@@ -15,10 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{
-    cri::EngineFault,
-    provider::{PodLifecycleProvider, PodUpdate, UpdateSink},
-};
+use super::provider::{PodLifecycleProvider, PodUpdate, ProviderFault, UpdateSink};
 use crate::{
     kept_pod::KeptPod,
     messages::StopPod,
@@ -234,7 +231,7 @@ impl PodLifecycleProvider for StartingProvider {
         }
     }
 
-    fn inject_fault(&mut self, fault: EngineFault) -> bool {
+    fn inject_fault(&mut self, fault: ProviderFault) -> bool {
         (self.provider.as_mut()).is_some_and(|provider| provider.inject_fault(fault))
     }
 

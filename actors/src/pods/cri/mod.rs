@@ -66,7 +66,7 @@ use tokio::{runtime::Handle, sync::oneshot};
 pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD, default_sandboxes_at_once};
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
-pub use tasks::{EngineFault, TaskPanics};
+pub use tasks::TaskPanics;
 pub use view::{
     CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,
@@ -75,7 +75,7 @@ pub use view::{
 use engine::{Ending, Engine, PodEntry};
 use pod_state::{End, Work};
 
-use super::provider::{PodLifecycleProvider, PodUpdate, UpdateSink};
+use super::provider::{PodLifecycleProvider, PodUpdate, ProviderFault, UpdateSink};
 use crate::{
     kept_pod::KeptPod,
     messages::StopPod,
@@ -359,7 +359,7 @@ impl PodLifecycleProvider for CriPods {
         self.engine.wake();
     }
 
-    fn inject_fault(&mut self, fault: EngineFault) -> bool {
+    fn inject_fault(&mut self, fault: ProviderFault) -> bool {
         self.engine.inject_fault(fault);
         true
     }

@@ -5,16 +5,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{
-    EngineFault,
-    tests::{Harness, phase, pod},
-};
-use crate::pods::provider::PodLifecycleProvider;
+use super::tests::{Harness, phase, pod};
+use crate::pods::{PodLifecycleProvider, ProviderFault};
 
 #[tokio::test(start_paused = true)]
 async fn a_pod_worker_that_panics_is_counted_and_the_pod_syncs_again() {
     let mut harness = Harness::new();
-    assert!(harness.pods.inject_fault(EngineFault::PodWorker {
+    assert!(harness.pods.inject_fault(ProviderFault::PodWorker {
         pod_uid: "u1".to_owned()
     }));
     harness.apply(&pod("Never", json!({})));
@@ -37,7 +34,7 @@ async fn a_panic_that_ends_the_pleg_restarts_it_counted() {
     harness
         .status_where("Running", |s| phase(s) == "Running")
         .await;
-    assert!(harness.pods.inject_fault(EngineFault::Pleg));
+    assert!(harness.pods.inject_fault(ProviderFault::Pleg));
     tokio::time::sleep(Duration::from_secs(5)).await;
     let panics = &harness.pods.debug_state()["taskPanics"];
     assert_eq!(panics["pleg"], 1, "{panics}");

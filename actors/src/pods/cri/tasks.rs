@@ -1,7 +1,7 @@
 //! The engine's tasks under supervision, as the actors are under the supervisor: a panic in
 //! a pod's worker is caught, logged and counted, and the pod re-armed (it syncs again after the
 //! sync-error back-off, instead of staying busy forever); a panic that ends the PLEG, the event
-//! stream's follower or the garbage collector restarts that task, counted. [`EngineFault`] makes
+//! stream's follower or the garbage collector restarts that task, counted. [`ProviderFault`] makes
 //! the next such task panic on purpose, as the actors' kill modes do.
 
 use std::{
@@ -16,7 +16,7 @@ use super::{
     engine::{Engine, SYNC_ERROR_BACKOFF},
     worker::later,
 };
-use crate::prober::RestartContainer;
+use crate::{pods::ProviderFault, prober::RestartContainer};
 
 /// How long a task that panicked waits before it runs again: a panic that repeats on every
 /// run costs a log line a second, not a spinning thread.
@@ -28,15 +28,6 @@ pub enum EngineTask {
     Pleg,
     EventedPleg,
     GarbageCollection,
-}
-
-/// Fault injection: what is to panic next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EngineFault {
-    /// The next round of this pod's worker.
-    PodWorker { pod_uid: String },
-    /// The PLEG's next pass.
-    Pleg,
 }
 
 /// Panics caught per kind of task, for the debug view.
@@ -73,14 +64,14 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
 
 impl Engine {
     /// Arms `fault`: the next task it names panics.
-    pub fn inject_fault(&self, fault: EngineFault) {
+    pub fn inject_fault(&self, fault: ProviderFault) {
         tracing::warn!(?fault, "fault injection: the next such engine task panics");
         let mut core = self.core();
         match fault {
-            EngineFault::PodWorker { pod_uid } => {
+            ProviderFault::PodWorker { pod_uid } => {
                 core.faults.workers.insert(pod_uid);
             }
-            EngineFault::Pleg => core.faults.pleg = true,
+            ProviderFault::Pleg => core.faults.pleg = true,
         }
     }
 
