@@ -21,11 +21,9 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod cri;
 pub mod daemon;
 pub mod debug;
 pub mod fleet;
-pub mod grpc;
 pub mod heap;
 pub mod host;
 pub mod kube_api;

@@ -5,7 +5,7 @@
 //! - [`config_source`]: where a pod came from (the `kubernetes.io/config.*` annotations):
 //!   static pods and their mirror pods.
 //! - [`eviction`]: EvictionSignalActor, the host's pressure signals against the thresholds.
-//! - `expansion`: the kubelet's `$(VAR)` expansion, for env values and probe commands.
+//! - [`expansion`]: the kubelet's `$(VAR)` expansion, for env values and probe commands.
 //! - [`go_duration`]: Go's duration text, for the kubelet's messages.
 //! - [`image_gc`]: ImageGcActor, the kubelet's image manager: unused images removed under disk use.
 //! - [`kept_pod`]: a pod version kept as its packed JSON, decoded while it is new.
@@ -27,7 +27,7 @@
 pub mod clock;
 pub mod config_source;
 pub mod eviction;
-pub(crate) mod expansion;
+pub mod expansion;
 pub mod go_duration;
 pub mod image_gc;
 pub mod kept_pod;

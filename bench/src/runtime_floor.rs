@@ -13,14 +13,11 @@ use std::{
 };
 
 use futures::{StreamExt, stream};
-use nodepulse::cri::CriClient;
-use nodepulse_actors::{
-    pods::cri::{POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL},
-    ports::{
-        ContainerConfig, ContainerRuntime, Labels, Mount, SandboxConfig, SandboxFilter,
-        SandboxMetadata,
-    },
+use nodepulse_actors::ports::{
+    ContainerConfig, ContainerRuntime, Labels, Mount, SandboxConfig, SandboxFilter, SandboxMetadata,
 };
+use nodepulse_cri::client::CriClient;
+use nodepulse_cri::provider::{POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL};
 use serde_json::{Value, json};
 
 use crate::{

@@ -5,6 +5,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Some((selector, reply)) = data.split_first() {
-        nodepulse::cri::read_reply(*selector, reply);
+        nodepulse_cri::client::read_reply(*selector, reply);
     }
 });

@@ -6,7 +6,6 @@
 mod aliasing;
 mod container_logs;
 mod duration;
-mod endpoint;
 mod fleet;
 mod kubelet_api;
 mod model;
@@ -20,7 +19,6 @@ use std::path::{Path, PathBuf};
 pub use aliasing::{ExcessiveAliasing, check_aliasing};
 pub use container_logs::{MaxSizeError, parse_max_size};
 pub use duration::{DurationError, GoDuration};
-pub use endpoint::{EndpointError, socket_path};
 pub use fleet::{
     FLEET_NODE_STATUS_SYNCS, FLEET_NODE_VOLUME_FETCHES, FleetSizeError, generated_name,
     with_generated,
@@ -33,6 +31,7 @@ pub use model::{
     BackoffConfig, Config, DebugConfig, FaultInjectionConfig, FleetNodeConfig, RuntimeKind,
     StandaloneConfig, SupervisionConfig, TaintConfig,
 };
+pub use nodepulse_cri::client::{EndpointError, socket_path};
 pub use published::HIDDEN;
 pub use settings::{Bootstrap, Overrides, Settings, SettingsError};
 pub use validate::{InvalidSetting, check_node_name};

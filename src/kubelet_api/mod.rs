@@ -57,11 +57,11 @@ pub use tls::TlsError;
 
 use crate::{
     config::{AuthorizationMode, Settings},
-    cri::CriClient,
     host::HostProbe,
     kube_api::credentials::ServingIdentity,
     listen::WhenTaken,
 };
+use nodepulse_cri::client::CriClient;
 
 /// Why the kubelet API cannot start. None is retried: the configuration, the files or the
 /// port's other user must change.

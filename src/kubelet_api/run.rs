@@ -16,7 +16,7 @@ use nodepulse_actors::{
 };
 
 use super::reply::{self, Reply};
-use crate::cri::CriClient;
+use nodepulse_cri::client::CriClient;
 
 /// Serves `/run/` with the path's `segments` after the prefix and the request's `query`.
 pub async fn serve(

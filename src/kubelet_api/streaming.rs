@@ -18,7 +18,7 @@ use super::{
     metrics::KUBELET_API_METRICS,
     reply::{self, Reply},
 };
-use crate::cri::{CriClient, StreamingError, proto::streaming as cri};
+use nodepulse_cri::client::{CriClient, StreamingError, proto::streaming as cri};
 
 /// Which stream a path asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

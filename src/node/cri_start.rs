@@ -7,23 +7,23 @@ use std::{io, net::IpAddr, path::PathBuf, sync::Arc};
 
 use nodepulse_actors::{
     node_status::NodeView,
-    pods::{
-        PodLifecycleProvider, PodsPublisher, Start,
-        cri::{ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD, default_sandboxes_at_once},
-    },
+    pods::{PodLifecycleProvider, PodsPublisher, Start},
     ports::{HealthChecks, MachineFacts},
     prober::{ProbePods, ProbeResults, ProberKept},
     volume_manager::{PodDirs, PodVolumeView, VolumeSourceApi},
+};
+use nodepulse_cri::provider::{
+    ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD, default_sandboxes_at_once,
 };
 use nodepulse_supervisor::Recipient;
 
 use super::ApiPorts;
 use crate::{
     config::{Config, EndpointError},
-    cri::CriClient,
     prober::ProbeHandlers,
     volume::sub_path::DiskSubPaths,
 };
+use nodepulse_cri::client::CriClient;
 
 /// Why the CRI pod provider did not start this time.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@ use nodepulse_actors::{
 use nodepulse_supervisor::SupervisorHandle;
 
 use super::NodeAddresses;
-use crate::cri::CriClient;
+use nodepulse_cri::client::CriClient;
 
 /// A started node.
 #[derive(Clone)]

@@ -9,10 +9,10 @@ use nodepulse_actors::ports::{HostSignals, MachineFacts, RuntimeService};
 use super::runtime::{cri_client, runtime};
 use crate::{
     config::{EndpointError, Settings},
-    cri::CriClient,
     host::HostProbe,
     machine::ProcMachine,
 };
+use nodepulse_cri::client::CriClient;
 
 #[derive(Clone)]
 pub struct NodeResources {

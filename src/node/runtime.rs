@@ -9,10 +9,8 @@ use nodepulse_actors::ports::{
     ImageFsUsage, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion,
 };
 
-use crate::{
-    config::{Config, EndpointError, RuntimeKind},
-    cri::CriClient,
-};
+use crate::config::{Config, EndpointError, RuntimeKind};
+use nodepulse_cri::client::CriClient;
 
 /// The node's CRI client, or why the endpoint cannot be used; `None` for a simulated runtime.
 /// Validation has checked the endpoint; should it still not parse, it is said once, here.

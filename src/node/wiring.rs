@@ -45,9 +45,9 @@ use super::{
 };
 use crate::{
     config::{EndpointError, RuntimeKind, Settings},
-    cri::CriClient,
     volume::{csi::CsiDrivers, host::DiskVolumeHost},
 };
+use nodepulse_cri::client::CriClient;
 
 /// How the Ready message names the CRI pod provider when it cannot start.
 const CRI_PROVIDER: &str = "CRI pod provider";

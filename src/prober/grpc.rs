@@ -1,6 +1,6 @@
 //! The `grpc` probe: `grpc.health.v1.Health/Check` over plaintext HTTP/2 with the kubelet's
 //! user agent, the whole probe bounded by the timeout, and `pkg/probe/grpc`'s texts. The two
-//! messages are written by hand with prost's derives, as `src/cri/proto` does (no protoc).
+//! messages are written by hand with prost's derives, as `cri/src/client/proto` does (no protoc).
 
 use std::time::Duration;
 

@@ -15,11 +15,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use nodepulse::cri::{clamp_oom_score_adj, own_oom_score_adj};
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerRuntime, ContainerRuntimeError, ContainerState,
     DnsConfig, LinuxResources, Mount, SandboxConfig, SandboxState,
 };
+use nodepulse_cri::client::{clamp_oom_score_adj, own_oom_score_adj};
 
 /// The runtime's side of a pod: the sandbox's config and id, and how long RunPodSandbox took.
 struct Sandbox {

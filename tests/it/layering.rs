@@ -16,8 +16,8 @@ const LAYERS: &[&[&str]] = &[
     // The debug endpoint shows the kubelet API's streams; the API never reads the endpoint.
     &["debug"],
     &["kubelet_api"],
-    &["kube_api", "cri", "prober", "host", "machine", "volume"],
-    &["config", "grpc", "heap", "listen"],
+    &["kube_api", "prober", "host", "machine", "volume"],
+    &["config", "heap", "listen"],
     &["proc_stats"],
 ];
 

@@ -25,12 +25,12 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use nodepulse::{
     config::{Config, Settings, Source},
-    cri::CriClient,
     host::HostProbe,
     kube_api::KubeApi,
     node::{NodeActors, NodeResources, Parts},
 };
 use nodepulse_actors::ports::{HostSignals, RuntimeService};
+use nodepulse_cri::client::CriClient;
 use nodepulse_supervisor::SupervisorHandle;
 
 /// NodeStatus and Lease from the daemon's wiring, fed by the signal actors on the given runtime

@@ -17,7 +17,6 @@ use collector::{Received, collector, test_supervisor};
 use common::{eventually, eventually_async};
 use containerd::Containerd;
 use futures::{FutureExt, future::BoxFuture};
-use nodepulse::cri::CriClient;
 use nodepulse_actors::{
     messages::RuntimeHealth,
     ports::{
@@ -27,6 +26,7 @@ use nodepulse_actors::{
         NETWORK_STATE_UNKNOWN, ProbeStore, RuntimeProbeActor, RuntimeProbeSettings, UpdatePodCidr,
     },
 };
+use nodepulse_cri::client::CriClient;
 use nodepulse_supervisor::{ChildSpec, Kept, Mailbox, SupervisorHandle, mailbox};
 
 const PERIOD: Duration = Duration::from_millis(200);

@@ -11,7 +11,6 @@ pub mod admission;
 #[cfg(test)]
 mod admission_tests;
 pub mod annotations;
-pub mod cri;
 pub mod env;
 mod env_file;
 mod env_sources;
@@ -46,7 +45,9 @@ pub use provider::{
     Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, ProviderFault, UpdateSink,
 };
 pub use simulated::{SimulatedPods, SimulatedSettings};
-pub use simulated_status::{Placement, Stage, container_id, qos_class, simulated_status};
+pub use simulated_status::{
+    Placement, Stage, condition, container_id, qos_class, simulated_status,
+};
 pub use starting::{Start, StartError, StartHealth, StartingProvider};
 
 /// The name PodLifecycleActor has in the supervisor, logs and the debug endpoint.

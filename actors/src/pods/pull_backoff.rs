@@ -76,7 +76,7 @@ impl PullBackoff {
     }
 
     /// `Backoff.GC`: entries not updated for twice the cap go.
-    pub(super) fn forget_stale(&mut self, now: tokio::time::Instant) {
+    pub fn forget_stale(&mut self, now: tokio::time::Instant) {
         self.entries
             .retain(|_, entry| now.saturating_duration_since(entry.last_update) <= Self::MAX * 2);
     }

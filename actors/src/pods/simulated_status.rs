@@ -67,7 +67,8 @@ fn init_containers(pod: &Pod) -> &[Container] {
         .unwrap_or_default()
 }
 
-pub(crate) fn condition(
+/// A pod condition of type `kind`, `True` or `False`, with its reason and message.
+pub fn condition(
     kind: &str,
     status: bool,
     reason: Option<&str>,

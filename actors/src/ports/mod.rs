@@ -6,8 +6,8 @@ mod api;
 mod container_runtime;
 mod csi_node;
 mod csi_registration;
-#[cfg(test)]
-pub(crate) mod fakes;
+#[cfg(any(test, feature = "fakes"))]
+pub mod fakes;
 mod health_checks;
 mod host;
 mod lease;

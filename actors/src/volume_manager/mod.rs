@@ -11,8 +11,8 @@ pub mod claim;
 pub mod content;
 pub mod csi_names;
 mod debug;
-#[cfg(test)]
-pub(crate) mod fakes;
+#[cfg(any(test, feature = "fakes"))]
+pub mod fakes;
 mod fetch;
 #[cfg(test)]
 mod fetch_tests;

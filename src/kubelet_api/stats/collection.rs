@@ -18,14 +18,12 @@ use nodepulse_actors::{pods::PodsSnapshot, ports::ContainerState};
 use tokio::time::Instant;
 
 use super::StatsError;
-use crate::{
-    cri::{CriClient, RuntimeProcess},
-    host::{
-        HostProbe,
-        cgroup::{CgroupFigures, DeviceNames},
-        network::InterfaceCounters,
-    },
+use crate::host::{
+    HostProbe,
+    cgroup::{CgroupFigures, DeviceNames},
+    network::InterfaceCounters,
 };
+use nodepulse_cri::client::{CriClient, RuntimeProcess};
 
 /// What a cgroup is to its pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -6,7 +6,7 @@ use std::{path::Path, time::Duration};
 
 use nodepulse_actors::ports::CsiCallError;
 
-use crate::grpc::{UnaryFailure, UnixGrpc};
+use nodepulse_cri::grpc::{UnaryFailure, UnixGrpc};
 
 /// A CSI client on one unix socket. Cheap to clone; clones share the connection.
 #[derive(Clone)]

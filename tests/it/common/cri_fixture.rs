@@ -10,11 +10,11 @@ use std::{
     time::Duration,
 };
 
-use nodepulse::cri::CriClient;
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerRuntime, ContainerState, ContainerStatus, Labels, Mount,
     RuntimeService, SandboxConfig, SandboxFilter, SandboxMetadata,
 };
+use nodepulse_cri::client::CriClient;
 
 use super::{PATIENCE, containerd::Containerd, eventually_async, oci_image};
 

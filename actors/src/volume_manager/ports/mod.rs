@@ -2,8 +2,8 @@
 //! volumes and their sources) reach the disk, the API's volume objects and each other. Here,
 //! beside the volume manager's types they carry, so `ports` below never names the room above it.
 
-#[cfg(test)]
-pub(crate) mod fake_view;
+#[cfg(any(test, feature = "fakes"))]
+pub mod fake_view;
 mod pod_volumes;
 mod storage;
 mod sub_paths;
