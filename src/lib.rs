@@ -1,6 +1,7 @@
 //! The nodepulse daemon: command line, configuration, the node's supervisor and the debug
-//! endpoint. The actors live in `nodepulse-actors`, the supervision runtime in
-//! `nodepulse-supervisor`; this crate wires them to the outside world.
+//! endpoint. The actors live in `nodepulse-actors`, the CRI engine and client in
+//! `nodepulse-cri`, the supervision runtime in `nodepulse-supervisor`; this crate wires them to
+//! the outside world.
 //!
 //! Layout, top to bottom (a module uses only those below it; `tests/it/layering.rs` checks):
 //! - `cli` (flags), `commands` (`check-config`, `status`, `config-reference`), `logging`
@@ -10,10 +11,9 @@
 //! - `kubelet_api`: the kubelet's HTTPS API on `port` (authn/authz, logs, healthz); it reads
 //!   the node's views and uses the adapters below
 //! - `debug`: the HTTP endpoint; it sees only supervisors and a metrics registry
-//! - adapters: `kube_api` (the API port over kube-rs), `cri` (the runtime), `prober` (the
-//!   probe handlers), `host` and `machine` (the host's signals and facts), `volume` (pod
-//!   volumes on disk)
-//! - `config`: the YAML file and the resolved `Settings`; `grpc`; `heap` (handing freed heap back);
+//! - adapters: `kube_api` (the API port over kube-rs), `prober` (the probe handlers), `host`
+//!   and `machine` (the host's signals and facts), `volume` (pod volumes on disk)
+//! - `config`: the YAML file and the resolved `Settings`; `heap` (handing freed heap back);
 //!   `listen` (binding a listener, and standalone mode's port of its own when the address is taken)
 //! - `proc_stats`: what this process costs, from `/proc/self` (the heap trim's and the fleet's
 //!   measures read it)

@@ -1,7 +1,9 @@
 //! The daemon crate's modules depend on each other one way only: `src/lib.rs` lists them top to
 //! bottom, and no module may name (`crate::x`, `super::…` excluded) a module listed above it.
 //! A cycle here is what made the wiring hard to follow; this keeps it from coming back. The
-//! actors crate's rooms too: the pods on top, the ports and small helpers at the bottom.
+//! actors crate's rooms too: the pods on top, the ports and small helpers at the bottom; and the
+//! CRI crate's: the engine and the client side by side over the gRPC transport, the actors
+//! crate never naming either.
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -49,6 +51,11 @@ const ACTOR_LAYERS: &[&[&str]] = &[
         "shrink",
     ],
 ];
+
+/// The top-level modules of `cri/src/`. The engine (`provider`) reaches the runtime only
+/// through the actors crate's `ContainerRuntime` port, which the client implements: neither
+/// names the other. Both sit on the unary gRPC transport.
+const CRI_LAYERS: &[&[&str]] = &[&["provider", "client"], &["grpc"]];
 
 fn layer_of(layers: &[&[&str]], module: &str) -> Option<usize> {
     layers.iter().position(|layer| layer.contains(&module))
@@ -183,6 +190,48 @@ fn the_actor_rooms_depend_on_each_other_one_way() {
     let (violations, seen) = violations(&source, ACTOR_LAYERS);
     assert!(seen >= 14, "the scan found the actors' rooms: {seen}");
     assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+#[test]
+fn the_cri_crate_modules_depend_on_each_other_one_way() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("cri/src");
+    let (violations, seen) = violations(&source, CRI_LAYERS);
+    assert_eq!(seen, 3, "the scan found the CRI crate's modules");
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+/// The CRI engine depends on the actors crate (its ports, the pod rules), never the other way:
+/// not as a dependency, not in a path.
+#[test]
+fn the_actors_crate_names_no_cri_crate() {
+    let actors = Path::new(env!("CARGO_MANIFEST_DIR")).join("actors");
+    let manifest = std::fs::read_to_string(actors.join("Cargo.toml")).expect("actors/Cargo.toml");
+    assert!(
+        !manifest
+            .lines()
+            .any(|line| line.trim_start().starts_with("nodepulse-cri")),
+        "actors/Cargo.toml depends on nodepulse-cri"
+    );
+    let mut files = Vec::new();
+    rust_files(&actors.join("src"), &mut files);
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|file| {
+            std::fs::read_to_string(file)
+                .expect("a readable file")
+                .contains("nodepulse_cri")
+        })
+        .map(|file| file.display().to_string())
+        .collect();
+    assert!(
+        files.len() > 100,
+        "the scan found the actors' files: {}",
+        files.len()
+    );
+    assert!(
+        naming.is_empty(),
+        "actors files naming nodepulse_cri: {naming:?}"
+    );
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! The pods bound to this node: PodLifecycleActor watches them and drives a lifecycle provider
-//! (`simulated`, or `cri` for real containers), whose updates become StatusManager's
-//! `SetPodStatus`, `SetContainerReadiness` and `TerminatePod`. Beside it, the kubelet's pure pod
-//! rules a real provider applies: [`admission`], the container environment ([`env`]) and
-//! [`images`].
+//! (`simulated`, or for real containers the `nodepulse-cri` crate's), whose updates become
+//! StatusManager's `SetPodStatus`, `SetContainerReadiness` and `TerminatePod`. Beside it, the
+//! kubelet's pure pod rules a real provider applies: [`admission`], the container environment
+//! ([`env`]) and [`images`].
 
 mod actor;
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The pod lifecycle provider: what decides what each pod's containers are doing (a simulation
-//! here; a CRI-backed provider can follow) and says so as [`PodUpdate`]s for StatusManager. It
+//! here; on a container runtime, the `nodepulse-cri` crate's) and says so as [`PodUpdate`]s for StatusManager. It
 //! is driven by the pod watch, evictions and a timer set to its own next due time (none when
 //! nothing is due), and lives outside the actor instance — with the updates not yet delivered
 //! — so a restart of the actor loses nothing.
