@@ -3,9 +3,12 @@
 //! A cycle here is what made the wiring hard to follow; this keeps it from coming back. The
 //! actors crate's rooms too: the pods on top, the ports and small helpers at the bottom; and the
 //! CRI crate's: the engine and the client side by side over the gRPC transport, the actors
-//! crate never naming either.
+//! crate never naming either, and the engine's own files importing one another without a cycle.
 
-use std::{collections::BTreeMap, path::Path};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::Path,
+};
 
 /// The top-level modules of `src/`, from the top layer down, as `src/lib.rs` documents them.
 /// Modules on one line are peers: they may not use each other either.
@@ -73,6 +76,11 @@ fn leading_ident(text: &str) -> String {
 /// `crate::{x, y::{…}}` group, over as many lines as it spans), with the line it is on.
 /// Comments are left out.
 fn crate_references(text: &str) -> Vec<(String, usize)> {
+    references(text, "crate::")
+}
+
+/// [`crate_references`] through any path `prefix` (`crate::`, `super::`).
+fn references(text: &str, prefix: &str) -> Vec<(String, usize)> {
     let code: String = text
         .lines()
         .map(|line| line.split("//").next().unwrap_or(""))
@@ -81,8 +89,8 @@ fn crate_references(text: &str) -> Vec<(String, usize)> {
     let line_of = |offset: usize| code[..offset].matches('\n').count() + 1;
     let mut found = Vec::new();
     let mut from = 0;
-    while let Some(at) = code[from..].find("crate::") {
-        let start = from + at + "crate::".len();
+    while let Some(at) = code[from..].find(prefix) {
+        let start = from + at + prefix.len();
         from = start;
         if !code[start..].starts_with('{') {
             let name = leading_ident(&code[start..]);
@@ -232,6 +240,85 @@ fn the_actors_crate_names_no_cri_crate() {
         naming.is_empty(),
         "actors files naming nodepulse_cri: {naming:?}"
     );
+}
+
+/// The CRI engine's files (`cri/src/provider/`) import one another one way: the state (the
+/// engine's core, the pods' states, what the runtime holds, the pure rules) below, the
+/// operations on it above. `Engine`'s methods are spread over files, one concern each, and call
+/// one another freely; what a file takes from another (`super::x::…`) may not lead back to it.
+#[test]
+fn the_cri_engine_files_import_one_another_without_a_cycle() {
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("cri/src/provider");
+    let mut sources = BTreeMap::new();
+    for entry in std::fs::read_dir(&directory).expect("the engine's directory") {
+        let path = entry.expect("an entry").path();
+        let Some(name) = path.file_stem().and_then(|stem| stem.to_str()) else {
+            continue;
+        };
+        // The provider's root declares the files; tests sit beside what they test.
+        if name == "mod" || name == "tests" || name.ends_with("_tests") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a readable file");
+        // A file's own tests come last, behind `#[cfg(test)]`.
+        let code = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        sources.insert(name.to_owned(), code);
+    }
+    assert!(
+        sources.len() >= 25,
+        "the scan found the engine's files: {}",
+        sources.len()
+    );
+    let imports: BTreeMap<&str, Vec<String>> = sources
+        .iter()
+        .map(|(name, code)| {
+            let mut used: Vec<String> = references(code, "super::")
+                .into_iter()
+                .map(|(module, _)| module)
+                .filter(|module| module != name && sources.contains_key(module))
+                .collect();
+            used.sort();
+            used.dedup();
+            (name.as_str(), used)
+        })
+        .collect();
+    // Depth-first, with the path so far: a module met again on it closes a cycle.
+    fn visit<'a>(
+        module: &'a str,
+        imports: &'a BTreeMap<&'a str, Vec<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        if let Some(at) = path.iter().position(|on| *on == module) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(module);
+            return Some(cycle);
+        }
+        if !done.insert(module) {
+            return None;
+        }
+        path.push(module);
+        for used in &imports[module] {
+            if let Some(cycle) = visit(used, imports, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    for module in imports.keys() {
+        let cycle = visit(module, &imports, &mut Vec::new(), &mut done);
+        assert!(
+            cycle.is_none(),
+            "an import cycle: {}",
+            cycle.unwrap_or_default().join(" -> ")
+        );
+    }
 }
 
 #[test]

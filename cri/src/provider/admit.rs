@@ -6,9 +6,9 @@
 use std::{sync::Arc, time::Duration};
 
 use super::{
+    backoff::later,
     engine::{Ending, Engine},
     sent_status::SentStatus,
-    worker::later,
 };
 use nodepulse_actors::{
     config_source::is_static_pod,
@@ -71,7 +71,7 @@ impl Engine {
             entry.admitted = true;
             return true;
         };
-        tracing::info!(pod = %super::worker::pod_label(&entry.pod), %rejection, "pod rejected by admission");
+        tracing::info!(pod = %super::view::pod_label(&entry.pod), %rejection, "pod rejected by admission");
         let status = rejected_status(&entry.pod, &rejection);
         // Never ran, so never told: TerminatePod follows the status below.
         entry.end.finish();

@@ -26,6 +26,14 @@ fn since(later: Timestamp, earlier: Timestamp) -> Duration {
     Duration::try_from(later.duration_since(earlier)).unwrap_or(Duration::ZERO)
 }
 
+/// `by` after `now` (`now` itself if that is past the last timestamp): when a pod is due again.
+pub(super) fn later(now: Timestamp, by: Duration) -> Timestamp {
+    SignedDuration::try_from(by)
+        .ok()
+        .and_then(|by| now.checked_add(by).ok())
+        .unwrap_or(now)
+}
+
 /// Whether an event at `event` comes so long after `last_update` that the entry is stale.
 fn expired(event: Timestamp, last_update: Timestamp) -> bool {
     since(event, last_update) > MAX * 2

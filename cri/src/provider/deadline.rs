@@ -50,7 +50,7 @@ impl Engine {
         entry.work.again();
         let pod = entry.pod.clone();
         drop(core);
-        tracing::info!(pod = %super::worker::pod_label(&pod), "pod past its active deadline");
+        tracing::info!(pod = %super::view::pod_label(&pod), "pod past its active deadline");
         self.event(
             &pod,
             PodEvent::normal(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE.to_owned()),

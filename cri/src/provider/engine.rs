@@ -28,7 +28,7 @@ use super::{
     sandbox_turns::SandboxTurns,
     sent_status::SentStatus,
     status::{StartError, StatusInputs, pod_status, reported_ips},
-    tasks::{EngineTask, Faults, TaskPanics},
+    task_panics::{EngineTask, Faults, TaskPanics},
     termination_message::{joined, termination_message},
     view::PodRuntime,
 };

@@ -12,8 +12,8 @@ use futures::future::join_all;
 
 use super::{
     engine::Engine,
-    kill::MIN_GRACE,
-    tasks::EngineTask,
+    grace::MIN_GRACE,
+    task_panics::EngineTask,
     view::{TERMINATION_GRACE_ANNOTATION, by_pod, labelled_name, pod_uid},
 };
 use nodepulse_actors::ports::{

@@ -11,7 +11,7 @@ use k8s_openapi::{
     apimachinery::pkg::util::intstr::IntOrString,
 };
 
-use super::{engine::Engine, worker::pod_label};
+use super::{engine::Engine, view::pod_label};
 use nodepulse_actors::ports::{HTTP_STATUS_FAILURE, ProbeAction, ProbeOutcome, ProbeTarget};
 
 /// `User-Agent` of the kubelet's hook requests (`kube-lifecycle/<major>.<minor>`).

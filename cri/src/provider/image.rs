@@ -9,10 +9,11 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
 use super::{
+    backoff::later,
     engine::{Engine, SYNC_ERROR_BACKOFF},
     non_root::{ImageUser, image_user_decides, verify_run_as_non_root},
     objects::pull_secrets,
-    worker::{Failure, failure, later},
+    worker::{Failure, failure},
 };
 use nodepulse_actors::{
     pods::{

@@ -11,14 +11,12 @@ use tokio::{sync::watch, time::Instant};
 
 use super::{
     engine::Engine,
+    grace::MIN_GRACE,
     hooks::FAILED_PRE_STOP_HOOK,
     plan::{app_containers, init_containers, is_sidecar},
     view::{PodRuntime, container_name},
 };
 use nodepulse_actors::ports::{ContainerState, ContainerStatus, PodEvent};
-
-/// The kubelet never gives a container less than this to stop (`minimumGracePeriodInSeconds`).
-pub const MIN_GRACE: Duration = Duration::from_secs(2);
 
 /// The spec of container `name`, init (sidecars included) or app.
 pub fn spec<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {

@@ -11,6 +11,7 @@ mod engine;
 mod etc_hosts;
 mod evented;
 mod gc;
+mod grace;
 #[cfg(test)]
 mod hook_tests;
 mod hooks;
@@ -43,6 +44,7 @@ mod sidecar_tests;
 mod static_turn;
 mod status;
 mod sub_path;
+mod task_panics;
 #[cfg(test)]
 mod task_tests;
 mod tasks;
@@ -66,7 +68,7 @@ use tokio::{runtime::Handle, sync::oneshot};
 pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD, default_sandboxes_at_once};
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
-pub use tasks::TaskPanics;
+pub use task_panics::TaskPanics;
 pub use view::{
     CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,

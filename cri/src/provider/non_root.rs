@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::worker::pod_label;
+use super::view::pod_label;
 
 /// The user an image runs as, as the kubelet's `getImageUser` reads ImageStatus: a uid, or
 /// else a user name; neither means root.

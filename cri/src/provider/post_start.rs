@@ -8,11 +8,11 @@ use std::{sync::Arc, time::Duration};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
+    backoff::later,
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
+    grace::{MIN_GRACE, grace_left},
     hooks::{FAILED_POST_START_HOOK, HookError, POST_START_HOOK_ERROR},
-    kill::MIN_GRACE,
-    terminate::grace_left,
-    worker::{Failure, failure, later},
+    worker::{Failure, failure},
 };
 use nodepulse_actors::ports::{ContainerState, PodEvent};
 

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use super::{
     engine::{Engine, PodEntry},
     plan::{app_containers, init_containers, is_sidecar},
-    worker::pod_label,
+    view::pod_label,
 };
 use nodepulse_actors::{
     ports::{ContainerState, PodEvent},

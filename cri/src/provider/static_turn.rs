@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{engine::Engine, worker::later};
+use super::{backoff::later, engine::Engine};
 use nodepulse_actors::config_source::is_static_pod;
 
 /// How soon a waiting static pod looks again when no teardown woke it first (the kubelet's
@@ -86,7 +86,7 @@ impl Engine {
             return true;
         }
         tracing::info!(
-            pod = %super::worker::pod_label(&entry.pod),
+            pod = %super::view::pod_label(&entry.pod),
             "static pod waits for the pod of the same full name to terminate"
         );
         entry.retry_at = Some(later(now, TURN_RETRY));

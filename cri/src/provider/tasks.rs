@@ -4,54 +4,20 @@
 //! stream's follower or the garbage collector restarts that task, counted. [`ProviderFault`] makes
 //! the next such task panic on purpose, as the actors' kill modes do.
 
-use std::{
-    any::Any, collections::BTreeSet, future::Future, panic::AssertUnwindSafe, sync::Arc,
-    time::Duration,
-};
+use std::{any::Any, future::Future, panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
 use futures::FutureExt;
-use serde::Serialize;
 
 use super::{
+    backoff::later,
     engine::{Engine, SYNC_ERROR_BACKOFF},
-    worker::later,
+    task_panics::EngineTask,
 };
 use nodepulse_actors::{pods::ProviderFault, prober::RestartContainer};
 
 /// How long a task that panicked waits before it runs again: a panic that repeats on every
 /// run costs a log line a second, not a spinning thread.
 const RESTART_DELAY: Duration = Duration::from_secs(1);
-
-/// An engine task that runs for as long as the node needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineTask {
-    Pleg,
-    EventedPleg,
-    GarbageCollection,
-}
-
-/// Panics caught per kind of task, for the debug view.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskPanics {
-    /// Pod workers that panicked; each pod was re-armed.
-    pub pod_workers: u64,
-    /// PLEG restarts.
-    pub pleg: u64,
-    /// Restarts of the event stream's follower.
-    pub evented_pleg: u64,
-    /// Garbage collector restarts.
-    pub garbage_collection: u64,
-    /// Probe-driven kills that panicked (the probe's next failure asks again).
-    pub probe_kills: u64,
-}
-
-/// Faults waiting to be triggered.
-#[derive(Debug, Default)]
-pub struct Faults {
-    workers: BTreeSet<String>,
-    pleg: bool,
-}
 
 /// A panic's message, as far as it has one.
 fn panic_message(panic: &(dyn Any + Send)) -> &str {

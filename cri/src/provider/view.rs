@@ -211,6 +211,17 @@ pub fn restart_count(status: &ContainerStatus) -> u32 {
         .unwrap_or(status.attempt)
 }
 
+/// `<name>_<namespace>(<uid>)`, as the kubelet names a pod in messages.
+pub(super) fn pod_label(pod: &Pod) -> String {
+    let meta = &pod.metadata;
+    format!(
+        "{}_{}({})",
+        meta.name.as_deref().unwrap_or_default(),
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::PodRuntime;

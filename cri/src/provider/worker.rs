@@ -10,14 +10,16 @@ use std::{
     sync::Arc,
 };
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
+    backoff::later,
     container::{Resolved, container_config},
     engine::{Ending, Engine, SYNC_ERROR_BACKOFF},
     etc_hosts,
     gc::MAX_DEAD_PER_CONTAINER,
+    grace::grace_left,
     objects::EnvObjects,
     plan::{
         Kind, app_containers, ephemeral_containers, ephemeral_target, init_containers, is_sidecar,
@@ -25,8 +27,7 @@ use super::{
     },
     sandbox::{parse_resolv_conf, sandbox_config},
     status::StartError,
-    terminate::grace_left,
-    view::{PodRuntime, restart_count},
+    view::{PodRuntime, pod_label, restart_count},
 };
 use nodepulse_actors::{
     go_duration::go_duration,
@@ -45,13 +46,6 @@ pub(super) struct Failure {
     retry_at: Timestamp,
 }
 
-pub(super) fn later(now: Timestamp, by: std::time::Duration) -> Timestamp {
-    SignedDuration::try_from(by)
-        .ok()
-        .and_then(|by| now.checked_add(by).ok())
-        .unwrap_or(now)
-}
-
 fn nanos(time: i64) -> Timestamp {
     Timestamp::from_nanosecond(i128::from(time)).unwrap_or(Timestamp::UNIX_EPOCH)
 }
@@ -64,17 +58,6 @@ pub(super) fn failure(reason: &str, message: String, retry_at: Timestamp) -> Fai
         },
         retry_at,
     }
-}
-
-/// `<name>_<namespace>(<uid>)`, as the kubelet names a pod in messages.
-pub(super) fn pod_label(pod: &Pod) -> String {
-    let meta = &pod.metadata;
-    format!(
-        "{}_{}({})",
-        meta.name.as_deref().unwrap_or_default(),
-        meta.namespace.as_deref().unwrap_or_default(),
-        meta.uid.as_deref().unwrap_or_default()
-    )
 }
 
 /// The crash-loop key: pod, container and image (a new image starts afresh).
