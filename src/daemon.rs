@@ -7,11 +7,15 @@ use std::{future::Future, net::SocketAddr, time::Duration};
 use nodepulse_supervisor::{Escalation, SupervisorHandle};
 use prometheus_client::registry::Registry;
 
+#[cfg(feature = "standalone")]
 use crate::{
-    config::{DEFAULT_KUBELET_ADDRESS, RuntimeKind, Settings},
-    debug,
+    config::DEFAULT_KUBELET_ADDRESS,
     fleet::{Fleet, FleetOptions},
-    heap,
+    standalone::{self, StandaloneError},
+};
+use crate::{
+    config::{NotInThisBuild, RuntimeKind, Settings, check_built},
+    debug, heap,
     kube_api::{
         ConnectError, KubeApi,
         credentials::{
@@ -23,7 +27,6 @@ use crate::{
     kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
     listen::{self, WhenTaken},
     node::{NodeActors, NodeHandle},
-    standalone::{self, StandaloneError},
 };
 
 /// Exit code for a configuration or command-line error (clap uses 2 for usage errors too).
@@ -56,8 +59,11 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    #[cfg(feature = "standalone")]
     #[error(transparent)]
     Standalone(#[from] StandaloneError),
+    #[error(transparent)]
+    NotInThisBuild(#[from] NotInThisBuild),
     #[error(transparent)]
     Connect(#[from] ConnectError),
     #[error(transparent)]
@@ -102,34 +108,41 @@ pub fn report(outcome: &Outcome) -> u8 {
 /// Runs `settings`' node, or fleet, until `shutdown` resolves or the node's supervisor
 /// escalates: the standalone API server when asked for, the API client, the actors and the
 /// debug endpoint. Must run inside an actix `System`.
-pub async fn run(mut settings: Settings, shutdown: impl Future<Output = ()>) -> Outcome {
-    let standalone = if settings.standalone {
-        match standalone::start(&settings.config.standalone).await {
-            Ok(standalone) => {
-                settings.kubeconfig = Some(standalone.kubeconfig.clone());
-                // The emulator reaches the kubelet API as kube-apiserver does, with a client
-                // certificate of its own CA; trust it unless a CA is configured.
-                let x509 = &mut settings.config.authentication.x509;
-                if x509.client_ca_file.is_none() {
-                    x509.client_ca_file = Some(standalone.kubelet_client_ca.clone());
-                }
-                // The emulator is in this process: the kubelet API need not be reachable from
-                // elsewhere (the emulator dials loopback when the node's addresses fail).
-                if settings.config.address == DEFAULT_KUBELET_ADDRESS {
-                    settings.config.address = std::net::Ipv4Addr::LOCALHOST.to_string();
-                }
-                Some(standalone)
-            }
-            Err(error) => return Outcome::Failed(error.into()),
-        }
-    } else {
-        None
+pub async fn run(settings: Settings, shutdown: impl Future<Output = ()>) -> Outcome {
+    // Resolved settings were checked already; these may have been made by hand.
+    if let Err(refused) = check_built(settings.standalone, settings.is_fleet()) {
+        return Outcome::Failed(refused.into());
+    }
+    #[cfg(feature = "standalone")]
+    if settings.standalone {
+        return run_standalone(settings, shutdown).await;
+    }
+    run_node_or_fleet(settings, shutdown).await
+}
+
+/// [`run`] against the API emulator started in this process, stopped (and its kubeconfig
+/// removed) however the run ends.
+#[cfg(feature = "standalone")]
+async fn run_standalone(mut settings: Settings, shutdown: impl Future<Output = ()>) -> Outcome {
+    let standalone = match standalone::start(&settings.config.standalone).await {
+        Ok(standalone) => standalone,
+        Err(error) => return Outcome::Failed(error.into()),
     };
+    settings.kubeconfig = Some(standalone.kubeconfig.clone());
+    // The emulator reaches the kubelet API as kube-apiserver does, with a client certificate
+    // of its own CA; trust it unless a CA is configured.
+    let x509 = &mut settings.config.authentication.x509;
+    if x509.client_ca_file.is_none() {
+        x509.client_ca_file = Some(standalone.kubelet_client_ca.clone());
+    }
+    // The emulator is in this process: the kubelet API need not be reachable from elsewhere
+    // (the emulator dials loopback when the node's addresses fail).
+    if settings.config.address == DEFAULT_KUBELET_ADDRESS {
+        settings.config.address = std::net::Ipv4Addr::LOCALHOST.to_string();
+    }
     let outcome = run_node_or_fleet(settings, shutdown).await;
     // On every outcome: its kubeconfig names an API server that is going away.
-    if let Some(standalone) = standalone {
-        standalone.shutdown().await;
-    }
+    standalone.shutdown().await;
     outcome
 }
 
@@ -171,9 +184,7 @@ async fn run_node_or_fleet(settings: Settings, shutdown: impl Future<Output = ()
                 }
             };
             let outcome = if settings.is_fleet() {
-                let start =
-                    || Running::Fleet(Fleet::start(&settings, api, &FleetOptions::default()));
-                serve(&settings, start, stop).await
+                run_fleet(&settings, api, stop).await
             } else if settings.config.runtime == RuntimeKind::Cri && settings.config.enable_server {
                 run_node_with_kubelet_api(settings.clone(), api, stop).await
             } else {
@@ -192,6 +203,27 @@ async fn run_node_or_fleet(settings: Settings, shutdown: impl Future<Output = ()
         }
         Err(error) => Outcome::Failed(error.into()),
     }
+}
+
+/// The simulated fleet of `settings` on `api`, under the debug endpoint.
+#[cfg(feature = "standalone")]
+async fn run_fleet(
+    settings: &Settings,
+    api: std::sync::Arc<KubeApi>,
+    shutdown: impl Future<Output = ()>,
+) -> Outcome {
+    let start = || Running::Fleet(Fleet::start(settings, api, &FleetOptions::default()));
+    serve(settings, start, shutdown).await
+}
+
+/// A build without the fleet simulator refused the fleet in [`run`]; never reached.
+#[cfg(not(feature = "standalone"))]
+async fn run_fleet(
+    _: &Settings,
+    _: std::sync::Arc<KubeApi>,
+    _: impl Future<Output = ()>,
+) -> Outcome {
+    Outcome::Failed(NotInThisBuild::Fleet.into())
 }
 
 /// A node that runs containers, with the kubelet API beside it: its TLS material and
@@ -284,6 +316,7 @@ pub enum Running {
     Supervisor(SupervisorHandle),
     /// Many simulated nodes: one that escalates stays stopped and says so at the endpoint;
     /// the others run on, as they would on separate machines.
+    #[cfg(feature = "standalone")]
     Fleet(Fleet),
 }
 
@@ -292,6 +325,7 @@ impl Running {
         match self {
             Self::Node(node) => vec![node.supervisor.clone()],
             Self::Supervisor(supervisor) => vec![supervisor.clone()],
+            #[cfg(feature = "standalone")]
             Self::Fleet(fleet) => fleet.handles().to_vec(),
         }
     }
@@ -301,6 +335,7 @@ impl Running {
         match self {
             Self::Node(node) => node.supervisor.escalated().await,
             Self::Supervisor(supervisor) => supervisor.escalated().await,
+            #[cfg(feature = "standalone")]
             Self::Fleet(fleet) => {
                 for handle in fleet.handles() {
                     let handle = handle.clone();
@@ -377,6 +412,7 @@ pub async fn serve(
         Running::Node(_) | Running::Supervisor(_) => {
             tracing::info!(node = %settings.node_name, debug = %endpoint.address, "nodepulse is running");
         }
+        #[cfg(feature = "standalone")]
         Running::Fleet(fleet) => {
             tracing::info!(nodes = fleet.handles().len(), debug = %endpoint.address, "nodepulse fleet is running");
         }

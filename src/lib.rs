@@ -6,7 +6,8 @@
 //! Layout, top to bottom (a module uses only those below it; `tests/it/layering.rs` checks):
 //! - `cli` (flags), `commands` (`check-config`, `status`, `config-reference`), `logging`
 //! - `daemon`: one run, for one node or a fleet, and its exit codes
-//! - `fleet` (many simulated nodes in one process), `standalone` (the in-process API emulator)
+//! - `fleet` (many simulated nodes in one process), `standalone` (the in-process API emulator);
+//!   both only with the `standalone` cargo feature (on by default; a node build leaves them out)
 //! - `node`: one node's actors, wired to each other, the API and the host
 //! - `kubelet_api`: the kubelet's HTTPS API on `port` (authn/authz, logs, healthz); it reads
 //!   the node's views and uses the adapters below
@@ -23,6 +24,7 @@ pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod debug;
+#[cfg(feature = "standalone")]
 pub mod fleet;
 pub mod heap;
 pub mod host;
@@ -34,5 +36,6 @@ pub mod machine;
 pub mod node;
 pub mod prober;
 pub mod proc_stats;
+#[cfg(feature = "standalone")]
 pub mod standalone;
 pub mod volume;

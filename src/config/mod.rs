@@ -4,6 +4,7 @@
 //! (`config/nodepulse.yaml`) is used.
 
 mod aliasing;
+mod build_features;
 mod container_logs;
 mod duration;
 mod fleet;
@@ -17,6 +18,7 @@ mod validate;
 use std::path::{Path, PathBuf};
 
 pub use aliasing::{ExcessiveAliasing, check_aliasing};
+pub use build_features::{NotInThisBuild, STANDALONE_BUILT, check_built};
 pub use container_logs::{MaxSizeError, parse_max_size};
 pub use duration::{DurationError, GoDuration};
 pub use fleet::{

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use super::{
-    Config, ConfigError, FleetNodeConfig, InvalidSetting, RuntimeKind, check_node_name,
-    fleet::FleetSizeError, with_generated,
+    Config, ConfigError, FleetNodeConfig, InvalidSetting, NotInThisBuild, RuntimeKind,
+    check_built, check_node_name, fleet::FleetSizeError, with_generated,
 };
 
 /// Everything the daemon needs, resolved and validated.
@@ -67,6 +67,8 @@ pub enum SettingsError {
     FleetNeedsSimulatedRuntime,
     #[error("--nodes: {0}")]
     FleetSize(#[from] FleetSizeError),
+    #[error(transparent)]
+    NotInThisBuild(#[from] NotInThisBuild),
 }
 
 impl Settings {
@@ -81,6 +83,8 @@ impl Settings {
 
     /// Applies `overrides` (all but the file) to a validated `config`.
     pub fn from_config(mut config: Config, overrides: &Overrides) -> Result<Self, SettingsError> {
+        let fleet = overrides.nodes.is_some() || !config.nodes.is_empty();
+        check_built(overrides.standalone, fleet)?;
         let node_name = match (&overrides.node_name, &config.node_name) {
             (Some(name), _) => {
                 check_node_name(name).map_err(SettingsError::NodeName)?;

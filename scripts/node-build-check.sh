@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Checks a node's build: `cargo build --no-default-features` leaves out the `standalone` feature,
+# so the binary must hold none of the API emulator's code. Fails when its symbol table names
+# anything of nodepulse-emulator or of actix-web and the crates only actix-web brings (the
+# emulator's HTTP server), or when the binary does not refuse `--standalone` and `--nodes` by
+# name.
+#
+#   scripts/node-build-check.sh            builds the shipped node (`--profile ship`, fat LTO:
+#                                          tens of minutes on 2 cores) and checks it
+#   PROFILE=dev scripts/node-build-check.sh  the same on a debug build (a few minutes)
+#   scripts/node-build-check.sh BINARY     checks BINARY, builds nothing
+#
+# Not part of CI: a build of the node without the feature resolves its dependencies' features
+# anew, so it compiles most of the tree a second time (docs/testing.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile=${PROFILE:-ship}
+if [ $# -gt 0 ]; then
+  binary=$1
+else
+  cargo build --profile "$profile" --no-default-features -p nodepulse --bin nodepulse
+  dir=$profile
+  [ "$profile" = dev ] && dir=debug
+  binary="${CARGO_TARGET_DIR:-target}/$dir/nodepulse"
+fi
+
+symbols=$(nm "$binary" 2>/dev/null | wc -l)
+if [ "$symbols" -eq 0 ]; then
+  echo "$binary has no symbol table: check an unstripped build (strip only after this check)" >&2
+  exit 1
+fi
+# Legacy and v0 mangled names both spell each crate's name out.
+forbidden='nodepulse_emulator|actix_web|actix_http|actix_router|actix_server|actix_tls'
+found=$(nm "$binary" | grep -E "$forbidden" || true)
+if [ -n "$found" ]; then
+  echo "$binary holds $(wc -l <<<"$found") symbols of the emulator's crates, e.g.:" >&2
+  head -5 <<<"$found" >&2
+  exit 1
+fi
+# What it cannot run, it refuses by name, as a configuration error (exit 2).
+refuses() { # EXPECTED ARGS...
+  local expected=$1 status=0 said
+  shift
+  said=$("$binary" "$@" 2>&1) || status=$?
+  if [ "$status" -ne 2 ] || ! grep -q "$expected" <<<"$said"; then
+    echo "$binary $*: expected exit 2 and \"$expected\", got $status: $said" >&2
+    exit 1
+  fi
+}
+refuses "no standalone mode" --standalone
+refuses "no fleet simulator" --nodes 2
+echo "$binary: none of its $symbols symbols is the emulator's or actix-web's; --standalone and --nodes are refused"
