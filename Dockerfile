@@ -10,12 +10,14 @@ FROM rust:1-alpine AS build
 RUN apk add --no-cache musl-dev gcc
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p nodepulse --bin nodepulse \
- && strip target/release/nodepulse \
- && ./target/release/nodepulse --version
+# The node's build: the `ship` profile (whole-program LTO), without the `standalone` feature (no
+# API emulator, no fleet simulator).
+RUN cargo build --profile ship --locked --no-default-features -p nodepulse --bin nodepulse \
+ && strip target/ship/nodepulse \
+ && ./target/ship/nodepulse --version
 
 FROM scratch
-COPY --from=build /src/target/release/nodepulse /usr/local/bin/nodepulse
+COPY --from=build /src/target/ship/nodepulse /usr/local/bin/nodepulse
 COPY config/nodepulse.yaml /etc/nodepulse/nodepulse.yaml
 # Run as root with no capabilities (see deploy/daemonset.yaml): it reads root-only host files.
 USER 0:0

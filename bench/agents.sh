@@ -12,8 +12,9 @@
 # sent in its turn (audit-counts.py on the audit log). The control plane is left running.
 #
 # usage: REALK8S_ROOT=... bench/agents.sh [ROUNDS]        (ROUNDS: 2, i.e. A/B/A/B)
-# env:   CONFORMANCE (required: the kit's folder), NODEPULSE_BIN
-#        (target/release/nodepulse), BENCH_BIN (target/release/nodepulse-bench, else debug), PODS (30,100),
+# env:   CONFORMANCE (required: the kit's folder), NODEPULSE_BIN (target/ship/nodepulse:
+#        `cargo build --profile ship`), BENCH_BIN
+#        (target/{ship,release,debug}/nodepulse-bench, the first there), PODS (30,100),
 #        ORDER ("nodepulse kubelet"), BENCH_ARGS (more `nodepulse-bench agents` flags),
 #        OUT_DIR (bench/results), NODEPULSE_EXTRA_CONFIG (default: the kubelet's API settings of
 #        kubelet.sh, x509 client CA + AlwaysAllow, so both agents are configured alike).
@@ -21,7 +22,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROUNDS=${1:-2}
 # The bench only creates, watches and reads /proc: a debug build of it does as well.
-BENCH_BIN=${BENCH_BIN:-$(ls "$REPO"/target/{release,debug}/nodepulse-bench 2>/dev/null | head -1 || true)}
+BENCH_BIN=${BENCH_BIN:-$(ls "$REPO"/target/{ship,release,debug}/nodepulse-bench 2>/dev/null | head -1 || true)}
 PODS=${PODS:-30,100}
 OUT_DIR=${OUT_DIR:-$REPO/bench/results}
 [ -e "$BENCH_BIN" ] || { echo "missing nodepulse-bench (cargo build -p nodepulse-bench)" >&2; exit 1; }

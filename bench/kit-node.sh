@@ -11,19 +11,20 @@
 # and prints the requests the node's user sent in its turn (audit-counts.py on the audit log).
 #
 # The caller sets REPO (the repository) and may set LOG_TAG; env: REALK8S_ROOT (required),
-# CONFORMANCE (required: the kit's folder), NODEPULSE_BIN (target/release/nodepulse),
-# TEXT_ORDER_CHECK (1: refuse a release daemon whose text layout list is stale),
+# CONFORMANCE (required: the kit's folder), NODEPULSE_BIN (target/ship/nodepulse:
+# `cargo build --profile ship`),
+# TEXT_ORDER_CHECK (1: refuse a daemon whose text layout list is stale),
 # NODEPULSE_EXTRA_CONFIG (default: the kubelet's API settings of kubelet.sh, x509 client CA +
 # AlwaysAllow, so both agents are configured alike), KUBELET_EXTRA_ARGS (kubelet.sh's), POD_CIDR.
 ROOT=${REALK8S_ROOT:?set REALK8S_ROOT to the realk8s folder of the conformance kit}
 KIT=$(cd "${CONFORMANCE:?set CONFORMANCE to the folder of the conformance kit}" && pwd)
-NODEPULSE_BIN=${NODEPULSE_BIN:-$REPO/target/release/nodepulse}
+NODEPULSE_BIN=${NODEPULSE_BIN:-$REPO/target/ship/nodepulse}
 KUBELET_API=$(printf 'authentication:\n  x509: {clientCAFile: %s/pki/ca.crt}\nauthorization: {mode: AlwaysAllow}' "$ROOT")
 export NODEPULSE_EXTRA_CONFIG=${NODEPULSE_EXTRA_CONFIG:-$KUBELET_API}
 for f in "$NODEPULSE_BIN" "$KIT/node-e2e.sh" "$ROOT/admin.kubeconfig"; do
   [ -e "$f" ] || { echo "missing $f" >&2; exit 1; }
 done
-# A release daemon whose text layout list went stale (its functions renamed since the list was
+# A ship daemon whose text layout list went stale (its functions renamed since the list was
 # made: their symbols carry hashes of the build's metadata) keeps several MiB more of its text
 # resident: its memory would not be the build's. Checked
 # before any turn; TEXT_ORDER_CHECK=0 measures anyway (a debug build, which has no layout).

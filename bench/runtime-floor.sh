@@ -8,14 +8,14 @@
 #
 # usage: REALK8S_ROOT=... bench/runtime-floor.sh [ROUND]
 # env:   CONFORMANCE (required: the kit's folder), BENCH_BIN
-#        (target/release/nodepulse-bench, else debug), OUT_DIR (bench/results), BENCH_ARGS (more
+#        (target/{ship,release,debug}/nodepulse-bench, the first there), OUT_DIR (bench/results), BENCH_ARGS (more
 #        `nodepulse-bench runtime-floor` flags: --pods, --concurrency, --one-by-one)
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROOT=${REALK8S_ROOT:?set REALK8S_ROOT to the realk8s folder of the conformance kit}
 KIT=$(cd "${CONFORMANCE:?set CONFORMANCE to the folder of the conformance kit}" && pwd)
 ROUND=${1:-1}
-BENCH_BIN=${BENCH_BIN:-$(ls "$REPO"/target/{release,debug}/nodepulse-bench 2>/dev/null | head -1 || true)}
+BENCH_BIN=${BENCH_BIN:-$(ls "$REPO"/target/{ship,release,debug}/nodepulse-bench 2>/dev/null | head -1 || true)}
 OUT_DIR=${OUT_DIR:-$REPO/bench/results}
 [ -e "$BENCH_BIN" ] || { echo "missing nodepulse-bench (cargo build -p nodepulse-bench)" >&2; exit 1; }
 export REALK8S_ROOT=$ROOT POD_CIDR=${POD_CIDR:-198.18.0.0/24} BRIDGE=${BRIDGE:-rk8s0}

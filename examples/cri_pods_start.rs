@@ -1,7 +1,7 @@
 //! The CRI provider's figures, on a private containerd (the test fixtures') and the API
 //! emulator: pod bound → Running and Ready in the API with the image present, one pod at a
-//! time, and 30 pods bound together (`cargo run --release --example cri_pods_start`); with
-//! `-- steady`, the CPU and memory of the nodepulse daemon (the release binary beside this
+//! time, and 30 pods bound together (`cargo run --profile ship --example cri_pods_start`); with
+//! `-- steady`, the CPU and memory of the nodepulse daemon (the ship binary beside this
 //! example) running 30 pods, over 60 s. Needs containerd, runc, the CNI plugins and
 //! busybox-static (`scripts/ci-setup-containerd.sh`).
 

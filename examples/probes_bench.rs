@@ -2,7 +2,7 @@
 //! a readiness file made to appear just before a probe → `Ready=True` seen in a watch, timed
 //! from the probe's start (its `nextRun` in `/debug/probes`; p50/p90), and the process's CPU over 60 s with 100 tcpSocket
 //! readiness workers at a 1 s period against the same 100 containers without probes.
-//! `cargo run --release --example probes_bench`; needs what `cri_pods_start` needs.
+//! `cargo run --profile ship --example probes_bench`; needs what `cri_pods_start` needs.
 
 // The tests' shared helpers, at the crate root where they look for each other (`super::`).
 #[allow(dead_code)]

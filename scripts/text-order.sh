@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates release/text-order.txt: the daemon's functions that a running node executes, which
-# build.rs has the linker place side by side in release builds (docs/benchmarks/one-node.md).
+# build.rs has the linker place side by side in ship builds (`cargo build --profile ship`,
+# target/ship/nodepulse; docs/benchmarks/one-node.md).
 #
 #   scripts/text-order.sh [SECONDS]   every function a node executes from start to shutdown
 #                                     (`runtime: simulated` against the emulator, the debug
@@ -12,22 +13,23 @@
 #                                     under callgrind, PODS (100) busybox pods created, Running,
 #                                     a `kubectl logs` and `exec`, the kubelet API's stats read,
 #                                     all deleted, the node shut down
-#   scripts/text-order.sh --refine [SECONDS]  then, on the release build made with that list and run
+#   scripts/text-order.sh --refine [SECONDS]  then, on the ship build made with that list and run
 #                                     natively, adds the functions whose first instruction fetch
 #                                     still faulted outside the list (paths that depend on
 #                                     timing, which run differently under valgrind)
 #   scripts/text-order.sh --refine-kit [PODS]  the same for the kit's node with real pods
-#   scripts/text-order.sh --check [BINARY]  whether the list still applies to a release build
-#                                     (target/release/nodepulse): fails when under 95 % of its
+#   scripts/text-order.sh --check [BINARY]  whether the list still applies to the ship build
+#                                     (target/ship/nodepulse): fails when under 95 % of its
 #                                     names are defined there, i.e. the list has gone stale
 #
-# NO_BUILD=1 takes the release build as it is. The callgrind steps only read names, which the
+# NO_BUILD=1 takes the ship build as it is. The callgrind steps only read names, which the
 # list does not change, so `--kit` may follow the first step on the same build; each `--refine`
 # needs a build made with the list as it then stands.
 #
 # Run them in that order after a change to what a running node executes, to any Cargo.toml or
-# to the release profile: symbol names carry a hash of the dependency graph and the profile, so
-# such a change renames most functions. A stale list only makes the resident text larger, never
+# to the ship profile: symbol names carry a hash of the dependency graph, the features and the
+# profile, so such a change renames most functions (a build without the `standalone` feature
+# too: see docs/operating/install.md). A stale list only makes the resident text larger, never
 # wrong. The simulated node's functions come first, so a simulated node's text is packed too.
 # Needs valgrind, perf (--refine), binutils' nm and curl.
 set -euo pipefail
@@ -38,7 +40,7 @@ case "${1:-}" in
   --refine) mode=refine; shift ;;
   --kit) mode=kit; shift; pods="${1:-100}" ;;
   --refine-kit) mode=refine-kit; shift; pods="${1:-100}" ;;
-  --check) mode=check; shift; binary="${1:-${CARGO_TARGET_DIR:-target}/release/nodepulse}" ;;
+  --check) mode=check; shift; binary="${1:-${CARGO_TARGET_DIR:-target}/ship/nodepulse}" ;;
 esac
 seconds="${1:-$seconds}"
 list=release/text-order.txt
@@ -54,13 +56,17 @@ if [ "$mode" = check ]; then
   }
   exit 0
 fi
+# The simulated node's API server is the emulator's own binary, in the quick `release` profile:
+# it is not measured, and a second fat-LTO link would double the build.
 if [ -z "${NO_BUILD:-}" ]; then
   case "$mode" in
-    kit | refine-kit) cargo build --release -p nodepulse --bin nodepulse ;;
-    *) cargo build --release -p nodepulse -p nodepulse-emulator --bins ;;
+    kit | refine-kit) ;;
+    *) cargo build --release -p nodepulse-emulator --bin nodepulse-emulator ;;
   esac
+  cargo build --profile ship -p nodepulse --bin nodepulse
 fi
-bin="${CARGO_TARGET_DIR:-target}/release"
+bin="${CARGO_TARGET_DIR:-target}/ship"
+emulator_bin="${CARGO_TARGET_DIR:-target}/release/nodepulse-emulator"
 work="$(mktemp -d)"
 emulator=""
 trap 'kill $emulator 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -72,7 +78,7 @@ start_emulator() {
   free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
   api_port="$(free_port)"
   debug_port="$(free_port)"
-  "$bin/nodepulse-emulator" --address "127.0.0.1:$api_port" --kubeconfig-out "$work/kubeconfig" \
+  "$emulator_bin" --address "127.0.0.1:$api_port" --kubeconfig-out "$work/kubeconfig" \
     >"$work/emulator.log" 2>&1 &
   emulator=$!
   for _ in $(seq 100); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done

@@ -22,7 +22,7 @@ pub fn sibling(name: &str) -> Result<PathBuf, String> {
         Ok(path)
     } else {
         Err(format!(
-            "{} is missing: build the workspace first (`cargo build --release --workspace`)",
+            "{} is missing: build the workspace first (`cargo build --profile ship --workspace`)",
             path.display()
         ))
     }

@@ -1,5 +1,6 @@
-//! Whether a daemon binary was built with a current text layout. A release build orders its
-//! functions by `release/text-order.txt`, so the ones a node runs share few pages. Symbols carry
+//! Whether a daemon binary was built with a current text layout. A ship build (`cargo build
+//! --profile ship`) orders its functions by `release/text-order.txt`, so the ones a node runs
+//! share few pages. Symbols carry
 //! hashes of the build's metadata: once functions are renamed the list names ones no build
 //! defines, the hot text is scattered again, and the daemon keeps several MiB more resident (at
 //! 12d49be a stale list cost 14.5–15.1 MiB idle against 8.4–8.9 MiB). A figure of such a build
@@ -68,7 +69,9 @@ pub fn checked(binary: &Path, any_layout: bool) -> Result<Coverage, String> {
         return Err(format!(
             "{} defines {} of the {} functions release/text-order.txt names (under 95 %): \
              its text layout is stale and its memory would not be the build's; regenerate the list \
-             (scripts/text-order.sh) or measure anyway with --any-layout (a debug build)",
+             (scripts/text-order.sh), measure a ship build (`cargo build --profile ship`: no \
+             other profile names its functions alike) or measure anyway with --any-layout (a \
+             debug build)",
             binary.display(),
             coverage.defined,
             coverage.listed
@@ -83,7 +86,7 @@ mod tests {
 
     #[test]
     fn the_checks_report_is_read_for_its_counts() {
-        let report = "target/release/nodepulse defines 4911 of the 5003 functions \
+        let report = "target/ship/nodepulse defines 4911 of the 5003 functions \
                       release/text-order.txt names\n";
         assert_eq!(counts(report), Some((4911, 5003)));
         let stale = "/x/nodepulse defines 237 of the 5003 functions release/text-order.txt \

@@ -1,4 +1,4 @@
-//! The daemon's steady use with 30 running pods: the release `nodepulse` binary as its own
+//! The daemon's steady use with 30 running pods: the ship `nodepulse` binary as its own
 //! process on the fixture's containerd, 30 pods bound and Running, then its CPU time (from
 //! `/proc/<pid>/stat`) and resident memory (`VmRSS`, sampled each second) over 60 s.
 
@@ -68,7 +68,9 @@ fn start_daemon(kubeconfig: &std::path::Path, node: &str, config: &std::path::Pa
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|error| panic!("{}: {error} (cargo build --release)", binary.display()))
+        .unwrap_or_else(|error| {
+            panic!("{}: {error} (cargo build --profile ship)", binary.display())
+        })
 }
 
 pub async fn run() {
