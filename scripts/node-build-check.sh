@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Checks a node's build: `cargo build --no-default-features` leaves out the `standalone` feature,
-# so the binary must hold none of the API emulator's code. Fails when its symbol table names
-# anything of nodepulse-emulator or of actix-web and the crates only actix-web brings (the
-# emulator's HTTP server), or when the binary does not refuse `--standalone` and `--nodes` by
-# name.
+# so the binary must hold none of the API emulator's code nor the fleet simulator's. Fails when
+# its symbol table names anything of nodepulse-emulator, of actix-web and the crates only
+# actix-web brings (the emulator's HTTP server), or of nodepulse's `fleet` and `standalone`
+# modules, or when the binary does not refuse `--standalone` and `--nodes` by name.
 #
 #   scripts/node-build-check.sh            builds the shipped node (`--profile ship`, fat LTO:
 #                                          tens of minutes on 2 cores) and checks it
@@ -29,11 +29,13 @@ if [ "$symbols" -eq 0 ]; then
   echo "$binary has no symbol table: check an unstripped build (strip only after this check)" >&2
   exit 1
 fi
-# Legacy and v0 mangled names both spell each crate's name out.
-forbidden='nodepulse_emulator|actix_web|actix_http|actix_router|actix_server|actix_tls'
-found=$(nm "$binary" | grep -E "$forbidden" || true)
+# Demangled, every function names its crate and module path, and a generic one instantiated
+# elsewhere names the types it was instantiated with (`drop_in_place<nodepulse::fleet::...>`).
+forbidden='nodepulse_emulator::|actix_web::|actix_http::|actix_router::|actix_server::|actix_tls::'
+forbidden+='|nodepulse::fleet::|nodepulse::standalone::'
+found=$(nm --demangle "$binary" | grep -E "$forbidden" || true)
 if [ -n "$found" ]; then
-  echo "$binary holds $(wc -l <<<"$found") symbols of the emulator's crates, e.g.:" >&2
+  echo "$binary holds $(wc -l <<<"$found") symbols of the emulator, the fleet simulator or their crates, e.g.:" >&2
   head -5 <<<"$found" >&2
   exit 1
 fi
@@ -49,4 +51,4 @@ refuses() { # EXPECTED ARGS...
 }
 refuses "no standalone mode" --standalone
 refuses "no fleet simulator" --nodes 2
-echo "$binary: none of its $symbols symbols is the emulator's or actix-web's; --standalone and --nodes are refused"
+echo "$binary: none of its $symbols symbols is the emulator's, the fleet simulator's or actix-web's; --standalone and --nodes are refused"
