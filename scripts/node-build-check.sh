@@ -9,12 +9,27 @@
 #                                          tens of minutes on 2 cores) and checks it
 #   PROFILE=dev scripts/node-build-check.sh  the same on a debug build (a few minutes)
 #   scripts/node-build-check.sh BINARY     checks BINARY, builds nothing
+#   scripts/node-build-check.sh --graph    only that the node build's dependency graph holds
+#                                          none of those crates (`cargo tree`: a second, builds
+#                                          nothing; what CI runs)
 #
-# Not part of CI: a build of the node without the feature resolves its dependencies' features
-# anew, so it compiles most of the tree a second time (docs/testing.md).
+# CI runs `--graph` alone: a build of the node without the feature resolves its dependencies'
+# features anew, so it compiles most of the tree a second time (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${PROFILE:-ship}
+# The emulator's crate and the crates only its HTTP server brings.
+crates='nodepulse-emulator|actix-web|actix-http|actix-router|actix-server|actix-tls'
+if [ "${1:-}" = --graph ]; then
+  found=$(cargo tree -p nodepulse --no-default-features -e normal,build --prefix none |
+    grep -E "^($crates) " | sort -u || true)
+  if [ -n "$found" ]; then
+    echo "a node build (--no-default-features) depends on the emulator's crates:" $found >&2
+    exit 1
+  fi
+  echo "a node build (--no-default-features) depends on none of the emulator's crates"
+  exit 0
+fi
 if [ $# -gt 0 ]; then
   binary=$1
 else
@@ -31,7 +46,7 @@ if [ "$symbols" -eq 0 ]; then
 fi
 # Demangled, every function names its crate and module path, and a generic one instantiated
 # elsewhere names the types it was instantiated with (`drop_in_place<nodepulse::fleet::...>`).
-forbidden='nodepulse_emulator::|actix_web::|actix_http::|actix_router::|actix_server::|actix_tls::'
+forbidden="$(sed 's/-/_/g; s/|/::|/g' <<<"$crates")::"
 forbidden+='|nodepulse::fleet::|nodepulse::standalone::'
 found=$(nm --demangle "$binary" | grep -E "$forbidden" || true)
 if [ -n "$found" ]; then

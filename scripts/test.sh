@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs nodepulse's whole test suite: installs what the tests need that cargo cannot (kubectl for
 # the emulator's kubectl test; containerd, runc and the CNI plugins for the runtime tests; openssl
-# for the TLS test's certificates), then
-# `cargo test --workspace --all-targets`, and lists what the suite left behind. Safe to run
-# repeatedly; installs need root.
+# for the TLS test's certificates), then every test binary of
+# `cargo test --workspace --all-targets` (scripts/run-test-binaries.sh: the black-box binary
+# beside the others; `scripts/test.sh ARGS` passes ARGS to that cargo command instead), and lists
+# what the suite left behind. Safe to run repeatedly; installs need root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,10 @@ bash scripts/ci-setup-prometheus.sh  # Debian's prometheus for tests/it/promethe
 if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssl >/dev/null
+fi
+# `--setup-only`: the installs alone (.ci/run runs them beside its build).
+if [ "${1:-}" = --setup-only ]; then
+  exit 0
 fi
 
 # The black-box tests (tests/it, one binary) wait on timers and I/O far more than they compute,
@@ -46,7 +51,12 @@ export NODEPULSE_LEFTOVERS_BASELINE="$PWD/target/leftovers-baseline.json"
 
 status=0
 log="$PWD/target/test-run.log"
-cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+if [ $# -gt 0 ]; then
+  # Arguments (a filter, `-p ...`) go to cargo, which runs the binaries one after another.
+  cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+else
+  scripts/run-test-binaries.sh 2>&1 | tee "$log" || status=$?
+fi
 "$it_binary" --quiet --ignored --exact cleanup::the_suite_left_nothing_on_the_host_or_in_the_cluster ||
   status=$?
 # One closing line for the whole suite (cargo prints one per test binary; the leftover check's
