@@ -366,7 +366,7 @@ fn validate(pod: &Pod) -> Result<(), ManifestError> {
     }
     let listed: Vec<String> = errors
         .iter()
-        .map(nodepulse_emulator::FieldError::render)
+        .map(nodepulse_validation::FieldError::render)
         .collect();
     Err(ManifestError::Invalid(format!("[{}]", listed.join(", "))))
 }
