@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use super::{
-    Config, ConfigError, FleetNodeConfig, InvalidSetting, NotInThisBuild, RuntimeKind,
-    check_built, check_node_name, fleet::FleetSizeError, with_generated,
+    Config, ConfigError, FleetNodeConfig, InvalidSetting, NotInThisBuild, RuntimeKind, check_built,
+    check_node_name, fleet::FleetSizeError, with_generated,
 };
 
 /// Everything the daemon needs, resolved and validated.
