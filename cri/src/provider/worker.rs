@@ -347,7 +347,7 @@ impl Engine {
                 );
                 return Err(failure("CrashLoopBackOff", message, retry_at));
             }
-            core.crash.next(&key, finished);
+            core.crash.next(&key, finished, now);
         }
         let image_mounts = self.ensure_image_volumes(pod, container, sandbox).await?;
         let image_ref = self
