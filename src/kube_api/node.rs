@@ -15,7 +15,7 @@ use nodepulse_actors::ports::{
 use serde_json::json;
 
 use super::{
-    KubeApi, events::correlator::event_name, metrics::API_METRICS, resume::resuming, timed,
+    KubeApi, events, events::correlator::event_name, metrics::API_METRICS, resume::resuming, timed,
 };
 
 /// The Event the kubelet would record about its Node: the involved object's UID is the node
@@ -30,8 +30,8 @@ pub fn node_event(node: &str, event: &NodeEvent, now: Timestamp) -> serde_json::
         "reason": event.reason,
         "message": event.message,
         "type": if event.warning { "Warning" } else { "Normal" },
-        "source": { "component": "nodepulse", "host": node },
-        "reportingComponent": "nodepulse",
+        "source": { "component": events::COMPONENT, "host": node },
+        "reportingComponent": events::COMPONENT,
         "reportingInstance": node,
         "firstTimestamp": time,
         "lastTimestamp": time,

@@ -25,7 +25,7 @@ use nodepulse_actors::{
 use serde_json::json;
 
 use super::{
-    KubeApi, events::correlator::event_name, fit_lists::fit_lists, resume::resuming, timed,
+    KubeApi, events, events::correlator::event_name, fit_lists::fit_lists, resume::resuming, timed,
 };
 
 /// The DELETE of a finished pod: at once, and only the pod with this UID.
@@ -59,8 +59,8 @@ pub fn pod_event(pod: &Pod, event: &PodEvent, host: &str, now: Timestamp) -> ser
         "reason": event.reason,
         "message": event.message,
         "type": if event.warning { "Warning" } else { "Normal" },
-        "source": { "component": "nodepulse", "host": host },
-        "reportingComponent": "nodepulse",
+        "source": { "component": events::COMPONENT, "host": host },
+        "reportingComponent": events::COMPONENT,
         "reportingInstance": host,
         "firstTimestamp": Time(now),
         "lastTimestamp": Time(now),

@@ -57,6 +57,11 @@ async fn a_repeated_event_is_one_event_whose_count_grows_even_after_it_was_delet
     assert_eq!(events.len(), 1, "one Event object: {:?}", summary(&events));
     let folded = &events[0];
     assert_eq!(folded.count, Some(12), "{folded:?}");
+    // As the kubelet's recorder names itself: clients select a node's Events by `source`.
+    let source = folded.source.as_ref().expect("a source");
+    assert_eq!(source.component.as_deref(), Some("kubelet"), "{folded:?}");
+    assert_eq!(source.host.as_deref(), Some(node.as_str()), "{folded:?}");
+    assert_eq!(folded.reporting_component.as_deref(), Some("kubelet"));
     assert_eq!(folded.message, event.message.clone().into());
     assert!(
         folded.first_timestamp.is_some() && folded.first_timestamp <= folded.last_timestamp,
@@ -188,7 +193,7 @@ async fn similar_events_are_combined_into_one_aggregate_event() {
 async fn pod_events(cluster: &TestCluster, pod: &Pod, reason: &str) -> Vec<Event> {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let about = ListParams::default().fields(&format!(
-        "involvedObject.name={name},reason={reason},source=nodepulse"
+        "involvedObject.name={name},reason={reason},source=kubelet"
     ));
     let events = Api::<Event>::namespaced(cluster.client.clone(), "default")
         .list(&about)

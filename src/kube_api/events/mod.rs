@@ -18,6 +18,12 @@ use nodepulse_actors::ports::ApiResult;
 use self::correlator::Correlator;
 use super::KubeApi;
 
+/// `source.component` and `reportingComponent` of every Event the node writes: the kubelet's,
+/// as its recorder sets them (`EventSource{Component: "kubelet"}`), because clients select a
+/// node's Events by it (`kubectl get events --field-selector source=kubelet`, the upstream
+/// "Events should be sent by kubelets" spec, event exporters' filters).
+pub const COMPONENT: &str = "kubelet";
+
 /// A correlator per event source host, as every kubelet has its own: a fleet's nodes share
 /// one client, and one 4096-entry cache for all of them would forget a node's repeats. Each
 /// is bounded; there are as many as nodes that recorded an Event.

@@ -111,7 +111,7 @@ pub async fn pod_events(cluster: &TestCluster, pod: &Pod) -> Vec<Event> {
 /// nodepulse's Events about Node `node` with `reason`.
 pub async fn events_about(cluster: &TestCluster, node: &str, reason: &str) -> Vec<Event> {
     let about = ListParams::default().fields(&format!(
-        "involvedObject.kind=Node,involvedObject.name={node},reason={reason},source=nodepulse"
+        "involvedObject.kind=Node,involvedObject.name={node},reason={reason},source=kubelet"
     ));
     Api::<Event>::namespaced(cluster.client.clone(), "default")
         .list(&about)
