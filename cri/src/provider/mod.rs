@@ -33,6 +33,8 @@ mod pods_view_tests;
 mod post_start;
 mod probing;
 #[cfg(test)]
+mod restart_rule_tests;
+#[cfg(test)]
 mod rule_tests;
 mod sandbox;
 #[cfg(test)]

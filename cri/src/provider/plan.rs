@@ -4,7 +4,7 @@
 //! pod is done and its containers and sandbox can stop. Pure; back-off and images are the
 //! worker's business.
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, ContainerRestartRule, Pod};
 
 use super::view::PodRuntime;
 use nodepulse_actors::ports::{ContainerState, ContainerStatus};
@@ -33,6 +33,40 @@ impl RestartPolicy {
             Self::Never => false,
         }
     }
+}
+
+/// `podutil.ContainerShouldRestart` (ContainerRestartRules, on in 1.36): whether `container`,
+/// exited with `exit_code`, starts again. A container with its own `restartPolicy` goes by its
+/// first matching `restartPolicyRules` entry, else that policy; one without, by the pod's.
+pub fn should_restart(container: &Container, pod: &Pod, exit_code: i32) -> bool {
+    if let Some(own) = container.restart_policy.as_deref() {
+        let action = matching_rule(container, exit_code).map(|rule| rule.action.as_str());
+        if matches!(action, Some("Restart" | "RestartAllContainers")) {
+            return true;
+        }
+        match own {
+            "Always" => return true,
+            "OnFailure" => return exit_code != 0,
+            "Never" => return false,
+            _ => {}
+        }
+    }
+    RestartPolicy::of(pod).restarts(exit_code)
+}
+
+/// `podutil.FindMatchingContainerRestartRule`: the first rule whose exit codes match.
+fn matching_rule(container: &Container, exit_code: i32) -> Option<&ContainerRestartRule> {
+    (container.restart_policy_rules.iter().flatten()).find(|rule| {
+        let Some(codes) = &rule.exit_codes else {
+            return false;
+        };
+        let listed = codes.values.iter().flatten().any(|&code| code == exit_code);
+        match codes.operator.as_str() {
+            "In" => listed,
+            "NotIn" => !listed,
+            _ => false,
+        }
+    })
 }
 
 /// Whether the container is init or app: init containers start one at a time.
@@ -120,14 +154,15 @@ fn succeeded(status: &ContainerStatus) -> bool {
     status.state == ContainerState::Exited && status.exit_code == 0
 }
 
-/// Whether the newest instance (if any) asks for a start under `policy`.
-fn wants_start(newest: Option<&ContainerStatus>, policy: RestartPolicy) -> bool {
+/// `ShouldContainerBeRestarted`: whether the newest instance (if any) of `container` asks for
+/// a start.
+fn wants_start(container: &Container, pod: &Pod, newest: Option<&ContainerStatus>) -> bool {
     match newest {
         None => true,
         Some(status) => match status.state {
             ContainerState::Created | ContainerState::Unknown => true,
             ContainerState::Running => false,
-            ContainerState::Exited => policy.restarts(status.exit_code),
+            ContainerState::Exited => should_restart(container, pod, status.exit_code),
         },
     }
 }
@@ -192,7 +227,7 @@ pub fn plan_with(
         .filter(|c| runtime.newest(&c.name).is_none())
         .map(|c| (Kind::Ephemeral, c.name))
         .collect();
-    match init_step(pod, runtime, policy, app_started, started) {
+    match init_step(pod, runtime, app_started, started) {
         InitStep::Wait(init) => {
             start.extend(init);
             return Plan {
@@ -210,7 +245,7 @@ pub fn plan_with(
     }
     let apps: Vec<(Kind, String)> = app_containers(pod)
         .iter()
-        .filter(|c| wants_start(runtime.newest(&c.name), policy))
+        .filter(|c| wants_start(c, pod, runtime.newest(&c.name)))
         .map(|c| (Kind::App, c.name.clone()))
         .collect();
     let app_running = app_containers(pod).iter().any(|c| {
@@ -252,7 +287,6 @@ enum InitStep {
 fn init_step(
     pod: &Pod,
     runtime: &PodRuntime,
-    policy: RestartPolicy,
     app_started: bool,
     started: &dyn Fn(&Container, &ContainerStatus) -> bool,
 ) -> InitStep {
@@ -288,7 +322,7 @@ fn init_step(
                 return InitStep::Wait(start);
             }
             Some(status) if status.state == ContainerState::Exited => {
-                if policy == RestartPolicy::Never {
+                if !should_restart(init, pod, status.exit_code) {
                     return InitStep::KillPod;
                 }
                 start.push(entry);

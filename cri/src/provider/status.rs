@@ -18,8 +18,8 @@ use k8s_openapi::{
 
 use super::{
     plan::{
-        RestartPolicy, app_containers, ephemeral_containers, host_network, init_containers,
-        is_sidecar,
+        app_containers, ephemeral_containers, host_network, init_containers, is_sidecar,
+        should_restart,
     },
     termination_message::{MAX_POD_MESSAGE_BYTES, truncated},
     view::{PodRuntime, restart_count},
@@ -127,7 +127,7 @@ fn container_status(
     inputs: &StatusInputs<'_>,
     fresh_reason: &str,
     role: Role,
-    policy: RestartPolicy,
+    pod: &Pod,
 ) -> ApiStatus {
     let mut instances = runtime.instances(&container.name);
     let newest = instances.next();
@@ -136,9 +136,9 @@ fn container_status(
     let restarts = match role {
         Role::Sidecar => true,
         Role::Ephemeral => newest.is_none(),
-        Role::Init | Role::App => {
-            newest.is_none_or(|n| n.state != ContainerState::Exited || policy.restarts(n.exit_code))
-        }
+        Role::Init | Role::App => newest.is_none_or(|n| {
+            n.state != ContainerState::Exited || should_restart(container, pod, n.exit_code)
+        }),
     };
     let previous = instances.next();
     let mut status = ApiStatus {
@@ -224,15 +224,16 @@ fn last_terminated_code(status: &ApiStatus) -> Option<i32> {
         .map(|t| t.exit_code)
 }
 
-/// `getPhase` (the legacy rules, without per-container restart rules). Sidecars hold the pod
-/// Pending only while not started and before any app container started; a terminated one is
-/// ignored, and a running one counts as running (§4.1): a pod whose app containers ended is
-/// Running until the provider has stopped its sidecars, then Succeeded or Failed.
+/// `getPhase` with ContainerRestartRules (on in 1.36): whether a stopped container restarts
+/// is its own rules' and policy's call before the pod's. Sidecars hold the pod Pending only
+/// while not started and before any app container started; a terminated one is ignored, and a
+/// running one counts as running (§4.1): a pod whose app containers ended is Running until the
+/// provider has stopped its sidecars, then Succeeded or Failed.
 fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &'static str {
-    let policy = RestartPolicy::of(pod);
     let mut pending_init = false;
     let mut pending_sidecar = false;
     let mut failed_init = false;
+    let mut failed_init_for_good = false;
     let mut sidecars_running = 0;
     for (container, status) in init_containers(pod).iter().zip(init) {
         let state = status.state.clone().unwrap_or_default();
@@ -258,25 +259,30 @@ fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &
             // A failed init container holds the pod back while it may run again.
             failed_init = true;
             pending_init = true;
+            failed_init_for_good |= !should_restart(container, pod, code);
         }
     }
     let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
-    for status in apps {
+    let mut stopped_for_good = 0;
+    for (container, status) in app_containers(pod).iter().zip(apps) {
         let state = status.state.clone().unwrap_or_default();
         if state.running.is_some() {
             running += 1;
-        } else if let Some(terminated) = state.terminated {
+        } else if let Some(code) = (state.terminated.as_ref().map(|t| t.exit_code))
+            .or_else(|| last_terminated_code(status))
+        {
             stopped += 1;
-            if terminated.exit_code == 0 {
+            if state.terminated.is_some() && code == 0 {
                 succeeded += 1;
             }
-        } else if last_terminated_code(status).is_some() {
-            stopped += 1;
+            if !should_restart(container, pod, code) {
+                stopped_for_good += 1;
+            }
         } else {
             waiting += 1;
         }
     }
-    if failed_init && policy == RestartPolicy::Never {
+    if failed_init_for_good {
         return "Failed";
     }
     let app_started = running + stopped > 0;
@@ -297,11 +303,14 @@ fn phase(pod: &Pod, init: &[ApiStatus], apps: &[ApiStatus], terminal: bool) -> &
                 "Failed"
             };
         }
-        return match policy {
-            RestartPolicy::Always => "Running",
-            _ if succeeded == stopped => "Succeeded",
-            RestartPolicy::Never => "Failed",
-            RestartPolicy::OnFailure => "Running",
+        // Some stopped container will start again.
+        if stopped != stopped_for_good {
+            return "Running";
+        }
+        return if succeeded == stopped {
+            "Succeeded"
+        } else {
+            "Failed"
         };
     }
     "Pending"
@@ -426,13 +435,12 @@ fn pod_ips(ips: &[String]) -> Vec<String> {
 
 /// The pod's status as the kubelet would report it now.
 pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) -> PodStatus {
-    let policy = RestartPolicy::of(pod);
     let has_init = !init_containers(pod).is_empty();
     let mut init: Vec<ApiStatus> = init_containers(pod)
         .iter()
         .map(|c| {
             let role = Role::of_init(c);
-            container_status(c, runtime, inputs, "PodInitializing", role, policy)
+            container_status(c, runtime, inputs, "PodInitializing", role, pod)
         })
         .collect();
     let app_reason = if has_init {
@@ -442,12 +450,12 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
     };
     let mut apps: Vec<ApiStatus> = app_containers(pod)
         .iter()
-        .map(|c| container_status(c, runtime, inputs, app_reason, Role::App, policy))
+        .map(|c| container_status(c, runtime, inputs, app_reason, Role::App, pod))
         .collect();
     apps.sort_by(|a, b| a.name.cmp(&b.name));
     let ephemeral: Vec<ApiStatus> = ephemeral_containers(pod)
         .iter()
-        .map(|c| container_status(c, runtime, inputs, app_reason, Role::Ephemeral, policy))
+        .map(|c| container_status(c, runtime, inputs, app_reason, Role::Ephemeral, pod))
         .collect();
     // The kubelet's status manager shares 12 KiB of termination messages among the containers.
     let share = MAX_POD_MESSAGE_BYTES / (init.len() + apps.len()).max(1);
@@ -633,6 +641,53 @@ mod tests {
                 got.phase.as_deref(),
                 Some(expected),
                 "{policy} {containers:?}"
+            );
+        }
+    }
+
+    /// ContainerRestartRules: a container's own `restartPolicy` and `restartPolicyRules` decide
+    /// before the pod's policy whether it runs again, and so whether the pod is done.
+    #[test]
+    fn a_containers_own_restart_policy_and_rules_decide_the_phase() {
+        use ContainerState::Exited;
+        let rules = json!([{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]);
+        let cases = [
+            ("Always", json!({"restartPolicy": "Never"}), 1, "Failed"),
+            ("Always", json!({"restartPolicy": "Never"}), 0, "Succeeded"),
+            ("Never", json!({"restartPolicy": "Always"}), 1, "Running"),
+            (
+                "Never",
+                json!({"restartPolicy": "OnFailure"}),
+                0,
+                "Succeeded",
+            ),
+            (
+                "Never",
+                json!({"restartPolicy": "Never", "restartPolicyRules": rules}),
+                42,
+                "Running",
+            ),
+            (
+                "Never",
+                json!({"restartPolicy": "Never", "restartPolicyRules": rules}),
+                1,
+                "Failed",
+            ),
+        ];
+        for (policy, own, exit_code, expected) in cases {
+            let mut container_json = json!({"name": "a", "image": "busybox:1"});
+            container_json
+                .as_object_mut()
+                .unwrap()
+                .extend(own.as_object().unwrap().clone());
+            let mut pod = pod(policy, &[]);
+            pod.spec.as_mut().unwrap().containers =
+                vec![serde_json::from_value(container_json).unwrap()];
+            let got = status(&pod, &runtime(vec![container("a", Exited, exit_code, 2)]));
+            assert_eq!(
+                got.phase.as_deref(),
+                Some(expected),
+                "{policy} {own} exit {exit_code}"
             );
         }
     }
