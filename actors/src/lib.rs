@@ -39,7 +39,7 @@ pub mod node_status;
 pub mod pods;
 pub mod ports;
 pub mod prober;
-pub mod quantity;
+pub use nodepulse_validation::quantity;
 pub mod retry;
 pub mod runtime_probe;
 pub mod shrink;

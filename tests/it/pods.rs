@@ -87,6 +87,33 @@ async fn one_running_pod(cluster: &TestCluster, prefix: &str) -> OnePod {
     }
 }
 
+/// A pod whose only resources are pod-level (`spec.resources`) is Burstable, as the API server
+/// computed at create; the node keeps that class in every status it writes (the API server
+/// refuses a status with another: `status.qosClass: field is immutable`).
+#[actix_rt::test]
+async fn a_pod_with_pod_level_resources_keeps_the_qos_class_the_api_server_gave_it() {
+    let cluster = TestCluster::start().await;
+    let node = unique_node_name("pods-qos");
+    let _supervisor = start_simulated_node(&cluster.kubeconfig, &node, "").await;
+    let name = format!("{node}-pod-level");
+    let extra = json!({"spec": {"resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}});
+    create(
+        &cluster.client,
+        &pod_manifest(&name, NAMESPACE, &node, extra),
+    )
+    .await;
+    let pod = wait_pod(
+        &cluster.client,
+        NAMESPACE,
+        &name,
+        "Running and Ready",
+        running_and_ready,
+    )
+    .await;
+    let status = pod.status.expect("a status");
+    assert_eq!(status.qos_class.as_deref(), Some("Burstable"));
+}
+
 #[actix_rt::test]
 async fn bound_pods_become_running_with_the_kubelets_conditions_and_addresses() {
     let cluster = TestCluster::start().await;

@@ -27,6 +27,7 @@ pub mod pod_requests;
 mod provider;
 pub mod pull_auth;
 mod pull_backoff;
+mod qos;
 pub mod readiness_gates;
 mod resource_field;
 pub mod service_env;
@@ -44,10 +45,9 @@ pub use actor::{InjectProviderFault, PodLifecycleActor, PodLifecycleSettings};
 pub use provider::{
     Outgoing, PodLifecycleProvider, PodLifecycleState, PodUpdate, ProviderFault, UpdateSink,
 };
+pub use qos::qos_class;
 pub use simulated::{SimulatedPods, SimulatedSettings};
-pub use simulated_status::{
-    Placement, Stage, condition, container_id, qos_class, simulated_status,
-};
+pub use simulated_status::{Placement, Stage, condition, container_id, simulated_status};
 pub use starting::{Start, StartError, StartHealth, StartingProvider};
 
 /// The name PodLifecycleActor has in the supervisor, logs and the debug endpoint.

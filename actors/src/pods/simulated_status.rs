@@ -15,6 +15,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::Time,
 };
 
+use super::qos::qos_class;
 use crate::status_manager::generation::stamp_conditions;
 
 /// Where a simulated pod is in its life.
@@ -80,41 +81,6 @@ pub fn condition(
         reason: reason.map(str::to_owned),
         message,
         ..PodCondition::default()
-    }
-}
-
-/// BestEffort (no requests or limits), Guaranteed (every container's CPU and memory limits
-/// set and requests equal to them), Burstable otherwise.
-pub fn qos_class(pod: &Pod) -> &'static str {
-    let containers: Vec<&Container> = app_containers(pod)
-        .into_iter()
-        .chain(init_containers(pod))
-        .collect();
-    let resources = |container: &Container| container.resources.clone().unwrap_or_default();
-    let any_set = containers.iter().any(|container| {
-        let resources = resources(container);
-        resources.requests.is_some_and(|r| !r.is_empty())
-            || resources.limits.is_some_and(|l| !l.is_empty())
-    });
-    if !any_set {
-        return "BestEffort";
-    }
-    let guaranteed = containers.iter().all(|container| {
-        let resources = resources(container);
-        let limits = resources.limits.unwrap_or_default();
-        let requests = resources.requests.unwrap_or_default();
-        ["cpu", "memory"].iter().all(|resource| {
-            limits.get(*resource).is_some_and(|limit| {
-                requests
-                    .get(*resource)
-                    .is_none_or(|request| request.0 == limit.0)
-            })
-        })
-    });
-    if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
     }
 }
 

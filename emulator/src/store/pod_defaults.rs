@@ -40,7 +40,7 @@ pub fn prepare_pod(pod: &mut Map<String, Value>) {
                 .for_each(default_container);
         }
     }
-    let qos = qos_class(spec);
+    let qos = nodepulse_validation::qos::compute_qos_class(&Value::Object(spec.clone()));
     // PrepareForCreate resets status: clients cannot create a pod with a status.
     pod.insert(
         "status".into(),
@@ -295,31 +295,6 @@ fn image_tag(image: &str) -> Option<&str> {
         (Some((_, tag)), _) => Some(tag),
         (None, None) => Some("latest"),
         (None, Some(_)) => None,
-    }
-}
-
-/// The pod QoS class (`qos.GetPodQOS`), from the cpu/memory requests and limits of all
-/// containers, init containers included.
-fn qos_class(spec: &Map<String, Value>) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
-        .iter()
-        .filter_map(|list| spec.get(*list).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        for resource in ["cpu", "memory"] {
-            let request = c.pointer(&format!("/resources/requests/{resource}"));
-            let limit = c.pointer(&format!("/resources/limits/{resource}"));
-            any |= request.is_some() || limit.is_some();
-            guaranteed &= limit.is_some() && (request.is_none() || request == limit);
-        }
-    }
-    match (any, guaranteed) {
-        (false, _) => "BestEffort",
-        (true, true) => "Guaranteed",
-        (true, false) => "Burstable",
     }
 }
 

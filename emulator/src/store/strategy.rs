@@ -225,6 +225,19 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
     }
     if resource.stored == StoredKind::Pod {
         super::ephemeral::validate_update(old, new, &mut errors);
+        // `ValidatePodUpdate` and `ValidatePodStatusUpdate`: the class set at create stays.
+        let class = |pod: &Value| {
+            pod.pointer("/status/qosClass")
+                .cloned()
+                .unwrap_or(json!(""))
+        };
+        if class(old) != class(new) {
+            errors.push(FieldError::invalid(
+                "status.qosClass",
+                &class(new),
+                "field is immutable",
+            ));
+        }
     }
     if resource.stored == StoredKind::CertificateSigningRequest {
         crate::certificates::requests::validate_update(old, new, &mut errors);

@@ -140,3 +140,29 @@ fn a_lease_update_is_validated_like_a_create_after_the_metadata() {
         .collect();
     assert_eq!(fields, ["metadata.uid", "spec.leaseDurationSeconds"]);
 }
+
+#[test]
+fn a_pods_qos_class_cannot_change_after_create() {
+    let old = json!({"metadata": {"name": "p", "uid": "u"}, "status": {"qosClass": "Burstable"}});
+    let same = json!({"metadata": {"name": "p", "uid": "u"}, "status": {"qosClass": "Burstable", "phase": "Running"}});
+    assert!(validate_update(&PODS, &old, &same).is_empty());
+    let changed =
+        json!({"metadata": {"name": "p", "uid": "u"}, "status": {"qosClass": "BestEffort"}});
+    let errors: Vec<String> = validate_update(&PODS, &old, &changed)
+        .iter()
+        .map(nodepulse_validation::FieldError::render)
+        .collect();
+    assert_eq!(
+        errors,
+        ["status.qosClass: Invalid value: \"BestEffort\": field is immutable"]
+    );
+}
+
+#[test]
+fn a_pod_with_pod_level_resources_is_burstable_from_them() {
+    let mut pod = json!({"metadata": {"name": "p"}, "spec": {
+        "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+        "containers": [{"name": "c", "image": "busybox"}]}});
+    prepare_for_create(&PODS, &mut pod, "u", now());
+    assert_eq!(pod["status"]["qosClass"], "Burstable");
+}
