@@ -16,6 +16,7 @@ pub enum StoredKind {
     PersistentVolumeClaim,
     CsiDriver,
     CsiNode,
+    RuntimeClass,
     VolumeAttachment,
     ConfigMap,
     Secret,
@@ -149,6 +150,17 @@ pub static CSI_DRIVERS: ApiResource = ApiResource {
     has_status: false,
     short_names: &[],
 };
+pub static RUNTIME_CLASSES: ApiResource = ApiResource {
+    stored: StoredKind::RuntimeClass,
+    group: "node.k8s.io",
+    version: "v1",
+    plural: "runtimeclasses",
+    singular: "runtimeclass",
+    kind: "RuntimeClass",
+    namespaced: false,
+    has_status: false,
+    short_names: &[],
+};
 pub static CSI_NODES: ApiResource = ApiResource {
     stored: StoredKind::CsiNode,
     group: "storage.k8s.io",
@@ -231,7 +243,7 @@ pub static CERTIFICATE_SIGNING_REQUESTS: ApiResource = ApiResource {
 };
 
 /// Every served resource, in discovery order.
-pub static ALL: [&ApiResource; 16] = [
+pub static ALL: [&ApiResource; 17] = [
     &NAMESPACES,
     &NODES,
     &PODS,
@@ -246,15 +258,17 @@ pub static ALL: [&ApiResource; 16] = [
     &EVENTS_V1,
     &CSI_DRIVERS,
     &CSI_NODES,
+    &RUNTIME_CLASSES,
     &VOLUME_ATTACHMENTS,
     &CERTIFICATE_SIGNING_REQUESTS,
 ];
 
 /// The API groups besides the core group, with their single served version.
-pub static GROUPS: [(&str, &str); 4] = [
+pub static GROUPS: [(&str, &str); 5] = [
     ("certificates.k8s.io", "v1"),
     ("coordination.k8s.io", "v1"),
     ("events.k8s.io", "v1"),
+    ("node.k8s.io", "v1"),
     ("storage.k8s.io", "v1"),
 ];
 
@@ -278,6 +292,7 @@ impl ApiResource {
             StoredKind::PersistentVolumeClaim => &PERSISTENT_VOLUME_CLAIMS,
             StoredKind::CsiDriver => &CSI_DRIVERS,
             StoredKind::CsiNode => &CSI_NODES,
+            StoredKind::RuntimeClass => &RUNTIME_CLASSES,
             StoredKind::VolumeAttachment => &VOLUME_ATTACHMENTS,
             StoredKind::ConfigMap => &CONFIG_MAPS,
             StoredKind::Secret => &SECRETS,

@@ -17,7 +17,7 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
             .err()
             .map(|e| e.to_string())
     }
-    use k8s_openapi::api::{certificates, coordination, core, events, storage};
+    use k8s_openapi::api::{certificates, coordination, core, events, node, storage};
     match (resource.stored, resource.group) {
         (StoredKind::Namespace, _) => check::<core::v1::Namespace>(object),
         (StoredKind::Node, _) => check::<core::v1::Node>(object),
@@ -29,6 +29,7 @@ fn decode_error(resource: &ApiResource, object: &Value) -> Option<String> {
         (StoredKind::PersistentVolumeClaim, _) => check::<core::v1::PersistentVolumeClaim>(object),
         (StoredKind::CsiDriver, _) => check::<storage::v1::CSIDriver>(object),
         (StoredKind::CsiNode, _) => check::<storage::v1::CSINode>(object),
+        (StoredKind::RuntimeClass, _) => check::<node::v1::RuntimeClass>(object),
         (StoredKind::VolumeAttachment, _) => check::<storage::v1::VolumeAttachment>(object),
         (StoredKind::ConfigMap, _) => check::<core::v1::ConfigMap>(object),
         (StoredKind::Secret, _) => check::<core::v1::Secret>(object),
@@ -62,6 +63,7 @@ pub fn round_trip(kind: StoredKind, object: &mut Value) {
         }
         StoredKind::CsiDriver => through::<k8s_openapi::api::storage::v1::CSIDriver>(object),
         StoredKind::CsiNode => through::<k8s_openapi::api::storage::v1::CSINode>(object),
+        StoredKind::RuntimeClass => through::<k8s_openapi::api::node::v1::RuntimeClass>(object),
         StoredKind::VolumeAttachment => {
             through::<k8s_openapi::api::storage::v1::VolumeAttachment>(object);
         }

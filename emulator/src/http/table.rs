@@ -138,6 +138,11 @@ fn columns(kind: StoredKind) -> &'static [(&'static str, &'static str, u8)] {
             ("PodInfoOnMount", "boolean", 0),
             ("Age", "string", 0),
         ],
+        StoredKind::RuntimeClass => &[
+            ("Name", "string", 0),
+            ("Handler", "string", 0),
+            ("Age", "string", 0),
+        ],
         StoredKind::CsiNode => &[
             ("Name", "string", 0),
             ("Drivers", "integer", 0),
@@ -378,6 +383,7 @@ fn cells(kind: StoredKind, o: &Value, now: SystemTime) -> Vec<Value> {
             flag(o.pointer("/spec/podInfoOnMount")),
             age,
         ],
+        StoredKind::RuntimeClass => vec![name, s("/handler"), age],
         StoredKind::CsiNode => {
             let drivers = o
                 .pointer("/spec/drivers")

@@ -84,6 +84,7 @@ fn canonical_field(field: &str, resource: &ApiResource) -> Option<&'static str> 
         StoredKind::PersistentVolume
         | StoredKind::CsiDriver
         | StoredKind::CsiNode
+        | StoredKind::RuntimeClass
         | StoredKind::VolumeAttachment => &["metadata.name"],
         StoredKind::CertificateSigningRequest => &["metadata.name", "spec.signerName"],
         StoredKind::ConfigMap | StoredKind::ServiceAccount | StoredKind::Service => {

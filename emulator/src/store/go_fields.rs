@@ -58,6 +58,7 @@ pub fn fill(kind: StoredKind, object: &mut Map<String, Value>) {
         StoredKind::Namespace
         | StoredKind::ConfigMap
         | StoredKind::Secret
+        | StoredKind::RuntimeClass
         | StoredKind::ServiceAccount => {}
         StoredKind::CertificateSigningRequest => {
             object_entry(object, "spec");

@@ -10,8 +10,10 @@ mod delete;
 mod ephemeral;
 mod go_fields;
 mod history;
+mod node_kinds;
 mod pod_defaults;
 mod pod_generation;
+mod runtime_class_admission;
 pub mod services;
 mod storage_kinds;
 pub mod strategy;
@@ -159,8 +161,8 @@ impl Store {
             }
         }
         let name = meta_str(&object, "name").to_string();
-        // Admission runs before validation, NamespaceLifecycle first, then ServiceAccount and
-        // Priority.
+        // Admission runs before validation, NamespaceLifecycle first, then ServiceAccount,
+        // Priority and RuntimeClass.
         if resource.namespaced {
             let ns_key = ObjectKey::new("", namespace.as_str());
             if inner
@@ -192,6 +194,14 @@ impl Store {
             if let Some(cause) = pod_defaults::priority_refusal(&object) {
                 return Err(ApiError::forbidden(resource, &name, &cause));
             }
+            let classes = inner.objects.get(&StoredKind::RuntimeClass);
+            let class = |class: &str| {
+                classes?
+                    .get(&ObjectKey::new("", class))
+                    .map(|object| object.as_ref().clone())
+            };
+            runtime_class_admission::admit(&mut object, class)
+                .map_err(|cause| ApiError::forbidden(resource, &name, &cause))?;
         }
         let errors = strategy::validate_create(resource, &object);
         if !errors.is_empty() {
@@ -407,6 +417,7 @@ pub fn storage_key(kind: StoredKind, key: &ObjectKey) -> String {
         StoredKind::PersistentVolume => "persistentvolumes",
         StoredKind::PersistentVolumeClaim => "persistentvolumeclaims",
         StoredKind::CsiDriver => "csidrivers",
+        StoredKind::RuntimeClass => "runtimeclasses",
         StoredKind::CsiNode => "csinodes",
         StoredKind::VolumeAttachment => "volumeattachments",
         StoredKind::ConfigMap => "configmaps",

@@ -43,6 +43,7 @@ pub fn prepare_for_create(resource: &ApiResource, object: &mut Value, uid: &str,
         | StoredKind::Event
         | StoredKind::ConfigMap
         | StoredKind::ServiceAccount
+        | StoredKind::RuntimeClass
         | StoredKind::CertificateSigningRequest => {}
         storage => super::storage_kinds::prepare(storage, map),
     }
@@ -176,6 +177,7 @@ pub fn validate_create(resource: &ApiResource, object: &Value) -> Vec<FieldError
             super::config_data::validate_keys(resource.stored, object, &mut errors);
         }
         StoredKind::Service => super::services::validate(object, &mut errors),
+        StoredKind::RuntimeClass => super::node_kinds::validate(object, &mut errors),
         StoredKind::CertificateSigningRequest => {
             crate::certificates::requests::validate_create(object, &mut errors);
         }
@@ -241,6 +243,10 @@ pub fn validate_update(resource: &ApiResource, old: &Value, new: &Value) -> Vec<
     }
     if resource.stored == StoredKind::CertificateSigningRequest {
         crate::certificates::requests::validate_update(old, new, &mut errors);
+    }
+    if resource.stored == StoredKind::RuntimeClass {
+        super::node_kinds::validate(new, &mut errors);
+        super::node_kinds::validate_update(old, new, &mut errors);
     }
     super::storage_kinds::validate(resource.stored, new, &mut errors);
     super::storage_kinds::validate_update(resource.stored, old, new, &mut errors);

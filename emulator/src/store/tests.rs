@@ -337,3 +337,42 @@ fn storage_keys_follow_kube_apiserver_prefixes() {
         assert_eq!(storage_key(kind, &key), expected);
     }
 }
+
+/// RuntimeClasses are stored and validated, and a pod naming one goes through the RuntimeClass
+/// admission plugin: refused (403) while the class does not exist, given its overhead once it
+/// does.
+#[test]
+fn a_pod_is_admitted_only_with_a_runtime_class_that_exists() {
+    use crate::api::resource::RUNTIME_CLASSES;
+    let store = store_with_default_namespace();
+    let pod = json!({"metadata": {"name": "p", "namespace": "default"},
+        "spec": {"runtimeClassName": "kata", "containers": [{"name": "c", "image": "i"}]}});
+    let err = store
+        .create(&PODS, pod.clone(), now())
+        .expect_err("no such class");
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            403,
+            "pods \"p\" is forbidden: pod rejected: RuntimeClass \"kata\" not found"
+        )
+    );
+    let err = store
+        .create(
+            &RUNTIME_CLASSES,
+            json!({"metadata": {"name": "kata"}}),
+            now(),
+        )
+        .expect_err("no handler");
+    assert_eq!(err.code, 422, "{err}");
+    store
+        .create(
+            &RUNTIME_CLASSES,
+            json!({"metadata": {"name": "kata"}, "handler": "kata",
+                "overhead": {"podFixed": {"cpu": "250m"}}}),
+            now(),
+        )
+        .expect("the class");
+    let created = store.create(&PODS, pod, now()).expect("admitted");
+    assert_eq!(created["spec"]["overhead"], json!({"cpu": "250m"}));
+}
