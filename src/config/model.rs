@@ -204,6 +204,10 @@ pub struct Config {
     /// kubelet's `allowedUnsafeSysctls`); each must be of a namespace a pod has.
     #[serde(default)]
     pub allowed_unsafe_sysctls: Vec<String>,
+    /// A container whose pod and own security context name no seccomp profile runs with the
+    /// runtime's default profile rather than unconfined (the kubelet's `seccompDefault`).
+    #[serde(default)]
+    pub seccomp_default: bool,
     /// The cluster's DNS domain for pods' search paths (`cluster.local`).
     #[serde(default = "default_cluster_domain")]
     pub cluster_domain: String,

@@ -225,6 +225,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "sysctls (names, or prefixes ending in `*`) pods may set beside the safe ones; others refuse the pod with `SysctlForbidden`",
     ),
     field(
+        "seccompDefault",
+        "containers that name no seccomp profile get the runtime's default one (`RuntimeDefault`) instead of none; `Localhost` profiles are read from `<rootDir>/seccomp`",
+    ),
+    field(
         "clusterDomain",
         "the cluster's DNS domain in pods' search paths",
     ),

@@ -26,6 +26,7 @@ mod pods;
 mod reachability;
 mod resume;
 mod retry_after;
+mod runtime_classes;
 mod services;
 mod shared_watch;
 pub mod storage;
@@ -217,6 +218,8 @@ pub struct KubeApi {
     /// Every Service, for service-link variables: watched from the first ask on, once for all
     /// the pods this client serves.
     services: std::sync::OnceLock<Arc<services::ServiceCache>>,
+    /// Every RuntimeClass, for sandbox handlers: watched from the first ask on.
+    runtime_classes: std::sync::OnceLock<Arc<runtime_classes::RuntimeClassCache>>,
     /// The ConfigMaps and Secrets pods read, each watched from its first read on (the
     /// kubelet's `Watch` strategy), once for all the pods this client serves.
     config_maps: std::sync::OnceLock<
@@ -306,6 +309,7 @@ impl KubeApi {
             identity,
             prober,
             services: std::sync::OnceLock::new(),
+            runtime_classes: std::sync::OnceLock::new(),
             config_maps: std::sync::OnceLock::new(),
             secrets: std::sync::OnceLock::new(),
             sync_period: config.sync_frequency.into(),

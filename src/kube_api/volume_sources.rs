@@ -11,7 +11,7 @@ use k8s_openapi::api::{
 };
 use kube::api::{Api, PostParams};
 use nodepulse_actors::{
-    ports::{ApiError, ApiResult, ServiceLister},
+    ports::{ApiError, ApiResult, RuntimeClassLister, ServiceLister},
     volume_manager::VolumeSourceApi,
     volume_manager::content::{TokenSpec, token::IssuedToken},
 };
@@ -19,6 +19,7 @@ use nodepulse_actors::{
 use super::{
     KubeApi,
     object_watches::{ObjectWatches, Watched},
+    runtime_classes::RuntimeClassCache,
     services::ServiceCache,
     timed,
 };
@@ -77,6 +78,17 @@ impl VolumeSourceApi for KubeApi {
             ))
         });
         Some(std::sync::Arc::clone(cache) as std::sync::Arc<dyn ServiceLister>)
+    }
+
+    fn runtime_classes(&self) -> Option<std::sync::Arc<dyn RuntimeClassLister>> {
+        let cache = self.runtime_classes.get_or_init(|| {
+            std::sync::Arc::new(RuntimeClassCache::start(
+                self.main.clone(),
+                self.reachability.recovery(),
+                &self.runtime,
+            ))
+        });
+        Some(std::sync::Arc::clone(cache) as std::sync::Arc<dyn RuntimeClassLister>)
     }
 
     fn get_config_map(

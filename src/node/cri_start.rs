@@ -3,17 +3,23 @@
 //! the engine's thread. A failure is a [`CriStartError`], which the starting provider shows in
 //! Ready and tries again; nothing here falls back to a node that runs no pods.
 
-use std::{io, net::IpAddr, path::PathBuf, sync::Arc};
+use std::{
+    io,
+    net::IpAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use nodepulse_actors::{
     node_status::NodeView,
-    pods::{PodLifecycleProvider, PodsPublisher, Start},
+    pods::{PodLifecycleProvider, PodsPublisher, Start, apparmor},
     ports::{HealthChecks, MachineFacts},
     prober::{ProbePods, ProbeResults, ProberKept},
     volume_manager::{PodDirs, PodVolumeView, VolumeSourceApi},
 };
 use nodepulse_cri::provider::{
     ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD, default_sandboxes_at_once,
+    isolation::IsolationSettings,
 };
 use nodepulse_supervisor::Recipient;
 
@@ -105,6 +111,12 @@ impl CriStart {
             resolv_conf: config.resolv_conf.clone(),
             node_hosts_file: config.host_root.join("etc/hosts"),
             allowed_unsafe_sysctls: config.allowed_unsafe_sysctls.clone(),
+            isolation: IsolationSettings::new(
+                &config.root_dir,
+                config.seccomp_default,
+                Path::new("/sys"),
+            ),
+            apparmor: apparmor::host_support(Path::new("/sys")),
             static_pods: config.static_pod_path().is_some() || config.static_pod_url().is_some(),
             memory_capacity: self.machine.read().memory_bytes,
             relist_period: RELIST_PERIOD,
@@ -114,6 +126,9 @@ impl CriStart {
                 .map_or_else(default_sandboxes_at_once, |turns| turns as usize),
             clock: Arc::new(jiff::Timestamp::now),
         };
+        // The RuntimeClasses are watched from the start, so the first pod that names one finds
+        // them listed (the kubelet starts its RuntimeClass informer with itself).
+        let _ = self.api.runtime_classes();
         let client = Arc::new(client);
         // Lifecycle hooks' httpGet is the prober's request, from the same client.
         let hooks = Arc::new(ProbeHandlers::new(Arc::clone(&client) as _));

@@ -26,6 +26,7 @@ mod cri_env_files;
 mod cri_events;
 mod cri_gc;
 mod cri_image_volume;
+mod cri_isolation;
 mod cri_lifecycle;
 mod cri_pod_faults;
 mod cri_pod_level_downward;

@@ -11,6 +11,7 @@ pub mod admission;
 #[cfg(test)]
 mod admission_tests;
 pub mod annotations;
+pub mod apparmor;
 pub mod env;
 mod env_file;
 mod env_sources;
@@ -23,6 +24,9 @@ pub mod images;
 mod images_tests;
 pub mod ip_pool;
 mod node_affinity;
+pub mod pod_fields;
+#[cfg(test)]
+mod pod_fields_tests;
 pub mod pod_requests;
 mod provider;
 pub mod pull_auth;

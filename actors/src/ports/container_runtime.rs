@@ -83,6 +83,54 @@ pub struct SecurityContext {
     pub add_capabilities: Vec<String>,
     pub drop_capabilities: Vec<String>,
     pub no_new_privs: bool,
+    /// The seccomp profile; `None` leaves it to the runtime (the kubelet always sets one).
+    pub seccomp: Option<SecurityProfile>,
+    /// The AppArmor profile; `None` when the pod names none (the runtime's default applies).
+    pub apparmor: Option<SecurityProfile>,
+    /// `seLinuxOptions`, passed through as the kubelet does; `None` when the pod sets none.
+    pub selinux: Option<SeLinuxOptions>,
+    /// Paths the runtime masks (`procMount: Default`: the kubelet's list; `Unmasked`: none).
+    pub masked_paths: Vec<String>,
+    /// Paths the runtime mounts read-only (as `masked_paths`).
+    pub readonly_paths: Vec<String>,
+}
+
+/// Which kind of profile a seccomp or AppArmor setting asks for (CRI `SecurityProfile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProfileKind {
+    /// The runtime's own default profile.
+    #[default]
+    RuntimeDefault,
+    Unconfined,
+    /// A profile on the node, named by `SecurityProfile::localhost_ref`.
+    Localhost,
+}
+
+/// A seccomp or AppArmor profile (CRI `SecurityProfile`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SecurityProfile {
+    pub kind: ProfileKind,
+    /// For `Localhost`: the seccomp profile's absolute path on the node, or the AppArmor
+    /// profile's name.
+    pub localhost_ref: String,
+}
+
+impl SecurityProfile {
+    pub fn of(kind: ProfileKind) -> Self {
+        Self {
+            kind,
+            localhost_ref: String::new(),
+        }
+    }
+}
+
+/// SELinux labels for a sandbox or container (CRI `SELinuxOption`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SeLinuxOptions {
+    pub user: String,
+    pub role: String,
+    pub r#type: String,
+    pub level: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +244,10 @@ pub struct ContainerConfig {
     /// An ephemeral container's `targetContainerName`, as that container's runtime ID: it joins
     /// the target's PID namespace when the pod gives each container its own.
     pub pid_target: Option<String>,
+    /// `stdin`, `stdinOnce` and `tty`: an attachable container keeps its stdin open.
+    pub stdin: bool,
+    pub stdin_once: bool,
+    pub tty: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

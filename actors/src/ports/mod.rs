@@ -20,6 +20,7 @@ mod pods_view;
 mod probe;
 mod recovery;
 mod runtime;
+mod runtime_classes;
 mod runtime_stats;
 mod services;
 
@@ -28,8 +29,9 @@ pub use container_runtime::{
     ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
     ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
     ContainerSummary, DnsConfig, ExecOutput, ImageInfo, ImageMount, Labels, LinuxResources, Mount,
-    MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig, SandboxFilter,
-    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
+    MountPropagation, PortMapping, ProfileKind, Protocol, PullAuth, SandboxConfig, SandboxFilter,
+    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SeLinuxOptions, SecurityContext,
+    SecurityProfile,
 };
 pub use csi_node::{CsiCallError, CsiError, CsiNode, CsiNodeInfo, CsiPod, CsiVolume};
 pub use csi_registration::{CsiDriverRegistration, CsiNodeApi, NODE_ID_ANNOTATION};
@@ -55,6 +57,7 @@ pub use runtime::{
     ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
     RuntimeVersion,
 };
+pub use runtime_classes::{RuntimeClassError, RuntimeClassLister, lookup_runtime_handler};
 pub use runtime_stats::{
     ContainerStatsFilter, ContainerUsage, CpuUsage, InterfaceUsage, MemoryUsage, NetworkUsage,
     RuntimeStats, SandboxStatsFilter, SandboxUsage, SwapUsage,

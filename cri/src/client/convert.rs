@@ -7,8 +7,9 @@ use std::{collections::HashMap, path::Path};
 
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, ImageInfo,
-    ImageMount, Labels, Mount, MountPropagation, PortMapping, Protocol, PullAuth, SandboxConfig,
-    SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SecurityContext,
+    ImageMount, Labels, Mount, MountPropagation, PortMapping, ProfileKind, Protocol, PullAuth,
+    SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary,
+    SeLinuxOptions, SecurityContext, SecurityProfile,
 };
 
 use super::proto;
@@ -110,9 +111,43 @@ pub(super) fn sandbox_config(config: &SandboxConfig) -> proto::PodSandboxConfig 
                 supplemental_groups: security.supplemental_groups.clone(),
                 privileged: security.privileged,
                 run_as_group: int64(security.run_as_group),
+                selinux_options: security.selinux.as_ref().map(selinux),
+                seccomp: security.seccomp.as_ref().map(profile),
+                apparmor: security.apparmor.as_ref().map(profile),
             }),
             sysctls: map(&config.sysctls),
         }),
+    }
+}
+
+fn profile(profile: &SecurityProfile) -> proto::SecurityProfile {
+    let kind = match profile.kind {
+        ProfileKind::RuntimeDefault => proto::ProfileType::RuntimeDefault,
+        ProfileKind::Unconfined => proto::ProfileType::Unconfined,
+        ProfileKind::Localhost => proto::ProfileType::Localhost,
+    };
+    proto::SecurityProfile {
+        profile_type: kind as i32,
+        localhost_ref: profile.localhost_ref.clone(),
+    }
+}
+
+/// The AppArmor profile in the deprecated string form the kubelet still sends beside the
+/// field (`getAppArmorProfile`), for runtimes older than the field.
+fn deprecated_apparmor(profile: &SecurityProfile) -> String {
+    match profile.kind {
+        ProfileKind::RuntimeDefault => "runtime/default".to_owned(),
+        ProfileKind::Unconfined => "unconfined".to_owned(),
+        ProfileKind::Localhost => format!("localhost/{}", profile.localhost_ref),
+    }
+}
+
+fn selinux(options: &SeLinuxOptions) -> proto::SeLinuxOption {
+    proto::SeLinuxOption {
+        user: options.user.clone(),
+        role: options.role.clone(),
+        r#type: options.r#type.clone(),
+        level: options.level.clone(),
     }
 }
 
@@ -132,6 +167,16 @@ fn container_security(
         supplemental_groups: security.supplemental_groups.clone(),
         no_new_privs: security.no_new_privs,
         run_as_group: int64(security.run_as_group),
+        selinux_options: security.selinux.as_ref().map(selinux),
+        apparmor_profile: security
+            .apparmor
+            .as_ref()
+            .map(deprecated_apparmor)
+            .unwrap_or_default(),
+        masked_paths: security.masked_paths.clone(),
+        readonly_paths: security.readonly_paths.clone(),
+        seccomp: security.seccomp.as_ref().map(profile),
+        apparmor: security.apparmor.as_ref().map(profile),
     }
 }
 
@@ -192,6 +237,9 @@ pub(super) fn container_config(
         labels: map(&config.labels),
         annotations: map(&config.annotations),
         log_path: path(&config.log_path),
+        stdin: config.stdin,
+        stdin_once: config.stdin_once,
+        tty: config.tty,
         linux: Some(proto::LinuxContainerConfig {
             resources: config
                 .resources

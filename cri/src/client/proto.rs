@@ -18,6 +18,8 @@ pub use sandbox::*;
 pub use stats::*;
 
 #[cfg(test)]
+mod security_wire_tests;
+#[cfg(test)]
 mod stats_wire_tests;
 #[cfg(test)]
 mod wire_tests;

@@ -1,7 +1,7 @@
 //! Admission before anything runs, as the kubelet's `canAdmitPod`: a pod not yet admitted is
-//! checked by `pods::admission` against the Node NodeStatusActor shares and the pods already
-//! admitted; a refused one ends Failed with the kubelet's status and Warning event, and never
-//! reaches the runtime. Checked under the engine's lock, so two pods never admit in parallel.
+//! checked by `pods::sysctls`, `pods::admission` (against the Node NodeStatusActor shares and
+//! the pods already admitted), `pods::apparmor` and `pods::pod_fields`; a refused one ends Failed with the
+//! kubelet's status and Warning event, and never reaches the runtime. Checked under the engine's lock, so two pods never admit in parallel.
 
 use std::{sync::Arc, time::Duration};
 
@@ -15,6 +15,7 @@ use nodepulse_actors::{
     pods::{
         PodUpdate,
         admission::{admit, rejected_status, rejection_event},
+        apparmor, pod_fields,
     },
 };
 
@@ -61,12 +62,14 @@ impl Engine {
             entry.retry_at = Some(later(now, NODE_UNKNOWN_RETRY));
             return false;
         };
-        // The kubelet's handlers in its order: sysctls before the predicates.
+        // The kubelet's handlers in its order: sysctls, the predicates, then AppArmor.
         let verdict = nodepulse_actors::pods::sysctls::admit(
             &entry.pod,
             &self.settings.allowed_unsafe_sysctls,
         )
-        .and_then(|()| admit(&entry.pod, &node, &admitted));
+        .and_then(|()| admit(&entry.pod, &node, &admitted))
+        .and_then(|()| apparmor::admit(&entry.pod, &self.settings.apparmor))
+        .and_then(|()| pod_fields::admit(&entry.pod));
         let Err(rejection) = verdict else {
             entry.admitted = true;
             return true;

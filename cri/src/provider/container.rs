@@ -1,7 +1,7 @@
 //! CreateContainer's config as the kubelet's `generateContainerConfig` makes it: command and
 //! args `$(VAR)`-expanded against the environment `pods::env` built, working dir, mounts for the volumes the volume manager set up,
 //! the termination-message file, CPU and memory as CRI Linux resources with the QoS class's
-//! `oom_score_adj`, the basic security context, and the kubelet's labels and annotations.
+//! `oom_score_adj`, the security context, and the kubelet's labels and annotations.
 //! Pure: the caller creates the termination-message file and passes its path.
 
 use std::{
@@ -13,6 +13,7 @@ use std::{
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
+    isolation::{self, IsolationError, IsolationSettings},
     sub_path::MountSource,
     view::{
         CONTAINER_HASH_ANNOTATION, CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL,
@@ -97,15 +98,23 @@ pub fn linux_resources(pod: &Pod, container: &Container, memory_capacity: u64) -
     }
 }
 
-fn security(pod: &Pod, container: &Container) -> SecurityContext {
+/// The container's CRI security context (`determineEffectiveSecurityContext`): users, groups
+/// and capabilities, then its isolation (`isolation`): seccomp, AppArmor, SELinux, procMount.
+pub(super) fn security(
+    pod: &Pod,
+    container: &Container,
+    settings: &IsolationSettings,
+) -> Result<SecurityContext, IsolationError> {
     let pod_context = pod
         .spec
         .as_ref()
         .and_then(|s| s.security_context.clone())
         .unwrap_or_default();
     let context = container.security_context.clone().unwrap_or_default();
-    let capabilities = context.capabilities.unwrap_or_default();
-    SecurityContext {
+    let capabilities = context.capabilities.clone().unwrap_or_default();
+    let (masked_paths, readonly_paths) =
+        isolation::proc_paths(context.proc_mount.as_deref(), settings);
+    Ok(SecurityContext {
         run_as_user: context.run_as_user.or(pod_context.run_as_user),
         run_as_group: context.run_as_group.or(pod_context.run_as_group),
         // As the kubelet's `determineEffectiveSecurityContext`: the fsGroup first.
@@ -119,7 +128,20 @@ fn security(pod: &Pod, container: &Container) -> SecurityContext {
         add_capabilities: capabilities.add.unwrap_or_default(),
         drop_capabilities: capabilities.drop.unwrap_or_default(),
         no_new_privs: context.allow_privilege_escalation == Some(false),
-    }
+        seccomp: Some(isolation::seccomp_profile(
+            pod,
+            context.seccomp_profile.as_ref(),
+            settings,
+        )?),
+        apparmor: isolation::apparmor_profile(
+            pod,
+            &container.name,
+            context.app_armor_profile.as_ref(),
+        )?,
+        selinux: isolation::container_selinux(pod, container),
+        masked_paths,
+        readonly_paths,
+    })
 }
 
 /// A mount for each `volumeMounts` entry with a source in `sources` (by the entry's index:
@@ -194,14 +216,16 @@ pub struct Resolved<'a> {
     pub memory_capacity: u64,
     /// The environment `pods::env::container_env` built.
     pub env: &'a [(String, String)],
+    pub isolation: &'a IsolationSettings,
 }
 
-/// CreateContainer's config for `container` of `pod`.
+/// CreateContainer's config for `container` of `pod`; an error for a profile the kubelet
+/// could not name either.
 pub fn container_config(
     pod: &Pod,
     container: &Container,
     resolved: &Resolved<'_>,
-) -> ContainerConfig {
+) -> Result<ContainerConfig, IsolationError> {
     let meta = &pod.metadata;
     let labels: Labels = [
         (POD_NAME_LABEL, meta.name.clone().unwrap_or_default()),
@@ -246,7 +270,7 @@ pub fn container_config(
         });
     }
     let (command, args) = expand_command_and_args(container, resolved.env);
-    ContainerConfig {
+    Ok(ContainerConfig {
         name: container.name.clone(),
         attempt: resolved.restart_count,
         image: resolved.image_ref.to_owned(),
@@ -260,9 +284,12 @@ pub fn container_config(
         annotations,
         log_path: Path::new(&container.name).join(format!("{}.log", resolved.restart_count)),
         resources: Some(linux_resources(pod, container, resolved.memory_capacity)),
-        security: security(pod, container),
+        security: security(pod, container, resolved.isolation)?,
         pid_target: None,
-    }
+        stdin: container.stdin.unwrap_or(false),
+        stdin_once: container.stdin_once.unwrap_or(false),
+        tty: container.tty.unwrap_or(false),
+    })
 }
 
 #[cfg(test)]
@@ -279,7 +306,12 @@ mod tests {
             },
         }))
         .expect("a pod");
-        let context = security(&pod, &pod.spec.as_ref().expect("spec").containers[0]);
+        let context = security(
+            &pod,
+            &pod.spec.as_ref().expect("spec").containers[0],
+            &IsolationSettings::default(),
+        )
+        .expect("a context");
         assert_eq!(context.supplemental_groups, vec![1001, 5, 6]);
         assert_eq!(context.run_as_user, Some(1000));
     }

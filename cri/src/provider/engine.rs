@@ -22,6 +22,7 @@ use tokio::{runtime::Handle, sync::Notify};
 
 use super::{
     backoff::Backoff,
+    isolation::IsolationSettings,
     pleg_health::PlegHealth,
     pod_state::{End, Work},
     sandbox::{ClusterDns, log_directory},
@@ -79,6 +80,11 @@ pub struct CriPodsSettings {
     pub resolv_conf: PathBuf,
     /// The host's `/etc/hosts`, which `hostNetwork` pods get (with their `hostAliases`).
     pub node_hosts_file: PathBuf,
+    /// `seccompDefault`, the seccomp profile root and the masked paths containers get.
+    pub isolation: IsolationSettings,
+    /// Whether the host can enforce AppArmor (checked once at start, as the kubelet does);
+    /// `Err` holds why not, the message a pod asking for a profile is refused with.
+    pub apparmor: Result<(), String>,
     /// `allowedUnsafeSysctls`: patterns beside the safe sysctls that pods may set.
     pub allowed_unsafe_sysctls: Vec<String>,
     /// The node reads static pods (`staticPodPath` or `staticPodURL`): static pods on the

@@ -19,6 +19,9 @@ mod image;
 mod image_volume;
 #[cfg(test)]
 mod image_volume_tests;
+pub mod isolation;
+#[cfg(test)]
+mod isolation_tests;
 mod kill;
 mod non_root;
 mod objects;

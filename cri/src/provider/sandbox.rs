@@ -1,7 +1,7 @@
 //! RunPodSandbox's config as the kubelet's `generatePodSandboxConfig` makes it: metadata,
-//! hostname, log directory, the kubelet's labels over the pod's, annotations, port mappings,
-//! host network, sysctls, and the DNS config of `network/dns/dns.go` (§2.5). Pure: the host's
-//! resolv.conf is read by the caller and passed in.
+//! hostname (`setHostnameAsFQDN`), log directory, the kubelet's labels over the pod's,
+//! annotations, port mappings, host network, sysctls, the security context, and the DNS config
+//! of `network/dns/dns.go` (§2.5). Pure: the host's resolv.conf is read by the caller.
 
 use std::path::{Path, PathBuf};
 
@@ -9,11 +9,13 @@ use k8s_openapi::api::core::v1::{Pod, PodSpec};
 
 use super::{
     etc_hosts::host_and_domain,
+    isolation::pod_selinux,
     plan::{app_containers, host_network},
     view::{POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL},
 };
 use nodepulse_actors::ports::{
-    DnsConfig, Labels, PortMapping, Protocol, SandboxConfig, SandboxMetadata, SecurityContext,
+    DnsConfig, Labels, PortMapping, ProfileKind, Protocol, SandboxConfig, SandboxMetadata,
+    SecurityContext, SecurityProfile,
 };
 
 /// The cluster's DNS as the kubelet is configured with it.
@@ -173,6 +175,9 @@ fn spec_flag(pod: &Pod, flag: impl Fn(&PodSpec) -> Option<bool>) -> bool {
     pod.spec.as_ref().and_then(flag).unwrap_or(false)
 }
 
+/// The sandbox's security context (`generatePodSandboxLinuxConfig`): the pod's user and
+/// groups (the fsGroup first), its SELinux options, and always the runtime's default seccomp
+/// profile, so a pod's own profile may be stricter than the pause process needs.
 fn sandbox_security(pod: &Pod) -> SecurityContext {
     let context = pod
         .spec
@@ -182,10 +187,16 @@ fn sandbox_security(pod: &Pod) -> SecurityContext {
     SecurityContext {
         run_as_user: context.run_as_user,
         run_as_group: context.run_as_group,
-        supplemental_groups: context.supplemental_groups.unwrap_or_default(),
+        supplemental_groups: context
+            .fs_group
+            .into_iter()
+            .chain(context.supplemental_groups.unwrap_or_default())
+            .collect(),
         // The runtime refuses a privileged container in a sandbox that is not ("no privileged
         // container allowed in sandbox"): the kubelet's HasPrivilegedContainer.
         privileged: has_privileged_container(pod),
+        seccomp: Some(SecurityProfile::of(ProfileKind::RuntimeDefault)),
+        selinux: pod_selinux(pod),
         ..SecurityContext::default()
     }
 }
@@ -208,6 +219,35 @@ fn has_privileged_container(pod: &Pod) -> bool {
             .any(|c| privileged(c.security_context.as_ref()))
 }
 
+/// The longest FQDN the kubelet makes a hostname: what the kernel's `nodename` field holds.
+const FQDN_MAX: usize = 64;
+
+/// Why a sandbox's config cannot be made, in the kubelet's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxConfigError {
+    #[error(
+        "failed to construct FQDN from pod hostname and cluster domain, FQDN {fqdn} is too long ({FQDN_MAX} characters is the max, {} characters requested)",
+        fqdn.len()
+    )]
+    FqdnTooLong { fqdn: String },
+}
+
+/// The sandbox's hostname (the kubelet's `GetNodenameForKernel`): the pod's hostname, or with
+/// `setHostnameAsFQDN` and a domain, `<hostname>.<domain>` if the kernel can hold it.
+fn kernel_hostname(pod: &Pod, cluster_domain: &str) -> Result<String, SandboxConfigError> {
+    let (hostname, domain) = host_and_domain(pod, cluster_domain);
+    match domain {
+        Some(domain) if spec_flag(pod, |spec| spec.set_hostname_as_fqdn) => {
+            let fqdn = format!("{hostname}.{domain}");
+            if fqdn.len() > FQDN_MAX {
+                return Err(SandboxConfigError::FqdnTooLong { fqdn });
+            }
+            Ok(fqdn)
+        }
+        _ => Ok(hostname),
+    }
+}
+
 /// RunPodSandbox's config for attempt `attempt` of `pod`.
 pub fn sandbox_config(
     pod: &Pod,
@@ -215,7 +255,7 @@ pub fn sandbox_config(
     logs_root: &Path,
     cluster: &ClusterDns,
     host_dns: &DnsConfig,
-) -> SandboxConfig {
+) -> Result<SandboxConfig, SandboxConfigError> {
     let meta = &pod.metadata;
     let sysctls = pod
         .spec
@@ -228,7 +268,7 @@ pub fn sandbox_config(
                 .collect()
         })
         .unwrap_or_default();
-    SandboxConfig {
+    Ok(SandboxConfig {
         metadata: SandboxMetadata {
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
@@ -238,7 +278,7 @@ pub fn sandbox_config(
         hostname: if host_network(pod) {
             String::new()
         } else {
-            host_and_domain(pod, &cluster.domain).0
+            kernel_hostname(pod, &cluster.domain)?
         },
         log_directory: log_directory(logs_root, pod),
         dns: dns_config(pod, cluster, host_dns),
@@ -257,7 +297,7 @@ pub fn sandbox_config(
         share_process_namespace: spec_flag(pod, |spec| spec.share_process_namespace),
         security: sandbox_security(pod),
         sysctls,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -354,6 +394,31 @@ mod tests {
         assert_eq!(
             dns_config(&tuned, &cluster(), &host()).unwrap().options,
             ["ndots:1"]
+        );
+    }
+
+    #[test]
+    fn set_hostname_as_fqdn_gives_the_kernel_the_fqdn_unless_it_is_too_long() {
+        let fqdn = pod(json!({"hostname": "web", "subdomain": "front",
+            "setHostnameAsFQDN": true, "containers": []}));
+        assert_eq!(
+            kernel_hostname(&fqdn, "cluster.local"),
+            Ok("web.front.shop.svc.cluster.local".to_owned())
+        );
+        let plain = pod(json!({"hostname": "web", "subdomain": "front", "containers": []}));
+        assert_eq!(
+            kernel_hostname(&plain, "cluster.local"),
+            Ok("web".to_owned())
+        );
+        let long = pod(json!({"hostname": "a".repeat(40), "subdomain": "front",
+            "setHostnameAsFQDN": true, "containers": []}));
+        let error = kernel_hostname(&long, "cluster.local").expect_err("too long");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "failed to construct FQDN from pod hostname and cluster domain, FQDN {}.front.shop.svc.cluster.local is too long (64 characters is the max, 69 characters requested)",
+                "a".repeat(40)
+            )
         );
     }
 

@@ -46,6 +46,12 @@ fn settings(dir: &Path) -> CriPodsSettings {
         resolv_conf: dir.join("resolv.conf"),
         node_hosts_file: dir.join("hosts"),
         allowed_unsafe_sysctls: Vec::new(),
+        isolation: super::isolation::IsolationSettings::new(
+            &dir.join("root"),
+            false,
+            &dir.join("sys"),
+        ),
+        apparmor: Err("AppArmor is not enabled on the host".to_owned()),
         static_pods: false,
         memory_capacity: 8 << 30,
         relist_period: RELIST_PERIOD,

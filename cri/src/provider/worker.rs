@@ -25,7 +25,7 @@ use super::{
         Kind, app_containers, ephemeral_containers, ephemeral_target, init_containers, is_sidecar,
         plan_with,
     },
-    sandbox::{parse_resolv_conf, sandbox_config},
+    sandbox::{SandboxConfigError, parse_resolv_conf, sandbox_config},
     status::StartError,
     view::{PodRuntime, pod_label, restart_count},
 };
@@ -35,7 +35,10 @@ use nodepulse_actors::{
         env::{CREATE_CONTAINER_CONFIG_ERROR, EnvContext, EnvError, container_env},
         images::ImageRequest,
     },
-    ports::{ContainerState, ContainerStatus, DnsConfig, PodEvent, SandboxConfig},
+    ports::{
+        ContainerState, ContainerStatus, DnsConfig, PodEvent, RuntimeClassError, SandboxConfig,
+        lookup_runtime_handler,
+    },
     prober::PodProbeView,
     volume_manager::volumes_ready,
 };
@@ -77,7 +80,7 @@ impl Engine {
             .unwrap_or_default()
     }
 
-    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> SandboxConfig {
+    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> Result<SandboxConfig, SandboxConfigError> {
         sandbox_config(
             pod,
             attempt,
@@ -91,6 +94,17 @@ impl Engine {
         let core = self.core();
         let entry = core.pods.get(uid)?;
         Some((Arc::clone(&entry.pod), entry.runtime.clone()))
+    }
+
+    /// The runtime handler of the pod's RuntimeClass (the kubelet's `LookupRuntimeHandler`):
+    /// empty for none; a class the watch does not have fails the sandbox.
+    fn runtime_handler(&self, pod: &Pod) -> Result<String, RuntimeClassError> {
+        let lister = self.objects.as_ref().and_then(|api| api.runtime_classes());
+        let name = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.runtime_class_name.as_deref());
+        lookup_runtime_handler(lister.as_deref(), name)
     }
 
     /// Records the outcome of one start and reports the status.
@@ -197,11 +211,25 @@ impl Engine {
                 self.again(uid);
                 return;
             }
-            let config = self.sandbox_config(&pod, attempt);
-            if let Err(error) = std::fs::create_dir_all(&config.log_directory) {
-                tracing::warn!(%error, dir = %config.log_directory.display(), "cannot make the pod's log directory");
-            }
-            if let Err(error) = self.runtime.run_pod_sandbox(config, String::new()).await {
+            // The kubelet's `createPodSandbox` order: the config, the log directory, the
+            // RuntimeClass's handler, then RunPodSandbox; any failure is the same event.
+            let made = match self.sandbox_config(&pod, attempt) {
+                Ok(config) => {
+                    if let Err(error) = std::fs::create_dir_all(&config.log_directory) {
+                        tracing::warn!(%error, dir = %config.log_directory.display(), "cannot make the pod's log directory");
+                    }
+                    match self.runtime_handler(&pod) {
+                        Ok(handler) => self
+                            .runtime
+                            .run_pod_sandbox(config, handler)
+                            .await
+                            .map_err(|error| error.to_string()),
+                        Err(error) => Err(error.to_string()),
+                    }
+                }
+                Err(error) => Err(error.to_string()),
+            };
+            if let Err(error) = made {
                 tracing::warn!(pod = %pod_label(&pod), %error, "Failed to create pod sandbox");
                 self.event(
                     &pod,
@@ -225,7 +253,10 @@ impl Engine {
         let Some(sandbox) = runtime.ready_sandbox().cloned() else {
             return;
         };
-        let config = self.sandbox_config(&pod, sandbox.metadata.attempt);
+        // The sandbox was made from this config, so it can be made again.
+        let Ok(config) = self.sandbox_config(&pod, sandbox.metadata.attempt) else {
+            return;
+        };
         for (kind, name) in &plan.start {
             let ephemeral;
             let containers = match kind {
@@ -399,8 +430,10 @@ impl Engine {
                 termination_file: Some(&termination_file),
                 memory_capacity: self.settings.memory_capacity,
                 env: &env,
+                isolation: &self.settings.isolation,
             },
-        );
+        )
+        .map_err(|error| config_error(error.to_string()))?;
         config.pid_target = pid_target;
         config
             .mounts

@@ -25,4 +25,9 @@ pub trait VolumeSourceApi: Send + Sync + 'static {
     fn services(&self) -> Option<std::sync::Arc<dyn crate::ports::ServiceLister>> {
         None
     }
+    /// The cluster's RuntimeClasses, watched from the first call on; `None` without an API
+    /// server.
+    fn runtime_classes(&self) -> Option<std::sync::Arc<dyn crate::ports::RuntimeClassLister>> {
+        None
+    }
 }

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::{ImageSpec, Int64Value, NamespaceOption, PodSandboxConfig};
+use super::{
+    ImageSpec, Int64Value, NamespaceOption, PodSandboxConfig, SeLinuxOption, SecurityProfile,
+};
 
 /// `ContainerState`: created, running, exited, unknown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
@@ -101,16 +103,30 @@ pub struct LinuxContainerSecurityContext {
     pub privileged: bool,
     #[prost(message, optional, tag = "3")]
     pub namespace_options: Option<NamespaceOption>,
+    #[prost(message, optional, tag = "4")]
+    pub selinux_options: Option<SeLinuxOption>,
     #[prost(message, optional, tag = "5")]
     pub run_as_user: Option<Int64Value>,
     #[prost(bool, tag = "7")]
     pub readonly_rootfs: bool,
     #[prost(int64, repeated, tag = "8")]
     pub supplemental_groups: Vec<i64>,
+    /// The deprecated AppArmor profile string (`runtime/default`, `unconfined`,
+    /// `localhost/<name>`), which the kubelet still sends beside `apparmor` for older runtimes.
+    #[prost(string, tag = "9")]
+    pub apparmor_profile: String,
     #[prost(bool, tag = "11")]
     pub no_new_privs: bool,
     #[prost(message, optional, tag = "12")]
     pub run_as_group: Option<Int64Value>,
+    #[prost(string, repeated, tag = "13")]
+    pub masked_paths: Vec<String>,
+    #[prost(string, repeated, tag = "14")]
+    pub readonly_paths: Vec<String>,
+    #[prost(message, optional, tag = "15")]
+    pub seccomp: Option<SecurityProfile>,
+    #[prost(message, optional, tag = "16")]
+    pub apparmor: Option<SecurityProfile>,
 }
 
 /// `LinuxContainerConfig`
@@ -145,6 +161,12 @@ pub struct ContainerConfig {
     pub annotations: HashMap<String, String>,
     #[prost(string, tag = "11")]
     pub log_path: String,
+    #[prost(bool, tag = "12")]
+    pub stdin: bool,
+    #[prost(bool, tag = "13")]
+    pub stdin_once: bool,
+    #[prost(bool, tag = "14")]
+    pub tty: bool,
     #[prost(message, optional, tag = "15")]
     pub linux: Option<LinuxContainerConfig>,
 }

@@ -85,11 +85,44 @@ pub struct NamespaceOption {
     pub target_id: String,
 }
 
+/// `SecurityProfile.ProfileType`: `RuntimeDefault = 0`, `Unconfined = 1`, `Localhost = 2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum ProfileType {
+    RuntimeDefault = 0,
+    Unconfined = 1,
+    Localhost = 2,
+}
+
+/// `SecurityProfile`: a seccomp or AppArmor profile.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SecurityProfile {
+    #[prost(enumeration = "ProfileType", tag = "1")]
+    pub profile_type: i32,
+    #[prost(string, tag = "2")]
+    pub localhost_ref: String,
+}
+
+/// `SELinuxOption`
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SeLinuxOption {
+    #[prost(string, tag = "1")]
+    pub user: String,
+    #[prost(string, tag = "2")]
+    pub role: String,
+    #[prost(string, tag = "3")]
+    pub r#type: String,
+    #[prost(string, tag = "4")]
+    pub level: String,
+}
+
 /// `LinuxSandboxSecurityContext`
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct LinuxSandboxSecurityContext {
     #[prost(message, optional, tag = "1")]
     pub namespace_options: Option<NamespaceOption>,
+    #[prost(message, optional, tag = "2")]
+    pub selinux_options: Option<SeLinuxOption>,
     #[prost(message, optional, tag = "3")]
     pub run_as_user: Option<Int64Value>,
     #[prost(bool, tag = "4")]
@@ -100,6 +133,10 @@ pub struct LinuxSandboxSecurityContext {
     pub privileged: bool,
     #[prost(message, optional, tag = "8")]
     pub run_as_group: Option<Int64Value>,
+    #[prost(message, optional, tag = "9")]
+    pub seccomp: Option<SecurityProfile>,
+    #[prost(message, optional, tag = "10")]
+    pub apparmor: Option<SecurityProfile>,
 }
 
 /// `LinuxPodSandboxConfig`

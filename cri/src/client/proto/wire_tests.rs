@@ -17,13 +17,13 @@ use crate::client::convert;
 
 /// One field as read off the wire: a varint or a length-delimited payload.
 #[derive(Debug, Clone, PartialEq)]
-enum Value {
+pub(super) enum Value {
     Varint(u64),
     Bytes(Vec<u8>),
 }
 
 /// Every top-level field of `bytes`, in order.
-fn fields(mut bytes: &[u8]) -> Vec<(u32, Value)> {
+pub(super) fn fields(mut bytes: &[u8]) -> Vec<(u32, Value)> {
     let mut out = Vec::new();
     while bytes.has_remaining() {
         let (tag, wire_type) = decode_key(&mut bytes).expect("key");
@@ -43,7 +43,7 @@ fn fields(mut bytes: &[u8]) -> Vec<(u32, Value)> {
 }
 
 /// The payload of the first field `tag`, following nested messages along `path`.
-fn at(bytes: &[u8], path: &[u32]) -> Value {
+pub(super) fn at(bytes: &[u8], path: &[u32]) -> Value {
     let (first, rest) = path.split_first().expect("a path");
     let value = fields(bytes)
         .into_iter()
