@@ -31,6 +31,7 @@ mod services;
 mod shared_watch;
 pub mod storage;
 mod volume_sources;
+mod watched_set;
 
 use std::{
     num::NonZeroU32,

@@ -1,34 +1,14 @@
 //! The kubelet's service lister over kube-rs: one watch of every Service per API client (so one
 //! per process for a node, whatever its pod count), kept as the few fields the service-link
-//! variables use, by namespace. A relist replaces the whole set, so Services deleted while the
-//! watch was down go too. The watch runs on the client's runtime and ends with the cache.
+//! variables use, by namespace (`watched_set`).
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::{Arc, RwLock},
-};
-
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
-use kube::{Api, runtime::watcher};
 use nodepulse_actors::ports::{ApiRecovery, ServiceLink, ServiceLinkPort, ServiceLister};
-use tokio::task::AbortHandle;
 
-use super::resume::resuming;
-
-type ByNamespace = HashMap<String, BTreeMap<String, ServiceLink>>;
-
-#[derive(Default)]
-struct Listed {
-    synced: bool,
-    services: ByNamespace,
-}
+use super::watched_set::{ByKey, WatchedSet};
 
 /// Every Service of the cluster, as the watch has them so far.
-pub struct ServiceCache {
-    listed: Arc<RwLock<Listed>>,
-    watch: AbortHandle,
-}
+pub struct ServiceCache(WatchedSet<ServiceLink>);
 
 impl ServiceCache {
     /// Starts the watch of every Service on `runtime`.
@@ -37,60 +17,8 @@ impl ServiceCache {
         recovery: ApiRecovery,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let listed = Arc::new(RwLock::new(Listed::default()));
-        let state = Arc::clone(&listed);
-        let watch = runtime.spawn(async move {
-            let api = Api::<Service>::all(client);
-            let mut events = resuming(watcher(api, watcher::Config::default()), recovery);
-            let mut relisted: Option<ByNamespace> = None;
-            while let Some(event) = events.next().await {
-                let Ok(event) = event else { continue };
-                let mut listed = state
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match event {
-                    watcher::Event::Init => relisted = Some(ByNamespace::new()),
-                    watcher::Event::InitApply(service) => {
-                        if let (Some(set), Some(link)) = (relisted.as_mut(), link(&service)) {
-                            insert(set, link);
-                        }
-                    }
-                    watcher::Event::InitDone => {
-                        listed.services = relisted.take().unwrap_or_default();
-                        listed.synced = true;
-                    }
-                    watcher::Event::Apply(service) => {
-                        if let Some(link) = link(&service) {
-                            insert(&mut listed.services, link);
-                        }
-                    }
-                    watcher::Event::Delete(service) => {
-                        if let Some(link) = link(&service)
-                            && let Some(names) = listed.services.get_mut(&link.namespace)
-                        {
-                            names.remove(&link.name);
-                        }
-                    }
-                }
-            }
-        });
-        Self {
-            listed,
-            watch: watch.abort_handle(),
-        }
+        Self(WatchedSet::start(client, recovery, runtime, link))
     }
-}
-
-impl Drop for ServiceCache {
-    fn drop(&mut self) {
-        self.watch.abort();
-    }
-}
-
-fn insert(set: &mut ByNamespace, link: ServiceLink) {
-    set.entry(link.namespace.clone())
-        .or_default()
-        .insert(link.name.clone(), link);
 }
 
 /// The fields of `service` the variables use.
@@ -114,31 +42,29 @@ fn link(service: &Service) -> Option<ServiceLink> {
 
 impl ServiceLister for ServiceCache {
     fn has_synced(&self) -> bool {
-        self.listed
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .synced
+        self.0.has_synced()
     }
 
     fn services_for(&self, namespace: &str) -> Vec<ServiceLink> {
-        let listed = self
-            .listed
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        services_for(&listed.services, namespace)
+        self.0.read(|services| services_for(services, namespace))
     }
 }
 
 /// The Services of `namespace` and of `default`, each once.
-fn services_for(services: &ByNamespace, namespace: &str) -> Vec<ServiceLink> {
+fn services_for(services: &ByKey<ServiceLink>, namespace: &str) -> Vec<ServiceLink> {
     let mut namespaces = vec![namespace];
     if namespace != "default" {
         namespaces.push("default");
     }
     namespaces
         .into_iter()
-        .filter_map(|ns| services.get(ns))
-        .flat_map(|names| names.values().cloned())
+        .flat_map(|ns| {
+            let from = (ns.to_owned(), String::new());
+            services
+                .range(from..)
+                .take_while(move |((service_ns, _), _)| service_ns == ns)
+                .map(|(_, link)| link.clone())
+        })
         .collect()
 }
 
@@ -179,13 +105,11 @@ mod tests {
 
     #[test]
     fn a_pod_sees_its_namespaces_services_and_defaults_once() {
-        let mut set = ByNamespace::new();
+        let mut set = ByKey::new();
         for (namespace, name) in [("app", "web"), ("default", "kubernetes"), ("other", "db")] {
             let ip = serde_json::json!({"clusterIP": "10.0.0.9"});
-            insert(
-                &mut set,
-                link(&service(namespace, name, ip)).expect("a link"),
-            );
+            let link = link(&service(namespace, name, ip)).expect("a link");
+            set.insert((link.namespace.clone(), link.name.clone()), link);
         }
         let names = |ns: &str| -> Vec<String> {
             services_for(&set, ns).into_iter().map(|s| s.name).collect()
