@@ -96,10 +96,7 @@ pub const POD_SPEC: &[(&str, FieldRule)] = &[
     ),
     (
         "resources",
-        Refused {
-            why: "pod-level resources (no pod cgroup enforces them)",
-            allowed: None,
-        },
+        Read("pods::pod_requests (admission), the QoS class, the downward API"),
     ),
     ("restartPolicy", Read("cri provider::plan")),
     (
@@ -164,7 +161,10 @@ pub const CONTAINER: &[(&str, FieldRule)] = &[
         Read("cri provider::container::linux_resources, pods::pod_requests"),
     ),
     ("restartPolicy", Read("cri provider::plan (sidecars)")),
-    ("restartPolicyRules", refused("container restart rules")),
+    (
+        "restartPolicyRules",
+        Read("cri provider::plan (restart rules)"),
+    ),
     (
         "securityContext",
         Read("cri provider::container::security (each SecurityContext rule)"),
