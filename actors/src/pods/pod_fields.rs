@@ -163,7 +163,7 @@ pub const CONTAINER: &[(&str, FieldRule)] = &[
     ("restartPolicy", Read("cri provider::plan (sidecars)")),
     (
         "restartPolicyRules",
-        Read("cri provider::plan (restart rules)"),
+        Read("cri provider::plan (restart rules; the RestartAllContainers action is refused)"),
     ),
     (
         "securityContext",
@@ -368,6 +368,20 @@ fn each<'a>(spec: &'a Value, list: &'a str) -> impl Iterator<Item = (usize, &'a 
         .enumerate()
 }
 
+/// A `restartPolicyRules` action nodepulse does not carry out: `RestartAllContainers`
+/// (RestartAllContainersOnContainerExits, on in 1.36) would restart the pod's every container
+/// in place; restarting only the one that exited would silently give the pod less.
+fn refused_actions(container: &Value, path: &str, out: &mut Vec<String>) {
+    for (index, rule) in each(container, "restartPolicyRules") {
+        if rule.get("action").and_then(Value::as_str) == Some("RestartAllContainers") {
+            out.push(format!(
+                "{path}.restartPolicyRules[{index}].action=\"RestartAllContainers\" \
+                 (restarting all of a pod's containers in place)"
+            ));
+        }
+    }
+}
+
 /// Every refused field `pod` sets, by its path.
 pub fn refused_fields(pod: &Pod) -> Vec<String> {
     let Some(spec) = pod.spec.as_ref().and_then(|s| serde_json::to_value(s).ok()) else {
@@ -387,6 +401,7 @@ pub fn refused_fields(pod: &Pod) -> Vec<String> {
         for (index, container) in each(&spec, list) {
             let path = format!("spec.{list}[{index}]");
             refused_in(container, &path, CONTAINER, &mut out);
+            refused_actions(container, &path, &mut out);
             if let Some(context) = container.get("securityContext") {
                 let path = format!("{path}.securityContext");
                 refused_in(context, &path, SECURITY_CONTEXT, &mut out);

@@ -141,6 +141,24 @@ fn a_pod_setting_refused_fields_is_refused_with_each_named() {
 }
 
 #[test]
+fn a_restart_all_containers_rule_is_refused_and_a_restart_rule_is_not() {
+    let rule = |action: &str| {
+        pod(
+            json!({"containers": [{"name": "app", "restartPolicy": "Never", "restartPolicyRules": [
+            {"action": action, "exitCodes": {"operator": "In", "values": [42]}}]}]}),
+        )
+    };
+    assert_eq!(admit(&rule("Restart")), Ok(()));
+    let rejection = admit(&rule("RestartAllContainers")).expect_err("refused");
+    assert_eq!(
+        rejection.message,
+        "Pod requires features nodepulse does not provide: \
+         spec.containers[0].restartPolicyRules[0].action=\"RestartAllContainers\" \
+         (restarting all of a pod's containers in place)"
+    );
+}
+
+#[test]
 fn defaults_and_handled_fields_pass() {
     let plain = pod(json!({
         "hostUsers": true,
