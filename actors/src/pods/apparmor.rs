@@ -20,17 +20,22 @@ pub const LOCALHOST: &str = "Localhost";
 /// The kubelet's admission reason for a pod it cannot confine.
 pub const NOT_ADMITTED_REASON: &str = "AppArmor";
 
+/// The host cannot enforce AppArmor profiles (the kubelet's validator's reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("AppArmor is not enabled on the host")]
+pub struct AppArmorDisabled;
+
 /// Whether the host can enforce AppArmor, as the kubelet's validator decides once at start
 /// (the forked libcontainer `IsEnabled`): the securityfs directory exists and the module's
-/// `enabled` parameter reads `Y`. `Err` carries the kubelet's reason.
-pub fn host_support(sys: &Path) -> Result<(), String> {
+/// `enabled` parameter reads `Y`.
+pub fn host_support(sys: &Path) -> Result<(), AppArmorDisabled> {
     let enabled = sys.join("kernel/security/apparmor").exists()
         && std::fs::read(sys.join("module/apparmor/parameters/enabled"))
             .is_ok_and(|text| text.len() > 1 && text[0] == b'Y');
     if enabled {
         Ok(())
     } else {
-        Err("AppArmor is not enabled on the host".to_owned())
+        Err(AppArmorDisabled)
     }
 }
 
@@ -115,7 +120,7 @@ fn annotation_profile(pod: &Pod, container: &str) -> Option<AppArmorProfile> {
 }
 
 /// The kubelet's AppArmor admit handler: `host` is what [`host_support`] found at start.
-pub fn admit(pod: &Pod, host: &Result<(), String>) -> Result<(), Rejection> {
+pub fn admit(pod: &Pod, host: &Result<(), AppArmorDisabled>) -> Result<(), Rejection> {
     if !is_required(pod) {
         return Ok(());
     }
@@ -125,7 +130,7 @@ pub fn admit(pod: &Pod, host: &Result<(), String>) -> Result<(), Rejection> {
             format!("Cannot enforce AppArmor: {error}"),
         )
     };
-    host.as_ref().map_err(|error| refuse(error))?;
+    host.map_err(|error| refuse(&error.to_string()))?;
     for (name, own) in every_container(pod) {
         let Some(profile) = profile(pod, name, own) else {
             continue;
@@ -153,8 +158,8 @@ mod tests {
         serde_json::from_value(value).expect("a pod")
     }
 
-    fn no_apparmor() -> Result<(), String> {
-        Err("AppArmor is not enabled on the host".to_owned())
+    fn no_apparmor() -> Result<(), AppArmorDisabled> {
+        Err(AppArmorDisabled)
     }
 
     #[test]

@@ -83,8 +83,8 @@ pub struct CriPodsSettings {
     /// `seccompDefault`, the seccomp profile root and the masked paths containers get.
     pub isolation: IsolationSettings,
     /// Whether the host can enforce AppArmor (checked once at start, as the kubelet does);
-    /// `Err` holds why not, the message a pod asking for a profile is refused with.
-    pub apparmor: Result<(), String>,
+    /// `Err` is the reason a pod asking for a profile is refused with.
+    pub apparmor: Result<(), nodepulse_actors::pods::apparmor::AppArmorDisabled>,
     /// `allowedUnsafeSysctls`: patterns beside the safe sysctls that pods may set.
     pub allowed_unsafe_sysctls: Vec<String>,
     /// The node reads static pods (`staticPodPath` or `staticPodURL`): static pods on the

@@ -51,7 +51,7 @@ fn settings(dir: &Path) -> CriPodsSettings {
             false,
             &dir.join("sys"),
         ),
-        apparmor: Err("AppArmor is not enabled on the host".to_owned()),
+        apparmor: Err(nodepulse_actors::pods::apparmor::AppArmorDisabled),
         static_pods: false,
         memory_capacity: 8 << 30,
         relist_period: RELIST_PERIOD,
