@@ -69,6 +69,7 @@ fn runtime() -> RuntimeHealth {
         observed_at: Timestamp::UNIX_EPOCH,
         simulated: false,
         images: Vec::new(),
+        capabilities: Default::default(),
     }
 }
 

@@ -36,6 +36,8 @@ pub struct RuntimeHealth {
     /// The runtime's images as last listed (none for a simulated runtime), for the Node's
     /// `status.images`.
     pub images: Vec<crate::ports::ImageInfo>,
+    /// The runtime's handlers and features, for `status.runtimeHandlers` and `status.features`.
+    pub capabilities: crate::runtime_probe::RuntimeCapabilities,
 }
 
 /// One eviction signal as last observed, for `/debug/node` and the pressure events.

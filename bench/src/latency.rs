@@ -38,6 +38,7 @@ fn health(healthy: bool) -> RuntimeHealth {
         observed_at: jiff::Timestamp::now(),
         simulated: true,
         images: Vec::new(),
+        capabilities: Default::default(),
     }
 }
 

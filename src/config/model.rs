@@ -208,6 +208,9 @@ pub struct Config {
     /// runtime's default profile rather than unconfined (the kubelet's `seccompDefault`).
     #[serde(default)]
     pub seccomp_default: bool,
+    /// `hostUsers: false` pods' user namespaces (the kubelet's `userNamespaces`).
+    #[serde(default)]
+    pub user_namespaces: Option<UserNamespacesConfig>,
     /// The cluster's DNS domain for pods' search paths (`cluster.local`).
     #[serde(default = "default_cluster_domain")]
     pub cluster_domain: String,
@@ -434,6 +437,15 @@ fn default_host_root() -> PathBuf {
 
 fn default_root_dir() -> PathBuf {
     PathBuf::from("/var/lib/kubelet")
+}
+
+/// The kubelet's `userNamespaces` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UserNamespacesConfig {
+    /// Host IDs each `hostUsers: false` pod gets: a multiple of 65536 (unset or 0: 65536).
+    #[serde(default)]
+    pub ids_per_pod: Option<i64>,
 }
 
 /// A taint for `registerWithTaints`.

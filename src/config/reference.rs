@@ -229,6 +229,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "containers that name no seccomp profile get the runtime's default one (`RuntimeDefault`) instead of none; `Localhost` profiles are read from `<rootDir>/seccomp`",
     ),
     field(
+        "userNamespaces",
+        "`idsPerPod`: host IDs each `hostUsers: false` pod gets, a multiple of 65536 (unset: 65536); see [user namespaces](node/user-namespaces.md)",
+    ),
+    field(
         "clusterDomain",
         "the cluster's DNS domain in pods' search paths",
     ),

@@ -192,6 +192,22 @@ fn validate_node(config: &Config, problems: &mut Problems) {
             problems.push(invalid("allowedUnsafeSysctls", pattern, &reason));
         }
     }
+    if let Some(ids) = config.user_namespaces.as_ref().and_then(|u| u.ids_per_pod) {
+        // The kubelet's validation_linux.go checks and words.
+        let unit = i64::from(nodepulse_cri::provider::UNIT_LENGTH);
+        let reason = if ids < unit {
+            Some(format!("must not be less than {unit}"))
+        } else if ids % unit != 0 {
+            Some(format!("must be a multiple of {unit}"))
+        } else if ids > i64::from(u32::MAX) {
+            Some(format!("must not be more than {}", u32::MAX))
+        } else {
+            None
+        };
+        if let Some(reason) = reason.filter(|_| ids != 0) {
+            problems.push(invalid("userNamespaces.idsPerPod", ids, &reason));
+        }
+    }
     for server in &config.cluster_dns {
         if server.parse::<std::net::IpAddr>().is_err() {
             problems.push(invalid("clusterDNS", server, "not an IP address"));

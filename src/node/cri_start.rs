@@ -15,11 +15,12 @@ use nodepulse_actors::{
     pods::{PodLifecycleProvider, PodsPublisher, Start, apparmor},
     ports::{HealthChecks, MachineFacts},
     prober::{ProbePods, ProbeResults, ProberKept},
+    runtime_probe::CapabilitiesView,
     volume_manager::{PodDirs, PodVolumeView, VolumeSourceApi},
 };
 use nodepulse_cri::provider::{
-    ClusterDns, CriPods, CriPodsSettings, RELIST_PERIOD, default_sandboxes_at_once,
-    isolation::IsolationSettings,
+    ClusterDns, CriPods, CriPodsSettings, DEFAULT_IDS_PER_POD, RELIST_PERIOD,
+    default_sandboxes_at_once, isolation::IsolationSettings,
 };
 use nodepulse_supervisor::Recipient;
 
@@ -65,6 +66,8 @@ pub(super) struct CriStart {
     pub prober: Option<(Recipient<ProbePods>, ProberKept)>,
     /// The Node NodeStatus shares, for admission, when this node runs NodeStatus.
     pub node_view: Option<Arc<NodeView>>,
+    /// The runtime's handlers and features, when this node runs RuntimeProbe.
+    pub runtime_capabilities: Option<Arc<CapabilitiesView>>,
     /// Where the started engine's PLEG health is registered.
     pub health_checks: Arc<HealthChecks>,
     /// Where the engine publishes its pods for readers outside the actors.
@@ -145,6 +148,15 @@ impl CriStart {
         if let Some(view) = &self.node_view {
             pods = pods.with_node_view(Arc::clone(view));
         }
+        if let Some(view) = &self.runtime_capabilities {
+            pods = pods.with_runtime_capabilities(Arc::clone(view));
+        }
+        let ids_per_pod = (config.user_namespaces.as_ref())
+            .and_then(|section| section.ids_per_pod)
+            .and_then(|ids| u32::try_from(ids).ok())
+            .filter(|&ids| ids != 0)
+            .unwrap_or(DEFAULT_IDS_PER_POD);
+        pods = pods.with_user_namespaces(ids_per_pod, config.max_pods);
         self.health_checks.add(pods.pleg_health());
         Ok(pods)
     }

@@ -283,6 +283,7 @@ impl NodeActors {
             status_syncs_in_flight,
             volume_fetches_at_once,
             node_view: Arc::default(),
+            runtime_capabilities: Arc::default(),
             pods_view: PodsPublisher::default(),
             prober,
             cri: cri.as_ref(),

@@ -23,7 +23,7 @@ use nodepulse_actors::{
     },
     ports::{HealthChecks, LeaseApi, NodeApi, PodApi, PodSource},
     prober::{ProberActor, ProberKept},
-    runtime_probe::{self, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
+    runtime_probe::{self, CapabilitiesView, ProbeStore, RuntimeProbeActor, UpdatePodCidr},
     status_manager::{self, PodStatusStore, StatusManagerActor, StatusManagerSettings},
     volume_manager::{
         self, VolumeManagerActor, VolumeManagerMemory, VolumeManagerPeers, VolumeView,
@@ -123,6 +123,8 @@ pub(super) struct Wiring<'a> {
     pub volume_fetches_at_once: Option<NonZeroUsize>,
     /// The Node NodeStatus shares with the pods' provider (admission).
     pub node_view: Arc<NodeView>,
+    /// The runtime's handlers and features RuntimeProbe shares with the pods' provider.
+    pub runtime_capabilities: Arc<CapabilitiesView>,
     /// Where the CRI provider publishes its pods for readers outside the actors.
     pub pods_view: PodsPublisher,
     /// The prober's kept state, when this node runs one (`runtime: cri` with the pods).
@@ -277,6 +279,8 @@ impl Wiring<'_> {
             api: Arc::clone(api),
             prober: (self.prober.clone()).map(|kept| (self.addresses.prober.recipient(), kept)),
             node_view: self.parts.heartbeat.then(|| Arc::clone(&self.node_view)),
+            runtime_capabilities: (self.parts.heartbeat)
+                .then(|| Arc::clone(&self.runtime_capabilities)),
             health_checks: Arc::clone(&self.health_checks),
             pods_view: self.pods_view.clone(),
         }
@@ -418,6 +422,7 @@ impl Wiring<'_> {
         let probe_settings = settings::runtime_probe_settings(config);
         let probe_runtime = runtime.clone();
         let probe_store = Kept::<ProbeStore>::default();
+        let capabilities = Arc::clone(&self.runtime_capabilities);
         let probe = ChildSpec::new(runtime_probe::NAME, runtime_probe_inbox, move || {
             RuntimeProbeActor::new(
                 probe_settings.clone(),
@@ -425,6 +430,7 @@ impl Wiring<'_> {
                 health.clone(),
                 probe_store.clone(),
             )
+            .with_capabilities_view(Arc::clone(&capabilities))
         });
 
         let eviction_settings = eviction_settings(config);

@@ -79,6 +79,7 @@ fn healthy() -> RuntimeHealth {
         observed_at: crate::clock::system()(),
         simulated: false,
         images: Vec::new(),
+        capabilities: Default::default(),
     }
 }
 

@@ -172,6 +172,7 @@ fn a_real_heartbeat_only_patch_is_no_bigger_than_the_kubelets() {
         observed_at: Timestamp::UNIX_EPOCH,
         simulated: false,
         images: Vec::new(),
+        capabilities: Default::default(),
     };
     let inputs = StatusInputs {
         volumes_in_use: None,

@@ -70,6 +70,30 @@ pub struct SandboxConfig {
     pub security: SecurityContext,
     /// `securityContext.sysctls`, names with `/` already turned into `.`.
     pub sysctls: Labels,
+    /// CRI `NamespaceOption.userns_options`, for the sandbox and each of its containers:
+    /// `None` leaves the field out.
+    pub user_namespace: Option<UserNamespace>,
+}
+
+/// A pod's user namespace as CRI `UserNamespace` carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserNamespace {
+    /// The host's (`hostUsers` unset or true).
+    Node,
+    /// Its own, with these UID and GID mappings (`hostUsers: false`).
+    Pod {
+        uids: Vec<IdMapping>,
+        gids: Vec<IdMapping>,
+    },
+}
+
+/// CRI `IDMapping`: `length` IDs from `container_id` inside map to `host_id` outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdMapping {
+    pub host_id: u32,
+    pub container_id: u32,
+    pub length: u32,
 }
 
 /// The Linux security settings the kubelet passes for a sandbox or a container.
@@ -194,6 +218,8 @@ pub struct Mount {
     pub readonly: bool,
     pub propagation: MountPropagation,
     pub image: Option<ImageMount>,
+    /// `recursiveReadOnly` resolved to on: submounts are read-only too.
+    pub recursive_read_only: bool,
 }
 
 /// The image an image volume mounts (CRI `Mount.image` and `image_sub_path`).

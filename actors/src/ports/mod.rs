@@ -28,10 +28,10 @@ pub use api::{ApiError, ApiResult};
 pub use container_runtime::{
     ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
     ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
-    ContainerSummary, DnsConfig, ExecOutput, ImageInfo, ImageMount, Labels, LinuxResources, Mount,
-    MountPropagation, PortMapping, ProfileKind, Protocol, PullAuth, SandboxConfig, SandboxFilter,
-    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SeLinuxOptions, SecurityContext,
-    SecurityProfile,
+    ContainerSummary, DnsConfig, ExecOutput, IdMapping, ImageInfo, ImageMount, Labels,
+    LinuxResources, Mount, MountPropagation, PortMapping, ProfileKind, Protocol, PullAuth,
+    SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary,
+    SeLinuxOptions, SecurityContext, SecurityProfile, UserNamespace,
 };
 pub use csi_node::{CsiCallError, CsiError, CsiNode, CsiNodeInfo, CsiPod, CsiVolume};
 pub use csi_registration::{CsiDriverRegistration, CsiNodeApi, NODE_ID_ANNOTATION};
@@ -54,8 +54,8 @@ pub use probe::{
 pub(crate) use recovery::warn_unless_unreachable;
 pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
 pub use runtime::{
-    ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus,
-    RuntimeVersion,
+    ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeFeatures, RuntimeHandler, RuntimeResult,
+    RuntimeService, RuntimeStatus, RuntimeVersion,
 };
 pub use runtime_classes::{RuntimeClassError, RuntimeClassLister, lookup_runtime_handler};
 pub use runtime_stats::{

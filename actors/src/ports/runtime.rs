@@ -15,10 +15,29 @@ pub struct RuntimeCondition {
     pub message: String,
 }
 
-/// The conditions CRI `Status` reported.
+/// The conditions, handlers and features CRI `Status` reported.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RuntimeStatus {
     pub conditions: Vec<RuntimeCondition>,
+    /// Empty when the runtime predates `StatusResponse.runtime_handlers` (containerd 1.6).
+    pub handlers: Vec<RuntimeHandler>,
+    /// `None` when the runtime predates `StatusResponse.features`.
+    pub features: Option<RuntimeFeatures>,
+}
+
+/// One runtime handler (CRI `RuntimeHandler`) and what it can do; the default one is named "".
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuntimeHandler {
+    pub name: String,
+    pub supports_recursive_read_only_mounts: bool,
+    pub supports_user_namespaces: bool,
+}
+
+/// What the runtime as a whole can do (CRI `RuntimeFeatures`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RuntimeFeatures {
+    pub supplemental_groups_policy: bool,
+    pub user_namespaces_host_network: bool,
 }
 
 /// CRI `Version`.

@@ -5,6 +5,7 @@
 //! once, and is never woken again. It owns the runtime state (kept across its restarts) and the pod
 //! CIDR last pushed to the runtime; it never blocks: each probe runs beside its mailbox.
 
+mod capabilities;
 mod state;
 
 use std::{
@@ -18,6 +19,7 @@ use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::json;
 use tokio::time::Instant;
 
+pub use capabilities::{CapabilitiesView, RuntimeCapabilities, UnknownHandler};
 pub use state::{NETWORK_STATE_UNKNOWN, RuntimeState, render_condition};
 
 use crate::{
@@ -75,6 +77,8 @@ pub struct RuntimeProbeActor {
     last_sent: Option<RuntimeHealth>,
     /// Wall time for API timestamps and the debug view.
     wall_clock: WallClock,
+    /// Where the pods' provider reads the handlers and features.
+    capabilities: Option<Arc<CapabilitiesView>>,
 }
 
 impl RuntimeProbeActor {
@@ -82,6 +86,13 @@ impl RuntimeProbeActor {
     #[must_use]
     pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
         self.wall_clock = clock;
+        self
+    }
+
+    /// Publishes the runtime's handlers and features to `view` after each good probe.
+    #[must_use]
+    pub fn with_capabilities_view(mut self, view: Arc<CapabilitiesView>) -> Self {
+        self.capabilities = Some(view);
         self
     }
 }
@@ -105,6 +116,7 @@ impl RuntimeProbeActor {
             failures_in_a_row: 0,
             last_failure: None,
             last_sent: None,
+            capabilities: None,
         }
     }
 
@@ -173,7 +185,11 @@ impl RuntimeProbeActor {
         match status {
             Ok(status) => {
                 self.failures_in_a_row = 0;
-                self.store().state.apply_status(&status, now);
+                let mut store = self.store();
+                store.state.apply_status(&status, now);
+                if let (Some(view), None) = (&self.capabilities, &store.state.runtime_error) {
+                    view.set(store.state.capabilities.clone());
+                }
             }
             Err(error) => {
                 self.failures_in_a_row += 1;
@@ -208,6 +224,7 @@ impl RuntimeProbeActor {
             observed_at: (self.wall_clock)(),
             simulated: self.runtime.is_none(),
             images: state.images,
+            capabilities: state.capabilities,
         };
         let changed = self.last_sent.as_ref().is_none_or(|last| {
             (
@@ -303,6 +320,12 @@ impl SupervisedActor for RuntimeProbeActor {
             "networkError": state.network_error,
             "runtimeVersion": state.runtime_version,
             "podCIDR": store.pod_cidr,
+            "runtimeHandlers": state.capabilities.handlers.iter().map(|handler| json!({
+                "name": handler.name,
+                "recursiveReadOnlyMounts": handler.supports_recursive_read_only_mounts,
+                "userNamespaces": handler.supports_user_namespaces,
+            })).collect::<Vec<_>>(),
+            "supplementalGroupsPolicy": state.capabilities.features.map(|f| f.supplemental_groups_policy),
         })
     }
 }

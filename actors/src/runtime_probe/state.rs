@@ -5,6 +5,7 @@
 
 use tokio::time::Instant;
 
+use super::capabilities::RuntimeCapabilities;
 use crate::ports::{ImageInfo, RuntimeCondition, RuntimeError, RuntimeStatus, RuntimeVersion};
 
 /// The network error before the first answer.
@@ -20,6 +21,8 @@ pub struct RuntimeState {
     /// The images as last listed successfully (the kubelet's image cache keeps its last list
     /// when a listing fails too); none before the first.
     pub images: Vec<ImageInfo>,
+    /// The handlers and features of the last `Status` that found the runtime ready.
+    pub capabilities: RuntimeCapabilities,
 }
 
 impl Default for RuntimeState {
@@ -30,6 +33,7 @@ impl Default for RuntimeState {
             network_error: Some(NETWORK_STATE_UNKNOWN.to_owned()),
             runtime_version: None,
             images: Vec::new(),
+            capabilities: RuntimeCapabilities::default(),
         }
     }
 }
@@ -48,7 +52,7 @@ pub fn render_condition(condition: Option<&RuntimeCondition>) -> String {
 impl RuntimeState {
     /// Applies a `Status` answer at `now`, as the kubelet's updateRuntimeUp does: the network
     /// error from `NetworkReady`, then the runtime error from `RuntimeReady`; only a ready
-    /// runtime refreshes `last_successful_probe`.
+    /// runtime refreshes `last_successful_probe` and the handlers and features.
     pub fn apply_status(&mut self, status: &RuntimeStatus, now: Instant) {
         let find = |kind: &str| {
             status
@@ -69,6 +73,10 @@ impl RuntimeState {
             Some(condition) if condition.status => {
                 self.runtime_error = None;
                 self.last_successful_probe = Some(now);
+                self.capabilities = RuntimeCapabilities {
+                    handlers: status.handlers.clone(),
+                    features: status.features,
+                };
             }
             other => {
                 self.runtime_error = Some(format!(
@@ -106,6 +114,7 @@ impl RuntimeState {
             network_error: None,
             runtime_version: Some("simulated://0.0.0".to_owned()),
             images: Vec::new(),
+            capabilities: RuntimeCapabilities::default(),
         }
     }
 }
@@ -167,6 +176,7 @@ mod tests {
             state.apply_status(
                 &RuntimeStatus {
                     conditions: conditions.clone(),
+                    ..RuntimeStatus::default()
                 },
                 now,
             );
@@ -189,6 +199,7 @@ mod tests {
                 condition("RuntimeReady", true, "", ""),
                 condition("NetworkReady", true, "", ""),
             ],
+            ..RuntimeStatus::default()
         };
         state.apply_status(&ready, start);
         let before = state.clone();

@@ -1,15 +1,16 @@
 //! Between the typed requests of [`ContainerRuntime`](nodepulse_actors::ports::ContainerRuntime)
 //! and the CRI messages in [`proto`]: pure functions, no I/O. Namespaces follow the kubelet's
 //! `NamespacesForPod`: network and IPC from `hostNetwork`/`hostIPC`, PID from `hostPID`, then
-//! `shareProcessNamespace`, else per container (or an ephemeral container's target's).
+//! `shareProcessNamespace`, else per container (or an ephemeral container's target's); the
+//! user namespace as the pod's sandbox config names it.
 
 use std::{collections::HashMap, path::Path};
 
 use nodepulse_actors::ports::{
-    ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, ImageInfo,
-    ImageMount, Labels, Mount, MountPropagation, PortMapping, ProfileKind, Protocol, PullAuth,
-    SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary,
-    SeLinuxOptions, SecurityContext, SecurityProfile,
+    ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, IdMapping,
+    ImageInfo, ImageMount, Labels, Mount, MountPropagation, PortMapping, ProfileKind, Protocol,
+    PullAuth, RuntimeHandler, SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState,
+    SandboxStatus, SandboxSummary, SeLinuxOptions, SecurityContext, SecurityProfile, UserNamespace,
 };
 
 use super::proto;
@@ -52,6 +53,40 @@ fn namespaces(sandbox: &SandboxConfig, pid_target: Option<&str>) -> proto::Names
         pid: pid.into(),
         ipc: node_or_pod(sandbox.host_ipc).into(),
         target_id,
+        userns_options: sandbox.user_namespace.as_ref().map(user_namespace),
+    }
+}
+
+fn user_namespace(namespace: &UserNamespace) -> proto::UserNamespace {
+    let mappings = |list: &[IdMapping]| {
+        list.iter()
+            .map(|mapping| proto::IdMapping {
+                host_id: mapping.host_id,
+                container_id: mapping.container_id,
+                length: mapping.length,
+            })
+            .collect()
+    };
+    match namespace {
+        UserNamespace::Node => proto::UserNamespace {
+            mode: proto::NamespaceMode::Node.into(),
+            ..proto::UserNamespace::default()
+        },
+        UserNamespace::Pod { uids, gids } => proto::UserNamespace {
+            mode: proto::NamespaceMode::Pod.into(),
+            uids: mappings(uids),
+            gids: mappings(gids),
+        },
+    }
+}
+
+/// A handler of CRI `Status`; one without features can do neither.
+pub(super) fn runtime_handler(handler: proto::RuntimeHandler) -> RuntimeHandler {
+    let features = handler.features.unwrap_or_default();
+    RuntimeHandler {
+        name: handler.name,
+        supports_recursive_read_only_mounts: features.recursive_read_only_mounts,
+        supports_user_namespaces: features.user_namespaces,
     }
 }
 
@@ -213,6 +248,7 @@ pub(super) fn container_config(
                 container_path: path(&mount.container_path),
                 host_path: path(&mount.host_path),
                 readonly: mount.readonly,
+                recursive_read_only: mount.recursive_read_only,
                 image: mount.image.as_ref().map(|image| proto::ImageSpec {
                     annotations: map(&image.annotations),
                     user_specified_image: image.user_specified_image.clone(),
@@ -369,6 +405,7 @@ pub(super) fn container_status(status: proto::ContainerStatus) -> ContainerStatu
                     proto::MountPropagation::PropagationPrivate => MountPropagation::Private,
                 },
                 readonly: mount.readonly,
+                recursive_read_only: mount.recursive_read_only,
                 container_path: mount.container_path.into(),
                 host_path: mount.host_path.into(),
                 image: mount.image.map(|image| ImageMount {

@@ -33,8 +33,8 @@ use futures::{FutureExt, future::BoxFuture};
 use nodepulse_actors::{
     kubelet_metrics::{KUBELET_METRICS, runtime_operation},
     ports::{
-        ImageFsUsage, ImageInfo, RuntimeCondition, RuntimeError, RuntimeResult, RuntimeService,
-        RuntimeStatus, RuntimeVersion,
+        ImageFsUsage, ImageInfo, RuntimeCondition, RuntimeError, RuntimeFeatures, RuntimeResult,
+        RuntimeService, RuntimeStatus, RuntimeVersion,
     },
 };
 
@@ -227,7 +227,8 @@ impl RuntimeService for CriClient {
         );
         async move {
             // The kubelet treats an answer without a status like a failed call.
-            let status = call.await?.status.ok_or(RuntimeError::Call {
+            let response = call.await?;
+            let status = response.status.ok_or(RuntimeError::Call {
                 method: "Status",
                 message: "the runtime answered without a status".to_owned(),
             })?;
@@ -242,6 +243,15 @@ impl RuntimeService for CriClient {
                         message: condition.message,
                     })
                     .collect(),
+                handlers: response
+                    .runtime_handlers
+                    .into_iter()
+                    .map(convert::runtime_handler)
+                    .collect(),
+                features: response.features.map(|features| RuntimeFeatures {
+                    supplemental_groups_policy: features.supplemental_groups_policy,
+                    user_namespaces_host_network: features.user_namespaces_host_network,
+                }),
             })
         }
         .boxed()

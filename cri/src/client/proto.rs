@@ -20,6 +20,8 @@ pub use stats::*;
 #[cfg(test)]
 mod security_wire_tests;
 #[cfg(test)]
+mod capability_wire_tests;
+#[cfg(test)]
 mod stats_wire_tests;
 #[cfg(test)]
 mod wire_tests;
@@ -78,14 +80,47 @@ pub struct RuntimeStatus {
     pub conditions: Vec<RuntimeCondition>,
 }
 
-/// `StatusResponse`: `status = 1`, `info = 2` (verbose only); handlers (3) and features (4)
-/// are not read.
+/// `StatusResponse`: `status = 1`, `info = 2` (verbose only), the runtime handlers (3) and
+/// the runtime's features (4). A runtime older than these fields (containerd 1.6) sends
+/// neither: no handlers, no features.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct StatusResponse {
     #[prost(message, optional, tag = "1")]
     pub status: Option<RuntimeStatus>,
     #[prost(map = "string, string", tag = "2")]
     pub info: std::collections::HashMap<String, String>,
+    #[prost(message, repeated, tag = "3")]
+    pub runtime_handlers: Vec<RuntimeHandler>,
+    #[prost(message, optional, tag = "4")]
+    pub features: Option<RuntimeFeatures>,
+}
+
+/// `RuntimeHandlerFeatures { bool recursive_read_only_mounts = 1; bool user_namespaces = 2; }`
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RuntimeHandlerFeatures {
+    #[prost(bool, tag = "1")]
+    pub recursive_read_only_mounts: bool,
+    #[prost(bool, tag = "2")]
+    pub user_namespaces: bool,
+}
+
+/// `RuntimeHandler { string name = 1; RuntimeHandlerFeatures features = 2; }`: the default
+/// handler has the empty name.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RuntimeHandler {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(message, optional, tag = "2")]
+    pub features: Option<RuntimeHandlerFeatures>,
+}
+
+/// `RuntimeFeatures { bool supplemental_groups_policy = 1; bool user_namespaces_host_network = 2; }`
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RuntimeFeatures {
+    #[prost(bool, tag = "1")]
+    pub supplemental_groups_policy: bool,
+    #[prost(bool, tag = "2")]
+    pub user_namespaces_host_network: bool,
 }
 
 /// `NetworkConfig { string pod_cidr = 1; }`

@@ -31,6 +31,7 @@ use super::{
     status::{StartError, StatusInputs, pod_status, reported_ips},
     task_panics::{EngineTask, Faults, TaskPanics},
     termination_message::{joined, termination_message},
+    userns::UserNamespaces,
     view::PodRuntime,
 };
 use nodepulse_actors::{
@@ -43,6 +44,7 @@ use nodepulse_actors::{
         PodsPublisher, ProbeRunner, RuntimeService, SandboxFilter,
     },
     prober::{PodProbeView, ProbePods, ProbeResults},
+    runtime_probe::CapabilitiesView,
     volume_manager::{PodVolumeView, SubPathHost, VolumeSourceApi},
 };
 
@@ -194,6 +196,10 @@ pub struct Engine {
     /// Where each pod's sandboxes and containers are published for services outside the
     /// actors, as `runtime` changes.
     pub pods_view: PodsPublisher,
+    /// The runtime's handlers and features as last probed; `None`: it can do neither.
+    pub capabilities: Option<Arc<CapabilitiesView>>,
+    /// `hostUsers: false` pods' ID blocks.
+    pub user_namespaces: UserNamespaces,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     /// Turns to make a pod sandbox (`sandboxes_at_once`), taken in the order asked.
@@ -231,6 +237,8 @@ impl Engine {
             prober: None,
             probe_results: None,
             pods_view: PodsPublisher::default(),
+            capabilities: None,
+            user_namespaces: UserNamespaces::default(),
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             sandbox_turns: SandboxTurns::new(settings.sandboxes_at_once),

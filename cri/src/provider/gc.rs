@@ -237,6 +237,10 @@ impl Engine {
             .filter_map(|s| pod_uid(&s.labels))
             .collect();
         leftover |= self.remove_log_dirs(&held);
+        let known: Vec<String> = self.core().pods.keys().cloned().collect();
+        let mut known: Vec<&str> = known.iter().map(String::as_str).collect();
+        known.extend(held.iter().copied());
+        self.cleanup_user_namespaces(&known);
         Ok(leftover)
     }
 

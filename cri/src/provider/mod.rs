@@ -57,6 +57,9 @@ mod terminate;
 mod termination_message;
 #[cfg(test)]
 mod tests;
+mod userns;
+#[cfg(test)]
+mod userns_tests;
 mod view;
 #[cfg(test)]
 mod volume_wait_tests;
@@ -74,6 +77,7 @@ pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD, default_sandbox
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
 pub use sandbox::ClusterDns;
 pub use task_panics::TaskPanics;
+pub use userns::{DEFAULT_IDS_PER_POD, UNIT_LENGTH, UserNamespaces};
 pub use view::{
     CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL,
     RESTART_COUNT_ANNOTATION,
@@ -89,6 +93,7 @@ use nodepulse_actors::{
     node_status::NodeView,
     ports::{PodStats, PodsPublisher, PodsView, ProbeRunner},
     prober::{ProbePods, ProbeResults, ProberOutput},
+    runtime_probe::CapabilitiesView,
     volume_manager::{PodVolumeView, SubPathHost, VolumeSourceApi},
 };
 
@@ -165,6 +170,22 @@ impl CriPods {
     #[must_use]
     pub fn with_http_hooks(mut self, runner: Arc<dyn ProbeRunner>) -> Self {
         self.engine_mut().http_hooks = Some(runner);
+        self
+    }
+
+    /// Asks the runtime's handlers and features as RuntimeProbeActor publishes them in `view`
+    /// (user namespaces, recursive read-only mounts); without it, the runtime can do neither.
+    #[must_use]
+    pub fn with_runtime_capabilities(mut self, view: Arc<CapabilitiesView>) -> Self {
+        self.engine_mut().capabilities = Some(view);
+        self
+    }
+
+    /// Gives `hostUsers: false` pods `ids_per_pod` IDs each (`userNamespaces.idsPerPod`), from
+    /// a range that must hold `max_pods` of them.
+    #[must_use]
+    pub fn with_user_namespaces(mut self, ids_per_pod: u32, max_pods: u32) -> Self {
+        self.engine_mut().user_namespaces = UserNamespaces::new(ids_per_pod, max_pods);
         self
     }
 
@@ -299,6 +320,8 @@ impl PodLifecycleProvider for CriPods {
         if entry.end.is_finished() && entry.runtime.sandboxes.is_empty() {
             core.pods.remove(uid);
             self.engine.pods_view.forget(uid);
+            drop(core);
+            self.engine.release_user_namespace(uid);
             return;
         }
         entry.ending = Some(Ending::Gone);

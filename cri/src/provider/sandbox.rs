@@ -297,6 +297,8 @@ pub fn sandbox_config(
         share_process_namespace: spec_flag(pod, |spec| spec.share_process_namespace),
         security: sandbox_security(pod),
         sysctls,
+        // The user namespace needs the allocator and the runtime's word: the sync fills it in.
+        user_namespace: None,
     })
 }
 

@@ -51,11 +51,15 @@ impl Engine {
         self.report_final(uid, &ending);
         let mut core = self.core();
         core.crash.forget(&format!("{uid}/"));
-        if ending == Ending::Gone {
+        let gone = ending == Ending::Gone;
+        if gone {
             core.pods.remove(uid);
             self.pods_view.forget(uid);
         }
         drop(core);
+        if gone {
+            self.release_user_namespace(uid);
+        }
         self.wake();
         self.wake_static_successors(&pod);
     }

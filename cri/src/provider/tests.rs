@@ -98,7 +98,7 @@ impl Harness {
         Self::build(runtime, None, change, |pods| pods)
     }
 
-    fn build(
+    pub(super) fn build(
         runtime: Arc<FakeRuntime>,
         volumes: Option<Arc<dyn PodVolumeView>>,
         change: impl FnOnce(&mut CriPodsSettings),

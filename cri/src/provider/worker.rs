@@ -80,14 +80,20 @@ impl Engine {
             .unwrap_or_default()
     }
 
-    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> Result<SandboxConfig, SandboxConfigError> {
-        sandbox_config(
+    /// The sandbox's config with its user namespace (the kubelet's `generatePodSandboxConfig`,
+    /// whose `NamespacesForPod` looks the handler up), or why there can be none.
+    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> Result<SandboxConfig, String> {
+        let mut config = sandbox_config(
             pod,
             attempt,
             &self.settings.pod_logs_dir,
             &self.settings.cluster_dns,
             &self.host_dns(),
         )
+        .map_err(|error: SandboxConfigError| error.to_string())?;
+        let handler = self.runtime_handler(pod).map_err(|error| error.to_string())?;
+        config.user_namespace = Some(self.user_namespace(pod, &handler)?);
+        Ok(config)
     }
 
     fn snapshot(&self, uid: &str) -> Option<(Arc<Pod>, PodRuntime)> {
@@ -227,19 +233,11 @@ impl Engine {
                         Err(error) => Err(error.to_string()),
                     }
                 }
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err(error),
             };
             if let Err(error) = made {
                 tracing::warn!(pod = %pod_label(&pod), %error, "Failed to create pod sandbox");
-                self.event(
-                    &pod,
-                    PodEvent::warning(
-                        "FailedCreatePodSandBox",
-                        format!("Failed to create pod sandbox: {error}"),
-                    ),
-                );
-                self.wake();
-                self.retry_later(uid);
+                self.sandbox_failed(&pod, uid, &error);
                 return;
             }
             if self.refresh(uid).await.is_err() {
@@ -299,6 +297,19 @@ impl Engine {
         if self.refresh(uid).await.is_err() {
             self.retry_later(uid);
         }
+    }
+
+    /// The kubelet's `FailedCreatePodSandBox`: the event, and another try after the back-off.
+    fn sandbox_failed(&self, pod: &Arc<Pod>, uid: &str, error: &str) {
+        self.event(
+            pod,
+            PodEvent::warning(
+                "FailedCreatePodSandBox",
+                format!("Failed to create pod sandbox: {error}"),
+            ),
+        );
+        self.wake();
+        self.retry_later(uid);
     }
 
     /// Dead containers beyond the newest dead one per name go (the kubelet keeps one).

@@ -73,6 +73,7 @@ pub fn healthy_runtime() -> RuntimeHealth {
         observed_at: jiff::Timestamp::now(),
         simulated: true,
         images: Vec::new(),
+        capabilities: Default::default(),
     }
 }
 

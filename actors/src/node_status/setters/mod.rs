@@ -1,6 +1,6 @@
 //! The status setters, in the kubelet's order: addresses, machine info, version info, daemon
-//! endpoints, images, then the conditions MemoryPressure, DiskPressure, PIDPressure and Ready. Ready is
-//! last on purpose: the pressure setters append new conditions, so a fresh Node lists Ready
+//! endpoints, images, runtime handlers and features, then the conditions MemoryPressure,
+//! DiskPressure, PIDPressure and Ready. Ready is last on purpose: the pressure setters append new conditions, so a fresh Node lists Ready
 //! last, which old control planes relied on (kubernetes#16961). Every setter runs even when an
 //! earlier one failed; errors are collected, and setters return the events they want recorded
 //! instead of recording them.
@@ -9,6 +9,7 @@ mod addresses;
 mod conditions;
 mod images;
 mod machine;
+mod runtime_handlers;
 #[cfg(test)]
 mod tests;
 mod version;
@@ -105,6 +106,8 @@ pub fn run_setters(inputs: &StatusInputs<'_>, now: Timestamp, node: &mut Node) -
     record(machine::set(inputs, node));
     record(version::set(inputs, node));
     record(images::set(inputs, node));
+    // GoRuntime (architecture, OS) is part of machine; then RuntimeHandlers and NodeFeatures.
+    record(runtime_handlers::set(inputs, node));
     for pressure in &conditions::PRESSURES {
         record(Ok(conditions::set_pressure(pressure, inputs, now, node)));
     }

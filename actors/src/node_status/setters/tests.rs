@@ -17,11 +17,11 @@ use crate::{
     },
 };
 
-fn machine() -> MachineInfo {
+pub(super) fn machine() -> MachineInfo {
     FakeMachine.read()
 }
 
-fn settings() -> StatusSettings {
+pub(super) fn settings() -> StatusSettings {
     StatusSettings {
         max_pods: 110,
         pods_per_core: 0,
@@ -35,7 +35,7 @@ fn settings() -> StatusSettings {
     }
 }
 
-fn healthy(at: Instant) -> RuntimeHealth {
+pub(super) fn healthy(at: Instant) -> RuntimeHealth {
     RuntimeHealth {
         last_successful_probe: Some(at),
         runtime_error: None,
@@ -44,6 +44,7 @@ fn healthy(at: Instant) -> RuntimeHealth {
         observed_at: Timestamp::UNIX_EPOCH,
         simulated: false,
         images: Vec::new(),
+        capabilities: crate::runtime_probe::RuntimeCapabilities::default(),
     }
 }
 

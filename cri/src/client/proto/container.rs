@@ -58,6 +58,10 @@ pub struct Mount {
     pub selinux_relabel: bool,
     #[prost(enumeration = "MountPropagation", tag = "5")]
     pub propagation: i32,
+    /// Read-only all the way down (submounts too); only with `readonly` and private
+    /// propagation, and only where the runtime's handler says it can.
+    #[prost(bool, tag = "8")]
+    pub recursive_read_only: bool,
     /// An image volume: the image to mount (its reference as PullImage or ImageStatus gave
     /// it), with `host_path` empty. A runtime that predates image volumes (containerd 1.6)
     /// skips the field, and so sees a mount of the empty host path.

@@ -71,7 +71,7 @@ pub struct PortMapping {
     pub host_ip: String,
 }
 
-/// `NamespaceOption` (network, pid, ipc, the PID target; no user namespace).
+/// `NamespaceOption` (network, pid, ipc, the PID target, the user namespace).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NamespaceOption {
     #[prost(enumeration = "NamespaceMode", tag = "1")]
@@ -83,6 +83,33 @@ pub struct NamespaceOption {
     /// The container whose namespace a `TARGET` mode joins.
     #[prost(string, tag = "4")]
     pub target_id: String,
+    /// `NODE` for the host's user namespace, `POD` with the pod's ID mappings. A runtime
+    /// that predates the field (containerd 1.6) skips it, which is why the kubelet asks the
+    /// runtime's handlers first.
+    #[prost(message, optional, tag = "5")]
+    pub userns_options: Option<UserNamespace>,
+}
+
+/// `UserNamespace { NamespaceMode mode = 1; repeated IDMapping uids = 2; repeated IDMapping gids = 3; }`
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UserNamespace {
+    #[prost(enumeration = "NamespaceMode", tag = "1")]
+    pub mode: i32,
+    #[prost(message, repeated, tag = "2")]
+    pub uids: Vec<IdMapping>,
+    #[prost(message, repeated, tag = "3")]
+    pub gids: Vec<IdMapping>,
+}
+
+/// `IDMapping { uint32 host_id = 1; uint32 container_id = 2; uint32 length = 3; }`
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct IdMapping {
+    #[prost(uint32, tag = "1")]
+    pub host_id: u32,
+    #[prost(uint32, tag = "2")]
+    pub container_id: u32,
+    #[prost(uint32, tag = "3")]
+    pub length: u32,
 }
 
 /// `SecurityProfile.ProfileType`: `RuntimeDefault = 0`, `Unconfined = 1`, `Localhost = 2`.

@@ -234,6 +234,7 @@ fn create_container_puts_every_field_at_its_cri_number() {
             readonly: true,
             propagation: nodepulse_actors::ports::MountPropagation::HostToContainer,
             image: None,
+            recursive_read_only: false,
         }],
         log_path: "main/1.log".into(),
         resources: Some(LinuxResources {
