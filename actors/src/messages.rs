@@ -37,7 +37,7 @@ pub struct RuntimeHealth {
     /// `status.images`.
     pub images: Vec<crate::ports::ImageInfo>,
     /// The runtime's handlers and features, for `status.runtimeHandlers` and `status.features`.
-    pub capabilities: crate::runtime_probe::RuntimeCapabilities,
+    pub capabilities: crate::ports::RuntimeCapabilities,
 }
 
 /// One eviction signal as last observed, for `/debug/node` and the pressure events.

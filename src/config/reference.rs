@@ -228,9 +228,10 @@ pub const FIELDS: &[FieldDoc] = &[
         "seccompDefault",
         "containers that name no seccomp profile get the runtime's default one (`RuntimeDefault`) instead of none; `Localhost` profiles are read from `<rootDir>/seccomp`",
     ),
-    field(
+    field_defaulting(
         "userNamespaces",
-        "`idsPerPod`: host IDs each `hostUsers: false` pod gets, a multiple of 65536 (unset: 65536); see [user namespaces](node/user-namespaces.md)",
+        "`idsPerPod: 65536`",
+        "`idsPerPod`: host IDs each `hostUsers: false` pod gets, a multiple of 65536; see [user namespaces](node/user-namespaces.md)",
     ),
     field(
         "clusterDomain",

@@ -904,6 +904,24 @@ mod tests {
     }
 
     #[test]
+    fn user_namespace_ids_per_pod_are_refused_with_the_kubelets_reasons() {
+        for (ids, expected) in [
+            ("65535", "must not be less than 65536"),
+            ("98304", "must be a multiple of 65536"),
+            ("4295032832", "must not be more than 4294967295"),
+        ] {
+            let yaml = format!("userNamespaces: {{idsPerPod: {ids}}}\n");
+            let (field, reason) = refusal(&yaml);
+            assert_eq!(field, "userNamespaces.idsPerPod", "{yaml}");
+            assert!(reason.contains(expected), "{yaml}: {reason}");
+        }
+        for ids in ["0", "65536", "1048576"] {
+            let yaml = format!("userNamespaces: {{idsPerPod: {ids}}}\n");
+            Config::parse(&yaml, Source::Embedded).expect("valid");
+        }
+    }
+
+    #[test]
     fn image_gc_thresholds_and_ages_are_refused_with_the_kubelets_reasons() {
         let defaults = Config::parse("maxPods: 110\n", Source::Embedded).expect("valid");
         assert_eq!(

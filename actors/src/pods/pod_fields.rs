@@ -61,10 +61,7 @@ pub const POD_SPEC: &[(&str, FieldRule)] = &[
     ("hostPID", Read("cri provider::sandbox (namespace options)")),
     (
         "hostUsers",
-        Refused {
-            why: "user namespaces",
-            allowed: Some(true),
-        },
+        Read("cri provider::user_namespaces (the runtime handler's word, then an ID block)"),
     ),
     ("hostname", Read("cri provider::etc_hosts::host_and_domain")),
     (

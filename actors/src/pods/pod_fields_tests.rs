@@ -126,7 +126,6 @@ fn pod(spec: serde_json::Value) -> Pod {
 #[test]
 fn a_pod_setting_refused_fields_is_refused_with_each_named() {
     let asks = pod(json!({
-        "hostUsers": false,
         "containers": [{"name": "app", "volumeDevices": [{"name": "disk", "devicePath": "/dev/xvda"}]}],
         "volumes": [{"name": "share", "nfs": {"server": "nas", "path": "/export"}}],
     }));
@@ -134,7 +133,7 @@ fn a_pod_setting_refused_fields_is_refused_with_each_named() {
     assert_eq!(rejection.reason, UNSUPPORTED_REASON);
     assert_eq!(
         rejection.message,
-        "Pod requires features nodepulse does not provide: spec.hostUsers=false (user namespaces), \
+        "Pod requires features nodepulse does not provide: \
          spec.containers[0].volumeDevices (raw block volumes), \
          spec.volumes[0].nfs (this in-tree volume plugin)"
     );
@@ -161,7 +160,7 @@ fn a_restart_all_containers_rule_is_refused_and_a_restart_rule_is_not() {
 #[test]
 fn defaults_and_handled_fields_pass() {
     let plain = pod(json!({
-        "hostUsers": true,
+        "hostUsers": false,
         "containers": [{"name": "app", "stdin": false, "volumeDevices": [],
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}],
         "volumes": [{"name": "scratch", "emptyDir": {}}],

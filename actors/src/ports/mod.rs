@@ -54,8 +54,8 @@ pub use probe::{
 pub(crate) use recovery::warn_unless_unreachable;
 pub use recovery::{ApiRecovered, ApiRecovery, RECOVERY_SPREAD};
 pub use runtime::{
-    ImageFsUsage, RuntimeCondition, RuntimeError, RuntimeFeatures, RuntimeHandler, RuntimeResult,
-    RuntimeService, RuntimeStatus, RuntimeVersion,
+    ImageFsUsage, RuntimeCapabilities, RuntimeCondition, RuntimeError, RuntimeFeatures,
+    RuntimeHandler, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion, UnknownHandler,
 };
 pub use runtime_classes::{RuntimeClassError, RuntimeClassLister, lookup_runtime_handler};
 pub use runtime_stats::{

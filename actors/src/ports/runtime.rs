@@ -40,6 +40,47 @@ pub struct RuntimeFeatures {
     pub user_namespaces_host_network: bool,
 }
 
+/// The runtime's handlers and features as the last good `Status` reported them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuntimeCapabilities {
+    /// Empty when the runtime predates the list (containerd 1.6): nothing is supported.
+    pub handlers: Vec<RuntimeHandler>,
+    pub features: Option<RuntimeFeatures>,
+}
+
+/// The kubelet's `HandlerSupportsUserNamespaces` error: the runtime lists handlers, but not
+/// the one a pod asks for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the handler {0:?} is not known")]
+pub struct UnknownHandler(pub String);
+
+impl RuntimeCapabilities {
+    fn handler(&self, name: &str) -> Option<&RuntimeHandler> {
+        self.handlers.iter().find(|handler| handler.name == name)
+    }
+
+    /// Whether handler `name` ("" for the default) can run a pod in its own user namespace:
+    /// no when the runtime lists no handlers at all, an error when it lists others only.
+    pub fn handler_supports_user_namespaces(&self, name: &str) -> Result<bool, UnknownHandler> {
+        if self.handlers.is_empty() {
+            return Ok(false);
+        }
+        self.handler(name)
+            .map(|handler| handler.supports_user_namespaces)
+            .ok_or_else(|| UnknownHandler(name.to_owned()))
+    }
+
+    /// Whether handler `name` can make a mount read-only recursively (the kubelet's
+    /// `runtimeHandlerSupportsRecursiveReadOnlyMounts`: an unknown handler cannot).
+    pub fn handler_supports_recursive_read_only(&self, name: &str) -> bool {
+        let supported = self.handler(name);
+        if supported.is_none() && !self.handlers.is_empty() {
+            tracing::error!(runtime_handler = name, "Unknown runtime handler");
+        }
+        supported.is_some_and(|handler| handler.supports_recursive_read_only_mounts)
+    }
+}
+
 /// CRI `Version`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RuntimeVersion {

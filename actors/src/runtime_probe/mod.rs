@@ -19,7 +19,8 @@ use nodepulse_supervisor::{Kept, Recipient, SupervisedActor};
 use serde_json::json;
 use tokio::time::Instant;
 
-pub use capabilities::{CapabilitiesView, RuntimeCapabilities, UnknownHandler};
+pub use crate::ports::{RuntimeCapabilities, UnknownHandler};
+pub use capabilities::CapabilitiesView;
 pub use state::{NETWORK_STATE_UNKNOWN, RuntimeState, render_condition};
 
 use crate::{

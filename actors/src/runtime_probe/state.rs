@@ -5,8 +5,9 @@
 
 use tokio::time::Instant;
 
-use super::capabilities::RuntimeCapabilities;
-use crate::ports::{ImageInfo, RuntimeCondition, RuntimeError, RuntimeStatus, RuntimeVersion};
+use crate::ports::{
+    ImageInfo, RuntimeCapabilities, RuntimeCondition, RuntimeError, RuntimeStatus, RuntimeVersion,
+};
 
 /// The network error before the first answer.
 pub const NETWORK_STATE_UNKNOWN: &str = "network state unknown";

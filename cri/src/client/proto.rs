@@ -18,9 +18,9 @@ pub use sandbox::*;
 pub use stats::*;
 
 #[cfg(test)]
-mod security_wire_tests;
-#[cfg(test)]
 mod capability_wire_tests;
+#[cfg(test)]
+mod security_wire_tests;
 #[cfg(test)]
 mod stats_wire_tests;
 #[cfg(test)]

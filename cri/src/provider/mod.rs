@@ -5,6 +5,8 @@
 
 mod admit;
 mod backoff;
+#[cfg(test)]
+mod capability_tests;
 mod container;
 mod deadline;
 mod engine;
@@ -35,6 +37,7 @@ mod pod_state;
 mod pods_view_tests;
 mod post_start;
 mod probing;
+mod recursive_read_only;
 #[cfg(test)]
 mod restart_rule_tests;
 #[cfg(test)]
@@ -57,9 +60,10 @@ mod terminate;
 mod termination_message;
 #[cfg(test)]
 mod tests;
+mod user_namespaces;
 mod userns;
 #[cfg(test)]
-mod userns_tests;
+mod userns_manager_tests;
 mod view;
 #[cfg(test)]
 mod volume_wait_tests;

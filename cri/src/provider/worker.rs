@@ -25,6 +25,7 @@ use super::{
         Kind, app_containers, ephemeral_containers, ephemeral_target, init_containers, is_sidecar,
         plan_with,
     },
+    recursive_read_only,
     sandbox::{SandboxConfigError, parse_resolv_conf, sandbox_config},
     status::StartError,
     view::{PodRuntime, pod_label, restart_count},
@@ -91,7 +92,9 @@ impl Engine {
             &self.host_dns(),
         )
         .map_err(|error: SandboxConfigError| error.to_string())?;
-        let handler = self.runtime_handler(pod).map_err(|error| error.to_string())?;
+        let handler = self
+            .runtime_handler(pod)
+            .map_err(|error| error.to_string())?;
         config.user_namespace = Some(self.user_namespace(pod, &handler)?);
         Ok(config)
     }
@@ -446,6 +449,12 @@ impl Engine {
         )
         .map_err(|error| config_error(error.to_string()))?;
         config.pid_target = pid_target;
+        recursive_read_only::apply(
+            container,
+            self.supports_recursive_read_only(""),
+            &mut config.mounts,
+        )
+        .map_err(config_error)?;
         config
             .mounts
             .extend(etc_hosts.map(|host_path| nodepulse_actors::ports::Mount {

@@ -44,7 +44,7 @@ pub(super) fn healthy(at: Instant) -> RuntimeHealth {
         observed_at: Timestamp::UNIX_EPOCH,
         simulated: false,
         images: Vec::new(),
-        capabilities: crate::runtime_probe::RuntimeCapabilities::default(),
+        capabilities: crate::ports::RuntimeCapabilities::default(),
     }
 }
 

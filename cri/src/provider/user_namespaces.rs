@@ -3,39 +3,15 @@
 //! (else the kubelet's refusal, which fails the sandbox), and the pod gets its block. The
 //! manager is made at the first such pod, from the pods' directories as they are then.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::PoisonError;
 
 use k8s_openapi::api::core::v1::Pod;
 use nodepulse_actors::ports::UserNamespace;
 
-use super::{DEFAULT_IDS_PER_POD, IdRange, UsernsManager};
-use crate::provider::engine::Engine;
-
-/// What the engine's user namespaces are made from, and the manager once made.
-#[derive(Debug)]
-pub struct UserNamespaces {
-    /// `userNamespaces.idsPerPod`.
-    pub ids_per_pod: u32,
-    /// `maxPods`: the range must hold a block for each.
-    pub max_pods: u32,
-    manager: Mutex<Option<UsernsManager>>,
-}
-
-impl UserNamespaces {
-    pub fn new(ids_per_pod: u32, max_pods: u32) -> Self {
-        Self {
-            ids_per_pod,
-            max_pods,
-            manager: Mutex::new(None),
-        }
-    }
-}
-
-impl Default for UserNamespaces {
-    fn default() -> Self {
-        Self::new(DEFAULT_IDS_PER_POD, 110)
-    }
-}
+use super::{
+    engine::Engine,
+    userns::{IdRange, UsernsManager},
+};
 
 /// The kubelet's refusal when the runtime (or the pod's handler) cannot.
 fn unsupported(handler: &str) -> String {
@@ -89,6 +65,14 @@ impl Engine {
         manager
             .get_or_create(uid)
             .map_err(|error| format!("user namespace: {error}"))
+    }
+
+    /// Whether runtime handler `handler` can make mounts read-only recursively (none can
+    /// before the first probe, or without the runtime's word).
+    pub(crate) fn supports_recursive_read_only(&self, handler: &str) -> bool {
+        (self.capabilities.as_ref())
+            .and_then(|view| view.get())
+            .is_some_and(|capabilities| capabilities.handler_supports_recursive_read_only(handler))
     }
 
     /// Frees the blocks of pods neither `known` (to the engine or the runtime) nor on disk

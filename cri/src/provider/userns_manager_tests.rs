@@ -2,7 +2,11 @@
 //! manager's checks of its range, the record's validation, orphan clean-up, and a block kept
 //! across a restart (a new manager over the same directory).
 
-use super::*;
+use std::path::Path;
+
+use nodepulse_actors::ports::UserNamespace;
+
+use super::userns::*;
 
 const LENGTH: u32 = 65_536;
 const MAX_PODS: u32 = 110;

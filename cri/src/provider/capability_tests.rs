@@ -1,7 +1,8 @@
-//! `hostUsers: false` through the CRI provider, against the in-memory runtime on paused time
-//! and a real pods directory: refused with the kubelet's message where the runtime lists no
-//! handler that can, given its own block where one can, and the block read back from disk
-//! after a restart when the sandbox has to be made again.
+//! What the runtime's handlers can do, through the CRI provider, against the in-memory runtime
+//! on paused time and a real pods directory: `hostUsers: false` refused with the kubelet's
+//! message where no handler can, given its own block where one can, and the block read back
+//! from disk after a restart when the sandbox has to be made again; `recursiveReadOnly:
+//! Enabled` refused where the handler cannot, and passed to CreateContainer where it can.
 
 use std::{path::Path, sync::Arc, time::Duration};
 
@@ -17,7 +18,7 @@ use serde_json::json;
 
 use super::{
     CriPods,
-    tests::{Harness, IMAGE, phase, pod},
+    tests::{Harness, IMAGE, phase, pod, waiting_message, waiting_reason},
     userns::MAPPINGS_FILE,
 };
 
@@ -166,4 +167,39 @@ async fn a_host_users_false_pod_gets_its_own_block_and_keeps_it_across_a_restart
     assert!(!h.updates.iter().any(
         |u| matches!(u, PodUpdate::Event { event, .. } if event.reason == "FailedCreatePodSandBox")
     ));
+}
+
+fn recursive_read_only_pod() -> k8s_openapi::api::core::v1::Pod {
+    pod(
+        "Always",
+        json!({"containers": [{"name": "app", "image": IMAGE, "volumeMounts": [
+            {"name": "data", "mountPath": "/data", "readOnly": true, "recursiveReadOnly": "Enabled"}]}],
+            "volumes": [{"name": "data", "emptyDir": {}}]}),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_recursive_read_only_mount_is_refused_where_the_handler_cannot() {
+    let root = tempfile::tempdir().unwrap();
+    let mut h = harness(
+        fresh_runtime(),
+        root.path(),
+        view(vec![default_handler(false)]),
+    );
+    h.apply(&recursive_read_only_pod());
+    let status = h
+        .status_where("CreateContainerConfigError", |s| {
+            waiting_reason(s) == "CreateContainerConfigError"
+        })
+        .await;
+    assert_eq!(
+        waiting_message(&status),
+        "failed to resolve recursive read-only mode: volume \"data\" requested recursive read-only mode, but it is not supported by the runtime"
+    );
+    assert!(
+        h.runtime
+            .calls()
+            .iter()
+            .all(|call| !call.starts_with("CreateContainer"))
+    );
 }

@@ -2,23 +2,21 @@
 //! gets its own block of host IDs (65,536 by default, `userNamespaces.idsPerPod`), mapped
 //! from ID 0 inside. The blocks come from one range (the kubelet's default: every ID from the
 //! block size up); which block a pod holds is kept in `<rootDir>/pods/<uid>/userns`, read
-//! back at start, so a restart gives every pod the block it had. Never runs anything itself.
-
-mod engine;
-mod record;
-#[cfg(test)]
-mod tests;
+//! back at start, so a restart gives every pod the block it had. The record is byte for byte
+//! the kubelet's (the JSON of its `userNamespace` struct), written atomically: a temporary file
+//! renamed over it, then the directory synced, so a crash never leaves half a file.
 
 use std::{
     collections::HashMap,
+    fs::{self, File},
+    io::Write,
     path::{Path, PathBuf},
+    sync::Mutex,
 };
 
 use nodepulse_actors::ports::{IdMapping, UserNamespace};
 use rand::Rng;
-
-pub use engine::UserNamespaces;
-pub use record::{MAPPINGS_FILE, PodMappings};
+use serde::{Deserialize, Serialize};
 
 /// `userNsUnitLength`: blocks are whole multiples of this.
 pub const UNIT_LENGTH: u32 = 65_536;
@@ -169,7 +167,7 @@ impl UsernsManager {
 
     /// Records the block the pod's file names, if it has one.
     fn record_from_disk(&mut self, uid: &str) -> Result<Option<PodMappings>, UsernsError> {
-        let Some(content) = record::read(&self.pod_dir(uid))? else {
+        let Some(content) = read_record(&self.pod_dir(uid))? else {
             return Ok(None);
         };
         self.parse_and_record(uid, &content).map(Some)
@@ -265,7 +263,7 @@ impl UsernsManager {
             None => {
                 let (first, length) = self.allocate_one(uid)?;
                 let mappings = PodMappings::single(first, length);
-                if let Err(error) = record::write(&self.pod_dir(uid), &mappings) {
+                if let Err(error) = write_record(&self.pod_dir(uid), &mappings) {
                     self.release(uid);
                     return Err(error);
                 }
@@ -313,4 +311,119 @@ fn root_mapping(first: u32, length: u32) -> IdMapping {
         container_id: 0,
         length,
     }
+}
+
+/// What the engine's user namespaces are made from, and the manager once made.
+#[derive(Debug)]
+pub struct UserNamespaces {
+    /// `userNamespaces.idsPerPod`.
+    pub ids_per_pod: u32,
+    /// `maxPods`: the range must hold a block for each.
+    pub max_pods: u32,
+    pub(crate) manager: Mutex<Option<UsernsManager>>,
+}
+
+impl UserNamespaces {
+    pub fn new(ids_per_pod: u32, max_pods: u32) -> Self {
+        Self {
+            ids_per_pod,
+            max_pods,
+            manager: Mutex::new(None),
+        }
+    }
+}
+
+impl Default for UserNamespaces {
+    fn default() -> Self {
+        Self::new(DEFAULT_IDS_PER_POD, 110)
+    }
+}
+
+/// The record's file name in the pod's directory (the kubelet's `mappingsFile`).
+pub const MAPPINGS_FILE: &str = "userns";
+
+/// The kubelet's `userNamespace`: its JSON field names and order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodMappings {
+    pub uid_mappings: Vec<IdMapping>,
+    pub gid_mappings: Vec<IdMapping>,
+}
+
+impl PodMappings {
+    /// The mappings the kubelet makes: the same one block for UIDs and GIDs, from root up.
+    pub fn single(first: u32, length: u32) -> Self {
+        Self {
+            uid_mappings: vec![root_mapping(first, length)],
+            gid_mappings: vec![root_mapping(first, length)],
+        }
+    }
+
+    /// Parses a record and checks it is one the kubelet could have written, with its messages.
+    pub fn parse(content: &[u8]) -> Result<Self, UsernsError> {
+        let mappings: Self = serde_json::from_slice(content).map_err(UsernsError::InvalidFile)?;
+        if mappings.uid_mappings.len() != 1 {
+            return Err(UsernsError::InvalidMappings(
+                "no more than one mapping allowed.",
+            ));
+        }
+        if mappings.uid_mappings.len() != mappings.gid_mappings.len() {
+            return Err(UsernsError::InvalidMappings(
+                "GID and UID mappings should be identical.",
+            ));
+        }
+        if mappings.uid_mappings[0] != mappings.gid_mappings[0] {
+            return Err(UsernsError::InvalidMappings(
+                "GID and UID mapping should be identical",
+            ));
+        }
+        // Runtimes assume root is mapped, and nothing else is ever written.
+        if mappings.uid_mappings[0].container_id != 0 {
+            return Err(UsernsError::InvalidMappings("UID 0 must be mapped"));
+        }
+        if mappings.gid_mappings[0].container_id != 0 {
+            return Err(UsernsError::InvalidMappings("GID 0 must be mapped"));
+        }
+        Ok(mappings)
+    }
+}
+
+fn store_error(path: &Path, source: std::io::Error) -> UsernsError {
+    UsernsError::Store {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The record's bytes; `None` when the pod has none (an empty file counts as none).
+fn read_record(pod_dir: &Path) -> Result<Option<Vec<u8>>, UsernsError> {
+    let path = pod_dir.join(MAPPINGS_FILE);
+    match fs::read(&path) {
+        Ok(content) if content.is_empty() => Ok(None),
+        Ok(content) => Ok(Some(content)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(store_error(&path, error)),
+    }
+}
+
+/// Writes the record atomically and durably.
+fn write_record(pod_dir: &Path, mappings: &PodMappings) -> Result<(), UsernsError> {
+    let data = serde_json::to_vec(mappings).map_err(UsernsError::InvalidFile)?;
+    fs::create_dir_all(pod_dir).map_err(|error| store_error(pod_dir, error))?;
+    let path = pod_dir.join(MAPPINGS_FILE);
+    let temporary = pod_dir.join(format!(".{MAPPINGS_FILE}.tmp"));
+    let written = File::create(&temporary)
+        .and_then(|mut file| {
+            file.write_all(&data)?;
+            file.sync_all()
+        })
+        .and_then(|()| fs::rename(&temporary, &path));
+    if let Err(error) = written {
+        let _ = fs::remove_file(&temporary);
+        return Err(store_error(&path, error));
+    }
+    // The rename is atomic; syncing the directory makes it durable.
+    File::open(pod_dir)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|error| store_error(pod_dir, error))
 }
