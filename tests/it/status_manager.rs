@@ -106,9 +106,12 @@ async fn create_pod(cluster: &TestCluster, name: &str, node: &str) -> Pod {
 }
 
 /// Running, every container ready, restarted `restarts` times: each value is another status.
+/// A running status as a kubelet writes it: with the QoS class the API server gave the pod
+/// (its pods set no resources), which a status may not change.
 fn running(restarts: i32) -> PodStatus {
     serde_json::from_value(json!({
         "phase": "Running",
+        "qosClass": "BestEffort",
         "hostIP": "10.0.0.1",
         "podIP": "10.244.0.7",
         "conditions": [
