@@ -5,6 +5,7 @@
 
 mod aliasing;
 mod build_features;
+mod cgroups;
 mod container_logs;
 mod duration;
 mod fleet;
@@ -19,6 +20,10 @@ use std::path::{Path, PathBuf};
 
 pub use aliasing::{ExcessiveAliasing, check_aliasing};
 pub use build_features::{NotInThisBuild, STANDALONE_BUILT, check_built};
+pub use cgroups::{
+    CGROUP_V1_REFUSED, CgroupDriver, ENFORCE_KUBE_RESERVED, ENFORCE_KUBE_RESERVED_COMPRESSIBLE,
+    ENFORCE_NONE, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED, ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE,
+};
 pub use container_logs::{MaxSizeError, parse_max_size};
 pub use duration::{DurationError, GoDuration};
 pub use fleet::{

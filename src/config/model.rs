@@ -52,6 +52,30 @@ pub struct Config {
     pub system_reserved: BTreeMap<String, String>,
     #[serde(default)]
     pub kube_reserved: BTreeMap<String, String>,
+    /// The kubelet's QoS cgroup hierarchy: `kubepods`, its `burstable` and `besteffort`
+    /// cgroups and one cgroup a pod (see `cgroups.rs`).
+    #[serde(default = "default_true", rename = "cgroupsPerQOS")]
+    pub cgroups_per_qos: bool,
+    /// The cgroup `kubepods` goes under; unset: `/` (the kubelet's default).
+    #[serde(default)]
+    pub cgroup_root: Option<String>,
+    /// How cgroups are named: `cgroupfs` paths or `systemd` slices.
+    #[serde(default)]
+    pub cgroup_driver: super::cgroups::CgroupDriver,
+    /// `pods`, `system-reserved`, `kube-reserved` (and their `-compressible` forms), or `none`.
+    #[serde(default = "super::cgroups::default_enforce_node_allocatable")]
+    pub enforce_node_allocatable: Vec<String>,
+    /// The existing cgroups `systemReserved` / `kubeReserved` are enforced on.
+    #[serde(default)]
+    pub system_reserved_cgroup: Option<String>,
+    #[serde(default)]
+    pub kube_reserved_cgroup: Option<String>,
+    /// The pod cgroup's `pids.max` when above 0 (the kubelet's -1: none).
+    #[serde(default = "super::cgroups::default_pod_pids_limit")]
+    pub pod_pids_limit: i64,
+    /// Refuse to start on a cgroup v1 host (the kubelet's default is true; see cgroups.rs).
+    #[serde(default, rename = "failCgroupV1")]
+    pub fail_cgroup_v1: bool,
     /// Whether to register the Node (create it, or adopt the existing one).
     #[serde(default = "default_true")]
     pub register_node: bool,

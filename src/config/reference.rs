@@ -209,6 +209,41 @@ pub const FIELDS: &[FieldDoc] = &[
     ),
     field("kubeReserved", "held back from allocatable for node agents"),
     field(
+        "cgroupsPerQOS",
+        "the kubelet's QoS cgroups: `kubepods` under `cgroupRoot`, `burstable` and `besteffort` in it, one `pod<uid>` cgroup a pod (Guaranteed pods directly in `kubepods`) holding its containers, with the pod's CPU shares, CFS quota, memory and PID limits; see [cgroups](node/cgroups.md)",
+    ),
+    field_defaulting(
+        "cgroupRoot",
+        "`/`",
+        "the cgroup `kubepods` is made in (an absolute cgroup path)",
+    ),
+    field(
+        "cgroupDriver",
+        "`cgroupfs` (cgroup paths as they are) or `systemd` (slices: `kubepods.slice/kubepods-burstable.slice/…`); the runtime's answer to CRI `RuntimeConfig` wins where it gives one, as the kubelet's",
+    ),
+    field(
+        "enforceNodeAllocatable",
+        "`pods`: `kubepods` capped at capacity minus `systemReserved` and `kubeReserved`; `system-reserved`, `kube-reserved`: their cgroups capped at the reservation (`-compressible`: CPU only); `none` alone: nothing",
+    ),
+    field_defaulting(
+        "systemReservedCgroup",
+        "none",
+        "the existing cgroup `system-reserved` enforcement caps; required with it",
+    ),
+    field_defaulting(
+        "kubeReservedCgroup",
+        "none",
+        "the existing cgroup `kube-reserved` enforcement caps; required with it",
+    ),
+    field(
+        "podPidsLimit",
+        "each pod cgroup's `pids.max` when above 0",
+    ),
+    field(
+        "failCgroupV1",
+        "refuse to start on a cgroup v1 host with the kubelet's message; **false** here where the kubelet 1.36 defaults to true (see [differences](differences.md))",
+    ),
+    field(
         "runtime",
         "`cri`: probe the container runtime over CRI; `simulated`: report a healthy runtime without one, flagged `simulated`",
     ),

@@ -70,6 +70,9 @@ pub(super) fn validate(config: &Config) -> Result<(), Vec<InvalidSetting>> {
     validate_endpoints(config, &mut problems);
     problems.check(validate_host_root(config));
     validate_system_cgroups(config, &mut problems);
+    for invalid in super::cgroups::validate_cgroups(config) {
+        problems.push(invalid);
+    }
     if problems.0.is_empty() {
         Ok(())
     } else {

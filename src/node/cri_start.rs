@@ -48,6 +48,9 @@ pub enum CriStartError {
     /// The node was wired without a CRI client (a wiring defect, not the host's).
     #[error("this node has no CRI client")]
     NoClient,
+    /// The node's cgroups could not be set up (see `pod_cgroups`).
+    #[error(transparent)]
+    Cgroups(#[from] super::pod_cgroups::NodeCgroupsError),
     /// The host refused a thread; retrying may help.
     #[error("cannot start the CRI engine's thread: {0}")]
     Thread(#[source] io::Error),
@@ -132,6 +135,7 @@ impl CriStart {
         // The RuntimeClasses are watched from the start, so the first pod that names one finds
         // them listed (the kubelet starts its RuntimeClass informer with itself).
         let _ = self.api.runtime_classes();
+        let cgroups = super::pod_cgroups::node_cgroups(config, &self.machine.read())?;
         let client = Arc::new(client);
         // Lifecycle hooks' httpGet is the prober's request, from the same client.
         let hooks = Arc::new(ProbeHandlers::new(Arc::clone(&client) as _));
@@ -157,6 +161,9 @@ impl CriStart {
             .filter(|&ids| ids != 0)
             .unwrap_or(DEFAULT_IDS_PER_POD);
         pods = pods.with_user_namespaces(ids_per_pod, config.max_pods);
+        if let Some(setup) = cgroups {
+            pods = pods.with_pod_cgroups(setup);
+        }
         self.health_checks.add(pods.pleg_health());
         Ok(pods)
     }

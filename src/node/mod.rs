@@ -13,6 +13,7 @@ mod csi;
 mod handle;
 mod image_gc;
 mod log_rotation;
+mod pod_cgroups;
 mod pod_source;
 mod prober;
 mod resources;

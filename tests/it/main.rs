@@ -22,6 +22,7 @@ mod config_fuzz;
 mod config_rejection;
 mod container_log_rotation;
 mod cri_capabilities;
+mod cri_cgroups;
 mod cri_engine_health;
 mod cri_env_files;
 mod cri_events;

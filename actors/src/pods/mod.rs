@@ -12,6 +12,7 @@ pub mod admission;
 mod admission_tests;
 pub mod annotations;
 pub mod apparmor;
+pub mod cgroups;
 pub mod env;
 mod env_file;
 mod env_sources;

@@ -3,6 +3,7 @@
 //! return boxed futures so the actors can run them without blocking their mailbox.
 
 mod api;
+mod cgroup_name;
 mod container_runtime;
 mod csi_node;
 mod csi_registration;
@@ -14,6 +15,7 @@ mod lease;
 mod machine;
 mod mirror_pods;
 mod node;
+mod pod_cgroups;
 mod pod_source;
 mod pods;
 mod pods_view;
@@ -25,6 +27,7 @@ mod runtime_stats;
 mod services;
 
 pub use api::{ApiError, ApiResult};
+pub use cgroup_name::{CgroupDriver, CgroupName, InvalidComponent, expand_slice};
 pub use container_runtime::{
     ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
     ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
@@ -43,6 +46,7 @@ pub use lease::{LeaseApi, LeaseRenewal, NODE_LEASE_NAMESPACE};
 pub use machine::{MachineFacts, MachineInfo};
 pub use mirror_pods::MirrorPodApi;
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
+pub use pod_cgroups::{PodCgroups, PodCgroupsError, ResourceConfig};
 pub use pod_source::PodSource;
 pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
 pub use pods_view::{

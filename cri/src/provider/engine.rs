@@ -170,6 +170,8 @@ pub struct Core {
     pub gc_running: bool,
     pub gc_again: bool,
     pub gc_passes: u64,
+    /// The pod cgroups' housekeeping runs.
+    pub cgroups_started: bool,
     /// Panics caught in the engine's tasks.
     pub panics: TaskPanics,
     pub faults: Faults,
@@ -200,6 +202,8 @@ pub struct Engine {
     pub capabilities: Option<Arc<CapabilitiesView>>,
     /// `hostUsers: false` pods' ID blocks.
     pub user_namespaces: UserNamespaces,
+    /// The pods' cgroups (`cgroupsPerQOS`); `None`: sandboxes get the runtime's default parent.
+    pub pod_cgroups: Option<super::pod_cgroups::PodCgroupsSetup>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     /// Turns to make a pod sandbox (`sandboxes_at_once`), taken in the order asked.
@@ -210,6 +214,8 @@ pub struct Engine {
     pub(super) retries_changed: Notify,
     /// Wakes a garbage collection task waiting out its period.
     pub(super) gc_wanted: Notify,
+    /// Wakes the pod cgroups' housekeeping: a pod ended.
+    pub(super) cgroups_wanted: Notify,
     pub(super) spawner: Handle,
     /// The PLEG's health, which NodeStatus's Ready setter asks.
     pub(super) pleg_health: Arc<PlegHealth>,
@@ -239,12 +245,14 @@ impl Engine {
             pods_view: PodsPublisher::default(),
             capabilities: None,
             user_namespaces: UserNamespaces::default(),
+            pod_cgroups: None,
             core: Mutex::new(Core::default()),
             pods_present: Notify::new(),
             sandbox_turns: SandboxTurns::new(settings.sandboxes_at_once),
             relist_now: Notify::new(),
             retries_changed: Notify::new(),
             gc_wanted: Notify::new(),
+            cgroups_wanted: Notify::new(),
             spawner,
             pleg_health: Arc::new(PlegHealth::new(settings.relist_threshold)),
             settings,

@@ -151,6 +151,7 @@ impl Engine {
     pub fn pods_listed(self: &Arc<Self>) {
         self.core().listed = true;
         self.want_gc();
+        self.start_cgroup_housekeeping();
     }
 
     /// Asks for a pass: now, or right after the one in progress. Nothing before the list is

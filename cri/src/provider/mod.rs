@@ -31,6 +31,7 @@ mod objects;
 mod observed_generation_tests;
 mod plan;
 mod pleg;
+mod pod_cgroups;
 mod pleg_health;
 mod pod_state;
 #[cfg(test)]
@@ -79,6 +80,7 @@ use tokio::{runtime::Handle, sync::oneshot};
 
 pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD, default_sandboxes_at_once};
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
+pub use pod_cgroups::{CGROUP_HOUSEKEEPING_PERIOD, PodCgroupsSetup};
 pub use sandbox::ClusterDns;
 pub use task_panics::TaskPanics;
 pub use userns::{DEFAULT_IDS_PER_POD, UNIT_LENGTH, UserNamespaces};
@@ -218,6 +220,13 @@ impl CriPods {
         self
     }
 
+    /// Runs each pod in a cgroup of its own under the QoS cgroups (`cgroupsPerQOS`).
+    #[must_use]
+    pub fn with_pod_cgroups(mut self, setup: PodCgroupsSetup) -> Self {
+        self.engine_mut().pod_cgroups = Some(setup);
+        self
+    }
+
     /// What this provider publishes of its pods.
     pub fn pods_view(&self) -> PodsView {
         self.engine.pods_view.view()
@@ -326,6 +335,7 @@ impl PodLifecycleProvider for CriPods {
             self.engine.pods_view.forget(uid);
             drop(core);
             self.engine.release_user_namespace(uid);
+            self.engine.want_cgroup_housekeeping();
             return;
         }
         entry.ending = Some(Ending::Gone);

@@ -12,6 +12,7 @@ pub enum EngineTask {
     Pleg,
     EventedPleg,
     GarbageCollection,
+    PodCgroups,
 }
 
 /// Panics caught per kind of task, for the debug view.
@@ -26,6 +27,8 @@ pub struct TaskPanics {
     pub evented_pleg: u64,
     /// Garbage collector restarts.
     pub garbage_collection: u64,
+    /// Restarts of the pod cgroups' housekeeping.
+    pub pod_cgroups: u64,
     /// Probe-driven kills that panicked (the probe's next failure asks again).
     pub probe_kills: u64,
 }

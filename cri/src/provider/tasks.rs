@@ -108,6 +108,7 @@ impl Engine {
                         EngineTask::Pleg => panics.pleg += 1,
                         EngineTask::EventedPleg => panics.evented_pleg += 1,
                         EngineTask::GarbageCollection => panics.garbage_collection += 1,
+                        EngineTask::PodCgroups => panics.pod_cgroups += 1,
                     }
                     core.stopped
                 };

@@ -60,6 +60,8 @@ impl Engine {
         if gone {
             self.release_user_namespace(uid);
         }
+        // The pod cgroup goes once nothing of the pod runs (the kubelet's Destroy).
+        self.want_cgroup_housekeeping();
         self.wake();
         self.wake_static_successors(&pod);
     }

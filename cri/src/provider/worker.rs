@@ -96,6 +96,7 @@ impl Engine {
             .runtime_handler(pod)
             .map_err(|error| error.to_string())?;
         config.user_namespace = Some(self.user_namespace(pod, &handler)?);
+        config.cgroup_parent = self.cgroup_parent(pod);
         Ok(config)
     }
 
@@ -184,6 +185,11 @@ impl Engine {
         let Some((pod, runtime)) = self.snapshot(uid) else {
             return;
         };
+        // As the kubelet's SyncPod: the pod cgroup before anything of the pod is made.
+        if !self.ensure_pod_cgroup(&pod) {
+            self.retry_later(uid);
+            return;
+        }
         self.remove_dead(&pod, &runtime).await;
         let runtime_name = self.core().runtime_name.clone().unwrap_or_default();
         let started = |container: &Container, status: &ContainerStatus| {

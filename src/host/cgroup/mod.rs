@@ -8,6 +8,8 @@
 //! cgroup is a fixed set of small files.
 
 mod io;
+mod pod_cgroups;
+mod settings;
 mod v1;
 mod v2;
 
@@ -19,6 +21,8 @@ use std::{
 use nodepulse_actors::ports::HostError;
 
 pub use io::{DeviceIo, DeviceNames};
+pub use pod_cgroups::HostCgroups;
+pub use settings::{Setting, cpu_weight, v1_settings, v2_settings};
 
 use super::{memory::MemoryFigures, pressure::Pressures, read};
 

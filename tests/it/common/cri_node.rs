@@ -52,6 +52,11 @@ pub struct CriNode {
 }
 
 impl CriNode {
+    /// The node's `cgroupRoot` (one of its own, removed with its directory).
+    pub fn cgroup_root(&self) -> String {
+        super::test_cgroups::cgroup_root_for(self.dir.path())
+    }
+
     /// Starts every actor of a new CRI node on `fixture`'s containerd.
     pub async fn start(kubeconfig: &std::path::Path, fixture: &CriFixture, prefix: &str) -> Self {
         Self::start_with(kubeconfig, fixture, prefix, |_| String::new()).await

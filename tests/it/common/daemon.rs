@@ -37,6 +37,8 @@ pub struct DaemonProcess {
     pub debug: String,
     http: reqwest::Client,
     _config: tempfile::NamedTempFile,
+    /// Its cgroup root, removed after it stopped.
+    _cgroups: Option<super::test_cgroups::TestCgroupRoot>,
 }
 
 impl DaemonProcess {
@@ -96,6 +98,13 @@ impl DaemonProcess {
     /// The binary with `yaml` as its configuration file, for `node`, logging JSON, with
     /// `env` and `args`.
     fn spawn(node: &str, yaml: &str, env: &[(&str, &str)], args: &[&std::ffi::OsStr]) -> Self {
+        // A cgroup root of its own unless the test chose one (`test_cgroups`).
+        let cgroups = (!yaml.contains("cgroupRoot") && !yaml.contains("cgroupsPerQOS") && !yaml.trim_start().starts_with('{'))
+            .then(super::test_cgroups::TestCgroupRoot::new);
+        let yaml = match &cgroups {
+            Some(root) => format!("{}\ncgroupRoot: {}\n", yaml.trim_end(), root.0),
+            None => yaml.to_owned(),
+        };
         let mut config = tempfile::NamedTempFile::new().expect("temp file");
         config.write_all(yaml.as_bytes()).expect("write config");
         let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
@@ -127,6 +136,7 @@ impl DaemonProcess {
                 .build()
                 .expect("a client"),
             _config: config,
+            _cgroups: cgroups,
         }
     }
 

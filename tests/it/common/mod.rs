@@ -34,5 +34,6 @@ pub mod skip;
 pub mod spoiling_proxy;
 pub mod storage;
 pub mod tar_archive;
+pub mod test_cgroups;
 
 pub use poll::{PATIENCE, eventually, eventually_async};

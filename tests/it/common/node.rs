@@ -46,6 +46,12 @@ pub async fn start_api_actors_with(
 /// The settings of node `name` with the configuration `yaml`, and an API client for them.
 pub async fn connect(kubeconfig: &Path, name: &str, yaml: &str) -> (Settings, Arc<KubeApi>) {
     let mut config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
+    // A cgroup root of the test's own, removed with its rootDir (`test_cgroups`).
+    if config.cgroup_root.is_none() && config.cgroups_per_qos {
+        let root = super::test_cgroups::cgroup_root_for(&config.root_dir);
+        super::test_cgroups::make_root(&root);
+        config.cgroup_root = Some(root);
+    }
     config
         .node_labels
         .insert(RUN_LABEL.to_owned(), run_id().to_owned());
