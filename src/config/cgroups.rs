@@ -18,7 +18,6 @@ pub const ENFORCE_NONE: &str = "none";
 /// The kubelet's refusal on a cgroup v1 host when `failCgroupV1` is set.
 pub const CGROUP_V1_REFUSED: &str = "kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release";
 
-
 pub fn default_enforce_node_allocatable() -> Vec<String> {
     vec![ENFORCE_PODS.to_owned()]
 }
@@ -58,7 +57,10 @@ pub(super) fn validate_cgroups(config: &Config) -> Vec<InvalidSetting> {
     let mut problems = Vec::new();
     let has = |key: &str| keys.iter().any(|k| k == key);
     for (key, compressible) in [
-        (ENFORCE_SYSTEM_RESERVED, ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE),
+        (
+            ENFORCE_SYSTEM_RESERVED,
+            ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE,
+        ),
         (ENFORCE_KUBE_RESERVED, ENFORCE_KUBE_RESERVED_COMPRESSIBLE),
     ] {
         if has(key) && has(compressible) {
@@ -146,22 +148,50 @@ mod tests {
 
     #[test]
     fn enforcing_a_reservation_needs_its_cgroup_and_qos_cgroups() {
-        let problems = refusals("enforceNodeAllocatable: [pods, system-reserved, kube-reserved-compressible]\ncgroupsPerQOS: false\n");
+        let problems = refusals(
+            "enforceNodeAllocatable: [pods, system-reserved, kube-reserved-compressible]\ncgroupsPerQOS: false\n",
+        );
         assert!(problems.iter().any(|p| p.contains("systemReservedCgroup (--system-reserved-cgroup) must be specified when \"system-reserved\" or \"system-reserved-compressible\"")), "{problems:?}");
-        assert!(problems.iter().any(|p| p.contains("kubeReservedCgroup (--kube-reserved-cgroup) must be specified")), "{problems:?}");
-        assert!(problems.iter().any(|p| p.contains("cgroupsPerQOS (--cgroups-per-qos) must be set to true when \"pods\" contained")), "{problems:?}");
-        assert!(refusals("enforceNodeAllocatable: [pods, kube-reserved]\nkubeReservedCgroup: /kube.slice\n").is_empty());
+        assert!(
+            problems.iter().any(
+                |p| p.contains("kubeReservedCgroup (--kube-reserved-cgroup) must be specified")
+            ),
+            "{problems:?}"
+        );
+        assert!(
+            problems.iter().any(|p| p.contains(
+                "cgroupsPerQOS (--cgroups-per-qos) must be set to true when \"pods\" contained"
+            )),
+            "{problems:?}"
+        );
+        assert!(
+            refusals(
+                "enforceNodeAllocatable: [pods, kube-reserved]\nkubeReservedCgroup: /kube.slice\n"
+            )
+            .is_empty()
+        );
     }
 
     #[test]
     fn none_stands_alone_and_keys_are_known_unique_and_not_paired_with_their_compressible_form() {
         let none = refusals("enforceNodeAllocatable: [none, pods]\n");
-        assert!(none.iter().any(|p| p.contains("may not contain additional enforcements when \"none\"")), "{none:?}");
+        assert!(
+            none.iter()
+                .any(|p| p.contains("may not contain additional enforcements when \"none\"")),
+            "{none:?}"
+        );
         let unknown = refusals("enforceNodeAllocatable: [pod]\n");
         assert!(unknown.iter().any(|p| p.contains("option \"pod\" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are \"pods\"")), "{unknown:?}");
         let twice = refusals("enforceNodeAllocatable: [pods, pods]\n");
-        assert!(twice.iter().any(|p| p.contains("duplicated enforcements \"pods\"")), "{twice:?}");
-        let both = refusals("enforceNodeAllocatable: [system-reserved, system-reserved-compressible]\nsystemReservedCgroup: /system.slice\n");
+        assert!(
+            twice
+                .iter()
+                .any(|p| p.contains("duplicated enforcements \"pods\"")),
+            "{twice:?}"
+        );
+        let both = refusals(
+            "enforceNodeAllocatable: [system-reserved, system-reserved-compressible]\nsystemReservedCgroup: /system.slice\n",
+        );
         assert!(both.iter().any(|p| p.contains("both \"system-reserved\" and \"system-reserved-compressible\" cannot be specified together")), "{both:?}");
         assert!(refusals("enforceNodeAllocatable: [none]\ncgroupsPerQOS: false\n").is_empty());
         assert!(refusals("enforceNodeAllocatable: []\ncgroupsPerQOS: false\n").is_empty());
@@ -170,8 +200,14 @@ mod tests {
     #[test]
     fn cgroup_paths_are_absolute_and_the_driver_is_cgroupfs_or_systemd() {
         let relative = refusals("cgroupRoot: kubelet\n");
-        assert!(relative.iter().any(|p| p.starts_with("cgroupRoot: invalid value \"kubelet\"")), "{relative:?}");
-        let config = Config::parse("cgroupDriver: systemd\ncgroupRoot: /np\n", Source::Embedded).expect("systemd");
+        assert!(
+            relative
+                .iter()
+                .any(|p| p.starts_with("cgroupRoot: invalid value \"kubelet\"")),
+            "{relative:?}"
+        );
+        let config = Config::parse("cgroupDriver: systemd\ncgroupRoot: /np\n", Source::Embedded)
+            .expect("systemd");
         assert_eq!(config.cgroup_driver, CgroupDriver::Systemd);
         assert_eq!(config.effective_cgroup_root(), "/np");
         assert!(Config::parse("cgroupDriver: docker\n", Source::Embedded).is_err());

@@ -235,10 +235,7 @@ pub const FIELDS: &[FieldDoc] = &[
         "none",
         "the existing cgroup `kube-reserved` enforcement caps; required with it",
     ),
-    field(
-        "podPidsLimit",
-        "each pod cgroup's `pids.max` when above 0",
-    ),
+    field("podPidsLimit", "each pod cgroup's `pids.max` when above 0"),
     field(
         "failCgroupV1",
         "refuse to start on a cgroup v1 host with the kubelet's message; **false** here where the kubelet 1.36 defaults to true (see [differences](differences.md))",

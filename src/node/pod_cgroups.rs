@@ -34,7 +34,9 @@ pub enum NodeCgroupsError {
     #[error("{CGROUP_V1_REFUSED}")]
     CgroupV1,
     /// nodepulse writes cgroup files itself; systemd's slices need its D-Bus API.
-    #[error("cgroupDriver \"systemd\" is not supported: nodepulse writes cgroups through the cgroup filesystem and does not talk to systemd over D-Bus, which the kubelet's systemd cgroup manager needs to create slices (libcontainer has no fallback without it); use cgroupDriver: cgroupfs")]
+    #[error(
+        "cgroupDriver \"systemd\" is not supported: nodepulse writes cgroups through the cgroup filesystem and does not talk to systemd over D-Bus, which the kubelet's systemd cgroup manager needs to create slices (libcontainer has no fallback without it); use cgroupDriver: cgroupfs"
+    )]
     SystemdDriver,
     #[error("invalid configuration: cgroup {name:?} has some missing paths: {paths}")]
     MissingRoot { name: String, paths: String },
@@ -72,17 +74,28 @@ fn capacity(machine: &MachineInfo, host_root: &Path) -> ResourceAmounts {
         i64::try_from(machine.memory_bytes).unwrap_or(i64::MAX),
     );
     if let Ok(pids) = node_pids(host_root) {
-        capacity.insert("pid".to_owned(), i64::try_from(pids.max_tasks).unwrap_or(i64::MAX));
+        capacity.insert(
+            "pid".to_owned(),
+            i64::try_from(pids.max_tasks).unwrap_or(i64::MAX),
+        );
     }
     capacity
 }
 
-fn reservation(list: &std::collections::BTreeMap<String, String>) -> Result<ResourceAmounts, NodeCgroupsError> {
+fn reservation(
+    list: &std::collections::BTreeMap<String, String>,
+) -> Result<ResourceAmounts, NodeCgroupsError> {
     let quantities = list
         .iter()
-        .map(|(name, text)| (name.clone(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(text.clone())))
+        .map(|(name, text)| {
+            (
+                name.clone(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity(text.clone()),
+            )
+        })
         .collect();
-    amounts(Some(&quantities)).map_err(|e| NodeCgroupsError::Allocatable(format!("invalid reservation: {e}")))
+    amounts(Some(&quantities))
+        .map_err(|e| NodeCgroupsError::Allocatable(format!("invalid reservation: {e}")))
 }
 
 /// Sets the node's cgroups up; `None` when `cgroupsPerQOS` is off (pods get the runtime's
@@ -107,7 +120,11 @@ pub fn node_cgroups(
     if !missing.is_empty() {
         return Err(NodeCgroupsError::MissingRoot {
             name: format!("{:?}", layout.root.components()),
-            paths: missing.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            paths: missing
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
         });
     }
     let capacity = capacity(machine, &config.host_root);
@@ -130,10 +147,11 @@ pub fn node_cgroups(
             cpu_shares: shares,
             ..ResourceConfig::default()
         };
-        host.ensure(&name, &config).map_err(|source| NodeCgroupsError::Qos {
-            cgroup: layout.literal(&name),
-            source,
-        })?;
+        host.ensure(&name, &config)
+            .map_err(|source| NodeCgroupsError::Qos {
+                cgroup: layout.literal(&name),
+                source,
+            })?;
     }
     enforce_reserved(config, &host, &system, &kube)?;
     Ok(Some(PodCgroupsSetup {
@@ -156,10 +174,34 @@ fn enforce_reserved(
     kube: &ResourceAmounts,
 ) -> Result<(), NodeCgroupsError> {
     let enforcements = [
-        (ENFORCE_SYSTEM_RESERVED, "System Reserved", &config.system_reserved_cgroup, system, false),
-        (ENFORCE_KUBE_RESERVED, "Kube Reserved", &config.kube_reserved_cgroup, kube, false),
-        (ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE, "System Reserved Compressible", &config.system_reserved_cgroup, system, true),
-        (ENFORCE_KUBE_RESERVED_COMPRESSIBLE, "Kube Reserved Compressible", &config.kube_reserved_cgroup, kube, true),
+        (
+            ENFORCE_SYSTEM_RESERVED,
+            "System Reserved",
+            &config.system_reserved_cgroup,
+            system,
+            false,
+        ),
+        (
+            ENFORCE_KUBE_RESERVED,
+            "Kube Reserved",
+            &config.kube_reserved_cgroup,
+            kube,
+            false,
+        ),
+        (
+            ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE,
+            "System Reserved Compressible",
+            &config.system_reserved_cgroup,
+            system,
+            true,
+        ),
+        (
+            ENFORCE_KUBE_RESERVED_COMPRESSIBLE,
+            "Kube Reserved Compressible",
+            &config.kube_reserved_cgroup,
+            kube,
+            true,
+        ),
     ];
     for (key, which, cgroup, reserved, compressible) in enforcements {
         if !config.enforces(key) {
@@ -173,7 +215,10 @@ fn enforce_reserved(
             reason,
         };
         let Some(limits) = cgroup_config(reserved, compressible) else {
-            return Err(failed(format!("{:?} cgroup is not configured properly", name.components())));
+            return Err(failed(format!(
+                "{:?} cgroup is not configured properly",
+                name.components()
+            )));
         };
         let missing = host.missing_paths(&name);
         if !missing.is_empty() {
@@ -184,8 +229,13 @@ fn enforce_reserved(
                 paths.join(", ")
             )));
         }
-        host.update(&name, &limits).map_err(|e| failed(e.to_string()))?;
-        tracing::info!(cgroup, "Updated limits on {} cgroup {cgroup}", which.to_lowercase());
+        host.update(&name, &limits)
+            .map_err(|e| failed(e.to_string()))?;
+        tracing::info!(
+            cgroup,
+            "Updated limits on {} cgroup {cgroup}",
+            which.to_lowercase()
+        );
     }
     Ok(())
 }

@@ -48,7 +48,11 @@ fn unified() -> bool {
 
 /// The memory limit of `cgroup`, in bytes (`max`: none).
 fn memory_limit(cgroup: &str) -> Option<u64> {
-    let file = if unified() { "memory.max" } else { "memory.limit_in_bytes" };
+    let file = if unified() {
+        "memory.max"
+    } else {
+        "memory.limit_in_bytes"
+    };
     read(&cgroup_file(cgroup, file)).parse().ok()
 }
 
@@ -59,8 +63,12 @@ fn cpu_quota(cgroup: &str) -> (Option<i64>, u64) {
         let (quota, period) = max.split_once(' ').expect("quota period");
         (quota.parse().ok(), period.parse().expect("period"))
     } else {
-        let quota: i64 = read(&cgroup_file(cgroup, "cpu.cfs_quota_us")).parse().expect("quota");
-        let period = read(&cgroup_file(cgroup, "cpu.cfs_period_us")).parse().expect("period");
+        let quota: i64 = read(&cgroup_file(cgroup, "cpu.cfs_quota_us"))
+            .parse()
+            .expect("quota");
+        let period = read(&cgroup_file(cgroup, "cpu.cfs_period_us"))
+            .parse()
+            .expect("period");
         ((quota > 0).then_some(quota), period)
     }
 }
@@ -73,11 +81,16 @@ fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().expect("a uid")
 }
 
-async fn start(test: &str, prefix: &str, extra: &'static str) -> Option<(CriNode, CriFixture, TestCluster)> {
+async fn start(
+    test: &str,
+    prefix: &str,
+    extra: &'static str,
+) -> Option<(CriNode, CriFixture, TestCluster)> {
     CriFixture::required(test)?;
     let cluster = TestCluster::start().await;
     let fixture = CriFixture::start(prefix).await;
-    let node = CriNode::start_with(&cluster.kubeconfig, &fixture, prefix, |_| extra.to_owned()).await;
+    let node =
+        CriNode::start_with(&cluster.kubeconfig, &fixture, prefix, |_| extra.to_owned()).await;
     Some((node, fixture, cluster))
 }
 
@@ -96,7 +109,13 @@ async fn a_guaranteed_pod_has_its_limits_on_its_pod_cgroup_which_goes_with_the_p
         let name = format!("{}-sized", node.name);
         let mut container = shell("app", UNTIL_TERM);
         container["resources"] = json!({"limits": {"cpu": "250m", "memory": "64Mi"}});
-        let pod = create_pod(&cluster, &node.name, &name, spec("Always", json!([container]))).await;
+        let pod = create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", json!([container])),
+        )
+        .await;
         wait_phase(&cluster, &name, "Running").await;
         let cgroup = format!("{}/kubepods/pod{}", node.cgroup_root(), uid(&pod));
         assert_eq!(memory_limit(&cgroup), Some(64 << 20), "{cgroup}");
@@ -104,10 +123,15 @@ async fn a_guaranteed_pod_has_its_limits_on_its_pod_cgroup_which_goes_with_the_p
         // The container runs inside it: the runtime got it as the cgroup parent.
         let status = crate::cri_pods::app(&wait_phase(&cluster, &name, "Running").await);
         let id = crate::cri_pods::runtime_id(&status);
-        assert!(exists(&format!("{cgroup}/{id}")), "the container's cgroup is in {cgroup}");
+        assert!(
+            exists(&format!("{cgroup}/{id}")),
+            "the container's cgroup is in {cgroup}"
+        );
 
         let api: Api<Pod> = Api::namespaced(cluster.client.clone(), NAMESPACE);
-        api.delete(&name, &DeleteParams::default()).await.expect("deleted");
+        api.delete(&name, &DeleteParams::default())
+            .await
+            .expect("deleted");
         eventually(&format!("{cgroup} is removed"), || !exists(&cgroup)).await;
         let _ = &fixture;
     })
@@ -127,7 +151,13 @@ async fn a_best_effort_pod_runs_under_besteffort_and_kubepods_is_capped_at_alloc
     };
     node.guard(async {
         let name = format!("{}-plain", node.name);
-        let pod = create_pod(&cluster, &node.name, &name, spec("Always", json!([shell("app", UNTIL_TERM)]))).await;
+        let pod = create_pod(
+            &cluster,
+            &node.name,
+            &name,
+            spec("Always", json!([shell("app", UNTIL_TERM)])),
+        )
+        .await;
         wait_phase(&cluster, &name, "Running").await;
         let root = node.cgroup_root();
         let cgroup = format!("{root}/kubepods/besteffort/pod{}", uid(&pod));
@@ -141,14 +171,19 @@ async fn a_best_effort_pod_runs_under_besteffort_and_kubepods_is_capped_at_alloc
         let expected = u64::try_from(memory - (256 << 20)).expect("positive");
         // The kernel keeps whole pages of a v1 limit.
         let page = if unified() { 1 } else { 4096 };
-        assert_eq!(memory_limit(&format!("{root}/kubepods")), Some(expected / page * page));
+        assert_eq!(
+            memory_limit(&format!("{root}/kubepods")),
+            Some(expected / page * page)
+        );
     })
     .await;
 }
 
 #[actix_rt::test]
 async fn a_stale_pod_cgroup_is_killed_and_removed_when_a_node_starts_over_it() {
-    if CriFixture::required("a_stale_pod_cgroup_is_killed_and_removed_when_a_node_starts_over_it").is_none() {
+    if CriFixture::required("a_stale_pod_cgroup_is_killed_and_removed_when_a_node_starts_over_it")
+        .is_none()
+    {
         return;
     }
     let stale_uid = "0a1b2c3d-0000-4000-8000-00000000dead";
@@ -158,7 +193,10 @@ async fn a_stale_pod_cgroup_is_killed_and_removed_when_a_node_starts_over_it() {
     let made = std::sync::Arc::clone(&stale);
     // What an earlier nodepulse left: a pod cgroup with a process still in it.
     let node = CriNode::start_with(&cluster.kubeconfig, &fixture, "cg-stale", move |dir| {
-        let cgroup = format!("{}/kubepods/besteffort/pod{stale_uid}", cgroup_root_for(dir));
+        let cgroup = format!(
+            "{}/kubepods/besteffort/pod{stale_uid}",
+            cgroup_root_for(dir)
+        );
         make_root(&cgroup);
         let child = Command::new("sleep").arg("300").spawn().expect("sleep");
         for dir in cgroup_dirs(&cgroup) {
@@ -170,7 +208,10 @@ async fn a_stale_pod_cgroup_is_killed_and_removed_when_a_node_starts_over_it() {
     .await;
     node.guard(async {
         let (cgroup, mut child) = stale.lock().expect("lock").take().expect("made");
-        eventually(&format!("the stale {cgroup} is removed"), || !exists(&cgroup)).await;
+        eventually(&format!("the stale {cgroup} is removed"), || {
+            !exists(&cgroup)
+        })
+        .await;
         eventually_async("its process is killed", || {
             let done = child.try_wait().expect("waits").is_some();
             async move { done }

@@ -183,7 +183,10 @@ mod tests {
     #[test]
     fn slices_expand_as_systemd_expands_them() {
         assert_eq!(expand_slice("-.slice").as_deref(), Some("/"));
-        assert_eq!(expand_slice("a-b.slice").as_deref(), Some("/a.slice/a-b.slice"));
+        assert_eq!(
+            expand_slice("a-b.slice").as_deref(),
+            Some("/a.slice/a-b.slice")
+        );
         assert_eq!(
             expand_slice("test-a-b.slice").as_deref(),
             Some("/test.slice/test-a.slice/test-a-b.slice")

@@ -203,7 +203,7 @@ pub struct Engine {
     /// `hostUsers: false` pods' ID blocks.
     pub user_namespaces: UserNamespaces,
     /// The pods' cgroups (`cgroupsPerQOS`); `None`: sandboxes get the runtime's default parent.
-    pub pod_cgroups: Option<super::pod_cgroups::PodCgroupsSetup>,
+    pub pod_cgroups: Option<nodepulse_actors::pods::cgroups::PodCgroupsSetup>,
     core: Mutex<Core>,
     pub(super) pods_present: Notify,
     /// Turns to make a pod sandbox (`sandboxes_at_once`), taken in the order asked.

@@ -31,8 +31,10 @@ mod objects;
 mod observed_generation_tests;
 mod plan;
 mod pleg;
-mod pod_cgroups;
 mod pleg_health;
+mod pod_cgroups;
+#[cfg(test)]
+mod pod_cgroups_tests;
 mod pod_state;
 #[cfg(test)]
 mod pods_view_tests;
@@ -79,8 +81,9 @@ use serde_json::json;
 use tokio::{runtime::Handle, sync::oneshot};
 
 pub use engine::{CriPodsSettings, PodRuntimePort, RELIST_PERIOD, default_sandboxes_at_once};
+pub use nodepulse_actors::pods::cgroups::PodCgroupsSetup;
 pub use pleg_health::{EVENTED_RELIST_THRESHOLD, PlegHealth, RELIST_THRESHOLD};
-pub use pod_cgroups::{CGROUP_HOUSEKEEPING_PERIOD, PodCgroupsSetup};
+pub use pod_cgroups::CGROUP_HOUSEKEEPING_PERIOD;
 pub use sandbox::ClusterDns;
 pub use task_panics::TaskPanics;
 pub use userns::{DEFAULT_IDS_PER_POD, UNIT_LENGTH, UserNamespaces};

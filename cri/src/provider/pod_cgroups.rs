@@ -10,24 +10,13 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::{engine::Engine, task_panics::EngineTask, view::pod_label};
 use nodepulse_actors::{
-    pods::cgroups::{
-        CgroupLayout, Qos, pod_config::{PodCgroupSettings, resource_config_for_pod}, pod_qos,
-        qos::qos_cgroup_configs,
-    },
-    ports::{CgroupName, PodCgroups, PodEvent},
+    pods::cgroups::{Qos, pod_config::resource_config_for_pod, pod_qos, qos::qos_cgroup_configs},
+    ports::{CgroupName, PodEvent},
 };
 
 /// The kubelet's `UpdateCgroups` period, and that of its orphaned pod cgroup cleanup
 /// (housekeeping).
 pub const CGROUP_HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(60);
-
-/// The node's cgroups as the engine drives them.
-#[derive(Clone)]
-pub struct PodCgroupsSetup {
-    pub cgroups: Arc<dyn PodCgroups>,
-    pub layout: CgroupLayout,
-    pub settings: PodCgroupSettings,
-}
 
 impl Engine {
     /// The pod's cgroup, by its UID and QoS class; `None` without cgroups per QoS (or for a
@@ -63,7 +52,12 @@ impl Engine {
         self.update_qos_cgroups();
         let made = resource_config_for_pod(pod, setup.settings)
             .map_err(|e| e.to_string())
-            .and_then(|config| setup.cgroups.ensure(&name, &config).map_err(|e| e.to_string()));
+            .and_then(|config| {
+                setup
+                    .cgroups
+                    .ensure(&name, &config)
+                    .map_err(|e| e.to_string())
+            });
         match made {
             Ok(()) => true,
             Err(error) => {
@@ -111,7 +105,8 @@ impl Engine {
     /// Starts the housekeeping once the pod list is complete: before, a pod not seen yet
     /// would look orphaned and its containers be killed.
     pub(super) fn start_cgroup_housekeeping(self: &Arc<Self>) {
-        if self.pod_cgroups.is_some() && !std::mem::replace(&mut self.core().cgroups_started, true) {
+        if self.pod_cgroups.is_some() && !std::mem::replace(&mut self.core().cgroups_started, true)
+        {
             self.spawn_supervised(EngineTask::PodCgroups, Self::cgroup_housekeeping);
         }
     }
@@ -123,7 +118,9 @@ impl Engine {
             }
             self.update_qos_cgroups();
             self.remove_orphaned_pod_cgroups();
-            let _ = tokio::time::timeout(CGROUP_HOUSEKEEPING_PERIOD, self.cgroups_wanted.notified()).await;
+            let _ =
+                tokio::time::timeout(CGROUP_HOUSEKEEPING_PERIOD, self.cgroups_wanted.notified())
+                    .await;
         }
     }
 
@@ -147,11 +144,10 @@ impl Engine {
                 let Some(uid) = layout.pod_uid(&child) else {
                     continue;
                 };
-                let running = self
-                    .core()
-                    .pods
-                    .get(&uid)
-                    .is_some_and(|entry| !entry.end.is_finished() || entry.runtime.any_running());
+                let running =
+                    self.core().pods.get(&uid).is_some_and(|entry| {
+                        !entry.end.is_finished() || entry.runtime.any_running()
+                    });
                 if running {
                     continue;
                 }

@@ -15,12 +15,16 @@ use nodepulse_actors::ports::{
 };
 
 use super::{
-    dir, settings::{Setting, v1_settings, v2_settings}, unified,
+    dir,
+    settings::{Setting, v1_settings, v2_settings},
+    unified,
 };
 
 /// The v1 controllers whose cgroup must exist for the cgroup to count as existing (the
 /// kubelet's `Validate` allowlist; `hugetlb` when mounted).
-const V1_REQUIRED: &[&str] = &["cpu", "cpuacct", "cpuset", "memory", "systemd", "pids", "hugetlb"];
+const V1_REQUIRED: &[&str] = &[
+    "cpu", "cpuacct", "cpuset", "memory", "systemd", "pids", "hugetlb",
+];
 /// The v2 controllers the kubelet delegates, where the root has them.
 const V2_WANTED: &[&str] = &["cpu", "cpuset", "memory", "hugetlb", "pids"];
 /// `Destroy`'s passes of SIGKILL over the processes left.
@@ -72,8 +76,8 @@ impl HostCgroups {
             message: error.to_string(),
         };
         let layout = if unified(host_root) {
-            let text = std::fs::read_to_string(cgroups.join("cgroup.controllers"))
-                .map_err(read_error)?;
+            let text =
+                std::fs::read_to_string(cgroups.join("cgroup.controllers")).map_err(read_error)?;
             let available: BTreeSet<&str> = text.split_whitespace().collect();
             Layout::V2 {
                 controllers: V2_WANTED
@@ -100,7 +104,9 @@ impl HostCgroups {
                 if !seen.insert(real.clone()) {
                     continue;
                 }
-                let mount = real.file_name().map_or(name.clone(), |n| n.to_string_lossy().into_owned());
+                let mount = real
+                    .file_name()
+                    .map_or(name.clone(), |n| n.to_string_lossy().into_owned());
                 hierarchies.push(Hierarchy {
                     dir: real,
                     controllers: mount.split(',').map(str::to_owned).collect(),
@@ -139,7 +145,11 @@ impl HostCgroups {
         match &self.layout {
             Layout::V1(hierarchies) => hierarchies
                 .iter()
-                .filter(|h| h.controllers.iter().any(|c| V1_REQUIRED.contains(&c.as_str())))
+                .filter(|h| {
+                    h.controllers
+                        .iter()
+                        .any(|c| V1_REQUIRED.contains(&c.as_str()))
+                })
                 .map(|h| dir(&h.dir, &literal))
                 .filter(|d| !d.is_dir())
                 .collect(),
@@ -171,7 +181,8 @@ impl HostCgroups {
                 for file in ["cpuset.cpus", "cpuset.mems"] {
                     let own = std::fs::read_to_string(level.join(file)).unwrap_or_default();
                     if own.trim().is_empty() {
-                        let inherited = std::fs::read_to_string(parent.join(file)).unwrap_or_default();
+                        let inherited =
+                            std::fs::read_to_string(parent.join(file)).unwrap_or_default();
                         std::fs::write(level.join(file), inherited.trim())
                             .map_err(|e| write_error(&level.join(file), &e))?;
                     }
@@ -186,7 +197,8 @@ impl HostCgroups {
         let relative = path.strip_prefix(&self.cgroups).unwrap_or(path);
         let mut at = self.cgroups.clone();
         for component in relative.components() {
-            let available = std::fs::read_to_string(at.join("cgroup.controllers")).unwrap_or_default();
+            let available =
+                std::fs::read_to_string(at.join("cgroup.controllers")).unwrap_or_default();
             let enable: Vec<String> = controllers
                 .iter()
                 .filter(|c| available.split_whitespace().any(|a| a == c.as_str()))
@@ -271,7 +283,12 @@ impl HostCgroups {
                 let procs = std::fs::read_to_string(at.join("cgroup.procs")).unwrap_or_default();
                 pids.extend(procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
                 if let Ok(entries) = std::fs::read_dir(&at) {
-                    stack.extend(entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()));
+                    stack.extend(
+                        entries
+                            .filter_map(Result::ok)
+                            .map(|e| e.path())
+                            .filter(|p| p.is_dir()),
+                    );
                 }
             }
         }

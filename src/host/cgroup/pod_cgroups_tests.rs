@@ -23,7 +23,14 @@ fn read(path: &Path) -> String {
 fn v1_host() -> tempfile::TempDir {
     let root = tempfile::tempdir().expect("tempdir");
     let cgroups = root.path().join("sys/fs/cgroup");
-    for hierarchy in ["cpu,cpuacct", "cpuset", "memory", "pids", "systemd", "unified"] {
+    for hierarchy in [
+        "cpu,cpuacct",
+        "cpuset",
+        "memory",
+        "pids",
+        "systemd",
+        "unified",
+    ] {
         write(&cgroups.join(hierarchy).join("cgroup.procs"), "1\n");
     }
     std::os::unix::fs::symlink("cpu,cpuacct", cgroups.join("cpu")).expect("link");
@@ -36,7 +43,10 @@ fn v1_host() -> tempfile::TempDir {
 fn v2_host() -> tempfile::TempDir {
     let root = tempfile::tempdir().expect("tempdir");
     let cgroups = root.path().join("sys/fs/cgroup");
-    write(&cgroups.join("cgroup.controllers"), "cpuset cpu io memory pids rdma\n");
+    write(
+        &cgroups.join("cgroup.controllers"),
+        "cpuset cpu io memory pids rdma\n",
+    );
     write(&cgroups.join("cgroup.subtree_control"), "");
     write(&cgroups.join("cgroup.procs"), "1\n");
     root
@@ -66,7 +76,13 @@ fn v1_makes_the_cgroup_in_every_hierarchy_with_cpuset_copied_and_limits_written(
     assert!(!cgroups.exists(&pod));
     cgroups.ensure(&pod, &guaranteed()).expect("made");
     assert!(cgroups.exists(&pod));
-    let at = |hierarchy: &str, file: &str| host.path().join("sys/fs/cgroup").join(hierarchy).join("kubepods/pod1").join(file);
+    let at = |hierarchy: &str, file: &str| {
+        host.path()
+            .join("sys/fs/cgroup")
+            .join(hierarchy)
+            .join("kubepods/pod1")
+            .join(file)
+    };
     assert_eq!(read(&at("cpu,cpuacct", "cpu.shares")), "512");
     assert_eq!(read(&at("cpu,cpuacct", "cpu.cfs_period_us")), "100000");
     assert_eq!(read(&at("cpu,cpuacct", "cpu.cfs_quota_us")), "50000");
@@ -74,24 +90,40 @@ fn v1_makes_the_cgroup_in_every_hierarchy_with_cpuset_copied_and_limits_written(
     assert_eq!(read(&at("pids", "pids.max")), "100");
     assert_eq!(read(&at("cpuset", "cpuset.cpus")), "0-1");
     assert_eq!(read(&at("cpuset", "cpuset.mems")), "0");
-    let kubepods_cpuset = host.path().join("sys/fs/cgroup/cpuset/kubepods/cpuset.cpus");
-    assert_eq!(read(&kubepods_cpuset), "0-1", "every new cpuset level gets its parent's");
+    let kubepods_cpuset = host
+        .path()
+        .join("sys/fs/cgroup/cpuset/kubepods/cpuset.cpus");
+    assert_eq!(
+        read(&kubepods_cpuset),
+        "0-1",
+        "every new cpuset level gets its parent's"
+    );
     assert!(at("systemd", "").is_dir(), "the named hierarchy too");
     assert!(!host.path().join("sys/fs/cgroup/unified/kubepods").exists());
-    assert!(!at("cpuset", "cpu.shares").exists(), "only the hierarchy's own files");
+    assert!(
+        !at("cpuset", "cpu.shares").exists(),
+        "only the hierarchy's own files"
+    );
 
-    assert_eq!(cgroups.children(&name(&["kubepods"])).expect("listed"), ["pod1"]);
+    assert_eq!(
+        cgroups.children(&name(&["kubepods"])).expect("listed"),
+        ["pod1"]
+    );
     cgroups.destroy(&pod).expect("removed");
     assert!(!cgroups.exists(&pod));
     assert!(!at("memory", "").exists() && !at("systemd", "").exists());
-    cgroups.destroy(&pod).expect("nothing to remove is no error");
+    cgroups
+        .destroy(&pod)
+        .expect("nothing to remove is no error");
 }
 
 #[test]
 fn updating_a_missing_cgroup_names_it_and_writes_nothing() {
     let host = v1_host();
     let cgroups = HostCgroups::discover(host.path(), CgroupDriver::Cgroupfs).expect("discovered");
-    let error = cgroups.update(&name(&["system"]), &guaranteed()).expect_err("missing");
+    let error = cgroups
+        .update(&name(&["system"]), &guaranteed())
+        .expect_err("missing");
     assert!(error.to_string().contains("system"), "{error}");
     assert!(!host.path().join("sys/fs/cgroup/memory/system").exists());
 }
@@ -104,14 +136,19 @@ fn v2_delegates_the_controllers_down_and_writes_weight_max_and_memory_max() {
     let pod = name(&["kubepods", "besteffort", "pod1"]);
     cgroups.ensure(&pod, &guaranteed()).expect("made");
     let base = host.path().join("sys/fs/cgroup");
-    assert_eq!(read(&base.join("cgroup.subtree_control")), "+cpu +cpuset +memory +pids");
+    assert_eq!(
+        read(&base.join("cgroup.subtree_control")),
+        "+cpu +cpuset +memory +pids"
+    );
     let dir = base.join("kubepods/besteffort/pod1");
     assert_eq!(read(&dir.join("cpu.weight")), "20");
     assert_eq!(read(&dir.join("cpu.max")), "50000 100000");
     assert_eq!(read(&dir.join("memory.max")), "67108864");
     assert_eq!(read(&dir.join("pids.max")), "100");
     assert!(cgroups.exists(&pod));
-    cgroups.destroy(&name(&["kubepods", "besteffort"])).expect("removed with its pods");
+    cgroups
+        .destroy(&name(&["kubepods", "besteffort"]))
+        .expect("removed with its pods");
     assert!(!dir.exists() && base.join("kubepods").is_dir());
 }
 
@@ -120,14 +157,19 @@ fn the_systemd_driver_writes_the_expanded_slices() {
     let host = v2_host();
     let cgroups = HostCgroups::discover(host.path(), CgroupDriver::Systemd).expect("discovered");
     cgroups
-        .ensure(&name(&["kubepods", "burstable", "pod1-2"]), &ResourceConfig::default())
+        .ensure(
+            &name(&["kubepods", "burstable", "pod1-2"]),
+            &ResourceConfig::default(),
+        )
         .expect("made");
     assert!(host
         .path()
         .join("sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice")
         .is_dir());
     assert_eq!(
-        cgroups.children(&name(&["kubepods", "burstable"])).expect("listed"),
+        cgroups
+            .children(&name(&["kubepods", "burstable"]))
+            .expect("listed"),
         ["kubepods-burstable-pod1_2.slice"]
     );
 }

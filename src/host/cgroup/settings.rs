@@ -71,7 +71,11 @@ pub fn v1_settings(config: &ResourceConfig) -> Vec<Setting> {
     }
     for (size, limit) in &config.hugepage_limits {
         let name = hugepage_size_name(*size);
-        out.push(setting("hugetlb", format!("hugetlb.{name}.limit_in_bytes"), limit));
+        out.push(setting(
+            "hugetlb",
+            format!("hugetlb.{name}.limit_in_bytes"),
+            limit,
+        ));
     }
     out
 }

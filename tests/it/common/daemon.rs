@@ -99,8 +99,10 @@ impl DaemonProcess {
     /// `env` and `args`.
     fn spawn(node: &str, yaml: &str, env: &[(&str, &str)], args: &[&std::ffi::OsStr]) -> Self {
         // A cgroup root of its own unless the test chose one (`test_cgroups`).
-        let cgroups = (!yaml.contains("cgroupRoot") && !yaml.contains("cgroupsPerQOS") && !yaml.trim_start().starts_with('{'))
-            .then(super::test_cgroups::TestCgroupRoot::new);
+        let cgroups = (!yaml.contains("cgroupRoot")
+            && !yaml.contains("cgroupsPerQOS")
+            && !yaml.trim_start().starts_with('{'))
+        .then(super::test_cgroups::TestCgroupRoot::new);
         let yaml = match &cgroups {
             Some(root) => format!("{}\ncgroupRoot: {}\n", yaml.trim_end(), root.0),
             None => yaml.to_owned(),

@@ -92,7 +92,10 @@ fn remove_tree(dir: &Path) {
         if pids.is_empty() {
             break;
         }
-        let _ = std::process::Command::new("kill").arg("-9").args(&pids).status();
+        let _ = std::process::Command::new("kill")
+            .arg("-9")
+            .args(&pids)
+            .status();
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let _ = std::fs::remove_dir(dir);

@@ -6,16 +6,27 @@
 pub mod pod_config;
 pub mod qos;
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Pod;
 
 use super::qos_class;
-use crate::ports::{CgroupDriver, CgroupName, InvalidComponent};
+use crate::ports::{CgroupDriver, CgroupName, InvalidComponent, PodCgroups};
 
 /// The kubelet's names: `kubepods` under the root, its QoS cgroups, `pod<uid>` a pod.
 pub const NODE_ALLOCATABLE_CGROUP: &str = "kubepods";
 pub const POD_CGROUP_PREFIX: &str = "pod";
 pub const BURSTABLE: &str = "burstable";
 pub const BEST_EFFORT: &str = "besteffort";
+
+/// The node's cgroups as the CRI engine drives them: the port, where they are, and the
+/// kubelet settings a pod cgroup depends on.
+#[derive(Clone)]
+pub struct PodCgroupsSetup {
+    pub cgroups: Arc<dyn PodCgroups>,
+    pub layout: CgroupLayout,
+    pub settings: pod_config::PodCgroupSettings,
+}
 
 /// A pod's QoS class, as the cgroups place it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

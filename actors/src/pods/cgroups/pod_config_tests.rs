@@ -30,7 +30,8 @@ fn pod(containers: Vec<Value>, init: Vec<Value>, pod_level: Option<Value>) -> Po
             .map(|(i, r)| json!({"name": format!("{prefix}{i}"), "resources": r}))
             .collect()
     };
-    let mut spec = json!({"containers": named(&containers, "c"), "initContainers": named(&init, "i")});
+    let mut spec =
+        json!({"containers": named(&containers, "c"), "initContainers": named(&init, "i")});
     if let Some(level) = pod_level {
         spec["resources"] = level;
     }
@@ -46,7 +47,12 @@ fn config(pod: &Pod, enforce: bool, period: u64) -> ResourceConfig {
     resource_config_for_pod(pod, settings).unwrap()
 }
 
-fn expected(shares: u64, quota: Option<i64>, period: Option<u64>, memory: Option<i64>) -> ResourceConfig {
+fn expected(
+    shares: u64,
+    quota: Option<i64>,
+    period: Option<u64>,
+    memory: Option<i64>,
+) -> ResourceConfig {
     ResourceConfig {
         cpu_shares: Some(shares),
         cpu_quota: quota,
@@ -63,23 +69,101 @@ fn the_kubelets_table_for_container_resources() {
     let guaranteed = resources(("100m", "100Mi"), ("100m", "100Mi"));
     let p = QUOTA_PERIOD;
     let cases = [
-        ("besteffort", pod(vec![resources(("", ""), ("", ""))], vec![], None), true, p, expected(2, None, None, None)),
-        ("burstable-no-limits", pod(vec![no_limits.clone()], vec![], None), true, p, expected(102, None, None, None)),
-        ("burstable-with-limits", pod(vec![burstable.clone()], vec![], None), true, p, expected(102, Some(20_000), Some(p), Some(200 * MI))),
-        ("burstable-with-limits-no-cpu-enforcement", pod(vec![burstable.clone()], vec![], None), false, p, expected(102, Some(-1), Some(p), Some(200 * MI))),
-        ("burstable-partial-limits", pod(vec![burstable.clone(), no_limits.clone()], vec![], None), true, p, expected(204, None, None, None)),
-        ("burstable-with-limits-with-tuned-quota", pod(vec![burstable.clone()], vec![], None), true, TUNED_PERIOD, expected(102, Some(1_000), Some(TUNED_PERIOD), Some(200 * MI))),
-        ("burstable-with-limits-no-cpu-enforcement-with-tuned-quota", pod(vec![burstable.clone()], vec![], None), false, TUNED_PERIOD, expected(102, Some(-1), Some(TUNED_PERIOD), Some(200 * MI))),
-        ("burstable-partial-limits-with-tuned-quota", pod(vec![burstable.clone(), no_limits.clone()], vec![], None), true, TUNED_PERIOD, expected(204, None, None, None)),
-        ("guaranteed", pod(vec![guaranteed.clone()], vec![], None), true, p, expected(102, Some(10_000), Some(p), Some(100 * MI))),
-        ("guaranteed-no-cpu-enforcement", pod(vec![guaranteed.clone()], vec![], None), false, p, expected(102, Some(-1), Some(p), Some(100 * MI))),
-        ("guaranteed-with-tuned-quota", pod(vec![guaranteed.clone()], vec![], None), true, TUNED_PERIOD, expected(102, Some(1_000), Some(TUNED_PERIOD), Some(100 * MI))),
-        ("guaranteed-no-cpu-enforcement-with-tuned-quota", pod(vec![guaranteed.clone()], vec![], None), false, TUNED_PERIOD, expected(102, Some(-1), Some(TUNED_PERIOD), Some(100 * MI))),
+        (
+            "besteffort",
+            pod(vec![resources(("", ""), ("", ""))], vec![], None),
+            true,
+            p,
+            expected(2, None, None, None),
+        ),
+        (
+            "burstable-no-limits",
+            pod(vec![no_limits.clone()], vec![], None),
+            true,
+            p,
+            expected(102, None, None, None),
+        ),
+        (
+            "burstable-with-limits",
+            pod(vec![burstable.clone()], vec![], None),
+            true,
+            p,
+            expected(102, Some(20_000), Some(p), Some(200 * MI)),
+        ),
+        (
+            "burstable-with-limits-no-cpu-enforcement",
+            pod(vec![burstable.clone()], vec![], None),
+            false,
+            p,
+            expected(102, Some(-1), Some(p), Some(200 * MI)),
+        ),
+        (
+            "burstable-partial-limits",
+            pod(vec![burstable.clone(), no_limits.clone()], vec![], None),
+            true,
+            p,
+            expected(204, None, None, None),
+        ),
+        (
+            "burstable-with-limits-with-tuned-quota",
+            pod(vec![burstable.clone()], vec![], None),
+            true,
+            TUNED_PERIOD,
+            expected(102, Some(1_000), Some(TUNED_PERIOD), Some(200 * MI)),
+        ),
+        (
+            "burstable-with-limits-no-cpu-enforcement-with-tuned-quota",
+            pod(vec![burstable.clone()], vec![], None),
+            false,
+            TUNED_PERIOD,
+            expected(102, Some(-1), Some(TUNED_PERIOD), Some(200 * MI)),
+        ),
+        (
+            "burstable-partial-limits-with-tuned-quota",
+            pod(vec![burstable.clone(), no_limits.clone()], vec![], None),
+            true,
+            TUNED_PERIOD,
+            expected(204, None, None, None),
+        ),
+        (
+            "guaranteed",
+            pod(vec![guaranteed.clone()], vec![], None),
+            true,
+            p,
+            expected(102, Some(10_000), Some(p), Some(100 * MI)),
+        ),
+        (
+            "guaranteed-no-cpu-enforcement",
+            pod(vec![guaranteed.clone()], vec![], None),
+            false,
+            p,
+            expected(102, Some(-1), Some(p), Some(100 * MI)),
+        ),
+        (
+            "guaranteed-with-tuned-quota",
+            pod(vec![guaranteed.clone()], vec![], None),
+            true,
+            TUNED_PERIOD,
+            expected(102, Some(1_000), Some(TUNED_PERIOD), Some(100 * MI)),
+        ),
+        (
+            "guaranteed-no-cpu-enforcement-with-tuned-quota",
+            pod(vec![guaranteed.clone()], vec![], None),
+            false,
+            TUNED_PERIOD,
+            expected(102, Some(-1), Some(TUNED_PERIOD), Some(100 * MI)),
+        ),
         (
             "burstable-partial-limits-with-init-containers",
             pod(
-                vec![resources(("100m", "100m"), ("100m", "100Mi")), resources(("100m", "100m"), ("", ""))],
-                vec![resources(("100m", "100m"), ("100m", "100Mi")), resources(("100m", "100m"), ("", ""))],
+                vec![
+                    resources(("100m", "100m"), ("100m", "100Mi")),
+                    resources(("100m", "100m"), ("", "")),
+                ],
+                vec![
+                    resources(("100m", "100m"), ("100m", "100Mi")),
+                    resources(("100m", "100m"), ("", "")),
+                ],
                 None,
             ),
             true,
@@ -97,13 +181,69 @@ fn the_kubelets_table_for_pod_level_resources() {
     let none = json!({});
     let p = QUOTA_PERIOD;
     let cases = [
-        ("besteffort-with-pod-level-resources-enabled", pod(vec![resources(("", ""), ("", ""))], vec![], Some(resources(("", ""), ("", "")))), expected(2, None, None, None)),
-        ("burstable-with-pod-level-requests", pod(vec![none.clone()], vec![], Some(json!({"requests": {"cpu": "100m", "memory": "100Mi"}}))), expected(102, None, None, None)),
-        ("burstable-with-pod-and-container-level-requests", pod(vec![resources(("10m", "50Mi"), ("", ""))], vec![], Some(json!({"requests": {"cpu": "100m", "memory": "100Mi"}}))), expected(102, None, None, None)),
-        ("burstable-with-pod-level-resources", pod(vec![none.clone()], vec![], Some(resources(("100m", "100Mi"), ("200m", "200Mi")))), expected(102, Some(20_000), Some(p), Some(200 * MI))),
-        ("burstable-with-pod-and-container-level-resources", pod(vec![resources(("10m", "50Mi"), ("50m", "100Mi"))], vec![], Some(resources(("100m", "100Mi"), ("200m", "200Mi")))), expected(102, Some(20_000), Some(p), Some(200 * MI))),
-        ("burstable-with-partial-pod-level-resources-limits", pod(vec![resources(("200m", "200Mi"), ("200m", "200Mi"))], vec![], Some(json!({"requests": {"cpu": "200m", "memory": "300Mi"}}))), expected(204, Some(20_000), Some(p), Some(200 * MI))),
-        ("guaranteed-with-pod-level-resources", pod(vec![none.clone()], vec![], Some(resources(("100m", "100Mi"), ("100m", "100Mi")))), expected(102, Some(10_000), Some(p), Some(100 * MI))),
+        (
+            "besteffort-with-pod-level-resources-enabled",
+            pod(
+                vec![resources(("", ""), ("", ""))],
+                vec![],
+                Some(resources(("", ""), ("", ""))),
+            ),
+            expected(2, None, None, None),
+        ),
+        (
+            "burstable-with-pod-level-requests",
+            pod(
+                vec![none.clone()],
+                vec![],
+                Some(json!({"requests": {"cpu": "100m", "memory": "100Mi"}})),
+            ),
+            expected(102, None, None, None),
+        ),
+        (
+            "burstable-with-pod-and-container-level-requests",
+            pod(
+                vec![resources(("10m", "50Mi"), ("", ""))],
+                vec![],
+                Some(json!({"requests": {"cpu": "100m", "memory": "100Mi"}})),
+            ),
+            expected(102, None, None, None),
+        ),
+        (
+            "burstable-with-pod-level-resources",
+            pod(
+                vec![none.clone()],
+                vec![],
+                Some(resources(("100m", "100Mi"), ("200m", "200Mi"))),
+            ),
+            expected(102, Some(20_000), Some(p), Some(200 * MI)),
+        ),
+        (
+            "burstable-with-pod-and-container-level-resources",
+            pod(
+                vec![resources(("10m", "50Mi"), ("50m", "100Mi"))],
+                vec![],
+                Some(resources(("100m", "100Mi"), ("200m", "200Mi"))),
+            ),
+            expected(102, Some(20_000), Some(p), Some(200 * MI)),
+        ),
+        (
+            "burstable-with-partial-pod-level-resources-limits",
+            pod(
+                vec![resources(("200m", "200Mi"), ("200m", "200Mi"))],
+                vec![],
+                Some(json!({"requests": {"cpu": "200m", "memory": "300Mi"}})),
+            ),
+            expected(204, Some(20_000), Some(p), Some(200 * MI)),
+        ),
+        (
+            "guaranteed-with-pod-level-resources",
+            pod(
+                vec![none.clone()],
+                vec![],
+                Some(resources(("100m", "100Mi"), ("100m", "100Mi"))),
+            ),
+            expected(102, Some(10_000), Some(p), Some(100 * MI)),
+        ),
     ];
     for (name, pod, want) in cases {
         assert_eq!(config(&pod, true, p), want, "{name}");
@@ -115,20 +255,41 @@ fn sidecars_overhead_and_the_pid_limit_count() {
     // A sidecar runs beside the app: its limit adds up; a regular init container's only peaks.
     let mut with_sidecar = pod(
         vec![resources(("100m", "100Mi"), ("100m", "100Mi"))],
-        vec![resources(("300m", "50Mi"), ("300m", "50Mi")), resources(("100m", "100Mi"), ("100m", "100Mi"))],
+        vec![
+            resources(("300m", "50Mi"), ("300m", "50Mi")),
+            resources(("100m", "100Mi"), ("100m", "100Mi")),
+        ],
         None,
     );
-    let init = with_sidecar.spec.as_mut().unwrap().init_containers.as_mut().unwrap();
+    let init = with_sidecar
+        .spec
+        .as_mut()
+        .unwrap()
+        .init_containers
+        .as_mut()
+        .unwrap();
     init[1].restart_policy = Some("Always".to_owned());
     let got = config(&with_sidecar, true, QUOTA_PERIOD);
     // max(app 100m + sidecar 100m, init 300m) = 300m; memory max(200Mi, 50Mi) = 200Mi.
-    assert_eq!(got, expected(307, Some(30_000), Some(QUOTA_PERIOD), Some(200 * MI)));
+    assert_eq!(
+        got,
+        expected(307, Some(30_000), Some(QUOTA_PERIOD), Some(200 * MI))
+    );
 
-    let mut overhead = pod(vec![resources(("100m", "100Mi"), ("100m", "100Mi"))], vec![], None);
+    let mut overhead = pod(
+        vec![resources(("100m", "100Mi"), ("100m", "100Mi"))],
+        vec![],
+        None,
+    );
     overhead.spec.as_mut().unwrap().overhead = Some(
         [("cpu", "50m"), ("memory", "10Mi")]
             .into_iter()
-            .map(|(k, v)| (k.to_owned(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(v.to_owned())))
+            .map(|(k, v)| {
+                (
+                    k.to_owned(),
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(v.to_owned()),
+                )
+            })
             .collect(),
     );
     assert_eq!(
@@ -136,10 +297,21 @@ fn sidecars_overhead_and_the_pid_limit_count() {
         expected(153, Some(15_000), Some(QUOTA_PERIOD), Some(110 * MI))
     );
 
-    let settings = PodCgroupSettings { pod_pids_limit: 1024, ..PodCgroupSettings::default() };
+    let settings = PodCgroupSettings {
+        pod_pids_limit: 1024,
+        ..PodCgroupSettings::default()
+    };
     let limited = resource_config_for_pod(&pod(vec![json!({})], vec![], None), settings).unwrap();
     assert_eq!(limited.pids_limit, Some(1024));
-    assert_eq!(resource_config_for_pod(&pod(vec![json!({})], vec![], None), PodCgroupSettings::default()).unwrap().pids_limit, None);
+    assert_eq!(
+        resource_config_for_pod(
+            &pod(vec![json!({})], vec![], None),
+            PodCgroupSettings::default()
+        )
+        .unwrap()
+        .pids_limit,
+        None
+    );
 }
 
 #[test]

@@ -6,8 +6,9 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{
-    Qos, pod_qos,
+    Qos,
     pod_config::{MIN_SHARES, hugepage_limits, milli_cpu_to_shares},
+    pod_qos,
 };
 use crate::{
     pods::pod_requests::{ResourceAmounts, pod_requests},
@@ -121,12 +122,17 @@ mod tests {
     #[test]
     fn burstable_gets_the_shares_of_its_pods_cpu_requests_and_besteffort_the_minimum() {
         let pod = |resources: serde_json::Value| -> Pod {
-            serde_json::from_value(json!({"spec": {"containers": [{"name": "a", "resources": resources}]}})).unwrap()
+            serde_json::from_value(
+                json!({"spec": {"containers": [{"name": "a", "resources": resources}]}}),
+            )
+            .unwrap()
         };
         let pods = [
             pod(json!({"requests": {"cpu": "100m"}})),
             pod(json!({"requests": {"cpu": "400m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}})),
-            pod(json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}})),
+            pod(
+                json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}),
+            ),
             pod(json!({})),
         ];
         let [(burstable, b), (besteffort, e)] = qos_cgroup_configs(&pods);
@@ -146,14 +152,20 @@ mod tests {
             allocatable,
             amounts(&[("cpu", 1500), ("memory", 6 << 30), ("pid", 4_193_304)])
         );
-        assert_eq!(node_allocatable(&capacity, &[&system, &kube], false), capacity);
+        assert_eq!(
+            node_allocatable(&capacity, &[&system, &kube], false),
+            capacity
+        );
         let config = cgroup_config(&allocatable, false).unwrap();
         assert_eq!(
             (config.cpu_shares, config.memory, config.pids_limit),
             (Some(1536), Some(6 << 30), Some(4_193_304))
         );
         let compressible = cgroup_config(&system, true).unwrap();
-        assert_eq!((compressible.cpu_shares, compressible.memory), (Some(512), None));
+        assert_eq!(
+            (compressible.cpu_shares, compressible.memory),
+            (Some(512), None)
+        );
         assert_eq!(cgroup_config(&ResourceAmounts::new(), false), None);
     }
 

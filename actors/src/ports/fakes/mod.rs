@@ -4,6 +4,7 @@
 pub mod container_runtime;
 pub mod host;
 pub mod node;
+pub mod pod_cgroups;
 pub mod strategic;
 
 use std::time::Duration;
