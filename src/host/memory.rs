@@ -126,33 +126,57 @@ pub fn node_memory_figures(root: &Path) -> Result<MemoryFigures, HostError> {
     })
 }
 
-/// The pods cgroup (`kubepods`), when it exists with a finite limit: the figures behind
-/// `allocatableMemory.available`.
-pub fn pods_memory(root: &Path) -> Option<MemoryStats> {
+/// The pods cgroup (`pods_cgroup`, or the kubelet's usual `kubepods`), when it exists with a
+/// finite limit: the figures behind `allocatableMemory.available`.
+pub fn pods_memory(root: &Path, pods_cgroup: Option<&str>) -> Option<MemoryStats> {
     let cgroup = root.join("sys/fs/cgroup");
-    for (dir, limit, usage, inactive, source) in [
+    let configured = pods_cgroup.map(|name| {
+        let name = name.trim_start_matches('/');
+        [
+            (
+                name.to_owned(),
+                "memory.max",
+                "memory.current",
+                "inactive_file",
+                MemorySource::CgroupV2,
+            ),
+            (
+                format!("memory/{name}"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+                "total_inactive_file",
+                MemorySource::CgroupV1,
+            ),
+        ]
+    });
+    let usual = [
         (
-            "kubepods.slice",
+            "kubepods.slice".to_owned(),
             "memory.max",
             "memory.current",
             "inactive_file",
             MemorySource::CgroupV2,
         ),
         (
-            "kubepods",
+            "kubepods".to_owned(),
             "memory.max",
             "memory.current",
             "inactive_file",
             MemorySource::CgroupV2,
         ),
         (
-            "memory/kubepods",
+            "memory/kubepods".to_owned(),
             "memory.limit_in_bytes",
             "memory.usage_in_bytes",
             "total_inactive_file",
             MemorySource::CgroupV1,
         ),
-    ] {
+    ];
+    let candidates: Vec<_> = match configured {
+        Some(configured) => configured.into_iter().collect(),
+        None => usual.into_iter().collect(),
+    };
+    for (dir, limit, usage, inactive, source) in candidates {
         let dir = cgroup.join(dir);
         let Ok(limit) = std::fs::read_to_string(dir.join(limit)) else {
             continue;

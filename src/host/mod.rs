@@ -36,6 +36,9 @@ struct Paths {
     root: PathBuf,
     /// `rootDir` (the kubelet's root directory), as seen from `root`.
     root_dir: PathBuf,
+    /// The pods' cgroup (`<cgroupRoot>/kubepods`) when nodepulse makes one; else the
+    /// kubelet's usual names are looked for.
+    pods_cgroup: Option<String>,
 }
 
 impl HostProbe {
@@ -45,7 +48,11 @@ impl HostProbe {
         let root = root.into();
         let root_dir = under(&root, root_dir);
         Self {
-            inner: Arc::new(Paths { root, root_dir }),
+            inner: Arc::new(Paths {
+                root,
+                root_dir,
+                pods_cgroup: None,
+            }),
         }
     }
 
@@ -56,7 +63,17 @@ impl HostProbe {
 
     /// The host `config` names: `rootDir` under `hostRoot`.
     pub fn configured(config: &Config) -> Self {
-        Self::new(&config.host_root, &config.root_dir)
+        let mut probe = Self::new(&config.host_root, &config.root_dir);
+        if config.cgroups_per_qos {
+            let layout = nodepulse_actors::pods::cgroups::CgroupLayout::new(
+                config.effective_cgroup_root(),
+                config.cgroup_driver,
+            );
+            if let Some(paths) = Arc::get_mut(&mut probe.inner) {
+                paths.pods_cgroup = Some(layout.literal(&layout.kubepods()));
+            }
+        }
+        probe
     }
 
     /// The node's cumulative CPU time (nanoseconds) and memory, blocking: what the kubelet
@@ -146,7 +163,7 @@ impl HostProbe {
         let root = &self.inner.root;
         HostObservation {
             memory: memory::node_memory(root),
-            allocatable_memory: memory::pods_memory(root),
+            allocatable_memory: memory::pods_memory(root, self.inner.pods_cgroup.as_deref()),
             nodefs: filesystem(&self.inner.root_dir),
             imagefs: image_fs.map(|mountpoint| filesystem(&under(root, mountpoint))),
             pids: pids::node_pids(root),

@@ -209,14 +209,21 @@ async fn container_figures_follow_a_container_burning_cpu_and_one_holding_memory
             Some("eth0")
         );
         assert!(cgroup_exists(&received[0].labels["id"]));
-        // The pod's own series, its cgroups summed.
-        let pod_id = format!("pod{uid}");
-        let summed = find(
-            &first,
-            "container_cpu_usage_seconds_total",
-            &[("id", pod_id.as_str())],
-        )
-        .expect("the pod's series");
+        // The pod's own series: its pod cgroup (`…/kubepods/<qos>/pod<uid>`), as cAdvisor's.
+        let pod_id = format!("/pod{uid}");
+        let mut own = (first
+            .get("container_cpu_usage_seconds_total")
+            .expect("cpu")
+            .samples
+            .iter())
+        .filter(|sample| {
+            sample
+                .labels
+                .get("id")
+                .is_some_and(|id| id.ends_with(&pod_id))
+        });
+        let summed = own.next().expect("the pod's series");
+        assert!(own.next().is_none(), "one series of the pod's own");
         assert!(summed.value >= burn_before + hold_before, "{summed:?}");
         assert_eq!(summed.labels.get("pod"), Some(&name));
         // The node's root, and the machine.

@@ -85,12 +85,21 @@ pub fn is_extended(name: &str) -> bool {
 }
 
 fn container_requests(container: &Container) -> Result<ResourceAmounts, QuantityError> {
-    amounts(
-        container
-            .resources
-            .as_ref()
-            .and_then(|resources| resources.requests.as_ref()),
-    )
+    container_amounts(container, false)
+}
+
+/// A container's own requests, or its limits when `limits`.
+pub fn container_amounts(
+    container: &Container,
+    limits: bool,
+) -> Result<ResourceAmounts, QuantityError> {
+    amounts(container.resources.as_ref().and_then(|resources| {
+        if limits {
+            resources.limits.as_ref()
+        } else {
+            resources.requests.as_ref()
+        }
+    }))
 }
 
 fn amount(name: &str, quantity: &Quantity) -> Result<i64, QuantityError> {
@@ -101,14 +110,16 @@ fn amount(name: &str, quantity: &Quantity) -> Result<i64, QuantityError> {
     }
 }
 
-fn add(total: &mut ResourceAmounts, more: &ResourceAmounts) {
+/// Adds `more` into `total`, resource by resource.
+pub fn add(total: &mut ResourceAmounts, more: &ResourceAmounts) {
     for (name, amount) in more {
         let entry = total.entry(name.clone()).or_default();
         *entry = entry.saturating_add(*amount);
     }
 }
 
-fn max_into(total: &mut ResourceAmounts, other: &ResourceAmounts) {
+/// Raises each resource of `total` to `other`'s where that is larger.
+pub fn max_into(total: &mut ResourceAmounts, other: &ResourceAmounts) {
     for (name, amount) in other {
         let entry = total.entry(name.clone()).or_default();
         *entry = (*entry).max(*amount);

@@ -132,6 +132,9 @@ pub fn assemble(collection: &Collection, snapshot: &PodsSnapshot) -> Vec<PodStat
                 .chain(of_kind(Kind::Container))
                 .collect(),
         };
+        let processes: Vec<&CgroupRecord> = of_kind(Kind::Sandbox)
+            .chain(of_kind(Kind::Container))
+            .collect();
         let cpus: Vec<CpuStats> = counted.iter().filter_map(|r| cpu(r, time)).collect();
         let memories: Vec<MemoryStats> = counted.iter().filter_map(|r| memory(r, time)).collect();
         let (pod_cpu, pod_memory) = match own {
@@ -152,7 +155,9 @@ pub fn assemble(collection: &Collection, snapshot: &PodsSnapshot) -> Vec<PodStat
             memory: pod_memory,
             io: own.and_then(|own| pressure::io(time, own.figures.pressure.io.as_ref())),
             network: sandbox.and_then(|sandbox| network(sandbox, time)),
-            process_stats: total(&counted, |r| r.figures.tasks.processes).map(|count| {
+            // A pod cgroup holds no process of its own: the processes are its sandbox's and
+            // containers', as the kubelet sums them.
+            process_stats: total(&processes, |r| r.figures.tasks.processes).map(|count| {
                 ProcessStats {
                     process_count: Some(count),
                 }

@@ -98,13 +98,30 @@ impl DaemonProcess {
     /// The binary with `yaml` as its configuration file, for `node`, logging JSON, with
     /// `env` and `args`.
     fn spawn(node: &str, yaml: &str, env: &[(&str, &str)], args: &[&std::ffi::OsStr]) -> Self {
-        // A cgroup root of its own unless the test chose one (`test_cgroups`).
-        let cgroups = (!yaml.contains("cgroupRoot")
+        // A cgroup root of its own unless the test chose one (`test_cgroups`): named after its
+        // rootDir, so a daemon restarted on the same configuration finds its pods' cgroups,
+        // and removed with that directory; a fresh one, removed with the process, without.
+        let own_root = !yaml.contains("cgroupRoot")
             && !yaml.contains("cgroupsPerQOS")
-            && !yaml.trim_start().starts_with('{'))
-        .then(super::test_cgroups::TestCgroupRoot::new);
-        let yaml = match &cgroups {
-            Some(root) => format!("{}\ncgroupRoot: {}\n", yaml.trim_end(), root.0),
+            && !yaml.trim_start().starts_with('{');
+        let root_dir = yaml
+            .lines()
+            .find_map(|line| line.strip_prefix("rootDir:"))
+            .map(|dir| std::path::PathBuf::from(dir.trim()));
+        let (root, cgroups) = match (own_root, root_dir) {
+            (false, _) => (None, None),
+            (true, Some(dir)) => {
+                let root = super::test_cgroups::cgroup_root_for(&dir);
+                super::test_cgroups::make_root(&root);
+                (Some(root), None)
+            }
+            (true, None) => {
+                let guard = super::test_cgroups::TestCgroupRoot::new();
+                (Some(guard.0.clone()), Some(guard))
+            }
+        };
+        let yaml = match &root {
+            Some(root) => format!("{}\ncgroupRoot: {root}\n", yaml.trim_end()),
             None => yaml.to_owned(),
         };
         let mut config = tempfile::NamedTempFile::new().expect("temp file");

@@ -3,11 +3,13 @@
 //! only when every container declares one, or the pod does), summed as component-helpers'
 //! `PodRequests`/`PodLimits` (sidecars, init containers, pod-level resources, overhead).
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::Pod;
 
 use super::{Qos, pod_qos};
 use crate::{
-    pods::pod_requests::{ResourceAmounts, amounts, is_sidecar, pod_requests},
+    pods::pod_requests::{
+        ResourceAmounts, add, amounts, container_amounts, is_sidecar, max_into, pod_requests,
+    },
     ports::ResourceConfig,
     quantity::{QuantityError, value},
 };
@@ -122,15 +124,6 @@ struct PodLimits {
     memory_declared: bool,
 }
 
-fn limits_of(container: &Container) -> Result<ResourceAmounts, QuantityError> {
-    amounts(
-        container
-            .resources
-            .as_ref()
-            .and_then(|resources| resources.limits.as_ref()),
-    )
-}
-
 fn pod_limits(pod: &Pod) -> Result<PodLimits, QuantityError> {
     let mut limits = PodLimits {
         amounts: ResourceAmounts::new(),
@@ -149,7 +142,7 @@ fn pod_limits(pod: &Pod) -> Result<PodLimits, QuantityError> {
         }
     };
     for container in &spec.containers {
-        let own = limits_of(container)?;
+        let own = container_amounts(container, true)?;
         seen(&own, &mut limits);
         add(&mut limits.amounts, &own);
     }
@@ -157,7 +150,7 @@ fn pod_limits(pod: &Pod) -> Result<PodLimits, QuantityError> {
     let mut sidecars = ResourceAmounts::new();
     let mut init_peak = ResourceAmounts::new();
     for container in spec.init_containers.iter().flatten() {
-        let own = limits_of(container)?;
+        let own = container_amounts(container, true)?;
         let running = if is_sidecar(container) {
             add(&mut limits.amounts, &own);
             add(&mut sidecars, &own);
@@ -168,15 +161,9 @@ fn pod_limits(pod: &Pod) -> Result<PodLimits, QuantityError> {
             running
         };
         seen(&running, &mut limits);
-        for (name, amount) in running {
-            let entry = init_peak.entry(name).or_default();
-            *entry = (*entry).max(amount);
-        }
+        max_into(&mut init_peak, &running);
     }
-    for (name, amount) in init_peak {
-        let entry = limits.amounts.entry(name).or_default();
-        *entry = (*entry).max(amount);
-    }
+    max_into(&mut limits.amounts, &init_peak);
     if let Some(pod_level) = spec.resources.as_ref() {
         let own = amounts(pod_level.limits.as_ref())?;
         for (name, amount) in &own {
@@ -194,13 +181,6 @@ fn pod_limits(pod: &Pod) -> Result<PodLimits, QuantityError> {
         }
     }
     Ok(limits)
-}
-
-fn add(total: &mut ResourceAmounts, more: &ResourceAmounts) {
-    for (name, amount) in more {
-        let entry = total.entry(name.clone()).or_default();
-        *entry = entry.saturating_add(*amount);
-    }
 }
 
 #[cfg(test)]
