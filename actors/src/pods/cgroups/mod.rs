@@ -36,11 +36,9 @@ pub enum Qos {
     BestEffort,
 }
 
-/// The class in the pod's status when it has one (it never changes once set, as the
-/// kubelet's `GetPodQOS`), else computed from its spec.
+/// The pod's class as the kubelet's `GetPodQOS` reads it (the persisted one first).
 pub fn pod_qos(pod: &Pod) -> Qos {
-    let reported = pod.status.as_ref().and_then(|s| s.qos_class.as_deref());
-    match reported.unwrap_or_else(|| qos_class(pod)) {
+    match qos_class(pod) {
         "Guaranteed" => Qos::Guaranteed,
         "BestEffort" => Qos::BestEffort,
         _ => Qos::Burstable,
@@ -154,7 +152,8 @@ mod tests {
         assert_eq!(pod_qos(&pod), Qos::Burstable);
         let level: Pod = serde_json::from_value(json!({
             "spec": {"containers": [{"name": "a"}],
-                     "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}
+                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                   "limits": {"cpu": "1", "memory": "1Gi"}}}
         }))
         .unwrap();
         assert_eq!(pod_qos(&level), Qos::Guaranteed);
