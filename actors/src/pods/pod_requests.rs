@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::core::v1::{Container, Pod},
+    api::core::v1::{Container, Pod, PodSpec},
     apimachinery::pkg::api::resource::Quantity,
 };
 
@@ -21,27 +21,7 @@ pub fn pod_requests(pod: &Pod) -> Result<ResourceAmounts, QuantityError> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(ResourceAmounts::new());
     };
-    let mut requests = ResourceAmounts::new();
-    for container in &spec.containers {
-        add(&mut requests, &container_requests(container)?);
-    }
-    // While init container i runs, the sidecars declared before it run too.
-    let mut sidecars = ResourceAmounts::new();
-    let mut init_peak = ResourceAmounts::new();
-    for container in spec.init_containers.iter().flatten() {
-        let own = container_requests(container)?;
-        let running = if is_sidecar(container) {
-            add(&mut requests, &own);
-            add(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut running = own;
-            add(&mut running, &sidecars);
-            running
-        };
-        max_into(&mut init_peak, &running);
-    }
-    max_into(&mut requests, &init_peak);
+    let mut requests = aggregate_containers(spec, false, |_| {})?;
     // Pod-level resources (beta, on in 1.36) replace the containers' sum where they are set.
     let pod_level = spec
         .resources
@@ -54,6 +34,42 @@ pub fn pod_requests(pod: &Pod) -> Result<ResourceAmounts, QuantityError> {
     }
     add(&mut requests, &amounts(spec.overhead.as_ref())?);
     Ok(requests)
+}
+
+/// component-helpers' `AggregateContainerRequests`/`AggregateContainerLimits` (the limits when
+/// `limits`): app containers and sidecars summed, each regular init container on top of the
+/// sidecars started before it, the larger of the two. `each` sees what `ContainerFn` sees:
+/// every app container's own amounts, and every init container's with the sidecars before it.
+pub fn aggregate_containers(
+    spec: &PodSpec,
+    limits: bool,
+    mut each: impl FnMut(&ResourceAmounts),
+) -> Result<ResourceAmounts, QuantityError> {
+    let mut total = ResourceAmounts::new();
+    for container in &spec.containers {
+        let own = container_amounts(container, limits)?;
+        each(&own);
+        add(&mut total, &own);
+    }
+    // While init container i runs, the sidecars declared before it run too.
+    let mut sidecars = ResourceAmounts::new();
+    let mut init_peak = ResourceAmounts::new();
+    for container in spec.init_containers.iter().flatten() {
+        let own = container_amounts(container, limits)?;
+        let running = if is_sidecar(container) {
+            add(&mut total, &own);
+            add(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut running = own;
+            add(&mut running, &sidecars);
+            running
+        };
+        each(&running);
+        max_into(&mut init_peak, &running);
+    }
+    max_into(&mut total, &init_peak);
+    Ok(total)
 }
 
 /// A node's allocatable (or any resource list) in the scheduler's units.
@@ -84,12 +100,8 @@ pub fn is_extended(name: &str) -> bool {
     name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
 }
 
-fn container_requests(container: &Container) -> Result<ResourceAmounts, QuantityError> {
-    container_amounts(container, false)
-}
-
 /// A container's own requests, or its limits when `limits`.
-pub fn container_amounts(
+fn container_amounts(
     container: &Container,
     limits: bool,
 ) -> Result<ResourceAmounts, QuantityError> {
@@ -111,7 +123,7 @@ fn amount(name: &str, quantity: &Quantity) -> Result<i64, QuantityError> {
 }
 
 /// Adds `more` into `total`, resource by resource.
-pub fn add(total: &mut ResourceAmounts, more: &ResourceAmounts) {
+fn add(total: &mut ResourceAmounts, more: &ResourceAmounts) {
     for (name, amount) in more {
         let entry = total.entry(name.clone()).or_default();
         *entry = entry.saturating_add(*amount);
@@ -119,7 +131,7 @@ pub fn add(total: &mut ResourceAmounts, more: &ResourceAmounts) {
 }
 
 /// Raises each resource of `total` to `other`'s where that is larger.
-pub fn max_into(total: &mut ResourceAmounts, other: &ResourceAmounts) {
+fn max_into(total: &mut ResourceAmounts, other: &ResourceAmounts) {
     for (name, amount) in other {
         let entry = total.entry(name.clone()).or_default();
         *entry = (*entry).max(*amount);

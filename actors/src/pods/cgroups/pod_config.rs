@@ -7,9 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::{Qos, pod_qos};
 use crate::{
-    pods::pod_requests::{
-        ResourceAmounts, add, amounts, container_amounts, is_sidecar, max_into, pod_requests,
-    },
+    pods::pod_requests::{ResourceAmounts, aggregate_containers, amounts, pod_requests},
     ports::ResourceConfig,
     quantity::{QuantityError, value},
 };
@@ -133,37 +131,13 @@ fn pod_limits(pod: &Pod) -> Result<PodLimits, QuantityError> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(limits);
     };
-    let seen = |list: &ResourceAmounts, limits: &mut PodLimits| {
-        if list.get("cpu").copied().unwrap_or(0) == 0 {
-            limits.cpu_declared = false;
-        }
-        if list.get("memory").copied().unwrap_or(0) == 0 {
-            limits.memory_declared = false;
-        }
-    };
-    for container in &spec.containers {
-        let own = container_amounts(container, true)?;
-        seen(&own, &mut limits);
-        add(&mut limits.amounts, &own);
-    }
-    // As `AggregateContainerLimits`: an init container counts with the sidecars before it.
-    let mut sidecars = ResourceAmounts::new();
-    let mut init_peak = ResourceAmounts::new();
-    for container in spec.init_containers.iter().flatten() {
-        let own = container_amounts(container, true)?;
-        let running = if is_sidecar(container) {
-            add(&mut limits.amounts, &own);
-            add(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut running = own;
-            add(&mut running, &sidecars);
-            running
-        };
-        seen(&running, &mut limits);
-        max_into(&mut init_peak, &running);
-    }
-    max_into(&mut limits.amounts, &init_peak);
+    let (mut cpu_declared, mut memory_declared) = (true, true);
+    limits.amounts = aggregate_containers(spec, true, |list| {
+        cpu_declared &= list.get("cpu").copied().unwrap_or(0) != 0;
+        memory_declared &= list.get("memory").copied().unwrap_or(0) != 0;
+    })?;
+    limits.cpu_declared = cpu_declared;
+    limits.memory_declared = memory_declared;
     if let Some(pod_level) = spec.resources.as_ref() {
         let own = amounts(pod_level.limits.as_ref())?;
         for (name, amount) in &own {
