@@ -42,6 +42,9 @@ mod skip;
 #[allow(dead_code)]
 #[path = "../tests/it/common/tar_archive.rs"]
 mod tar_archive;
+#[allow(dead_code)]
+#[path = "../tests/it/common/test_cgroups.rs"]
+mod test_cgroups;
 
 use poll::{PATIENCE, eventually_async};
 
