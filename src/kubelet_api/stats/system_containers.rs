@@ -3,8 +3,8 @@
 //! filesystems). `kubelet` is `kubeletCgroups` or, unset, the cgroup nodepulse runs in (the
 //! kubelet's `getContainer` of its own PID), with nodepulse's start as its start time;
 //! `runtime` is `runtimeCgroups` and `misc` `systemCgroups`, left out when unset as the kubelet
-//! skips an empty name; `pods` (the kubelet's `kubepods`) is never reported, because nodepulse
-//! gives its sandboxes no cgroup parent, so its pods share no root cgroup. A cgroup that cannot
+//! skips an empty name; `pods` (the kubelet's `kubepods`, which nodepulse makes with
+//! `cgroupsPerQOS`) is not reported yet. A cgroup that cannot
 //! be read is left out, as the kubelet leaves out one cAdvisor does not know.
 
 use jiff::Timestamp;
