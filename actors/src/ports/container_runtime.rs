@@ -306,6 +306,9 @@ pub struct ContainerStatus {
     /// The container's mounts as the runtime reports them (the termination-message file is
     /// found among them by its container path).
     pub mounts: Vec<Mount>,
+    /// The CPU and memory the runtime applied, where it reports them (containerd 1.6.9 and
+    /// later); `None` from an older runtime. `oom_score_adj` is not read back (0).
+    pub resources: Option<LinuxResources>,
 }
 
 /// One container of ListContainers.
@@ -460,6 +463,20 @@ pub trait ContainerRuntime: Send + Sync + 'static {
         grace: Duration,
     ) -> BoxFuture<'static, ContainerRuntimeResult<()>>;
     fn remove_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>>;
+    /// UpdateContainerResources: new CPU and memory for a container (an in-place resize).
+    /// `Unimplemented` where the runtime has no such call.
+    fn update_container_resources(
+        &self,
+        id: String,
+        resources: LinuxResources,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let _ = (id, resources);
+        Box::pin(async {
+            Err(ContainerRuntimeError::Unimplemented {
+                method: "UpdateContainerResources",
+            })
+        })
+    }
     fn container_status(
         &self,
         id: String,

@@ -8,9 +8,10 @@ use std::{collections::HashMap, path::Path};
 
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, IdMapping,
-    ImageInfo, ImageMount, Labels, Mount, MountPropagation, PortMapping, ProfileKind, Protocol,
-    PullAuth, RuntimeHandler, SandboxConfig, SandboxFilter, SandboxMetadata, SandboxState,
-    SandboxStatus, SandboxSummary, SeLinuxOptions, SecurityContext, SecurityProfile, UserNamespace,
+    ImageInfo, ImageMount, Labels, LinuxResources, Mount, MountPropagation, PortMapping,
+    ProfileKind, Protocol, PullAuth, RuntimeHandler, SandboxConfig, SandboxFilter,
+    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SeLinuxOptions,
+    SecurityContext, SecurityProfile, UserNamespace,
 };
 
 use super::proto;
@@ -280,19 +281,28 @@ pub(super) fn container_config(
             resources: config
                 .resources
                 .as_ref()
-                .map(|resources| proto::LinuxContainerResources {
-                    cpu_period: resources.cpu_period,
-                    cpu_quota: resources.cpu_quota,
-                    cpu_shares: resources.cpu_shares,
-                    memory_limit_in_bytes: resources.memory_limit_in_bytes,
-                    oom_score_adj: oom_score_adj.unwrap_or(resources.oom_score_adj),
-                    memory_swap_limit_in_bytes: 0,
-                }),
+                .map(|resources| linux_resources(resources, oom_score_adj)),
             security_context: Some(container_security(
                 &config.security,
                 namespaces(sandbox, config.pid_target.as_deref()),
             )),
         }),
+    }
+}
+
+/// CPU and memory as CRI Linux resources; `oom_score_adj` the one asked for unless overridden
+/// (by what the process may set).
+pub(super) fn linux_resources(
+    resources: &LinuxResources,
+    oom_score_adj: Option<i64>,
+) -> proto::LinuxContainerResources {
+    proto::LinuxContainerResources {
+        cpu_period: resources.cpu_period,
+        cpu_quota: resources.cpu_quota,
+        cpu_shares: resources.cpu_shares,
+        memory_limit_in_bytes: resources.memory_limit_in_bytes,
+        oom_score_adj: oom_score_adj.unwrap_or(resources.oom_score_adj),
+        memory_swap_limit_in_bytes: 0,
     }
 }
 
@@ -391,6 +401,16 @@ pub(super) fn container_status(status: proto::ContainerStatus) -> ContainerStatu
         labels: labels(status.labels),
         annotations: labels(status.annotations),
         log_path: status.log_path.into(),
+        resources: status
+            .resources
+            .and_then(|resources| resources.linux)
+            .map(|linux| LinuxResources {
+                cpu_period: linux.cpu_period,
+                cpu_quota: linux.cpu_quota,
+                cpu_shares: linux.cpu_shares,
+                memory_limit_in_bytes: linux.memory_limit_in_bytes,
+                oom_score_adj: 0,
+            }),
         mounts: status
             .mounts
             .into_iter()

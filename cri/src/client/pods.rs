@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures::{FutureExt, future::BoxFuture};
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerEvents, ContainerFilter, ContainerRuntime, ContainerRuntimeError,
-    ContainerRuntimeResult, ContainerStatus, ContainerSummary, ExecOutput, ImageInfo, PullAuth,
-    SandboxConfig, SandboxFilter, SandboxStatus, SandboxSummary,
+    ContainerRuntimeResult, ContainerStatus, ContainerSummary, ExecOutput, ImageInfo,
+    LinuxResources, PullAuth, SandboxConfig, SandboxFilter, SandboxStatus, SandboxSummary,
 };
 
 use super::{CallFailure, CriClient, convert, proto, proto::paths};
@@ -212,6 +212,27 @@ impl ContainerRuntime for CriClient {
     fn remove_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
         let request = proto::ContainerIdRequest { container_id: id };
         self.empty_call("RemoveContainer", paths::REMOVE_CONTAINER, request)
+    }
+
+    fn update_container_resources(
+        &self,
+        id: String,
+        resources: LinuxResources,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        let request = proto::UpdateContainerResourcesRequest {
+            container_id: id,
+            linux: Some(convert::linux_resources(
+                &resources,
+                Some(self.oom_floor.apply(resources.oom_score_adj)),
+            )),
+            annotations: std::collections::HashMap::new(),
+        };
+        self.call_with(
+            "UpdateContainerResources",
+            paths::UPDATE_CONTAINER_RESOURCES,
+            request,
+            |_: proto::UpdateContainerResourcesResponse| Ok(()),
+        )
     }
 
     fn container_status(

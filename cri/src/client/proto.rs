@@ -204,6 +204,8 @@ pub mod paths {
     pub const STOP_CONTAINER: &str = "/runtime.v1.RuntimeService/StopContainer";
     pub const REMOVE_CONTAINER: &str = "/runtime.v1.RuntimeService/RemoveContainer";
     pub const CONTAINER_STATUS: &str = "/runtime.v1.RuntimeService/ContainerStatus";
+    pub const UPDATE_CONTAINER_RESOURCES: &str =
+        "/runtime.v1.RuntimeService/UpdateContainerResources";
     pub const LIST_CONTAINERS: &str = "/runtime.v1.RuntimeService/ListContainers";
     pub const GET_CONTAINER_EVENTS: &str = "/runtime.v1.RuntimeService/GetContainerEvents";
     pub const EXEC_SYNC: &str = "/runtime.v1.RuntimeService/ExecSync";

@@ -54,6 +54,7 @@ mod sent_status;
 mod sidecar_tests;
 mod static_turn;
 mod status;
+mod status_resources;
 mod sub_path;
 mod task_panics;
 #[cfg(test)]

@@ -54,6 +54,7 @@ fn exited(exit_code: i32) -> PodRuntime {
         annotations: Labels::new(),
         log_path: "x".into(),
         mounts: Vec::new(),
+        resources: None,
     };
     PodRuntime::new(vec![sandbox], vec![app])
 }

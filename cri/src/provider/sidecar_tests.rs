@@ -155,6 +155,7 @@ fn instance(name: &str, state: ContainerState, exit_code: i32, created_at: i64) 
         annotations: Labels::new(),
         log_path: "x".into(),
         mounts: Vec::new(),
+        resources: None,
     }
 }
 

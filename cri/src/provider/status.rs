@@ -21,6 +21,7 @@ use super::{
         app_containers, ephemeral_containers, host_network, init_containers, is_sidecar,
         should_restart,
     },
+    status_resources::{allocated_resources, status_resources},
     termination_message::{MAX_POD_MESSAGE_BYTES, truncated},
     view::{PodRuntime, restart_count},
 };
@@ -158,6 +159,9 @@ fn container_status(
             newest.image.clone()
         };
         status.image_id = newest.image_ref.clone();
+        // As the kubelet, for each container the runtime has an instance of.
+        status.resources = Some(status_resources(container, newest));
+        status.allocated_resources = allocated_resources(container);
         status.restart_count = i32::try_from(restart_count(newest)).unwrap_or(i32::MAX);
         let container_id = status.container_id.as_deref().unwrap_or_default();
         // Sidecars and app containers are started once running and past any startup probe,
@@ -564,6 +568,7 @@ mod tests {
             annotations: Labels::new(),
             log_path: "x".into(),
             mounts: Vec::new(),
+            resources: None,
         }
     }
 

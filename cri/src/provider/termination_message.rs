@@ -186,6 +186,7 @@ mod tests {
                 host_path: file.to_owned(),
                 ..Mount::default()
             }],
+            resources: None,
         }
     }
 

@@ -20,9 +20,9 @@ use crate::{
     ports::{
         ContainerConfig, ContainerEvent, ContainerEvents, ContainerFilter, ContainerRuntime,
         ContainerRuntimeError, ContainerRuntimeResult, ContainerState, ContainerStatus,
-        ContainerSummary, ExecOutput, ImageFsUsage, ImageInfo, Labels, PullAuth, RuntimeError,
-        RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion, SandboxConfig, SandboxFilter,
-        SandboxState, SandboxStatus, SandboxSummary,
+        ContainerSummary, ExecOutput, ImageFsUsage, ImageInfo, Labels, LinuxResources, PullAuth,
+        RuntimeError, RuntimeResult, RuntimeService, RuntimeStatus, RuntimeVersion, SandboxConfig,
+        SandboxFilter, SandboxState, SandboxStatus, SandboxSummary,
     },
 };
 
@@ -406,6 +406,11 @@ impl ContainerRuntime for FakeRuntime {
             annotations: config.annotations.clone(),
             log_path: config.log_path.clone(),
             mounts: config.mounts.clone(),
+            // As containerd reports them: what the container was made with (no oom score).
+            resources: config.resources.clone().map(|r| LinuxResources {
+                oom_score_adj: 0,
+                ..r
+            }),
         };
         self.state()
             .containers
@@ -443,6 +448,26 @@ impl ContainerRuntime for FakeRuntime {
     fn remove_container(&self, id: String) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
         self.record(format!("RemoveContainer {id}"));
         self.state().containers.remove(&id);
+        done(Ok(()))
+    }
+
+    fn update_container_resources(
+        &self,
+        id: String,
+        resources: LinuxResources,
+    ) -> BoxFuture<'static, ContainerRuntimeResult<()>> {
+        self.record(format!(
+            "UpdateContainerResources {id} shares={} quota={} memory={}",
+            resources.cpu_shares, resources.cpu_quota, resources.memory_limit_in_bytes
+        ));
+        let mut state = self.state();
+        let Some((_, status, _)) = state.containers.get_mut(&id) else {
+            return done(Err(not_found("UpdateContainerResources", &id)));
+        };
+        status.resources = Some(LinuxResources {
+            oom_score_adj: 0,
+            ..resources
+        });
         done(Ok(()))
     }
 

@@ -243,9 +243,35 @@ pub struct ContainerStatus {
     pub mounts: Vec<Mount>,
     #[prost(string, tag = "15")]
     pub log_path: String,
+    /// The resources the runtime applied (containerd 1.6.9 and later report them); `None`
+    /// from an older runtime.
+    #[prost(message, optional, tag = "16")]
+    pub resources: Option<ContainerResources>,
     #[prost(string, tag = "17")]
     pub image_id: String,
 }
+
+/// `ContainerResources` (the Windows resources, field 2, unread).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ContainerResources {
+    #[prost(message, optional, tag = "1")]
+    pub linux: Option<LinuxContainerResources>,
+}
+
+/// `UpdateContainerResourcesRequest`: new CPU and memory for a running container.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UpdateContainerResourcesRequest {
+    #[prost(string, tag = "1")]
+    pub container_id: String,
+    #[prost(message, optional, tag = "2")]
+    pub linux: Option<LinuxContainerResources>,
+    #[prost(map = "string, string", tag = "4")]
+    pub annotations: HashMap<String, String>,
+}
+
+/// `UpdateContainerResourcesResponse` (empty).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UpdateContainerResourcesResponse {}
 
 /// `ContainerStatusResponse` (the verbose `info` unread).
 #[derive(Clone, PartialEq, prost::Message)]

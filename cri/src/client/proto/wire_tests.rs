@@ -530,3 +530,58 @@ fn list_filters_put_id_state_sandbox_and_labels_at_their_cri_numbers() {
     assert_eq!(varint(&wire, &[1, 2, 1]), 1, "SANDBOX_NOTREADY");
     assert_eq!(text(&wire, &[1, 3, 1]), "io.kubernetes.pod.uid");
 }
+
+#[test]
+fn a_container_status_reads_the_applied_linux_resources_at_16_1() {
+    let mut linux = Vec::new();
+    put_varint(&mut linux, 1, 100_000);
+    put_varint(&mut linux, 2, 50_000);
+    put_varint(&mut linux, 3, 512);
+    put_varint(&mut linux, 4, 209_715_200);
+    let mut resources = Vec::new();
+    put_bytes(&mut resources, 1, &linux);
+    let mut status = Vec::new();
+    put_bytes(&mut status, 1, b"c-1");
+    put_bytes(&mut status, 16, &resources);
+    let decoded = ContainerStatus::decode(status.as_slice()).expect("decodes");
+    let applied = convert::container_status(decoded)
+        .resources
+        .expect("resources");
+    assert_eq!(
+        (
+            applied.cpu_period,
+            applied.cpu_quota,
+            applied.cpu_shares,
+            applied.memory_limit_in_bytes
+        ),
+        (100_000, 50_000, 512, 209_715_200)
+    );
+    // An older runtime sends no field 16: nothing applied is known.
+    let mut old = Vec::new();
+    put_bytes(&mut old, 1, b"c-1");
+    let decoded = ContainerStatus::decode(old.as_slice()).expect("decodes");
+    assert_eq!(convert::container_status(decoded).resources, None);
+}
+
+#[test]
+fn update_container_resources_puts_the_id_at_1_and_linux_at_2() {
+    let resources = LinuxResources {
+        cpu_period: 100_000,
+        cpu_quota: 20_000,
+        cpu_shares: 205,
+        memory_limit_in_bytes: 104_857_600,
+        oom_score_adj: 5,
+    };
+    let request = UpdateContainerResourcesRequest {
+        container_id: "c-1".into(),
+        linux: Some(convert::linux_resources(&resources, None)),
+        annotations: std::collections::HashMap::new(),
+    };
+    let wire = request.encode_to_vec();
+    assert_eq!(text(&wire, &[1]), "c-1");
+    assert_eq!(varint(&wire, &[2, 1]), 100_000);
+    assert_eq!(varint(&wire, &[2, 2]), 20_000);
+    assert_eq!(varint(&wire, &[2, 3]), 205);
+    assert_eq!(varint(&wire, &[2, 4]), 104_857_600);
+    assert_eq!(varint(&wire, &[2, 5]), 5);
+}
