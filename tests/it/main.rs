@@ -36,6 +36,7 @@ mod cri_pod_rules;
 mod cri_pod_spec;
 mod cri_pods;
 mod cri_pods_view;
+mod cri_resize;
 mod cri_runtime;
 mod cri_stats;
 mod cri_sub_path_expr;

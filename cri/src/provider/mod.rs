@@ -41,6 +41,9 @@ mod pods_view_tests;
 mod post_start;
 mod probing;
 mod recursive_read_only;
+mod resize;
+#[cfg(test)]
+mod resize_tests;
 #[cfg(test)]
 mod restart_rule_tests;
 #[cfg(test)]

@@ -26,6 +26,7 @@ use super::{
         plan_with,
     },
     recursive_read_only,
+    resize::resize_actions,
     sandbox::{SandboxConfigError, parse_resolv_conf, sandbox_config},
     status::StartError,
     view::{PodRuntime, pod_label, restart_count},
@@ -290,6 +291,9 @@ impl Engine {
                 _ => {}
             }
         }
+        if !plan.kill_pod {
+            self.resize(&pod, &runtime).await;
+        }
         if plan.kill_pod {
             let grace = grace_left(&pod, &Ending::Deleted, self.now());
             self.kill_containers(&pod, &runtime, grace, None).await;
@@ -319,6 +323,22 @@ impl Engine {
         );
         self.wake();
         self.retry_later(uid);
+    }
+
+    /// Running containers whose spec's CPU and memory changed get them in place (the next
+    /// refresh reads what the runtime applied into the status). A failed update is logged and
+    /// retried by the next sync, as the kubelet's.
+    async fn resize(&self, pod: &Pod, runtime: &PodRuntime) {
+        for action in resize_actions(pod, runtime, self.settings.memory_capacity) {
+            let result = self
+                .runtime
+                .update_container_resources(action.container_id, action.resources)
+                .await;
+            if let Err(error) = result {
+                tracing::warn!(pod = %pod_label(pod), container = %action.container, %error, "cannot resize the container");
+                self.retry_later(&pod.metadata.uid.clone().unwrap_or_default());
+            }
+        }
     }
 
     /// Dead containers beyond the newest dead one per name go (the kubelet keeps one).
