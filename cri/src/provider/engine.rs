@@ -25,6 +25,7 @@ use super::{
     isolation::IsolationSettings,
     pleg_health::PlegHealth,
     pod_state::{End, Work},
+    resize::resize_actions,
     sandbox::{ClusterDns, log_directory},
     sandbox_turns::SandboxTurns,
     sent_status::SentStatus,
@@ -541,6 +542,9 @@ impl Engine {
                     results,
                     pod: &entry.pod,
                 }),
+                resizing: ending.is_none()
+                    && !resize_actions(&entry.pod, &entry.runtime, self.settings.memory_capacity)
+                        .is_empty(),
             },
         )
     }

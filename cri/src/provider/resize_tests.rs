@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::tests::{Harness, app, phase, pod};
+use super::tests::{Harness, app, condition, phase, pod};
 
 fn sized(cpu: &str, memory: &str) -> k8s_openapi::api::core::v1::Pod {
     pod(
@@ -36,4 +36,9 @@ async fn a_resized_running_container_is_updated_in_place_and_its_status_follows(
     assert_eq!(app(&status)["restartCount"], 0);
     assert_eq!(harness.runtime.count("CreateContainer"), 1, "not restarted");
     assert_eq!(harness.runtime.count("UpdateContainerResources"), 1);
+    assert_eq!(
+        condition(&status, "PodResizeInProgress"),
+        &serde_json::Value::Null,
+        "applied: no resize in progress"
+    );
 }

@@ -59,6 +59,9 @@ pub struct StatusInputs<'a> {
     /// The prober's results for this pod: `started` and `ready` of running app containers
     /// follow them; `None` (no prober) reports a running container started and ready.
     pub probes: Option<PodProbeView<'a>>,
+    /// A running container does not yet hold the CPU and memory its spec asks for: the
+    /// kubelet's PodResizeInProgress condition is shown until it does.
+    pub resizing: bool,
 }
 
 fn time(nanos: i64) -> Option<Time> {
@@ -425,6 +428,20 @@ fn conditions(
     conditions
 }
 
+/// PodResizeInProgress first, as the kubelet appends the resize conditions first.
+fn with_resize_condition(
+    pod: &Pod,
+    resizing: bool,
+    mut conditions: Vec<PodCondition>,
+) -> Vec<PodCondition> {
+    if resizing {
+        let mut resize = vec![condition("PodResizeInProgress", true, None, None)];
+        stamp_conditions(pod, &mut resize);
+        conditions.splice(0..0, resize);
+    }
+    conditions
+}
+
 /// At most one address per family, the pod's primary (first) family first.
 fn pod_ips(ips: &[String]) -> Vec<String> {
     let mut chosen: Vec<String> = Vec::new();
@@ -485,13 +502,17 @@ pub fn pod_status(pod: &Pod, runtime: &PodRuntime, inputs: &StatusInputs<'_>) ->
         phase: Some(phase.to_owned()),
         reason: inputs.evicted.map(|(reason, _)| reason.to_owned()),
         message: inputs.evicted.map(|(_, message)| message.to_owned()),
-        conditions: Some(conditions(
+        conditions: Some(with_resize_condition(
             pod,
-            &init,
-            &apps,
-            phase,
-            sandbox_ready,
-            inputs.evicted.filter(|_| inputs.disruption),
+            inputs.resizing,
+            conditions(
+                pod,
+                &init,
+                &apps,
+                phase,
+                sandbox_ready,
+                inputs.evicted.filter(|_| inputs.disruption),
+            ),
         )),
         host_ip: inputs.host_ips.first().cloned(),
         host_ips: (!inputs.host_ips.is_empty()).then(|| {
@@ -774,5 +795,26 @@ mod tests {
             1
         );
         assert_eq!(status.phase.as_deref(), Some("Running"));
+    }
+
+    #[test]
+    fn a_resize_not_yet_applied_shows_pod_resize_in_progress_first() {
+        let pod = pod("Always", &["app"]);
+        let runtime = runtime(vec![container("app", ContainerState::Running, 0, 1)]);
+        let inputs = StatusInputs {
+            resizing: true,
+            ..StatusInputs::default()
+        };
+        let conditions = pod_status(&pod, &runtime, &inputs).conditions.unwrap();
+        assert_eq!(conditions[0].type_, "PodResizeInProgress");
+        assert_eq!(conditions[0].status, "True");
+        let settled = pod_status(&pod, &runtime, &StatusInputs::default());
+        assert!(
+            settled
+                .conditions
+                .unwrap()
+                .iter()
+                .all(|c| c.type_ != "PodResizeInProgress")
+        );
     }
 }
