@@ -9,9 +9,9 @@ use std::{collections::HashMap, path::Path};
 use nodepulse_actors::ports::{
     ContainerConfig, ContainerFilter, ContainerState, ContainerStatus, ContainerSummary, IdMapping,
     ImageInfo, ImageMount, Labels, LinuxResources, Mount, MountPropagation, PortMapping,
-    ProfileKind, Protocol, PullAuth, RuntimeHandler, SandboxConfig, SandboxFilter,
-    SandboxMetadata, SandboxState, SandboxStatus, SandboxSummary, SeLinuxOptions,
-    SecurityContext, SecurityProfile, UserNamespace,
+    ProfileKind, Protocol, PullAuth, RuntimeHandler, SandboxConfig, SandboxFilter, SandboxMetadata,
+    SandboxState, SandboxStatus, SandboxSummary, SeLinuxOptions, SecurityContext, SecurityProfile,
+    UserNamespace,
 };
 
 use super::proto;
