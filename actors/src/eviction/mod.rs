@@ -4,8 +4,12 @@
 //! its restarts). When a threshold is eligible (hard, or soft past its grace period) it ranks the
 //! active pods and asks StatusManager to evict at most one per pass (`EvictPod`); for a disk
 //! signal that images can relieve it first has unused images deleted, measures again and
-//! evicts only if a threshold is still met.
+//! evicts only if a threshold is still met. Before any threshold, a pod above its own
+//! local-storage limits (emptyDir `sizeLimit`, `ephemeral-storage`) is evicted (`local_storage`).
 
+mod local_storage;
+#[cfg(test)]
+mod local_storage_tests;
 mod observe;
 mod pressure;
 pub mod ranking;
@@ -27,6 +31,7 @@ use nodepulse_supervisor::{Kept, Recipient, SendError, SupervisedActor};
 use serde_json::json;
 use tokio::time::Instant;
 
+pub use local_storage::local_storage_evictions;
 pub use observe::{dedicated_image_fs, observations};
 pub use pressure::{PassOutcome, PressureState, housekeeping_pass};
 pub use ranking::Resource;
@@ -229,6 +234,29 @@ impl EvictionSignalActor {
         }));
     }
 
+    /// Step 8 of the pass: every pod above its own local-storage limits; `true` if any.
+    fn evict_local_storage(&mut self, dedicated_image_fs: bool) -> bool {
+        let Some(evictions) = self.evictions.as_ref() else {
+            return false;
+        };
+        let chosen = local_storage_evictions(&evictions.pods.active_pods(), dedicated_image_fs);
+        let any = !chosen.is_empty();
+        for eviction in chosen {
+            let pod = eviction.pod.metadata.name.clone().unwrap_or_default();
+            tracing::warn!(%pod, message = %eviction.message, "evicting a pod above its local storage limit");
+            let record = ((self.wall_clock)(), pod, "local-storage".to_owned());
+            match evictions.evict.try_send(eviction) {
+                Ok(()) => {
+                    self.evicted.count += 1;
+                    self.evicted.last = Some(record);
+                }
+                // The pod stays active, so the next pass chooses it again.
+                Err(error) => tracing::warn!(%error, "the eviction was not delivered"),
+            }
+        }
+        any
+    }
+
     fn evict_for(&mut self, threshold: Threshold, observed: &Observations) {
         let Some(evictions) = self.evictions.as_ref() else {
             return;
@@ -327,7 +355,10 @@ impl EvictionSignalActor {
         if previous.as_ref() != Some(&outcome.conditions) {
             tracing::info!(conditions = ?outcome.conditions, "pressure conditions changed");
         }
-        self.evict(ctx, &observed, &outcome, dedicated_image_fs(host));
+        // As the kubelet: a pass that evicts for local storage evicts for nothing else.
+        if !self.evict_local_storage(dedicated_image_fs(host)) {
+            self.evict(ctx, &observed, &outcome, dedicated_image_fs(host));
+        }
         let at = (self.wall_clock)();
         let message = self.message(&observed, &outcome, at);
         if let Err(error) = self.pressure.try_send(message) {

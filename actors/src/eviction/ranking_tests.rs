@@ -35,6 +35,7 @@ fn stats(pod: Pod, memory: Option<u64>) -> PodStats {
             }]
         }),
         processes: Some(1),
+        storage: None,
     }
 }
 

@@ -40,6 +40,7 @@ impl PodStatsSource for OnePod {
             pod: Arc::new(pod),
             containers: None,
             processes: None,
+            storage: None,
         }]
     }
 }

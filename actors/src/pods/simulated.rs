@@ -463,6 +463,7 @@ impl PodLifecycleProvider for SimulatedPods {
                 PodStats {
                     containers: Some(containers),
                     processes: Some(annotations::processes(&pod).unwrap_or(0)),
+                    storage: None,
                     pod,
                 }
             })

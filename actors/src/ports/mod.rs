@@ -48,7 +48,10 @@ pub use mirror_pods::MirrorPodApi;
 pub use node::{NodeApi, NodeEvent, NodeWatchEvent};
 pub use pod_cgroups::{PodCgroups, PodCgroupsError, ResourceConfig};
 pub use pod_source::PodSource;
-pub use pods::{ContainerStats, PodApi, PodEvent, PodStats, PodStatsSource, PodWatchEvent};
+pub use pods::{
+    ContainerStats, ContainerStorage, PodApi, PodEvent, PodStats, PodStatsSource, PodStorage,
+    PodWatchEvent,
+};
 pub use pods_view::{
     ContainerRecord, PodRecord, PodsPublisher, PodsSnapshot, PodsView, SandboxRecord,
 };

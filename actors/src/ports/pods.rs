@@ -102,6 +102,28 @@ pub struct PodStats {
     pub pod: Arc<Pod>,
     pub containers: Option<Vec<ContainerStats>>,
     pub processes: Option<u64>,
+    /// Its local storage as last measured; `None`: not measured, no local-storage eviction.
+    pub storage: Option<PodStorage>,
+}
+
+/// A pod's local storage as the kubelet's summary measures it, for the local-storage
+/// evictions (emptyDir `sizeLimit`, pod and container `ephemeral-storage` limits).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodStorage {
+    pub containers: Vec<ContainerStorage>,
+    /// Used bytes of each measured volume, by volume name.
+    pub volumes: BTreeMap<String, u64>,
+    /// Writable layers, logs and local ephemeral volumes together.
+    pub ephemeral_bytes: Option<u64>,
+}
+
+/// One container's local storage; `None` where it was not measured.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerStorage {
+    pub name: String,
+    /// Its writable layer.
+    pub rootfs_bytes: Option<u64>,
+    pub logs_bytes: Option<u64>,
 }
 
 /// The pods running on this node, for eviction ranking (the kubelet's active pods with their

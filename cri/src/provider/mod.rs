@@ -425,6 +425,7 @@ impl PodLifecycleProvider for CriPods {
                 pod: Arc::clone(&entry.pod),
                 containers: None,
                 processes: None,
+                storage: None,
             })
             .collect()
     }
