@@ -272,6 +272,7 @@ async fn run_node_with_kubelet_api(
         runtime: node.runtime.clone(),
         volumes: node.views.volumes.clone(),
         probes: node.views.probes.clone(),
+        pod_storage: Some(node.views.pod_storage.clone()),
     };
     let kubelet = match prepared.serve(parts) {
         Ok(kubelet) => kubelet,

@@ -45,7 +45,9 @@ mod x509;
 
 use std::{net::SocketAddr, sync::Arc};
 
-use nodepulse_actors::{pods::PodsView, prober::ProbeResults, volume_manager::VolumeView};
+use nodepulse_actors::{
+    eviction::PodStorageCache, pods::PodsView, prober::ProbeResults, volume_manager::VolumeView,
+};
 use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
@@ -131,6 +133,8 @@ pub struct Parts {
     pub runtime: Option<CriClient>,
     pub volumes: Option<VolumeView>,
     pub probes: Option<ProbeResults>,
+    /// Where the pods' measured storage goes for the eviction manager, when it evicts.
+    pub pod_storage: Option<PodStorageCache>,
 }
 
 /// The running API; [`KubeletApi::stop`] stops accepting (streams in flight run on).
@@ -265,6 +269,13 @@ impl Prepared {
             probes: parts.probes,
             system_log_query: config.enable_system_log_query,
         });
+        if let Some(cache) = parts.pod_storage {
+            tokio::spawn(stats::eviction_storage::refresh(
+                Arc::downgrade(&state),
+                cache,
+                config.housekeeping_interval.0,
+            ));
+        }
         let adopt = |listener: std::net::TcpListener| {
             let address = listener.local_addr();
             tokio::net::TcpListener::from_std(listener).and_then(|adopted| Ok((address?, adopted)))

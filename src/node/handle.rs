@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use nodepulse_actors::{
-    node_status::NodeView, pods::PodsView, prober::ProbeResults, volume_manager::VolumeView,
+    eviction::PodStorageCache, node_status::NodeView, pods::PodsView, prober::ProbeResults,
+    volume_manager::VolumeView,
 };
 use nodepulse_supervisor::SupervisorHandle;
 
@@ -36,6 +37,8 @@ pub struct NodeViews {
     pub volumes: Option<VolumeView>,
     /// The prober's results (on a `runtime: cri` node with its pods).
     pub probes: Option<ProbeResults>,
+    /// Where the kubelet API's summary publishes the pods' storage for their eviction.
+    pub pod_storage: PodStorageCache,
 }
 
 /// A node's parts added to a supervisor that has not started yet (`NodeActors::add_to`).

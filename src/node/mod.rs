@@ -25,7 +25,7 @@ mod wiring;
 use std::{num::NonZeroUsize, sync::Arc};
 
 use nodepulse_actors::{
-    eviction::{EvictionSignalActor, Evictions},
+    eviction::{EvictionSignalActor, Evictions, PodStorageCache, WithStorage},
     image_gc::ImageGcActor,
     lease::LeaseActor,
     log_rotation::LogRotationActor,
@@ -319,9 +319,14 @@ impl NodeActors {
                 images = collector;
             }
         }
+        let pod_storage = PodStorageCache::default();
         if let Some(reports) = reports.filter(|_| parts.signals) {
+            // The pods' storage comes from the kubelet API's summary, when one is served.
             let evictions = pod_state.map(|pods| Evictions {
-                pods: pods as Arc<dyn PodStatsSource>,
+                pods: Arc::new(WithStorage {
+                    pods: pods as Arc<dyn PodStatsSource>,
+                    storage: pod_storage.clone(),
+                }),
                 evict: addresses.status_manager.recipient(),
             });
             builder = wiring.signals(
@@ -337,6 +342,7 @@ impl NodeActors {
             pods: wiring.pods_view.view(),
             volumes,
             probes: (wiring.prober.as_ref()).map(|kept| ProbeResults::new(kept.memory.clone())),
+            pod_storage,
         };
         let runtime = cri.and_then(Result::ok);
         Ok((

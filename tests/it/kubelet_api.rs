@@ -72,6 +72,7 @@ async fn serve_with_healthz(
             runtime: None,
             volumes: None,
             probes: None,
+            pod_storage: None,
         })
         .expect("serving");
     Served {

@@ -183,6 +183,7 @@ async fn a_flood_of_unknown_tokens_does_not_evict_a_token_in_use() {
             runtime: None,
             volumes: None,
             probes: None,
+            pod_storage: None,
         })
         .expect("serving");
     let crt = std::fs::read_to_string(root.path().join("pki/kubelet.crt")).expect("kubelet.crt");

@@ -70,6 +70,7 @@ pub(crate) async fn serve_with(node: &CriNode, kubeconfig: &std::path::Path, ext
             runtime: node.handle.runtime.clone(),
             volumes: node.handle.views.volumes.clone(),
             probes: node.handle.views.probes.clone(),
+            pod_storage: Some(node.handle.views.pod_storage.clone()),
         })
         .expect("serving");
     let crt = std::fs::read_to_string(root.path().join("pki/kubelet.crt")).expect("kubelet.crt");

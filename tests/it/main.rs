@@ -70,6 +70,7 @@ mod kubelet_api_summary;
 mod kubelet_api_volume_stats;
 mod layering;
 mod lease;
+mod local_storage_eviction;
 mod metrics;
 mod monitoring_names;
 mod node_identity;

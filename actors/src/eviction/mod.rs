@@ -19,6 +19,7 @@ mod reclaim;
 #[cfg(test)]
 mod reclaim_tests;
 mod signals;
+mod storage_cache;
 #[cfg(test)]
 mod tests;
 mod thresholds;
@@ -36,6 +37,7 @@ pub use observe::{dedicated_image_fs, observations};
 pub use pressure::{PassOutcome, PressureState, housekeeping_pass};
 pub use ranking::Resource;
 pub use signals::{Condition, Observation, Observations, Signal};
+pub use storage_cache::{PodStorageCache, WithStorage};
 pub use thresholds::{
     Threshold, ThresholdConfig, ThresholdError, ThresholdValue, default_eviction_hard,
     parse_thresholds,

@@ -9,6 +9,7 @@
 //! `only_cpu_and_memory` leaves it out).
 
 pub mod collection;
+pub mod eviction_storage;
 pub mod handler;
 mod node;
 mod pods;

@@ -120,6 +120,7 @@ impl CriNode {
                 runtime: node.runtime.clone(),
                 volumes: node.views.volumes.clone(),
                 probes: node.views.probes.clone(),
+                pod_storage: Some(node.views.pod_storage.clone()),
             })
             .expect("the kubelet API serves");
         let node = Self {
