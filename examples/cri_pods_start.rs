@@ -5,56 +5,13 @@
 //! example) running 30 pods, over 60 s. Needs containerd, runc, the CNI plugins and
 //! busybox-static (`scripts/ci-setup-containerd.sh`).
 
-// The tests' shared helpers, at the crate root where they look for each other (`super::`).
-#[allow(dead_code)]
-#[path = "../tests/it/common/cleanup.rs"]
-mod cleanup;
-#[allow(dead_code)]
-#[path = "../tests/it/common/cluster.rs"]
-mod cluster;
-#[allow(dead_code)]
-#[path = "../tests/it/common/containerd.rs"]
-mod containerd;
-#[allow(dead_code)]
-#[path = "../tests/it/common/cri_fixture.rs"]
-mod cri_fixture;
-#[allow(dead_code)]
-#[path = "../tests/it/common/cri_node.rs"]
-mod cri_node;
-#[allow(dead_code)]
-#[path = "../tests/it/common/node.rs"]
-mod node;
-#[allow(dead_code)]
-#[path = "../tests/it/common/oci_image.rs"]
-mod oci_image;
-#[allow(dead_code)]
-#[path = "../tests/it/common/pods.rs"]
-mod pods;
-#[allow(dead_code)]
-#[path = "../tests/it/common/poll.rs"]
-mod poll;
-#[allow(dead_code)]
-#[path = "../tests/it/common/root_dir.rs"]
-mod root_dir;
-#[allow(dead_code)]
-#[path = "../tests/it/common/skip.rs"]
-mod skip;
-#[allow(dead_code)]
-#[path = "../tests/it/common/tar_archive.rs"]
-mod tar_archive;
-#[allow(dead_code)]
-#[path = "../tests/it/common/test_cgroups.rs"]
-mod test_cgroups;
-
-use poll::{PATIENCE, eventually_async};
-
 // Not `examples/steady.rs`: Cargo would take that for an example of its own.
 #[path = "cri_pods_start/steady.rs"]
 mod steady;
 
 use std::time::{Duration, Instant};
 
-use crate::{
+use nodepulse_testkit::{
     cluster::TestCluster,
     cri_fixture::CriFixture,
     cri_node::CriNode,

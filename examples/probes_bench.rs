@@ -4,48 +4,7 @@
 //! readiness workers at a 1 s period against the same 100 containers without probes.
 //! `cargo run --profile ship --example probes_bench`; needs what `cri_pods_start` needs.
 
-// The tests' shared helpers, at the crate root where they look for each other (`super::`).
-#[allow(dead_code)]
-#[path = "../tests/it/common/cleanup.rs"]
-mod cleanup;
-#[allow(dead_code)]
-#[path = "../tests/it/common/cluster.rs"]
-mod cluster;
-#[allow(dead_code)]
-#[path = "../tests/it/common/containerd.rs"]
-mod containerd;
-#[allow(dead_code)]
-#[path = "../tests/it/common/cri_fixture.rs"]
-mod cri_fixture;
-#[allow(dead_code)]
-#[path = "../tests/it/common/cri_node.rs"]
-mod cri_node;
-#[allow(dead_code)]
-#[path = "../tests/it/common/node.rs"]
-mod node;
-#[allow(dead_code)]
-#[path = "../tests/it/common/oci_image.rs"]
-mod oci_image;
-#[allow(dead_code)]
-#[path = "../tests/it/common/pods.rs"]
-mod pods;
-#[allow(dead_code)]
-#[path = "../tests/it/common/poll.rs"]
-mod poll;
-#[allow(dead_code)]
-#[path = "../tests/it/common/root_dir.rs"]
-mod root_dir;
-#[allow(dead_code)]
-#[path = "../tests/it/common/skip.rs"]
-mod skip;
-#[allow(dead_code)]
-#[path = "../tests/it/common/tar_archive.rs"]
-mod tar_archive;
-#[allow(dead_code)]
-#[path = "../tests/it/common/test_cgroups.rs"]
-mod test_cgroups;
-
-use poll::{PATIENCE, eventually_async};
+use nodepulse_testkit::{PATIENCE, eventually_async};
 
 use std::time::{Duration, Instant};
 
@@ -59,7 +18,7 @@ use kube::{
 use nodepulse_actors::ports::ContainerRuntime;
 use serde_json::{Value, json};
 
-use crate::{
+use nodepulse_testkit::{
     cluster::TestCluster,
     cri_fixture::CriFixture,
     cri_node::CriNode,
@@ -264,7 +223,7 @@ async fn main() {
         )
         .await;
         let pod = wait_pod(&cluster.client, "default", &name, "Running", |pod| {
-            pods::phase(pod) == Some("Running")
+            nodepulse_testkit::pods::phase(pod) == Some("Running")
         })
         .await;
         let mut to_ready = Vec::new();

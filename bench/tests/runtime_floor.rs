@@ -3,39 +3,21 @@
 //! are timed, nothing it made is left on the runtime, and a runtime that already runs a sandbox
 //! is refused and left alone.
 
-// The `it` tests' helpers, at the crate root where they look for each other (`super::`), as
-// the CRI example includes them.
-#[allow(dead_code)]
-#[path = "../../tests/it/common/containerd.rs"]
-mod containerd;
-#[allow(dead_code)]
-#[path = "../../tests/it/common/cri_fixture.rs"]
-mod cri_fixture;
-#[allow(dead_code)]
-#[path = "../../tests/it/common/oci_image.rs"]
-mod oci_image;
-#[allow(dead_code)]
-#[path = "../../tests/it/common/poll.rs"]
-mod poll;
-#[allow(dead_code)]
-#[path = "../../tests/it/common/skip.rs"]
-mod skip;
-#[allow(dead_code)]
-#[path = "../../tests/it/common/tar_archive.rs"]
-mod tar_archive;
-
-use poll::{PATIENCE, eventually_async};
-
 use std::process::{Command, Output};
 
-use cri_fixture::CriFixture;
 use nodepulse_actors::ports::{ContainerRuntime, SandboxFilter};
+use nodepulse_testkit::cri_fixture::CriFixture;
 use serde_json::Value;
 
 fn floor(endpoint: &str, out: &std::path::Path, sizes: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nodepulse-bench"))
         .args(["--out-dir", out.to_str().expect("utf-8"), "runtime-floor"])
-        .args(["--endpoint", endpoint, "--image", oci_image::BUSYBOX_IMAGE])
+        .args([
+            "--endpoint",
+            endpoint,
+            "--image",
+            nodepulse_testkit::oci_image::BUSYBOX_IMAGE,
+        ])
         .args(["--settle-seconds", "0"])
         .args(sizes)
         .output()

@@ -9,12 +9,12 @@ use std::{
 
 use serde_json::json;
 
-use crate::{
-    bound_to_running, cleanup,
+use crate::{bound_to_running, millis};
+use nodepulse_testkit::{
+    cleanup,
     cluster::{TestCluster, unique_node_name},
     cri_fixture::CriFixture,
     cri_node::cri_node_config,
-    millis,
 };
 
 const PODS: usize = 30;

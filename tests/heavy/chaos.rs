@@ -15,7 +15,7 @@
 //! and `NODEPULSE_CHAOS_SECONDS` sets its length (default 20; below about 15 s the pressure may
 //! not flip both ways).
 
-use crate::{common, exclusive};
+use crate::exclusive;
 
 use std::{
     collections::BTreeMap,
@@ -26,7 +26,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::{
+    Api,
+    api::{DeleteParams, PostParams},
+};
+use nodepulse_emulator::{FaultAction, FaultRule};
+use nodepulse_supervisor::ChildState;
+use nodepulse_testkit::{
     attack::{
         LIVENESS_TIMEOUT, NODE_ACTORS, RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator,
         needs_emulator, wait_ready_with_lease,
@@ -38,13 +45,6 @@ use common::{
     observer::{NodeObserver, conditions},
     pods::{pod_manifest, running_and_ready},
 };
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::{
-    Api,
-    api::{DeleteParams, PostParams},
-};
-use nodepulse_emulator::{FaultAction, FaultRule};
-use nodepulse_supervisor::ChildState;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -172,7 +172,7 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     }
     // Let the last kills restart.
     for (actor, expected) in &pending {
-        common::eventually_async(&format!("{actor} restarts"), || async {
+        nodepulse_testkit::eventually_async(&format!("{actor} restarts"), || async {
             let state = daemon.snapshot(actor).await;
             state.state == ChildState::Running && state.restarts == *expected
         })
@@ -188,7 +188,7 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
     for index in created.saturating_sub(5)..created {
         let pod = churned_pod(&name, index);
-        let deadline = Instant::now() + common::PATIENCE;
+        let deadline = Instant::now() + nodepulse_testkit::PATIENCE;
         loop {
             let seen = pods.get_opt(&pod).await.ok().flatten();
             if seen.as_ref().is_some_and(running_and_ready) {
@@ -218,7 +218,7 @@ async fn random_kills_under_load_lose_nothing_and_escalate_exactly_past_the_boun
     // (when the pressure ended), a status period and a restart of an actor killed at the end.
     let (last_write, pressured) = written.last().copied().unwrap_or((watching_since, false));
     let expected = if pressured { "True" } else { "False" };
-    common::eventually(
+    nodepulse_testkit::eventually(
         &format!("the observer sees MemoryPressure {expected}"),
         || observer.varying_status("MemoryPressure").as_deref() == Some(expected),
     )
@@ -401,7 +401,7 @@ async fn flip_pressure(
 /// Waits until the Node's MemoryPressure is `status`.
 async fn wait_memory_pressure(client: &kube::Client, name: &str, status: &str) {
     let nodes = Api::<Node>::all(client.clone());
-    common::eventually_async(&format!("MemoryPressure is {status}"), || async {
+    nodepulse_testkit::eventually_async(&format!("MemoryPressure is {status}"), || async {
         nodes
             .get_opt(name)
             .await

@@ -11,14 +11,12 @@ use nodepulse::{
 };
 use nodepulse_emulator::{Outage, OutageReport, RequestRecord, Verb};
 
-use crate::{
-    common::{
-        attack::needs_emulator,
-        cluster::{TestCluster, unique_node_name},
-        outage::{leases_renewed, outage_length, poll_until, renew_times},
-        pods::SIMULATED_FLEET,
-    },
-    exclusive,
+use crate::exclusive;
+use nodepulse_testkit::{
+    attack::needs_emulator,
+    cluster::{TestCluster, unique_node_name},
+    outage::{leases_renewed, outage_length, poll_until, renew_times},
+    pods::SIMULATED_FLEET,
 };
 
 /// The goal (issue 19), asserted with [`SLACK`] on top for a slow machine.

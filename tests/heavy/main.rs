@@ -1,12 +1,8 @@
 //! Tests whose figures need the machine to themselves: each takes [`exclusive`] first, so they
 //! run one at a time, and cargo runs this binary on its own, never beside `tests/it`'s many
 //! threads. Only what bounds a timing under load it makes itself belongs here (the chaos run,
-//! a 1,000-node fleet through an outage); everything else is in `tests/it`, which shares this
-//! binary's `common`.
-
-#[allow(dead_code)] // This binary uses a few of the shared helpers.
-#[path = "../it/common/mod.rs"]
-mod common;
+//! a 1,000-node fleet through an outage); everything else is in `tests/it`, which shares its
+//! helpers with this binary (`nodepulse-testkit`, testkit/).
 
 mod chaos;
 mod fleet_recovery;

@@ -4,11 +4,11 @@
 //! plus the restart time, the node never goes Unknown or looks different, and a fresh status
 //! with the right conditions is posted within one status period of the restart.
 
-use crate::common;
-
 use std::time::{Duration, Instant};
 
-use common::{
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
+use kube::Api;
+use nodepulse_testkit::{
     attack::{
         NODE_ACTORS, RENEW_INTERVAL, STATUS_PERIOD, lifecycle_emulator, needs_emulator,
         ready_daemon, ready_heartbeat,
@@ -19,8 +19,6 @@ use common::{
     observer::{NodeObserver, conditions},
     pods::{create, pod_manifest, running_and_ready, wait_pod},
 };
-use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
-use kube::Api;
 
 const ACTORS: &[&str] = NODE_ACTORS;
 const MODES: &[&str] = &["stop", "panic", "hang"];
@@ -186,7 +184,7 @@ async fn attack(
     .await;
     // And one more poll of the observer after it, so the worst lag includes the renewal.
     let renewal_seen = Instant::now();
-    common::eventually("the observer polled the renewed Lease", || {
+    nodepulse_testkit::eventually("the observer polled the renewed Lease", || {
         observer.lease_polls_since(renewal_seen) > 0
     })
     .await;
@@ -213,8 +211,8 @@ async fn attack(
 /// the rebuilt client down with the actor's thread: renewals, status and pod statuses go on.
 #[actix_rt::test]
 async fn a_hung_lease_that_rebuilt_the_heartbeat_client_leaves_it_working() {
-    use common::daemon::logged;
     use nodepulse_emulator::{FaultAction, FaultRule, Verb};
+    use nodepulse_testkit::daemon::logged;
 
     let cluster = TestCluster::start_with(lifecycle_emulator()).await;
     if !needs_emulator(
@@ -290,8 +288,8 @@ async fn a_hung_lease_that_rebuilt_the_heartbeat_client_leaves_it_working() {
 /// node went Unknown. The replacement is now built on the runtime `connect` ran on.
 #[actix_rt::test]
 async fn a_fresh_lease_after_a_hung_node_status_rebuilt_the_client_still_renews() {
-    use common::daemon::logged;
     use nodepulse_emulator::{FaultAction, FaultRule, Verb};
+    use nodepulse_testkit::daemon::logged;
 
     let cluster = TestCluster::start_with(lifecycle_emulator()).await;
     if !needs_emulator(
@@ -329,7 +327,7 @@ async fn a_fresh_lease_after_a_hung_node_status_rebuilt_the_client_still_renews(
     let restart = daemon.kill_and_wait_restart("lease", "stop").await;
     let restarted_wall = std::time::SystemTime::now();
     let leases = Api::<Lease>::namespaced(cluster.client.clone(), "kube-node-lease");
-    let deadline = Instant::now() + common::PATIENCE;
+    let deadline = Instant::now() + nodepulse_testkit::PATIENCE;
     loop {
         let renewed = leases
             .get_opt(&name)
@@ -349,7 +347,7 @@ async fn a_fresh_lease_after_a_hung_node_status_rebuilt_the_client_still_renews(
                 .count();
             panic!(
                 "no renewal by the fresh Lease instance within {:?} (the client was rebuilt by {rebuilt_by}; {closed} log lines say \"buffer's worker closed unexpectedly\"): {}",
-                common::PATIENCE,
+                nodepulse_testkit::PATIENCE,
                 daemon.actor("lease").await["actorState"]
             );
         }

@@ -9,14 +9,12 @@ use std::{path::Path, process::Command};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
-use crate::{
-    common::{
-        attack::clean_up,
-        cluster::{TestCluster, unique_node_name},
-        daemon::{DaemonProcess, attack_config},
-        eventually_async, oci_image,
-    },
-    static_pod_url::ManifestServer,
+use crate::static_pod_url::ManifestServer;
+use nodepulse_testkit::{
+    attack::clean_up,
+    cluster::{TestCluster, unique_node_name},
+    daemon::{DaemonProcess, attack_config},
+    eventually_async, oci_image,
 };
 
 /// Anchored items, and as many references to the anchor: 2.25 million nodes from 11 KB, some

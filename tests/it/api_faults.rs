@@ -11,22 +11,20 @@
 //! `tests/heartbeat_faults.rs` covers registration refusals, hung status PATCHes and hung Lease
 //! requests one by one; this file covers the rest.
 
-use crate::common;
-
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{
-    attack::needs_emulator,
-    cluster::{TestCluster, unique_node_name},
-    eventually, eventually_async,
-    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
-};
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::Api;
 use nodepulse::node::NodeAddresses;
 use nodepulse_actors::messages::RuntimeHealth;
 use nodepulse_emulator::{FaultAction, FaultHandle, FaultRule, RequestRecord, Verb};
 use nodepulse_supervisor::SupervisorHandle;
+use nodepulse_testkit::{
+    attack::needs_emulator,
+    cluster::{TestCluster, unique_node_name},
+    eventually, eventually_async,
+    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
+};
 
 /// Renewals every second (a 4 s lease); status every second; heartbeat requests time out after
 /// min(1 s, 4 s) = 1 s.
@@ -111,7 +109,7 @@ impl Attacked {
 
     /// The Lease's renewTime, asking again while reads fail.
     async fn current_renewal(&self) -> SystemTime {
-        let deadline = Instant::now() + common::PATIENCE;
+        let deadline = Instant::now() + nodepulse_testkit::PATIENCE;
         loop {
             if let Some(renewed) = self.renew_time().await {
                 return renewed;
@@ -125,7 +123,7 @@ impl Attacked {
     /// renewal's time.
     async fn next_renewal_after(&self, since: SystemTime) -> (Duration, SystemTime) {
         let started = Instant::now();
-        let deadline = started + common::PATIENCE;
+        let deadline = started + nodepulse_testkit::PATIENCE;
         loop {
             if let Some(renewed) = self.renew_time().await.filter(|renewed| *renewed > since) {
                 return (started.elapsed(), renewed);
@@ -133,7 +131,7 @@ impl Attacked {
             assert!(
                 Instant::now() < deadline,
                 "no renewal within {:?} after the fault",
-                common::PATIENCE
+                nodepulse_testkit::PATIENCE
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -714,7 +712,7 @@ async fn a_node_deleted_under_nodepulse_is_registered_again_and_renewals_go_on()
 
 #[actix_rt::test]
 async fn spoiled_answers_are_retried_or_tolerated_and_never_panic_an_actor() {
-    use common::{
+    use nodepulse_testkit::{
         attack::{NODE_ACTORS, lifecycle_emulator, shortened_intervals, wait_ready_with_lease},
         daemon::{DaemonProcess, attack_config},
         observer::NodeObserver,
@@ -749,7 +747,7 @@ async fn spoiled_answers_are_retried_or_tolerated_and_never_panic_an_actor() {
             .and_then(|lease| lease.spec?.renew_time)
             .map(|time| SystemTime::from(time.0))
     };
-    let renew_interval = common::attack::RENEW_INTERVAL;
+    let renew_interval = nodepulse_testkit::attack::RENEW_INTERVAL;
     for (how, path) in [
         (Spoil::Malformed, "/leases/"),
         (Spoil::Malformed, "/nodes/"),
@@ -846,7 +844,9 @@ async fn spoiled_answers_are_retried_or_tolerated_and_never_panic_an_actor() {
 
 #[actix_rt::test]
 async fn pod_statuses_decided_while_their_writes_fail_all_arrive_afterwards() {
-    use common::pods::{create, pod_manifest, running_and_ready, start_simulated_node, wait_pod};
+    use nodepulse_testkit::pods::{
+        create, pod_manifest, running_and_ready, start_simulated_node, wait_pod,
+    };
     let cluster = TestCluster::start().await;
     if !needs_emulator(
         &cluster,
@@ -856,7 +856,7 @@ async fn pod_statuses_decided_while_their_writes_fail_all_arrive_afterwards() {
     }
     let name = unique_node_name("pod-outage");
     let _supervisor = start_simulated_node(&cluster.kubeconfig, &name, YAML).await;
-    common::attack::wait_ready_with_lease(&cluster.client, &name).await;
+    nodepulse_testkit::attack::wait_ready_with_lease(&cluster.client, &name).await;
     let faults = cluster.faults().clone();
     // Every pod status write is refused, as by an API server that is down for them.
     let refused = faults.inject(

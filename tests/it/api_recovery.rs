@@ -6,11 +6,10 @@
 //! its backoffs. (The 1,000-node fleet's outage is in `tests/heavy`: it needs the machine to
 //! itself.) Run with `--nocapture` for the figures.
 
-use crate::common;
-
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{
+use nodepulse_emulator::{Outage, OutageReport};
+use nodepulse_testkit::{
     attack::{clean_up, needs_emulator, running_pod, wait_ready_with_lease},
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},
@@ -18,7 +17,6 @@ use common::{
     objects::events_about,
     outage::{leases_renewed, outage_length, watch_resumed},
 };
-use nodepulse_emulator::{Outage, OutageReport};
 use serde_json::Value;
 
 /// The goals (issue 19), asserted with [`SLACK`] for a loaded machine on top.

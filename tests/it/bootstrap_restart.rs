@@ -4,11 +4,11 @@
 //! CSR was approved and started again sends no second CSR: it finds the first, checks that it
 //! is the same request, waits on it, and joins once it is approved.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use kube::Api;
+use nodepulse_testkit::{
     bootstrap::{
         CsrSweep, NodeFiles, Token, UNAPPROVED_GROUP, approve, bootstrap_kubeconfig, node_ready,
         requests_by, tls_emulator,
@@ -17,8 +17,6 @@ use common::{
     daemon::{DaemonProcess, attack_config},
     eventually_async,
 };
-use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use kube::Api;
 
 #[actix_rt::test]
 async fn a_bootstrap_restarted_before_approval_waits_on_its_first_csr() {

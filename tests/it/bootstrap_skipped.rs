@@ -3,12 +3,12 @@
 //! certificate inline and an empty certificate directory, beside a bootstrap kubeconfig, sends
 //! no CSR, leaves the file as it was and runs as that certificate's node.
 
-use crate::common;
-
 use std::time::Duration;
 
 use base64::Engine as _;
-use common::{
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use kube::Api;
+use nodepulse_testkit::{
     bootstrap::{
         CsrSweep, KUBEADM_GROUP, NodeFiles, Token, bootstrap_kubeconfig, node_ready, requests_by,
         tls_emulator,
@@ -17,8 +17,6 @@ use common::{
     daemon::{DaemonProcess, attack_config},
     eventually_async,
 };
-use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use kube::Api;
 use serde_json::Value;
 
 #[actix_rt::test]

@@ -1,11 +1,9 @@
-//! The suite's own clean-up (tests/it/common/cleanup.rs), against the emulator or a real cluster:
+//! The suite's own clean-up (testkit/src/cleanup.rs), against the emulator or a real cluster:
 //! a test that fails still deletes what it made, pods bound to a node without an agent
 //! included, and the leftover check sees what is left. And the check of the whole suite
-//! (tests/it/common/leftovers.rs): its two entry points, which `scripts/test.sh` runs before
+//! (testkit/src/leftovers.rs): its two entry points, which `scripts/test.sh` runs before
 //! and after the suite, and a test that it names what a run left on the host; and a CRI node's
 //! fixture detaching the mounts nodepulse leaves in place when it stops.
-
-use crate::common;
 
 use std::{
     io::Write,
@@ -13,17 +11,17 @@ use std::{
     path::PathBuf,
 };
 
-use common::{
-    cleanup::{self, Cleanup, Owned},
-    cluster::{TestCluster, unique_node_name},
-    leftovers::{self, HostPaths},
-    pods::{create, pod_manifest, running_and_ready, wait_pod},
-};
 use k8s_openapi::api::{
     coordination::v1::Lease,
     core::v1::{Node, Pod},
 };
 use kube::{Api, api::PostParams};
+use nodepulse_testkit::{
+    cleanup::{self, Cleanup, Owned},
+    cluster::{TestCluster, unique_node_name},
+    leftovers::{self, HostPaths},
+    pods::{create, pod_manifest, running_and_ready, wait_pod},
+};
 use serde_json::json;
 
 use crate::cri_pods::{Setup, UNTIL_TERM, shell};
@@ -119,7 +117,7 @@ fn baseline_file() -> Option<PathBuf> {
 /// The host's, and the real cluster's when the suite runs against one.
 async fn snapshot_of_everything() -> leftovers::Snapshot {
     let mut snapshot = leftovers::host_snapshot(&HostPaths::of_this_host());
-    if common::skip::on_real_cluster() {
+    if nodepulse_testkit::skip::on_real_cluster() {
         let cluster = TestCluster::start().await;
         snapshot.extend(leftovers::cluster_snapshot(&cluster.client).await);
     }
@@ -157,7 +155,7 @@ async fn the_suite_left_nothing_on_the_host_or_in_the_cluster() {
     let report: String = left.iter().map(|line| format!("LEFT {line}\n")).collect();
     let _ = std::io::stderr().write_all(report.as_bytes());
     assert!(
-        left.is_empty() || !common::skip::in_ci(),
+        left.is_empty() || !nodepulse_testkit::skip::in_ci(),
         "the suite left {} things on the host or in the cluster (the LEFT lines)",
         left.len()
     );
@@ -197,7 +195,7 @@ fn the_host_leftover_check_names_what_a_run_left_and_nothing_else() {
     // Until it has exec'd, the child's command line is still this test binary's.
     let cmdline = format!("/proc/{}/cmdline", shim.id());
     let named = shim_name.as_os_str().as_bytes();
-    let deadline = std::time::Instant::now() + common::PATIENCE;
+    let deadline = std::time::Instant::now() + nodepulse_testkit::PATIENCE;
     while !std::fs::read(&cmdline).is_ok_and(|line| line.starts_with(named)) {
         assert!(
             std::time::Instant::now() < deadline,
@@ -235,7 +233,7 @@ fn the_host_leftover_check_names_what_a_run_left_and_nothing_else() {
             format!("mount: {}", paths.tmp.join(".tmpXyZ/mnt").display()),
         );
     } else {
-        common::skip::missing(
+        nodepulse_testkit::skip::missing(
             "the_host_leftover_check_names_what_a_run_left_and_nothing_else (its mount)",
             "permission to bind-mount",
         );

@@ -4,20 +4,18 @@
 //! Node — including which kubeconfig it picks: `--kubeconfig`, then `KUBECONFIG`, then
 //! `~/.kube/config`, never falling through past a named one.
 
-use crate::common;
-
 use std::{
     path::Path,
     process::{Command, Output},
 };
 
-use common::{
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     eventually_async,
     node::{report_healthy_and_wait_ready, start_api_actors},
 };
-use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
 
 const CONFIGURATION_PAGE: &str = include_str!("../../docs/configuration.md");
 

@@ -10,7 +10,7 @@ use nodepulse_actors::ports::{ContainerRuntime, ContainerRuntimeError, Container
 
 use super::cri_pods::{NAMESPACE, create_pod, shell, spec};
 use super::kubelet_api_logs::{Api, serve};
-use crate::common::{
+use nodepulse_testkit::{
     PATIENCE,
     cluster::TestCluster,
     cri_fixture::{CriFixture, shell_container},

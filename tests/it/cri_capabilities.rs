@@ -10,12 +10,10 @@ use kube::Api;
 use nodepulse_actors::ports::{ContainerRuntime, RuntimeService, SandboxFilter};
 use serde_json::json;
 
-use crate::{
-    common::{
-        objects::wait_pod_event,
-        pods::{create, pod_manifest, wait_pod},
-    },
-    cri_pods::{NAMESPACE, Setup, UNTIL_TERM, shell, spec},
+use crate::cri_pods::{NAMESPACE, Setup, UNTIL_TERM, shell, spec};
+use nodepulse_testkit::{
+    objects::wait_pod_event,
+    pods::{create, pod_manifest, wait_pod},
 };
 
 const USERNS_REFUSED: &str = "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces";

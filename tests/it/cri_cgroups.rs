@@ -4,23 +4,21 @@
 //! `besteffort`; `kubepods` capped at capacity minus `systemReserved`; a stale pod cgroup
 //! (with a process in it) killed and removed when a node starts over it.
 
-use crate::common;
-
 use std::{
     path::{Path, PathBuf},
     process::Command,
 };
 
-use common::{
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::{Api, api::DeleteParams};
+use nodepulse_actors::quantity::value;
+use nodepulse_testkit::{
     cluster::TestCluster,
     cri_fixture::CriFixture,
     cri_node::CriNode,
     eventually, eventually_async,
     test_cgroups::{cgroup_dirs, cgroup_root_for, make_root},
 };
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::{Api, api::DeleteParams};
-use nodepulse_actors::quantity::value;
 use serde_json::json;
 
 use crate::cri_pods::{NAMESPACE, UNTIL_TERM, create_pod, shell, spec, wait_phase};

@@ -4,17 +4,15 @@
 //! last seen active … ago; threshold is …`, and Ready again once containerd answers. A pod
 //! provider that cannot start keeps the node NotReady, saying why, until a retry starts it.
 
-use crate::common;
-
-use common::{
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use nodepulse_testkit::{
     cluster::TestCluster,
     cri_fixture::CriFixture,
     cri_node::CriNode,
     eventually_async,
     pods::{running_and_ready, wait_pod},
 };
-use k8s_openapi::api::core::v1::Node;
-use kube::Api;
 use serde_json::json;
 
 use crate::cri_pods::{UNTIL_TERM, create_pod, shell, spec};

@@ -9,12 +9,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, api::PostParams};
 use serde_json::{Value, json};
 
-use crate::{
-    common::{
-        objects::wait_pod_event,
-        pods::{pod_manifest, wait_pod},
-    },
-    cri_pods::{NAMESPACE, Setup, app, create_pod, shell, wait_phase},
+use crate::cri_pods::{NAMESPACE, Setup, app, create_pod, shell, wait_phase};
+use nodepulse_testkit::{
+    objects::wait_pod_event,
+    pods::{pod_manifest, wait_pod},
 };
 
 /// An init container that writes `lines` to `/data/config.env` in the `config` volume.
@@ -159,7 +157,7 @@ async fn a_required_key_the_file_lacks_is_a_create_container_config_error_until_
 
 #[actix_rt::test]
 async fn a_file_key_ref_to_a_missing_or_non_empty_dir_volume_is_refused_at_creation() {
-    let cluster = crate::common::cluster::TestCluster::start().await;
+    let cluster = nodepulse_testkit::cluster::TestCluster::start().await;
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
     let main = reader(
         "use-envfile",

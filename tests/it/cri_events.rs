@@ -2,9 +2,9 @@
 //! CRI `GetContainerEvents` with Unimplemented — a newer one streams an event for a container
 //! it starts — and a daemon on it says once that it relists, and keeps relisting.
 
-use crate::common;
-
-use common::{
+use futures::StreamExt;
+use nodepulse_actors::ports::{ContainerRuntime, ContainerRuntimeError, RuntimeService};
+use nodepulse_testkit::{
     PATIENCE,
     cluster::TestCluster,
     cri_fixture::{CriFixture, shell_container},
@@ -13,8 +13,6 @@ use common::{
     eventually_async,
     pods::{create, pod_manifest, running_and_ready, wait_pod},
 };
-use futures::StreamExt;
-use nodepulse_actors::ports::{ContainerRuntime, ContainerRuntimeError, RuntimeService};
 use serde_json::{Value, json};
 
 use crate::cri_pods::{UNTIL_TERM, find_key, shell};
@@ -86,14 +84,14 @@ async fn on_a_runtime_without_events_the_daemon_says_so_once_and_relists() {
     if fixture.client.container_events().await.is_ok() {
         // Not a missing tool: a newer runtime simply cannot show the fallback. Skipped in CI
         // too, where the other test of this file then proves the stream instead.
-        common::skip::skipped(
+        nodepulse_testkit::skip::skipped(
             "on_a_runtime_without_events_the_daemon_says_so_once_and_relists",
             "a runtime without a container event stream (containerd 1.6)",
         );
         return;
     }
-    let dir = common::root_dir::RootDir::new();
-    let node = common::cluster::unique_node_name("cri-noevents");
+    let dir = nodepulse_testkit::root_dir::RootDir::new();
+    let node = nodepulse_testkit::cluster::unique_node_name("cri-noevents");
     let yaml = cri_node_config(&fixture, dir.path());
     let daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let name = format!("{node}-app");

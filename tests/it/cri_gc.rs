@@ -4,11 +4,12 @@
 //! address lease and its log directory — while a Succeeded pod still in the API keeps its
 //! dead container and sandbox, as the kubelet's GC rules say.
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
 
-use common::{
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, api::DeleteParams};
+use nodepulse_actors::ports::{ContainerRuntime, SandboxFilter};
+use nodepulse_testkit::{
     PATIENCE,
     cluster::TestCluster,
     cri_fixture::CriFixture,
@@ -17,9 +18,6 @@ use common::{
     eventually_async,
     pods::{create, phase, pod_manifest, running_and_ready, wait_pod},
 };
-use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, api::DeleteParams};
-use nodepulse_actors::ports::{ContainerRuntime, SandboxFilter};
 use serde_json::json;
 
 use crate::cri_pods::{UNTIL_TERM, runtime_containers, shell};
@@ -67,8 +65,8 @@ async fn a_pod_deleted_while_the_daemon_was_down_is_removed_from_the_runtime_at_
     };
     let cluster = TestCluster::start().await;
     let fixture = CriFixture::start("cri-gc").await;
-    let dir = common::root_dir::RootDir::new();
-    let node = common::cluster::unique_node_name("cri-gc");
+    let dir = nodepulse_testkit::root_dir::RootDir::new();
+    let node = nodepulse_testkit::cluster::unique_node_name("cri-gc");
     let yaml = cri_node_config(&fixture, dir.path());
     let mut daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let doomed_name = format!("{node}-doomed");

@@ -10,13 +10,11 @@ use k8s_openapi::api::core::v1::Pod;
 use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime};
 use serde_json::json;
 
-use crate::{
-    common::{
-        objects::wait_pod_event,
-        oci_image::BUSYBOX_IMAGE,
-        pods::{phase, wait_pod},
-    },
-    cri_pods::{NAMESPACE, Setup, app, create_pod, shell, spec},
+use crate::cri_pods::{NAMESPACE, Setup, app, create_pod, shell, spec};
+use nodepulse_testkit::{
+    objects::wait_pod_event,
+    oci_image::BUSYBOX_IMAGE,
+    pods::{phase, wait_pod},
 };
 
 /// Succeeds only where the image's busybox is at `/volume`, and says so.

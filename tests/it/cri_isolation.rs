@@ -13,14 +13,12 @@ use kube::{Api, api::PostParams};
 use nodepulse_actors::pods::apparmor;
 use serde_json::{Value, json};
 
-use crate::{
-    common::{
-        cleanup::{Owned, own},
-        objects::wait_pod_event,
-        pods::{create, phase, pod_manifest, wait_pod},
-        skip,
-    },
-    cri_pods::{NAMESPACE, Setup, runtime_containers, shell},
+use crate::cri_pods::{NAMESPACE, Setup, runtime_containers, shell};
+use nodepulse_testkit::{
+    cleanup::{Owned, own},
+    objects::wait_pod_event,
+    pods::{create, phase, pod_manifest, wait_pod},
+    skip,
 };
 
 /// Reports, into the termination message, the seccomp mode of PID 1 and whether an

@@ -4,18 +4,16 @@
 //! app reads, a failing one restarts the container; an httpGet preStop hook reaches a server;
 //! the termination message file and the log fallback show in `state.terminated.message`.
 
-use crate::common;
-
 use std::{sync::Arc, time::Duration};
 
-use common::{
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use kube::Api;
+use nodepulse_actors::ports::ContainerRuntime;
+use nodepulse_testkit::{
     cri_fixture::CriFixture,
     objects::wait_pod_event,
     pods::{phase, wait_pod},
 };
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
-use kube::Api;
-use nodepulse_actors::ports::ContainerRuntime;
 use serde_json::json;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},

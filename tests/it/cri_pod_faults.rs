@@ -4,15 +4,13 @@
 //! a panic inside the CRI engine's own task for a pod is caught, counted, and the pod synced
 //! again.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::pods::{phase, running_and_ready, wait_pod};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use nodepulse_actors::pods::{InjectProviderFault, ProviderFault};
 use nodepulse_supervisor::{ChildState, KillMode};
+use nodepulse_testkit::pods::{phase, running_and_ready, wait_pod};
 use serde_json::json;
 
 use crate::cri_pods::{
@@ -66,7 +64,7 @@ async fn every_actor_killed_in_every_mode_while_pods_start_and_stop_loses_no_pod
                     .kill(name, mode)
                     .await
                     .unwrap_or_else(|error| panic!("kill {name} ({mode:?}): {error:?}"));
-                common::eventually(&format!("{name} runs again after {mode:?}"), || {
+                nodepulse_testkit::eventually(&format!("{name} runs again after {mode:?}"), || {
                     node.supervisor.actor(name).is_some_and(|actor| {
                         actor.restarts > before && actor.state == ChildState::Running
                     })
@@ -171,7 +169,7 @@ async fn a_pod_worker_that_panics_is_counted_and_its_pod_still_deleted_and_clean
         let pods_api = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
         let gone = delete_and_wait_gone(&pods_api, &name, 2).await;
         assert_eq!(gone.metadata.uid, running.metadata.uid);
-        common::eventually_async(
+        nodepulse_testkit::eventually_async(
             "the deleted pod's container is gone from the runtime",
             || {
                 let (fixture, pod) = (&fixture, &running);

@@ -11,12 +11,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use nodepulse_actors::ports::ContainerRuntime;
 use serde_json::json;
 
-use crate::{
-    common::{
-        objects::{create_config_map, wait_pod_event},
-        pods::{create, phase, pod_manifest, running_and_ready, wait_pod},
-    },
-    cri_pods::{Setup, UNTIL_TERM, app, runtime_containers, runtime_id, shell, spec},
+use crate::cri_pods::{Setup, UNTIL_TERM, app, runtime_containers, runtime_id, shell, spec};
+use nodepulse_testkit::{
+    objects::{create_config_map, wait_pod_event},
+    pods::{create, phase, pod_manifest, running_and_ready, wait_pod},
 };
 
 const NAMESPACE: &str = "default";
@@ -190,11 +188,11 @@ async fn a_pods_config_map_and_empty_dir_volumes_are_mounted_in_its_container() 
             read_in_container(&setup, &pod, "/etc/cfg/greeting").await,
             "hi"
         );
-        crate::common::eventually_async("the container wrote to its emptyDir", || async {
+        nodepulse_testkit::eventually_async("the container wrote to its emptyDir", || async {
             read_in_container(&setup, &pod, "/scratch/file").await == "scratch\n"
         })
         .await;
-        crate::common::eventually_async("the container tried its configMap", || async {
+        nodepulse_testkit::eventually_async("the container tried its configMap", || async {
             !read_in_container(&setup, &pod, "/scratch/cfg").await.is_empty()
         })
         .await;

@@ -21,17 +21,15 @@ use kube::{
 use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState};
 use serde_json::{Value, json};
 
-use crate::{
-    common::{
-        cleanup::{Owned, own},
-        cluster::TestCluster,
-        cri_fixture::CriFixture,
-        cri_node::CriNode,
-        objects::{create_config_map, create_secret, wait_pod_event},
-        oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
-        pods::{create, pod_manifest, wait_pod, wait_running},
-    },
-    cri_pods::{Setup, UNTIL_TERM, app, create_pod, runtime_id, shell, spec, wait_phase},
+use crate::cri_pods::{Setup, UNTIL_TERM, app, create_pod, runtime_id, shell, spec, wait_phase};
+use nodepulse_testkit::{
+    cleanup::{Owned, own},
+    cluster::TestCluster,
+    cri_fixture::CriFixture,
+    cri_node::CriNode,
+    objects::{create_config_map, create_secret, wait_pod_event},
+    oci_image::{BUSYBOX_IMAGE, NAMED_USER_IMAGE, NON_ROOT_IMAGE},
+    pods::{create, pod_manifest, wait_pod, wait_running},
 };
 
 const NAMESPACE: &str = "default";
@@ -247,13 +245,13 @@ async fn a_pods_volumes_are_given_to_its_fs_group_and_readable_as_non_root() {
         ]);
         create_pod(cluster, &node.name, &name, manifest).await;
         let pod = wait_pod(&cluster.client, NAMESPACE, &name, "ended", |pod| {
-            matches!(crate::common::pods::phase(pod), Some("Succeeded" | "Failed"))
+            matches!(nodepulse_testkit::pods::phase(pod), Some("Succeeded" | "Failed"))
         })
         .await;
         let terminated = app(&pod).state.and_then(|s| s.terminated).expect("terminated");
         let output = terminated.message.unwrap_or_default();
         assert_eq!(
-            (crate::common::pods::phase(&pod), terminated.exit_code),
+            (nodepulse_testkit::pods::phase(&pod), terminated.exit_code),
             (Some("Succeeded"), 0),
             "{output}"
         );
@@ -443,7 +441,7 @@ async fn an_ephemeral_container_starts_when_added_to_a_running_pod_and_is_never_
         .await;
         let status = ephemeral_status(&exited, "debugger").expect("its status");
         assert_eq!((status.ready, status.restart_count, status.started), (false, 0, None));
-        assert!(crate::common::pods::running_and_ready(&exited), "the pod stays Ready");
+        assert!(nodepulse_testkit::pods::running_and_ready(&exited), "the pod stays Ready");
         add(json!([debugger, {"name": "sleeper", "image": BUSYBOX_IMAGE, "command": ["/bin/sh", "-c", UNTIL_TERM]}])).await;
         let later = wait_pod(&cluster.client, NAMESPACE, &name, "the sleeper runs", |pod| {
             ephemeral_status(pod, "sleeper").and_then(|s| s.state?.running).is_some()
@@ -692,13 +690,13 @@ async fn a_privileged_container_runs_with_the_privileges_an_unprivileged_one_lac
             .await;
             let ended = wait_pod(&cluster.client, NAMESPACE, &name, "ended", |pod| {
                 matches!(
-                    crate::common::pods::phase(pod),
+                    nodepulse_testkit::pods::phase(pod),
                     Some("Succeeded" | "Failed")
                 )
             })
             .await;
             assert_eq!(
-                crate::common::pods::phase(&ended),
+                nodepulse_testkit::pods::phase(&ended),
                 Some(phase),
                 "{:?}",
                 ended.status
@@ -720,7 +718,7 @@ async fn a_pod_is_ready_only_once_its_readiness_gates_conditions_are_true() {
     };
     let (node, cluster) = (&setup.node, &setup.cluster);
     node.guard(async {
-        use crate::common::pods::condition;
+        use nodepulse_testkit::pods::condition;
         let gate = "nodepulse.test/gate";
         let mut manifest = spec("Always", json!([shell("app", UNTIL_TERM)]));
         manifest["spec"]["readinessGates"] = json!([{"conditionType": gate}]);
@@ -732,7 +730,7 @@ async fn a_pod_is_ready_only_once_its_readiness_gates_conditions_are_true() {
             &name,
             "running, held back by its gate",
             |pod| {
-                crate::common::pods::phase(pod) == Some("Running")
+                nodepulse_testkit::pods::phase(pod) == Some("Running")
                     && condition(pod, "ContainersReady").as_deref() == Some("True")
             },
         )

@@ -8,20 +8,8 @@
 //! SIGKILLed and restarted adopts its running pod without a second container, and so does a
 //! pod actor killed while pods start.
 
-use crate::common;
-
 use std::{net::Ipv4Addr, time::Duration};
 
-use common::{
-    PATIENCE,
-    cluster::TestCluster,
-    cri_fixture::CriFixture,
-    cri_node::{CriNode, cri_node_config},
-    daemon::DaemonProcess,
-    eventually_async,
-    oci_image::BUSYBOX_IMAGE,
-    pods::{create, phase, pod_manifest, running_and_ready, wait_pod, wait_running},
-};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::{
@@ -33,6 +21,16 @@ use nodepulse_actors::{
     ports::{ContainerFilter, ContainerRuntime, ContainerState},
 };
 use nodepulse_supervisor::{ChildState, KillMode};
+use nodepulse_testkit::{
+    PATIENCE,
+    cluster::TestCluster,
+    cri_fixture::CriFixture,
+    cri_node::{CriNode, cri_node_config},
+    daemon::DaemonProcess,
+    eventually_async,
+    oci_image::BUSYBOX_IMAGE,
+    pods::{create, phase, pod_manifest, running_and_ready, wait_pod, wait_running},
+};
 use serde_json::{Value, json};
 
 pub(crate) const NAMESPACE: &str = "default";
@@ -166,7 +164,7 @@ async fn a_settled_cri_pod_costs_no_request_over_batch_passes() {
         )
         .await;
         wait_running(&cluster.client, NAMESPACE, &name).await;
-        common::settled::assert_settled(&cluster, &node.supervisor, &name).await;
+        nodepulse_testkit::settled::assert_settled(&cluster, &node.supervisor, &name).await;
     })
     .await;
 }
@@ -606,8 +604,8 @@ async fn a_daemon_killed_and_restarted_adopts_its_running_pod_without_a_second_c
     };
     let cluster = TestCluster::start().await;
     let fixture = CriFixture::start("cri-restart").await;
-    let dir = common::root_dir::RootDir::new();
-    let node = common::cluster::unique_node_name("cri-restart");
+    let dir = nodepulse_testkit::root_dir::RootDir::new();
+    let node = nodepulse_testkit::cluster::unique_node_name("cri-restart");
     let yaml = cri_node_config(&fixture, dir.path());
     let mut daemon = DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let name = format!("{node}-adopted");
@@ -728,7 +726,7 @@ async fn killing_the_pod_actor_while_pods_start_starts_no_container_twice() {
                 .kill(pods::NAME, mode)
                 .await
                 .expect("the kill is accepted");
-            common::eventually("the pod actor runs again", || {
+            nodepulse_testkit::eventually("the pod actor runs again", || {
                 node.supervisor.actor(pods::NAME).is_some_and(|actor| {
                     actor.restarts > before && actor.state == ChildState::Running
                 })

@@ -3,13 +3,11 @@
 //! IDs the runtime holds and the log file the runtime writes, and the handle's CRI client
 //! reaches the same runtime; once the pod is deleted it leaves the view.
 
-use crate::common;
-
 use std::{sync::Arc, time::Duration};
 
-use common::{eventually, pods::wait_running};
 use kube::{Api, api::DeleteParams};
 use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState, SandboxFilter};
+use nodepulse_testkit::{eventually, pods::wait_running};
 
 use super::cri_pods::{NAMESPACE, Setup, app, create_pod, runtime_id, shell, spec};
 

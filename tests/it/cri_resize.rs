@@ -6,12 +6,10 @@ use std::time::Duration;
 
 use nodepulse_actors::ports::{ContainerRuntime, LinuxResources};
 
-use crate::{
-    common::{
-        cri_fixture::{CriFixture, shell_container},
-        eventually_async,
-    },
-    cri_pods::{UNTIL_TERM, wait_container_trapped},
+use crate::cri_pods::{UNTIL_TERM, wait_container_trapped};
+use nodepulse_testkit::{
+    cri_fixture::{CriFixture, shell_container},
+    eventually_async,
 };
 
 fn sized(milli_cpu: i64, memory: i64) -> LinuxResources {

@@ -5,10 +5,8 @@
 //! ExecSync returns output and exit code, and its timeout is told apart; a missing image has
 //! no status; stopped and removed things are no longer listed.
 
-use crate::{
-    common::cri_fixture::{CriFixture, shell_container},
-    cri_pods::{UNTIL_TERM, wait_container_trapped},
-};
+use crate::cri_pods::{UNTIL_TERM, wait_container_trapped};
+use nodepulse_testkit::cri_fixture::{CriFixture, shell_container};
 
 use std::{
     net::Ipv4Addr,
@@ -285,7 +283,7 @@ async fn image_status_of_a_missing_image_is_none() {
     assert_eq!(missing, None);
     let present = fixture
         .client
-        .image_status(crate::common::oci_image::BUSYBOX_IMAGE.to_owned())
+        .image_status(nodepulse_testkit::oci_image::BUSYBOX_IMAGE.to_owned())
         .await
         .expect("ImageStatus")
         .expect("the imported image");

@@ -3,7 +3,7 @@
 //! names and CPU and memory figures, the list calls filter by sandbox and ID, an unknown ID is
 //! NotFound; RemoveImage removes an image (ImageStatus then has none) and is idempotent.
 
-use crate::common::{
+use nodepulse_testkit::{
     cri_fixture::{CriFixture, shell_container},
     eventually_async,
     oci_image::BUSYBOX_IMAGE,

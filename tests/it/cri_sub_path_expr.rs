@@ -15,12 +15,10 @@ use kube::{
 use nodepulse_actors::ports::ContainerRuntime;
 use serde_json::{Value, json};
 
-use crate::{
-    common::{
-        objects::wait_pod_event,
-        pods::{phase, wait_pod, wait_running},
-    },
-    cri_pods::{NAMESPACE, Setup, UNTIL_TERM, app, create_pod, runtime_id, shell},
+use crate::cri_pods::{NAMESPACE, Setup, UNTIL_TERM, app, create_pod, runtime_id, shell};
+use nodepulse_testkit::{
+    objects::wait_pod_event,
+    pods::{phase, wait_pod, wait_running},
 };
 
 /// The specs' container: `POD_NAME=foo`, `ANNOTATION` from the pod's annotation `mysubpath`,

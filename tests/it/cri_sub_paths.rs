@@ -14,14 +14,19 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, api::DeleteParams};
 use serde_json::{Value, json};
 
-use crate::{
-    common::{
-        PATIENCE, cluster::TestCluster, cri_fixture::CriFixture, cri_node::cri_node_config,
-        daemon::DaemonProcess, eventually, eventually_async, objects::pod_events,
-        oci_image::BUSYBOX_IMAGE, pods::create, pods::pod_manifest, pods::wait_running,
-        poll::eventually_async_within, root_dir::RootDir,
-    },
-    cri_pods::{NAMESPACE, Setup, UNTIL_TERM, shell},
+use crate::cri_pods::{NAMESPACE, Setup, UNTIL_TERM, shell};
+use nodepulse_testkit::{
+    PATIENCE,
+    cluster::TestCluster,
+    cri_fixture::CriFixture,
+    cri_node::cri_node_config,
+    daemon::DaemonProcess,
+    eventually, eventually_async,
+    objects::pod_events,
+    oci_image::BUSYBOX_IMAGE,
+    pods::{create, pod_manifest, wait_running},
+    poll::eventually_async_within,
+    root_dir::RootDir,
 };
 
 /// Containers that mount the swapped path, each started once when its subPath is accepted.
@@ -214,7 +219,7 @@ async fn sub_path_binds_a_killed_daemon_left_go_when_the_restarted_one_finds_the
     let cluster = TestCluster::start().await;
     let fixture = CriFixture::start("cri-subpath-restart").await;
     let dir = RootDir::new();
-    let node = crate::common::cluster::unique_node_name("cri-subpath-restart");
+    let node = nodepulse_testkit::cluster::unique_node_name("cri-subpath-restart");
     let yaml = cri_node_config(&fixture, dir.path());
     let root = dir.path().join("root");
     let host = dir.path().join("host-volume");

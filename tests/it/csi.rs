@@ -15,7 +15,7 @@ use nodepulse_actors::{
 };
 use tonic::Status;
 
-use crate::common::csi_plugin::{CsiPlugin, PluginOptions};
+use nodepulse_testkit::csi_plugin::{CsiPlugin, PluginOptions};
 
 const DRIVER: &str = "csi.nodepulse.test";
 const NODE: &str = "csi-node-1";

@@ -14,7 +14,7 @@ use kube::{
 use nodepulse::volume::csi::layout::attachment_name;
 use serde_json::json;
 
-use crate::common::{
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     eventually_async, pods,
     skip::skipped,

@@ -20,7 +20,7 @@ use nodepulse_actors::{
 };
 use serde_json::json;
 
-use crate::common::{
+use nodepulse_testkit::{
     cleanup::{Owned, own},
     cluster::{TestCluster, unique_node_name},
     storage::{create_bound_claim, create_csi_driver, own_volume_attachment},

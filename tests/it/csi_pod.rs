@@ -21,7 +21,7 @@ use nodepulse::volume::csi::layout::attachment_name;
 use nodepulse_supervisor::SupervisorHandle;
 use serde_json::json;
 
-use crate::common::{
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     csi_plugin::{CsiPlugin, PluginOptions},
     eventually_async,
@@ -38,7 +38,7 @@ const ATTACH_DETACH: &str = "volumes.kubernetes.io/controller-managed-attach-det
 /// The node, its driver, the claim's PV and the pod using it.
 struct Scene {
     node: String,
-    root: crate::common::root_dir::RootDir,
+    root: nodepulse_testkit::root_dir::RootDir,
     plugin: CsiPlugin,
     pv: String,
     unique: String,
@@ -50,7 +50,7 @@ struct Scene {
 impl Scene {
     async fn start(cluster: &TestCluster, prefix: &str) -> (Self, SupervisorHandle) {
         let node = unique_node_name(prefix);
-        let root = crate::common::root_dir::RootDir::with_prefix("np-csi");
+        let root = nodepulse_testkit::root_dir::RootDir::with_prefix("np-csi");
         let driver = format!("{node}.csi.nodepulse.test");
         let (pv, claim, pod, handle) = (
             format!("{node}-pv"),

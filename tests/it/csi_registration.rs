@@ -19,7 +19,7 @@ use nodepulse::{
 use nodepulse_actors::ports::NODE_ID_ANNOTATION;
 use tokio::task::JoinHandle;
 
-use crate::common::{
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     csi_plugin::{CsiPlugin, PluginOptions},
     eventually, eventually_async, storage,

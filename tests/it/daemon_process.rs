@@ -1,8 +1,6 @@
 //! The daemon as a process: how it starts, stops on SIGTERM, refuses bad configuration, and
 //! exits when its supervisor escalates — each with its documented exit code and message.
 
-use crate::common;
-
 use std::{
     io::{BufRead, BufReader, Write},
     process::{Child, Command, Stdio},
@@ -10,7 +8,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{PATIENCE, actors::RecorderStore};
 use nodepulse::{
     config::{Config, Settings, Source},
     daemon::{self, EXIT_CONFIG, EXIT_ESCALATED},
@@ -18,6 +15,7 @@ use nodepulse::{
     node::supervisor_config,
 };
 use nodepulse_supervisor::{ChildSpec, Supervisor, mailbox};
+use nodepulse_testkit::{PATIENCE, actors::RecorderStore};
 
 const TOKEN: &str = "escalation-test-token-42";
 

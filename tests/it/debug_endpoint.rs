@@ -1,16 +1,14 @@
 //! The debug endpoint over real HTTP: every route, every documented error code, and fault
 //! injection that really kills and restarts an actor.
 
-use crate::common;
-
 use std::{num::NonZeroU32, time::Duration};
 
-use common::{actors::RecorderStore, eventually_async};
 use nodepulse::debug::{self, FaultInjectionGate};
 use nodepulse_supervisor::{
     ChildSpec, IntensityPolicy, RestartPolicy, Supervisor, SupervisorConfig, SupervisorHandle,
     mailbox,
 };
+use nodepulse_testkit::{actors::RecorderStore, eventually_async};
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
@@ -460,7 +458,7 @@ async fn the_page_unknown_routes_and_wrong_methods() {
 /// are not HTTP, a closed connection), and none of it restarts an actor or touches the node.
 #[actix_rt::test]
 async fn hostile_requests_to_a_running_daemon_get_4xx_and_change_nothing() {
-    use common::{
+    use nodepulse_testkit::{
         attack::{clean_up, ready_daemon},
         cluster::{TestCluster, unique_node_name},
         daemon::DEBUG_TOKEN,

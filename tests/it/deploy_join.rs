@@ -8,25 +8,11 @@
 //! Secret, a ConfigMap and a projected token through its whole life, an event) allowed by the
 //! model of the Node authorizer for that node alone.
 
-use crate::common;
-
 use std::{
     ffi::OsStr,
     path::{Path, PathBuf},
 };
 
-use common::{
-    bootstrap::{CsrSweep, node_ready},
-    cluster::{TestCluster, unique_node_name},
-    daemon::DaemonProcess,
-    deploy::{Access, DaemonSetPod, Rbac, deploy_objects, requests_of, service_account},
-    eventually, eventually_async,
-    node_authorizer::{NodeAuthorizer, NodeRequest},
-    objects::{create_config_map, create_secret},
-    pods::{create, pod_manifest, running_and_ready, wait_pod},
-    root_dir::RootDir,
-    skip,
-};
 use k8s_openapi::api::{
     certificates::v1::CertificateSigningRequest,
     core::v1::{PersistentVolume, Pod},
@@ -39,6 +25,18 @@ use nodepulse::{
 };
 use nodepulse_actors::ports::{PodApi, PodEvent};
 use nodepulse_emulator::{AuthConfig, EmulatorConfig, User};
+use nodepulse_testkit::{
+    bootstrap::{CsrSweep, node_ready},
+    cluster::{TestCluster, unique_node_name},
+    daemon::DaemonProcess,
+    deploy::{Access, DaemonSetPod, Rbac, deploy_objects, requests_of, service_account},
+    eventually, eventually_async,
+    node_authorizer::{NodeAuthorizer, NodeRequest},
+    objects::{create_config_map, create_secret},
+    pods::{create, pod_manifest, running_and_ready, wait_pod},
+    root_dir::RootDir,
+    skip,
+};
 use serde_json::json;
 
 const NAMESPACE: &str = "kube-public";
@@ -150,7 +148,7 @@ async fn the_daemonset_joins_as_its_node_and_asks_only_what_the_node_authorizer_
     // Joined by the pod's token, approved as deploy/'s RBAC allows.
     let csrs = Api::<CertificateSigningRequest>::all(cluster.client.clone());
     let by_account =
-        common::bootstrap::requests_by(&csrs, std::slice::from_ref(&account_user)).await;
+        nodepulse_testkit::bootstrap::requests_by(&csrs, std::slice::from_ref(&account_user)).await;
     assert_eq!(by_account.len(), 1, "one CSR with the ServiceAccount token");
     let approved = by_account[0]
         .status

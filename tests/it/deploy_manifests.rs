@@ -4,20 +4,18 @@
 //! checked in `deploy_join.rs`); the DaemonSet, the ConfigMap and the systemd unit hand the
 //! daemon a command line, a configuration and a bootstrap kubeconfig it accepts.
 
-use crate::common;
-
 use std::{collections::BTreeSet, path::Path};
 
 use clap::Parser;
-use common::deploy::{
-    Access, DEPLOY, DaemonSetPod, Rbac, deploy_objects, of_kind, only, service_account,
-};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::config::Kubeconfig;
 use nodepulse::{
     cli::Cli,
     config::{Config, Source},
     daemon::EXIT_CONFIG,
+};
+use nodepulse_testkit::deploy::{
+    Access, DEPLOY, DaemonSetPod, Rbac, deploy_objects, of_kind, only, service_account,
 };
 
 /// All the ServiceAccount may do, as (API group, resource[/subresource], verbs): send a node

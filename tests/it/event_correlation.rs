@@ -5,16 +5,8 @@
 //! containerd has one Event object per reason. Only nodepulse writes Events about the test's
 //! uniquely named Node and pod.
 
-use crate::common;
-
 use std::sync::Arc;
 
-use common::{
-    cluster::{TestCluster, unique_node_name},
-    eventually_async,
-    objects::events_about,
-    pods::wait_pod,
-};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::{
     Api,
@@ -22,6 +14,12 @@ use kube::{
 };
 use nodepulse::{config::Config, kube_api::KubeApi};
 use nodepulse_actors::ports::{NodeApi, NodeEvent};
+use nodepulse_testkit::{
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
+    objects::events_about,
+    pods::wait_pod,
+};
 use serde_json::json;
 
 use crate::cri_pods::{Setup, app, create_pod, shell, spec};
@@ -126,7 +124,7 @@ async fn an_event_whose_write_got_no_answer_is_written_by_a_later_try() {
 
     let test = "an_event_whose_write_got_no_answer_is_written_by_a_later_try";
     let cluster = TestCluster::start().await;
-    if !common::attack::needs_emulator(&cluster, test) {
+    if !nodepulse_testkit::attack::needs_emulator(&cluster, test) {
         return;
     }
     let node = unique_node_name("evretry");

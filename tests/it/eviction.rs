@@ -3,8 +3,7 @@
 //! pressure reaching the NodeStatus side within one housekeeping pass, held for the transition
 //! period, and kept across the actor's restarts. The real host is in `signal_actors.rs`.
 
-use crate::common;
-use crate::common::collector;
+use nodepulse_testkit::collector;
 
 use std::{
     path::Path,
@@ -13,13 +12,13 @@ use std::{
 };
 
 use collector::{collector, test_supervisor};
-use common::{eventually, host_fixture::HostFixture};
 use nodepulse::{config::Config, config::Source, host::HostProbe, node};
 use nodepulse_actors::{
     messages::PressureChanged,
     ports::{HostError, HostSignals, MemorySource},
 };
 use nodepulse_supervisor::KillMode;
+use nodepulse_testkit::{eventually, host_fixture::HostFixture};
 
 const GI: u64 = 1024 * 1024 * 1024;
 

@@ -3,15 +3,9 @@
 //! Lease, is visible and killable through the debug endpoint by `?node=`, and a kill on one
 //! node leaves the others undisturbed. No timing goals here: those are the benchmarks'.
 
-use crate::common;
-
 use nodepulse::kube_api::node::is_ready;
 use std::{collections::BTreeMap, time::Duration};
 
-use common::{
-    cleanup, cluster::TestCluster, cluster::unique_node_name, eventually, eventually_async,
-    pods::SIMULATED_FLEET,
-};
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::{Api, api::ListParams};
 use nodepulse::{
@@ -21,6 +15,12 @@ use nodepulse::{
     kube_api::KubeApi,
 };
 use nodepulse_supervisor::ChildState;
+use nodepulse_testkit::{
+    cleanup,
+    cluster::{TestCluster, unique_node_name},
+    eventually, eventually_async,
+    pods::SIMULATED_FLEET,
+};
 use serde_json::Value;
 
 const NODES: usize = 50;

@@ -3,17 +3,8 @@
 //! held up by hung status PATCHes, a hung connection is abandoned, and with the node-lifecycle
 //! controller running the node never goes Unknown.
 
-use crate::common;
-
 use std::time::{Duration, Instant};
 
-use common::{
-    PATIENCE,
-    cluster::{TestCluster, unique_node_name},
-    eventually_async,
-    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
-    node_history::NodeHistory,
-};
 use jiff::Timestamp;
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::Api;
@@ -21,6 +12,13 @@ use nodepulse::node::NodeAddresses;
 use nodepulse_actors::messages::RuntimeHealth;
 use nodepulse_emulator::{EmulatorConfig, FaultAction, FaultRule, LifecycleConfig, Verb};
 use nodepulse_supervisor::SupervisorHandle;
+use nodepulse_testkit::{
+    PATIENCE,
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
+    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
+    node_history::NodeHistory,
+};
 
 /// Renewals every second (a 4 s lease); status computed every second; heartbeat requests time
 /// out after min(1 s, 4 s) = 1 s.
@@ -79,7 +77,7 @@ fn skip_unless_emulator(cluster: &TestCluster, test: &str) -> bool {
     if cluster.is_emulator() {
         return false;
     }
-    common::skip::skipped(test, "the emulator's fault injection");
+    nodepulse_testkit::skip::skipped(test, "the emulator's fault injection");
     true
 }
 

@@ -4,17 +4,15 @@
 //! reached the kubelet's `FreeDiskSpaceFailed` and, on the second failure, `ImageGCFailed`
 //! events are recorded on the Node.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{
-    cluster::TestCluster, cri_fixture::CriFixture, cri_node::CriNode, eventually_async, objects,
-    oci_image, pods::wait_running,
-};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, api::DeleteParams};
 use nodepulse_actors::{image_gc, ports::ContainerRuntime};
+use nodepulse_testkit::{
+    cluster::TestCluster, cri_fixture::CriFixture, cri_node::CriNode, eventually_async, objects,
+    oci_image, pods::wait_running,
+};
 use serde_json::{Value, json};
 
 use super::cri_pods::{NAMESPACE, UNTIL_TERM, create_pod, shell, spec};

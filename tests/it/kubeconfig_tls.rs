@@ -6,15 +6,13 @@
 //!
 //! The certificates are minted with the `openssl` command (X.509 v3, as webpki requires).
 
-use crate::common;
-
 use std::{
     path::{Path, PathBuf},
     process::Command,
     sync::Arc,
 };
 
-use common::{
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     node::{report_healthy_and_wait_ready, start_api_actors},
 };
@@ -178,13 +176,13 @@ async fn status(kubeconfig: &Path, node: &str) -> (Option<i32>, String, String) 
 #[actix_rt::test]
 async fn a_client_certificate_and_the_cluster_ca_work_over_rustls() {
     let test = "a_client_certificate_and_the_cluster_ca_work_over_rustls";
-    if common::skip::on_real_cluster() {
-        common::skip::skipped(test, "the emulator behind a test TLS front");
+    if nodepulse_testkit::skip::on_real_cluster() {
+        nodepulse_testkit::skip::skipped(test, "the emulator behind a test TLS front");
         return;
     }
     let node = unique_node_name("tls");
     let Some(certificates) = Certificates::mint(&node) else {
-        common::skip::missing(test, "the openssl command (scripts/test.sh installs it)");
+        nodepulse_testkit::skip::missing(test, "the openssl command (scripts/test.sh installs it)");
         return;
     };
     let cluster = TestCluster::start().await;

@@ -12,7 +12,7 @@ use nodepulse::{
     kubelet_api::{self, KubeletApi, Parts},
 };
 
-use crate::common::{
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     kubelet_client::{KubeletClient, TestCa, serving_ca},
     node::connect,
@@ -97,7 +97,7 @@ impl Served {
 
     pub(crate) fn client(
         &self,
-        identity: Option<&crate::common::kubelet_client::ClientIdentity>,
+        identity: Option<&nodepulse_testkit::kubelet_client::ClientIdentity>,
     ) -> KubeletClient {
         let address = SocketAddr::from(([127, 0, 0, 1], self.api.address.port()));
         KubeletClient::new(
@@ -267,7 +267,7 @@ async fn with_webhook_authorization_the_api_servers_answer_decides() {
     );
     if cluster.is_emulator() {
         // The emulator has no RBAC: every review it answers allows.
-        crate::common::skip::skipped(
+        nodepulse_testkit::skip::skipped(
             "with_webhook_authorization_the_api_servers_answer_decides (the refusal)",
             "a real cluster's RBAC",
         );
@@ -357,7 +357,8 @@ async fn enable_server_false_serves_neither_the_api_nor_healthz() {
         );
         let node = unique_node_name("kapi-off");
         let daemon =
-            crate::common::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+            nodepulse_testkit::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml)
+                .await;
         for listener in [port, healthz] {
             let connected = tokio::net::TcpStream::connect(("127.0.0.1", listener)).await;
             assert_eq!(

@@ -23,7 +23,7 @@ use nodepulse::{
 };
 
 use super::kubelet_api::free_port;
-use crate::common::{
+use nodepulse_testkit::{
     PATIENCE,
     cluster::{TestCluster, unique_node_name},
     daemon::DaemonProcess,

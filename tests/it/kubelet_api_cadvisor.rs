@@ -12,7 +12,7 @@ use super::{
     cri_pods::{NAMESPACE, Setup, create_pod, runtime_id, shell},
     kubelet_api_logs::serve,
 };
-use crate::common::{
+use nodepulse_testkit::{
     eventually_async, host_cgroups,
     pods::wait_running,
     prometheus_text::{Family, parse, written_twice},
@@ -27,7 +27,7 @@ fn find<'a>(
     families: &'a BTreeMap<String, Family>,
     family: &str,
     wanted: &[(&str, &str)],
-) -> Option<&'a crate::common::prometheus_text::Sample> {
+) -> Option<&'a nodepulse_testkit::prometheus_text::Sample> {
     let mut found = (families.get(family)?.samples.iter()).filter(|sample| {
         wanted
             .iter()

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::cri_pods::{NAMESPACE, Setup, create_pod, shell, spec};
 use super::kubelet_api_logs::serve;
-use crate::common::{PATIENCE, eventually};
+use nodepulse_testkit::{PATIENCE, eventually};
 
 #[actix_rt::test]
 async fn a_followed_log_counts_as_an_open_stream_and_connection_in_the_debug_endpoint() {

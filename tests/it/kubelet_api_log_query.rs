@@ -10,10 +10,10 @@
 use k8s_openapi::api::core::v1::Node;
 
 use crate::{
-    common::{cluster::TestCluster, kubelet_client::TestCa},
     kubelet_api::{serve, serve_trusting},
     kubelet_api_logs::{kubectl, kubectl_available},
 };
+use nodepulse_testkit::{cluster::TestCluster, kubelet_client::TestCa};
 
 /// A host root whose `/var/log` is the test's and whose `/proc` is the real one (read at start).
 fn host_root() -> tempfile::TempDir {
@@ -164,7 +164,7 @@ async fn the_upstream_specs_query_reaches_the_node_through_the_api_servers_node_
     })
     .await;
     let Some(emulator) = cluster.emulator.as_ref() else {
-        crate::common::skip::skipped(test, "the emulator (a loopback node address it dials)");
+        nodepulse_testkit::skip::skipped(test, "the emulator (a loopback node address it dials)");
         return;
     };
     let host = host_root();

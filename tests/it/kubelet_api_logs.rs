@@ -15,7 +15,7 @@ use nodepulse::{
 use nodepulse_actors::ports::ContainerState;
 
 use super::cri_pods::{NAMESPACE, Setup, create_pod, shell, spec};
-use crate::common::{
+use nodepulse_testkit::{
     cluster::TestCluster,
     cri_fixture::CriFixture,
     cri_node::CriNode,
@@ -381,7 +381,10 @@ pub(crate) async fn kubectl_node(
     })
     .await;
     let Some(emulator) = cluster.emulator.as_ref() else {
-        crate::common::skip::skipped(test, "the emulator (a node address the API server dials)");
+        nodepulse_testkit::skip::skipped(
+            test,
+            "the emulator (a node address the API server dials)",
+        );
         return None;
     };
     let fixture = CriFixture::start(prefix).await;
@@ -423,7 +426,7 @@ pub(crate) fn kubectl_available(test: &str) -> bool {
             std::env::var_os("CI").is_none(),
             "kubectl is required in CI"
         );
-        crate::common::skip::skipped(test, "kubectl");
+        nodepulse_testkit::skip::skipped(test, "kubectl");
     }
     found
 }

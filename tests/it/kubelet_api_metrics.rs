@@ -12,7 +12,7 @@ use super::{
     cri_pods::{NAMESPACE, Setup, UNTIL_TERM, create_pod, shell},
     kubelet_api_logs::serve,
 };
-use crate::common::{
+use nodepulse_testkit::{
     eventually_async,
     pods::wait_running,
     prometheus_text::{Family, Sample, parse, written_twice},

@@ -9,7 +9,7 @@ use super::{
     cri_pods::{NAMESPACE, Setup, create_pod, shell, spec},
     kubelet_api_logs::serve,
 };
-use crate::common::{
+use nodepulse_testkit::{
     eventually_async,
     pods::wait_running,
     prometheus_text::{Sample, labels, parse, sample},

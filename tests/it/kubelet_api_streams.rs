@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 use super::cri_pods::{NAMESPACE, Setup, UNTIL_TERM, create_pod, shell, spec};
 use super::kubelet_api_logs::{kubectl_node, serve};
-use crate::common::{eventually, eventually_async, pods::wait_running};
+use nodepulse_testkit::{eventually, eventually_async, pods::wait_running};
 
 /// `kubectl` with the cluster's kubeconfig and `args`, its exit code, stdout and stderr.
 async fn kubectl(

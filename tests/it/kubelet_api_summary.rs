@@ -21,7 +21,7 @@ use super::{
     cri_pods::{NAMESPACE, Setup, create_pod, shell},
     kubelet_api_logs::serve_with,
 };
-use crate::common::{
+use nodepulse_testkit::{
     eventually_async,
     host_cgroups::{self, TestCgroup},
     pods::wait_running,
@@ -646,24 +646,27 @@ fn successes(text: &str, pod: &str, uid: &str) -> Option<u64> {
 #[actix_rt::test]
 async fn the_summary_and_the_pods_are_read_through_the_api_servers_node_proxy() {
     let test = "the_summary_and_the_pods_are_read_through_the_api_servers_node_proxy";
-    if crate::common::cri_fixture::CriFixture::required(test).is_none()
+    if nodepulse_testkit::cri_fixture::CriFixture::required(test).is_none()
         || !super::kubelet_api_logs::kubectl_available(test)
     {
         return;
     }
     let cluster =
-        crate::common::cluster::TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
+        nodepulse_testkit::cluster::TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
             kubelet_preferred_address_types: vec!["InternalIP".into(), "Hostname".into()],
             ..nodepulse_emulator::EmulatorConfig::for_tests()
         })
         .await;
     let Some(emulator) = cluster.emulator.as_ref() else {
         // A real API server dials the node's Hostname, a unique test name nothing resolves.
-        crate::common::skip::skipped(test, "the emulator (a node address the API server dials)");
+        nodepulse_testkit::skip::skipped(
+            test,
+            "the emulator (a node address the API server dials)",
+        );
         return;
     };
-    let fixture = crate::common::cri_fixture::CriFixture::start("summary-proxy").await;
-    let (node, served) = crate::common::cri_node::CriNode::start_with_kubelet_api(
+    let fixture = nodepulse_testkit::cri_fixture::CriFixture::start("summary-proxy").await;
+    let (node, served) = nodepulse_testkit::cri_node::CriNode::start_with_kubelet_api(
         &cluster.kubeconfig,
         &fixture,
         "summary-proxy",

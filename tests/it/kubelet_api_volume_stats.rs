@@ -12,7 +12,7 @@ use super::{
     cri_pods::{NAMESPACE, UNTIL_TERM, create_pod, runtime_id, shell},
     kubelet_api_logs::{Api, serve_with},
 };
-use crate::common::{
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     cri_fixture::CriFixture,
     cri_node::CriNode,

@@ -3,15 +3,8 @@
 //! with a renewTime that only moves forward, survives writes behind its back, and keeps
 //! renewing across its own restarts.
 
-use crate::common;
-
 use std::{sync::Arc, time::Duration};
 
-use common::{
-    PATIENCE,
-    cluster::{TestCluster, unique_node_name},
-    eventually_async,
-};
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, api::PostParams};
@@ -22,6 +15,11 @@ use nodepulse_actors::{
 };
 use nodepulse_supervisor::{
     ChildSpec, KillMode, Supervisor, SupervisorConfig, SupervisorHandle, mailbox,
+};
+use nodepulse_testkit::{
+    PATIENCE,
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
 };
 
 /// Renewals every second: a 4 s lease renewed at a quarter of it.

@@ -12,7 +12,7 @@ use super::{
     cri_pods::{NAMESPACE, Setup, create_pod, shell},
     kubelet_api_logs::serve_with,
 };
-use crate::common::poll::eventually_async_within;
+use nodepulse_testkit::poll::eventually_async_within;
 
 #[actix_rt::test]
 async fn a_pod_writing_past_its_ephemeral_storage_limit_is_evicted() {

@@ -1,13 +1,11 @@
 //! The daemon's black-box tests, in one binary so the suite links once instead of 26 times
 //! (`tests/heavy` holds the two that need the machine to themselves).
-//! One module per property; each module's own doc says what it proves. `common` holds what
-//! they share: the test cluster (the emulator, or a real one named by
+//! One module per property; each module's own doc says what it proves. `nodepulse-testkit`
+//! (testkit/) holds what they share: the test cluster (the emulator, or a real one named by
 //! `NODEPULSE_TEST_KUBECONFIG`), daemons as processes, fixture hosts, a private containerd.
 //!
 //! Tests wait on timers and I/O far more than they compute: `scripts/test.sh` runs them with
 //! more threads than cores.
-
-mod common;
 
 mod actor_faults;
 mod alias_bombs;

@@ -4,8 +4,6 @@
 //! `_seconds` in base units, histograms with buckets), and their values move — requests, status updates and Lease renewals count up, the
 //! Lease's lag stays under its duration, and a killed actor's restart is counted.
 
-use crate::common;
-
 use std::{
     collections::BTreeMap,
     io::{BufRead, BufReader, Write},
@@ -14,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{
+use nodepulse_testkit::{
     PATIENCE,
     cluster::{TestCluster, unique_node_name},
 };

@@ -14,7 +14,7 @@ use super::{
     kubelet_api_logs::serve_with,
     kubelet_api_volume_stats::{ClaimNode, PERIOD},
 };
-use crate::common::{
+use nodepulse_testkit::{
     eventually_async,
     pods::wait_running,
     prometheus_text::{Family, parse},

@@ -3,15 +3,13 @@
 //! it registers its Node, keeps its status and renews its Lease — and the same identity is
 //! refused another node's objects, so the test would notice nodepulse reaching beyond its own.
 
-use crate::common;
-
-use common::{
+use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
+use kube::{Api, api::PostParams};
+use nodepulse_testkit::{
     eventually_async,
     identity::{NodeIdentityEmulator, client},
     node::{healthy_runtime, start_api_actors},
 };
-use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
-use kube::{Api, api::PostParams};
 
 #[actix_rt::test]
 async fn a_node_identity_is_enough_and_reaches_only_its_own_objects() {

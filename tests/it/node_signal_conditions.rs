@@ -5,9 +5,8 @@
 //! images imported into the runtime show up in the Node's `status.images`. Prints the measured
 //! latencies.
 
-use crate::common;
-use crate::common::containerd;
-use crate::common::oci_image;
+use nodepulse_testkit::containerd;
+use nodepulse_testkit::oci_image;
 
 use std::{
     path::Path,
@@ -15,11 +14,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{
-    cluster::{TestCluster, unique_node_name},
-    eventually_async,
-    host_fixture::HostFixture,
-};
 use containerd::Containerd;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -32,6 +26,11 @@ use nodepulse::{
 use nodepulse_actors::ports::{HostSignals, RuntimeService};
 use nodepulse_cri::client::CriClient;
 use nodepulse_supervisor::SupervisorHandle;
+use nodepulse_testkit::{
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
+    host_fixture::HostFixture,
+};
 
 /// NodeStatus and Lease from the daemon's wiring, fed by the signal actors on the given runtime
 /// and host. Status is computed every second; reports are forced only every 5m.

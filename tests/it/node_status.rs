@@ -3,16 +3,8 @@
 //! every setter's output on this host, Ready following the runtime, adoption and
 //! re-registration, no PATCH without a change, and the report-frequency PATCH.
 
-use crate::common;
-
 use std::time::Instant;
 
-use common::{
-    PATIENCE,
-    cluster::{TestCluster, unique_node_name},
-    eventually, eventually_async,
-    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
-};
 use futures::StreamExt;
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::{
@@ -22,6 +14,12 @@ use kube::{
 use nodepulse::node::NodeAddresses;
 use nodepulse_actors::messages::RuntimeHealth;
 use nodepulse_supervisor::SupervisorHandle;
+use nodepulse_testkit::{
+    PATIENCE,
+    cluster::{TestCluster, unique_node_name},
+    eventually, eventually_async,
+    node::{healthy_runtime, report_healthy_and_wait_ready, start_api_actors},
+};
 
 struct Running {
     supervisor: SupervisorHandle,
@@ -412,7 +410,7 @@ async fn a_new_pod_cidr_is_pushed_to_the_runtime_once_and_forces_a_status_patch(
         }))
         .start();
     let yaml = "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 5m\nnodeLeaseDurationSeconds: 4\nrootDir: /\n";
-    let (supervisor, addresses) = common::node::start_api_actors_with(
+    let (supervisor, addresses) = nodepulse_testkit::node::start_api_actors_with(
         &cluster.kubeconfig,
         &name,
         yaml,

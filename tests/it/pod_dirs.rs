@@ -4,23 +4,21 @@
 //! directory left for a pod the API no longer has is removed at start — but never one that still
 //! has something mounted below it, even a bind mount from the same filesystem.
 
-use crate::common;
-
 use std::{
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use common::{
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, api::DeleteParams};
+use nodepulse_actors::ports::{ContainerRuntime, SandboxFilter};
+use nodepulse_supervisor::SupervisorHandle;
+use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},
     eventually, eventually_async,
     pods::{create, pod_manifest, start_simulated_node, wait_running},
     root_dir::RootDir,
 };
-use k8s_openapi::api::core::v1::Pod;
-use kube::{Api, api::DeleteParams};
-use nodepulse_actors::ports::{ContainerRuntime, SandboxFilter};
-use nodepulse_supervisor::SupervisorHandle;
 use serde_json::{Value, json};
 
 use crate::cri_pods::{Setup, UNTIL_TERM, runtime_containers, shell};
@@ -178,7 +176,7 @@ async fn at_start_a_directory_left_for_a_pod_the_api_no_longer_has_goes_unless_s
     std::fs::create_dir_all(&bound).expect("the orphan's directory");
     let bind = rustix::mount::mount_bind(&theirs, &bound);
     if let Err(error) = &bind {
-        common::skip::missing(
+        nodepulse_testkit::skip::missing(
             &format!("{test} (its bind-mount half)"),
             &format!("permission to bind-mount ({error})"),
         );

@@ -11,10 +11,8 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use crate::{
-    common::pods::{wait_pod, wait_running},
-    cri_pods::{NAMESPACE, Setup, UNTIL_TERM, create_pod, shell, spec},
-};
+use crate::cri_pods::{NAMESPACE, Setup, UNTIL_TERM, create_pod, shell, spec};
+use nodepulse_testkit::pods::{wait_pod, wait_running};
 
 /// The conditions nodepulse writes for a running pod, all of them kubelet-owned.
 const OWNED: [&str; 5] = [

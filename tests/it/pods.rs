@@ -8,22 +8,12 @@
 //! the pod actors while pods arrive loses none of them; the pod lifecycle actor and the volume
 //! manager follow one watch of the node's pods, also across their restarts.
 
-use crate::common;
-
 use std::{
     collections::BTreeSet,
     net::IpAddr,
     time::{Duration, Instant},
 };
 
-use common::{
-    PATIENCE,
-    cluster::{TestCluster, unique_node_name},
-    eventually, eventually_async,
-    pods::{
-        condition, create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_pod,
-    },
-};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::{
@@ -32,6 +22,14 @@ use kube::{
 };
 use nodepulse_emulator::Verb;
 use nodepulse_supervisor::{ChildState, KillMode, SupervisorHandle};
+use nodepulse_testkit::{
+    PATIENCE,
+    cluster::{TestCluster, unique_node_name},
+    eventually, eventually_async,
+    pods::{
+        condition, create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_pod,
+    },
+};
 use serde_json::json;
 
 const NAMESPACE: &str = "default";
@@ -435,7 +433,7 @@ async fn a_settled_pod_costs_no_request_over_batch_passes() {
         name,
         pod: _,
     } = one_running_pod(&cluster, "pods-settled").await;
-    common::settled::assert_settled(&cluster, &supervisor, &name).await;
+    nodepulse_testkit::settled::assert_settled(&cluster, &supervisor, &name).await;
 }
 
 /// A soft memory threshold every host meets (available below 99% of capacity), eligible for
@@ -656,7 +654,7 @@ async fn killing_the_pod_actors_while_pods_arrive_loses_none() {
 async fn a_quiet_node_keeps_its_watches_open() {
     let cluster = TestCluster::start().await;
     let Some(emulator) = cluster.emulator.as_ref() else {
-        common::skip::skipped(
+        nodepulse_testkit::skip::skipped(
             "a_quiet_node_keeps_its_watches_open",
             "the emulator's request log to count watch requests",
         );
@@ -690,7 +688,7 @@ async fn a_quiet_node_keeps_its_watches_open() {
 async fn the_pod_actors_share_one_pod_watch_across_their_restarts() {
     let cluster = TestCluster::start().await;
     let Some(emulator) = cluster.emulator.as_ref() else {
-        common::skip::skipped(
+        nodepulse_testkit::skip::skipped(
             "the_pod_actors_share_one_pod_watch_across_their_restarts",
             "the emulator's request log to count watch requests",
         );

@@ -7,22 +7,20 @@
 //! again; `/debug/probes` shows each worker. The daemon probes the pod IP from the host
 //! (the test's CNI bridge, 198.18.1.0/24, is in the host's network namespace).
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use nodepulse::debug::{self, FaultInjectionGate};
+use nodepulse_actors::{pods, ports::ContainerRuntime, prober, status_manager};
+use nodepulse_supervisor::{ChildState, KillMode};
+use nodepulse_testkit::{
     cluster::TestCluster,
     cri_fixture::CriFixture,
     cri_node::CriNode,
     objects::wait_pod_event,
     pods::{condition, phase, running_and_ready, wait_pod},
 };
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use nodepulse::debug::{self, FaultInjectionGate};
-use nodepulse_actors::{pods, ports::ContainerRuntime, prober, status_manager};
-use nodepulse_supervisor::{ChildState, KillMode};
 use serde_json::{Value, json};
 
 use crate::cri_pods::{Setup, UNTIL_TERM, app, create_pod, runtime_id, shell, spec};
@@ -66,7 +64,7 @@ fn running_not_ready(pod: &Pod) -> bool {
 
 /// The messages of the Events about this very pod.
 async fn event_messages(cluster: &TestCluster, pod: &Pod) -> Vec<String> {
-    let events = common::objects::pod_events(cluster, pod).await;
+    let events = nodepulse_testkit::objects::pod_events(cluster, pod).await;
     events.into_iter().filter_map(|e| e.message).collect()
 }
 
@@ -383,7 +381,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), NAMESPACE);
-    common::eventually_async(what, || {
+    nodepulse_testkit::eventually_async(what, || {
         let (pods, done) = (pods.clone(), done());
         async move {
             let pod = pods.get(name).await.expect("the pod");

@@ -3,23 +3,10 @@
 //! not recreated, with no NotReady blip and the pods still Running; a killed and restarted
 //! containerd turns the node NotReady and Ready again while it never goes Unknown.
 
-use crate::common;
-use crate::common::containerd;
+use nodepulse_testkit::containerd;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{
-    attack::{
-        RENEW_INTERVAL, clean_up, lifecycle_emulator, needs_emulator, ready_daemon, running_pod,
-        shortened_intervals, wait_ready_with_lease,
-    },
-    cluster::{TestCluster, unique_node_name},
-    daemon::{DaemonProcess, attack_config},
-    eventually_async,
-    node_history::NodeHistory,
-    observer::NodeObserver,
-    pods::{condition, phase, running_and_ready},
-};
 use containerd::Containerd;
 use k8s_openapi::api::{
     coordination::v1::Lease,
@@ -31,6 +18,18 @@ use kube::{
 };
 use nodepulse_actors::status_manager::NAME as STATUS_MANAGER;
 use nodepulse_emulator::{FaultAction, FaultRule, Verb};
+use nodepulse_testkit::{
+    attack::{
+        RENEW_INTERVAL, clean_up, lifecycle_emulator, needs_emulator, ready_daemon, running_pod,
+        shortened_intervals, wait_ready_with_lease,
+    },
+    cluster::{TestCluster, unique_node_name},
+    daemon::{DaemonProcess, attack_config},
+    eventually_async,
+    node_history::NodeHistory,
+    observer::NodeObserver,
+    pods::{condition, phase, running_and_ready},
+};
 use serde_json::json;
 
 /// The daemon's own bound on stopping its actors, plus room for a loaded machine.
@@ -261,7 +260,7 @@ async fn containerd_killed_and_restarted_turns_the_node_not_ready_and_back_never
     containerd.write_cni_config();
     let name = unique_node_name("containerd");
     // Its own root dir (the kubelet API writes its certificate under it) and API ports.
-    let root = crate::common::root_dir::RootDir::new();
+    let root = nodepulse_testkit::root_dir::RootDir::new();
     let yaml = format!(
         "runtime: cri\ncontainerRuntimeEndpoint: {}\nruntimeProbePeriod: 1s\ncontainerRuntimeDownAfter: 3s\nrootDir: {}\nport: 0\nhealthzPort: 0\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n{}",
         containerd.endpoint(),
@@ -274,12 +273,11 @@ async fn containerd_killed_and_restarted_turns_the_node_not_ready_and_back_never
     let watching_since = Instant::now();
     let nodes = Api::<Node>::all(cluster.client.clone());
     let ready = || async {
-        nodes
-            .get_opt(&name)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|node| common::observer::conditions(&node).get("Ready").cloned())
+        nodes.get_opt(&name).await.ok().flatten().and_then(|node| {
+            nodepulse_testkit::observer::conditions(&node)
+                .get("Ready")
+                .cloned()
+        })
     };
 
     containerd.kill();

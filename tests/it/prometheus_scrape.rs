@@ -18,7 +18,7 @@ use super::{
     kubelet_api_logs::serve_with,
     kubelet_api_volume_stats::{ClaimNode, PERIOD},
 };
-use crate::common::{eventually_async, pods::wait_running, prometheus_text::written_twice};
+use nodepulse_testkit::{eventually_async, pods::wait_running, prometheus_text::written_twice};
 
 /// kube-prometheus's kubelet endpoints (its ServiceMonitor's), by job.
 const JOBS: [(&str, &str); 3] = [
@@ -57,7 +57,7 @@ fn required(test: &str) -> bool {
         .status()
         .is_ok_and(|status| status.success());
     if !present {
-        crate::common::skip::missing(
+        nodepulse_testkit::skip::missing(
             test,
             "prometheus (scripts/ci-setup-prometheus.sh installs it)",
         );

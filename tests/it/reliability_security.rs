@@ -5,11 +5,9 @@
 //! nothing but its own Node, its own Lease, Events, the pods bound to it and the token of the
 //! ServiceAccount its pod runs as.
 
-use crate::common;
-
 use std::collections::BTreeSet;
 
-use common::{
+use nodepulse_testkit::{
     attack::{clean_up, needs_emulator, wait_ready_with_lease},
     cluster::{TestCluster, unique_node_name},
     daemon::{DEBUG_TOKEN, DaemonProcess, attack_config},
@@ -53,7 +51,7 @@ async fn fault_injection_is_off_by_default_and_a_wide_bind_is_warned_about() {
 async fn the_fault_injection_token_never_reaches_the_logs() {
     let cluster = TestCluster::start().await;
     let name = unique_node_name("security-token");
-    let yaml = attack_config(&common::attack::shortened_intervals(20));
+    let yaml = attack_config(&nodepulse_testkit::attack::shortened_intervals(20));
     let daemon =
         DaemonProcess::start_with_env(&cluster.kubeconfig, &name, &yaml, &[("RUST_LOG", "debug")])
             .await;
@@ -132,7 +130,7 @@ async fn under_node_restriction_the_daemon_writes_only_its_own_objects() {
     let daemon = DaemonProcess::start(
         &restricted.node_kubeconfig,
         &name,
-        &attack_config(&common::attack::shortened_intervals(20)),
+        &attack_config(&nodepulse_testkit::attack::shortened_intervals(20)),
     )
     .await;
     wait_ready_with_lease(admin, &name).await;

@@ -4,9 +4,8 @@
 //! restarted one is found again; no socket at all is said plainly; the pod CIDR is pushed once;
 //! and a runtime call that never returns stops neither the health updates nor the actor.
 
-use crate::common;
-use crate::common::collector;
-use crate::common::containerd;
+use nodepulse_testkit::collector;
+use nodepulse_testkit::containerd;
 
 use std::{
     sync::Arc,
@@ -14,7 +13,6 @@ use std::{
 };
 
 use collector::{Received, collector, test_supervisor};
-use common::{eventually, eventually_async};
 use containerd::Containerd;
 use futures::{FutureExt, future::BoxFuture};
 use nodepulse_actors::{
@@ -28,6 +26,7 @@ use nodepulse_actors::{
 };
 use nodepulse_cri::client::CriClient;
 use nodepulse_supervisor::{ChildSpec, Kept, Mailbox, SupervisorHandle, mailbox};
+use nodepulse_testkit::{eventually, eventually_async};
 
 const PERIOD: Duration = Duration::from_millis(200);
 
@@ -102,7 +101,7 @@ async fn network_ready_follows_the_cni_config_without_a_runtime_restart() {
 
     containerd.write_cni_config();
     let written = Instant::now();
-    let deadline = written + common::PATIENCE;
+    let deadline = written + nodepulse_testkit::PATIENCE;
     while received
         .first_since(written, |health| health.network_error.is_none())
         .is_none()

@@ -17,7 +17,7 @@ use k8s_openapi::api::{certificates::v1::CertificateSigningRequest, core::v1::No
 use kube::{Api, config::Kubeconfig};
 use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject as _};
 
-use crate::common::{
+use nodepulse_testkit::{
     PATIENCE,
     bootstrap::{
         CsrSweep, KUBEADM_GROUP, NodeFiles, Token, approve, bootstrap_kubeconfig, delete_csrs,
@@ -458,7 +458,7 @@ async fn moving_node(cluster: &TestCluster, name: &str, ip: &str) -> MovingNode 
         CertificateStore, Purpose, Rotation, ServingIdentity, rotation::Rotated,
     };
     let (_, api) =
-        crate::common::node::connect(&cluster.kubeconfig, name, "runtime: simulated\n").await;
+        nodepulse_testkit::node::connect(&cluster.kubeconfig, name, "runtime: simulated\n").await;
     let addresses = Arc::new(std::sync::Mutex::new(internal_ip(ip)));
     let identity = Arc::new(ServingIdentity::default());
     let cert_dir = tempfile::tempdir().expect("temp dir");
@@ -546,7 +546,7 @@ async fn new_node_addresses_ask_for_a_new_serving_certificate_and_drop_the_wait_
     let second = wait_requests(&csrs, &name, 2).await;
     assert_eq!(requested(&second[1]).3, [ip("192.0.2.20")]);
     approve(&csrs, &second[1]).await;
-    crate::common::eventually("the certificate for the new address is installed", || {
+    nodepulse_testkit::eventually("the certificate for the new address is installed", || {
         node.identity.certificate().leaf().is_some()
     })
     .await;

@@ -2,8 +2,7 @@
 //! host, with a NodeStatus mailbox that nobody drains (a flood must not stall them), and with a
 //! runtime whose calls hang (the host's signals must not wait for it).
 
-use crate::common;
-use crate::common::collector;
+use nodepulse_testkit::collector;
 
 use std::{
     path::PathBuf,
@@ -12,7 +11,6 @@ use std::{
 };
 
 use collector::{Collector, collector, test_supervisor};
-use common::{eventually, eventually_async};
 use futures::{FutureExt, future::BoxFuture};
 use nodepulse::{
     config::{Config, Settings, Source},
@@ -27,6 +25,7 @@ use nodepulse_actors::{
     },
 };
 use nodepulse_supervisor::{ChildState, mailbox};
+use nodepulse_testkit::{eventually, eventually_async};
 
 /// RuntimeProbe and EvictionSignal of `settings`, reporting to the test's collectors.
 fn signal_actors(

@@ -7,12 +7,12 @@
 use std::{net::TcpListener, time::Duration};
 
 use crate::{
-    common::{
-        cluster::unique_node_name, cri_fixture::CriFixture, cri_node::cri_node_config,
-        daemon::DaemonProcess, pods::wait_running, root_dir::RootDir,
-    },
     cri_pods::{NAMESPACE, UNTIL_TERM, shell, spec},
     kubelet_api_logs::{kubectl, kubectl_available},
+};
+use nodepulse_testkit::{
+    cluster::unique_node_name, cri_fixture::CriFixture, cri_node::cri_node_config,
+    daemon::DaemonProcess, pods::wait_running, root_dir::RootDir,
 };
 
 /// The addresses of the listeners standalone mode opens by default, as a kubelet and another
@@ -86,9 +86,9 @@ async fn standalone_beside_a_kubelet_needs_no_well_known_port_nor_a_resolvable_n
     let client = kube::Client::try_from(config).expect("a client");
     let name = "hello";
     let script = format!("echo from-standalone; {UNTIL_TERM}");
-    crate::common::pods::create(
+    nodepulse_testkit::pods::create(
         &client,
-        &crate::common::pods::pod_manifest(
+        &nodepulse_testkit::pods::pod_manifest(
             name,
             NAMESPACE,
             &node,

@@ -8,22 +8,22 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
 use crate::{
-    common::{
-        PATIENCE,
-        cleanup::{Owned, own},
-        cluster::{TestCluster, unique_node_name},
-        cri_fixture::CriFixture,
-        cri_node::cri_node_config,
-        daemon::DaemonProcess,
-        eventually_async,
-        pods::{running_and_ready, wait_pod},
-        root_dir::RootDir,
-    },
     cri_pods::{app, runtime_id},
     static_pods::{
         HASH, MIRROR, NAMESPACE, annotation, runs, static_containers, static_sandboxes,
         write_manifest,
     },
+};
+use nodepulse_testkit::{
+    PATIENCE,
+    cleanup::{Owned, own},
+    cluster::{TestCluster, unique_node_name},
+    cri_fixture::CriFixture,
+    cri_node::cri_node_config,
+    daemon::DaemonProcess,
+    eventually_async,
+    pods::{running_and_ready, wait_pod},
+    root_dir::RootDir,
 };
 
 /// The mirror pod of manifest pod `name` on `node`, Running and Ready; owned for clean-up.

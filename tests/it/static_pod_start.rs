@@ -9,17 +9,15 @@ use std::path::Path;
 use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState};
 use serde_json::json;
 
-use crate::{
-    common::{
-        cleanup::{RUN_LABEL, run_id},
-        cri_fixture::CriFixture,
-        cri_node::CriNode,
-        eventually_async,
-        oci_image::BUSYBOX_IMAGE,
-    },
-    static_pods::{
-        HASH, NAMESPACE, StaticSetup, annotation, static_containers, wait_mirror, write_pod,
-    },
+use crate::static_pods::{
+    HASH, NAMESPACE, StaticSetup, annotation, static_containers, wait_mirror, write_pod,
+};
+use nodepulse_testkit::{
+    cleanup::{RUN_LABEL, run_id},
+    cri_fixture::CriFixture,
+    cri_node::CriNode,
+    eventually_async,
+    oci_image::BUSYBOX_IMAGE,
 };
 
 /// A container that takes the lock `/shared/lock` (a directory: `mkdir` is atomic) and says

@@ -15,9 +15,13 @@ use tokio::{
 };
 
 use crate::{
-    common::{cleanup::RUN_LABEL, cleanup::run_id, eventually_async, oci_image::BUSYBOX_IMAGE},
     cri_pods::{UNTIL_TERM, app, runtime_id},
     static_pods::{HASH, NAMESPACE, StaticSetup, annotation, runs, wait_mirror},
+};
+use nodepulse_testkit::{
+    cleanup::{RUN_LABEL, run_id},
+    eventually_async,
+    oci_image::BUSYBOX_IMAGE,
 };
 
 /// The test's manifest server: answers every GET with the status line and body set now,

@@ -13,7 +13,7 @@ use tokio::{
     net::TcpListener,
 };
 
-use crate::common::{
+use nodepulse_testkit::{
     attack::clean_up,
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},

@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
-use crate::common::{
+use nodepulse_testkit::{
     attack::clean_up,
     cluster::{TestCluster, unique_node_name},
     daemon::{DaemonProcess, attack_config},

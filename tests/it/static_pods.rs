@@ -14,19 +14,17 @@ use nodepulse_actors::ports::{ContainerFilter, ContainerRuntime, ContainerState,
 use nodepulse_emulator::Outage;
 use serde_json::json;
 
-use crate::{
-    common::{
-        attack::needs_emulator,
-        cleanup::{Owned, RUN_LABEL, own, run_id},
-        cluster::TestCluster,
-        cri_fixture::CriFixture,
-        cri_node::CriNode,
-        eventually_async,
-        oci_image::BUSYBOX_IMAGE,
-        outage::outage_length,
-        pods::{running_and_ready, wait_pod},
-    },
-    cri_pods::{UNTIL_TERM, app, runtime_id},
+use crate::cri_pods::{UNTIL_TERM, app, runtime_id};
+use nodepulse_testkit::{
+    attack::needs_emulator,
+    cleanup::{Owned, RUN_LABEL, own, run_id},
+    cluster::TestCluster,
+    cri_fixture::CriFixture,
+    cri_node::CriNode,
+    eventually_async,
+    oci_image::BUSYBOX_IMAGE,
+    outage::outage_length,
+    pods::{running_and_ready, wait_pod},
 };
 
 pub(crate) const NAMESPACE: &str = "default";

@@ -5,18 +5,11 @@
 //! of a burst of status changes loses none of them, and the adapter's watch sees this node's
 //! pods only. Two tests print figures: SetPodStatus → API latency and changes synced per second.
 
-use crate::common;
-
 use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use common::{
-    PATIENCE, cleanup,
-    cluster::{TestCluster, unique_node_name},
-    eventually_async,
-};
 use futures::{StreamExt, future::join_all};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::{
@@ -35,6 +28,11 @@ use nodepulse_actors::{
 };
 use nodepulse_supervisor::{
     ChildSpec, Kept, KillMode, Mailbox, Supervisor, SupervisorConfig, SupervisorHandle, mailbox,
+};
+use nodepulse_testkit::{
+    PATIENCE, cleanup,
+    cluster::{TestCluster, unique_node_name},
+    eventually_async,
 };
 use serde_json::json;
 
@@ -370,7 +368,7 @@ async fn burst(
                 .expect("the kill is accepted");
             // The next kill must hit the next instance, not the one dying now; meanwhile the
             // statuses just sent wait in the cache and the mailbox.
-            common::eventually(
+            nodepulse_testkit::eventually(
                 &format!("the actor is restarted after the {mode} kill"),
                 || restarts() > before,
             )
@@ -378,7 +376,7 @@ async fn burst(
         }
     }
     // Cheap to poll: nothing queued, nothing the API lacks (the API check follows).
-    common::eventually("every change is handled and sent", || {
+    nodepulse_testkit::eventually("every change is handled and sent", || {
         manager.mailbox.depth() == 0
             && manager
                 .store

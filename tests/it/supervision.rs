@@ -1,21 +1,19 @@
 //! The supervisor detects every way an actor can die (stop, panic, hang), restarts it with
 //! backoff, bounds restarts, and loses no message sent while the actor was down.
 
-use crate::common;
-
 use std::{
     num::NonZeroU32,
     time::{Duration, Instant},
 };
 
-use common::{
-    PATIENCE,
-    actors::{Count, Explode, Record, RecorderStore, StopYourself},
-    eventually,
-};
 use nodepulse_supervisor::{
     ActorRequestError, BackoffPolicy, ChildSpec, ChildState, IntensityPolicy, KillMode,
     RestartPolicy, SendError, Supervisor, SupervisorConfig, SupervisorHandle, mailbox,
+};
+use nodepulse_testkit::{
+    PATIENCE,
+    actors::{Count, Explode, Record, RecorderStore, StopYourself},
+    eventually,
 };
 
 fn fast_config() -> SupervisorConfig {

@@ -5,15 +5,20 @@
 //! refused token end the run with the kubelet's words. The tests create the bootstrap token
 //! Secret and (on a real cluster) kubeadm's RBAC bindings, and delete them and the CSRs after.
 
-use crate::common;
-
 use std::{
     path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant, SystemTime},
 };
 
-use common::{
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+    config::Kubeconfig,
+};
+use nodepulse_emulator::{FaultAction, FaultRule, Verb};
+use nodepulse_testkit::{
     PATIENCE,
     bootstrap::{
         CsrSweep, KUBEADM_GROUP, NodeFiles, Token, UNAPPROVED_GROUP, bootstrap_kubeconfig,
@@ -25,13 +30,6 @@ use common::{
     node_history::NodeHistory,
     skip::skipped,
 };
-use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-    config::Kubeconfig,
-};
-use nodepulse_emulator::{FaultAction, FaultRule, Verb};
 use serde_json::json;
 
 #[actix_rt::test]

@@ -7,27 +7,25 @@
 //! and the volume manager killed in every mode mid-mount, then the node restarted with its pods
 //! running: nothing set up twice, nothing leaked.
 
-use crate::common;
-
 use std::{
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
-use common::{
-    cluster::{TestCluster, unique_node_name},
-    daemon::DaemonProcess,
-    eventually, eventually_async, objects,
-    pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_running},
-    root_dir::RootDir,
-};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::{
     Api,
     api::{DeleteParams, PostParams},
 };
 use nodepulse_supervisor::{ChildState, KillMode, SupervisorHandle};
+use nodepulse_testkit::{
+    cluster::{TestCluster, unique_node_name},
+    daemon::DaemonProcess,
+    eventually, eventually_async, objects,
+    pods::{create, phase, pod_manifest, running_and_ready, start_simulated_node, wait_running},
+    root_dir::RootDir,
+};
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = "default";
@@ -137,7 +135,7 @@ fn tmpfs_mountable(test: &str) -> bool {
     let Some(why) = nodepulse::volume::host::probe_tmpfs() else {
         return true;
     };
-    common::skip::missing(
+    nodepulse_testkit::skip::missing(
         &format!("{test} (its tmpfs checks)"),
         &format!("a tmpfs mount: {why}"),
     );
@@ -615,7 +613,8 @@ async fn the_daemon_killed_mid_mount_and_restarted_shows_every_volume_once_in_de
         "runtime: simulated\nrootDir: {}\n{SYNC}podCIDR: 10.125.0.0/16\nevictionHard:\n  memory.available: 1Mi\ndebug:\n  address: 127.0.0.1:0\n",
         root.path().display()
     );
-    let mut daemon = common::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+    let mut daemon =
+        nodepulse_testkit::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let cm = format!("{node}-cm");
     create_config_map(&cluster, &cm, json!({"data": {"key": "v"}})).await;
     let names: Vec<String> = (0..5).map(|i| format!("{node}-{i}")).collect();
@@ -633,7 +632,8 @@ async fn the_daemon_killed_mid_mount_and_restarted_shows_every_volume_once_in_de
     // Killed while it sets the volumes up (SIGKILL: no drain, nothing finished on purpose).
     daemon.signal("KILL");
     daemon.wait_exit(Duration::from_secs(10)).await;
-    let daemon = common::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
+    let daemon =
+        nodepulse_testkit::daemon::DaemonProcess::start(&cluster.kubeconfig, &node, &yaml).await;
     let mut uids = Vec::new();
     for name in &names {
         uids.push(uid(&wait_running(&cluster.client, NAMESPACE, name).await));
@@ -676,17 +676,17 @@ async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
     let root = RootDir::new();
     let yaml = format!(
         "{}rootDir: {}\n",
-        common::pods::SIMULATED_FLEET,
+        nodepulse_testkit::pods::SIMULATED_FLEET,
         root.path().display()
     );
     let mut config = Config::parse(&yaml, Source::Embedded).expect("a fleet configuration");
     config.nodes = config::with_generated(&[], &base, 3).expect("three nodes");
     config.node_labels.insert(
-        common::cleanup::RUN_LABEL.to_owned(),
-        common::cleanup::run_id().to_owned(),
+        nodepulse_testkit::cleanup::RUN_LABEL.to_owned(),
+        nodepulse_testkit::cleanup::run_id().to_owned(),
     );
     for node in &config.nodes {
-        common::cleanup::own_node(&node.name);
+        nodepulse_testkit::cleanup::own_node(&node.name);
     }
     let names: Vec<String> = config.nodes.iter().map(|n| n.name.clone()).collect();
     let settings = Settings {

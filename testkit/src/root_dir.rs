@@ -33,7 +33,7 @@ impl Drop for RootDir {
         use std::io::Write;
         let detached = detach_all_below(self.path());
         // The cgroup root of the node that ran here (`test_cgroups::cgroup_root_for`).
-        super::test_cgroups::remove_root(&super::test_cgroups::cgroup_root_for(self.path()));
+        crate::test_cgroups::remove_root(&crate::test_cgroups::cgroup_root_for(self.path()));
         let left = mount_points_below(self.path()).map(|points| points.len());
         if detached.is_err() || !matches!(left, Ok(0)) {
             // Past the harness's capture, with the test's name (its thread's), so the leftover

@@ -18,8 +18,8 @@ use nodepulse_emulator::EmulatorConfig;
 use rustls::pki_types::pem::PemObject as _;
 use serde_json::{Value, json};
 
-use super::cleanup::{Owned, own};
-use super::cluster::TestCluster;
+use crate::cleanup::{Owned, own};
+use crate::cluster::TestCluster;
 
 /// The group kubeadm gives its tokens, bound to CSR creation and the `nodeclient` approval.
 pub const KUBEADM_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";

@@ -9,7 +9,7 @@ use nodepulse::node::{NodeActors, NodeHandle};
 use nodepulse_actors::pods::PodLifecycleActor;
 use nodepulse_supervisor::{Mailbox, SupervisorHandle};
 
-use super::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
+use crate::{cluster::unique_node_name, cri_fixture::CriFixture, root_dir::RootDir};
 
 /// The configuration of a CRI node on `fixture`: its socket, a root and log directory of its
 /// own, a cluster DNS address, quick restarts, thresholds no test host meets, and the kubelet
@@ -54,7 +54,7 @@ pub struct CriNode {
 impl CriNode {
     /// The node's `cgroupRoot` (one of its own, removed with its directory).
     pub fn cgroup_root(&self) -> String {
-        super::test_cgroups::cgroup_root_for(self.dir.path())
+        crate::test_cgroups::cgroup_root_for(self.dir.path())
     }
 
     /// Starts every actor of a new CRI node on `fixture`'s containerd.
@@ -73,7 +73,7 @@ impl CriNode {
         let name = unique_node_name(prefix);
         let dir = RootDir::new();
         let config = cri_node_config(fixture, dir.path()) + &extra(dir.path());
-        let (settings, api) = super::node::connect(kubeconfig, &name, &config).await;
+        let (settings, api) = crate::node::connect(kubeconfig, &name, &config).await;
         let node = NodeActors::new(&settings)
             .api(api)
             .start()
@@ -105,7 +105,7 @@ impl CriNode {
             cri_node_config(fixture, dir.path()),
             ca.display()
         );
-        let (mut settings, api) = super::node::connect(kubeconfig, &name, &yaml).await;
+        let (mut settings, api) = crate::node::connect(kubeconfig, &name, &yaml).await;
         let prepared = nodepulse::kubelet_api::prepare(&settings).expect("the kubelet API binds");
         settings.config.port = prepared.port();
         let node = NodeActors::new(&settings)

@@ -1,4 +1,10 @@
-//! Shared pieces of the black-box tests: actors written for the tests, and polling helpers.
+//! What the black-box tests share (tests/it, tests/heavy, the examples, bench/tests): the test
+//! cluster (the API emulator, or a real one named by `NODEPULSE_TEST_KUBECONFIG`), daemons as
+//! processes, nodes in-process, fixture hosts, a private containerd with an offline image,
+//! actors written for the tests, and polling helpers. A crate, not `#[path]` includes.
+
+// Fixtures whose `new()` makes a temporary directory: a `Default` doing I/O would surprise.
+#![allow(clippy::new_without_default)]
 
 pub mod actors;
 pub mod attack;

@@ -13,8 +13,8 @@ use nodepulse::{
 use nodepulse_actors::{messages::RuntimeHealth, runtime_probe::UpdatePodCidr};
 use nodepulse_supervisor::{Recipient, SupervisorHandle};
 
-use super::cleanup::{RUN_LABEL, own_node, run_id};
-use super::eventually_async;
+use crate::cleanup::{RUN_LABEL, own_node, run_id};
+use crate::eventually_async;
 
 /// Starts NodeStatus and Lease for node `name` with the configuration `yaml`, through
 /// `kubeconfig`; the returned addresses are how the test feeds NodeStatus.
@@ -48,8 +48,8 @@ pub async fn connect(kubeconfig: &Path, name: &str, yaml: &str) -> (Settings, Ar
     let mut config = Config::parse(yaml, Source::Embedded).expect("valid test configuration");
     // A cgroup root of the test's own, removed with its rootDir (`test_cgroups`).
     if config.cgroup_root.is_none() && config.cgroups_per_qos {
-        let root = super::test_cgroups::cgroup_root_for(&config.root_dir);
-        super::test_cgroups::make_root(&root);
+        let root = crate::test_cgroups::cgroup_root_for(&config.root_dir);
+        crate::test_cgroups::make_root(&root);
         config.cgroup_root = Some(root);
     }
     config

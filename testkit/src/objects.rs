@@ -8,7 +8,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{
+use crate::{
     cleanup::{Owned, own},
     cluster::TestCluster,
     eventually_async,

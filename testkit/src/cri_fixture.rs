@@ -16,7 +16,7 @@ use nodepulse_actors::ports::{
 };
 use nodepulse_cri::client::CriClient;
 
-use super::{PATIENCE, containerd::Containerd, eventually_async, oci_image};
+use crate::{PATIENCE, containerd::Containerd, eventually_async, oci_image};
 
 /// The label that marks what one fixture made, so cleanup and listings see nothing else.
 pub const RUN_LABEL: &str = "nodepulse.test/run";

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use nodepulse_supervisor::SupervisorHandle;
 
-use super::{cluster::TestCluster, eventually_async};
+use crate::{cluster::TestCluster, eventually_async};
 
 /// StatusManager's syncs started (PATCHed or found nothing to send), its reconciles, and its
 /// batch passes.

@@ -11,7 +11,7 @@ use k8s_openapi::api::{
 };
 use nodepulse_emulator::RequestRecord;
 
-use super::node_references::{pod_config_map_names, pod_secret_names, volume_secret_names};
+use crate::node_references::{pod_config_map_names, pod_secret_names, volume_secret_names};
 
 /// One request as the authorizer sees it (kube-apiserver's `RequestInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

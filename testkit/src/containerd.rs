@@ -10,7 +10,7 @@ use std::{
     process::{Child, Command, Stdio},
 };
 
-use super::oci_image;
+use crate::oci_image;
 
 pub struct Containerd {
     dir: tempfile::TempDir,
@@ -44,7 +44,7 @@ impl Containerd {
         if present {
             return Some(());
         }
-        super::skip::missing(
+        crate::skip::missing(
             test,
             "containerd (scripts/ci-setup-containerd.sh installs it)",
         );

@@ -17,7 +17,7 @@ use kube::{
     api::{WatchEvent, WatchParams},
 };
 
-use super::observer::{conditions, unreachable};
+use crate::observer::{conditions, unreachable};
 
 /// One version of the Node: when the watch delivered it, its conditions' statuses by type, and
 /// whether it carried the unreachable taint.

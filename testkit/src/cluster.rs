@@ -15,7 +15,7 @@ use kube::{
 };
 use nodepulse_emulator::{Emulator, EmulatorConfig, EmulatorHandle, FaultHandle};
 
-use super::cleanup::{Cleanup, RUN_LABEL, own_node, run_id};
+use crate::cleanup::{Cleanup, RUN_LABEL, own_node, run_id};
 
 pub struct TestCluster {
     // First, so it drops (deleting what the test made) while the emulator still serves.

@@ -7,7 +7,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, api::ListParams};
 use nodepulse_emulator::{RequestRecord, Verb};
 
-use super::PATIENCE;
+use crate::PATIENCE;
 
 /// `NODEPULSE_OUTAGE_SECONDS`, 20 by default (the case is 60).
 pub fn outage_length() -> Duration {

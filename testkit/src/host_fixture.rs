@@ -11,7 +11,7 @@ pub const MEM_TOTAL_KIB: u64 = 8 * 1024 * 1024;
 /// A fixture host: `proc/meminfo` with [`MEM_TOTAL_KIB`], PID limits and a load line that no
 /// PID threshold meets.
 pub struct HostFixture {
-    dir: super::root_dir::RootDir,
+    dir: crate::root_dir::RootDir,
 }
 
 impl HostFixture {
@@ -19,7 +19,7 @@ impl HostFixture {
     /// `memory.available` has).
     pub fn new(free_kib: u64) -> Self {
         let fixture = Self {
-            dir: super::root_dir::RootDir::new(),
+            dir: crate::root_dir::RootDir::new(),
         };
         fixture.write("proc/sys/kernel/pid_max", "32768\n");
         fixture.write("proc/sys/kernel/threads-max", "63000\n");

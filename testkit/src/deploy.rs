@@ -16,7 +16,7 @@ use nodepulse_emulator::EmulatorHandle;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy");
+pub const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy");
 
 /// One request in RBAC's terms; `namespace` is "" for cluster-scoped resources and requests
 /// across all namespaces.

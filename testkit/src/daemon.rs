@@ -14,7 +14,7 @@ use nodepulse_supervisor::{ActorSnapshot, ChildState};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use super::{PATIENCE, eventually};
+use crate::{PATIENCE, eventually};
 
 /// The fault-injection token tests give the daemon; never expected in its logs.
 pub const DEBUG_TOKEN: &str = "reliability-token-6f1c9a27d3";
@@ -38,7 +38,7 @@ pub struct DaemonProcess {
     http: reqwest::Client,
     _config: tempfile::NamedTempFile,
     /// Its cgroup root, removed after it stopped.
-    _cgroups: Option<super::test_cgroups::TestCgroupRoot>,
+    _cgroups: Option<crate::test_cgroups::TestCgroupRoot>,
 }
 
 impl DaemonProcess {
@@ -81,7 +81,7 @@ impl DaemonProcess {
         env: &[(&str, &str)],
         args: &[&std::ffi::OsStr],
     ) -> Self {
-        super::cleanup::own_node(node);
+        crate::cleanup::own_node(node);
         let mut all = vec![std::ffi::OsStr::new("--kubeconfig"), kubeconfig.as_os_str()];
         all.extend_from_slice(args);
         Self::spawn(node, &with_private_debug_port(yaml), env, &all)
@@ -111,12 +111,12 @@ impl DaemonProcess {
         let (root, cgroups) = match (own_root, root_dir) {
             (false, _) => (None, None),
             (true, Some(dir)) => {
-                let root = super::test_cgroups::cgroup_root_for(&dir);
-                super::test_cgroups::make_root(&root);
+                let root = crate::test_cgroups::cgroup_root_for(&dir);
+                crate::test_cgroups::make_root(&root);
                 (Some(root), None)
             }
             (true, None) => {
-                let guard = super::test_cgroups::TestCgroupRoot::new();
+                let guard = crate::test_cgroups::TestCgroupRoot::new();
                 (Some(guard.0.clone()), Some(guard))
             }
         };
@@ -126,7 +126,7 @@ impl DaemonProcess {
         };
         let mut config = tempfile::NamedTempFile::new().expect("temp file");
         config.write_all(yaml.as_bytes()).expect("write config");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nodepulse"));
+        let mut command = Command::new(nodepulse_binary());
         command
             .arg("--config")
             .arg(config.path())
@@ -392,4 +392,29 @@ fn with_private_debug_port(yaml: &str) -> std::borrow::Cow<'_, str> {
         "\n"
     };
     format!("{yaml}{separator}debug:\n  address: 127.0.0.1:0\n").into()
+}
+
+/// The nodepulse binary the tests run: `NODEPULSE_TEST_BINARY` when set, else
+/// `CARGO_BIN_EXE_nodepulse` from the environment (`cargo test` sets it), else the one cargo
+/// built beside the running test binary (`target/<profile>/deps/it-…` beside
+/// `target/<profile>/nodepulse`, where `scripts/run-test-binaries.sh` runs it without cargo).
+/// A library cannot take it from `env!`: cargo sets that only for the package's own tests.
+pub fn nodepulse_binary() -> std::path::PathBuf {
+    for name in ["NODEPULSE_TEST_BINARY", "CARGO_BIN_EXE_nodepulse"] {
+        if let Some(path) = std::env::var_os(name) {
+            return path.into();
+        }
+    }
+    let test_binary = std::env::current_exe().expect("the test binary's path");
+    let beside = test_binary
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("nodepulse"));
+    match beside {
+        Some(path) if path.is_file() => path,
+        _ => panic!(
+            "no nodepulse binary beside {} (build it, or name it in NODEPULSE_TEST_BINARY)",
+            test_binary.display()
+        ),
+    }
 }

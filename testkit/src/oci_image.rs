@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::json;
 
-use super::tar_archive::TarArchive;
+use crate::tar_archive::TarArchive;
 
 pub const BUSYBOX_IMAGE: &str = "nodepulse.test/busybox:1";
 pub const PAUSE_IMAGE: &str = "nodepulse.test/pause:1";
@@ -35,7 +35,7 @@ pub fn busybox_required(test: &str) -> Option<()> {
     if std::path::Path::new(BUSYBOX).is_file() {
         return Some(());
     }
-    super::skip::missing(
+    crate::skip::missing(
         test,
         &format!("{BUSYBOX} (scripts/ci-setup-containerd.sh installs busybox-static)"),
     );

@@ -10,8 +10,8 @@ use nodepulse::node::NodeActors;
 use nodepulse_supervisor::SupervisorHandle;
 use serde_json::{Value, json};
 
-use super::cleanup::{Owned, RUN_LABEL, own, run_id};
-use super::eventually_async;
+use crate::cleanup::{Owned, RUN_LABEL, own, run_id};
+use crate::eventually_async;
 
 /// The configuration of a simulated node in the pod tests: quick restarts, a fixed pod CIDR.
 pub const SIMULATED_NODE: &str = "runtime: simulated
@@ -45,7 +45,7 @@ pub async fn start_simulated_node(kubeconfig: &Path, name: &str, yaml: &str) -> 
     } else {
         NO_PRESSURE
     };
-    let (settings, api) = super::node::connect(
+    let (settings, api) = crate::node::connect(
         kubeconfig,
         name,
         &format!("{SIMULATED_NODE}{thresholds}{yaml}"),

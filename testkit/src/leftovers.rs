@@ -16,7 +16,7 @@ use k8s_openapi::api::{
 };
 use kube::{Api, api::ListParams};
 
-use super::cleanup::RUN_LABEL;
+use crate::cleanup::RUN_LABEL;
 
 /// What the tests' runtimes leave where: every path the host check reads.
 pub struct HostPaths {
@@ -41,7 +41,7 @@ impl HostPaths {
 /// Names by kind of thing (`mount`, `netns`, …).
 pub type Snapshot = BTreeMap<String, BTreeSet<String>>;
 
-/// The name every private containerd's directory starts with (tests/it/common/containerd.rs).
+/// The name every private containerd's directory starts with (testkit/src/containerd.rs).
 const RUNTIME_DIR_PREFIX: &str = "np-ctd";
 /// The names `tempfile`, the CSI tests and nodepulse's own probes give directories under
 /// `TMPDIR`.

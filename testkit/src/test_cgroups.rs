@@ -31,7 +31,7 @@ pub fn cgroup_dirs(root: &str) -> Vec<PathBuf> {
 }
 
 /// The root a node whose `rootDir` is `root_dir` gets: named after the test's temporary
-/// directory, so the [`RootDir`](super::root_dir::RootDir) that holds it removes it too; a
+/// directory, so the [`RootDir`](crate::root_dir::RootDir) that holds it removes it too; a
 /// random one (left empty behind) for a `rootDir` outside the temporary directory.
 pub fn cgroup_root_for(root_dir: &Path) -> String {
     let tmp = std::env::temp_dir();

@@ -13,7 +13,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::cleanup::{Owned, own};
+use crate::cleanup::{Owned, own};
 
 fn own_path(path: String) {
     own(Owned::Object { path });
@@ -114,8 +114,8 @@ pub async fn create_bound_claim(
 /// A test cluster whose attach/detach controller creates and deletes VolumeAttachments but
 /// attaches nothing: the test plays the driver's external attacher, on the emulator as on a
 /// real cluster (which has no attacher for the test's driver).
-pub async fn cluster_with_test_attacher() -> super::cluster::TestCluster {
-    super::cluster::TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
+pub async fn cluster_with_test_attacher() -> crate::cluster::TestCluster {
+    crate::cluster::TestCluster::start_with(nodepulse_emulator::EmulatorConfig {
         attach_detach: nodepulse_emulator::AttachDetachConfig {
             enabled: true,
             attacher: false,

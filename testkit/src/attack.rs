@@ -8,7 +8,7 @@ use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::Api;
 use nodepulse_emulator::{EmulatorConfig, LifecycleConfig};
 
-use super::{
+use crate::{
     cluster::TestCluster,
     daemon::{DaemonProcess, attack_config},
     eventually_async,
@@ -36,7 +36,7 @@ pub const STATUS_PERIOD: Duration = Duration::from_secs(2);
 /// The supervisor's liveness timeout: how long a hung actor goes unnoticed at most.
 pub const LIVENESS_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The daemon settings for attacks, beside [`super::daemon::attack_config`]'s.
+/// The daemon settings for attacks, beside [`crate::daemon::attack_config`]'s.
 pub fn shortened_intervals(max_restarts: u32) -> String {
     format!(
         "nodeStatusUpdateFrequency: {status}s\nnodeStatusReportFrequency: {status}s\nnodeLeaseDurationSeconds: {LEASE_SECONDS}\nsupervision:\n  livenessTimeout: {liveness}s\n  livenessInterval: 250ms\n  maxRestarts: {max_restarts}\n  restartWindow: 60s\n  backoff: {{initial: 100ms, max: 1s, jitter: 0.1}}\n",
@@ -66,7 +66,7 @@ pub fn needs_emulator(cluster: &TestCluster, test: &str) -> bool {
     if cluster.is_emulator() {
         return true;
     }
-    super::skip::skipped(test, "the emulator's fault injection and lifecycle loop");
+    crate::skip::skipped(test, "the emulator's fault injection and lifecycle loop");
     false
 }
 
