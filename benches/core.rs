@@ -12,7 +12,7 @@ use k8s_openapi::api::{
     coordination::v1::Lease,
     core::v1::{Node, PodStatus},
 };
-use nodepulse::kube_api::lease::renewal_patch;
+use nodepulse::apiserver_client::lease::renewal_patch;
 use nodepulse_actors::volume_manager::{
     REMOUNT_PERIOD, VolumeManagerMemory, reconcile, volumes_in_use,
 };

@@ -7,16 +7,8 @@ use std::{future::Future, net::SocketAddr, time::Duration};
 use nodepulse_supervisor::{Escalation, SupervisorHandle};
 use prometheus_client::registry::Registry;
 
-#[cfg(feature = "standalone")]
 use crate::{
-    config::DEFAULT_KUBELET_ADDRESS,
-    fleet::{Fleet, FleetOptions},
-    standalone::{self, StandaloneError},
-};
-use crate::{
-    config::{NotInThisBuild, RuntimeKind, Settings, check_built},
-    debug, heap,
-    kube_api::{
+    apiserver_client::{
         ConnectError, KubeApi,
         credentials::{
             self, BootstrapError, CertificateStore, ClientIdentity, Purpose, Rotation,
@@ -24,9 +16,17 @@ use crate::{
         },
         metrics::API_METRICS,
     },
-    kubelet_api::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
+    config::{NotInThisBuild, RuntimeKind, Settings, check_built},
+    debug, heap,
+    kubelet_server::{self, KubeletApiError, metrics::KUBELET_API_METRICS},
     listen::{self, WhenTaken},
     node::{NodeActors, NodeHandle},
+};
+#[cfg(feature = "standalone")]
+use crate::{
+    config::DEFAULT_KUBELET_ADDRESS,
+    fleet::{Fleet, FleetOptions},
+    standalone::{self, StandaloneError},
 };
 
 /// Exit code for a configuration or command-line error (clap uses 2 for usage errors too).
@@ -234,7 +234,7 @@ async fn run_node_with_kubelet_api(
     api: std::sync::Arc<KubeApi>,
     shutdown: impl Future<Output = ()>,
 ) -> Outcome {
-    let prepared = match kubelet_api::prepare(&settings) {
+    let prepared = match kubelet_server::prepare(&settings) {
         Ok(prepared) => prepared,
         Err(error) => return Outcome::Failed(error.into()),
     };
@@ -265,7 +265,7 @@ async fn run_node_with_kubelet_api(
             .run(),
         )
     });
-    let parts = kubelet_api::Parts {
+    let parts = kubelet_server::Parts {
         reviews: api,
         problems: Some(std::sync::Arc::new(move || watched.problems())),
         pods: node.views.pods.clone(),

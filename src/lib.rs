@@ -9,16 +9,18 @@
 //! - `fleet` (many simulated nodes in one process), `standalone` (the in-process API emulator);
 //!   both only with the `standalone` cargo feature (on by default; a node build leaves them out)
 //! - `node`: one node's actors, wired to each other, the API and the host
-//! - `kubelet_api`: the kubelet's HTTPS API on `port` (authn/authz, logs, healthz); it reads
-//!   the node's views and uses the adapters below
+//! - `kubelet_server`: the kubelet API's HTTPS server on `port` (authn/authz, logs, healthz);
+//!   it reads the node's views and uses the adapters below
 //! - `debug`: the HTTP endpoint; it sees only supervisors and a metrics registry
-//! - adapters: `kube_api` (the API port over kube-rs), `prober` (the probe handlers), `host`
-//!   and `machine` (the host's signals and facts), `volume` (pod volumes on disk)
+//! - adapters: `apiserver_client` (the API port over kube-rs), `probe_handlers` (exec,
+//!   httpGet, tcpSocket, grpc), `host` and `machine` (the host's signals and facts),
+//!   `volume_plugins` (pod volumes on disk: emptyDir, hostPath, CSI)
 //! - `config`: the YAML file and the resolved `Settings`; `heap` (handing freed heap back);
 //!   `listen` (binding a listener, and standalone mode's port of its own when the address is taken)
 //! - `proc_stats`: what this process costs, from `/proc/self` (the heap trim's and the fleet's
 //!   measures read it)
 
+pub mod apiserver_client;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -28,14 +30,13 @@ pub mod debug;
 pub mod fleet;
 pub mod heap;
 pub mod host;
-pub mod kube_api;
-pub mod kubelet_api;
+pub mod kubelet_server;
 pub mod listen;
 pub mod logging;
 pub mod machine;
 pub mod node;
-pub mod prober;
+pub mod probe_handlers;
 pub mod proc_stats;
 #[cfg(feature = "standalone")]
 pub mod standalone;
-pub mod volume;
+pub mod volume_plugins;

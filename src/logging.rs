@@ -14,7 +14,7 @@ pub enum LogFormat {
 
 /// `info`, without kube-rs's line per failed request (`kube_client::client::builder: failed
 /// with error …`, at ERROR) and per cut watch (`kube_client::client: eof in poll`, at WARN):
-/// during an API outage they would repeat every failure, while `kube_api`'s reachability logs
+/// during an API outage they would repeat every failure, while `apiserver_client`'s reachability logs
 /// the outage once, a reminder a minute, and the return (the watches' errors are at DEBUG).
 pub const DEFAULT_FILTER: &str = "info,kube_client::client=error,kube_client::client::builder=off";
 

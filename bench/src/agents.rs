@@ -18,7 +18,7 @@ use kube::{
     api::{DeleteParams, ListParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
-use nodepulse::kube_api::node::is_ready;
+use nodepulse::apiserver_client::node::is_ready;
 use serde_json::{Value, json};
 
 use crate::{

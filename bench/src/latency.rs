@@ -14,8 +14,8 @@ use kube::{
     api::{WatchEvent, WatchParams},
 };
 use nodepulse::{
+    apiserver_client::{KubeApi, node::is_ready},
     config::{Config, Settings, Source},
-    kube_api::{KubeApi, node::is_ready},
     node::{NodeActors, Parts},
 };
 use nodepulse_actors::messages::RuntimeHealth;

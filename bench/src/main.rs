@@ -139,7 +139,7 @@ fn measured(
     let figures = actix_rt::System::new().block_on(measure(&scratch));
     // A node leaves its pods' tmpfs volumes mounted when it stops (as the kubelet does), and a
     // run that failed half-way may have left some: none outlives the scratch directory.
-    if let Err(error) = nodepulse::volume::mount::detach_all_below(&scratch) {
+    if let Err(error) = nodepulse::volume_plugins::mount::detach_all_below(&scratch) {
         eprintln!(
             "cannot detach the mounts under {}: {error}",
             scratch.display()

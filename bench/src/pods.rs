@@ -16,7 +16,7 @@ use kube::{
     Api,
     api::{DeleteParams, ListParams, PostParams},
 };
-use nodepulse::{config::generated_name, fleet::measure::Spread, kube_api::node::is_ready};
+use nodepulse::{apiserver_client::node::is_ready, config::generated_name, fleet::measure::Spread};
 use serde_json::{Value, json};
 
 use crate::{

@@ -14,8 +14,8 @@ use kube::{
     api::{DeleteParams, PostParams},
 };
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{Config, Settings, Source},
-    kube_api::KubeApi,
     node::NodeActors,
 };
 use serde_json::{Value, json};
@@ -228,7 +228,7 @@ pub async fn run(run: &VolumesRun, scratch: &Path) -> Result<Value, String> {
     let steady_end = usage(me).map_err(|error| error.to_string())?;
     let _ = supervisor.shutdown(Duration::from_secs(10)).await;
     // The node leaves its pods' tmpfs mounts in place when it stops, as the kubelet does.
-    nodepulse::volume::mount::detach_all_below(&root).map_err(|error| error.to_string())?;
+    nodepulse::volume_plugins::mount::detach_all_below(&root).map_err(|error| error.to_string())?;
     Ok(json!({
         "boundToMountedMs": {
             "samples": latencies.len(),

@@ -205,7 +205,7 @@ struct NodeRoot(std::path::PathBuf);
 
 impl Drop for NodeRoot {
     fn drop(&mut self) {
-        if let Err(error) = nodepulse::volume::mount::detach_all_below(&self.0) {
+        if let Err(error) = nodepulse::volume_plugins::mount::detach_all_below(&self.0) {
             eprintln!(
                 "cannot detach the mounts below {}: {error}",
                 self.0.display()

@@ -5,6 +5,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Some((selector, reply)) = data.split_first() {
-        nodepulse::volume::csi::read_reply(*selector, reply);
+        nodepulse::volume_plugins::csi::read_reply(*selector, reply);
     }
 });

@@ -7,6 +7,6 @@ fuzz_target!(|data: &[u8]| {
     // A URI's path and query are ASCII on the wire; hyper hands them on as `&str`.
     if let Ok(target) = std::str::from_utf8(data) {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        nodepulse::kubelet_api::read_request_target(path, query);
+        nodepulse::kubelet_server::read_request_target(path, query);
     }
 });

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::{
     config::{Config, check_built},
     daemon::EXIT_CONFIG,
-    kubelet_api,
+    kubelet_server,
 };
 
 pub fn run(file: &Path) -> u8 {
@@ -17,7 +17,7 @@ pub fn run(file: &Path) -> u8 {
             let at_file = |error: &dyn std::fmt::Display| format!("{}: {error}", file.display());
             // `nodes:` is a valid file, but not one a build without the fleet simulator runs.
             check_built(false, !config.nodes.is_empty()).map_err(|error| at_file(&error))?;
-            kubelet_api::tls::check(&config).map_err(|error| at_file(&error))
+            kubelet_server::tls::check(&config).map_err(|error| at_file(&error))
         });
     match checked {
         Ok(()) => {

@@ -11,9 +11,9 @@ use kube::Api;
 use nodepulse_actors::ports::NODE_LEASE_NAMESPACE;
 
 use crate::{
+    apiserver_client::{ConnectError, KubeconfigSource, client_config, with_causes},
     cli::Cli,
     daemon::{EXIT_CONFIG, EXIT_FAILED},
-    kube_api::{ConnectError, KubeconfigSource, client_config, with_causes},
 };
 
 /// How long each read may take before the command gives up.

@@ -9,7 +9,7 @@ use super::{
     reply::{self, Reply},
     routes::Call,
 };
-use crate::kubelet_api::metrics::KUBELET_API_METRICS;
+use crate::kubelet_server::metrics::KUBELET_API_METRICS;
 
 pub async fn in_flight(_call: Call) -> Result<Reply, DebugError> {
     Ok(reply::json(

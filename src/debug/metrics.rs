@@ -1,5 +1,5 @@
 //! `GET /metrics`: the daemon's registry in the OpenMetrics text format — the families the
-//! caller registered (the API clients', see `kube_api::metrics`) and the supervised actors'
+//! caller registered (the API clients', see `apiserver_client::metrics`) and the supervised actors'
 //! figures, read from the supervisors at each scrape. Every family is documented in
 //! docs/operating/metrics.md.
 

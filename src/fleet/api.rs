@@ -24,7 +24,7 @@ use nodepulse_actors::{
     volume_manager::{StorageApi, VolumeSourceApi},
 };
 
-use crate::kube_api::{KubeApi, SharedWatches};
+use crate::apiserver_client::{KubeApi, SharedWatches};
 
 /// The fewest seconds between two resets of the heartbeat client the fleet shares.
 const RESET_AT_MOST_EVERY: Duration = Duration::from_secs(10);

@@ -27,9 +27,9 @@ use serde::Serialize;
 use super::{Fleet, FleetOptions};
 use crate::proc_stats;
 use crate::{
+    apiserver_client::{ConnectError, KubeApi, node::is_ready},
     config::Settings,
     heap,
-    kube_api::{ConnectError, KubeApi, node::is_ready},
 };
 
 /// What to measure and for how long.
@@ -139,7 +139,8 @@ pub async fn measure(
         .map(|node| node.name.clone())
         .collect();
     let api = KubeApi::connect(settings.kubeconfig.as_deref(), &settings.config).await?;
-    let (client_config, _) = crate::kube_api::client_config(settings.kubeconfig.as_deref()).await?;
+    let (client_config, _) =
+        crate::apiserver_client::client_config(settings.kubeconfig.as_deref()).await?;
     let observer = kube::Client::try_from(client_config).map_err(MeasureError::Observer)?;
     let rss_bytes_before = proc_stats::resident_bytes().unwrap_or(0);
     let cpu_before = proc_stats::cpu_seconds().unwrap_or(0.0);

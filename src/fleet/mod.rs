@@ -29,8 +29,8 @@ pub use api::FleetApi;
 pub use host::{CachedHost, CachedMachine, NodeMachine};
 
 use crate::{
+    apiserver_client::{KubeApi, SharedWatches},
     config::{FLEET_NODE_STATUS_SYNCS, FLEET_NODE_VOLUME_FETCHES, FleetNodeConfig, Settings},
-    kube_api::{KubeApi, SharedWatches},
     node::{NodeActors, NodeResources, supervisor_config},
 };
 

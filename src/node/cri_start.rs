@@ -27,8 +27,8 @@ use nodepulse_supervisor::Recipient;
 use super::ApiPorts;
 use crate::{
     config::{Config, EndpointError},
-    prober::ProbeHandlers,
-    volume::sub_path::DiskSubPaths,
+    probe_handlers::ProbeHandlers,
+    volume_plugins::sub_path::DiskSubPaths,
 };
 use nodepulse_cri::client::CriClient;
 

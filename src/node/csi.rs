@@ -13,7 +13,7 @@ use nodepulse_actors::{
 use nodepulse_supervisor::{ChildSpec, mailbox};
 
 use super::{ApiPorts, wiring::Wiring};
-use crate::volume::{
+use crate::volume_plugins::{
     csi::{CsiDrivers, CsiMounter, CsiRegistrationHandler},
     plugin_watcher_actor::{self, PluginWatcherActor},
 };

@@ -1,5 +1,5 @@
 //! The prober's part of a `runtime: cri` node: ProberActor running the kubelet's four probe
-//! mechanisms (`crate::prober::ProbeHandlers`, exec over the node's CRI client), telling
+//! mechanisms (`crate::probe_handlers::ProbeHandlers`, exec over the node's CRI client), telling
 //! StatusManager of readiness and the pod lifecycle actor of everything it publishes. Its
 //! results and pods outlive its instances in the `ProberKept` the pods' provider also reads.
 
@@ -12,7 +12,7 @@ use nodepulse_actors::{
 use nodepulse_supervisor::{ChildSpec, Inbox, SupervisorBuilder};
 
 use super::wiring::Wiring;
-use crate::prober::ProbeHandlers;
+use crate::probe_handlers::ProbeHandlers;
 
 impl Wiring<'_> {
     /// ProberActor, after the pod lifecycle actor whose provider feeds it. Without a CRI

@@ -44,7 +44,7 @@ impl NodeResources {
             cri,
             host_ip: host_ip(settings),
             spread_timers: false,
-            no_tmpfs: crate::volume::host::probe_tmpfs(),
+            no_tmpfs: crate::volume_plugins::host::probe_tmpfs(),
         }
     }
 }

@@ -45,7 +45,7 @@ use super::{
 };
 use crate::{
     config::{EndpointError, RuntimeKind, Settings},
-    volume::{csi::CsiDrivers, host::DiskVolumeHost},
+    volume_plugins::{csi::CsiDrivers, host::DiskVolumeHost},
 };
 use nodepulse_cri::client::CriClient;
 

@@ -95,7 +95,7 @@ impl CriNode {
         fixture: &CriFixture,
         prefix: &str,
         client_ca_pem: &str,
-    ) -> (Self, nodepulse::kubelet_api::KubeletApi) {
+    ) -> (Self, nodepulse::kubelet_server::KubeletApi) {
         let name = unique_node_name(prefix);
         let dir = RootDir::new();
         let ca = dir.path().join("kubelet-client-ca.crt");
@@ -106,14 +106,15 @@ impl CriNode {
             ca.display()
         );
         let (mut settings, api) = crate::node::connect(kubeconfig, &name, &yaml).await;
-        let prepared = nodepulse::kubelet_api::prepare(&settings).expect("the kubelet API binds");
+        let prepared =
+            nodepulse::kubelet_server::prepare(&settings).expect("the kubelet API binds");
         settings.config.port = prepared.port();
         let node = NodeActors::new(&settings)
             .api(api.clone())
             .start()
             .expect("a whole node is wired");
         let served = prepared
-            .serve(nodepulse::kubelet_api::Parts {
+            .serve(nodepulse::kubelet_server::Parts {
                 reviews: api,
                 problems: None,
                 pods: node.views.pods.clone(),

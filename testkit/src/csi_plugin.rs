@@ -13,7 +13,7 @@ use std::{
 };
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use nodepulse::volume::csi::{
+use nodepulse::volume_plugins::csi::{
     proto::{self, node_capability, paths},
     registration_proto::{self as registration, CSI_PLUGIN_TYPE},
 };

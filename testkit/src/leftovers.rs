@@ -49,7 +49,7 @@ const TEMP_DIR_PREFIXES: [&str; 4] = [".tmp", RUNTIME_DIR_PREFIX, "np-csi", "nod
 
 pub fn host_snapshot(paths: &HostPaths) -> Snapshot {
     let mut snapshot = Snapshot::new();
-    let mounts = nodepulse::volume::mount::mount_points_below(&paths.tmp)
+    let mounts = nodepulse::volume_plugins::mount::mount_points_below(&paths.tmp)
         .map(|points| points.iter().map(|p| p.display().to_string()).collect())
         .unwrap_or_else(|error| [format!("cannot read the mount table: {error}")].into());
     snapshot.insert("mount".into(), mounts);

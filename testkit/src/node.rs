@@ -6,8 +6,8 @@ use std::{path::Path, sync::Arc};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use nodepulse::{
+    apiserver_client::{KubeApi, node::is_ready},
     config::{Config, Settings, Source},
-    kube_api::{KubeApi, node::is_ready},
     node::{NodeActors, NodeAddresses, Parts},
 };
 use nodepulse_actors::{messages::RuntimeHealth, runtime_probe::UpdatePodCidr};

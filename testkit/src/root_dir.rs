@@ -29,7 +29,7 @@ impl RootDir {
 
 impl Drop for RootDir {
     fn drop(&mut self) {
-        use nodepulse::volume::mount::{detach_all_below, mount_points_below};
+        use nodepulse::volume_plugins::mount::{detach_all_below, mount_points_below};
         use std::io::Write;
         let detached = detach_all_below(self.path());
         // The cgroup root of the node that ran here (`test_cgroups::cgroup_root_for`).

@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{self, Config, Settings, Source},
     fleet::{Fleet, FleetOptions},
-    kube_api::KubeApi,
 };
 use nodepulse_emulator::{Outage, OutageReport, RequestRecord, Verb};
 

@@ -38,7 +38,7 @@ const STORM: Duration = Duration::from_secs(4);
 /// Room for a loaded CI machine on top of each timing bound.
 const SLACK: Duration = Duration::from_secs(3);
 /// The shortest first wait of a watch's reconnects (800 ms jittered down by up to half); each
-/// later wait is at least twice the one before (`src/kube_api/resume.rs`).
+/// later wait is at least twice the one before (`src/apiserver_client/resume.rs`).
 const WATCH_FIRST_WAIT_FLOOR: Duration = Duration::from_millis(400);
 
 struct Attacked {

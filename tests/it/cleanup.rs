@@ -211,7 +211,7 @@ fn the_host_leftover_check_names_what_a_run_left_and_nothing_else() {
         .is_ok();
     let left = leftovers::new_since(&before, &leftovers::host_snapshot(&paths));
     if bound {
-        let _ = nodepulse::volume::mount::detach_all_below(&paths.tmp);
+        let _ = nodepulse::volume_plugins::mount::detach_all_below(&paths.tmp);
     }
     let _ = shim.kill();
     let _ = shim.wait();
@@ -255,7 +255,8 @@ async fn a_cri_nodes_tmpfs_volumes_are_detached_when_its_fixture_ends() {
         return;
     };
     let root = node.root_dir();
-    let mounts = || nodepulse::volume::mount::mount_points_below(&root).expect("the mount table");
+    let mounts =
+        || nodepulse::volume_plugins::mount::mount_points_below(&root).expect("the mount table");
     node.guard(async {
         let name = format!("{}-app", node.name);
         let mut app = shell("app", UNTIL_TERM);

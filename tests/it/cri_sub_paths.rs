@@ -202,7 +202,7 @@ async fn a_sub_path_swapped_for_a_link_out_of_the_volume_in_a_loop_never_mounts_
         })
         .await;
         assert_eq!(
-            nodepulse::volume::mount::mount_points_below(&dir).expect("the mount table"),
+            nodepulse::volume_plugins::mount::mount_points_below(&dir).expect("the mount table"),
             Vec::<PathBuf>::new()
         );
     })
@@ -258,7 +258,7 @@ async fn sub_path_binds_a_killed_daemon_left_go_when_the_restarted_one_finds_the
     ];
     for bind in &binds {
         assert!(
-            nodepulse::volume::mount::is_mount_point(bind).unwrap_or(false),
+            nodepulse::volume_plugins::mount::is_mount_point(bind).unwrap_or(false),
             "{} is bound",
             bind.display()
         );
@@ -288,7 +288,7 @@ async fn sub_path_binds_a_killed_daemon_left_go_when_the_restarted_one_finds_the
     )
     .await;
     assert_eq!(
-        nodepulse::volume::mount::mount_points_below(&pod_dir).expect("the mount table"),
+        nodepulse::volume_plugins::mount::mount_points_below(&pod_dir).expect("the mount table"),
         Vec::<PathBuf>::new()
     );
     assert!(host.join("logs").is_dir(), "the hostPath's content stays");

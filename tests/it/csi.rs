@@ -5,7 +5,7 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use nodepulse::volume::csi::{
+use nodepulse::volume_plugins::csi::{
     CsiDrivers, CsiMounter, RegisteredDriver,
     layout::{publish_target, staging_path},
 };
@@ -96,7 +96,7 @@ async fn stage_and_publish_use_the_kubelets_paths_and_volume_data() {
     );
     assert!(target.ends_with("pods/pod-uid-1/volumes/kubernetes.io~csi/pv-7/mount"));
     assert_eq!(read(&target.join("published")), "vol-7");
-    let attachment = nodepulse::volume::csi::layout::attachment_name("vol-7", DRIVER, NODE);
+    let attachment = nodepulse::volume_plugins::csi::layout::attachment_name("vol-7", DRIVER, NODE);
     assert_eq!(
         read(&target.parent().expect("parent").join("vol_data.json")),
         format!(

@@ -11,7 +11,7 @@ use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams},
 };
-use nodepulse::volume::csi::layout::attachment_name;
+use nodepulse::volume_plugins::csi::layout::attachment_name;
 use serde_json::json;
 
 use nodepulse_testkit::{

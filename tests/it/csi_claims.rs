@@ -11,8 +11,8 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{Config, Source},
-    kube_api::KubeApi,
 };
 use nodepulse_actors::{
     volume_manager::{ClaimRef, attachment_name},

@@ -17,7 +17,7 @@ use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams},
 };
-use nodepulse::volume::csi::layout::attachment_name;
+use nodepulse::volume_plugins::csi::layout::attachment_name;
 use nodepulse_supervisor::SupervisorHandle;
 use serde_json::json;
 

@@ -9,9 +9,9 @@ use std::{path::Path, sync::Arc};
 use k8s_openapi::api::{core::v1::Node, storage::v1::CSINode};
 use kube::Api;
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{Config, Source},
-    kube_api::KubeApi,
-    volume::{
+    volume_plugins::{
         csi::{CsiDrivers, CsiRegistrationHandler},
         plugin_watcher::PluginWatcher,
     },

@@ -20,8 +20,8 @@ use k8s_openapi::api::{
 };
 use kube::{Api, api::DeleteParams, config::Kubeconfig};
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{Config, Source},
-    kube_api::KubeApi,
 };
 use nodepulse_actors::ports::{PodApi, PodEvent};
 use nodepulse_emulator::{AuthConfig, EmulatorConfig, User};

@@ -12,7 +12,7 @@ use kube::{
     Api,
     api::{DeleteParams, ListParams},
 };
-use nodepulse::{config::Config, kube_api::KubeApi};
+use nodepulse::{apiserver_client::KubeApi, config::Config};
 use nodepulse_actors::ports::{NodeApi, NodeEvent};
 use nodepulse_testkit::{
     cluster::{TestCluster, unique_node_name},

@@ -3,16 +3,16 @@
 //! Lease, is visible and killable through the debug endpoint by `?node=`, and a kill on one
 //! node leaves the others undisturbed. No timing goals here: those are the benchmarks'.
 
-use nodepulse::kube_api::node::is_ready;
+use nodepulse::apiserver_client::node::is_ready;
 use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Node};
 use kube::{Api, api::ListParams};
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{self, Config, FleetNodeConfig, Settings, Source},
     debug::{self, FaultInjectionGate},
     fleet::{Fleet, FleetOptions},
-    kube_api::KubeApi,
 };
 use nodepulse_supervisor::ChildState;
 use nodepulse_testkit::{

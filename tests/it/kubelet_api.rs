@@ -9,7 +9,7 @@ use std::{io::Write, net::SocketAddr, sync::Arc};
 
 use nodepulse::{
     config::Settings,
-    kubelet_api::{self, KubeletApi, Parts},
+    kubelet_server::{self, KubeletApi, Parts},
 };
 
 use nodepulse_testkit::{
@@ -63,7 +63,7 @@ async fn serve_with_healthz(
         ca = ca_file.path().display(),
     );
     let (settings, api) = connect(&cluster.kubeconfig, &unique_node_name("kapi"), &yaml).await;
-    let prepared = kubelet_api::prepare(&settings).expect("prepared");
+    let prepared = kubelet_server::prepare(&settings).expect("prepared");
     let api = prepared
         .serve(Parts {
             reviews: api,
@@ -207,9 +207,9 @@ fn check_config_refuses_a_serving_certificate_that_is_not_one_or_a_key_that_does
         std::fs::write(&path, text).expect("write");
         path
     };
-    let generated = kubelet_api::self_signed::generate("np-node", std::time::SystemTime::now())
+    let generated = kubelet_server::self_signed::generate("np-node", std::time::SystemTime::now())
         .expect("a pair");
-    let other = kubelet_api::self_signed::generate("np-node", std::time::SystemTime::now())
+    let other = kubelet_server::self_signed::generate("np-node", std::time::SystemTime::now())
         .expect("another pair");
     let certificate = write("kubelet.crt", &generated.certificate_pem);
     let key = write("kubelet.key", &generated.key_pem);

@@ -16,7 +16,7 @@ use k8s_openapi::api::{
 };
 use nodepulse::{
     config::{Config, Settings, Source},
-    kubelet_api::{
+    kubelet_server::{
         self, Parts,
         reviews::{ReviewError, Reviews},
     },
@@ -174,7 +174,7 @@ async fn a_flood_of_unknown_tokens_does_not_evict_a_token_in_use() {
         bootstrap: None,
     };
     let reviews = Arc::new(CountedReviews::default());
-    let served = kubelet_api::prepare(&settings)
+    let served = kubelet_server::prepare(&settings)
         .expect("prepared")
         .serve(Parts {
             reviews: Arc::clone(&reviews) as Arc<dyn Reviews>,

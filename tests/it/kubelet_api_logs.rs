@@ -8,9 +8,9 @@
 use std::{io::Write, net::SocketAddr};
 
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{Config, Settings, Source},
-    kube_api::KubeApi,
-    kubelet_api::{self, KubeletApi, Parts},
+    kubelet_server::{self, KubeletApi, Parts},
 };
 use nodepulse_actors::ports::ContainerState;
 
@@ -61,7 +61,7 @@ pub(crate) async fn serve_with(node: &CriNode, kubeconfig: &std::path::Path, ext
     let reviews = KubeApi::connect(Some(kubeconfig), &settings.config)
         .await
         .expect("connects");
-    let served = kubelet_api::prepare(&settings)
+    let served = kubelet_server::prepare(&settings)
         .expect("prepared")
         .serve(Parts {
             reviews,

@@ -20,8 +20,14 @@ const LAYERS: &[&[&str]] = &[
     &["node"],
     // The debug endpoint shows the kubelet API's streams; the API never reads the endpoint.
     &["debug"],
-    &["kubelet_api"],
-    &["kube_api", "prober", "host", "machine", "volume"],
+    &["kubelet_server"],
+    &[
+        "apiserver_client",
+        "probe_handlers",
+        "host",
+        "machine",
+        "volume_plugins",
+    ],
     &["config", "heap", "listen"],
     &["proc_stats"],
 ];
@@ -323,13 +329,20 @@ fn the_cri_engine_files_import_one_another_without_a_cycle() {
 
 #[test]
 fn the_scan_sees_every_form_of_a_crate_path() {
-    let text = "use crate::{\n    config::Settings,\n    node::{\n        NodeActors,\n        Parts,\n    },\n    kube_api::KubeApi,\n};\nuse crate::{debug, fleet::Fleet};\nlet x = crate::daemon::run(); // crate::ignored\n";
+    let text = "use crate::{\n    config::Settings,\n    node::{\n        NodeActors,\n        Parts,\n    },\n    apiserver_client::KubeApi,\n};\nuse crate::{debug, fleet::Fleet};\nlet x = crate::daemon::run(); // crate::ignored\n";
     let found = crate_references(text);
     let mut names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
     names.sort_unstable();
     assert_eq!(
         names,
-        ["config", "daemon", "debug", "fleet", "kube_api", "node"]
+        [
+            "apiserver_client",
+            "config",
+            "daemon",
+            "debug",
+            "fleet",
+            "node"
+        ]
     );
     let line = |module: &str| {
         found
@@ -337,6 +350,10 @@ fn the_scan_sees_every_form_of_a_crate_path() {
             .find(|(name, _)| name == module)
             .map(|(_, line)| *line)
     };
-    assert_eq!(line("kube_api"), Some(7), "the line after a nested group");
+    assert_eq!(
+        line("apiserver_client"),
+        Some(7),
+        "the line after a nested group"
+    );
     assert_eq!(line("daemon"), Some(10));
 }

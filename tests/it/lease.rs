@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, api::PostParams};
-use nodepulse::{config::Config, kube_api::KubeApi};
+use nodepulse::{apiserver_client::KubeApi, config::Config};
 use nodepulse_actors::{
     lease::{LeaseActor, LeaseSettings},
     ports::{LeaseApi, NODE_LEASE_NAMESPACE},
@@ -196,7 +196,8 @@ fn a_renewal_writes_fewer_bytes_than_the_kubelets_lease_put() {
         renew_time: "2026-11-29T20:31:07.123456Z".parse().expect("time"),
         owner_node_uid: None,
     };
-    let body = serde_json::to_vec(&nodepulse::kube_api::renewal_patch(&renewal)).expect("json");
+    let body =
+        serde_json::to_vec(&nodepulse::apiserver_client::renewal_patch(&renewal)).expect("json");
     eprintln!(
         "lease renewal body: {} bytes: {}",
         body.len(),

@@ -18,9 +18,9 @@ use containerd::Containerd;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{Config, Settings, Source},
     host::HostProbe,
-    kube_api::KubeApi,
     node::{NodeActors, NodeResources, Parts},
 };
 use nodepulse_actors::ports::{HostSignals, RuntimeService};

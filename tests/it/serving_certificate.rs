@@ -435,7 +435,7 @@ async fn a_short_lived_serving_certificate_is_renewed_and_the_new_one_served_wit
 /// it takes a node's): what it asks for follows the addresses.
 struct MovingNode {
     addresses: Arc<std::sync::Mutex<Vec<k8s_openapi::api::core::v1::NodeAddress>>>,
-    identity: Arc<nodepulse::kube_api::credentials::ServingIdentity>,
+    identity: Arc<nodepulse::apiserver_client::credentials::ServingIdentity>,
     rotation: tokio::task::JoinHandle<()>,
     _cert_dir: tempfile::TempDir,
 }
@@ -454,7 +454,7 @@ fn internal_ip(ip: &str) -> Vec<k8s_openapi::api::core::v1::NodeAddress> {
 }
 
 async fn moving_node(cluster: &TestCluster, name: &str, ip: &str) -> MovingNode {
-    use nodepulse::kube_api::credentials::{
+    use nodepulse::apiserver_client::credentials::{
         CertificateStore, Purpose, Rotation, ServingIdentity, rotation::Rotated,
     };
     let (_, api) =

@@ -17,8 +17,8 @@ use kube::{
     api::{DeleteParams, PostParams, WatchEvent, WatchParams},
 };
 use nodepulse::{
+    apiserver_client::KubeApi,
     config::{Config, Source},
-    kube_api::KubeApi,
 };
 use nodepulse_actors::{
     kept_pod::KeptPod,

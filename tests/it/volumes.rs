@@ -132,7 +132,7 @@ fn data_dirs(dir: &Path) -> Vec<String> {
 /// Whether this process can mount the tmpfs of secret and projected volumes (it needs root);
 /// if not, the test's tmpfs checks are skipped visibly, and in CI the test fails.
 fn tmpfs_mountable(test: &str) -> bool {
-    let Some(why) = nodepulse::volume::host::probe_tmpfs() else {
+    let Some(why) = nodepulse::volume_plugins::host::probe_tmpfs() else {
         return true;
     };
     nodepulse_testkit::skip::missing(
@@ -232,7 +232,7 @@ async fn each_volume_type_is_written_byte_for_byte_with_its_modes() {
     );
     if tmpfs_mountable("each_volume_type_is_written_byte_for_byte_with_its_modes") {
         let tmpfs = |dir: PathBuf| {
-            nodepulse::volume::mount::is_tmpfs_mount_point(&dir).expect("stat the volume")
+            nodepulse::volume_plugins::mount::is_tmpfs_mount_point(&dir).expect("stat the volume")
         };
         assert!(
             tmpfs(dir("secret", "creds")),
@@ -285,9 +285,9 @@ async fn the_service_account_volume_every_pod_gets_holds_a_token_the_cluster_ca_
     for file in ["ca.crt", "namespace", "token"] {
         assert_eq!(mode(&dir.join(file)), 0o644, "{file}: defaultMode 420");
     }
-    if nodepulse::volume::host::probe_tmpfs().is_none() {
+    if nodepulse::volume_plugins::host::probe_tmpfs().is_none() {
         assert!(
-            nodepulse::volume::mount::is_tmpfs_mount_point(&dir).expect("stat the volume"),
+            nodepulse::volume_plugins::mount::is_tmpfs_mount_point(&dir).expect("stat the volume"),
             "a token volume is on a tmpfs"
         );
     }
@@ -532,7 +532,7 @@ async fn the_volume_manager_killed_mid_mount_and_the_node_restarted_set_up_nothi
             assert_eq!(read(&creds.join("password")), b"p");
             if tmpfs {
                 assert_eq!(
-                    nodepulse::volume::mount::mount_count(&creds).expect("the mount table"),
+                    nodepulse::volume_plugins::mount::mount_count(&creds).expect("the mount table"),
                     1,
                     "one tmpfs, never a second stacked on it: {}",
                     creds.display()
@@ -667,9 +667,9 @@ async fn the_daemon_killed_mid_mount_and_restarted_shows_every_volume_once_in_de
 #[actix_rt::test]
 async fn fleet_pods_with_volumes_write_under_each_nodes_own_root_dir() {
     use nodepulse::{
+        apiserver_client::KubeApi,
         config::{self, Config, Settings, Source},
         fleet::{Fleet, FleetOptions, node_root_dir},
-        kube_api::KubeApi,
     };
     let cluster = TestCluster::start().await;
     let base = unique_node_name("vol-fleet");

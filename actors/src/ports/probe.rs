@@ -1,6 +1,6 @@
 //! The prober's one I/O port: run a single probe (exec, httpGet, tcpSocket, grpc) against a
 //! container and say what happened, in the kubelet's words. The daemon implements it in
-//! `src/prober/`; the prober's tests use a scripted fake. It never retries: the worker does.
+//! `src/probe_handlers/`; the prober's tests use a scripted fake. It never retries: the worker does.
 
 use std::time::Duration;
 

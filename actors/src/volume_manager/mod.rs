@@ -1,6 +1,6 @@
 //! The volume manager's pure core: which volumes the pods bound here need (desired state), what
 //! is set up on disk (actual state), and the operations that reconcile them, after the kubelet's
-//! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume` module does the disk work.
+//! `pkg/kubelet/volumemanager`. No I/O here: the daemon's `volume_plugins` module does the disk work.
 
 mod actor;
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The node's disk as a container's `subPath` reaches it (the kubelet's `subpath.Interface`):
 //! a missing directory made inside its volume, then the path opened without following a link
 //! and bound under the pod's directory, so the runtime mounts what was checked and nothing a
-//! container swapped in meanwhile. The daemon's `volume` module implements it.
+//! container swapped in meanwhile. The daemon's `volume_plugins` module implements it.
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! The node's disk as the volume manager reaches it: rebuild the actual state from
 //! `<rootDir>/pods` after a restart, set a volume up (emptyDir, hostPath, or the wrapped
 //! emptyDir plus atomic write of an API-backed volume), tear it down, remove a pod's directory.
-//! Calls are synchronous and short (directory and small-file work); the daemon's `volume`
+//! Calls are synchronous and short (directory and small-file work); the daemon's `volume_plugins`
 //! module implements it, actor tests use a fake.
 
 use crate::volume_manager::{

@@ -1,7 +1,7 @@
 use std::os::unix::fs::symlink;
 
 use super::*;
-use crate::volume::mount::{in_private_mount_namespace, mount_count};
+use crate::volume_plugins::mount::{in_private_mount_namespace, mount_count};
 
 /// A rootDir with an emptyDir `data` of pod `u1` holding `logs/` (with a file), `other/`, a
 /// file `settings`, and `out`, a link out of the volume.

@@ -10,7 +10,7 @@ use nodepulse_actors::{
 };
 
 use super::{Scope, collect, summary::PodStats};
-use crate::kubelet_api::ApiState;
+use crate::kubelet_server::ApiState;
 
 /// What the eviction manager needs of one pod's summary.
 pub fn pod_storage(pod: &PodStats) -> PodStorage {

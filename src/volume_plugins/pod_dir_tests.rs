@@ -1,7 +1,7 @@
 use std::fs;
 
 use super::*;
-use crate::volume::mount::{in_private_mount_namespace, mount_tmpfs, unmount_path};
+use crate::volume_plugins::mount::{in_private_mount_namespace, mount_tmpfs, unmount_path};
 use rustix::mount::mount_bind;
 
 fn layout(dirs: &PodDirs, uid: &str) {

@@ -22,7 +22,7 @@ use super::{
     layout::{attachment_name, publish_target, staging_path, vol_data_path},
     vol_data::{self, keys},
 };
-use crate::volume::mount::is_likely_mount_point;
+use crate::volume_plugins::mount::is_likely_mount_point;
 
 /// The CSI volume operations of one node under its `rootDir`.
 #[derive(Clone)]

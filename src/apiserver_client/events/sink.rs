@@ -32,7 +32,7 @@ use nodepulse_actors::{
 use tokio::{sync::oneshot, time::Instant};
 
 use super::{Correlators, correlator::Write, host};
-use crate::kube_api::{
+use crate::apiserver_client::{
     metrics::{API_METRICS, EventOutcome},
     timed,
 };

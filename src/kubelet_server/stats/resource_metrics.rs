@@ -11,12 +11,12 @@ use super::{
     Scope, StatsError,
     summary::{CpuStats, MemoryStats, Summary},
 };
-use crate::kubelet_api::{
+use crate::kubelet_server::{
     exposition::{self, Family},
     reply::Reply,
 };
 
-pub async fn serve(state: &crate::kubelet_api::ApiState) -> Reply {
+pub async fn serve(state: &crate::kubelet_server::ApiState) -> Reply {
     let figures = super::collect(state, Scope::CpuAndMemory).await;
     if let Err(error) = &figures {
         tracing::warn!(%error, "resource metrics without figures");

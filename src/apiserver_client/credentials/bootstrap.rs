@@ -97,7 +97,7 @@ pub async fn bootstrap_client(path: &Path) -> Result<kube::Client, BootstrapErro
         path: path.to_owned(),
         reason,
     };
-    let (config, _) = crate::kube_api::client_config(Some(path))
+    let (config, _) = crate::apiserver_client::client_config(Some(path))
         .await
         .map_err(|e| error(e.to_string()))?;
     kube::Client::try_from(config).map_err(|e| error(e.to_string()))

@@ -9,7 +9,7 @@ use k8s_openapi::api::{
 };
 use kube::api::{Api, PostParams};
 
-use crate::kube_api::KubeApi;
+use crate::apiserver_client::KubeApi;
 
 /// A review that got no answer: the request fails (401 for a token, 500 for access), and the
 /// next request asks again.

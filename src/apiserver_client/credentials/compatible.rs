@@ -121,8 +121,8 @@ pub fn ensure_compatible(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube_api::credentials::request::signing_request;
-    use crate::kube_api::credentials::template::Template;
+    use crate::apiserver_client::credentials::request::signing_request;
+    use crate::apiserver_client::credentials::template::Template;
     use k8s_openapi::ByteString;
     use k8s_openapi::api::certificates::v1::{
         CertificateSigningRequestSpec, CertificateSigningRequestStatus,

@@ -5,7 +5,7 @@
 use http::StatusCode;
 
 use super::{Scope, collect};
-use crate::kubelet_api::reply::{self, Reply};
+use crate::kubelet_server::reply::{self, Reply};
 
 /// The scope a query asks for: the kubelet reads `only_cpu_and_memory` as a bool only when it
 /// is given once.
@@ -21,7 +21,7 @@ pub fn scope(query: &str) -> Result<Scope, serde_urlencoded::de::Error> {
     })
 }
 
-pub async fn summary(state: &crate::kubelet_api::ApiState, query: &str) -> Reply {
+pub async fn summary(state: &crate::kubelet_server::ApiState, query: &str) -> Reply {
     let scope = match scope(query) {
         Ok(scope) => scope,
         Err(error) => {

@@ -3,7 +3,7 @@ use std::{fs, os::unix::fs::PermissionsExt, path::Path};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::*;
-use crate::volume::mount::mount_count;
+use crate::volume_plugins::mount::mount_count;
 
 const MI: u64 = 1024 * 1024;
 

@@ -64,7 +64,7 @@ pub async fn still_valid(path: &Path) -> Result<Option<StoredPair>, UnreadableKu
         Ok(_) => {}
     }
     let shown = path.display();
-    let config = match crate::kube_api::client_config(Some(path)).await {
+    let config = match crate::apiserver_client::client_config(Some(path)).await {
         Ok((config, _)) => config,
         Err(error) => {
             tracing::warn!(%error, "unable to read existing bootstrap client config from {shown}");

@@ -23,7 +23,7 @@ use super::request::{Issued, ROTATION_WAIT, RequestError, RequestKey, request_ce
 use super::serving::ServingIdentity;
 use super::store::{CertificateStore, StoreError};
 use super::template::{Purpose, Template};
-use crate::kube_api::KubeApi;
+use crate::apiserver_client::KubeApi;
 
 /// The retries of one rotation: 2 s doubling, 5 steps, jitter 0.1; then every 32 s.
 const FIRST_RETRY: Duration = Duration::from_secs(2);

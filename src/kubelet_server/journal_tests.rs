@@ -7,7 +7,7 @@ use std::io::Read as _;
 use http_body_util::BodyExt;
 
 use super::*;
-use crate::kubelet_api::node_log_query::parse;
+use crate::kubelet_server::node_log_query::parse;
 
 /// Says `kubelet` and `containerd` log to journald (and `stderr`, on its stderr); prints a line on stdout and one on stderr
 /// for every query, then sleeps when asked for `slow`; records its arguments.

@@ -16,8 +16,10 @@ use rustls::{
 };
 
 use super::{self_signed, x509::ClientCa};
+use crate::apiserver_client::credentials::{
+    CertificateStore, Purpose, ServingIdentity, store::StoredPair,
+};
 use crate::config::{Config, Settings};
-use crate::kube_api::credentials::{CertificateStore, Purpose, ServingIdentity, store::StoredPair};
 
 /// Why the kubelet API has no usable TLS configuration. Retrying helps only once the files
 /// change.
@@ -159,7 +161,7 @@ fn pair_from_files(certificate: &Path, key: &Path) -> Result<StoredPair, TlsErro
 fn unexpired(pair: &StoredPair, now: std::time::SystemTime) -> bool {
     pair.chain
         .first()
-        .and_then(|leaf| crate::kube_api::credentials::lifetime::Validity::of(leaf))
+        .and_then(|leaf| crate::apiserver_client::credentials::lifetime::Validity::of(leaf))
         .is_some_and(|validity| !validity.expired_at(now))
 }
 

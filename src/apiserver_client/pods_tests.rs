@@ -45,7 +45,7 @@ fn a_watched_pod_is_kept_without_its_managed_fields_and_with_everything_else() {
 
 #[test]
 fn a_watched_pod_is_kept_with_its_lists_at_their_length() {
-    let pod = kept_pod(crate::kube_api::fit_lists::tests::served_pod()).pod();
+    let pod = kept_pod(crate::apiserver_client::fit_lists::tests::served_pod()).pod();
     let statuses = pod
         .status
         .as_ref()

@@ -12,7 +12,7 @@ use std::{
     time::Duration,
 };
 
-use crate::volume::csi::{
+use crate::volume_plugins::csi::{
     CsiRegistrationHandler, RegistrationError,
     grpc::CsiGrpc,
     registration_proto::{self as proto, CSI_PLUGIN_TYPE, paths},

@@ -11,7 +11,7 @@ use kube::Api;
 use nodepulse_actors::ports::ApiError;
 
 use super::*;
-use crate::kube_api::timed;
+use crate::apiserver_client::timed;
 
 fn headers(retry_after: Option<&str>) -> HeaderMap {
     let mut headers = HeaderMap::new();

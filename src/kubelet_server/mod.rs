@@ -58,9 +58,9 @@ pub use reviews::Reviews;
 pub use tls::TlsError;
 
 use crate::{
+    apiserver_client::credentials::ServingIdentity,
     config::{AuthorizationMode, Settings},
     host::HostProbe,
-    kube_api::credentials::ServingIdentity,
     listen::WhenTaken,
 };
 use nodepulse_cri::client::CriClient;

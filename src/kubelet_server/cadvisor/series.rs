@@ -14,7 +14,7 @@ use crate::{
         cgroup::{CgroupFigures, CgroupMemory, DeviceIo, DeviceNames},
         network::InterfaceCounters,
     },
-    kubelet_api::stats::collection::CgroupRecord,
+    kubelet_server::stats::collection::CgroupRecord,
 };
 
 /// A device's counters with its label values.

@@ -48,7 +48,7 @@ impl CpuRate {
 
 /// The node's stats; `image_fs` is what the runtime's ImageFsInfo answered (full scope).
 pub async fn node_stats(
-    state: &crate::kubelet_api::ApiState,
+    state: &crate::kubelet_server::ApiState,
     scope: Scope,
     image_fs: Option<ImageFsUsage>,
 ) -> Result<NodeStats, StatsError> {

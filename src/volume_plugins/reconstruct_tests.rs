@@ -9,7 +9,7 @@ use nodepulse_actors::volume_manager::{
 use serde_json::json;
 
 use super::*;
-use crate::volume::{
+use crate::volume_plugins::{
     atomic_writer::{AtomicWriter, FileProjection, Payload, WriteOutcome},
     csi::layout::staging_path,
     empty_dir::{self, Medium},
@@ -243,14 +243,14 @@ fn after_a_restart_nothing_is_mounted_twice_and_nothing_is_forgotten() {
 fn a_csi_publish_directory_is_read_back_through_its_vol_data() {
     let root = tempfile::tempdir().unwrap();
     let dirs = PodDirs::new(root.path());
-    let mount = crate::volume::csi::layout::publish_target(&dirs, "u1", "pv-1");
+    let mount = crate::volume_plugins::csi::layout::publish_target(&dirs, "u1", "pv-1");
     fs::create_dir_all(&mount).unwrap();
     let data = std::collections::BTreeMap::from([
         (vol_data::keys::DRIVER_NAME, "d.csi.test".to_owned()),
         (vol_data::keys::VOLUME_HANDLE, "h1".to_owned()),
     ]);
     vol_data::save(&mount, &data).unwrap();
-    let broken = crate::volume::csi::layout::publish_target(&dirs, "u1", "pv-2");
+    let broken = crate::volume_plugins::csi::layout::publish_target(&dirs, "u1", "pv-2");
     fs::create_dir_all(&broken).unwrap();
 
     let found = reconstruct(&dirs).unwrap();

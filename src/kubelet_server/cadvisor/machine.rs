@@ -7,7 +7,7 @@ use std::path::Path;
 
 use nodepulse_actors::ports::MachineFacts;
 
-use crate::{kubelet_api::exposition, machine::ProcMachine};
+use crate::{kubelet_server::exposition, machine::ProcMachine};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Machine {
