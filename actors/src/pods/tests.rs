@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{
     PodLifecycleProvider, PodUpdate, SimulatedPods, SimulatedSettings, annotations, ip_pool::Cidr,
 };
-use crate::{messages::StopPod, volume_manager::ports::fake_view::OneVolume};
+use crate::{messages::StopPod, volume_manager::ports::fakes::view::OneVolume};
 
 fn provider() -> SimulatedPods {
     SimulatedPods::new(SimulatedSettings {

@@ -22,7 +22,7 @@ use crate::{
     ports::{CsiVolume, PodWatchEvent, fakes::eventually},
     volume_manager::{
         PodVolumeView,
-        fakes::csi::{FakeCsi, Log},
+        ports::fakes::csi::{FakeCsi, Log},
     },
 };
 

@@ -27,10 +27,9 @@ use super::{
 use crate::{
     messages::VolumesInUse,
     ports::{ApiError, ApiResult, PodApi, PodEvent, PodWatchEvent, fakes::eventually},
-    volume_manager::PodVolumeView,
     volume_manager::{
-        PodVolumesChanged, SetUpContext, VolumeHost, VolumeHostError, VolumeSourceApi,
-        fakes::objects::FakeObjects,
+        PodVolumeView, PodVolumesChanged, SetUpContext, VolumeHost, VolumeHostError,
+        VolumeSourceApi, ports::fakes::objects::FakeObjects,
     },
 };
 

@@ -8,8 +8,8 @@ use tokio::time::Instant;
 
 use super::{
     content::{Fetched, SourceObject, TokenSpec, token::TokenCache},
-    fakes::objects::FakeObjects,
     fetch::fetch,
+    ports::fakes::objects::FakeObjects,
 };
 use crate::ports::ApiError;
 

@@ -11,8 +11,6 @@ pub mod claim;
 pub mod content;
 pub mod csi_names;
 mod debug;
-#[cfg(any(test, feature = "fakes"))]
-pub mod fakes;
 mod fetch;
 #[cfg(test)]
 mod fetch_tests;

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::tests::{Harness, IMAGE, app, phase, pod, waiting_reason};
 use nodepulse_actors::{
     node_status::NodeView,
-    volume_manager::{VolumeSourceApi, fakes::objects::FakeObjects},
+    volume_manager::{VolumeSourceApi, ports::fakes::objects::FakeObjects},
 };
 
 fn node_with_one_cpu() -> Arc<NodeView> {

@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use serde_json::json;
 
 use super::tests::{Harness, IMAGE, phase, pod};
-use nodepulse_actors::{pods::PodLifecycleProvider, volume_manager::ports::fake_view::OneVolume};
+use nodepulse_actors::{pods::PodLifecycleProvider, volume_manager::ports::fakes::view::OneVolume};
 
 #[tokio::test(start_paused = true)]
 async fn nothing_is_made_or_started_until_the_pods_volumes_are_set_up() {

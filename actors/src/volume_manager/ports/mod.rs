@@ -3,7 +3,7 @@
 //! beside the volume manager's types they carry, so `ports` below never names the room above it.
 
 #[cfg(any(test, feature = "fakes"))]
-pub mod fake_view;
+pub mod fakes;
 mod pod_volumes;
 mod storage;
 mod sub_paths;

@@ -8,7 +8,7 @@ use std::{
     sync::atomic::{AtomicBool, Ordering},
 };
 
-use super::PodVolumeView;
+use crate::volume_manager::ports::PodVolumeView;
 use crate::volume_manager::{MountReadiness, UnmountedVolumes};
 
 /// Every pod's one volume, `data`: not set up until [`OneVolume::set_up`].
