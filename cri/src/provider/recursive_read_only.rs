@@ -7,40 +7,62 @@
 use k8s_openapi::api::core::v1::{Container, VolumeMount};
 use nodepulse_actors::ports::Mount;
 
+/// Why a mount cannot be had as it asks (the kubelet's texts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecursiveReadOnlyError {
+    #[error("volume {0:?} requested recursive read-only mode, but it is not read-only")]
+    NotReadOnly(String),
+    #[error(
+        "volume {volume:?} requested recursive read-only mode, but it is not compatible with propagation {propagation:?}"
+    )]
+    Propagation { volume: String, propagation: String },
+    #[error(
+        "volume {0:?} requested recursive read-only mode, but it is not supported by the runtime"
+    )]
+    Unsupported(String),
+    #[error("unknown recursive read-only mode {0:?}")]
+    UnknownMode(String),
+}
+
+/// A container whose mounts cannot be made: CreateContainerConfigError with this text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed to resolve recursive read-only mode: {0}")]
+pub struct ResolveError(#[source] pub RecursiveReadOnlyError);
+
 /// The kubelet's `resolveRecursiveReadOnly`: whether `mount` is made recursively read-only
 /// on a handler that can (`supported`) or cannot.
-pub fn resolve(mount: &VolumeMount, supported: bool) -> Result<bool, String> {
+pub fn resolve(mount: &VolumeMount, supported: bool) -> Result<bool, RecursiveReadOnlyError> {
     let mode = match mount.recursive_read_only.as_deref() {
         None | Some("Disabled") => return Ok(false),
         Some(mode) => mode,
     };
     let name = &mount.name;
     if !mount.read_only.unwrap_or(false) {
-        return Err(format!(
-            "volume {name:?} requested recursive read-only mode, but it is not read-only"
-        ));
+        return Err(RecursiveReadOnlyError::NotReadOnly(name.clone()));
     }
     if let Some(propagation) = mount.mount_propagation.as_deref().filter(|p| *p != "None") {
-        return Err(format!(
-            "volume {name:?} requested recursive read-only mode, but it is not compatible with propagation {propagation:?}"
-        ));
+        return Err(RecursiveReadOnlyError::Propagation {
+            volume: name.clone(),
+            propagation: propagation.to_owned(),
+        });
     }
     match mode {
         "IfPossible" => Ok(supported),
         "Enabled" if supported => Ok(true),
-        "Enabled" => Err(format!(
-            "volume {name:?} requested recursive read-only mode, but it is not supported by the runtime"
-        )),
-        other => Err(format!("unknown recursive read-only mode {other:?}")),
+        "Enabled" => Err(RecursiveReadOnlyError::Unsupported(name.clone())),
+        other => Err(RecursiveReadOnlyError::UnknownMode(other.to_owned())),
     }
 }
 
 /// Marks the mounts of `container`'s entries that resolve to recursive (mount paths are
 /// unique within a container), or the kubelet's error for the first that cannot be had.
-pub fn apply(container: &Container, supported: bool, mounts: &mut [Mount]) -> Result<(), String> {
+pub fn apply(
+    container: &Container,
+    supported: bool,
+    mounts: &mut [Mount],
+) -> Result<(), ResolveError> {
     for entry in container.volume_mounts.iter().flatten() {
-        let recursive = resolve(entry, supported)
-            .map_err(|error| format!("failed to resolve recursive read-only mode: {error}"))?;
+        let recursive = resolve(entry, supported).map_err(ResolveError)?;
         if !recursive {
             continue;
         }
@@ -103,7 +125,7 @@ mod tests {
             ),
         ];
         for (spec, supported, expected) in cases {
-            let got = resolve(&mount(spec.clone()), supported);
+            let got = resolve(&mount(spec.clone()), supported).map_err(|error| error.to_string());
             assert_eq!(
                 got,
                 expected.map_err(str::to_owned),

@@ -6,28 +6,54 @@
 use std::sync::PoisonError;
 
 use k8s_openapi::api::core::v1::Pod;
-use nodepulse_actors::ports::UserNamespace;
+use nodepulse_actors::ports::{UnknownHandler, UserNamespace};
 
 use super::{
     engine::Engine,
-    userns::{IdRange, UsernsManager},
+    userns::{IdRange, UsernsError, UsernsManager},
 };
 
+/// Why a `hostUsers: false` pod gets no user namespace: the message its sandbox's failure
+/// event carries.
+#[derive(Debug, thiserror::Error)]
+pub enum UserNamespaceError {
+    /// The kubelet's refusal when the runtime (or the pod's handler) cannot.
+    #[error("can't set `spec.hostUsers: false`, runtime does not support user namespaces")]
+    RuntimeUnsupported,
+    #[error(
+        "can't set `spec.hostUsers: false`, RuntimeClass handler {0:?} does not support user namespaces"
+    )]
+    HandlerUnsupported(String),
+    /// The runtime does not list the pod's handler at all.
+    #[error("{refusal}: {source}")]
+    UnknownHandler {
+        refusal: Box<UserNamespaceError>,
+        #[source]
+        source: UnknownHandler,
+    },
+    #[error("user namespace manager: {0}")]
+    Manager(#[source] UsernsError),
+    #[error("user namespace: {0}")]
+    Allocation(#[source] UsernsError),
+}
+
 /// The kubelet's refusal when the runtime (or the pod's handler) cannot.
-fn unsupported(handler: &str) -> String {
+fn unsupported(handler: &str) -> UserNamespaceError {
     if handler.is_empty() {
-        "can't set `spec.hostUsers: false`, runtime does not support user namespaces".to_owned()
+        UserNamespaceError::RuntimeUnsupported
     } else {
-        format!(
-            "can't set `spec.hostUsers: false`, RuntimeClass handler {handler:?} does not support user namespaces"
-        )
+        UserNamespaceError::HandlerUnsupported(handler.to_owned())
     }
 }
 
 impl Engine {
     /// The user namespace of `pod`'s sandbox and containers on runtime handler `handler`, or
     /// why it cannot have one (the message the sandbox's failure event carries).
-    pub(crate) fn user_namespace(&self, pod: &Pod, handler: &str) -> Result<UserNamespace, String> {
+    pub(crate) fn user_namespace(
+        &self,
+        pod: &Pod,
+        handler: &str,
+    ) -> Result<UserNamespace, UserNamespaceError> {
         let host_users = pod.spec.as_ref().and_then(|spec| spec.host_users);
         if host_users != Some(false) {
             return Ok(UserNamespace::Node);
@@ -40,7 +66,12 @@ impl Engine {
         match capabilities.handler_supports_user_namespaces(handler) {
             Ok(true) => {}
             Ok(false) => return Err(unsupported(handler)),
-            Err(error) => return Err(format!("{}: {error}", unsupported(handler))),
+            Err(source) => {
+                return Err(UserNamespaceError::UnknownHandler {
+                    refusal: Box::new(unsupported(handler)),
+                    source,
+                });
+            }
         }
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let mut manager = self
@@ -48,23 +79,23 @@ impl Engine {
             .manager
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if manager.is_none() {
-            let settings = &self.user_namespaces;
-            let made = UsernsManager::new(
-                &self.settings.root_dir.join("pods"),
-                settings.ids_per_pod,
-                IdRange::default_for(settings.ids_per_pod),
-                settings.max_pods,
-            )
-            .map_err(|error| format!("user namespace manager: {error}"))?;
-            *manager = Some(made);
-        }
-        let Some(manager) = manager.as_mut() else {
-            return Err("user namespace manager: not made".to_owned());
+        let manager = match &mut *manager {
+            Some(manager) => manager,
+            empty => {
+                let settings = &self.user_namespaces;
+                let made = UsernsManager::new(
+                    &self.settings.root_dir.join("pods"),
+                    settings.ids_per_pod,
+                    IdRange::default_for(settings.ids_per_pod),
+                    settings.max_pods,
+                )
+                .map_err(UserNamespaceError::Manager)?;
+                empty.insert(made)
+            }
         };
         manager
             .get_or_create(uid)
-            .map_err(|error| format!("user namespace: {error}"))
+            .map_err(UserNamespaceError::Allocation)
     }
 
     /// Whether runtime handler `handler` can make mounts read-only recursively (none can

@@ -75,6 +75,16 @@ fn crash_key(pod: &Pod, container: &Container) -> String {
     )
 }
 
+/// Why a pod's sandbox cannot be asked for: the `FailedCreatePodSandBox` event's message.
+#[derive(Debug, thiserror::Error)]
+enum SandboxSetupError {
+    #[error(transparent)]
+    Config(#[from] SandboxConfigError),
+    #[error(transparent)]
+    RuntimeClass(#[from] RuntimeClassError),
+    #[error(transparent)]
+    UserNamespace(#[from] super::user_namespaces::UserNamespaceError),
+}
 impl Engine {
     pub fn host_dns(&self) -> DnsConfig {
         std::fs::read_to_string(&self.settings.resolv_conf)
@@ -84,18 +94,15 @@ impl Engine {
 
     /// The sandbox's config with its user namespace (the kubelet's `generatePodSandboxConfig`,
     /// whose `NamespacesForPod` looks the handler up), or why there can be none.
-    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> Result<SandboxConfig, String> {
+    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> Result<SandboxConfig, SandboxSetupError> {
         let mut config = sandbox_config(
             pod,
             attempt,
             &self.settings.pod_logs_dir,
             &self.settings.cluster_dns,
             &self.host_dns(),
-        )
-        .map_err(|error: SandboxConfigError| error.to_string())?;
-        let handler = self
-            .runtime_handler(pod)
-            .map_err(|error| error.to_string())?;
+        )?;
+        let handler = self.runtime_handler(pod)?;
         config.user_namespace = Some(self.user_namespace(pod, &handler)?);
         config.cgroup_parent = self.cgroup_parent(pod);
         Ok(config)
@@ -243,7 +250,7 @@ impl Engine {
                         Err(error) => Err(error.to_string()),
                     }
                 }
-                Err(error) => Err(error),
+                Err(error) => Err(error.to_string()),
             };
             if let Err(error) = made {
                 tracing::warn!(pod = %pod_label(&pod), %error, "Failed to create pod sandbox");
@@ -480,7 +487,7 @@ impl Engine {
             self.supports_recursive_read_only(""),
             &mut config.mounts,
         )
-        .map_err(config_error)?;
+        .map_err(|error| config_error(error.to_string()))?;
         config
             .mounts
             .extend(etc_hosts.map(|host_path| nodepulse_actors::ports::Mount {
