@@ -152,7 +152,10 @@ pub const CONTAINER: &[(&str, FieldRule)] = &[
         Read("cri provider::sandbox (port mappings), pods::admission (host ports)"),
     ),
     ("readinessProbe", Read("prober")),
-    ("resizePolicy", refused("in-place resize")),
+    (
+        "resizePolicy",
+        Read("cri provider::resize (NotRequired; a RestartContainer policy is refused)"),
+    ),
     (
         "resources",
         Read("cri provider::container::linux_resources, pods::pod_requests"),
@@ -369,6 +372,16 @@ fn each<'a>(spec: &'a Value, list: &'a str) -> impl Iterator<Item = (usize, &'a 
 /// (RestartAllContainersOnContainerExits, on in 1.36) would restart the pod's every container
 /// in place; restarting only the one that exited would silently give the pod less.
 fn refused_actions(container: &Value, path: &str, out: &mut Vec<String>) {
+    // In-place resize is carried out without restarts; a resource that asks to restart the
+    // container on resize would be resized in place instead.
+    for (index, policy) in each(container, "resizePolicy") {
+        if policy.get("restartPolicy").and_then(Value::as_str) == Some("RestartContainer") {
+            out.push(format!(
+                "{path}.resizePolicy[{index}].restartPolicy=\"RestartContainer\" \
+                 (restarting a container to resize it)"
+            ));
+        }
+    }
     for (index, rule) in each(container, "restartPolicyRules") {
         if rule.get("action").and_then(Value::as_str) == Some("RestartAllContainers") {
             out.push(format!(

@@ -158,6 +158,23 @@ fn a_restart_all_containers_rule_is_refused_and_a_restart_rule_is_not() {
 }
 
 #[test]
+fn a_not_required_resize_policy_passes_and_a_restart_container_one_is_refused() {
+    let policy = |restart: &str| {
+        pod(json!({"containers": [{"name": "app", "resizePolicy": [
+            {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+            {"resourceName": "memory", "restartPolicy": restart}]}]}))
+    };
+    assert_eq!(admit(&policy("NotRequired")), Ok(()));
+    let rejection = admit(&policy("RestartContainer")).expect_err("refused");
+    assert_eq!(
+        rejection.message,
+        "Pod requires features nodepulse does not provide: \
+         spec.containers[0].resizePolicy[1].restartPolicy=\"RestartContainer\" \
+         (restarting a container to resize it)"
+    );
+}
+
+#[test]
 fn defaults_and_handled_fields_pass() {
     let plain = pod(json!({
         "hostUsers": false,
