@@ -6,12 +6,11 @@ use serde_json::json;
 
 use super::{
     plan::{Kind, plan},
+    sidecar_tests::{instance, runtime},
     tests::{Harness, IMAGE, app, phase, pod},
     view::PodRuntime,
 };
-use nodepulse_actors::ports::{
-    ContainerState, ContainerStatus, Labels, SandboxMetadata, SandboxState, SandboxStatus,
-};
+use nodepulse_actors::ports::ContainerState;
 
 /// The upstream specs' rule: restart on exit code 42.
 fn restart_on_42() -> serde_json::Value {
@@ -28,35 +27,7 @@ fn app_with(own: serde_json::Value) -> serde_json::Value {
 }
 
 fn exited(exit_code: i32) -> PodRuntime {
-    let sandbox = SandboxStatus {
-        id: "s".to_owned(),
-        metadata: SandboxMetadata::default(),
-        state: SandboxState::Ready,
-        created_at: 1,
-        ips: vec!["10.0.0.2".to_owned()],
-        labels: Labels::new(),
-        annotations: Labels::new(),
-    };
-    let app = ContainerStatus {
-        id: "app-2".to_owned(),
-        name: "app".to_owned(),
-        attempt: 0,
-        state: ContainerState::Exited,
-        created_at: 2,
-        started_at: 1_000_000_000,
-        finished_at: 2_000_000_000,
-        exit_code,
-        image: IMAGE.to_owned(),
-        image_ref: "sha256:b".to_owned(),
-        reason: String::new(),
-        message: String::new(),
-        labels: Labels::new(),
-        annotations: Labels::new(),
-        log_path: "x".into(),
-        mounts: Vec::new(),
-        resources: None,
-    };
-    PodRuntime::new(vec![sandbox], vec![app])
+    runtime(vec![instance("app", ContainerState::Exited, exit_code, 2)])
 }
 
 #[test]

@@ -137,7 +137,12 @@ async fn deletion_stops_the_app_first_then_the_sidecars_last_declared_first() {
     );
 }
 
-fn instance(name: &str, state: ContainerState, exit_code: i32, created_at: i64) -> ContainerStatus {
+pub(super) fn instance(
+    name: &str,
+    state: ContainerState,
+    exit_code: i32,
+    created_at: i64,
+) -> ContainerStatus {
     ContainerStatus {
         id: format!("{name}-{created_at}"),
         name: name.to_owned(),
@@ -159,7 +164,7 @@ fn instance(name: &str, state: ContainerState, exit_code: i32, created_at: i64) 
     }
 }
 
-fn runtime(containers: Vec<ContainerStatus>) -> PodRuntime {
+pub(super) fn runtime(containers: Vec<ContainerStatus>) -> PodRuntime {
     let sandbox = SandboxStatus {
         id: "s".to_owned(),
         metadata: SandboxMetadata::default(),
